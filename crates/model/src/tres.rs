@@ -1,0 +1,218 @@
+//! Trackable resources (TRES): counts as jobs and clusters give them, Slurm's
+//! weight lists (`TRESBillingWeights`, `PriorityWeightTRES`) with their unit
+//! suffixes, and the billable amount a running job charges per second
+//! (`calc_job_billable_tres`: SUM, `MAX_TRES`, `MAX_TRES_GRES`).
+
+use std::collections::BTreeMap;
+
+use crate::InvalidValue;
+
+/// TRES counts by lower-case name (`cpu`, `node`, `mem` in MiB, `gres/gpu`,
+/// `license/x`, ...).
+pub type TresCounts = BTreeMap<String, f64>;
+
+/// A parsed weight list: per lower-case TRES name, the weight per base unit
+/// (memory's base unit is the MiB, every other TRES's is one count).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct WeightList {
+    /// `(name, weight per base unit)`, in the order given.
+    pub weights: Vec<(String, f64)>,
+}
+
+impl WeightList {
+    /// The weight of one TRES, if listed.
+    pub fn get(&self, name: &str) -> Option<f64> {
+        self.weights
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, w)| *w)
+    }
+
+    /// Is the list empty?
+    pub fn is_empty(&self) -> bool {
+        self.weights.is_empty()
+    }
+}
+
+/// Normalise a TRES name: lower case, as Slurm compares them.
+pub fn tres_name(name: &str) -> String {
+    name.trim().to_ascii_lowercase()
+}
+
+/// Parse `CPU=1.0,Mem=0.25G,GRES/gpu=2.0`. A suffix K, M, G, T or P says the
+/// weight is per that many base units (memory counts in MiB: `Mem=0.25G` is
+/// 0.25 per GiB; other TRES count in ones: `CPU=1K` is 1 per 1024 CPUs).
+pub fn parse_weight_list(text: &str) -> Result<WeightList, InvalidValue> {
+    let mut weights = Vec::new();
+    for item in text.split(',').map(str::trim).filter(|t| !t.is_empty()) {
+        let (name, value) = item
+            .split_once('=')
+            .ok_or_else(|| InvalidValue::new(format!("`{item}` is not NAME=WEIGHT")))?;
+        let name = tres_name(name);
+        if name.is_empty() {
+            return Err(InvalidValue::new(format!("`{item}` has no TRES name")));
+        }
+        let value = value.trim();
+        let (number, suffix) = match value.chars().last() {
+            Some(c) if c.is_ascii_alphabetic() => (&value[..value.len() - 1], Some(c)),
+            _ => (value, None),
+        };
+        let weight: f64 = number
+            .parse()
+            .ok()
+            .filter(|w: &f64| w.is_finite())
+            .ok_or_else(|| InvalidValue::new(format!("`{value}` is not a weight for {name}")))?;
+        // How many base units the suffix names.
+        let units = match suffix.map(|c| c.to_ascii_uppercase()) {
+            None => 1.0,
+            Some(s) => {
+                let power = match s {
+                    'K' => 1,
+                    'M' => 2,
+                    'G' => 3,
+                    'T' => 4,
+                    'P' => 5,
+                    _ => {
+                        return Err(InvalidValue::new(format!(
+                            "unknown unit suffix `{s}` in `{item}` (K, M, G, T or P)"
+                        )))
+                    }
+                };
+                // Memory is counted in MiB: K is 1/1024 of the base unit.
+                let power = if name == "mem" { power - 2 } else { power };
+                1024f64.powi(power)
+            }
+        };
+        if weights.iter().any(|(n, _)| *n == name) {
+            return Err(InvalidValue::new(format!("{name} is weighted twice")));
+        }
+        weights.push((name, weight / units));
+    }
+    Ok(WeightList { weights })
+}
+
+/// Is this TRES counted per node (cpu, mem, node, gres/*), as opposed to a
+/// global one (licenses, burst buffers, ...)?
+pub fn is_node_tres(name: &str) -> bool {
+    matches!(name, "cpu" | "mem" | "node") || name.starts_with("gres/")
+}
+
+/// How `MAX_TRES`-style flags combine the weighted TRES.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum BillingMode {
+    /// The sum of every weighted TRES (the default).
+    #[default]
+    Sum,
+    /// `MAX_TRES`: the largest weighted node TRES plus the sum of global TRES.
+    MaxTres,
+    /// `MAX_TRES_GRES`: the sum of GRES, plus the largest of cpu, mem and node,
+    /// plus the sum of global TRES.
+    MaxTresGres,
+}
+
+/// The billable TRES of an allocation: per second of running, how much usage
+/// it charges. Without weights it is the CPU count.
+pub fn billable_tres(counts: &TresCounts, weights: &WeightList, mode: BillingMode) -> f64 {
+    if weights.is_empty() {
+        return counts.get("cpu").copied().unwrap_or(0.0);
+    }
+    let weighted = weights
+        .weights
+        .iter()
+        .filter(|(name, _)| name != "billing")
+        .map(|(name, w)| (name.as_str(), counts.get(name).copied().unwrap_or(0.0) * w));
+    match mode {
+        BillingMode::Sum => weighted.map(|(_, v)| v).sum(),
+        BillingMode::MaxTres => {
+            let (mut max_node, mut global) = (0.0f64, 0.0);
+            for (name, v) in weighted {
+                if is_node_tres(name) {
+                    max_node = max_node.max(v);
+                } else {
+                    global += v;
+                }
+            }
+            max_node + global
+        }
+        BillingMode::MaxTresGres => {
+            let (mut max_node, mut gres, mut global) = (0.0f64, 0.0, 0.0);
+            for (name, v) in weighted {
+                if name.starts_with("gres/") {
+                    gres += v;
+                } else if is_node_tres(name) {
+                    max_node = max_node.max(v);
+                } else {
+                    global += v;
+                }
+            }
+            gres + max_node + global
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn counts(items: &[(&str, f64)]) -> TresCounts {
+        items.iter().map(|(n, c)| (n.to_string(), *c)).collect()
+    }
+
+    // Slurm's tres.shtml: CPU=1.0,Mem=0.25G,GRES/gpu=2.0,license/licA=1.5.
+    #[test]
+    fn slurm_documentation_billing_examples() {
+        let w = parse_weight_list("CPU=1.0,Mem=0.25G,GRES/gpu=2.0,license/licA=1.5").unwrap();
+        let one_cpu_8g = counts(&[("cpu", 1.0), ("mem", 8192.0)]);
+        assert_eq!(billable_tres(&one_cpu_8g, &w, BillingMode::Sum), 3.0);
+        let with_lic = counts(&[("cpu", 1.0), ("mem", 8192.0), ("license/lica", 1.0)]);
+        assert_eq!(billable_tres(&with_lic, &w, BillingMode::Sum), 4.5);
+        let ten_g = counts(&[("cpu", 1.0), ("mem", 10240.0), ("license/lica", 1.0)]);
+        assert_eq!(billable_tres(&ten_g, &w, BillingMode::Sum), 5.0);
+        assert_eq!(billable_tres(&one_cpu_8g, &w, BillingMode::MaxTres), 2.0);
+        assert_eq!(
+            billable_tres(&one_cpu_8g, &w, BillingMode::MaxTresGres),
+            2.0
+        );
+    }
+
+    // priority_multifactor.shtml: CPU=1.0,Mem=0.25G on 16-CPU / 64 GiB nodes.
+    #[test]
+    fn slurm_documentation_sum_mode_jobs() {
+        let w = parse_weight_list("CPU=1.0,Mem=0.25G").unwrap();
+        let b = |cpu: f64, gib: f64| {
+            billable_tres(
+                &counts(&[("cpu", cpu), ("mem", gib * 1024.0)]),
+                &w,
+                BillingMode::Sum,
+            )
+        };
+        assert_eq!(b(1.0, 60.0), 16.0);
+        assert_eq!(b(16.0, 1.0), 16.25);
+        assert_eq!(b(16.0, 60.0), 31.0);
+    }
+
+    #[test]
+    fn memory_without_suffix_is_per_mib_and_no_weights_means_cpus() {
+        let w = parse_weight_list("Mem=0.25").unwrap();
+        assert_eq!(
+            billable_tres(&counts(&[("mem", 8192.0)]), &w, BillingMode::Sum),
+            2048.0
+        );
+        let none = WeightList::default();
+        assert_eq!(
+            billable_tres(
+                &counts(&[("cpu", 12.0), ("mem", 1.0)]),
+                &none,
+                BillingMode::Sum
+            ),
+            12.0
+        );
+    }
+
+    #[test]
+    fn malformed_weight_lists_are_rejected() {
+        for bad in ["CPU", "CPU=x", "=1", "CPU=1Q", "CPU=1,cpu=2", "CPU=inf"] {
+            assert!(parse_weight_list(bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,536 @@
+//! The oracle's state: the association tree, each association's own usage in
+//! exact frame units, QOS, partitions, the cluster, and the jobs. `apply` takes
+//! an event the validator accepted; time advancing applies usage resets and
+//! re-bases the decay frame (see `fairflow_model::usage`).
+
+use std::collections::BTreeMap;
+
+use fairflow_model::config::ResetPeriod;
+use fairflow_model::event::{JobSpec, Op};
+use fairflow_model::tres::{billable_tres, BillingMode, TresCounts, WeightList};
+use fairflow_model::usage::{fixed_rate, DecayFrame, OwnUsage};
+use fairflow_model::{Config, Event, Shares, Time};
+
+use crate::reset::next_reset_after;
+
+/// An account.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Account {
+    /// The parent account; `None` for root.
+    pub parent: Option<String>,
+    /// `FairShare`.
+    pub shares: Shares,
+    /// Association priority (Slurm's assoc factor, Flux's bank priority).
+    pub priority: Option<i64>,
+    /// Usage charged to the account itself.
+    pub usage: OwnUsage,
+}
+
+/// A user association (a user in an account).
+#[derive(Debug, Clone, PartialEq)]
+pub struct UserAssoc {
+    /// `FairShare`.
+    pub shares: Shares,
+    /// Association priority.
+    pub priority: Option<i64>,
+    /// Usage charged to the association (directly and by its jobs).
+    pub usage: OwnUsage,
+}
+
+/// A QOS.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Qos {
+    /// `Priority`.
+    pub priority: i64,
+    /// `UsageFactor` (1 by default).
+    pub usage_factor: f64,
+}
+
+impl Default for Qos {
+    fn default() -> Self {
+        Qos {
+            priority: 0,
+            usage_factor: 1.0,
+        }
+    }
+}
+
+/// A partition (Flux: queue; Moab: class).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Partition {
+    /// `PriorityJobFactor` (1 by default).
+    pub priority_job_factor: u32,
+    /// `TRESBillingWeights`.
+    pub billing_weights: WeightList,
+    /// Queue priority (Flux).
+    pub priority: i64,
+    /// The partition's TRES totals, if given.
+    pub tres: Option<TresCounts>,
+    /// `MaxTime`, seconds, if given.
+    pub max_time_secs: Option<u64>,
+}
+
+impl Default for Partition {
+    fn default() -> Self {
+        Partition {
+            priority_job_factor: 1,
+            billing_weights: WeightList::default(),
+            priority: 0,
+            tres: None,
+            max_time_secs: None,
+        }
+    }
+}
+
+/// The cluster's size.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Cluster {
+    /// Node count (0 until a `cluster` event).
+    pub nodes: u64,
+    /// TRES totals.
+    pub tres: TresCounts,
+}
+
+/// Where a job is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JobPhase {
+    /// Pending.
+    Pending,
+    /// Pending and held.
+    Held,
+    /// Running since `since` at fixed-point billable `rate`.
+    Running {
+        /// When accrual (re)started: the start, or the last re-base.
+        since: Time,
+        /// Fixed-point billable TRES per second.
+        rate: u128,
+    },
+}
+
+/// A job that is pending, held or running.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Job {
+    /// The job id.
+    pub id: String,
+    /// The user.
+    pub user: String,
+    /// The account.
+    pub account: String,
+    /// The job's attributes.
+    pub spec: JobSpec,
+    /// When it was submitted.
+    pub submit_at: Time,
+    /// When it (last) entered the queue: the submit, or the last requeue.
+    pub queued_at: Time,
+    /// The TRES it was allocated at its last start.
+    pub allocated: Option<TresCounts>,
+    /// Phase.
+    pub phase: JobPhase,
+    /// How many times it started (Moab STARTCOUNT counts restarts: this minus one).
+    pub start_count: u32,
+}
+
+impl Job {
+    /// The partition name (`""` when none was given).
+    pub fn partition(&self) -> &str {
+        self.spec.partition.as_deref().unwrap_or("")
+    }
+
+    /// The QOS name (`""` when none was given).
+    pub fn qos(&self) -> &str {
+        self.spec.qos.as_deref().unwrap_or("")
+    }
+
+    /// Is the job pending and not held?
+    pub fn is_pending(&self) -> bool {
+        self.phase == JobPhase::Pending
+    }
+}
+
+/// Everything the oracle knows at `now`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct State {
+    /// The time of the last event (or query).
+    pub now: Time,
+    /// The configuration in force.
+    pub config: Config,
+    /// The frame usage is stored in.
+    pub frame: DecayFrame,
+    /// The next `PriorityUsageResetPeriod` boundary.
+    pub next_reset: Option<Time>,
+    /// Accounts by name, root included.
+    pub accounts: BTreeMap<String, Account>,
+    /// User associations by `(account, user)`.
+    pub users: BTreeMap<(String, String), UserAssoc>,
+    /// QOS by name.
+    pub qos: BTreeMap<String, Qos>,
+    /// Partitions by name.
+    pub partitions: BTreeMap<String, Partition>,
+    /// The cluster.
+    pub cluster: Cluster,
+    /// Active jobs by id.
+    pub jobs: BTreeMap<String, Job>,
+}
+
+impl State {
+    /// An empty cluster with only `root`, under `config`, at time 0.
+    pub fn new(config: Config) -> Self {
+        let mut accounts = BTreeMap::new();
+        accounts.insert(
+            "root".to_string(),
+            Account {
+                parent: None,
+                shares: Shares::Value(1),
+                priority: None,
+                usage: OwnUsage::default(),
+            },
+        );
+        let frame = DecayFrame::new(config.decay_half_life_secs, 0);
+        State {
+            now: 0,
+            next_reset: None,
+            config,
+            frame,
+            accounts,
+            users: BTreeMap::new(),
+            qos: BTreeMap::new(),
+            partitions: BTreeMap::new(),
+            cluster: Cluster::default(),
+            jobs: BTreeMap::new(),
+        }
+    }
+
+    /// The own usage of an association (`user` `None`: the account itself).
+    pub fn own_usage_mut(&mut self, account: &str, user: Option<&str>) -> &mut OwnUsage {
+        match user {
+            None => {
+                &mut self
+                    .accounts
+                    .get_mut(account)
+                    .expect("validated account")
+                    .usage
+            }
+            Some(user) => {
+                &mut self
+                    .users
+                    .get_mut(&(account.to_string(), user.to_string()))
+                    .expect("validated association")
+                    .usage
+            }
+        }
+    }
+
+    /// Move time forward to `t`: apply the usage resets whose boundaries pass,
+    /// then re-base the frame if it is too far behind. Never moves backwards.
+    pub fn advance_to(&mut self, t: Time) {
+        if t < self.now {
+            return;
+        }
+        if let Some(mut boundary) = self.next_reset.filter(|b| *b <= t) {
+            let period = self.config.usage_reset_period;
+            while let Some(next) = next_reset_after(period, boundary).filter(|n| *n <= t) {
+                boundary = next;
+            }
+            self.reset_usage_at(boundary);
+            self.next_reset = next_reset_after(period, boundary);
+        }
+        if self.frame.needs_rebase(t) {
+            self.rebase(DecayFrame::new(self.frame.half_life_secs, t), t);
+        }
+        self.now = t;
+    }
+
+    /// Settle every running job's accrual up to `t` and move all usage into
+    /// the frame `next` (same decayed values at `t`).
+    fn rebase(&mut self, next: DecayFrame, t: Time) {
+        let old = self.frame;
+        for job in self.jobs.values_mut() {
+            if let JobPhase::Running { since, rate } = &mut job.phase {
+                let accrued = old.accrued(*rate, *since, t);
+                let usage = match self.users.get_mut(&(job.account.clone(), job.user.clone())) {
+                    Some(assoc) => &mut assoc.usage,
+                    None => unreachable!("a running job's association exists"),
+                };
+                usage.settled += accrued;
+                *since = t;
+            }
+        }
+        let rebase_one = |usage: &mut OwnUsage| {
+            usage.settled = old.rebased(usage.settled, &next, t);
+            usage.rate_offset = usage.rate * next.clock(t);
+        };
+        self.accounts
+            .values_mut()
+            .for_each(|a| rebase_one(&mut a.usage));
+        self.users
+            .values_mut()
+            .for_each(|u| rebase_one(&mut u.usage));
+        self.frame = next;
+    }
+
+    /// Zero all usage at `t`; running jobs accrue again from `t`.
+    fn reset_usage_at(&mut self, t: Time) {
+        let next = DecayFrame::new(self.frame.half_life_secs, t);
+        let zero = |usage: &mut OwnUsage| {
+            usage.settled = 0;
+            usage.rate_offset = usage.rate * next.clock(t);
+        };
+        self.accounts.values_mut().for_each(|a| zero(&mut a.usage));
+        self.users.values_mut().for_each(|u| zero(&mut u.usage));
+        for job in self.jobs.values_mut() {
+            if let JobPhase::Running { since, .. } = &mut job.phase {
+                *since = t;
+            }
+        }
+        self.frame = next;
+    }
+
+    /// The billing mode the flags select.
+    pub fn billing_mode(&self) -> BillingMode {
+        if self.config.flags.max_tres_gres {
+            BillingMode::MaxTresGres
+        } else if self.config.flags.max_tres {
+            BillingMode::MaxTres
+        } else {
+            BillingMode::Sum
+        }
+    }
+
+    /// The billable TRES per second a job charges while it runs on `tres`:
+    /// its partition's `TRESBillingWeights` (CPUs without), times its QOS's
+    /// `UsageFactor`.
+    pub fn billable_rate(&self, spec: &JobSpec, tres: &TresCounts) -> f64 {
+        let weights = spec
+            .partition
+            .as_ref()
+            .and_then(|p| self.partitions.get(p))
+            .map(|p| p.billing_weights.clone())
+            .unwrap_or_default();
+        let usage_factor = spec
+            .qos
+            .as_ref()
+            .and_then(|q| self.qos.get(q))
+            .map_or(1.0, |q| q.usage_factor);
+        billable_tres(tres, &weights, self.billing_mode()) * usage_factor
+    }
+
+    /// Stop a running job's accrual at `t`, settling what it accrued.
+    fn stop_accrual(&mut self, job_id: &str, t: Time) {
+        let job = self.jobs.get(job_id).expect("validated job");
+        let JobPhase::Running { since, rate } = job.phase else {
+            unreachable!("validated: the job is running")
+        };
+        let (account, user) = (job.account.clone(), job.user.clone());
+        let frame = self.frame;
+        let usage = self.own_usage_mut(&account, Some(&user));
+        usage.settled += frame.accrued(rate, since, t);
+        usage.rate -= rate;
+        usage.rate_offset -= rate * frame.clock(since);
+    }
+
+    /// Apply an event the validator accepted.
+    pub fn apply(&mut self, event: &Event) {
+        let t = event.t;
+        self.advance_to(t);
+        match &event.op {
+            Op::Account {
+                name,
+                parent,
+                shares,
+                priority,
+            } => {
+                let entry = self
+                    .accounts
+                    .entry(name.clone())
+                    .or_insert_with(|| Account {
+                        parent: Some("root".to_string()),
+                        shares: Shares::Value(1),
+                        priority: None,
+                        usage: OwnUsage::default(),
+                    });
+                if let Some(parent) = parent {
+                    entry.parent = Some(parent.clone());
+                }
+                if let Some(shares) = shares {
+                    entry.shares = *shares;
+                }
+                if priority.is_some() {
+                    entry.priority = *priority;
+                }
+            }
+            Op::User {
+                user,
+                account,
+                shares,
+                priority,
+            } => {
+                let entry = self
+                    .users
+                    .entry((account.clone(), user.clone()))
+                    .or_insert_with(|| UserAssoc {
+                        shares: Shares::Value(1),
+                        priority: None,
+                        usage: OwnUsage::default(),
+                    });
+                if let Some(shares) = shares {
+                    entry.shares = *shares;
+                }
+                if priority.is_some() {
+                    entry.priority = *priority;
+                }
+            }
+            Op::RemoveAccount { name } => {
+                // Usage history stays with the ancestors: the parent absorbs it.
+                let removed = self.accounts.remove(name).expect("validated account");
+                let parent = removed.parent.expect("root is never removed");
+                self.own_usage_mut(&parent, None).add(&removed.usage);
+            }
+            Op::RemoveUser { user, account } => {
+                self.jobs
+                    .retain(|_, j| !(j.account == *account && j.user == *user));
+                let removed = self
+                    .users
+                    .remove(&(account.clone(), user.clone()))
+                    .expect("validated association");
+                self.own_usage_mut(account, None).add(&removed.usage);
+            }
+            Op::Usage {
+                account,
+                user,
+                amount,
+            } => {
+                let value = self.frame.point_usage(*amount, t);
+                self.own_usage_mut(account, user.as_deref()).settled += value;
+            }
+            Op::ResetUsage => self.reset_usage_at(t),
+            Op::Submit {
+                job,
+                user,
+                account,
+                spec,
+            } => {
+                self.jobs.insert(
+                    job.clone(),
+                    Job {
+                        id: job.clone(),
+                        user: user.clone(),
+                        account: account.clone(),
+                        spec: spec.clone(),
+                        submit_at: t,
+                        queued_at: t,
+                        allocated: None,
+                        phase: JobPhase::Pending,
+                        start_count: 0,
+                    },
+                );
+            }
+            Op::Update { job, account, spec } => {
+                let entry = self.jobs.get_mut(job).expect("validated job");
+                entry.spec.apply(spec);
+                if let Some(account) = account {
+                    entry.account = account.clone();
+                }
+            }
+            Op::Hold { job } => {
+                self.jobs.get_mut(job).expect("validated job").phase = JobPhase::Held
+            }
+            Op::Release { job } => {
+                self.jobs.get_mut(job).expect("validated job").phase = JobPhase::Pending
+            }
+            Op::Cancel { job } => {
+                self.jobs.remove(job);
+            }
+            Op::Start { job, tres } => {
+                let entry = &self.jobs[job];
+                let allocated = tres
+                    .clone()
+                    .or_else(|| entry.spec.tres.clone())
+                    .unwrap_or_default();
+                let rate = fixed_rate(self.billable_rate(&entry.spec, &allocated));
+                let (account, user) = (entry.account.clone(), entry.user.clone());
+                let clock = self.frame.clock(t);
+                let usage = self.own_usage_mut(&account, Some(&user));
+                usage.rate += rate;
+                usage.rate_offset += rate * clock;
+                let entry = self.jobs.get_mut(job).expect("validated job");
+                entry.phase = JobPhase::Running { since: t, rate };
+                entry.allocated = Some(allocated);
+                entry.start_count += 1;
+            }
+            Op::End { job } => {
+                self.stop_accrual(job, t);
+                self.jobs.remove(job);
+            }
+            Op::Requeue { job } => {
+                self.stop_accrual(job, t);
+                let entry = self.jobs.get_mut(job).expect("validated job");
+                entry.phase = JobPhase::Pending;
+                entry.queued_at = t;
+            }
+            Op::Config { set } => {
+                let next = self.config.patched(set).expect("validated config");
+                let old_half_life = self.config.decay_half_life_secs;
+                let old_period = self.config.usage_reset_period;
+                self.config = next;
+                if self.config.decay_half_life_secs != old_half_life {
+                    self.rebase(DecayFrame::new(self.config.decay_half_life_secs, t), t);
+                }
+                let period_given = set
+                    .keys()
+                    .any(|k| k.eq_ignore_ascii_case("PriorityUsageResetPeriod"));
+                if period_given || self.config.usage_reset_period != old_period {
+                    if self.config.usage_reset_period == ResetPeriod::Now {
+                        self.reset_usage_at(t);
+                    }
+                    self.next_reset = next_reset_after(self.config.usage_reset_period, t);
+                }
+            }
+            Op::Qos {
+                name,
+                priority,
+                usage_factor,
+            } => {
+                let entry = self.qos.entry(name.clone()).or_default();
+                if let Some(p) = priority {
+                    entry.priority = *p;
+                }
+                if let Some(f) = usage_factor {
+                    entry.usage_factor = *f;
+                }
+            }
+            Op::Partition {
+                name,
+                priority_job_factor,
+                tres_billing_weights,
+                priority,
+                tres,
+                max_time_secs,
+            } => {
+                let entry = self.partitions.entry(name.clone()).or_default();
+                if let Some(p) = priority_job_factor {
+                    entry.priority_job_factor = *p;
+                }
+                if let Some(w) = tres_billing_weights {
+                    entry.billing_weights = w.clone();
+                }
+                if let Some(p) = priority {
+                    entry.priority = *p;
+                }
+                if tres.is_some() {
+                    entry.tres = tres.clone();
+                }
+                if max_time_secs.is_some() {
+                    entry.max_time_secs = *max_time_secs;
+                }
+            }
+            Op::Cluster { nodes, tres } => {
+                self.cluster = Cluster {
+                    nodes: *nodes,
+                    tres: tres.clone(),
+                };
+            }
+            Op::Tick => {}
+        }
+        self.now = t;
+    }
+}
