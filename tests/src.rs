@@ -1,0 +1,1 @@
+//! Holds no code: the end-to-end tests of fairflow live in `tests/tests/`.
