@@ -200,7 +200,9 @@ pub struct Config {
     pub flags: PriorityFlags,
     /// `PriorityDecayHalfLife` in seconds; 0 means no decay.
     pub decay_half_life_secs: i64,
-    /// `PriorityCalcPeriod` in seconds (informational: fairflow is always current).
+    /// `PriorityCalcPeriod` in seconds: how often running jobs' accrual becomes
+    /// visible in usage (at multiples of the period, Unix time). 0, the default,
+    /// makes it continuous: usage at any time includes accrual up to that time.
     pub calc_period_secs: i64,
     /// `PriorityMaxAge` in seconds.
     pub max_age_secs: i64,
@@ -240,7 +242,7 @@ impl Default for Config {
         Config {
             flags: PriorityFlags::default(),
             decay_half_life_secs: 604_800,
-            calc_period_secs: 300,
+            calc_period_secs: 0,
             max_age_secs: 604_800,
             favor_small: false,
             weight_age: 0,
@@ -321,11 +323,8 @@ impl Config {
             "priorityflags" => self.flags = PriorityFlags::parse(text)?,
             "prioritydecayhalflife" => self.decay_half_life_secs = duration(text)?,
             "prioritycalcperiod" => {
-                let secs = duration(text)?;
-                if secs < 60 {
-                    return Err(InvalidValue::new("PriorityCalcPeriod is at least 1 minute"));
-                }
-                self.calc_period_secs = secs;
+                // 0 (continuous) is fairflow's; Slurm's own minimum is 1 minute.
+                self.calc_period_secs = duration(text)?;
             }
             "prioritymaxage" => self.max_age_secs = duration(text)?,
             "priorityfavorsmall" => self.favor_small = parse_yes_no(text)?,

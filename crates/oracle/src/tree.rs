@@ -143,14 +143,13 @@ impl Tree {
         }
 
         // Usage: each association's own usage at `now`, summed up the direct tree.
-        let frame = state.frame;
-        let now = state.now;
+        let (frame, now) = (state.frame, state.now);
         for node in nodes.iter_mut() {
             let own = match &node.user {
                 None => state.accounts[&node.account].usage,
                 Some(user) => state.users[&(node.account.clone(), user.clone())].usage,
             };
-            node.usage = own.at(&frame, now);
+            node.usage = state.visible_usage(&own);
         }
         for i in (1..nodes.len()).rev() {
             let p = nodes[i].parent.expect("non-root has a parent");
