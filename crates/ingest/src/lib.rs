@@ -13,7 +13,9 @@
 pub mod parse;
 pub mod reader;
 pub mod slurm_conf;
+pub mod swf;
 pub mod validate;
+pub mod write;
 
 pub use parse::parse_event;
 pub use reader::{read_log, LogLine};
