@@ -181,8 +181,8 @@ impl Validator {
                     return Err(err("account", format!("unknown account `{account}`")));
                 }
                 let key = (account.clone(), user.clone());
-                if !self.users.contains_key(&key) {
-                    self.users.insert(key, 0);
+                if let std::collections::btree_map::Entry::Vacant(entry) = self.users.entry(key) {
+                    entry.insert(0);
                     self.accounts.get_mut(account).expect("checked").users += 1;
                 }
             }
