@@ -10,6 +10,8 @@
 
 #![warn(missing_docs)]
 
+pub mod follow;
+pub mod jobcomp;
 pub mod parse;
 pub mod reader;
 pub mod slurm_conf;
