@@ -177,6 +177,9 @@ pub fn parse_body(body: &[u8], max_line_bytes: usize) -> Vec<LogLine> {
     lines
 }
 
+/// A write waiting in a commit group, with where its answer goes.
+type PendingWrite = (Vec<LogLine>, oneshot::Sender<Result<WriteOutcome, String>>);
+
 struct Applier<B: Backend> {
     backend: B,
     log: EventLog,
@@ -243,10 +246,7 @@ impl<B: Backend> Applier<B> {
         ))
     }
 
-    fn commit_group(
-        &mut self,
-        group: Vec<(Vec<LogLine>, oneshot::Sender<Result<WriteOutcome, String>>)>,
-    ) {
+    fn commit_group(&mut self, group: Vec<PendingWrite>) {
         if let Some(reason) = &self.failed {
             for (_, reply) in group {
                 let _ = reply.send(Err(reason.clone()));

@@ -122,7 +122,7 @@ async fn post_events(State(state): State<AppState>, headers: HeaderMap, body: By
 }
 
 async fn read(state: AppState, headers: HeaderMap, query: Query) -> Response {
-    if let Err(denied) = check_read(&state, &headers) {
+    if let Some(denied) = refuse_read(&state, &headers) {
         return denied;
     }
     match state.applier.read(query).await {
@@ -163,7 +163,7 @@ async fn get_explain(
 }
 
 async fn get_metrics(State(state): State<AppState>, headers: HeaderMap) -> Response {
-    if let Err(denied) = check_read(&state, &headers) {
+    if let Some(denied) = refuse_read(&state, &headers) {
         return denied;
     }
     let gauges = state.applier.gauges().await;
