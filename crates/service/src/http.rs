@@ -85,13 +85,14 @@ fn error(status: StatusCode, message: impl Into<String>) -> Response {
     (status, Json(json!({ "error": message.into() }))).into_response()
 }
 
-fn check_read(state: &AppState, headers: &HeaderMap) -> Result<(), Response> {
+/// `None` when the read may go ahead, else the refusal.
+fn refuse_read(state: &AppState, headers: &HeaderMap) -> Option<Response> {
     if !state.config.reads_need_token {
-        return Ok(());
+        return None;
     }
     match &state.config.write_token {
-        Some(token) if token_matches(headers, token) => Ok(()),
-        _ => Err(error(
+        Some(token) if token_matches(headers, token) => None,
+        _ => Some(error(
             StatusCode::UNAUTHORIZED,
             "reading needs a valid bearer token",
         )),
