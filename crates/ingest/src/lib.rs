@@ -24,7 +24,7 @@ pub use reader::{read_log, LogLine};
 pub use validate::Validator;
 
 /// Why one line of input was not applied.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, serde::Serialize, serde::Deserialize)]
 pub struct Rejection {
     /// 1-based line number in its source (0 when there is no line).
     pub line: u64,

@@ -14,7 +14,7 @@ use fairflow_model::{Config, Event, Shares, Time};
 use crate::reset::next_reset_after;
 
 /// An account.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Account {
     /// The parent account; `None` for root.
     pub parent: Option<String>,
@@ -27,7 +27,7 @@ pub struct Account {
 }
 
 /// A user association (a user in an account).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct UserAssoc {
     /// `FairShare`.
     pub shares: Shares,
@@ -38,7 +38,7 @@ pub struct UserAssoc {
 }
 
 /// A QOS.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Qos {
     /// `Priority`.
     pub priority: i64,
@@ -56,7 +56,7 @@ impl Default for Qos {
 }
 
 /// A partition (Flux: queue; Moab: class).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Partition {
     /// `PriorityJobFactor` (1 by default).
     pub priority_job_factor: u32,
@@ -83,7 +83,7 @@ impl Default for Partition {
 }
 
 /// The cluster's size.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Default, serde::Serialize, serde::Deserialize)]
 pub struct Cluster {
     /// Node count (0 until a `cluster` event).
     pub nodes: u64,
@@ -92,7 +92,7 @@ pub struct Cluster {
 }
 
 /// Where a job is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum JobPhase {
     /// Pending.
     Pending,
@@ -108,7 +108,7 @@ pub enum JobPhase {
 }
 
 /// A job that is pending, held or running.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Job {
     /// The job id.
     pub id: String,
@@ -148,7 +148,7 @@ impl Job {
 }
 
 /// Everything the oracle knows at `now`.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct State {
     /// The time of the last event (or query).
     pub now: Time,
