@@ -2,3 +2,5 @@
 //! differential dataflow operators, so that a change costs what it touches.
 
 #![warn(missing_docs)]
+
+pub mod topk;
