@@ -54,7 +54,7 @@ fn moab_lines(text: &str) -> Vec<(u64, String, String)> {
         .collect()
 }
 
-fn read_text(path: &PathBuf) -> anyhow::Result<String> {
+fn read_text(path: &std::path::Path) -> anyhow::Result<String> {
     std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))
 }
 

@@ -6,7 +6,7 @@
 //! the JSON form, and the Slurm import's round trip.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 const HEADER: &str =
@@ -225,7 +225,7 @@ fn slurm_conf_and_moab_cfg_apply_before_the_log() {
     assert!(stderr.contains("2 lines rejected"));
 }
 
-fn import_fixture(out_path: &PathBuf) -> Output {
+fn import_fixture(out_path: &Path) -> Output {
     fairflow(&[
         "import",
         "slurm",
@@ -322,4 +322,51 @@ fn demo_runs_and_titles_every_algorithm() {
     let out = fairflow(&["demo", "-P"]);
     assert!(out.status.success());
     assert_eq!(text(&out.stdout).matches(HEADER).count(), 5);
+}
+
+/// The `-P` rows of one titled section of `fairflow demo -P`.
+fn demo_section(stdout: &str, title: &str) -> Vec<Vec<String>> {
+    let start = stdout.find(title).unwrap_or_else(|| panic!("{title}"));
+    stdout[start..]
+        .lines()
+        .skip(2)
+        .take_while(|line| !line.is_empty())
+        .map(|line| line.split('|').map(str::to_string).collect())
+        .collect()
+}
+
+#[test]
+fn the_demo_encodes_the_documents_example() {
+    let out = fairflow(&["demo", "-P"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    // Slurm's classic fair-share example (seed document): the users' factors
+    // 2^(-.3875/.3) = 0.408479, 2^(-.275/.05) = 0.022097, 2^(-.15/.05) = 0.125,
+    // 2^(-.25/.25) = 0.5, 2^(-.1458/.35) = 0.749154.
+    let classic = demo_section(&stdout, "== Classic");
+    let factors: Vec<(&str, &str)> = classic
+        .iter()
+        .filter(|cells| !cells[1].is_empty())
+        .map(|cells| (cells[1].as_str(), cells[7].as_str()))
+        .collect();
+    assert_eq!(
+        factors,
+        [
+            ("user1", "0.408479"),
+            ("user2", "0.022097"),
+            ("user3", "0.125000"),
+            ("user4", "0.500000"),
+            ("user5", "0.749154"),
+        ]
+    );
+    // The ticket-based example: user 2 gets 198 tickets for user 5's 802, a
+    // fair-share priority of 198 / 802 = 0.25 (to the document's two decimals).
+    let ticket = demo_section(&stdout, "== Ticket-based");
+    let tickets = |user: &str| -> f64 {
+        let cells = ticket.iter().find(|c| c[1] == user).unwrap();
+        cells[9].parse().unwrap()
+    };
+    let ratio = tickets("user2") / tickets("user5");
+    assert_eq!(format!("{ratio:.2}"), "0.25");
+    assert_eq!(tickets("user1"), 0.0, "user 1 has no pending job");
 }
