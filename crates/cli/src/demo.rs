@@ -20,14 +20,16 @@ use fairflow_model::tres::TresCounts;
 use fairflow_model::{Config, Event, Shares};
 use fairflow_oracle::Replay;
 use fairflow_serve::sshare::render;
+use fairflow_serve::OutputFormat;
 
-use crate::output::{emit, OutputArgs};
+use crate::output::emit;
 
 /// `fairflow demo` flags.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    #[command(flatten)]
-    output: OutputArgs,
+    /// Print each table `|`-separated instead of aligned.
+    #[arg(short = 'P', long = "parsable")]
+    parsable: bool,
 }
 
 /// The time of every built-in event.
@@ -162,11 +164,16 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
          under A; E (25) and F (35) under D; user1 in B, user2 and user3 in C, user4 in E, user5 in F.\n\
          Usage: user1 0.2 of the machine, user2 0.25, user4 0.25; no decay.\n",
     );
+    let format = if args.parsable {
+        OutputFormat::Parsable
+    } else {
+        OutputFormat::Table
+    };
     for shown in &ALGORITHMS {
         let replay = replay(shown.flags, shown.extra)?;
         let table = fairflow_oracle::fairshare::table(&replay.state);
         text.push_str(&format!("\n== {}\n", shown.title));
-        text.push_str(&render(&table, args.output.format()));
+        text.push_str(&render(&table, format));
     }
     emit(&text)
 }

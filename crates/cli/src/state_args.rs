@@ -110,7 +110,7 @@ impl StateArgs {
                 let before = replay.report.rejected.len();
                 replay.feed(line);
                 if let Some(rejection) = replay.report.rejected.get(before) {
-                    reporter.report(name, &rejection.clone());
+                    reporter.report(name, rejection);
                 }
             }
         }
