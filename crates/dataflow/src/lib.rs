@@ -2,3 +2,6 @@
 //! differential dataflow operators, so that a change costs what it touches.
 
 #![warn(missing_docs)]
+
+pub mod cluster;
+pub mod topk;

@@ -10,17 +10,21 @@
 
 #![warn(missing_docs)]
 
+pub mod follow;
+pub mod jobcomp;
 pub mod parse;
 pub mod reader;
 pub mod slurm_conf;
+pub mod swf;
 pub mod validate;
+pub mod write;
 
 pub use parse::parse_event;
 pub use reader::{read_log, LogLine};
 pub use validate::Validator;
 
 /// Why one line of input was not applied.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, serde::Serialize, serde::Deserialize)]
 pub struct Rejection {
     /// 1-based line number in its source (0 when there is no line).
     pub line: u64,

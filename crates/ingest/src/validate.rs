@@ -11,7 +11,7 @@ use fairflow_model::{Config, Event, Time};
 use crate::Rejection;
 
 /// Where a job is in its life.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Phase {
     /// Waiting in the queue.
     Pending,
@@ -21,14 +21,14 @@ pub enum Phase {
     Running,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 struct AccountEntry {
     parent: Option<String>,
     child_accounts: usize,
     users: usize,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 struct JobEntry {
     account: String,
     user: String,
@@ -36,7 +36,7 @@ struct JobEntry {
 }
 
 /// The catalog; see the module documentation.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Validator {
     now: Option<Time>,
     config: Config,
@@ -181,8 +181,8 @@ impl Validator {
                     return Err(err("account", format!("unknown account `{account}`")));
                 }
                 let key = (account.clone(), user.clone());
-                if !self.users.contains_key(&key) {
-                    self.users.insert(key, 0);
+                if let std::collections::btree_map::Entry::Vacant(entry) = self.users.entry(key) {
+                    entry.insert(0);
                     self.accounts.get_mut(account).expect("checked").users += 1;
                 }
             }

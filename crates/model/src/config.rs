@@ -12,7 +12,9 @@ use crate::tres::{parse_weight_list, WeightList};
 use crate::InvalidValue;
 
 /// Which fair-share algorithm computes each association's factor.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 pub enum Algorithm {
     /// Fair Tree, Slurm's default since 19.05.
     FairTree,
@@ -40,7 +42,19 @@ impl Algorithm {
 }
 
 /// Which formula turns factors into a job's priority.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Default,
+    serde::Serialize,
+    serde::Deserialize,
+)]
 pub enum PriorityModel {
     /// Slurm's multifactor plugin.
     #[default]
@@ -63,7 +77,7 @@ impl PriorityModel {
 }
 
 /// `PriorityUsageResetPeriod`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub enum ResetPeriod {
     /// Never reset (the default).
     #[default]
@@ -83,7 +97,7 @@ pub enum ResetPeriod {
 }
 
 /// `PriorityFlags`, one boolean per flag.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 #[allow(missing_docs)]
 pub struct PriorityFlags {
     pub accrue_always: bool,
@@ -163,7 +177,7 @@ impl PriorityFlags {
 /// Flux's weights: flux-accounting's four plugin factors, plus the remaining
 /// factors of the Flux design (wait time, QOS, job size, user), which default
 /// to weight 0 so that the defaults are exactly flux-accounting's.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 #[allow(missing_docs)]
 pub struct FluxWeights {
     pub fairshare: i64,
@@ -194,13 +208,15 @@ impl Default for FluxWeights {
 }
 
 /// The whole configuration.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Config {
     /// `PriorityFlags`.
     pub flags: PriorityFlags,
     /// `PriorityDecayHalfLife` in seconds; 0 means no decay.
     pub decay_half_life_secs: i64,
-    /// `PriorityCalcPeriod` in seconds (informational: fairflow is always current).
+    /// `PriorityCalcPeriod` in seconds: how often running jobs' accrual becomes
+    /// visible in usage (at multiples of the period, Unix time). 0, the default,
+    /// makes it continuous: usage at any time includes accrual up to that time.
     pub calc_period_secs: i64,
     /// `PriorityMaxAge` in seconds.
     pub max_age_secs: i64,
@@ -240,7 +256,7 @@ impl Default for Config {
         Config {
             flags: PriorityFlags::default(),
             decay_half_life_secs: 604_800,
-            calc_period_secs: 300,
+            calc_period_secs: 0,
             max_age_secs: 604_800,
             favor_small: false,
             weight_age: 0,
@@ -321,11 +337,8 @@ impl Config {
             "priorityflags" => self.flags = PriorityFlags::parse(text)?,
             "prioritydecayhalflife" => self.decay_half_life_secs = duration(text)?,
             "prioritycalcperiod" => {
-                let secs = duration(text)?;
-                if secs < 60 {
-                    return Err(InvalidValue::new("PriorityCalcPeriod is at least 1 minute"));
-                }
-                self.calc_period_secs = secs;
+                // 0 (continuous) is fairflow's; Slurm's own minimum is 1 minute.
+                self.calc_period_secs = duration(text)?;
             }
             "prioritymaxage" => self.max_age_secs = duration(text)?,
             "priorityfavorsmall" => self.favor_small = parse_yes_no(text)?,

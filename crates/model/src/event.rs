@@ -10,7 +10,9 @@ use crate::tres::{TresCounts, WeightList};
 use crate::Time;
 
 /// An association's shares: `FairShare=N` or `FairShare=parent`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 pub enum Shares {
     /// A number of shares (0 to 2^31 - 2, as in Slurm).
     Value(u32),
@@ -45,7 +47,7 @@ impl std::fmt::Display for Shares {
 
 /// The optional attributes of a job, as `submit` gives them and `update`
 /// changes them. `None` means "not given".
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct JobSpec {
     /// Partition (Flux: queue; Moab: class).
     pub partition: Option<String>,

@@ -13,7 +13,7 @@ pub type TresCounts = BTreeMap<String, f64>;
 
 /// A parsed weight list: per lower-case TRES name, the weight per base unit
 /// (memory's base unit is the MiB, every other TRES's is one count).
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct WeightList {
     /// `(name, weight per base unit)`, in the order given.
     pub weights: Vec<(String, f64)>,
@@ -98,7 +98,7 @@ pub fn is_node_tres(name: &str) -> bool {
 }
 
 /// How `MAX_TRES`-style flags combine the weighted TRES.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub enum BillingMode {
     /// The sum of every weighted TRES (the default).
     #[default]

@@ -46,7 +46,7 @@ pub const REBASE_HALF_LIVES: i64 = 16;
 pub type FrameUsage = u128;
 
 /// The reference frame usage is stored in: a half-life and an epoch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct DecayFrame {
     /// `PriorityDecayHalfLife` in seconds; 0 is no decay.
     pub half_life_secs: i64,
@@ -134,7 +134,19 @@ pub fn fixed_rate(rate_tres_per_sec: f64) -> u128 {
 /// accrual of its running jobs, all in frame units. The usage at `T` is
 /// `settled + rate * G(T) - rate_offset`; every field is an exact sum, so the
 /// usage of a subtree is the field-wise sum over its associations.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, PartialOrd, Ord, Hash)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Default,
+    PartialOrd,
+    Ord,
+    Hash,
+    serde::Serialize,
+    serde::Deserialize,
+)]
 pub struct OwnUsage {
     /// Usage already settled (usage events, ended jobs), frame units.
     pub settled: FrameUsage,

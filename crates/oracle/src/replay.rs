@@ -7,7 +7,7 @@ use fairflow_model::Config;
 use crate::State;
 
 /// What a replay did.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ReplayReport {
     /// Events applied.
     pub applied: u64,
@@ -16,7 +16,7 @@ pub struct ReplayReport {
 }
 
 /// The validator and the oracle state, fed together.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Replay {
     /// The catalog deciding what is possible.
     pub validator: Validator,
@@ -54,5 +54,48 @@ impl Replay {
     /// Feed every line of a log.
     pub fn feed_all(&mut self, lines: impl IntoIterator<Item = LogLine>) {
         lines.into_iter().for_each(|l| self.feed(l));
+    }
+}
+
+impl Replay {
+    /// The whole replay (validator, state, report) as bytes, for a checkpoint.
+    pub fn snapshot(&self) -> Vec<u8> {
+        postcard::to_stdvec(self).expect("the state is always serialisable")
+    }
+
+    /// A replay from a [`Replay::snapshot`].
+    pub fn restore(bytes: &[u8]) -> Result<Replay, String> {
+        postcard::from_bytes(bytes).map_err(|e| format!("not a fairflow oracle snapshot: {e}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fairflow_ingest::reader::read_events;
+
+    #[test]
+    fn a_snapshot_restores_exactly_the_same_replay() {
+        let log = r#"{"op":"config","t":1,"set":{"PriorityDecayHalfLife":"1-0","PriorityFlags":"NO_FAIR_TREE"}}
+{"op":"account","t":1,"name":"a","shares":"parent"}
+{"op":"user","t":2,"user":"u","account":"a","shares":3}
+{"op":"usage","t":3,"account":"a","user":"u","amount":123456789.5}
+{"op":"submit","t":4,"job":"1","user":"u","account":"a","tres":{"cpu":64}}
+{"op":"start","t":5,"job":"1"}
+{"op":"bogus","t":6}
+"#;
+        let mut replay = Replay::new(Config::default());
+        replay.feed_all(read_events(log.as_bytes()).map(Result::unwrap));
+        // Push a usage value beyond 64 bits of frame units through the snapshot.
+        replay
+            .state
+            .users
+            .values_mut()
+            .for_each(|u| u.usage.settled += 1u128 << 100);
+        let restored = Replay::restore(&replay.snapshot()).unwrap();
+        assert_eq!(restored.state, replay.state);
+        assert_eq!(restored.report, replay.report);
+        assert_eq!(restored.validator.now(), replay.validator.now());
+        assert!(Replay::restore(b"{\"not\":1}").is_err());
     }
 }

@@ -8,13 +8,13 @@ use std::collections::BTreeMap;
 use fairflow_model::config::ResetPeriod;
 use fairflow_model::event::{JobSpec, Op};
 use fairflow_model::tres::{billable_tres, BillingMode, TresCounts, WeightList};
-use fairflow_model::usage::{fixed_rate, DecayFrame, OwnUsage};
+use fairflow_model::usage::{fixed_rate, DecayFrame, FrameUsage, OwnUsage};
 use fairflow_model::{Config, Event, Shares, Time};
 
 use crate::reset::next_reset_after;
 
 /// An account.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Account {
     /// The parent account; `None` for root.
     pub parent: Option<String>,
@@ -27,7 +27,7 @@ pub struct Account {
 }
 
 /// A user association (a user in an account).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct UserAssoc {
     /// `FairShare`.
     pub shares: Shares,
@@ -38,7 +38,7 @@ pub struct UserAssoc {
 }
 
 /// A QOS.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Qos {
     /// `Priority`.
     pub priority: i64,
@@ -56,7 +56,7 @@ impl Default for Qos {
 }
 
 /// A partition (Flux: queue; Moab: class).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Partition {
     /// `PriorityJobFactor` (1 by default).
     pub priority_job_factor: u32,
@@ -83,7 +83,7 @@ impl Default for Partition {
 }
 
 /// The cluster's size.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Default, serde::Serialize, serde::Deserialize)]
 pub struct Cluster {
     /// Node count (0 until a `cluster` event).
     pub nodes: u64,
@@ -92,7 +92,7 @@ pub struct Cluster {
 }
 
 /// Where a job is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum JobPhase {
     /// Pending.
     Pending,
@@ -108,7 +108,7 @@ pub enum JobPhase {
 }
 
 /// A job that is pending, held or running.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Job {
     /// The job id.
     pub id: String,
@@ -148,7 +148,7 @@ impl Job {
 }
 
 /// Everything the oracle knows at `now`.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct State {
     /// The time of the last event (or query).
     pub now: Time,
@@ -237,35 +237,90 @@ impl State {
         if self.frame.needs_rebase(t) {
             self.rebase(DecayFrame::new(self.frame.half_life_secs, t), t);
         }
+        self.settle_accrual_to_boundary(t);
         self.now = t;
     }
 
-    /// Settle every running job's accrual up to `t` and move all usage into
-    /// the frame `next` (same decayed values at `t`).
+    /// Move all usage into the frame `next`, keeping every decayed value as of
+    /// `t`: settled usage is converted, and running jobs' accrual offsets are
+    /// recomputed in the new frame (their accrual start does not move).
     fn rebase(&mut self, next: DecayFrame, t: Time) {
         let old = self.frame;
-        for job in self.jobs.values_mut() {
-            if let JobPhase::Running { since, rate } = &mut job.phase {
-                let accrued = old.accrued(*rate, *since, t);
-                let usage = match self.users.get_mut(&(job.account.clone(), job.user.clone())) {
-                    Some(assoc) => &mut assoc.usage,
-                    None => unreachable!("a running job's association exists"),
-                };
-                usage.settled += accrued;
-                *since = t;
-            }
-        }
-        let rebase_one = |usage: &mut OwnUsage| {
+        let convert = |usage: &mut OwnUsage| {
             usage.settled = old.rebased(usage.settled, &next, t);
-            usage.rate_offset = usage.rate * next.clock(t);
+            usage.rate_offset = 0;
         };
         self.accounts
             .values_mut()
-            .for_each(|a| rebase_one(&mut a.usage));
-        self.users
-            .values_mut()
-            .for_each(|u| rebase_one(&mut u.usage));
+            .for_each(|a| convert(&mut a.usage));
+        self.users.values_mut().for_each(|u| convert(&mut u.usage));
         self.frame = next;
+        self.recompute_rate_offsets();
+    }
+
+    /// Recompute every association's `rate_offset` from its running jobs.
+    fn recompute_rate_offsets(&mut self) {
+        let frame = self.frame;
+        let mut offsets: BTreeMap<(String, String), u128> = BTreeMap::new();
+        for job in self.jobs.values() {
+            if let JobPhase::Running { since, rate } = job.phase {
+                *offsets
+                    .entry((job.account.clone(), job.user.clone()))
+                    .or_default() += rate * frame.clock(since);
+            }
+        }
+        for (key, assoc) in self.users.iter_mut() {
+            assoc.usage.rate_offset = offsets.get(key).copied().unwrap_or(0);
+        }
+    }
+
+    /// With a `PriorityCalcPeriod`, settle every running job's accrual up to
+    /// the latest period boundary `<= t` (accrual becomes visible only there).
+    /// Settling is exact at any time: `G` is an integer clock, so the pieces
+    /// telescope to the same sum.
+    fn settle_accrual_to_boundary(&mut self, t: Time) {
+        let period = self.config.calc_period_secs;
+        if period <= 0 {
+            return;
+        }
+        let boundary = t.div_euclid(period) * period;
+        let frame = self.frame;
+        let mut settled: Vec<((String, String), u128, u128, u128)> = Vec::new();
+        for job in self.jobs.values_mut() {
+            if let JobPhase::Running { since, rate } = &mut job.phase {
+                if *since < boundary {
+                    let accrued = frame.accrued(*rate, *since, boundary);
+                    let offset_change =
+                        (*rate * frame.clock(*since), *rate * frame.clock(boundary));
+                    settled.push((
+                        (job.account.clone(), job.user.clone()),
+                        accrued,
+                        offset_change.0,
+                        offset_change.1,
+                    ));
+                    *since = boundary;
+                }
+            }
+        }
+        for (key, accrued, old_offset, new_offset) in settled {
+            let usage = &mut self
+                .users
+                .get_mut(&key)
+                .expect("a running job's association exists")
+                .usage;
+            usage.settled += accrued;
+            usage.rate_offset = usage.rate_offset - old_offset + new_offset;
+        }
+    }
+
+    /// An association's usage as visible at `now`, in frame units: settled
+    /// usage, plus (with continuous accrual) what running jobs accrued so far.
+    pub fn visible_usage(&self, own: &OwnUsage) -> FrameUsage {
+        if self.config.calc_period_secs > 0 {
+            own.settled
+        } else {
+            own.at(&self.frame, self.now)
+        }
     }
 
     /// Zero all usage at `t`; running jobs accrue again from `t`.
@@ -532,5 +587,59 @@ impl State {
             Op::Tick => {}
         }
         self.now = t;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Replay;
+    use fairflow_ingest::reader::read_events;
+    use fairflow_model::usage::FRAME_FRAC_BITS;
+
+    fn replay(log: &str) -> Replay {
+        let mut r = Replay::new(Config::default());
+        r.feed_all(read_events(log.as_bytes()).map(Result::unwrap));
+        assert!(r.report.rejected.is_empty(), "{:?}", r.report.rejected);
+        r
+    }
+
+    fn user_usage_tres_secs(state: &State, account: &str, user: &str) -> f64 {
+        let own = state.users[&(account.to_string(), user.to_string())].usage;
+        state
+            .frame
+            .to_tres_secs(state.visible_usage(&own), state.now)
+    }
+
+    const SETUP: &str = r#"{"op":"config","t":1000,"set":{"PriorityDecayHalfLife":0}}
+{"op":"user","t":1000,"user":"u","account":"root"}
+{"op":"submit","t":1000,"job":"1","user":"u","account":"root","tres":{"cpu":4}}
+{"op":"start","t":1010,"job":"1"}
+"#;
+
+    #[test]
+    fn continuous_accrual_is_visible_at_any_time() {
+        // 4 CPUs from 1010 to 1110, no decay: 400 CPU-seconds.
+        let r = replay(&format!("{SETUP}{{\"op\":\"tick\",\"t\":1110}}\n"));
+        assert_eq!(user_usage_tres_secs(&r.state, "root", "u"), 400.0);
+    }
+
+    #[test]
+    fn a_calc_period_makes_accrual_visible_at_its_boundaries() {
+        let log = format!(
+            "{}{SETUP}{{\"op\":\"tick\",\"t\":1190}}\n",
+            r#"{"op":"config","t":900,"set":{"PriorityCalcPeriod":"1:00"}}"#.to_string() + "\n"
+        );
+        // Boundaries every 60 s: 1020, 1080, ... The last one <= 1190 is 1140:
+        // 4 CPUs from 1010 to 1140 = 520 CPU-seconds.
+        let r = replay(&log);
+        assert_eq!(user_usage_tres_secs(&r.state, "root", "u"), 520.0);
+        // The job ending at 1195 settles exactly 4 * 185 = 740.
+        let r = replay(&format!(
+            "{log}{{\"op\":\"end\",\"t\":1195,\"job\":\"1\"}}\n"
+        ));
+        let own = r.state.users[&("root".to_string(), "u".to_string())].usage;
+        assert_eq!(own.settled, 740 << FRAME_FRAC_BITS);
+        assert_eq!((own.rate, own.rate_offset), (0, 0));
     }
 }

@@ -1,0 +1,63 @@
+//! What the service needs from an engine: apply a batch of log lines, answer
+//! queries, and snapshot and restore its state for checkpoints. The batch
+//! oracle and the incremental engine both implement it (adapters live with the
+//! command line, which knows both engines).
+
+use fairflow_ingest::{LogLine, Rejection};
+use fairflow_model::Time;
+use serde_json::Value;
+
+/// A read the service answers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Query {
+    /// The first `k` pending jobs in scheduling order.
+    Top {
+        /// How many.
+        k: usize,
+    },
+    /// The fair-share table.
+    Sshare,
+    /// Every pending job's priority and factors.
+    Sprio,
+    /// Why one job has its priority.
+    Explain {
+        /// The job id.
+        job: String,
+    },
+}
+
+/// Why a query has no answer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum QueryError {
+    /// The thing asked about does not exist (HTTP 404).
+    #[error("{0}")]
+    NotFound(String),
+    /// The engine failed (HTTP 500).
+    #[error("{0}")]
+    Internal(String),
+}
+
+/// Numbers the service exports as gauges.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Gauges {
+    /// Pending, non-held jobs.
+    pub pending_jobs: u64,
+    /// Associations (accounts and user associations).
+    pub associations: u64,
+    /// The engine's current time.
+    pub now: Time,
+}
+
+/// An engine the service can drive.
+pub trait Backend: Send + 'static {
+    /// Validate and apply a batch, in order; returns the rejected lines.
+    fn apply(&mut self, lines: Vec<LogLine>) -> Vec<Rejection>;
+    /// Answer a read as JSON (the same content as the command's `--json`).
+    fn query(&mut self, query: &Query) -> Result<Value, QueryError>;
+    /// The whole state, for a checkpoint.
+    fn snapshot(&mut self) -> Vec<u8>;
+    /// Replace the state by a snapshot.
+    fn restore(&mut self, snapshot: &[u8]) -> Result<(), String>;
+    /// Current gauges.
+    fn gauges(&mut self) -> Gauges;
+}

@@ -1,0 +1,18 @@
+//! `fairflow serve`: the live service. One applier thread owns the engine and
+//! the durable log (`applier`); the HTTP layer (`http`) and the taps (`taps`)
+//! turn requests into batches for it and reads into queries; `metrics`
+//! exports Prometheus text. The engine is anything implementing
+//! [`backend::Backend`].
+//!
+//! **Architecture invariant:** an event is acknowledged (HTTP 200, a socket
+//! answer line) only after its record is synced to the durable log; after a
+//! crash, recovery applies exactly the logged records after the newest
+//! checkpoint, so every acknowledged event is applied exactly once.
+
+#![warn(missing_docs)]
+
+pub mod applier;
+pub mod backend;
+pub mod http;
+pub mod metrics;
+pub mod taps;

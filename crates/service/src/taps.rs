@@ -1,0 +1,260 @@
+//! The accounting taps that feed the service besides `POST /v1/events`:
+//! - a stream of JSON lines over TCP or a Unix socket: when the service has a
+//!   token, the first line must be `{"token":"..."}`; then every batch of
+//!   lines read together is applied and answered by one JSON line
+//!   (`{"accepted":N,"rejected":[...]}`); lines and idle time are bounded;
+//! - a Slurm `jobcomp/filetxt` file followed as it grows (rotation included),
+//!   each completed job charging its usage;
+//! - a replay of a file (event log or SWF trace) at a chosen speed.
+//!
+//! Tap events that would arrive "in the past" (a record ending before the
+//! service's current time) are charged at the service's current time.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use fairflow_ingest::follow::Follower;
+use fairflow_ingest::jobcomp::record_to_event;
+use fairflow_ingest::reader::{open_source, read_events};
+use fairflow_ingest::swf::convert_swf;
+use fairflow_ingest::{LogLine, Rejection};
+use subtle::ConstantTimeEq;
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+
+use crate::applier::{parse_body, ApplierHandle};
+
+/// Limits of a socket tap connection.
+#[derive(Debug, Clone)]
+pub struct StreamLimits {
+    /// Largest line.
+    pub max_line_bytes: usize,
+    /// Most lines applied together.
+    pub max_batch_lines: usize,
+    /// A connection silent for this long is closed.
+    pub idle_timeout: Duration,
+}
+
+impl Default for StreamLimits {
+    fn default() -> Self {
+        StreamLimits {
+            max_line_bytes: 64 << 10,
+            max_batch_lines: 10_000,
+            idle_timeout: Duration::from_secs(300),
+        }
+    }
+}
+
+/// Read one line of at most `limit` bytes; `Ok(None)` at end of stream. An
+/// overlong line is consumed and returned as `Err(())`.
+async fn read_bounded_line<R: AsyncRead + Unpin>(
+    reader: &mut BufReader<R>,
+    limit: usize,
+) -> std::io::Result<Option<Result<Vec<u8>, ()>>> {
+    let mut line = Vec::new();
+    let mut overlong = false;
+    loop {
+        let available = reader.fill_buf().await?;
+        if available.is_empty() {
+            return Ok(if line.is_empty() && !overlong {
+                None
+            } else if overlong {
+                Some(Err(()))
+            } else {
+                Some(Ok(line))
+            });
+        }
+        let (chunk, found) = match available.iter().position(|b| *b == b'\n') {
+            Some(i) => (&available[..i], Some(i)),
+            None => (available, None),
+        };
+        if !overlong {
+            if line.len() + chunk.len() > limit {
+                overlong = true;
+                line.clear();
+            } else {
+                line.extend_from_slice(chunk);
+            }
+        }
+        let consumed = found.map_or(available.len(), |i| i + 1);
+        reader.consume(consumed);
+        if found.is_some() {
+            return Ok(Some(if overlong { Err(()) } else { Ok(line) }));
+        }
+    }
+}
+
+/// Serve one stream connection until it closes, idles out or fails to log in.
+pub async fn serve_stream<S: AsyncRead + AsyncWrite + Unpin>(
+    stream: S,
+    applier: ApplierHandle,
+    token: Option<String>,
+    limits: StreamLimits,
+) -> std::io::Result<()> {
+    let (read_half, mut write_half) = tokio::io::split(stream);
+    let mut reader = BufReader::new(read_half);
+    if let Some(token) = token {
+        let hello =
+            tokio::time::timeout(limits.idle_timeout, read_bounded_line(&mut reader, 4096)).await;
+        let given = match hello {
+            Ok(Ok(Some(Ok(line)))) => serde_json::from_slice::<serde_json::Value>(&line)
+                .ok()
+                .and_then(|v| v.get("token").and_then(|t| t.as_str()).map(str::to_string)),
+            _ => None,
+        };
+        let ok = given.is_some_and(|g| bool::from(g.as_bytes().ct_eq(token.as_bytes())));
+        if !ok {
+            write_half.write_all(b"{\"error\":\"the first line must be {\\\"token\\\":\\\"...\\\"} with the service's token\"}\n").await?;
+            return Ok(());
+        }
+    }
+    loop {
+        let first = match tokio::time::timeout(
+            limits.idle_timeout,
+            read_bounded_line(&mut reader, limits.max_line_bytes),
+        )
+        .await
+        {
+            Err(_) | Ok(Ok(None)) => return Ok(()),
+            Ok(Err(e)) => return Err(e),
+            Ok(Ok(Some(line))) => line,
+        };
+        // Take whatever else is already buffered into the same batch.
+        let mut raw = vec![first];
+        while raw.len() < limits.max_batch_lines && reader.buffer().contains(&b'\n') {
+            match read_bounded_line(&mut reader, limits.max_line_bytes).await? {
+                Some(line) => raw.push(line),
+                None => break,
+            }
+        }
+        let mut lines = Vec::with_capacity(raw.len());
+        for (index, line) in raw.into_iter().enumerate() {
+            let number = index as u64 + 1;
+            match line {
+                Ok(bytes) => {
+                    let mut parsed = parse_body(&bytes, limits.max_line_bytes);
+                    match parsed.pop() {
+                        Some(mut one) => {
+                            one.line = number;
+                            if let Err(r) = &mut one.event {
+                                r.line = number;
+                            }
+                            lines.push(one);
+                        }
+                        None => continue,
+                    }
+                }
+                Err(()) => lines.push(LogLine {
+                    line: number,
+                    event: Err(Rejection::new(
+                        number,
+                        None,
+                        format!("line is longer than {} bytes", limits.max_line_bytes),
+                    )),
+                }),
+            }
+        }
+        let answer = match applier.write(lines).await {
+            Ok(outcome) => serde_json::to_string(&outcome).expect("serialisable"),
+            Err(reason) => serde_json::json!({ "error": reason }).to_string(),
+        };
+        write_half.write_all(answer.as_bytes()).await?;
+        write_half.write_all(b"\n").await?;
+    }
+}
+
+/// Follow a `jobcomp/filetxt` file forever (until the applier stops), polling
+/// every `interval`.
+pub async fn follow_jobcomp(path: PathBuf, applier: ApplierHandle, interval: Duration) {
+    let mut follower = Follower::new(&path);
+    loop {
+        let lines = match follower.poll() {
+            Ok(lines) => lines,
+            Err(e) => {
+                tracing::warn!("following {}: {e}", path.display());
+                tokio::time::sleep(interval).await;
+                continue;
+            }
+        };
+        if !lines.is_empty() {
+            let now = applier.gauges().await.map_or(0, |g| g.now);
+            let batch: Vec<LogLine> = lines
+                .into_iter()
+                .filter_map(|(number, bytes)| {
+                    let text = String::from_utf8_lossy(&bytes).to_string();
+                    match record_to_event(number, &text) {
+                        Ok(None) => None,
+                        Ok(Some(mut event)) => {
+                            event.t = event.t.max(now);
+                            Some(LogLine {
+                                line: number,
+                                event: Ok(event),
+                            })
+                        }
+                        Err(r) => Some(LogLine {
+                            line: number,
+                            event: Err(r),
+                        }),
+                    }
+                })
+                .collect();
+            if !batch.is_empty() {
+                match applier.write(batch).await {
+                    Ok(outcome) => {
+                        for r in outcome.rejected {
+                            tracing::warn!(
+                                "{}: line {}: {:?}: {}",
+                                path.display(),
+                                r.line,
+                                r.field,
+                                r.reason
+                            );
+                        }
+                    }
+                    Err(_) => return,
+                }
+            }
+        }
+        tokio::time::sleep(interval).await;
+    }
+}
+
+/// Replay a file (event log, `.jsonl.gz`, or SWF `.swf`/`.swf.gz`) into the
+/// service, `speed` times faster than its own clock (`0` = as fast as possible).
+pub async fn replay_file(path: PathBuf, applier: ApplierHandle, speed: f64) -> Result<(), String> {
+    let name = path.to_string_lossy().to_string();
+    let source = open_source(&name).map_err(|e| e.to_string())?;
+    let lines: Vec<LogLine> = if name.ends_with(".swf") || name.ends_with(".swf.gz") {
+        convert_swf(source).map_err(|e| e.to_string())?
+    } else {
+        read_events(source)
+            .collect::<Result<_, _>>()
+            .map_err(|e| e.to_string())?
+    };
+    let started = tokio::time::Instant::now();
+    let first_t = lines
+        .iter()
+        .find_map(|l| l.event.as_ref().ok().map(|e| e.t))
+        .unwrap_or(0);
+    let mut batch: Vec<LogLine> = Vec::new();
+    let mut batch_t = None;
+    for line in lines {
+        let t = line.event.as_ref().ok().map(|e| e.t);
+        if t.is_some() && t != batch_t && !batch.is_empty() {
+            applier.write(std::mem::take(&mut batch)).await?;
+        }
+        if let (Some(t), true) = (t, speed > 0.0) {
+            if t != batch_t.unwrap_or(i64::MIN) {
+                let due = Duration::from_secs_f64(((t - first_t).max(0) as f64) / speed);
+                tokio::time::sleep_until(started + due).await;
+            }
+        }
+        if t.is_some() {
+            batch_t = t;
+        }
+        batch.push(line);
+    }
+    if !batch.is_empty() {
+        applier.write(batch).await?;
+    }
+    Ok(())
+}
