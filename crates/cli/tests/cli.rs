@@ -370,3 +370,97 @@ fn the_demo_encodes_the_documents_example() {
     assert_eq!(format!("{ratio:.2}"), "0.25");
     assert_eq!(tickets("user1"), 0.0, "user 1 has no pending job");
 }
+
+/// `%f` with six decimals (`0.250000`), or `inf`.
+fn is_fixed6(cell: &str) -> bool {
+    if cell == "inf" {
+        return true;
+    }
+    let digits = cell.strip_prefix('-').unwrap_or(cell);
+    match digits.split_once('.') {
+        Some((whole, fraction)) => {
+            !whole.is_empty()
+                && whole.bytes().all(|b| b.is_ascii_digit())
+                && fraction.len() == 6
+                && fraction.bytes().all(|b| b.is_ascii_digit())
+        }
+        None => false,
+    }
+}
+
+fn is_integer(cell: &str) -> bool {
+    !cell.is_empty() && cell.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// `0x%016X`.
+fn is_hex16(cell: &str) -> bool {
+    cell.strip_prefix("0x").is_some_and(|hex| {
+        hex.len() == 16
+            && hex
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'A'..=b'F').contains(&b))
+    })
+}
+
+#[test]
+fn every_algorithm_keeps_the_columns_and_number_formats() {
+    for (flags, extra) in [
+        ("FAIR_TREE", None),
+        ("NO_FAIR_TREE", None),
+        ("DEPTH_OBLIVIOUS", None),
+        ("TICKET_BASED", Some("Tickets")),
+        ("LEVEL_BASED", Some("FairShareRaw")),
+    ] {
+        let conf = temp_path(&format!("{flags}.conf"));
+        std::fs::write(&conf, format!("PriorityFlags={flags}\n")).unwrap();
+        let out = fairflow(&[
+            "sshare",
+            "-P",
+            "--events",
+            &dataset("events/small.jsonl"),
+            "--slurm-conf",
+            conf.to_str().unwrap(),
+        ]);
+        assert!(out.status.success(), "{flags}: {}", text(&out.stderr));
+        let stdout = text(&out.stdout);
+        let mut lines = stdout.lines();
+        let header = match extra {
+            Some(column) => format!("{HEADER}|{column}"),
+            None => HEADER.to_string(),
+        };
+        assert_eq!(lines.next(), Some(header.as_str()), "{flags}");
+        let rows: Vec<Vec<&str>> = lines.map(|l| l.split('|').collect()).collect();
+        assert_eq!(rows.len(), 8, "{flags}");
+        for (i, cells) in rows.iter().enumerate() {
+            let context = format!("{flags} row {i}: {cells:?}");
+            assert_eq!(cells.len(), 9 + usize::from(extra.is_some()), "{context}");
+            assert!(!cells[0].starts_with(' '), "{context}");
+            let shares = cells[2];
+            assert!(
+                (i == 0 && shares.is_empty())
+                    || (i > 0 && (is_integer(shares) || shares == "parent")),
+                "{context}"
+            );
+            assert!(is_integer(cells[4]), "{context}");
+            for &cell in [cells[3], cells[5], cells[6], cells[7]].iter() {
+                assert!(cell.is_empty() || is_fixed6(cell), "{context}");
+            }
+            match flags {
+                "LEVEL_BASED" => {
+                    assert!(cells[8].is_empty() || is_hex16(cells[8]), "{context}");
+                    assert!(cells[9].is_empty() || is_hex16(cells[9]), "{context}");
+                }
+                "TICKET_BASED" => {
+                    assert!(cells[8].is_empty() || is_fixed6(cells[8]), "{context}");
+                    assert!(cells[9].is_empty() || is_integer(cells[9]), "{context}");
+                }
+                _ => assert!(cells[8].is_empty() || is_fixed6(cells[8]), "{context}"),
+            }
+        }
+        // Users always show a FairShare.
+        assert!(rows
+            .iter()
+            .filter(|c| !c[1].is_empty())
+            .all(|c| !c[7].is_empty()));
+    }
+}
