@@ -9,6 +9,8 @@
 
 pub mod config;
 pub mod event;
+pub mod moab;
+pub mod priority_formula;
 pub mod report;
 pub mod time;
 pub mod tres;
