@@ -12,6 +12,7 @@
 
 pub mod follow;
 pub mod jobcomp;
+pub mod moab_cfg;
 pub mod parse;
 pub mod reader;
 pub mod slurm_conf;
