@@ -40,6 +40,18 @@ pub fn slurm_final_priority(weighted_sum: f64) -> u64 {
     }
 }
 
+/// Slurm's weighted sum, in Slurm's order: the weighted factors in the order
+/// given (age, assoc, fair-share, job size, partition, QOS, then each TRES),
+/// then `+ site_factor - nice`. Both engines add in this order, so they get
+/// the same bits.
+pub fn slurm_priority_sum(weighted_factors: &[f64], site_factor: i64, nice: i64) -> f64 {
+    let mut sum = 0.0;
+    for weighted in weighted_factors {
+        sum += weighted;
+    }
+    sum + site_factor as f64 - nice as f64
+}
+
 /// Slurm's age factor: `min(1, (now - accrue_at) / max_age_secs)`, 0 before
 /// `accrue_at`. As in Slurm, a wait at least `max_age_secs` (so any wait with
 /// `PriorityMaxAge=0`) gives 1.
