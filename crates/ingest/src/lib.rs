@@ -11,6 +11,7 @@
 #![warn(missing_docs)]
 
 pub mod follow;
+pub mod import_slurm;
 pub mod jobcomp;
 pub mod moab_cfg;
 pub mod parse;
