@@ -9,6 +9,7 @@
 
 pub mod config;
 pub mod event;
+pub mod formula;
 pub mod moab;
 pub mod priority_formula;
 pub mod report;
