@@ -96,11 +96,11 @@ mod tests {
     fn run(workers: usize) -> Vec<Vec<Entry>> {
         let guards = timely::execute(timely::Config::process(workers), |worker| {
             let index = worker.index();
-            let mut probe = timely::dataflow::operators::probe::Handle::new();
+            let probe = timely::dataflow::operators::probe::Handle::new();
             let (mut input, mut trace) = worker.dataflow::<Time, _, _>(|scope| {
                 let (input, entries) = scope.new_collection::<Entry, isize>();
                 let arranged = pinned_index(entries, "TestQueue");
-                arranged.stream.probe_with(&mut probe);
+                arranged.stream.probe_with(&probe);
                 (input, arranged.trace)
             });
             let mut reads = Vec::new();
@@ -113,7 +113,7 @@ mod tests {
                             .wrapping_mul(6364136223846793005)
                             .wrapping_add(1442695040888963407);
                         let value = ((seed >> 33) % 50) as u32;
-                        if (seed >> 20) % 3 == 0 && !live.is_empty() {
+                        if (seed >> 20).is_multiple_of(3) && !live.is_empty() {
                             let gone = live.swap_remove((value as usize) % live.len());
                             input.remove(gone);
                         } else {
@@ -151,7 +151,7 @@ mod tests {
                     .wrapping_mul(6364136223846793005)
                     .wrapping_add(1442695040888963407);
                 let value = ((seed >> 33) % 50) as u32;
-                if (seed >> 20) % 3 == 0 && !live.is_empty() {
+                if (seed >> 20).is_multiple_of(3) && !live.is_empty() {
                     live.swap_remove((value as usize) % live.len());
                 } else {
                     live.push((Reverse(value), (seed >> 40) as u32 % 1000));
