@@ -54,7 +54,7 @@ fn moab_lines(text: &str) -> Vec<(u64, String, String)> {
         .collect()
 }
 
-fn read_text(path: &PathBuf) -> anyhow::Result<String> {
+fn read_text(path: &std::path::Path) -> anyhow::Result<String> {
     std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))
 }
 
@@ -117,7 +117,7 @@ impl StateArgs {
                 let before = replay.report.rejected.len();
                 replay.feed(line);
                 if let Some(rejection) = replay.report.rejected.get(before) {
-                    reporter.report(name, &rejection.clone());
+                    reporter.report(name, rejection);
                 }
             }
         }
