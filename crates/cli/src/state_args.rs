@@ -83,6 +83,13 @@ impl StateArgs {
         if let Some(path) = &self.moab_cfg {
             let text = read_text(path)?;
             for (line, name, value) in moab_lines(&text) {
+                // Moab's other parameters (limits, intervals, resource
+                // managers, ...) do not change priorities: skipped.
+                if fairflow_model::config::is_moab_key(&name)
+                    && !fairflow_model::moab::is_priority_parameter(&name)
+                {
+                    continue;
+                }
                 if let Err(e) = config.set_text(&name, &value) {
                     let rejection = Rejection::new(line, Some(&name), e.reason);
                     reporter.report(&path.display().to_string(), &rejection);
@@ -127,7 +134,8 @@ impl StateArgs {
                     bail!("--at {at} is earlier than the last event of the log ({last})");
                 }
             }
-            replay.state.advance_to(at);
+            // Through the replay, so that INCR_ONLY remembers the last event time.
+            replay.advance_to(at);
         }
         Ok(replay)
     }

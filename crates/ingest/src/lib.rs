@@ -13,6 +13,7 @@
 pub mod follow;
 pub mod import_slurm;
 pub mod jobcomp;
+pub mod moab_cfg;
 pub mod parse;
 pub mod reader;
 pub mod slurm_conf;

@@ -9,8 +9,11 @@
 
 #![warn(missing_docs)]
 
+pub mod explain;
 pub mod format;
+pub mod sprio;
 pub mod sshare;
+pub mod top;
 
 /// How a command's answer is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
