@@ -22,11 +22,13 @@ pub struct Args {
     long: bool,
 }
 
-/// Replay, compute fair-share and priorities with the oracle, print them.
+/// Load the state, compute every listed job's priority, print them.
 pub fn run(args: &Args) -> anyhow::Result<()> {
     let _ = args.long;
-    let replay = args.state.load()?;
-    let factors = fairflow_oracle::fairshare::user_factors(&replay.state);
-    let priorities = fairflow_oracle::priority::evaluate(&replay.state, &factors);
-    emit(&render(&priorities, args.norm, args.output.format()))
+    let mut engine = args.state.engine()?;
+    emit(&render(
+        &engine.priorities(),
+        args.norm,
+        args.output.format(),
+    ))
 }

@@ -17,7 +17,6 @@ pub struct Args {
 
 /// Replay, compute the table with the oracle, print it.
 pub fn run(args: &Args) -> anyhow::Result<()> {
-    let replay = args.state.load()?;
-    let table = fairflow_oracle::fairshare::table(&replay.state);
-    emit(&render(&table, args.output.format()))
+    let mut engine = args.state.engine()?;
+    emit(&render(&engine.fairshare(), args.output.format()))
 }

@@ -15,6 +15,7 @@ use fairflow_ingest::slurm_conf::apply_slurm_conf;
 use fairflow_ingest::Rejection;
 use fairflow_model::{Config, Time};
 use fairflow_oracle::Replay;
+use fairflow_serve::engine::{BatchEngine, Engine};
 
 /// The state flags of every query command.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -138,6 +139,15 @@ impl StateArgs {
             replay.advance_to(at);
         }
         Ok(replay)
+    }
+}
+
+impl StateArgs {
+    /// The engine answering this command, loaded with the logs.
+    pub fn engine(&self) -> anyhow::Result<Box<dyn Engine>> {
+        Ok(Box::new(BatchEngine {
+            replay: self.load()?,
+        }))
     }
 }
 

@@ -18,11 +18,9 @@ pub struct Args {
     k: usize,
 }
 
-/// Replay, rank the pending jobs with the oracle, print the first `k`.
+/// Load the state, take the first `k` of the ranked queue, print them.
 pub fn run(args: &Args) -> anyhow::Result<()> {
-    let replay = args.state.load()?;
-    let factors = fairflow_oracle::fairshare::user_factors(&replay.state);
-    let priorities = fairflow_oracle::priority::evaluate(&replay.state, &factors);
-    let queue = fairflow_oracle::priority::queue(&priorities);
+    let mut engine = args.state.engine()?;
+    let queue = engine.top(args.k);
     emit(&render(&queue, args.k, args.output.format()))
 }
