@@ -2,7 +2,7 @@
 //! answer. The only place that uses `anyhow` and prints to stdout.
 //!
 //! One module per subcommand (`sshare`, `sprio`, `top`, `explain`, `demo`,
-//! `import`); what every query
+//! `import`, `serve`); what every query
 //! command shares lives in `state_args` (where state comes from: `--events`,
 //! `--at`, `--slurm-conf`, `--moab-cfg`) and `output` (`-P`, `--json`, and
 //! writing to stdout). A new subcommand is a module with an `Args` struct and
@@ -16,6 +16,7 @@ mod demo;
 mod explain;
 mod import;
 mod output;
+mod serve;
 mod sprio;
 mod sshare;
 mod state_args;
@@ -38,6 +39,8 @@ struct Cli {
 enum Command {
     /// The fair-share table, as Slurm's `sshare -a -l` shows it.
     Sshare(sshare::Args),
+    /// The live service: HTTP, accounting taps, durable log, checkpoints.
+    Serve(serve::Args),
     /// Each pending job's priority and factors, as Slurm's `sprio -l` shows them.
     Sprio(sprio::Args),
     /// The pending jobs in the order a scheduler would visit them.
@@ -58,6 +61,7 @@ fn main() -> ExitCode {
         Command::Top(args) => top::run(&args),
         Command::Explain(args) => explain::run(&args),
         Command::Demo(args) => demo::run(&args),
+        Command::Serve(args) => serve::run(&args),
         Command::Import(args) => import::run(&args),
     };
     match outcome {

@@ -28,6 +28,14 @@ pub struct StateArgs {
     /// may not be earlier than the last event.
     #[arg(long, value_name = "T")]
     pub at: Option<Time>,
+    #[command(flatten)]
+    pub config: ConfigArgs,
+}
+
+/// Where the configuration in force before the log's own `config` events
+/// comes from.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct ConfigArgs {
     /// A `slurm.conf`: its `Priority*` and `FairShareDampeningFactor` lines
     /// apply first (other lines are ignored).
     #[arg(long, value_name = "FILE")]
@@ -71,9 +79,22 @@ impl Reporter {
     }
 }
 
-impl StateArgs {
-    /// The configuration of `--slurm-conf` then `--moab-cfg`.
-    fn initial_config(&self, reporter: &mut Reporter) -> anyhow::Result<Config> {
+impl ConfigArgs {
+    /// The configuration of `--slurm-conf` then `--moab-cfg`; invalid lines
+    /// are reported on standard error and skipped.
+    pub fn initial_config(&self) -> anyhow::Result<Config> {
+        let mut reporter = Reporter { rejected: 0 };
+        let config = self.initial_config_reporting(&mut reporter)?;
+        if reporter.rejected > 0 {
+            eprintln!(
+                "fairflow: {} of configuration rejected",
+                plural(reporter.rejected, "line")
+            );
+        }
+        Ok(config)
+    }
+
+    fn initial_config_reporting(&self, reporter: &mut Reporter) -> anyhow::Result<Config> {
         let mut config = Config::default();
         if let Some(path) = &self.slurm_conf {
             let text = read_text(path)?;
@@ -99,12 +120,14 @@ impl StateArgs {
         }
         Ok(config)
     }
+}
 
+impl StateArgs {
     /// Replay the logs and bring the state to `--at`, reporting every
     /// rejected line on standard error.
     pub fn load(&self) -> anyhow::Result<Replay> {
         let mut reporter = Reporter { rejected: 0 };
-        let mut replay = Replay::new(self.initial_config(&mut reporter)?);
+        let mut replay = Replay::new(self.config.initial_config_reporting(&mut reporter)?);
         let mut lines_read = 0u64;
         for path in &self.events {
             let name = if path == "-" {

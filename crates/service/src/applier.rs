@@ -70,7 +70,7 @@ pub enum Command {
         /// The read.
         query: Query,
         /// Where the answer goes.
-        reply: oneshot::Sender<Result<serde_json::Value, QueryError>>,
+        reply: oneshot::Sender<Result<String, QueryError>>,
     },
     /// Current gauges.
     Gauges {
@@ -125,7 +125,7 @@ impl ApplierHandle {
     }
 
     /// Ask a read.
-    pub async fn read(&self, query: Query) -> Result<serde_json::Value, QueryError> {
+    pub async fn read(&self, query: Query) -> Result<String, QueryError> {
         let (reply, answer) = oneshot::channel();
         self.sender
             .send(Command::Read { query, reply })

@@ -5,7 +5,6 @@
 
 use fairflow_ingest::{LogLine, Rejection};
 use fairflow_model::Time;
-use serde_json::Value;
 
 /// A read the service answers.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,8 +51,8 @@ pub struct Gauges {
 pub trait Backend: Send + 'static {
     /// Validate and apply a batch, in order; returns the rejected lines.
     fn apply(&mut self, lines: Vec<LogLine>) -> Vec<Rejection>;
-    /// Answer a read as JSON (the same content as the command's `--json`).
-    fn query(&mut self, query: &Query) -> Result<Value, QueryError>;
+    /// Answer a read as JSON text (the same content as the command's `--json`).
+    fn query(&mut self, query: &Query) -> Result<String, QueryError>;
     /// The whole state, for a checkpoint.
     fn snapshot(&mut self) -> Vec<u8>;
     /// Replace the state by a snapshot.

@@ -127,7 +127,7 @@ async fn read(state: AppState, headers: HeaderMap, query: Query) -> Response {
         return denied;
     }
     match state.applier.read(query).await {
-        Ok(value) => Json(value).into_response(),
+        Ok(body) => ([(header::CONTENT_TYPE, "application/json")], body).into_response(),
         Err(QueryError::NotFound(message)) => error(StatusCode::NOT_FOUND, message),
         Err(QueryError::Internal(message)) => error(StatusCode::INTERNAL_SERVER_ERROR, message),
     }

@@ -13,6 +13,8 @@
 
 pub mod applier;
 pub mod backend;
+pub mod engine_backend;
 pub mod http;
 pub mod metrics;
+pub mod run;
 pub mod taps;

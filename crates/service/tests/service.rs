@@ -34,10 +34,10 @@ impl Backend for RecordingBackend {
         }
         rejected
     }
-    fn query(&mut self, query: &Query) -> Result<Value, QueryError> {
+    fn query(&mut self, query: &Query) -> Result<String, QueryError> {
         match query {
             Query::Explain { job } => Err(QueryError::NotFound(format!("unknown job `{job}`"))),
-            _ => Ok(json!({ "applied": self.applied })),
+            _ => Ok(json!({ "applied": self.applied }).to_string()),
         }
     }
     fn snapshot(&mut self) -> Vec<u8> {

@@ -1,0 +1,98 @@
+//! `fairflow serve`: the live service on loopback by default: HTTP
+//! (`POST /v1/events`, `GET /v1/top`, `/v1/sshare`, `/v1/sprio`,
+//! `/v1/jobs/{id}/explain`, `/metrics`, `/healthz`), the accounting taps, the
+//! durable log and checkpoints in `--data-dir`.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use anyhow::{bail, Context};
+use fairflow_serve::engine::BatchEngine;
+use fairflow_service::engine_backend::EngineBackend;
+use fairflow_service::run::{run_blocking, ServiceConfig};
+
+use crate::state_args::ConfigArgs;
+
+/// `fairflow serve` flags.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The HTTP address.
+    #[arg(long, default_value = "127.0.0.1:7471")]
+    listen: SocketAddr,
+    /// Where the durable event log and the checkpoints live.
+    #[arg(long, value_name = "DIR", default_value = "fairflow-data")]
+    data_dir: PathBuf,
+    /// A file holding the token writers must send as `Authorization: Bearer`;
+    /// without it, writing over HTTP and the stream taps is refused.
+    #[arg(long, value_name = "FILE")]
+    token_file: Option<PathBuf>,
+    /// Make reads need the token too.
+    #[arg(long)]
+    reads_need_token: bool,
+    /// Accept JSON-lines event streams on this TCP address.
+    #[arg(long, value_name = "ADDR")]
+    tap_tcp: Option<SocketAddr>,
+    /// Accept JSON-lines event streams on this Unix socket.
+    #[arg(long, value_name = "PATH")]
+    tap_unix: Option<PathBuf>,
+    /// Follow a Slurm `jobcomp/filetxt` log as it grows (rotation included).
+    #[arg(long, value_name = "FILE")]
+    follow_jobcomp: Option<PathBuf>,
+    /// Replay a file (event log or SWF trace) into the service.
+    #[arg(long, value_name = "FILE")]
+    replay: Option<PathBuf>,
+    /// Replay speed: times faster than the file's own clock (0: at once).
+    #[arg(long, default_value_t = 0.0)]
+    replay_speed: f64,
+    /// Log records between checkpoints.
+    #[arg(long, default_value_t = 100_000)]
+    checkpoint_every: u64,
+    /// Largest request body, bytes.
+    #[arg(long, default_value_t = 8 << 20)]
+    max_body_bytes: usize,
+    /// Largest line of a body or stream, bytes.
+    #[arg(long, default_value_t = 64 << 10)]
+    max_line_bytes: usize,
+    #[command(flatten)]
+    config: ConfigArgs,
+}
+
+/// Run the service until SIGTERM or SIGINT.
+pub fn run(args: &Args) -> anyhow::Result<()> {
+    let token = match &args.token_file {
+        None => None,
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read {}", path.display()))?;
+            let token = text.trim().to_string();
+            if token.len() < 8 {
+                bail!(
+                    "the token in {} is shorter than 8 characters",
+                    path.display()
+                );
+            }
+            Some(token)
+        }
+    };
+    if args.reads_need_token && token.is_none() {
+        bail!("--reads-need-token needs --token-file");
+    }
+    let mut config = ServiceConfig::new(args.listen, args.data_dir.clone());
+    config.http.write_token = token;
+    config.http.reads_need_token = args.reads_need_token;
+    config.http.max_body_bytes = args.max_body_bytes;
+    config.http.max_line_bytes = args.max_line_bytes;
+    config.checkpoint_every = args.checkpoint_every;
+    config.tap_tcp = args.tap_tcp;
+    config.tap_unix = args.tap_unix.clone();
+    config.follow_jobcomp = args.follow_jobcomp.clone();
+    config.replay = args.replay.clone().map(|path| (path, args.replay_speed));
+    let engine = BatchEngine::new(args.config.initial_config()?);
+    run_blocking(config, EngineBackend::new(engine), |report, address| {
+        eprintln!(
+            "fairflow serve: listening on http://{address} (engine batch; recovered: checkpoint {}, {} log records replayed, {} bytes of torn tail cut)",
+            report.checkpoint_sequence, report.replayed, report.truncated_bytes
+        );
+    })
+    .map_err(anyhow::Error::msg)
+}

@@ -1,0 +1,177 @@
+//! Running the whole service: recover from the data directory, start the
+//! applier, the HTTP listener and the configured taps, and stop gracefully on
+//! SIGTERM or SIGINT (finish requests in flight, write a final checkpoint).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+
+use crate::applier::{self, ApplierConfig, RecoveryReport};
+use crate::backend::Backend;
+use crate::http::{self, HttpConfig};
+use crate::metrics::Metrics;
+use crate::taps::{self, StreamLimits};
+
+/// Everything `fairflow serve` is told.
+#[derive(Debug, Clone)]
+pub struct ServiceConfig {
+    /// The HTTP address.
+    pub listen: SocketAddr,
+    /// The durable log and checkpoints.
+    pub data_dir: PathBuf,
+    /// Limits and credentials of the HTTP layer.
+    pub http: HttpConfig,
+    /// Records between checkpoints.
+    pub checkpoint_every: u64,
+    /// Write batches that may wait for the applier before writers are slowed.
+    pub queue_capacity: usize,
+    /// A TCP address for the JSON-lines stream tap.
+    pub tap_tcp: Option<SocketAddr>,
+    /// A Unix socket path for the JSON-lines stream tap.
+    pub tap_unix: Option<PathBuf>,
+    /// A `jobcomp/filetxt` file to follow.
+    pub follow_jobcomp: Option<PathBuf>,
+    /// A file to replay into the service, and its speed (0 = at once).
+    pub replay: Option<(PathBuf, f64)>,
+}
+
+impl ServiceConfig {
+    /// Defaults for everything but the address and the data directory.
+    pub fn new(listen: SocketAddr, data_dir: PathBuf) -> Self {
+        ServiceConfig {
+            listen,
+            data_dir,
+            http: HttpConfig::default(),
+            checkpoint_every: 100_000,
+            queue_capacity: 64,
+            tap_tcp: None,
+            tap_unix: None,
+            follow_jobcomp: None,
+            replay: None,
+        }
+    }
+}
+
+async fn shutdown_signal() {
+    let interrupt = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut terminate =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(signal) => signal,
+                Err(_) => {
+                    let _ = interrupt.await;
+                    return;
+                }
+            };
+        tokio::select! {
+            _ = interrupt => {}
+            _ = terminate.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = interrupt.await;
+    }
+}
+
+/// Run the service until a signal. `ready` is called once recovery is done and
+/// the listener is bound, with the recovery report and the bound address.
+pub fn run_blocking<B: Backend>(
+    config: ServiceConfig,
+    backend: B,
+    ready: impl FnOnce(&RecoveryReport, SocketAddr),
+) -> Result<(), String> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the runtime: {e}"))?;
+    let metrics = Arc::new(Metrics::new());
+    let applier_config = ApplierConfig {
+        data_dir: config.data_dir.clone(),
+        checkpoint_every: config.checkpoint_every.max(1),
+        queue_capacity: config.queue_capacity.max(1),
+        max_group: 256,
+    };
+    let (handle, report, thread) = applier::start(backend, applier_config, metrics.clone())?;
+    runtime.block_on(async {
+        let listener = TcpListener::bind(config.listen)
+            .await
+            .map_err(|e| format!("cannot listen on {}: {e}", config.listen))?;
+        let address = listener.local_addr().map_err(|e| e.to_string())?;
+        let limits = StreamLimits {
+            max_line_bytes: config.http.max_line_bytes,
+            ..StreamLimits::default()
+        };
+        let token = config.http.write_token.clone();
+        if let Some(tap) = config.tap_tcp {
+            let tap_listener = TcpListener::bind(tap)
+                .await
+                .map_err(|e| format!("cannot listen on {tap}: {e}"))?;
+            let (handle, token, limits) = (handle.clone(), token.clone(), limits.clone());
+            tokio::spawn(async move {
+                while let Ok((stream, _)) = tap_listener.accept().await {
+                    tokio::spawn(taps::serve_stream(
+                        stream,
+                        handle.clone(),
+                        token.clone(),
+                        limits.clone(),
+                    ));
+                }
+            });
+        }
+        #[cfg(unix)]
+        if let Some(path) = &config.tap_unix {
+            let _ = std::fs::remove_file(path);
+            let tap_listener = tokio::net::UnixListener::bind(path)
+                .map_err(|e| format!("cannot listen on {}: {e}", path.display()))?;
+            let (handle, token, limits) = (handle.clone(), token.clone(), limits.clone());
+            tokio::spawn(async move {
+                while let Ok((stream, _)) = tap_listener.accept().await {
+                    tokio::spawn(taps::serve_stream(
+                        stream,
+                        handle.clone(),
+                        token.clone(),
+                        limits.clone(),
+                    ));
+                }
+            });
+        }
+        if let Some(path) = config.follow_jobcomp.clone() {
+            tokio::spawn(taps::follow_jobcomp(
+                path,
+                handle.clone(),
+                Duration::from_millis(200),
+            ));
+        }
+        if let Some((path, speed)) = config.replay.clone() {
+            let handle = handle.clone();
+            tokio::spawn(async move {
+                if let Err(e) = taps::replay_file(path.clone(), handle, speed).await {
+                    tracing::warn!("replaying {}: {e}", path.display());
+                }
+            });
+        }
+        ready(&report, address);
+        let router = http::router(handle, metrics, config.http.clone());
+        http::serve(
+            listener,
+            router,
+            &config.http,
+            shutdown_signal(),
+            Duration::from_secs(10),
+        )
+        .await;
+        Ok::<(), String>(())
+    })?;
+    // Every handle is gone with the runtime's tasks: the applier drains,
+    // checkpoints and ends.
+    runtime.shutdown_timeout(Duration::from_secs(5));
+    thread
+        .join()
+        .map_err(|_| "the applier thread panicked".to_string())
+}
