@@ -1,0 +1,148 @@
+//! `fairflow serve` end to end on loopback: events written over HTTP and the
+//! TCP stream tap, a followed `jobcomp/filetxt` file, and every read (top,
+//! sshare, sprio, explain) equal to the batch oracle on the same events; a
+//! clean stop and a restart keep the state.
+
+#[path = "support/service.rs"]
+mod service;
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use fairflow_ingest::reader::read_events;
+use fairflow_model::Config;
+use fairflow_serve::engine::{BatchEngine, Engine};
+use fairflow_serve::{explain, sprio, sshare, top, OutputFormat};
+use service::{free_port, Service};
+
+const TOKEN: &str = "a-long-enough-token";
+
+const HTTP_EVENTS: &str = r#"{"op":"config","t":1700000000,"set":{"PriorityWeightFairshare":100000,"PriorityWeightAge":1000,"PriorityDecayHalfLife":0}}
+{"op":"account","t":1700000000,"name":"physics","shares":40}
+{"op":"account","t":1700000000,"name":"chem","shares":60}
+{"op":"user","t":1700000000,"user":"alice","account":"physics"}
+{"op":"user","t":1700000000,"user":"bob","account":"chem"}
+{"op":"usage","t":1700000100,"account":"physics","user":"alice","amount":3600}
+{"op":"submit","t":1700000200,"job":"1","user":"alice","account":"physics","tres":{"cpu":4}}
+"#;
+
+const TAP_EVENTS: &str = r#"{"op":"submit","t":1700000300,"job":"2","user":"bob","account":"chem","tres":{"cpu":8}}
+{"op":"submit","t":1700000300,"job":"3","user":"bob","account":"chem"}
+"#;
+
+// bob ran 2 CPUs for an hour in chem: 7200 CPU-seconds, ending at 1700000400.
+const JOBCOMP: &str = "JobId=77 UserId=bob(1002) GroupId=users(100) Name=x JobState=COMPLETED Partition=batch \
+TimeLimit=60 StartTime=2023-11-14T21:20:00 EndTime=2023-11-14T22:20:00 NodeList=n1 NodeCnt=1 ProcCnt=2 \
+WorkDir=/tmp ReservationName= Account=chem QOS=normal WcKey= Cluster=c SubmitTime=2023-11-14T21:00:00 \
+EligibleTime=2023-11-14T21:00:00 DerivedExitCode=0:0 ExitCode=0:0\n";
+
+fn oracle() -> BatchEngine {
+    let mut engine = BatchEngine::new(Config::default());
+    let all = format!(
+        "{HTTP_EVENTS}{TAP_EVENTS}{}\n",
+        r#"{"op":"usage","t":1700000400,"account":"chem","user":"bob","amount":7200}"#
+    );
+    let rejected = engine.apply(read_events(all.as_bytes()).map(Result::unwrap).collect());
+    assert!(rejected.is_empty(), "{rejected:?}");
+    engine
+}
+
+fn wait_for(mut check: impl FnMut() -> bool) {
+    let started = Instant::now();
+    while !check() {
+        assert!(started.elapsed() < Duration::from_secs(20), "timed out");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn writes_from_every_source_and_reads_equal_to_the_oracle() {
+    let dir = tempfile::tempdir().unwrap();
+    let token_file = dir.path().join("token");
+    std::fs::write(&token_file, TOKEN).unwrap();
+    let jobcomp = dir.path().join("jobcomp.log");
+    std::fs::write(&jobcomp, "").unwrap();
+    let tap_port = free_port();
+    let data = dir.path().join("data");
+    let tap = format!("127.0.0.1:{tap_port}");
+    let service = Service::start(
+        &data,
+        &token_file,
+        &[
+            "--tap-tcp",
+            &tap,
+            "--follow-jobcomp",
+            jobcomp.to_str().unwrap(),
+        ],
+    );
+
+    assert_eq!(
+        service.request("POST", "/v1/events", None, HTTP_EVENTS).0,
+        401
+    );
+    let (status, body) = service.request("POST", "/v1/events", Some(TOKEN), HTTP_EVENTS);
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("\"accepted\":7"), "{body}");
+
+    let mut stream = TcpStream::connect(&tap).unwrap();
+    stream
+        .write_all(format!("{{\"token\":\"{TOKEN}\"}}\n{TAP_EVENTS}").as_bytes())
+        .unwrap();
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut accepted = 0;
+    while accepted < 2 {
+        let mut line = String::new();
+        reader.read_line(&mut line).unwrap();
+        let answer: serde_json::Value = serde_json::from_str(&line).unwrap();
+        accepted += answer["accepted"].as_u64().unwrap();
+    }
+
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(&jobcomp)
+        .unwrap()
+        .write_all(JOBCOMP.as_bytes())
+        .unwrap();
+    wait_for(|| {
+        service
+            .request("GET", "/v1/sshare", None, "")
+            .1
+            .contains("7200")
+    });
+
+    let mut oracle = oracle();
+    let (_, got) = service.request("GET", "/v1/sshare", None, "");
+    assert_eq!(got, sshare::render_json(&oracle.fairshare()));
+    let (_, got) = service.request("GET", "/v1/sprio", None, "");
+    assert_eq!(
+        got,
+        sprio::render(&oracle.priorities(), false, OutputFormat::Json)
+    );
+    let (_, got) = service.request("GET", "/v1/top?k=2", None, "");
+    assert_eq!(got, top::render(&oracle.top(2), 2, OutputFormat::Json));
+    let why = oracle.explain("2").unwrap();
+    let (_, got) = service.request("GET", "/v1/jobs/2/explain", None, "");
+    assert_eq!(
+        got,
+        explain::render_json(&why.job, why.algorithm, &why.path)
+    );
+    assert_eq!(
+        service.request("GET", "/v1/jobs/999/explain", None, "").0,
+        404
+    );
+    let (status, metrics) = service.request("GET", "/metrics", None, "");
+    assert_eq!(status, 200);
+    assert!(
+        metrics.contains("fairflow_events_applied_total 10"),
+        "{metrics}"
+    );
+    assert!(metrics.contains("fairflow_pending_jobs 3"), "{metrics}");
+
+    // A clean stop, then a restart from the log and checkpoint: the same state.
+    let before = service.request("GET", "/v1/sshare", None, "").1;
+    assert!(service.terminate().success());
+    let service = Service::start(&data, &token_file, &[]);
+    assert_eq!(service.request("GET", "/v1/sshare", None, "").1, before);
+    service.kill();
+}

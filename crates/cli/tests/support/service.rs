@@ -1,0 +1,129 @@
+//! Starting `fairflow serve` as a child process on loopback and talking to it
+//! with plain HTTP/1.1 over a TCP stream. Each test binary uses a part of it.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+/// A running `fairflow serve`.
+pub struct Service {
+    pub child: Child,
+    pub address: SocketAddr,
+}
+
+/// A loopback port that was free a moment ago.
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+impl Service {
+    /// Start the service with `extra` flags; waits until it listens.
+    pub fn start(data_dir: &Path, token_file: &Path, extra: &[&str]) -> Service {
+        let port = free_port();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_fairflow"))
+            .args([
+                "serve",
+                "--listen",
+                &format!("127.0.0.1:{port}"),
+                "--data-dir",
+            ])
+            .arg(data_dir)
+            .arg("--token-file")
+            .arg(token_file)
+            .args(extra)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("the fairflow binary starts");
+        let stderr = child.stderr.take().unwrap();
+        let mut reader = BufReader::new(stderr);
+        let mut line = String::new();
+        loop {
+            line.clear();
+            if reader.read_line(&mut line).unwrap() == 0 {
+                panic!("fairflow serve exited before listening");
+            }
+            if line.contains("listening on") {
+                break;
+            }
+        }
+        // Keep draining stderr so the child never blocks on a full pipe.
+        std::thread::spawn(move || {
+            let mut sink = String::new();
+            while reader.read_line(&mut sink).map(|n| n > 0).unwrap_or(false) {
+                sink.clear();
+            }
+        });
+        Service {
+            child,
+            address: format!("127.0.0.1:{port}").parse().unwrap(),
+        }
+    }
+
+    /// Send SIGKILL and reap.
+    pub fn kill(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Send SIGTERM and wait for a clean exit.
+    pub fn terminate(mut self) -> std::process::ExitStatus {
+        let pid = self.child.id().to_string();
+        Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+        self.child.wait().unwrap()
+    }
+
+    /// One HTTP exchange: `(status, body)`; status 0 when the connection failed.
+    pub fn request(
+        &self,
+        method: &str,
+        path: &str,
+        token: Option<&str>,
+        body: &str,
+    ) -> (u16, String) {
+        let Ok(mut stream) = TcpStream::connect_timeout(&self.address, Duration::from_secs(5))
+        else {
+            return (0, String::new());
+        };
+        stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .unwrap();
+        let auth = token
+            .map(|t| format!("Authorization: Bearer {t}\r\n"))
+            .unwrap_or_default();
+        let head = format!(
+            "{method} {path} HTTP/1.1\r\nHost: fairflow\r\nConnection: close\r\n{auth}Content-Length: {}\r\n\r\n",
+            body.len()
+        );
+        if stream
+            .write_all(head.as_bytes())
+            .and_then(|_| stream.write_all(body.as_bytes()))
+            .is_err()
+        {
+            return (0, String::new());
+        }
+        let mut response = Vec::new();
+        if stream.read_to_end(&mut response).is_err() && response.is_empty() {
+            return (0, String::new());
+        }
+        let text = String::from_utf8_lossy(&response).to_string();
+        let status = text
+            .split(' ')
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0);
+        let body = text
+            .split_once("\r\n\r\n")
+            .map(|(_, b)| b.to_string())
+            .unwrap_or_default();
+        (status, body)
+    }
+}
