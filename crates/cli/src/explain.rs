@@ -21,6 +21,11 @@ pub struct Args {
 
 /// Load the state, ask the engine why, print it.
 pub fn run(args: &Args) -> anyhow::Result<()> {
+    let format = if args.json { "json" } else { "text" };
+    let path = format!("/v1/jobs/{}/explain?format={format}", args.job);
+    if let Some(answer) = args.state.remote(&path)? {
+        return emit(&answer);
+    }
     let mut engine = args.state.engine()?;
     let why = engine.explain(&args.job)?;
     let text = if args.json {

@@ -16,6 +16,7 @@ mod demo;
 mod explain;
 mod import;
 mod output;
+mod remote;
 mod serve;
 mod sprio;
 mod sshare;

@@ -5,6 +5,7 @@
 use fairflow_serve::sprio::render;
 
 use crate::output::{emit, OutputArgs};
+use crate::remote::format_param;
 use crate::state_args::StateArgs;
 
 /// `fairflow sprio` flags.
@@ -25,10 +26,15 @@ pub struct Args {
 /// Load the state, compute every listed job's priority, print them.
 pub fn run(args: &Args) -> anyhow::Result<()> {
     let _ = args.long;
+    let format = args.output.format();
+    let path = format!(
+        "/v1/sprio?format={}&norm={}",
+        format_param(format),
+        args.norm
+    );
+    if let Some(answer) = args.state.remote(&path)? {
+        return emit(&answer);
+    }
     let mut engine = args.state.engine()?;
-    emit(&render(
-        &engine.priorities(),
-        args.norm,
-        args.output.format(),
-    ))
+    emit(&render(&engine.priorities(), args.norm, format))
 }

@@ -4,6 +4,7 @@
 use fairflow_serve::sshare::render;
 
 use crate::output::{emit, OutputArgs};
+use crate::remote::format_param;
 use crate::state_args::StateArgs;
 
 /// `fairflow sshare` flags.
@@ -17,6 +18,13 @@ pub struct Args {
 
 /// Replay, compute the table with the oracle, print it.
 pub fn run(args: &Args) -> anyhow::Result<()> {
+    let format = args.output.format();
+    if let Some(answer) = args
+        .state
+        .remote(&format!("/v1/sshare?format={}", format_param(format)))?
+    {
+        return emit(&answer);
+    }
     let mut engine = args.state.engine()?;
-    emit(&render(&engine.fairshare(), args.output.format()))
+    emit(&render(&engine.fairshare(), format))
 }

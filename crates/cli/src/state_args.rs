@@ -22,11 +22,23 @@ use fairflow_serve::engine::{BatchEngine, Engine};
 pub struct StateArgs {
     /// An event log (`.jsonl` or `.jsonl.gz`; `-` is standard input). Repeat
     /// to replay several logs in order.
-    #[arg(long = "events", value_name = "FILE", required = true)]
+    #[arg(
+        long = "events",
+        value_name = "FILE",
+        required_unless_present = "server",
+        conflicts_with = "server"
+    )]
     pub events: Vec<String>,
+    /// Ask a running `fairflow serve` at this URL (e.g. `http://127.0.0.1:7471`)
+    /// instead of replaying a log.
+    #[arg(long, value_name = "URL")]
+    pub server: Option<String>,
+    /// With `--server`: the token to send, for a service whose reads need it.
+    #[arg(long, value_name = "FILE", requires = "server")]
+    pub token_file: Option<PathBuf>,
     /// Answer as of this time (Unix seconds) instead of the last event's; it
     /// may not be earlier than the last event.
-    #[arg(long, value_name = "T")]
+    #[arg(long, value_name = "T", conflicts_with = "server")]
     pub at: Option<Time>,
     #[command(flatten)]
     pub config: ConfigArgs,
@@ -166,6 +178,19 @@ impl StateArgs {
 }
 
 impl StateArgs {
+    /// With `--server`, the service's answer to `path` (query string
+    /// included); `None` when the state comes from logs.
+    pub fn remote(&self, path: &str) -> anyhow::Result<Option<String>> {
+        match &self.server {
+            Some(server) => Ok(Some(crate::remote::get(
+                server,
+                path,
+                self.token_file.as_deref(),
+            )?)),
+            None => Ok(None),
+        }
+    }
+
     /// The engine answering this command, loaded with the logs.
     pub fn engine(&self) -> anyhow::Result<Box<dyn Engine>> {
         Ok(Box::new(BatchEngine {

@@ -4,6 +4,7 @@
 use fairflow_serve::top::render;
 
 use crate::output::{emit, OutputArgs};
+use crate::remote::format_param;
 use crate::state_args::StateArgs;
 
 /// `fairflow top` flags.
@@ -20,7 +21,11 @@ pub struct Args {
 
 /// Load the state, take the first `k` of the ranked queue, print them.
 pub fn run(args: &Args) -> anyhow::Result<()> {
+    let format = args.output.format();
+    let path = format!("/v1/top?k={}&format={}", args.k, format_param(format));
+    if let Some(answer) = args.state.remote(&path)? {
+        return emit(&answer);
+    }
     let mut engine = args.state.engine()?;
-    let queue = engine.top(args.k);
-    emit(&render(&queue, args.k, args.output.format()))
+    emit(&render(&engine.top(args.k), args.k, format))
 }

@@ -139,6 +139,44 @@ fn writes_from_every_source_and_reads_equal_to_the_oracle() {
     );
     assert!(metrics.contains("fairflow_pending_jobs 3"), "{metrics}");
 
+    // The commands answer the same with `--server` as with the same events in a log.
+    let log = dir.path().join("same.jsonl");
+    std::fs::write(
+        &log,
+        format!(
+            "{HTTP_EVENTS}{TAP_EVENTS}{}\n",
+            r#"{"op":"usage","t":1700000400,"account":"chem","user":"bob","amount":7200}"#
+        ),
+    )
+    .unwrap();
+    let server = format!("http://{}", service.address);
+    for command in [
+        &["sshare", "-P"][..],
+        &["sprio", "-n", "-P"],
+        &["sprio", "--json"],
+        &["top", "-k", "2"],
+        &["explain", "2"],
+    ] {
+        let run = |source: &[&str]| {
+            let output = std::process::Command::new(env!("CARGO_BIN_EXE_fairflow"))
+                .args(command)
+                .args(source)
+                .output()
+                .unwrap();
+            assert!(
+                output.status.success(),
+                "{command:?} {source:?}: {}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+            String::from_utf8(output.stdout).unwrap()
+        };
+        assert_eq!(
+            run(&["--server", &server]),
+            run(&["--events", log.to_str().unwrap()]),
+            "{command:?}"
+        );
+    }
+
     // A clean stop, then a restart from the log and checkpoint: the same state.
     let before = service.request("GET", "/v1/sshare", None, "").1;
     assert!(service.terminate().success());

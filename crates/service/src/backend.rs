@@ -5,6 +5,7 @@
 
 use fairflow_ingest::{LogLine, Rejection};
 use fairflow_model::Time;
+use fairflow_serve::OutputFormat;
 
 /// A read the service answers.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -13,15 +14,27 @@ pub enum Query {
     Top {
         /// How many.
         k: usize,
+        /// How the answer is written.
+        format: OutputFormat,
     },
     /// The fair-share table.
-    Sshare,
+    Sshare {
+        /// How the answer is written.
+        format: OutputFormat,
+    },
     /// Every pending job's priority and factors.
-    Sprio,
+    Sprio {
+        /// The normalized factors instead of the weighted ones.
+        normalized: bool,
+        /// How the answer is written.
+        format: OutputFormat,
+    },
     /// Why one job has its priority.
     Explain {
         /// The job id.
         job: String,
+        /// JSON (otherwise readable text).
+        json: bool,
     },
 }
 
@@ -51,7 +64,7 @@ pub struct Gauges {
 pub trait Backend: Send + 'static {
     /// Validate and apply a batch, in order; returns the rejected lines.
     fn apply(&mut self, lines: Vec<LogLine>) -> Vec<Rejection>;
-    /// Answer a read as JSON text (the same content as the command's `--json`).
+    /// Answer a read as text in the asked form (the same content as the command's).
     fn query(&mut self, query: &Query) -> Result<String, QueryError>;
     /// The whole state, for a checkpoint.
     fn snapshot(&mut self) -> Vec<u8>;

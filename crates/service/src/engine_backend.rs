@@ -3,7 +3,7 @@
 
 use fairflow_ingest::{LogLine, Rejection};
 use fairflow_serve::engine::{Engine, ExplainError};
-use fairflow_serve::{explain, sprio, sshare, top, OutputFormat};
+use fairflow_serve::{explain, sprio, sshare, top};
 
 use crate::backend::{Backend, Gauges, Query, QueryError};
 
@@ -26,11 +26,14 @@ impl<E: Engine + Send + 'static> Backend for EngineBackend<E> {
 
     fn query(&mut self, query: &Query) -> Result<String, QueryError> {
         Ok(match query {
-            Query::Top { k } => top::render(&self.engine.top(*k), *k, OutputFormat::Json),
-            Query::Sshare => sshare::render_json(&self.engine.fairshare()),
-            Query::Sprio => sprio::render(&self.engine.priorities(), false, OutputFormat::Json),
-            Query::Explain { job } => match self.engine.explain(job) {
-                Ok(why) => explain::render_json(&why.job, why.algorithm, &why.path),
+            Query::Top { k, format } => top::render(&self.engine.top(*k), *k, *format),
+            Query::Sshare { format } => sshare::render(&self.engine.fairshare(), *format),
+            Query::Sprio { normalized, format } => {
+                sprio::render(&self.engine.priorities(), *normalized, *format)
+            }
+            Query::Explain { job, json } => match self.engine.explain(job) {
+                Ok(why) if *json => explain::render_json(&why.job, why.algorithm, &why.path),
+                Ok(why) => explain::render_text(&why.job, why.algorithm, &why.path),
                 Err(e @ ExplainError::Unknown { .. })
                 | Err(e @ ExplainError::NoPriority { .. }) => {
                     return Err(QueryError::NotFound(e.to_string()))

@@ -27,6 +27,7 @@ use tower_http::timeout::TimeoutLayer;
 use crate::applier::{parse_body, ApplierHandle};
 use crate::backend::{Query, QueryError};
 use crate::metrics::Metrics;
+use fairflow_serve::OutputFormat;
 
 /// Limits and credentials of the HTTP layer.
 #[derive(Debug, Clone)]
@@ -127,40 +128,94 @@ async fn read(state: AppState, headers: HeaderMap, query: Query) -> Response {
         return denied;
     }
     match state.applier.read(query).await {
-        Ok(body) => ([(header::CONTENT_TYPE, "application/json")], body).into_response(),
+        Ok(body) => {
+            let content_type = if body.starts_with('[') || body.starts_with('{') {
+                "application/json"
+            } else {
+                "text/plain; charset=utf-8"
+            };
+            ([(header::CONTENT_TYPE, content_type)], body).into_response()
+        }
         Err(QueryError::NotFound(message)) => error(StatusCode::NOT_FOUND, message),
         Err(QueryError::Internal(message)) => error(StatusCode::INTERNAL_SERVER_ERROR, message),
     }
 }
 
-#[derive(serde::Deserialize)]
-struct TopParams {
+/// The query parameters reads take: `k` (top), `format` (`json`, the
+/// default, `parsable` or `table`; explain: `json` or `text`), `norm` (sprio).
+#[derive(serde::Deserialize, Default)]
+struct ReadParams {
     k: Option<usize>,
+    format: Option<String>,
+    norm: Option<bool>,
+}
+
+impl ReadParams {
+    fn format(&self) -> Result<OutputFormat, Box<Response>> {
+        match self.format.as_deref() {
+            None | Some("json") => Ok(OutputFormat::Json),
+            Some("parsable") => Ok(OutputFormat::Parsable),
+            Some("table") => Ok(OutputFormat::Table),
+            Some(other) => Err(Box::new(error(
+                StatusCode::BAD_REQUEST,
+                format!("unknown format `{other}`: json, parsable or table"),
+            ))),
+        }
+    }
 }
 
 async fn get_top(
     State(state): State<AppState>,
     headers: HeaderMap,
-    UrlQuery(params): UrlQuery<TopParams>,
+    UrlQuery(params): UrlQuery<ReadParams>,
 ) -> Response {
     let k = params.k.unwrap_or(10).min(1_000_000);
-    read(state, headers, Query::Top { k }).await
+    match params.format() {
+        Ok(format) => read(state, headers, Query::Top { k, format }).await,
+        Err(bad) => *bad,
+    }
 }
 
-async fn get_sshare(State(state): State<AppState>, headers: HeaderMap) -> Response {
-    read(state, headers, Query::Sshare).await
+async fn get_sshare(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    UrlQuery(params): UrlQuery<ReadParams>,
+) -> Response {
+    match params.format() {
+        Ok(format) => read(state, headers, Query::Sshare { format }).await,
+        Err(bad) => *bad,
+    }
 }
 
-async fn get_sprio(State(state): State<AppState>, headers: HeaderMap) -> Response {
-    read(state, headers, Query::Sprio).await
+async fn get_sprio(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    UrlQuery(params): UrlQuery<ReadParams>,
+) -> Response {
+    let normalized = params.norm.unwrap_or(false);
+    match params.format() {
+        Ok(format) => read(state, headers, Query::Sprio { normalized, format }).await,
+        Err(bad) => *bad,
+    }
 }
 
 async fn get_explain(
     State(state): State<AppState>,
     headers: HeaderMap,
     Path(job): Path<String>,
+    UrlQuery(params): UrlQuery<ReadParams>,
 ) -> Response {
-    read(state, headers, Query::Explain { job }).await
+    let json = match params.format.as_deref() {
+        None | Some("json") => true,
+        Some("text") => false,
+        Some(other) => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                format!("unknown format `{other}`: json or text"),
+            )
+        }
+    };
+    read(state, headers, Query::Explain { job, json }).await
 }
 
 async fn get_metrics(State(state): State<AppState>, headers: HeaderMap) -> Response {

@@ -36,7 +36,7 @@ impl Backend for RecordingBackend {
     }
     fn query(&mut self, query: &Query) -> Result<String, QueryError> {
         match query {
-            Query::Explain { job } => Err(QueryError::NotFound(format!("unknown job `{job}`"))),
+            Query::Explain { job, .. } => Err(QueryError::NotFound(format!("unknown job `{job}`"))),
             _ => Ok(json!({ "applied": self.applied }).to_string()),
         }
     }

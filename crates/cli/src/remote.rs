@@ -1,0 +1,50 @@
+//! `--server URL`: query commands ask a running `fairflow serve` instead of
+//! replaying a log; the service renders the same answer in the asked form,
+//! which is printed as it comes.
+
+use std::path::Path;
+
+use anyhow::{bail, Context};
+use fairflow_serve::OutputFormat;
+
+/// The `format` query parameter for an output form.
+pub fn format_param(format: OutputFormat) -> &'static str {
+    match format {
+        OutputFormat::Json => "json",
+        OutputFormat::Parsable => "parsable",
+        OutputFormat::Table => "table",
+    }
+}
+
+/// `GET {server}{path}`, with the bearer token of `token_file` if given;
+/// the body on success, the service's error message otherwise.
+pub fn get(server: &str, path: &str, token_file: Option<&Path>) -> anyhow::Result<String> {
+    let url = format!("{}{path}", server.trim_end_matches('/'));
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(std::time::Duration::from_secs(60)))
+        .build()
+        .into();
+    let mut request = agent.get(&url);
+    if let Some(file) = token_file {
+        let token = std::fs::read_to_string(file)
+            .with_context(|| format!("cannot read {}", file.display()))?;
+        request = request.header("Authorization", &format!("Bearer {}", token.trim()));
+    }
+    let mut response = request
+        .call()
+        .with_context(|| format!("cannot reach {url}"))?;
+    let status = response.status();
+    let body = response
+        .body_mut()
+        .read_to_string()
+        .with_context(|| format!("reading the answer of {url}"))?;
+    if !status.is_success() {
+        let message = serde_json::from_str::<serde_json::Value>(&body)
+            .ok()
+            .and_then(|v| v.get("error").and_then(|e| e.as_str()).map(str::to_string))
+            .unwrap_or(body);
+        bail!("{url}: {status}: {message}");
+    }
+    Ok(body)
+}
