@@ -2,7 +2,7 @@
 //! answer. The only place that uses `anyhow` and prints to stdout.
 //!
 //! One module per subcommand (`sshare`, `sprio`, `top`, `explain`, `demo`,
-//! `import`, `serve`); what every query
+//! `import`, `serve`, `loadtest`); what every query
 //! command shares lives in `state_args` (where state comes from: `--events`,
 //! `--at`, `--slurm-conf`, `--moab-cfg`) and `output` (`-P`, `--json`, and
 //! writing to stdout). A new subcommand is a module with an `Args` struct and
@@ -15,6 +15,7 @@ use clap::{Parser, Subcommand};
 mod demo;
 mod explain;
 mod import;
+mod loadtest;
 mod output;
 mod remote;
 mod serve;
@@ -42,6 +43,8 @@ enum Command {
     Sshare(sshare::Args),
     /// The live service: HTTP, accounting taps, durable log, checkpoints.
     Serve(serve::Args),
+    /// A bounded load test of a running service on this machine.
+    Loadtest(loadtest::Args),
     /// Each pending job's priority and factors, as Slurm's `sprio -l` shows them.
     Sprio(sprio::Args),
     /// The pending jobs in the order a scheduler would visit them.
@@ -63,6 +66,7 @@ fn main() -> ExitCode {
         Command::Explain(args) => explain::run(&args),
         Command::Demo(args) => demo::run(&args),
         Command::Serve(args) => serve::run(&args),
+        Command::Loadtest(args) => loadtest::run(&args),
         Command::Import(args) => import::run(&args),
     };
     match outcome {
