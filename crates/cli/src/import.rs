@@ -1,6 +1,8 @@
 //! `fairflow import slurm`: a real Slurm's outputs (sacctmgr associations,
 //! sshare usage, slurm.conf, an squeue queue) to an event log; see
-//! `fairflow_ingest::import_slurm` for the exact formats.
+//! `fairflow_ingest::import_slurm` for the exact formats. `fairflow import
+//! swf`: a Standard Workload Format trace to an event log (as interfaces.md
+//! says: submit, start at submit + wait, end at start + run time).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -23,6 +25,18 @@ pub struct Args {
 enum From {
     /// From Slurm: `sacctmgr`, `sshare`, `slurm.conf` and `squeue` outputs.
     Slurm(SlurmArgs),
+    /// From an SWF trace (`.swf` or `.swf.gz`, e.g. the Parallel Workloads Archive's).
+    Swf(SwfArgs),
+}
+
+/// `fairflow import swf` flags.
+#[derive(Debug, clap::Args)]
+struct SwfArgs {
+    /// The trace.
+    trace: String,
+    /// Write the log here instead of standard output.
+    #[arg(short = 'o', long = "output", value_name = "OUT")]
+    output: Option<PathBuf>,
 }
 
 /// `fairflow import slurm` flags.
@@ -55,7 +69,45 @@ struct SlurmArgs {
 pub fn run(args: &Args) -> anyhow::Result<()> {
     match &args.from {
         From::Slurm(slurm) => run_slurm(slurm),
+        From::Swf(swf) => run_swf(swf),
     }
+}
+
+/// Write a log to `output`, or standard output.
+fn write_log(log: &str, output: &Option<PathBuf>) -> anyhow::Result<()> {
+    match output {
+        None => emit(log),
+        Some(path) => {
+            let mut file = std::fs::File::create(path)
+                .with_context(|| format!("cannot create {}", path.display()))?;
+            file.write_all(log.as_bytes())
+                .with_context(|| format!("cannot write {}", path.display()))
+        }
+    }
+}
+
+fn run_swf(args: &SwfArgs) -> anyhow::Result<()> {
+    let source = fairflow_ingest::reader::open_source(&args.trace)?;
+    let lines = fairflow_ingest::swf::convert_swf(source)
+        .with_context(|| format!("cannot read {}", args.trace))?;
+    let mut log = format!("# fairflow import swf: {}\n", args.trace);
+    let mut skipped = 0u64;
+    for line in lines {
+        match line.event {
+            Ok(event) => {
+                log.push_str(&event_to_line(&event));
+                log.push('\n');
+            }
+            Err(rejection) => {
+                eprintln!("{}: {rejection}", args.trace);
+                skipped += 1;
+            }
+        }
+    }
+    if skipped > 0 {
+        eprintln!("fairflow: {skipped} trace lines skipped");
+    }
+    write_log(&log, &args.output)
 }
 
 /// A file as `(name, text)`.
@@ -124,13 +176,5 @@ fn run_slurm(args: &SlurmArgs) -> anyhow::Result<()> {
         log.push_str(&event_to_line(event));
         log.push('\n');
     }
-    match &args.output {
-        None => emit(&log),
-        Some(path) => {
-            let mut file = std::fs::File::create(path)
-                .with_context(|| format!("cannot create {}", path.display()))?;
-            file.write_all(log.as_bytes())
-                .with_context(|| format!("cannot write {}", path.display()))
-        }
-    }
+    write_log(&log, &args.output)
 }

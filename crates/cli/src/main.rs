@@ -2,7 +2,7 @@
 //! answer. The only place that uses `anyhow` and prints to stdout.
 //!
 //! One module per subcommand (`sshare`, `sprio`, `top`, `explain`, `demo`,
-//! `import`, `serve`, `loadtest`); what every query
+//! `import`, `serve`, `loadtest`, `gen`); what every query
 //! command shares lives in `state_args` (where state comes from: `--events`,
 //! `--at`, `--slurm-conf`, `--moab-cfg`) and `output` (`-P`, `--json`, and
 //! writing to stdout). A new subcommand is a module with an `Args` struct and
@@ -14,6 +14,7 @@ use clap::{Parser, Subcommand};
 
 mod demo;
 mod explain;
+mod gen;
 mod import;
 mod loadtest;
 mod output;
@@ -43,6 +44,8 @@ enum Command {
     Sshare(sshare::Args),
     /// The live service: HTTP, accounting taps, durable log, checkpoints.
     Serve(serve::Args),
+    /// A deterministic synthetic workload as an event log.
+    Gen(gen::Args),
     /// A bounded load test of a running service on this machine.
     Loadtest(loadtest::Args),
     /// Each pending job's priority and factors, as Slurm's `sprio -l` shows them.
@@ -66,6 +69,7 @@ fn main() -> ExitCode {
         Command::Explain(args) => explain::run(&args),
         Command::Demo(args) => demo::run(&args),
         Command::Serve(args) => serve::run(&args),
+        Command::Gen(args) => gen::run(&args),
         Command::Loadtest(args) => loadtest::run(&args),
         Command::Import(args) => import::run(&args),
     };
