@@ -11,7 +11,9 @@
 #![warn(missing_docs)]
 
 pub mod follow;
+pub mod import_slurm;
 pub mod jobcomp;
+pub mod moab_cfg;
 pub mod parse;
 pub mod reader;
 pub mod slurm_conf;

@@ -411,7 +411,12 @@ impl Config {
             // Slurm parameters that exist but do not change priorities.
             "prioritytype" | "priorityparameters" | "prioritysiteplugin" => {}
             _ if is_moab_key(key) => {
-                self.moab.insert(key.to_string(), text.trim().to_string());
+                let stored = crate::moab::validate_and_merge(
+                    key,
+                    self.moab.get(key).map(String::as_str),
+                    text,
+                )?;
+                self.moab.insert(key.to_string(), stored);
             }
             _ => return Err(InvalidValue::new(format!("unknown parameter `{key}`"))),
         }

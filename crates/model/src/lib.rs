@@ -10,6 +10,8 @@
 pub mod config;
 pub mod event;
 pub mod formula;
+pub mod moab;
+pub mod priority_formula;
 pub mod report;
 pub mod time;
 pub mod tres;

@@ -70,3 +70,166 @@ pub struct FairshareTable {
     /// The rows.
     pub rows: Vec<FairshareRow>,
 }
+
+/// One factor (Slurm, Flux) or one component or subcomponent (Moab) of a
+/// job's priority, as `sprio` and `explain` show it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct PriorityFactor {
+    /// The factor's name: Slurm `site`, `age`, `assoc`, `fairshare`,
+    /// `jobsize`, `partition`, `qos`, `nice`, and `tres/<name>` per TRES; Flux
+    /// `fairshare`, `queue`, `bank`, `urgency`, `wait_time`, `qos`, `jobsize`,
+    /// `user`; Moab the component (`CRED`, `FS`, `RES`, `SERV`, `TARGET`,
+    /// `USAGE`, `ATTR`) or subcomponent (`QUEUETIME`, `XFACTOR`, ...) name.
+    pub name: String,
+    /// For a Moab subcomponent, its component's name; `None` otherwise.
+    pub component: Option<String>,
+    /// The factor's value before weighting: Slurm and Flux normalise to 0..1
+    /// (unless a `NO_NORMAL_*` flag, or for `site`, `nice`, `urgency` and the
+    /// queue and bank priorities, which are raw); Moab's metrics are raw (queue
+    /// time in minutes, node counts, ...) and a component's value is the capped
+    /// sum of its weighted subcomponents.
+    pub normalized: f64,
+    /// The weight.
+    pub weight: f64,
+    /// The contribution to the priority: `weight * normalized`, capped for Moab.
+    pub weighted: f64,
+    /// Moab's `*CAP` (bounds both directions) when one is set.
+    pub cap: Option<f64>,
+}
+
+impl PriorityFactor {
+    /// A factor whose contribution is `weight * normalized`.
+    pub fn new(name: &str, normalized: f64, weight: f64) -> Self {
+        PriorityFactor {
+            name: name.to_string(),
+            component: None,
+            normalized,
+            weight,
+            weighted: weight * normalized,
+            cap: None,
+        }
+    }
+}
+
+/// Where a job is, as far as its priority is concerned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum JobState {
+    /// Pending and eligible for the ranked queue.
+    Pending,
+    /// Held (Slurm `hold`, Flux urgency 0): priority 0, not ranked.
+    Held,
+    /// Running (listed only with `CALCULATE_RUNNING`, or under Moab).
+    Running,
+}
+
+impl JobState {
+    /// The name used in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            JobState::Pending => "pending",
+            JobState::Held => "held",
+            JobState::Running => "running",
+        }
+    }
+}
+
+/// One job's priority under the configured model, with every factor.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct JobPriority {
+    /// The job id.
+    pub job: String,
+    /// The user.
+    pub user: String,
+    /// The account.
+    pub account: String,
+    /// The partition (queue, class); `""` when none.
+    pub partition: String,
+    /// The QOS; `""` when none.
+    pub qos: String,
+    /// When it was submitted.
+    pub submit_at: Time,
+    /// The integer priority: Slurm 0..=2^32-1 (1 at least unless held), Flux
+    /// 0..=2^32-1, Moab 0..=10^9.
+    pub priority: u64,
+    /// Pending, held or running.
+    pub state: JobState,
+    /// The model that computed it.
+    pub model: crate::config::PriorityModel,
+    /// The factors, in the model's order (Moab: each component followed by
+    /// its subcomponents).
+    pub factors: Vec<PriorityFactor>,
+}
+
+impl JobPriority {
+    /// Is the job held (priority 0, never ranked)?
+    pub fn held(&self) -> bool {
+        self.state == JobState::Held
+    }
+
+    /// A factor by name (the first with that name).
+    pub fn factor(&self, name: &str) -> Option<&PriorityFactor> {
+        self.factors.iter().find(|f| f.name == name)
+    }
+
+    /// The key of this job in the ranked queue: ascending key order is the
+    /// order a scheduler visits jobs.
+    pub fn queue_key(&self) -> QueueKey {
+        QueueKey {
+            priority: std::cmp::Reverse(self.priority),
+            submit_at: self.submit_at,
+            job: JobIdKey::new(&self.job),
+        }
+    }
+}
+
+/// A job id as the queue orders ids: ids made only of ASCII digits compare as
+/// numbers (of any length; `"9"` before `"10"`; leading zeros ignored, then
+/// the text breaks the tie) and come before every other id, which compare as
+/// strings.
+#[derive(
+    Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+pub enum JobIdKey {
+    /// A numeric id: `(digits without leading zeros, as written)`; comparing
+    /// the length first, then the digits, is comparing the numbers.
+    Numeric {
+        /// The number of significant digits.
+        digits: usize,
+        /// The significant digits.
+        significant: String,
+        /// The id as written.
+        text: String,
+    },
+    /// Any other id.
+    Text(String),
+}
+
+impl JobIdKey {
+    /// The key of an id.
+    pub fn new(id: &str) -> Self {
+        if !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit()) {
+            let significant = id.trim_start_matches('0');
+            JobIdKey::Numeric {
+                digits: significant.len(),
+                significant: significant.to_string(),
+                text: id.to_string(),
+            }
+        } else {
+            JobIdKey::Text(id.to_string())
+        }
+    }
+}
+
+/// The ranked queue's order: priority descending, then submit time
+/// ascending, then job id ([`JobIdKey`]) ascending.
+#[derive(
+    Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+pub struct QueueKey {
+    /// The priority, reversed so that higher comes first.
+    pub priority: std::cmp::Reverse<u64>,
+    /// Submit time.
+    pub submit_at: Time,
+    /// The job id.
+    pub job: JobIdKey,
+}

@@ -10,6 +10,7 @@
 #![warn(missing_docs)]
 
 pub mod fairshare;
+pub mod priority;
 pub mod replay;
 pub mod reset;
 pub mod state;

@@ -44,6 +44,15 @@ impl Replay {
         });
         match outcome {
             Ok(event) => {
+                // INCR_ONLY: evaluate once per distinct event time, after
+                // every event of that time applied (`priority` module doc).
+                if event.t > self.state.now
+                    && self.report.applied > 0
+                    && self.state.config.flags.incr_only
+                {
+                    let fs = crate::fairshare::user_factors(&self.state);
+                    crate::priority::remember_incr_only(&mut self.state, &fs);
+                }
                 self.state.apply(&event);
                 self.report.applied += 1;
             }
@@ -54,6 +63,20 @@ impl Replay {
     /// Feed every line of a log.
     pub fn feed_all(&mut self, lines: impl IntoIterator<Item = LogLine>) {
         lines.into_iter().for_each(|l| self.feed(l));
+    }
+
+    /// Move a query's time forward to `t` (`--at`), as a `tick` would: with
+    /// `INCR_ONLY`, the last event time's priorities are remembered first.
+    /// Earlier times change nothing.
+    pub fn advance_to(&mut self, t: fairflow_model::Time) {
+        if t <= self.state.now {
+            return;
+        }
+        if self.report.applied > 0 && self.state.config.flags.incr_only {
+            let fs = crate::fairshare::user_factors(&self.state);
+            crate::priority::remember_incr_only(&mut self.state, &fs);
+        }
+        self.state.advance_to(t);
     }
 }
 

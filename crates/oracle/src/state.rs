@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use fairflow_model::config::ResetPeriod;
 use fairflow_model::event::{JobSpec, Op};
+use fairflow_model::moab::Credential;
 use fairflow_model::tres::{billable_tres, BillingMode, TresCounts, WeightList};
 use fairflow_model::usage::{fixed_rate, DecayFrame, FrameUsage, OwnUsage};
 use fairflow_model::{Config, Event, Shares, Time};
@@ -128,6 +129,9 @@ pub struct Job {
     pub phase: JobPhase,
     /// How many times it started (Moab STARTCOUNT counts restarts: this minus one).
     pub start_count: u32,
+    /// When it last started (Moab's USAGE component and credential usage).
+    #[serde(default)]
+    pub started_at: Option<Time>,
 }
 
 impl Job {
@@ -144,6 +148,36 @@ impl Job {
     /// Is the job pending and not held?
     pub fn is_pending(&self) -> bool {
         self.phase == JobPhase::Pending
+    }
+
+    /// The Moab credentials a job charges besides its user and account: its
+    /// group (the `group` field, else its account), its QOS and its class
+    /// (partition), `""` when none.
+    pub fn extra_credentials(&self) -> [(Credential, String); 3] {
+        [
+            (
+                Credential::Group,
+                self.spec
+                    .group
+                    .clone()
+                    .unwrap_or_else(|| self.account.clone()),
+            ),
+            (Credential::Qos, self.qos().to_string()),
+            (Credential::Class, self.partition().to_string()),
+        ]
+    }
+}
+
+/// Usage accrued at fixed-point `rate` over `[from, to]` in `frame`, for
+/// intervals that may start before the frame's epoch (without decay the
+/// clock stops at the epoch, so the interval is measured directly).
+pub fn accrued_between(frame: &DecayFrame, rate: u128, from: Time, to: Time) -> FrameUsage {
+    if to <= from {
+        0
+    } else if frame.half_life_secs <= 0 {
+        rate * ((to - from) as u128 * (1u128 << fairflow_model::usage::CLOCK_FRAC_BITS))
+    } else {
+        frame.accrued(rate, from, to)
     }
 }
 
@@ -170,6 +204,24 @@ pub struct State {
     pub cluster: Cluster,
     /// Active jobs by id.
     pub jobs: BTreeMap<String, Job>,
+    /// Moab fair-share usage settled to group, QOS and class credentials
+    /// (usage events charge the account's group; ended and requeued jobs
+    /// their group, QOS and class), in frame units. Running jobs' share is
+    /// added when it is read (`priority::moab`).
+    #[serde(default)]
+    pub credential_usage: BTreeMap<(Credential, String), FrameUsage>,
+    /// When usage was last reset: running jobs' credential accrual counts
+    /// from their start or from here, whichever is later.
+    #[serde(default)]
+    pub last_reset_at: Option<Time>,
+    /// Per user, over ended jobs that had a time limit: (CPU-seconds used,
+    /// CPU-seconds requested), Moab's wallclock accuracy.
+    #[serde(default)]
+    pub wallclock_accuracy: BTreeMap<String, (f64, f64)>,
+    /// `INCR_ONLY` memory: per pending job, the highest priority evaluated
+    /// since it (re)entered the queue (`priority::remember_incr_only`).
+    #[serde(default)]
+    pub priority_floor: BTreeMap<String, u64>,
 }
 
 impl State {
@@ -197,6 +249,10 @@ impl State {
             partitions: BTreeMap::new(),
             cluster: Cluster::default(),
             jobs: BTreeMap::new(),
+            credential_usage: BTreeMap::new(),
+            last_reset_at: None,
+            wallclock_accuracy: BTreeMap::new(),
+            priority_floor: BTreeMap::new(),
         }
     }
 
@@ -254,6 +310,9 @@ impl State {
             .values_mut()
             .for_each(|a| convert(&mut a.usage));
         self.users.values_mut().for_each(|u| convert(&mut u.usage));
+        self.credential_usage
+            .values_mut()
+            .for_each(|u| *u = old.rebased(*u, &next, t));
         self.frame = next;
         self.recompute_rate_offsets();
     }
@@ -341,6 +400,8 @@ impl State {
                 *since = t;
             }
         }
+        self.credential_usage.clear();
+        self.last_reset_at = Some(t);
         self.frame = next;
     }
 
@@ -385,6 +446,15 @@ impl State {
         usage.settled += frame.accrued(rate, since, t);
         usage.rate -= rate;
         usage.rate_offset -= rate * frame.clock(since);
+        let job = &self.jobs[job_id];
+        let from = job
+            .started_at
+            .unwrap_or(t)
+            .max(self.last_reset_at.unwrap_or(Time::MIN));
+        let accrued = accrued_between(&frame, rate, from, t);
+        for credential in job.extra_credentials() {
+            *self.credential_usage.entry(credential).or_default() += accrued;
+        }
     }
 
     /// Apply an event the validator accepted.
@@ -460,6 +530,10 @@ impl State {
             } => {
                 let value = self.frame.point_usage(*amount, t);
                 self.own_usage_mut(account, user.as_deref()).settled += value;
+                *self
+                    .credential_usage
+                    .entry((Credential::Group, account.clone()))
+                    .or_default() += value;
             }
             Op::ResetUsage => self.reset_usage_at(t),
             Op::Submit {
@@ -480,8 +554,10 @@ impl State {
                         allocated: None,
                         phase: JobPhase::Pending,
                         start_count: 0,
+                        started_at: None,
                     },
                 );
+                self.priority_floor.remove(job);
             }
             Op::Update { job, account, spec } => {
                 let entry = self.jobs.get_mut(job).expect("validated job");
@@ -515,9 +591,27 @@ impl State {
                 entry.phase = JobPhase::Running { since: t, rate };
                 entry.allocated = Some(allocated);
                 entry.start_count += 1;
+                entry.started_at = Some(t);
+                self.priority_floor.remove(job);
             }
             Op::End { job } => {
                 self.stop_accrual(job, t);
+                let ended = &self.jobs[job];
+                if let (Some(started_at), Some(limit_secs)) =
+                    (ended.started_at, ended.spec.time_limit_secs)
+                {
+                    let cpus = ended
+                        .allocated
+                        .as_ref()
+                        .and_then(|a| a.get("cpu").copied())
+                        .unwrap_or(1.0);
+                    let entry = self
+                        .wallclock_accuracy
+                        .entry(ended.user.clone())
+                        .or_default();
+                    entry.0 += cpus * (t - started_at) as f64;
+                    entry.1 += cpus * limit_secs as f64;
+                }
                 self.jobs.remove(job);
             }
             Op::Requeue { job } => {

@@ -1,0 +1,145 @@
+//! Job priority as a plain batch computation over the state: Slurm's
+//! multifactor plugin (`slurm`), the Flux design with flux-accounting's
+//! plugin (`flux`), Moab's components (`moab`), and the ranked queue.
+//!
+//! Fair-share factors come in as a parameter, `(account, user) -> factor`
+//! (`fairshare::user_factors` computes them under the configured algorithm),
+//! so each model can be checked with hand-chosen factors. An association
+//! missing from the map has factor 0.
+//!
+//! # Which jobs are evaluated
+//! - Pending and held jobs whose `begin` is not after `now` (Slurm with
+//!   `ACCRUE_ALWAYS` lists them before their begin time too, as sprio does).
+//! - Running jobs with `PriorityFlags=CALCULATE_RUNNING` (Slurm), and always
+//!   under Moab, whose USAGE component applies to active jobs only. Never
+//!   under Flux.
+//!
+//! # `INCR_ONLY`
+//! Slurm stores a new priority only if it is larger than the stored one.
+//! fairflow's definition, independent of when a scheduler would recompute: a
+//! pending job's priority is the maximum of the priorities computed at every
+//! distinct event time since it last entered the queue (submit or requeue)
+//! at which it was pending and not held, and of the priority computed at the
+//! query time. [`remember_incr_only`] records the maximum in
+//! `State::priority_floor`; `Replay` calls it after each distinct event time
+//! when the flag is on; [`evaluate`] applies it. Held jobs are 0 regardless.
+
+use std::collections::BTreeMap;
+
+use fairflow_model::report::{JobPriority, JobState};
+use fairflow_model::tres::TresCounts;
+use fairflow_model::PriorityModel;
+
+use crate::state::{Job, JobPhase, Partition};
+use crate::State;
+
+pub mod flux;
+pub mod moab;
+pub mod slurm;
+
+#[cfg(test)]
+mod tests;
+
+/// Fair-share factors by `(account, user)`.
+pub type FairshareFactors = BTreeMap<(String, String), f64>;
+
+/// Every evaluated job's priority under the configured model, as of
+/// `state.now`, in job-id order (see the module documentation for which jobs).
+pub fn evaluate(state: &State, fs: &FairshareFactors) -> Vec<JobPriority> {
+    match state.config.model {
+        PriorityModel::Slurm => slurm::evaluate(state, fs),
+        PriorityModel::Flux => flux::evaluate(state, fs),
+        PriorityModel::Moab => moab::evaluate(state, fs),
+    }
+}
+
+/// The ranked queue: pending jobs that are not held, highest priority first,
+/// then earlier submit time, then job id (numeric ids as numbers, before
+/// other ids, which compare as strings).
+pub fn queue(priorities: &[JobPriority]) -> Vec<JobPriority> {
+    let mut pending: Vec<JobPriority> = priorities
+        .iter()
+        .filter(|p| p.state == JobState::Pending)
+        .cloned()
+        .collect();
+    pending.sort_by_cached_key(JobPriority::queue_key);
+    pending
+}
+
+/// Record `INCR_ONLY` memory at `state.now`: each pending job's floor
+/// becomes the larger of its floor and its priority now. Entries of jobs no
+/// longer queued are dropped. Does nothing (and forgets every floor) unless
+/// the Slurm model runs with `INCR_ONLY`.
+pub fn remember_incr_only(state: &mut State, fs: &FairshareFactors) {
+    if !(state.config.flags.incr_only && state.config.model == PriorityModel::Slurm) {
+        state.priority_floor.clear();
+        return;
+    }
+    let priorities = evaluate(state, fs);
+    for p in priorities {
+        if p.state == JobState::Pending {
+            let floor = state.priority_floor.entry(p.job).or_insert(0);
+            *floor = (*floor).max(p.priority);
+        }
+    }
+    let jobs = &state.jobs;
+    state.priority_floor.retain(|id, _| {
+        jobs.get(id)
+            .is_some_and(|j| !matches!(j.phase, JobPhase::Running { .. }))
+    });
+}
+
+/// Where a job is, and whether the model evaluates it now.
+fn listed_state(
+    state: &State,
+    job: &Job,
+    running_listed: bool,
+    before_begin_listed: bool,
+) -> Option<JobState> {
+    let begun = job.spec.begin.is_none_or(|b| b <= state.now);
+    match job.phase {
+        JobPhase::Pending if begun || before_begin_listed => Some(JobState::Pending),
+        JobPhase::Held if begun || before_begin_listed => Some(JobState::Held),
+        JobPhase::Running { .. } if running_listed => Some(JobState::Running),
+        _ => None,
+    }
+}
+
+/// A job's partition: its definition, or the defaults (`PriorityJobFactor`
+/// 1, no totals) for a partition no `partition` event defined (`""` for
+/// none).
+fn partition_of(state: &State, job: &Job) -> Partition {
+    state
+        .partitions
+        .get(job.partition())
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// The TRES a job counts: what it was allocated while running, else what it
+/// asked for.
+fn job_tres(job: &Job) -> TresCounts {
+    match (&job.phase, &job.allocated) {
+        (JobPhase::Running { .. }, Some(allocated)) => allocated.clone(),
+        _ => job.spec.tres.clone().unwrap_or_default(),
+    }
+}
+
+/// A count from a job's TRES, with a default when it does not say.
+fn tres_count(tres: &TresCounts, name: &str, default: f64) -> f64 {
+    tres.get(name).copied().unwrap_or(default)
+}
+
+/// The job's time limit in seconds: its own, else its partition's maximum.
+fn time_limit_secs(job: &Job, partition: &Partition) -> Option<u64> {
+    job.spec
+        .time_limit_secs
+        .filter(|l| *l > 0)
+        .or(partition.max_time_secs.filter(|l| *l > 0))
+}
+
+/// When a job became eligible in its current stay in the queue: its last
+/// queue entry, or its begin time if later.
+fn eligible_at(job: &Job) -> fairflow_model::Time {
+    job.queued_at.max(job.spec.begin.unwrap_or(job.queued_at))
+}

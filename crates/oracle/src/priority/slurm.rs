@@ -1,0 +1,242 @@
+//! Slurm's multifactor priority (`priority_multifactor.c`,
+//! `../shared/notes/slurm-priority.md` §5), per job:
+//!
+//! `W_age*age + W_assoc*assoc + W_fs*fs + W_js*jobsize + W_part*part +
+//! W_qos*qos + Σ W_tres[i]*tres[i] + site - nice`, below 1 -> 1, above
+//! `0xFFFFFFFF` -> `0xFFFFFFFF`, truncated; held jobs 0.
+//!
+//! - A factor whose weight is 0 is 0 (Slurm's `set_priority_factors` does not
+//!   compute it), so `sprio -n` shows 0 for it as Slurm does.
+//! - Age: `min(1, (now - accrue_at) / PriorityMaxAge)`, `accrue_at` the last
+//!   queue entry (submit or requeue) with `ACCRUE_ALWAYS`, else that or the
+//!   begin time, whichever is later.
+//! - Association: the user association's `priority`, else its nearest
+//!   account's (Slurm inherits it), divided by the largest over all
+//!   associations (`NO_NORMAL_ASSOC`: raw).
+//! - Partition: `PriorityJobFactor / max over partitions` (`NO_NORMAL_PART`:
+//!   raw); 0 when the job's factor is 0. Partitions that no event defined but
+//!   a listed job names count with the default factor 1.
+//! - QOS: `priority / max over QOS` when the job's QOS priority is not 0
+//!   (`NO_NORMAL_QOS`: raw).
+//! - Job size: `priority_formula::slurm_job_size_factor` with the job's
+//!   `node` (1 by default) and `cpu` (1 by default) against the `cluster`
+//!   event's size; the time limit is the job's or its partition's maximum.
+//! - TRES: per TRES with a nonzero `PriorityWeightTRES` weight, the job's
+//!   count (allocated when running) over its partition's total (the
+//!   `partition` event's `tres`, else the cluster's), `NO_NORMAL_TRES` raw.
+//! - Site and nice: the job's `site_factor` and `nice` (0 by default); the
+//!   nice factor is listed with weight -1.
+
+use fairflow_model::priority_formula::{
+    slurm_age_factor, slurm_final_priority, slurm_job_size_factor, slurm_normalize,
+    slurm_priority_sum, slurm_tres_factor, JobSizeInputs,
+};
+use fairflow_model::report::{JobPriority, JobState, PriorityFactor};
+use fairflow_model::PriorityModel;
+
+use super::{
+    eligible_at, job_tres, listed_state, partition_of, time_limit_secs, tres_count,
+    FairshareFactors,
+};
+use crate::state::Job;
+use crate::State;
+
+/// The association priority Slurm uses: the user association's own, else the
+/// nearest account's up the tree, else 0.
+pub fn assoc_priority(state: &State, account: &str, user: Option<&str>) -> i64 {
+    if let Some(user) = user {
+        if let Some(p) = state
+            .users
+            .get(&(account.to_string(), user.to_string()))
+            .and_then(|u| u.priority)
+        {
+            return p;
+        }
+    }
+    let mut name = Some(account.to_string());
+    while let Some(current) = name {
+        let Some(record) = state.accounts.get(&current) else {
+            break;
+        };
+        if let Some(p) = record.priority {
+            return p;
+        }
+        name = record.parent.clone();
+    }
+    0
+}
+
+/// The maxima Slurm normalises by.
+struct Maxima {
+    assoc: f64,
+    partition: f64,
+    qos: f64,
+}
+
+fn maxima(state: &State, jobs: &[&Job]) -> Maxima {
+    let accounts = state
+        .accounts
+        .keys()
+        .map(|a| assoc_priority(state, a, None));
+    let users = state
+        .users
+        .keys()
+        .map(|(a, u)| assoc_priority(state, a, Some(u)));
+    let assoc = accounts.chain(users).max().unwrap_or(0).max(0);
+    let defined = state.partitions.values().map(|p| p.priority_job_factor);
+    let referenced = jobs
+        .iter()
+        .map(|j| partition_of(state, j).priority_job_factor);
+    let partition = defined.chain(referenced).max().unwrap_or(0);
+    let qos = state
+        .qos
+        .values()
+        .map(|q| q.priority)
+        .max()
+        .unwrap_or(0)
+        .max(0);
+    Maxima {
+        assoc: assoc as f64,
+        partition: f64::from(partition),
+        qos: qos as f64,
+    }
+}
+
+/// Every evaluated job's Slurm priority.
+pub fn evaluate(state: &State, fs: &FairshareFactors) -> Vec<JobPriority> {
+    let flags = state.config.flags;
+    let listed: Vec<(&Job, JobState)> = state
+        .jobs
+        .values()
+        .filter_map(|job| {
+            listed_state(state, job, flags.calculate_running, flags.accrue_always).map(|s| (job, s))
+        })
+        .collect();
+    let jobs: Vec<&Job> = listed.iter().map(|(j, _)| *j).collect();
+    let maxima = maxima(state, &jobs);
+    listed
+        .into_iter()
+        .map(|(job, job_state)| job_priority(state, fs, &maxima, job, job_state))
+        .collect()
+}
+
+fn job_priority(
+    state: &State,
+    fs: &FairshareFactors,
+    maxima: &Maxima,
+    job: &Job,
+    job_state: JobState,
+) -> JobPriority {
+    let config = &state.config;
+    let flags = config.flags;
+    let partition = partition_of(state, job);
+    let tres = job_tres(job);
+    // A factor with weight 0 is not computed (0), as in Slurm.
+    let gated = |weight: u32, value: &dyn Fn() -> f64| -> f64 {
+        if weight == 0 {
+            0.0
+        } else {
+            value()
+        }
+    };
+
+    let accrue_at = if flags.accrue_always {
+        job.queued_at
+    } else {
+        eligible_at(job)
+    };
+    let age = gated(config.weight_age, &|| {
+        slurm_age_factor(state.now, accrue_at, config.max_age_secs)
+    });
+    let assoc = gated(config.weight_assoc, &|| {
+        let p = assoc_priority(state, &job.account, Some(&job.user)) as f64;
+        slurm_normalize(p, maxima.assoc, flags.no_normal_assoc)
+    });
+    let fairshare = gated(config.weight_fairshare, &|| {
+        fs.get(&(job.account.clone(), job.user.clone()))
+            .copied()
+            .unwrap_or(0.0)
+    });
+    let job_size = gated(config.weight_job_size, &|| {
+        slurm_job_size_factor(&JobSizeInputs {
+            min_nodes: tres_count(&tres, "node", 1.0),
+            cpus: tres_count(&tres, "cpu", 1.0),
+            cluster_nodes: state.cluster.nodes as f64,
+            cluster_cpus: tres_count(&state.cluster.tres, "cpu", 0.0),
+            time_limit_mins: time_limit_secs(job, &partition).map(|s| s as f64 / 60.0),
+            favor_small: config.favor_small,
+            small_relative_to_time: flags.small_relative_to_time,
+        })
+    });
+    let part = gated(config.weight_partition, &|| {
+        let factor = partition.priority_job_factor;
+        if factor == 0 {
+            0.0
+        } else {
+            slurm_normalize(f64::from(factor), maxima.partition, flags.no_normal_part)
+        }
+    });
+    let qos = gated(config.weight_qos, &|| {
+        let priority = state.qos.get(job.qos()).map_or(0, |q| q.priority);
+        if priority == 0 {
+            0.0
+        } else {
+            slurm_normalize(priority as f64, maxima.qos, flags.no_normal_qos)
+        }
+    });
+    let site = job.spec.site_factor.unwrap_or(0);
+    let nice = job.spec.nice.unwrap_or(0);
+
+    let mut factors = vec![
+        PriorityFactor::new("site", site as f64, 1.0),
+        PriorityFactor::new("age", age, f64::from(config.weight_age)),
+        PriorityFactor::new("assoc", assoc, f64::from(config.weight_assoc)),
+        PriorityFactor::new("fairshare", fairshare, f64::from(config.weight_fairshare)),
+        PriorityFactor::new("jobsize", job_size, f64::from(config.weight_job_size)),
+        PriorityFactor::new("partition", part, f64::from(config.weight_partition)),
+        PriorityFactor::new("qos", qos, f64::from(config.weight_qos)),
+        PriorityFactor::new("nice", nice as f64, -1.0),
+    ];
+    for (name, weight) in &config.weight_tres.weights {
+        if *weight == 0.0 {
+            continue;
+        }
+        let count = tres_count(&tres, name, 0.0);
+        let total = partition
+            .tres
+            .as_ref()
+            .and_then(|t| t.get(name))
+            .or_else(|| state.cluster.tres.get(name))
+            .copied();
+        let value = slurm_tres_factor(count, total, flags.no_normal_tres);
+        factors.push(PriorityFactor::new(&format!("tres/{name}"), value, *weight));
+    }
+
+    // Slurm's order: age, assoc, fs, job size, partition, QOS, TRES; then site - nice.
+    let weighted: Vec<f64> = factors
+        .iter()
+        .filter(|f| !matches!(f.name.as_str(), "site" | "nice"))
+        .map(|f| f.weighted)
+        .collect();
+    let computed = slurm_final_priority(slurm_priority_sum(&weighted, site, nice));
+    let priority = match job_state {
+        JobState::Held => 0,
+        JobState::Pending if flags.incr_only => state
+            .priority_floor
+            .get(&job.id)
+            .map_or(computed, |floor| computed.max(*floor)),
+        _ => computed,
+    };
+    JobPriority {
+        job: job.id.clone(),
+        user: job.user.clone(),
+        account: job.account.clone(),
+        partition: job.partition().to_string(),
+        qos: job.qos().to_string(),
+        submit_at: job.submit_at,
+        priority,
+        state: job_state,
+        model: PriorityModel::Slurm,
+        factors,
+    }
+}

@@ -1,0 +1,174 @@
+//! `fairflow explain JOB`: why a job has its priority. Readable text by
+//! default, `--json` for tools. Both give the model and the fair-share
+//! algorithm, every factor with its value (normalized for Slurm and Flux,
+//! raw for Moab), weight, contribution (and Moab's caps, subcomponents under
+//! their component), the priority and how the model turns the sum into it,
+//! and the fair-share path from `root` to the job's user association (the
+//! sshare rows of each level: shares, usage and value), given as input.
+
+use fairflow_model::report::{FairshareRow, JobPriority};
+use fairflow_model::{Algorithm, PriorityModel};
+use serde_json::{json, Value};
+
+use crate::format::{aligned, json_f64, opt_fixed6, Column, Justify};
+use crate::sprio::job_json;
+
+/// How the model turns the sum of contributions into the integer priority.
+fn rule(model: PriorityModel) -> &'static str {
+    match model {
+        PriorityModel::Slurm => {
+            "sum of contributions (site - nice included), truncated toward zero; \
+             below 1 is 1, above 4294967295 is 4294967295; a held job is 0"
+        }
+        PriorityModel::Flux => {
+            "sum of contributions rounded half away from zero; below 0 is 0, above \
+             4294967295 is 4294967295; urgency 0 (held) is 0, urgency 31 is 4294967295"
+        }
+        PriorityModel::Moab => {
+            "sum of component contributions (each the component weight times its capped \
+             sum of capped, weighted subcomponents), truncated, within 0..1000000000; \
+             a held job is 0"
+        }
+    }
+}
+
+/// The sum of the contributions that make up the priority (Moab: the
+/// components only; their subcomponents are inside them).
+fn contribution_sum(job: &JobPriority) -> f64 {
+    let mut sum = 0.0;
+    for factor in &job.factors {
+        if factor.component.is_none() {
+            sum += factor.weighted;
+        }
+    }
+    sum
+}
+
+const fn column(name: &'static str, width: usize, justify: Justify) -> Column {
+    Column {
+        name,
+        width,
+        justify,
+    }
+}
+
+/// The fair-share path's columns (sshare's, as far as `LevelFS`).
+const PATH_COLUMNS: [Column; 9] = [
+    column("Account", 20, Justify::Left),
+    column("User", 10, Justify::Right),
+    column("RawShares", 10, Justify::Right),
+    column("NormShares", 11, Justify::Right),
+    column("RawUsage", 11, Justify::Right),
+    column("NormUsage", 11, Justify::Right),
+    column("EffectvUsage", 13, Justify::Right),
+    column("FairShare", 10, Justify::Right),
+    column("LevelFS", 10, Justify::Right),
+];
+
+fn path_cells(row: &FairshareRow) -> Vec<String> {
+    vec![
+        format!("{}{}", " ".repeat(row.depth), row.account),
+        row.user.clone().unwrap_or_default(),
+        row.raw_shares.map(|s| s.to_string()).unwrap_or_default(),
+        opt_fixed6(row.norm_shares),
+        row.raw_usage.to_string(),
+        opt_fixed6(row.norm_usage),
+        opt_fixed6(row.effective_usage),
+        opt_fixed6(row.fairshare),
+        opt_fixed6(row.level_fs),
+    ]
+}
+
+/// The readable explanation.
+pub fn render_text(job: &JobPriority, algorithm: Algorithm, path: &[FairshareRow]) -> String {
+    let mut out = String::new();
+    out.push_str(&format!(
+        "Job {} (user {}, account {}, partition {}, QOS {}): {}, submitted at {}\n",
+        job.job,
+        job.user,
+        job.account,
+        if job.partition.is_empty() {
+            "-"
+        } else {
+            &job.partition
+        },
+        if job.qos.is_empty() { "-" } else { &job.qos },
+        job.state.name(),
+        job.submit_at,
+    ));
+    out.push_str(&format!(
+        "Model: {}    Fair-share algorithm: {}\n",
+        job.model.name(),
+        algorithm.name()
+    ));
+    out.push_str(&format!("Priority: {}\n\n", job.priority));
+    out.push_str(&format!(
+        "  {:<24} {:>16} {:>14} {:>18} {:>12}\n",
+        "factor", "value", "weight", "contribution", "cap"
+    ));
+    for factor in &job.factors {
+        let name = match &factor.component {
+            Some(_) => format!("  {}", factor.name),
+            None => factor.name.clone(),
+        };
+        let cap = factor.cap.map(|c| format!("{c}")).unwrap_or_default();
+        let line = format!(
+            "  {name:<24} {:>16.7} {:>14} {:>18.4} {cap:>12}",
+            factor.normalized,
+            factor.weight,
+            factor.weighted + 0.0,
+        );
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out.push_str(&format!(
+        "  {:<24} {:>16} {:>14} {:>18.4}\n",
+        "sum",
+        "",
+        "",
+        contribution_sum(job) + 0.0
+    ));
+    out.push_str(&format!("Rule: {}.\n", rule(job.model)));
+    out.push_str("\nFair-share path from root:\n");
+    if path.is_empty() {
+        out.push_str("(not available)\n");
+    } else {
+        let rows: Vec<Vec<String>> = path.iter().map(path_cells).collect();
+        out.push_str(&aligned(&PATH_COLUMNS, &rows));
+    }
+    out
+}
+
+fn path_json(row: &FairshareRow) -> Value {
+    json!({
+        "account": row.account,
+        "user": row.user,
+        "depth": row.depth,
+        "raw_shares": row.raw_shares.map(|s| s.to_string()),
+        "norm_shares": json_f64(row.norm_shares),
+        "raw_usage": row.raw_usage,
+        "norm_usage": json_f64(row.norm_usage),
+        "effective_usage": json_f64(row.effective_usage),
+        "fairshare": json_f64(row.fairshare),
+        "level_fs": json_f64(row.level_fs),
+    })
+}
+
+/// The explanation as one JSON object: the job's sprio object (with every
+/// factor's `normalized` value, `weight` and `weighted` contribution) plus
+/// `algorithm`, `sum`, `rule` and `fairshare_path`.
+pub fn render_json(job: &JobPriority, algorithm: Algorithm, path: &[FairshareRow]) -> String {
+    let mut object = job_json(job);
+    if let Value::Object(map) = &mut object {
+        map.insert("algorithm".into(), json!(algorithm.name()));
+        map.insert("sum".into(), json_f64(Some(contribution_sum(job))));
+        map.insert("rule".into(), json!(rule(job.model)));
+        map.insert(
+            "fairshare_path".into(),
+            Value::Array(path.iter().map(path_json).collect()),
+        );
+    }
+    let mut text = serde_json::to_string_pretty(&object).expect("plain values always serialize");
+    text.push('\n');
+    text
+}

@@ -1,0 +1,81 @@
+//! `fairflow top`: the first `k` jobs of the ranked queue (highest priority
+//! first, then earlier submit, then job id), in three forms (aligned table,
+//! `-P` parsable, `--json`). Columns: `RANK|JOBID|USER|ACCOUNT|PRIORITY`;
+//! ranks count from 1. The queue comes already ordered (the engine ranks it).
+
+use fairflow_model::report::JobPriority;
+use serde_json::{json, Value};
+
+use crate::format::{aligned, parsable, Column, Justify};
+use crate::OutputFormat;
+
+/// The columns, in order.
+pub const COLUMNS: [Column; 5] = [
+    Column {
+        name: "RANK",
+        width: 6,
+        justify: Justify::Right,
+    },
+    Column {
+        name: "JOBID",
+        width: 15,
+        justify: Justify::Right,
+    },
+    Column {
+        name: "USER",
+        width: 8,
+        justify: Justify::Right,
+    },
+    Column {
+        name: "ACCOUNT",
+        width: 8,
+        justify: Justify::Right,
+    },
+    Column {
+        name: "PRIORITY",
+        width: 10,
+        justify: Justify::Right,
+    },
+];
+
+/// The first `k` jobs of `queue` (already in queue order) in `format`.
+pub fn render(queue: &[JobPriority], k: usize, format: OutputFormat) -> String {
+    let first = queue.iter().take(k).enumerate();
+    match format {
+        OutputFormat::Json => {
+            let rows: Vec<Value> = first
+                .map(|(i, job)| {
+                    json!({
+                        "rank": i + 1,
+                        "job_id": job.job,
+                        "user": job.user,
+                        "account": job.account,
+                        "priority": job.priority,
+                    })
+                })
+                .collect();
+            let mut text =
+                serde_json::to_string_pretty(&rows).expect("rows of plain values always serialize");
+            text.push('\n');
+            text
+        }
+        OutputFormat::Parsable | OutputFormat::Table => {
+            let rows: Vec<Vec<String>> = first
+                .map(|(i, job)| {
+                    vec![
+                        (i + 1).to_string(),
+                        job.job.clone(),
+                        job.user.clone(),
+                        job.account.clone(),
+                        job.priority.to_string(),
+                    ]
+                })
+                .collect();
+            if format == OutputFormat::Parsable {
+                parsable(&COLUMNS, &rows)
+            } else {
+                aligned(&COLUMNS, &rows)
+            }
+        }
+    }
+}
