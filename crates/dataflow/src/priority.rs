@@ -1,5 +1,5 @@
 //! Job priority, maintained incrementally: each job's time-invariant
-//! priority record (Slurm's multifactor and the Flux model), and the ranked
+//! priority record (Slurm's multifactor, the Flux model, Moab's inputs), and the ranked
 //! pending queue as two indexes pinned to worker 0 from which
 //! [`PriorityReader::top`] returns exactly the oracle's first `k`
 //! `JobPriority` values (`fairflow_oracle::priority::queue`), at any `now`.
@@ -74,13 +74,13 @@
 //! - **Slurm `CALCULATE_RUNNING`**: running jobs are listed (their records
 //!   carry their priority, evaluated for `sprio`/`explain`, never ranked);
 //!   it costs one record per running job and their updates, nothing per read.
-//! - **Moab** is not maintained by this module: its XFACTOR, TARGET, USAGE
-//!   and DEADLINE terms move every job at its own rate and its caps make even
-//!   QUEUETIME non-linear, so the only exact plan is to evaluate every job at
-//!   read time (`O(listed jobs)` per read) over arranged records carrying
-//!   credential usage, per-user running totals and wallclock accuracy, which
-//!   are not inputs here yet. Records under Moab are unranked and the reader
-//!   answers [`Unsupported`].
+//! - **Moab**: its XFACTOR, TARGET, USAGE and DEADLINE terms move every job
+//!   at its own rate and its caps make even QUEUETIME non-linear, so no
+//!   time-invariant key exists and the exact plan is to evaluate every job at
+//!   read time: [`moab`] does, over the arranged records and the pinned
+//!   facts (configuration, credential usage, wallclock accuracy), computing
+//!   the per-user running totals from the records: `O(listed jobs)` per
+//!   read whatever the XFACTOR weight; updates stay incremental.
 //!
 //! # Driver contract
 //! Before reading at `now`, the driver has run a batch at a time `<= now`
@@ -89,6 +89,7 @@
 //! stays exact and only reads more).
 
 pub mod crossings;
+pub mod moab;
 pub mod record;
 
 use std::cmp::Reverse;
@@ -102,6 +103,7 @@ use differential_dataflow::trace::cursor::{cursor_list, Cursor};
 use differential_dataflow::trace::implementations::{ValBatcher, ValSpine};
 use differential_dataflow::trace::TraceReader;
 use differential_dataflow::VecCollection;
+use fairflow_model::moab::Credential;
 use fairflow_model::report::{JobPriority, JobState};
 use fairflow_model::tres::TresCounts;
 use fairflow_model::{Config, PriorityModel};
@@ -195,8 +197,20 @@ pub struct JobRow {
     pub site_factor: Option<i64>,
     /// Flux urgency.
     pub urgency: Option<u8>,
-    /// User priority (Flux's user factor).
+    /// User priority (Flux's user factor, Moab USERPRIO).
     pub user_priority: Option<i64>,
+    /// Moab group credential (default: the account).
+    pub group: Option<String>,
+    /// Moab BYPASS.
+    pub bypass_count: Option<u64>,
+    /// Moab DEADLINE.
+    pub deadline: Option<Time64>,
+    /// Moab SPVIOLATION.
+    pub soft_policy_violation: Option<bool>,
+    /// Moab ATTR attributes.
+    pub attributes: Option<Vec<String>>,
+    /// When it last started (Moab USAGE, FSPSPU).
+    pub started_at: Option<Time64>,
 }
 
 /// Unix seconds (the model's time, not the logical time).
@@ -263,6 +277,8 @@ pub struct PriorityParams {
     pub flux_qos: i64,
     pub flux_job_size: i64,
     pub flux_user: i64,
+    /// Moab's `moab.cfg` parameters as written (`Config::moab`).
+    pub moab: BTreeMap<String, String>,
 }
 
 impl PriorityParams {
@@ -302,6 +318,7 @@ impl PriorityParams {
             flux_qos: c.flux.qos,
             flux_job_size: c.flux.job_size,
             flux_user: c.flux.user,
+            moab: c.moab.clone(),
         }
     }
 }
@@ -365,6 +382,27 @@ pub enum Fact {
         name: String,
         /// Its attributes.
         rec: PartitionRec,
+    },
+    /// Moab: a credential's decayed usage, frame units (the oracle's
+    /// `priority::moab::credential_usage`).
+    MoabUsage {
+        /// The credential type.
+        kind: Credential,
+        /// Its name.
+        name: String,
+        /// Its usage.
+        usage: u128,
+    },
+    /// Moab: all usage, frame units.
+    MoabUsageTotal(u128),
+    /// Moab: a user's wallclock accuracy sums.
+    WallclockAccuracy {
+        /// The user.
+        user: String,
+        /// CPU-seconds used (bits).
+        used_bits: u64,
+        /// CPU-seconds requested (bits).
+        requested_bits: u64,
     },
 }
 
@@ -532,6 +570,8 @@ pub struct PriorityOutputs<'s> {
     pub uncapped: Arranged<'s, QueueTrace<Entry>>,
     /// Pending jobs at the cap, by `S + w` descending, on worker 0.
     pub capped: Arranged<'s, QueueTrace<Entry>>,
+    /// The facts, on worker 0 (Moab's read-time context).
+    pub facts: Arranged<'s, QueueTrace<Fact>>,
 }
 
 /// A job's category for partition references: pending/held x begun, running.
@@ -676,6 +716,7 @@ pub fn build<'s>(inputs: PriorityInputs<'s>, touched: &TouchCounter) -> Priority
     });
     let resolved = counted(defs.concat(refs).reduce(resolve), touched);
 
+    let pinned_facts = pinned_index(facts.clone(), "PriorityFacts");
     let global_values = facts
         .flat_map(|fact: Fact| match fact {
             Fact::Config(p) => Some((Key::Unit, Val::Config(p))),
@@ -799,13 +840,32 @@ pub fn build<'s>(inputs: PriorityInputs<'s>, touched: &TouchCounter) -> Priority
         records: pinned_records,
         uncapped,
         capped,
+        facts: pinned_facts,
     }
 }
 
-/// The model is not maintained by this module.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("the {0} priority model is not maintained incrementally yet")]
-pub struct Unsupported(pub &'static str);
+/// Every live entry of a pinned index, in order.
+fn all_live<K>(trace: &mut QueueTrace<K>) -> Vec<K>
+where
+    K: differential_dataflow::ExchangeData,
+{
+    let mut upper = Antichain::new();
+    trace.read_upper(&mut upper);
+    let Some(batches) = trace.batches_through(upper.borrow()) else {
+        return Vec::new();
+    };
+    let (mut cursor, storage) = cursor_list(batches);
+    let mut out = Vec::new();
+    while let Some(key) = cursor.get_key(&storage) {
+        let mut count = 0isize;
+        cursor.map_times(&storage, |_, diff| count += *diff);
+        if count > 0 {
+            out.push(key.clone());
+        }
+        cursor.step_key(&storage);
+    }
+    out
+}
 
 /// Reads the priority outputs on worker 0 (after the probe passed the
 /// batch); keeps Slurm's `INCR_ONLY` memory.
@@ -813,6 +873,7 @@ pub struct PriorityReader {
     records: RecordTrace,
     uncapped: QueueTrace<Entry>,
     capped: QueueTrace<Entry>,
+    facts: QueueTrace<Fact>,
     /// `INCR_ONLY` memory: job -> (stay, floor).
     floors: BTreeMap<String, ((Time64, u32), u64)>,
 }
@@ -850,11 +911,13 @@ impl PriorityReader {
         records: RecordTrace,
         uncapped: QueueTrace<Entry>,
         capped: QueueTrace<Entry>,
+        facts: QueueTrace<Fact>,
     ) -> Self {
         PriorityReader {
             records,
             uncapped,
             capped,
+            facts,
             floors: BTreeMap::new(),
         }
     }
@@ -868,10 +931,16 @@ impl PriorityReader {
             .set_physical_compaction(AntichainRef::new(&frontier));
         advance_compaction(&mut self.uncapped, time);
         advance_compaction(&mut self.capped, time);
+        advance_compaction(&mut self.facts, time);
     }
 
     /// Every record with a positive count, in job-id order.
     pub fn records(&mut self) -> Vec<PriorityRecord> {
+        self.scan_records(usize::MAX)
+    }
+
+    /// The first `limit` records with a positive count, in job-id order.
+    fn scan_records(&mut self, limit: usize) -> Vec<PriorityRecord> {
         let mut upper = Antichain::new();
         self.records.read_upper(&mut upper);
         let Some(batches) = self.records.batches_through(upper.borrow()) else {
@@ -879,7 +948,7 @@ impl PriorityReader {
         };
         let (mut cursor, storage) = cursor_list(batches);
         let mut out = Vec::new();
-        while let Some(_key) = cursor.get_key(&storage) {
+        while cursor.get_key(&storage).is_some() && out.len() < limit {
             while let Some(value) = cursor.get_val(&storage) {
                 let mut count = 0isize;
                 cursor.map_times(&storage, |_, diff| count += *diff);
@@ -922,35 +991,33 @@ impl PriorityReader {
             .map(|(_, floor)| *floor)
     }
 
-    fn check_model(record: &PriorityRecord) -> Result<(), Unsupported> {
-        match record.model {
-            PriorityModel::Moab => Err(Unsupported("moab")),
-            _ => Ok(()),
-        }
-    }
-
     /// One job's priority and factors at `now` (`explain`, `sprio -j`):
-    /// `Ok(None)` when the job is not active or not listed.
-    pub fn job(&mut self, job: &str, now: Time64) -> Result<Option<JobPriority>, Unsupported> {
-        let Some(record) = self.record(job) else {
-            return Ok(None);
-        };
-        Self::check_model(&record)?;
+    /// `None` when the job is not active or not listed. Slurm and Flux: one
+    /// cursor seek; Moab: `O(active jobs)` (per-user running totals).
+    pub fn job(&mut self, job: &str, now: Time64) -> Option<JobPriority> {
+        let record = self.record(job)?;
+        if record.model == PriorityModel::Moab {
+            return self.evaluate_all(now).into_iter().find(|p| p.job == job);
+        }
         let floor = self.floor_of(&record);
-        Ok(record.evaluate(now, floor))
+        record.evaluate(now, floor)
     }
 
     /// Every listed job's priority at `now`, in job-id order (the oracle's
     /// `priority::evaluate`). `O(active jobs)`.
-    pub fn evaluate_all(&mut self, now: Time64) -> Result<Vec<JobPriority>, Unsupported> {
+    pub fn evaluate_all(&mut self, now: Time64) -> Vec<JobPriority> {
         let records = self.records();
-        if let Some(first) = records.first() {
-            Self::check_model(first)?;
+        if records
+            .first()
+            .is_some_and(|r| r.model == PriorityModel::Moab)
+        {
+            let facts = all_live(&mut self.facts);
+            return moab::evaluate(&records, &facts, now);
         }
-        Ok(records
+        records
             .iter()
             .filter_map(|r| r.evaluate(now, self.floor_of(r)))
-            .collect())
+            .collect()
     }
 
     /// The oracle's `remember_incr_only` at `now`: each pending job's floor
@@ -986,37 +1053,31 @@ impl PriorityReader {
 
     /// The first `k` jobs of the ranked queue at `now`, exactly the oracle's
     /// `priority::queue(..)[..k]` (see the module documentation).
-    pub fn top(&mut self, k: usize, now: Time64) -> Result<Vec<JobPriority>, Unsupported> {
+    pub fn top(&mut self, k: usize, now: Time64) -> Vec<JobPriority> {
         if k == 0 {
-            return Ok(Vec::new());
+            return Vec::new();
         }
-        let mut u = IndexPrefix::new();
-        let mut c = IndexPrefix::new();
-        let sample = match (u.peek(&mut self.uncapped), c.peek(&mut self.capped)) {
-            (Some((_, r)), _) | (None, Some((_, r))) => r.clone(),
-            (None, None) => {
-                // No ranked job; under Moab nothing is ranked here.
-                return match self.records().first() {
-                    Some(r) => Self::check_model(r).map(|_| Vec::new()),
-                    None => Ok(Vec::new()),
-                };
-            }
+        let Some(first) = self.scan_records(1).pop() else {
+            return Vec::new();
         };
-        Self::check_model(&sample)?;
-        if sample.incr_only && sample.model == PriorityModel::Slurm {
+        let full_scan = first.model == PriorityModel::Moab
+            || (first.incr_only && first.model == PriorityModel::Slurm);
+        if full_scan {
             let mut all: Vec<JobPriority> = self
-                .evaluate_all(now)?
+                .evaluate_all(now)
                 .into_iter()
                 .filter(|p| p.state == JobState::Pending)
                 .collect();
             all.sort_by_cached_key(JobPriority::queue_key);
             all.truncate(k);
-            return Ok(all);
+            return all;
         }
-        let floor = match sample.model {
+        let floor = match first.model {
             PriorityModel::Slurm => 1,
             _ => 0,
         };
+        let mut u = IndexPrefix::new();
+        let mut c = IndexPrefix::new();
         let mut best: Vec<JobPriority> = Vec::with_capacity(k + 1);
         loop {
             let bound_u = u.peek(&mut self.uncapped).map(|(_, r)| r.upper_bound(now));
@@ -1051,6 +1112,6 @@ impl PriorityReader {
                 }
             }
         }
-        Ok(best)
+        best
     }
 }

@@ -56,22 +56,25 @@ fn ages_cross_the_cap_ties_break_by_submit_time_and_updates_touch_few_records() 
     timely::execute_directly(|worker| {
         let probe = Handle::new();
         let touched = TouchCounter::new();
-        let (jobs, facts, records, uncapped, capped) = worker.dataflow::<u64, _, _>(|scope| {
-            let (jobs_in, jobs) = scope.new_collection::<JobRow, isize>();
-            let (facts_in, facts) = scope.new_collection::<Fact, isize>();
-            let out = build(PriorityInputs { jobs, facts }, &touched);
-            out.records.stream.probe_with(&probe);
-            out.uncapped.stream.probe_with(&probe);
-            out.capped.stream.probe_with(&probe);
-            (
-                jobs_in,
-                facts_in,
-                out.records.trace,
-                out.uncapped.trace,
-                out.capped.trace,
-            )
-        });
-        let mut reader = PriorityReader::new(records, uncapped, capped);
+        let (jobs, facts, records, uncapped, capped, pinned) =
+            worker.dataflow::<u64, _, _>(|scope| {
+                let (jobs_in, jobs) = scope.new_collection::<JobRow, isize>();
+                let (facts_in, facts) = scope.new_collection::<Fact, isize>();
+                let out = build(PriorityInputs { jobs, facts }, &touched);
+                out.records.stream.probe_with(&probe);
+                out.uncapped.stream.probe_with(&probe);
+                out.capped.stream.probe_with(&probe);
+                out.facts.stream.probe_with(&probe);
+                (
+                    jobs_in,
+                    facts_in,
+                    out.records.trace,
+                    out.uncapped.trace,
+                    out.capped.trace,
+                    out.facts.trace,
+                )
+            });
+        let mut reader = PriorityReader::new(records, uncapped, capped, pinned);
         let mut h = Harness {
             jobs,
             facts,
@@ -101,7 +104,6 @@ fn ages_cross_the_cap_ties_break_by_submit_time_and_updates_touch_few_records() 
         let order = |reader: &mut PriorityReader, now: i64| -> Vec<(String, u64)> {
             reader
                 .top(10, now)
-                .unwrap()
                 .into_iter()
                 .map(|p| (p.job, p.priority))
                 .collect()
@@ -134,7 +136,7 @@ fn ages_cross_the_cap_ties_break_by_submit_time_and_updates_touch_few_records() 
             order(&mut reader, 2500),
             vec![("B".to_string(), 4500), ("A".to_string(), 4000)]
         );
-        let explained = reader.job("A", 2500).unwrap().unwrap();
+        let explained = reader.job("A", 2500).unwrap();
         assert_eq!(explained.factor("age").unwrap().normalized, 1.0);
         assert_eq!(explained.factor("fairshare").unwrap().weighted, 2000.0);
 

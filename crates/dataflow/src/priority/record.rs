@@ -29,6 +29,7 @@ use fairflow_model::priority_formula::{
 use fairflow_model::report::{JobPriority, JobState, PriorityFactor};
 use fairflow_model::{PriorityModel, Time};
 
+use super::moab::MoabJob;
 use super::{Globals, JobCtx, Phase, PriorityParams, TresBits};
 
 /// Relative slack on the floating-point error of the approximate sums: far
@@ -160,6 +161,8 @@ pub struct PriorityRecord {
     pub key_hi: u64,
     /// The common rate `w/m` of uncapped jobs (bits).
     pub rate: u64,
+    /// Under Moab, what the read-time evaluation needs ([`super::moab`]).
+    pub moab: Option<Box<MoabJob>>,
 }
 
 /// An order-preserving map of non-NaN `f64` to `u64`.
@@ -238,12 +241,19 @@ pub fn build_record(job: &JobCtx, globals: &Globals) -> PriorityRecord {
         class: RankClass::Unranked,
         key_hi: ordered_bits(0.0),
         rate: 0f64.to_bits(),
+        moab: None,
     };
     match model {
         PriorityModel::Slurm => slurm_record(job, globals, &mut record),
         PriorityModel::Flux => flux_record(job, globals, &mut record),
-        // Moab is not maintained by this module (see `priority` docs).
-        PriorityModel::Moab => {}
+        // Moab is evaluated at read time (`priority::moab`): unranked here.
+        PriorityModel::Moab => {
+            record.moab = Some(Box::new(MoabJob {
+                row: row.clone(),
+                ctx: job.ctx.clone(),
+                cluster_tres: globals.cluster_tres.clone(),
+            }));
+        }
     }
     record
 }
