@@ -20,42 +20,56 @@ use fairflow_model::tres::TresCounts;
 use fairflow_model::{Config, Event, Shares};
 use fairflow_oracle::Replay;
 use fairflow_serve::sshare::render;
+use fairflow_serve::OutputFormat;
 
-use crate::output::{emit, OutputArgs};
+use crate::output::emit;
 
 /// `fairflow demo` flags.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    #[command(flatten)]
-    output: OutputArgs,
+    /// Print each table `|`-separated instead of aligned.
+    #[arg(short = 'P', long = "parsable")]
+    parsable: bool,
 }
 
 /// The time of every built-in event.
 const DEMO_T: i64 = 1_700_000_000;
 
-/// The algorithms shown, as `(title, PriorityFlags, extra parameters)`.
-const ALGORITHMS: [(&str, &str, &[(&str, &str)]); 5] = [
-    (
-        "Fair Tree (PriorityFlags=FAIR_TREE, Slurm's default)",
-        "FAIR_TREE",
-        &[],
-    ),
-    ("Classic (PriorityFlags=NO_FAIR_TREE)", "NO_FAIR_TREE", &[]),
-    (
-        "Depth-oblivious (PriorityFlags=DEPTH_OBLIVIOUS)",
-        "DEPTH_OBLIVIOUS",
-        &[],
-    ),
-    (
-        "Ticket-based (PriorityFlags=TICKET_BASED; users 2 and 5 have pending jobs)",
-        "TICKET_BASED",
-        &[],
-    ),
-    (
-        "Level-based (PriorityFlags=LEVEL_BASED, PriorityLevels=3)",
-        "LEVEL_BASED",
-        &[("PriorityLevels", "3")],
-    ),
+/// One algorithm the demo shows: its title, its `PriorityFlags`, and any
+/// other parameter it needs.
+struct Shown {
+    title: &'static str,
+    flags: &'static str,
+    extra: &'static [(&'static str, &'static str)],
+}
+
+/// The algorithms shown, in order.
+const ALGORITHMS: [Shown; 5] = [
+    Shown {
+        title: "Fair Tree (PriorityFlags=FAIR_TREE, Slurm's default)",
+        flags: "FAIR_TREE",
+        extra: &[],
+    },
+    Shown {
+        title: "Classic (PriorityFlags=NO_FAIR_TREE)",
+        flags: "NO_FAIR_TREE",
+        extra: &[],
+    },
+    Shown {
+        title: "Depth-oblivious (PriorityFlags=DEPTH_OBLIVIOUS)",
+        flags: "DEPTH_OBLIVIOUS",
+        extra: &[],
+    },
+    Shown {
+        title: "Ticket-based (PriorityFlags=TICKET_BASED; users 2 and 5 have pending jobs)",
+        flags: "TICKET_BASED",
+        extra: &[],
+    },
+    Shown {
+        title: "Level-based (PriorityFlags=LEVEL_BASED, PriorityLevels=3)",
+        flags: "LEVEL_BASED",
+        extra: &[("PriorityLevels", "3")],
+    },
 ];
 
 fn account(name: &str, parent: &str, shares: u32) -> Op {
@@ -150,11 +164,16 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
          under A; E (25) and F (35) under D; user1 in B, user2 and user3 in C, user4 in E, user5 in F.\n\
          Usage: user1 0.2 of the machine, user2 0.25, user4 0.25; no decay.\n",
     );
-    for (title, flags, extra) in ALGORITHMS {
-        let replay = replay(flags, extra)?;
+    let format = if args.parsable {
+        OutputFormat::Parsable
+    } else {
+        OutputFormat::Table
+    };
+    for shown in &ALGORITHMS {
+        let replay = replay(shown.flags, shown.extra)?;
         let table = fairflow_oracle::fairshare::table(&replay.state);
-        text.push_str(&format!("\n== {title}\n"));
-        text.push_str(&render(&table, args.output.format()));
+        text.push_str(&format!("\n== {}\n", shown.title));
+        text.push_str(&render(&table, format));
     }
     emit(&text)
 }
@@ -165,11 +184,11 @@ mod tests {
 
     #[test]
     fn the_example_replays_without_rejection_under_every_algorithm() {
-        for (_, flags, extra) in ALGORITHMS {
-            let replay = replay(flags, extra).unwrap();
+        for shown in &ALGORITHMS {
+            let replay = replay(shown.flags, shown.extra).unwrap();
             assert_eq!(replay.report.applied, 18);
             assert_eq!(replay.state.config.algorithm().name(), {
-                match flags {
+                match shown.flags {
                     "FAIR_TREE" => "fair_tree",
                     "NO_FAIR_TREE" => "classic",
                     "DEPTH_OBLIVIOUS" => "depth_oblivious",

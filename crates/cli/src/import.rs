@@ -3,7 +3,7 @@
 //! `fairflow_ingest::import_slurm` for the exact formats.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use fairflow_ingest::import_slurm::{import_slurm, SlurmImport, Source};
@@ -58,14 +58,15 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     }
 }
 
-fn read(path: &Option<PathBuf>) -> anyhow::Result<Option<(String, String)>> {
-    path.as_ref()
-        .map(|p| {
-            let text = std::fs::read_to_string(p)
-                .with_context(|| format!("cannot read {}", p.display()))?;
-            Ok((p.display().to_string(), text))
-        })
-        .transpose()
+/// A file as `(name, text)`.
+fn read(path: &Path) -> anyhow::Result<(String, String)> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    Ok((path.display().to_string(), text))
+}
+
+fn read_optional(path: &Option<PathBuf>) -> anyhow::Result<Option<(String, String)>> {
+    path.as_deref().map(read).transpose()
 }
 
 fn source(input: &Option<(String, String)>) -> Option<Source<'_>> {
@@ -83,11 +84,11 @@ fn now() -> anyhow::Result<Time> {
 }
 
 fn run_slurm(args: &SlurmArgs) -> anyhow::Result<()> {
-    let assoc = read(&Some(args.assoc.clone()))?.expect("given");
+    let assoc = read(&args.assoc)?;
     let (sshare, slurm_conf, squeue) = (
-        read(&args.sshare)?,
-        read(&args.slurm_conf)?,
-        read(&args.squeue)?,
+        read_optional(&args.sshare)?,
+        read_optional(&args.slurm_conf)?,
+        read_optional(&args.squeue)?,
     );
     let t = match args.time {
         Some(t) => t,

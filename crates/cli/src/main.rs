@@ -1,7 +1,8 @@
 //! The `fairflow` binary: parses the command line and prints what the engines
 //! answer. The only place that uses `anyhow` and prints to stdout.
 //!
-//! One module per subcommand (`sshare`, `demo`, `import`); what every query
+//! One module per subcommand (`sshare`, `sprio`, `top`, `explain`, `demo`,
+//! `import`); what every query
 //! command shares lives in `state_args` (where state comes from: `--events`,
 //! `--at`, `--slurm-conf`, `--moab-cfg`) and `output` (`-P`, `--json`, and
 //! writing to stdout). A new subcommand is a module with an `Args` struct and
@@ -12,10 +13,13 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod demo;
+mod explain;
 mod import;
 mod output;
+mod sprio;
 mod sshare;
 mod state_args;
+mod top;
 
 #[cfg(not(target_env = "msvc"))]
 #[global_allocator]
@@ -34,6 +38,12 @@ struct Cli {
 enum Command {
     /// The fair-share table, as Slurm's `sshare -a -l` shows it.
     Sshare(sshare::Args),
+    /// Each pending job's priority and factors, as Slurm's `sprio -l` shows them.
+    Sprio(sprio::Args),
+    /// The pending jobs in the order a scheduler would visit them.
+    Top(top::Args),
+    /// Why a job has its priority: every factor, and the fair-share path.
+    Explain(explain::Args),
     /// Slurm's classic fair-share example under every algorithm (no files needed).
     Demo(demo::Args),
     /// Convert another system's records into an event log.
@@ -44,6 +54,9 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {
         Command::Sshare(args) => sshare::run(&args),
+        Command::Sprio(args) => sprio::run(&args),
+        Command::Top(args) => top::run(&args),
+        Command::Explain(args) => explain::run(&args),
         Command::Demo(args) => demo::run(&args),
         Command::Import(args) => import::run(&args),
     };

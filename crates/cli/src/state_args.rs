@@ -54,7 +54,7 @@ fn moab_lines(text: &str) -> Vec<(u64, String, String)> {
         .collect()
 }
 
-fn read_text(path: &PathBuf) -> anyhow::Result<String> {
+fn read_text(path: &std::path::Path) -> anyhow::Result<String> {
     std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))
 }
 
@@ -83,6 +83,13 @@ impl StateArgs {
         if let Some(path) = &self.moab_cfg {
             let text = read_text(path)?;
             for (line, name, value) in moab_lines(&text) {
+                // Moab's other parameters (limits, intervals, resource
+                // managers, ...) do not change priorities: skipped.
+                if fairflow_model::config::is_moab_key(&name)
+                    && !fairflow_model::moab::is_priority_parameter(&name)
+                {
+                    continue;
+                }
                 if let Err(e) = config.set_text(&name, &value) {
                     let rejection = Rejection::new(line, Some(&name), e.reason);
                     reporter.report(&path.display().to_string(), &rejection);
@@ -110,7 +117,7 @@ impl StateArgs {
                 let before = replay.report.rejected.len();
                 replay.feed(line);
                 if let Some(rejection) = replay.report.rejected.get(before) {
-                    reporter.report(name, &rejection.clone());
+                    reporter.report(name, rejection);
                 }
             }
         }
@@ -127,7 +134,8 @@ impl StateArgs {
                     bail!("--at {at} is earlier than the last event of the log ({last})");
                 }
             }
-            replay.state.advance_to(at);
+            // Through the replay, so that INCR_ONLY remembers the last event time.
+            replay.advance_to(at);
         }
         Ok(replay)
     }

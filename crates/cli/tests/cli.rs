@@ -6,7 +6,7 @@
 //! the JSON form, and the Slurm import's round trip.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 const HEADER: &str =
@@ -225,7 +225,7 @@ fn slurm_conf_and_moab_cfg_apply_before_the_log() {
     assert!(stderr.contains("2 lines rejected"));
 }
 
-fn import_fixture(out_path: &PathBuf) -> Output {
+fn import_fixture(out_path: &Path) -> Output {
     fairflow(&[
         "import",
         "slurm",
@@ -322,4 +322,145 @@ fn demo_runs_and_titles_every_algorithm() {
     let out = fairflow(&["demo", "-P"]);
     assert!(out.status.success());
     assert_eq!(text(&out.stdout).matches(HEADER).count(), 5);
+}
+
+/// The `-P` rows of one titled section of `fairflow demo -P`.
+fn demo_section(stdout: &str, title: &str) -> Vec<Vec<String>> {
+    let start = stdout.find(title).unwrap_or_else(|| panic!("{title}"));
+    stdout[start..]
+        .lines()
+        .skip(2)
+        .take_while(|line| !line.is_empty())
+        .map(|line| line.split('|').map(str::to_string).collect())
+        .collect()
+}
+
+#[test]
+fn the_demo_encodes_the_documents_example() {
+    let out = fairflow(&["demo", "-P"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    // Slurm's classic fair-share example (seed document): the users' factors
+    // 2^(-.3875/.3) = 0.408479, 2^(-.275/.05) = 0.022097, 2^(-.15/.05) = 0.125,
+    // 2^(-.25/.25) = 0.5, 2^(-.1458/.35) = 0.749154.
+    let classic = demo_section(&stdout, "== Classic");
+    let factors: Vec<(&str, &str)> = classic
+        .iter()
+        .filter(|cells| !cells[1].is_empty())
+        .map(|cells| (cells[1].as_str(), cells[7].as_str()))
+        .collect();
+    assert_eq!(
+        factors,
+        [
+            ("user1", "0.408479"),
+            ("user2", "0.022097"),
+            ("user3", "0.125000"),
+            ("user4", "0.500000"),
+            ("user5", "0.749154"),
+        ]
+    );
+    // The ticket-based example: user 2 gets 198 tickets for user 5's 802, a
+    // fair-share priority of 198 / 802 = 0.25 (to the document's two decimals).
+    let ticket = demo_section(&stdout, "== Ticket-based");
+    let tickets = |user: &str| -> f64 {
+        let cells = ticket.iter().find(|c| c[1] == user).unwrap();
+        cells[9].parse().unwrap()
+    };
+    let ratio = tickets("user2") / tickets("user5");
+    assert_eq!(format!("{ratio:.2}"), "0.25");
+    assert_eq!(tickets("user1"), 0.0, "user 1 has no pending job");
+}
+
+/// `%f` with six decimals (`0.250000`), or `inf`.
+fn is_fixed6(cell: &str) -> bool {
+    if cell == "inf" {
+        return true;
+    }
+    let digits = cell.strip_prefix('-').unwrap_or(cell);
+    match digits.split_once('.') {
+        Some((whole, fraction)) => {
+            !whole.is_empty()
+                && whole.bytes().all(|b| b.is_ascii_digit())
+                && fraction.len() == 6
+                && fraction.bytes().all(|b| b.is_ascii_digit())
+        }
+        None => false,
+    }
+}
+
+fn is_integer(cell: &str) -> bool {
+    !cell.is_empty() && cell.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// `0x%016X`.
+fn is_hex16(cell: &str) -> bool {
+    cell.strip_prefix("0x").is_some_and(|hex| {
+        hex.len() == 16
+            && hex
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'A'..=b'F').contains(&b))
+    })
+}
+
+#[test]
+fn every_algorithm_keeps_the_columns_and_number_formats() {
+    for (flags, extra) in [
+        ("FAIR_TREE", None),
+        ("NO_FAIR_TREE", None),
+        ("DEPTH_OBLIVIOUS", None),
+        ("TICKET_BASED", Some("Tickets")),
+        ("LEVEL_BASED", Some("FairShareRaw")),
+    ] {
+        let conf = temp_path(&format!("{flags}.conf"));
+        std::fs::write(&conf, format!("PriorityFlags={flags}\n")).unwrap();
+        let out = fairflow(&[
+            "sshare",
+            "-P",
+            "--events",
+            &dataset("events/small.jsonl"),
+            "--slurm-conf",
+            conf.to_str().unwrap(),
+        ]);
+        assert!(out.status.success(), "{flags}: {}", text(&out.stderr));
+        let stdout = text(&out.stdout);
+        let mut lines = stdout.lines();
+        let header = match extra {
+            Some(column) => format!("{HEADER}|{column}"),
+            None => HEADER.to_string(),
+        };
+        assert_eq!(lines.next(), Some(header.as_str()), "{flags}");
+        let rows: Vec<Vec<&str>> = lines.map(|l| l.split('|').collect()).collect();
+        assert_eq!(rows.len(), 8, "{flags}");
+        for (i, cells) in rows.iter().enumerate() {
+            let context = format!("{flags} row {i}: {cells:?}");
+            assert_eq!(cells.len(), 9 + usize::from(extra.is_some()), "{context}");
+            assert!(!cells[0].starts_with(' '), "{context}");
+            let shares = cells[2];
+            assert!(
+                (i == 0 && shares.is_empty())
+                    || (i > 0 && (is_integer(shares) || shares == "parent")),
+                "{context}"
+            );
+            assert!(is_integer(cells[4]), "{context}");
+            for &cell in [cells[3], cells[5], cells[6], cells[7]].iter() {
+                assert!(cell.is_empty() || is_fixed6(cell), "{context}");
+            }
+            match flags {
+                "LEVEL_BASED" => {
+                    assert!(cells[8].is_empty() || is_hex16(cells[8]), "{context}");
+                    assert!(cells[9].is_empty() || is_hex16(cells[9]), "{context}");
+                }
+                "TICKET_BASED" => {
+                    assert!(cells[8].is_empty() || is_fixed6(cells[8]), "{context}");
+                    assert!(cells[9].is_empty() || is_integer(cells[9]), "{context}");
+                }
+                _ => assert!(cells[8].is_empty() || is_fixed6(cells[8]), "{context}"),
+            }
+        }
+        // Users always show a FairShare.
+        assert!(rows
+            .iter()
+            .filter(|c| !c[1].is_empty())
+            .all(|c| !c[7].is_empty()));
+    }
 }

@@ -227,6 +227,10 @@ fn read_associations(
             },
         }
         let account = lines.name(line, "Account", f[1])?;
+        if account == "root" && f[2].is_empty() {
+            // root exists from the start; its own row creates nothing.
+            continue;
+        }
         let shares = parse_shares(f[3]).ok_or_else(|| {
             lines.err(
                 line,
@@ -238,10 +242,6 @@ fn read_associations(
             )
         })?;
         if f[2].is_empty() {
-            if account == "root" {
-                // root exists from the start; its own row creates nothing.
-                continue;
-            }
             let parent = lines.name(line, "ParentName", f[4])?;
             if parent == account {
                 return Err(lines.err(

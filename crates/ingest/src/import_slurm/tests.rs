@@ -143,6 +143,13 @@ fn a_parent_listed_after_its_child_is_moved_first() {
 }
 
 #[test]
+fn roots_own_row_is_not_checked() {
+    // Whatever root's Share and ParentName show, its row creates nothing.
+    let got = import("c|root|||\nc|root||x|y\nc|a||5|root\n", None, None, None).unwrap();
+    assert_eq!(got.len(), 1);
+}
+
+#[test]
 fn the_p_form_trailing_bar_is_accepted() {
     let got = import("c|root||1||\nc|a||5|root|\n", None, None, None).unwrap();
     assert_eq!(got.len(), 1);

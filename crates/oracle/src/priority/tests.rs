@@ -723,3 +723,96 @@ fn queue_ties_break_by_submit_time_then_job_id() {
     // later submit (1); then the lowest priority.
     assert_eq!(order, vec!["100", "007", "9", "10", "a", "b", "1", "x"]);
 }
+
+#[test]
+fn slurm_partition_defaults_and_zero_factor() {
+    let log = r#"{"op":"config","t":0,"set":{"PriorityWeightPartition":1000}}
+{"op":"partition","t":0,"name":"big","priority_job_factor":4}
+{"op":"partition","t":0,"name":"off","priority_job_factor":0}
+{"op":"account","t":0,"name":"a"}
+{"op":"user","t":0,"user":"u","account":"a"}
+{"op":"submit","t":0,"job":"1","user":"u","account":"a","partition":"other"}
+{"op":"submit","t":0,"job":"2","user":"u","account":"a","partition":"off"}
+{"op":"submit","t":0,"job":"3","user":"u","account":"a","partition":"big"}
+"#;
+    let r = replay(log);
+    let all = evaluate(&r.state, &FairshareFactors::new());
+    // An undefined partition has the default factor 1: 1/4 -> 250; factor 0
+    // -> 0 -> the minimum 1; big 4/4 -> 1000.
+    assert_eq!(job(&all, "1").priority, 250);
+    assert_eq!(job(&all, "2").priority, 1);
+    assert_eq!(job(&all, "3").priority, 1000);
+    // NO_NORMAL_PART: raw factors 1 and 4 -> 1000 and 4000.
+    let r = replay(&format!(
+        "{log}{{\"op\":\"config\",\"t\":1,\"set\":{{\"PriorityFlags\":\"NO_NORMAL_PART\"}}}}\n"
+    ));
+    let all = evaluate(&r.state, &FairshareFactors::new());
+    assert_eq!(job(&all, "1").priority, 1000);
+    assert_eq!(job(&all, "3").priority, 4000);
+}
+
+#[test]
+fn moab_wallclock_accuracy_active_usage_targets_and_user_priority() {
+    let config = ",\"QUEUETIMEWEIGHT\":0,\"WCACCURACYWEIGHT\":100,\"FSPSPUWEIGHT\":1,\
+                  \"TARGETXFACTORWEIGHT\":1,\"USERPRIOWEIGHT\":1,\"ENABLEPOSUSERPRIORITY\":\"TRUE\",\
+                  \"QOSCFG[q]\":\"XFTARGET=2 XFWEIGHT=10\"";
+    let events = "{\"op\":\"submit\",\"t\":0,\"job\":\"a1\",\"user\":\"alice\",\"account\":\"a\",\"tres\":{\"cpu\":2},\"time_limit\":1000}\n\
+                  {\"op\":\"start\",\"t\":0,\"job\":\"a1\"}\n\
+                  {\"op\":\"end\",\"t\":250,\"job\":\"a1\"}\n\
+                  {\"op\":\"submit\",\"t\":250,\"job\":\"a2\",\"user\":\"alice\",\"account\":\"a\",\"tres\":{\"cpu\":4},\"time_limit\":600}\n\
+                  {\"op\":\"start\",\"t\":250,\"job\":\"a2\"}\n\
+                  {\"op\":\"submit\",\"t\":250,\"job\":\"p\",\"user\":\"alice\",\"account\":\"a\",\"qos\":\"q\",\"time_limit\":3600,\"user_priority\":2000}\n\
+                  {\"op\":\"tick\",\"t\":2050}\n";
+    let r = moab(config, events);
+    let all = evaluate(&r.state, &FairshareFactors::new());
+    let p = job(&all, "p");
+    // WCACCURACY: a1 used 2*250 of 2*1000 CPU-seconds: 0.25 -> 25.
+    close(weighted(p, "WCACCURACY"), 25.0);
+    // FSPSPU: a2 runs 4 CPUs for a 600 s limit: 2400.
+    close(weighted(p, "FSPSPU"), 2400.0);
+    // XFACTOR: 1 + 1800/3600 = 1.5, weight 0 + XFWEIGHT 10 -> 15.
+    close(weighted(p, "XFACTOR"), 15.0);
+    // TARGETXFACTOR: 1.5 of a target 2, r = 0.75: 2^7.5 - 1.
+    let target = 7.5f64.exp2() - 1.0;
+    close(weighted(p, "TARGETXFACTOR"), target);
+    // USERPRIO: 2000 clamped to 1023 with ENABLEPOSUSERPRIORITY.
+    close(weighted(p, "USERPRIO"), 1023.0);
+    // 25 + 2400 + 15 + 1023 + 180.02 = 3643.02 -> 3643.
+    assert_eq!(p.priority, (2425.0 + 1038.0 + target).trunc() as u64);
+    assert_eq!(p.priority, 3643);
+    // The running job is listed too (USAGE applies to it), never ranked.
+    assert_eq!(job(&all, "a2").state, JobState::Running);
+    assert_eq!(queue(&all).len(), 1);
+    // Without ENABLEPOSUSERPRIORITY user priorities stop at 0: 3643 - 1023.
+    let r = moab(&config.replace("\"TRUE\"", "\"FALSE\""), events);
+    assert_eq!(
+        job(&evaluate(&r.state, &FairshareFactors::new()), "p").priority,
+        2620
+    );
+}
+
+#[test]
+fn moab_credential_usage_is_reset_with_all_usage() {
+    let events = "{\"op\":\"usage\",\"t\":0,\"account\":\"a\",\"user\":\"alice\",\"amount\":100}\n\
+                  {\"op\":\"submit\",\"t\":0,\"job\":\"1\",\"user\":\"bob\",\"account\":\"b\",\"qos\":\"hi\",\"tres\":{\"cpu\":1}}\n\
+                  {\"op\":\"start\",\"t\":0,\"job\":\"1\"}\n\
+                  {\"op\":\"requeue\",\"t\":300,\"job\":\"1\"}\n";
+    let r = moab("", events);
+    let usage = super::moab::credential_usage(&r.state);
+    // No decay: 100 + 300 = 400 in all; QOS hi has bob's 300: 75 %.
+    close(
+        usage.percent(fairflow_model::moab::Credential::Qos, "hi"),
+        75.0,
+    );
+    close(
+        usage.percent(fairflow_model::moab::Credential::Group, "a"),
+        25.0,
+    );
+    let r = moab(
+        "",
+        &format!("{events}{{\"op\":\"reset_usage\",\"t\":400}}\n"),
+    );
+    let usage = super::moab::credential_usage(&r.state);
+    assert_eq!(usage.total, 0);
+    assert!(usage.by_credential.values().all(|u| *u == 0));
+}

@@ -1,0 +1,131 @@
+//! End to end: `fairflow sprio`, `top` and `explain` on
+//! `datasets/events/priority.jsonl`. Expected values are computed by hand in
+//! the comments from the fixture (the fair-share factors are Fair Tree's
+//! rank / N: bob, without usage, 2/2; alice 1/2).
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn dataset(path: &str) -> String {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../datasets");
+    root.join(path).to_str().unwrap().to_string()
+}
+
+fn fairflow(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_fairflow"))
+        .args(args)
+        .output()
+        .expect("the fairflow binary runs")
+}
+
+fn stdout_of(args: &[&str]) -> String {
+    let out = fairflow(args);
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(stderr, "");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+const HEADER: &str =
+    "JOBID|PARTITION|USER|ACCOUNT|PRIORITY|SITE|AGE|ASSOC|FAIRSHARE|JOBSIZE|PARTITION|QOS|NICE|TRES";
+
+#[test]
+fn sprio_weighted_and_normalized() {
+    let events = dataset("events/priority.jsonl");
+    // Now 1700086400. Job 1: age 86400/86400 = 1 -> 1000; fair-share 0.5 ->
+    // 5000; QOS high 10/10 -> 2000; cpu 16/64 -> 25: 8025. Job 2: age 0.5 ->
+    // 500; fair-share 1 -> 10000; QOS 5/10 -> 1000; cpu 32/64 -> 50: 11550.
+    // Job 3 is held and job 4 not yet eligible: not listed.
+    assert_eq!(
+        stdout_of(&["sprio", "-P", "--events", &events]),
+        format!(
+            "{HEADER}\n1||alice|lab|8025|0|1000|0|5000|0|0|2000|0|cpu=25\n\
+             2||bob|lab|11550|0|500|0|10000|0|0|1000|0|cpu=50\n"
+        )
+    );
+    assert_eq!(
+        stdout_of(&["sprio", "-P", "-n", "--events", &events]),
+        format!(
+            "{HEADER}\n1||alice|lab|8025|0|1.0000000|0.0000000|0.5000000|0.0000000|0.0000000|1.0000000|0|cpu=0.25\n\
+             2||bob|lab|11550|0|0.5000000|0.0000000|1.0000000|0.0000000|0.0000000|0.5000000|0|cpu=0.50\n"
+        )
+    );
+    // Half a day later job 2's age is 1: 12050.
+    let later = stdout_of(&["sprio", "-P", "--events", &events, "--at", "1700129600"]);
+    assert!(later.contains("\n2||bob|lab|12050|"), "{later}");
+    let json: serde_json::Value =
+        serde_json::from_str(&stdout_of(&["sprio", "--json", "--events", &events])).unwrap();
+    assert_eq!(json.as_array().unwrap().len(), 2);
+    assert_eq!(json[1]["factors"][3]["name"], "fairshare");
+    assert_eq!(json[1]["factors"][3]["normalized"], 1.0);
+    assert_eq!(json[1]["factors"][3]["weighted"], 10000.0);
+}
+
+#[test]
+fn top_orders_the_queue() {
+    let events = dataset("events/priority.jsonl");
+    assert_eq!(
+        stdout_of(&["top", "-P", "--events", &events]),
+        "RANK|JOBID|USER|ACCOUNT|PRIORITY\n1|2|bob|lab|11550\n2|1|alice|lab|8025\n"
+    );
+    assert_eq!(
+        stdout_of(&["top", "-P", "-k", "1", "--events", &events]),
+        "RANK|JOBID|USER|ACCOUNT|PRIORITY\n1|2|bob|lab|11550\n"
+    );
+}
+
+#[test]
+fn explain_a_job_and_refuse_one_without_priority() {
+    let events = dataset("events/priority.jsonl");
+    let json: serde_json::Value =
+        serde_json::from_str(&stdout_of(&["explain", "1", "--json", "--events", &events])).unwrap();
+    assert_eq!(json["priority"], 8025);
+    assert_eq!(json["algorithm"], "fair_tree");
+    let path = json["fairshare_path"].as_array().unwrap();
+    let names: Vec<(&str, &str)> = path
+        .iter()
+        .map(|r| {
+            (
+                r["account"].as_str().unwrap(),
+                r["user"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert_eq!(names, [("root", ""), ("lab", ""), ("lab", "alice")]);
+    assert_eq!(path[2]["fairshare"], 0.5);
+    let text = stdout_of(&["explain", "3", "--events", &events]);
+    assert!(text.contains("): held,"), "{text}");
+    assert!(text.contains("Priority: 0\n"), "{text}");
+    let out = fairflow(&["explain", "4", "--events", &events]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8(out.stderr).unwrap().contains("job 4"));
+}
+
+#[test]
+fn moab_through_slurm_conf_and_moab_cfg() {
+    let dir = std::env::temp_dir().join(format!("fairflow-priority-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let slurm_conf = dir.join("slurm.conf");
+    std::fs::write(&slurm_conf, "PriorityModel=moab\n").unwrap();
+    let moab_cfg = dir.join("moab.cfg");
+    std::fs::write(
+        &moab_cfg,
+        "# Moab\nRMCFG[base] TYPE=PBS\nQUEUETIMEWEIGHT 2\nUSERCFG[bob] MAXJOB=4\n",
+    )
+    .unwrap();
+    let events = dataset("events/priority.jsonl");
+    // QUEUETIME in minutes times 2: job 1 queued 1440 min -> 2880; job 2 720 -> 1440.
+    assert_eq!(
+        stdout_of(&[
+            "top",
+            "-P",
+            "--events",
+            &events,
+            "--slurm-conf",
+            slurm_conf.to_str().unwrap(),
+            "--moab-cfg",
+            moab_cfg.to_str().unwrap(),
+        ]),
+        "RANK|JOBID|USER|ACCOUNT|PRIORITY\n1|1|alice|lab|2880\n2|2|bob|lab|1440\n"
+    );
+}
