@@ -56,9 +56,12 @@
 //! the best `k` by `QueueKey`, and stops when the next bound is more than 1
 //! below the `k`-th priority (so no unread job can reach or tie it: the
 //! final priority is truncated or rounded). Cost: `O(k + ties)` record
-//! evaluations plus the index reads. Degenerate case: when the `k`-th
-//! priority is the model's floor (Slurm 1, Flux 0: e.g. all weights 0),
-//! every pending job ties and the read is `O(pending)`.
+//! evaluations plus the index reads. When fewer than `k` jobs are above the
+//! model's floor (Slurm 1, Flux 0: e.g. all weights 0, where every job
+//! ties), the reader stops as soon as no unread job can exceed the floor and
+//! fills the rest from a third index, `fifo` (ranked jobs by submit time;
+//! jobs of the same second sorted by `QueueKey`): `O(k + jobs above the
+//! floor)`.
 //!
 //! # Costs that are not incremental
 //! - **Slurm `INCR_ONLY`** (the oracle's definition, `fairflow_oracle::
@@ -81,6 +84,29 @@
 //!   facts (configuration, credential usage, wallclock accuracy), computing
 //!   the per-user running totals from the records: `O(listed jobs)` per
 //!   read whatever the XFACTOR weight; updates stay incremental.
+//!
+//! # Plugging into the engine
+//! 1. In `graph::build`, create two more inputs (`new_collection::<JobRow,
+//!    isize>()`, `new_collection::<Fact, isize>()`), call [`build`] with a
+//!    [`TouchCounter`], `probe_with` the four output streams, and keep the
+//!    four traces (worker 0 builds a [`PriorityReader`]; other workers drop
+//!    them with their inputs). Call `reader.advance_compaction(epoch)` per batch.
+//! 2. The ledger keeps each job's last sent [`JobRow`] (retract exactly the
+//!    old row) and a [`crossings::Crossings`]; per batch at time `t`: re-send
+//!    the rows of `due(t)` jobs with `begun_at`/`age_capped_at` recomputed,
+//!    and `schedule(job, next_crossing(..))` for every row it sends; on a
+//!    `config` event re-derive every row (crossings move).
+//! 3. Facts: `Config(PriorityParams::from_config(..))` on config change;
+//!    `Cluster`, `Qos`, `Partition`, `AccountPriority` from their events;
+//!    `AssocPriority` (effective: own, else nearest ancestor account's, for
+//!    every association) whenever a priority or a parent edge changes
+//!    (`closure ⋈ own priority`, nearest, as `fs_parent` does); `Fairshare`
+//!    per user association from the fair-share part (diff against what was
+//!    sent); under Moab `MoabUsage`/`MoabUsageTotal`/`WallclockAccuracy`.
+//! 4. `INCR_ONLY`: split batches at event-time boundaries and call
+//!    `reader.remember_incr_only(prev_t)` where `Replay::feed` would.
+//! 5. Reads: `reader.top(k, now)`, `reader.job(id, now)`,
+//!    `reader.evaluate_all(now)` (sprio) on worker 0 between steps.
 //!
 //! # Driver contract
 //! Before reading at `now`, the driver has run a batch at a time `<= now`
@@ -570,6 +596,9 @@ pub struct PriorityOutputs<'s> {
     pub uncapped: Arranged<'s, QueueTrace<Entry>>,
     /// Pending jobs at the cap, by `S + w` descending, on worker 0.
     pub capped: Arranged<'s, QueueTrace<Entry>>,
+    /// Every ranked job by submit time (then the record), on worker 0: the
+    /// tie order of jobs at the model's floor priority.
+    pub fifo: Arranged<'s, QueueTrace<Entry>>,
     /// The facts, on worker 0 (Moab's read-time context).
     pub facts: Arranged<'s, QueueTrace<Fact>>,
 }
@@ -826,6 +855,12 @@ pub fn build<'s>(inputs: PriorityInputs<'s>, touched: &TouchCounter) -> Priority
         }),
         touched,
     );
+    let fifo = pinned_index(
+        entries
+            .clone()
+            .map(|(_, r)| (Reverse(u64::MAX - ordered_submit(r.submit_at)), r)),
+        "PriorityFifo",
+    );
     let uncapped = pinned_index(
         entries
             .clone()
@@ -840,8 +875,14 @@ pub fn build<'s>(inputs: PriorityInputs<'s>, touched: &TouchCounter) -> Priority
         records: pinned_records,
         uncapped,
         capped,
+        fifo,
         facts: pinned_facts,
     }
+}
+
+/// Submit times as order-preserving `u64`.
+fn ordered_submit(t: Time64) -> u64 {
+    (t as u64) ^ (1 << 63)
 }
 
 /// Every live entry of a pinned index, in order.
@@ -873,6 +914,7 @@ pub struct PriorityReader {
     records: RecordTrace,
     uncapped: QueueTrace<Entry>,
     capped: QueueTrace<Entry>,
+    fifo: QueueTrace<Entry>,
     facts: QueueTrace<Fact>,
     /// `INCR_ONLY` memory: job -> (stay, floor).
     floors: BTreeMap<String, ((Time64, u32), u64)>,
@@ -911,12 +953,14 @@ impl PriorityReader {
         records: RecordTrace,
         uncapped: QueueTrace<Entry>,
         capped: QueueTrace<Entry>,
+        fifo: QueueTrace<Entry>,
         facts: QueueTrace<Fact>,
     ) -> Self {
         PriorityReader {
             records,
             uncapped,
             capped,
+            fifo,
             facts,
             floors: BTreeMap::new(),
         }
@@ -931,6 +975,7 @@ impl PriorityReader {
             .set_physical_compaction(AntichainRef::new(&frontier));
         advance_compaction(&mut self.uncapped, time);
         advance_compaction(&mut self.capped, time);
+        advance_compaction(&mut self.fifo, time);
         advance_compaction(&mut self.facts, time);
     }
 
@@ -1097,8 +1142,13 @@ impl PriorityReader {
             if best.len() >= k {
                 let kth = best[k - 1].priority;
                 if kth > floor && bound < kth as f64 - 1.0 {
-                    break;
+                    return best;
                 }
+            }
+            if bound < floor as f64 {
+                // Every unread job is at the floor: fewer than `k` jobs are
+                // above it, and `best` holds them all.
+                return self.fill_from_floor(best, k, floor, now);
             }
             let prefix = if from_uncapped { &mut u } else { &mut c };
             let record = prefix.entries[prefix.position].1.clone();
@@ -1112,6 +1162,49 @@ impl PriorityReader {
                 }
             }
         }
+        best
+    }
+
+    /// Complete `best` (every ranked job above the floor, fewer than `k`)
+    /// with jobs at the floor in queue order (submit time, then job id),
+    /// read from the submit-time index: `O(k + jobs above the floor)`.
+    fn fill_from_floor(
+        &mut self,
+        mut best: Vec<JobPriority>,
+        k: usize,
+        floor: u64,
+        now: Time64,
+    ) -> Vec<JobPriority> {
+        best.retain(|p| p.priority > floor);
+        let above: std::collections::BTreeSet<String> =
+            best.iter().map(|p| p.job.clone()).collect();
+        let mut fifo = IndexPrefix::new();
+        // Jobs submitted in the same second, ordered by job id when complete.
+        let mut group: Vec<JobPriority> = Vec::new();
+        let mut group_second: Option<u64> = None;
+        loop {
+            let next = fifo.peek(&mut self.fifo).cloned();
+            let second = next.as_ref().map(|(Reverse(key), _)| *key);
+            if second != group_second {
+                group.sort_by_cached_key(JobPriority::queue_key);
+                best.append(&mut group);
+                if best.len() >= k {
+                    break;
+                }
+                group_second = second;
+            }
+            let Some((_, record)) = next else {
+                break;
+            };
+            fifo.position += 1;
+            if above.contains(&record.job) {
+                continue;
+            }
+            if let Some(p) = record.evaluate(now, None) {
+                group.push(p);
+            }
+        }
+        best.truncate(k);
         best
     }
 }

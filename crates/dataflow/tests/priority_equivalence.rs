@@ -505,7 +505,7 @@ fn run(scenario: &Scenario, seed: u64, workers: usize, batches: usize) -> Result
         let index = worker.index();
         let probe = Handle::new();
         let touched = TouchCounter::new();
-        let (mut jobs_in, mut facts_in, records, uncapped, capped, pinned_facts) = worker
+        let (mut jobs_in, mut facts_in, records, uncapped, capped, fifo, pinned_facts) = worker
             .dataflow::<u64, _, _>(|scope| {
                 let (jobs_in, jobs) = scope.new_collection::<JobRow, isize>();
                 let (facts_in, facts) = scope.new_collection::<Fact, isize>();
@@ -514,21 +514,31 @@ fn run(scenario: &Scenario, seed: u64, workers: usize, batches: usize) -> Result
                 out.uncapped.stream.probe_with(&probe);
                 out.capped.stream.probe_with(&probe);
                 out.facts.stream.probe_with(&probe);
+                out.fifo.stream.probe_with(&probe);
                 (
                     jobs_in,
                     facts_in,
                     out.records.trace,
                     out.uncapped.trace,
                     out.capped.trace,
+                    out.fifo.trace,
                     out.facts.trace,
                 )
             });
         if index != 0 {
-            drop((jobs_in, facts_in, records, uncapped, capped, pinned_facts));
+            drop((
+                jobs_in,
+                facts_in,
+                records,
+                uncapped,
+                capped,
+                fifo,
+                pinned_facts,
+            ));
             while worker.step_or_park(None) {}
             return Ok(0.0);
         }
-        let mut reader = PriorityReader::new(records, uncapped, capped, pinned_facts);
+        let mut reader = PriorityReader::new(records, uncapped, capped, fifo, pinned_facts);
         let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
         let mut replay = Replay::new(Config::default());
         let mut sent_jobs: BTreeMap<String, JobRow> = BTreeMap::new();

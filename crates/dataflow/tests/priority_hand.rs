@@ -56,7 +56,7 @@ fn ages_cross_the_cap_ties_break_by_submit_time_and_updates_touch_few_records() 
     timely::execute_directly(|worker| {
         let probe = Handle::new();
         let touched = TouchCounter::new();
-        let (jobs, facts, records, uncapped, capped, pinned) =
+        let (jobs, facts, records, uncapped, capped, fifo, pinned) =
             worker.dataflow::<u64, _, _>(|scope| {
                 let (jobs_in, jobs) = scope.new_collection::<JobRow, isize>();
                 let (facts_in, facts) = scope.new_collection::<Fact, isize>();
@@ -65,16 +65,18 @@ fn ages_cross_the_cap_ties_break_by_submit_time_and_updates_touch_few_records() 
                 out.uncapped.stream.probe_with(&probe);
                 out.capped.stream.probe_with(&probe);
                 out.facts.stream.probe_with(&probe);
+                out.fifo.stream.probe_with(&probe);
                 (
                     jobs_in,
                     facts_in,
                     out.records.trace,
                     out.uncapped.trace,
                     out.capped.trace,
+                    out.fifo.trace,
                     out.facts.trace,
                 )
             });
-        let mut reader = PriorityReader::new(records, uncapped, capped, pinned);
+        let mut reader = PriorityReader::new(records, uncapped, capped, fifo, pinned);
         let mut h = Harness {
             jobs,
             facts,
@@ -173,5 +175,75 @@ fn ages_cross_the_cap_ties_break_by_submit_time_and_updates_touch_few_records() 
             ]
         );
         assert_eq!(touched.get(), 0);
+    });
+}
+
+#[test]
+fn jobs_at_the_floor_are_read_in_submit_then_id_order() {
+    timely::execute_directly(|worker| {
+        let probe = Handle::new();
+        let touched = TouchCounter::new();
+        let (mut jobs, mut facts, records, uncapped, capped, fifo, pinned) = worker
+            .dataflow::<u64, _, _>(|scope| {
+                let (jobs_in, jobs) = scope.new_collection::<JobRow, isize>();
+                let (facts_in, facts) = scope.new_collection::<Fact, isize>();
+                let out = build(PriorityInputs { jobs, facts }, &touched);
+                out.records.stream.probe_with(&probe);
+                out.uncapped.stream.probe_with(&probe);
+                out.capped.stream.probe_with(&probe);
+                out.fifo.stream.probe_with(&probe);
+                out.facts.stream.probe_with(&probe);
+                (
+                    jobs_in,
+                    facts_in,
+                    out.records.trace,
+                    out.uncapped.trace,
+                    out.capped.trace,
+                    out.fifo.trace,
+                    out.facts.trace,
+                )
+            });
+        let mut reader = PriorityReader::new(records, uncapped, capped, fifo, pinned);
+        // Slurm with every weight 0: the priority is site - nice, at least 1.
+        facts.insert(Fact::Config(PriorityParams::default()));
+        let row = |id: &str, submit_at: i64, site: Option<i64>| JobRow {
+            id: id.into(),
+            user: "u".into(),
+            account: "a".into(),
+            submit_at,
+            queued_at: submit_at,
+            begun: true,
+            site_factor: site,
+            ..JobRow::default()
+        };
+        jobs.insert(row("10", 100, None));
+        jobs.insert(row("9", 100, None));
+        jobs.insert(row("j1", 50, None));
+        jobs.insert(row("3", 200, Some(5)));
+        jobs.advance_to(1);
+        facts.advance_to(1);
+        jobs.flush();
+        facts.flush();
+        while probe.less_than(&1) {
+            worker.step();
+        }
+        let order = |reader: &mut PriorityReader, k: usize| -> Vec<(String, u64)> {
+            reader
+                .top(k, 300)
+                .into_iter()
+                .map(|p| (p.job, p.priority))
+                .collect()
+        };
+        // "3": site 5 -> 5. The others: 0 -> 1 (Slurm's floor), by submit
+        // time (j1 at 50), then numeric id (9 before 10).
+        let all = vec![
+            ("3".to_string(), 5),
+            ("j1".to_string(), 1),
+            ("9".to_string(), 1),
+            ("10".to_string(), 1),
+        ];
+        assert_eq!(order(&mut reader, 1), all[..1].to_vec());
+        assert_eq!(order(&mut reader, 3), all[..3].to_vec());
+        assert_eq!(order(&mut reader, 10), all);
     });
 }
