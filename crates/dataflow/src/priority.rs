@@ -110,9 +110,12 @@
 //!
 //! # Driver contract
 //! Before reading at `now`, the driver has run a batch at a time `<= now`
-//! with every begin crossing `<= now` applied ([`crossings::Crossings::due`]);
-//! age-cap crossings may lag (the uncapped bound over-estimates, so the read
-//! stays exact and only reads more).
+//! with every begin crossing `<= now` applied ([`crossings::Crossings::due`]).
+//! Age-cap crossings may lag when the time factor's weight is not negative
+//! (always for Slurm, whose weights are unsigned): past the cap the uncapped
+//! bound over-estimates, so the read stays exact and only reads more. With
+//! a negative Flux wait-time weight a lagging flag would under-estimate, so
+//! the driver applies the age-cap crossings `<= now` too.
 
 pub mod crossings;
 pub mod moab;

@@ -13,7 +13,10 @@
 //!   uncapped index (value `key + rate·now`) to the capped one (value
 //!   `key`). Until the flag flips, the uncapped value over-estimates the job,
 //!   which the reader tolerates (it computes every candidate's exact
-//!   priority), so a late flip costs reading time, never correctness.
+//!   priority), so a late flip costs reading time, never correctness, as
+//!   long as the weight is not negative (a negative Flux wait-time weight
+//!   makes the stale value an under-estimate: apply these crossings before
+//!   reading too).
 //!
 //! The driver calls [`Crossings::schedule`] whenever it (re)sends a job's row
 //! (with the row's next crossing, [`next_crossing`]) and [`Crossings::cancel`]
