@@ -4,4 +4,5 @@
 #![warn(missing_docs)]
 
 pub mod cluster;
+pub mod priority;
 pub mod topk;

@@ -1,0 +1,1213 @@
+//! Job priority, maintained incrementally: each job's time-invariant
+//! priority record (Slurm's multifactor, the Flux model, Moab's inputs), and the ranked
+//! pending queue as two indexes pinned to worker 0 from which
+//! [`PriorityReader::top`] returns exactly the oracle's first `k`
+//! `JobPriority` values (`fairflow_oracle::priority::queue`), at any `now`.
+//!
+//! # Inputs ([`PriorityInputs`], time `u64`, diff `isize`)
+//! - `jobs`: one [`JobRow`] per active job (pending, held, running): its
+//!   id, user association, the attributes priority needs, and two flags the
+//!   driver keeps current as time passes (`begun`, `age_capped`; see
+//!   [`crossings`]). A change is a retraction of the old row and an
+//!   insertion of the new one.
+//! - `facts`: everything else, as [`Fact`]s: the priority configuration
+//!   ([`PriorityParams`], one), the cluster size (one), each user
+//!   association's fair-share factor (exact `f64` bits, from the fair-share
+//!   part), every association's effective Slurm association priority
+//!   (the user association's own, else its nearest account's; accounts
+//!   too), accounts' own priorities (Flux's bank priority), QOS priorities
+//!   and partitions.
+//!
+//! # Operators (what an update touches)
+//! - `resolve`: one `reduce` per context key (association, account, QOS,
+//!   partition) over that key's facts and one *reference* value per job
+//!   category (counts consolidated), giving the key's context with the
+//!   oracle's defaults for what no fact defines (fair-share 0, QOS priority
+//!   0, partition factor 1, ...). A job change re-runs four groups of at most
+//!   a handful of distinct values: `O(1)`.
+//! - `globals`: one `reduce` on the unit key over the *distinct* values of
+//!   association priorities, QOS priorities, partition factors (plus the
+//!   partitions that listed jobs name without a definition, which count
+//!   with factor 1), the configuration and the cluster: the normalisation
+//!   maxima. `O(distinct values)` per change, typically a few dozen.
+//! - four `join_core` stages carry a job through its association, account,
+//!   QOS and partition contexts (one arrangement of jobs per stage), and a
+//!   fifth joins the globals and builds the [`PriorityRecord`]. A job event
+//!   touches one record per stage; a fair-share change touches that
+//!   association's jobs; a change of a QOS or partition priority touches
+//!   that QOS's or partition's jobs; a change of a maximum, the cluster or
+//!   the configuration touches every job (every normalised factor changes).
+//! - `records`: the records by job id, pinned to worker 0 (`explain`: one
+//!   job's priority and factors, read by cursor seek).
+//! - two queue indexes (`topk::pinned_index`) of the pending, listed, not
+//!   held jobs: *uncapped* (age or wait-time factor below its cap) ordered
+//!   by `K = S − r·origin` and *capped* ordered by `S + w` (see
+//!   [`record`]), highest first. Passing time changes no record.
+//!
+//! [`TouchCounter`] counts every update leaving each stage (resolve,
+//! globals, the five joins, records, index entries), for the benchmark's
+//! `touched_records_mean`.
+//!
+//! # Reading (`PriorityReader`, worker 0, after the probe passed the batch)
+//! `top(k, now)` merges the two indexes by their upper bound at `now`
+//! (uncapped: `K + r·now`; capped: `S + w`; both plus a floating-point
+//! error bound), computes each candidate's exact priority with the shared
+//! formulas ([`PriorityRecord::evaluate`], bit-identical to the oracle), keeps
+//! the best `k` by `QueueKey`, and stops when the next bound is more than 1
+//! below the `k`-th priority (so no unread job can reach or tie it: the
+//! final priority is truncated or rounded). Cost: `O(k + ties)` record
+//! evaluations plus the index reads. When fewer than `k` jobs are above the
+//! model's floor (Slurm 1, Flux 0: e.g. all weights 0, where every job
+//! ties), the reader stops as soon as no unread job can exceed the floor and
+//! fills the rest from a third index, `fifo` (ranked jobs by submit time;
+//! jobs of the same second sorted by `QueueKey`): `O(k + jobs above the
+//! floor)`.
+//!
+//! # Costs that are not incremental
+//! - **Slurm `INCR_ONLY`** (the oracle's definition, `fairflow_oracle::
+//!   priority`): a pending job's priority is the maximum of the priorities
+//!   evaluated at every distinct event time since it entered the queue. The
+//!   reader keeps that memory ([`PriorityReader::remember_incr_only`]), which
+//!   the driver calls exactly where `Replay` does (before applying the first
+//!   accepted event of a later time, and before a query's `--at`), at
+//!   `O(listed jobs)` each; with the flag on, `top` evaluates every listed
+//!   job (`O(listed jobs)` per read), because `max(floor, K + r·now)` has no
+//!   single time-invariant order. A batch must not span two event times
+//!   when the flag is on.
+//! - **Slurm `CALCULATE_RUNNING`**: running jobs are listed (their records
+//!   carry their priority, evaluated for `sprio`/`explain`, never ranked);
+//!   it costs one record per running job and their updates, nothing per read.
+//! - **Moab**: its XFACTOR, TARGET, USAGE and DEADLINE terms move every job
+//!   at its own rate and its caps make even QUEUETIME non-linear, so no
+//!   time-invariant key exists and the exact plan is to evaluate every job at
+//!   read time: [`moab`] does, over the arranged records and the pinned
+//!   facts (configuration, credential usage, wallclock accuracy), computing
+//!   the per-user running totals from the records: `O(listed jobs)` per
+//!   read whatever the XFACTOR weight; updates stay incremental.
+//!
+//! # Plugging into the engine
+//! 1. In `graph::build`, create two more inputs (`new_collection::<JobRow,
+//!    isize>()`, `new_collection::<Fact, isize>()`), call [`build`] with a
+//!    [`TouchCounter`], `probe_with` the four output streams, and keep the
+//!    four traces (worker 0 builds a [`PriorityReader`]; other workers drop
+//!    them with their inputs). Call `reader.advance_compaction(epoch)` per batch.
+//! 2. The ledger keeps each job's last sent [`JobRow`] (retract exactly the
+//!    old row) and a [`crossings::Crossings`]; per batch at time `t`: re-send
+//!    the rows of `due(t)` jobs with `begun_at`/`age_capped_at` recomputed,
+//!    and `schedule(job, next_crossing(..))` for every row it sends; on a
+//!    `config` event re-derive every row (crossings move).
+//! 3. Facts: `Config(PriorityParams::from_config(..))` on config change;
+//!    `Cluster`, `Qos`, `Partition`, `AccountPriority` from their events;
+//!    `AssocPriority` (effective: own, else nearest ancestor account's, for
+//!    every association) whenever a priority or a parent edge changes
+//!    (`closure ⋈ own priority`, nearest, as `fs_parent` does); `Fairshare`
+//!    per user association from the fair-share part (diff against what was
+//!    sent); under Moab `MoabUsage`/`MoabUsageTotal`/`WallclockAccuracy`.
+//! 4. `INCR_ONLY`: split batches at event-time boundaries and call
+//!    `reader.remember_incr_only(prev_t)` where `Replay::feed` would.
+//! 5. Reads: `reader.top(k, now)`, `reader.job(id, now)`,
+//!    `reader.evaluate_all(now)` (sprio) on worker 0 between steps.
+//!
+//! # Driver contract
+//! Before reading at `now`, the driver has run a batch at a time `<= now`
+//! with every begin crossing `<= now` applied ([`crossings::Crossings::due`]).
+//! Age-cap crossings may lag when the time factor's weight is not negative
+//! (always for Slurm, whose weights are unsigned): past the cap the uncapped
+//! bound over-estimates, so the read stays exact and only reads more. With
+//! a negative Flux wait-time weight a lagging flag would under-estimate, so
+//! the driver applies the age-cap crossings `<= now` too.
+
+pub mod crossings;
+pub mod moab;
+pub mod record;
+
+use std::cmp::Reverse;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use differential_dataflow::operators::arrange::arrangement::arrange_core;
+use differential_dataflow::operators::arrange::{Arranged, TraceAgent};
+use differential_dataflow::trace::cursor::{cursor_list, Cursor};
+use differential_dataflow::trace::implementations::{ValBatcher, ValSpine};
+use differential_dataflow::trace::TraceReader;
+use differential_dataflow::VecCollection;
+use fairflow_model::moab::Credential;
+use fairflow_model::report::{JobPriority, JobState};
+use fairflow_model::tres::TresCounts;
+use fairflow_model::{Config, PriorityModel};
+use timely::dataflow::channels::pact::Exchange;
+use timely::progress::frontier::{Antichain, AntichainRef};
+
+use crate::topk::{advance_compaction, first_live, pinned_index, QueueTrace, Time};
+
+pub use record::{Listed, PriorityRecord, RankClass};
+
+/// TRES counts as `(name, f64 bits)`, sorted by name.
+pub type TresBits = Vec<(String, u64)>;
+
+/// TRES counts as exact bits.
+pub fn tres_bits(counts: &TresCounts) -> TresBits {
+    counts
+        .iter()
+        .map(|(n, v)| (n.clone(), v.to_bits()))
+        .collect()
+}
+
+/// Where a job is.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    serde::Serialize,
+    serde::Deserialize,
+)]
+pub enum Phase {
+    /// Pending.
+    #[default]
+    Pending,
+    /// Pending and held.
+    Held,
+    /// Running.
+    Running,
+}
+
+/// One active job, as the priority dataflow needs it.
+#[derive(
+    Debug,
+    Clone,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    serde::Serialize,
+    serde::Deserialize,
+)]
+pub struct JobRow {
+    /// The job id.
+    pub id: String,
+    /// The user.
+    pub user: String,
+    /// The account.
+    pub account: String,
+    /// The partition (`""` for none).
+    pub partition: String,
+    /// The QOS (`""` for none).
+    pub qos: String,
+    /// Where it is.
+    pub phase: Phase,
+    /// When it was submitted.
+    pub submit_at: Time64,
+    /// When it last entered the queue (submit or requeue).
+    pub queued_at: Time64,
+    /// Its begin time, if any.
+    pub begin: Option<Time64>,
+    /// Driver-kept: has `begin` passed at the batch's time? ([`crossings`])
+    pub begun: bool,
+    /// Driver-kept: is the age (wait-time) factor at its cap? ([`crossings`])
+    pub age_capped: bool,
+    /// How many times it started (identifies a stay in the queue).
+    pub start_count: u32,
+    /// The TRES it counts: allocated while running, else requested.
+    pub tres: TresBits,
+    /// Its own time limit, seconds.
+    pub time_limit_secs: Option<u64>,
+    /// Slurm nice.
+    pub nice: Option<i64>,
+    /// Slurm site factor.
+    pub site_factor: Option<i64>,
+    /// Flux urgency.
+    pub urgency: Option<u8>,
+    /// User priority (Flux's user factor, Moab USERPRIO).
+    pub user_priority: Option<i64>,
+    /// Moab group credential (default: the account).
+    pub group: Option<String>,
+    /// Moab BYPASS.
+    pub bypass_count: Option<u64>,
+    /// Moab DEADLINE.
+    pub deadline: Option<Time64>,
+    /// Moab SPVIOLATION.
+    pub soft_policy_violation: Option<bool>,
+    /// Moab ATTR attributes.
+    pub attributes: Option<Vec<String>>,
+    /// When it last started (Moab USAGE, FSPSPU).
+    pub started_at: Option<Time64>,
+}
+
+/// Unix seconds (the model's time, not the logical time).
+pub type Time64 = fairflow_model::Time;
+
+/// A partition's priority attributes.
+#[derive(
+    Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+pub struct PartitionRec {
+    /// `PriorityJobFactor`.
+    pub job_factor: u32,
+    /// Queue priority (Flux).
+    pub priority: i64,
+    /// `MaxTime`, seconds.
+    pub max_time_secs: Option<u64>,
+    /// TRES totals, if given.
+    pub tres: Option<TresBits>,
+}
+
+impl Default for PartitionRec {
+    fn default() -> Self {
+        PartitionRec {
+            job_factor: 1,
+            priority: 0,
+            max_time_secs: None,
+            tres: None,
+        }
+    }
+}
+
+/// The configuration job priority depends on (Slurm and Flux), totally
+/// ordered so that it can travel in a collection.
+#[derive(
+    Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+#[allow(missing_docs)]
+pub struct PriorityParams {
+    pub model: PriorityModel,
+    pub accrue_always: bool,
+    pub calculate_running: bool,
+    pub incr_only: bool,
+    pub small_relative_to_time: bool,
+    pub no_normal_assoc: bool,
+    pub no_normal_part: bool,
+    pub no_normal_qos: bool,
+    pub no_normal_tres: bool,
+    pub favor_small: bool,
+    pub max_age_secs: i64,
+    pub weight_age: u32,
+    pub weight_assoc: u32,
+    pub weight_fairshare: u32,
+    pub weight_job_size: u32,
+    pub weight_partition: u32,
+    pub weight_qos: u32,
+    /// `PriorityWeightTRES` in order, weights as `f64` bits.
+    pub weight_tres: Vec<(String, u64)>,
+    pub flux_fairshare: i64,
+    pub flux_queue: i64,
+    pub flux_bank: i64,
+    pub flux_urgency: i64,
+    pub flux_wait_time: i64,
+    pub flux_max_wait_secs: i64,
+    pub flux_qos: i64,
+    pub flux_job_size: i64,
+    pub flux_user: i64,
+    /// Moab's `moab.cfg` parameters as written (`Config::moab`).
+    pub moab: BTreeMap<String, String>,
+}
+
+impl PriorityParams {
+    /// The priority parameters of a configuration.
+    pub fn from_config(c: &Config) -> Self {
+        let f = c.flags;
+        PriorityParams {
+            model: c.model,
+            accrue_always: f.accrue_always,
+            calculate_running: f.calculate_running,
+            incr_only: f.incr_only,
+            small_relative_to_time: f.small_relative_to_time,
+            no_normal_assoc: f.no_normal_assoc,
+            no_normal_part: f.no_normal_part,
+            no_normal_qos: f.no_normal_qos,
+            no_normal_tres: f.no_normal_tres,
+            favor_small: c.favor_small,
+            max_age_secs: c.max_age_secs,
+            weight_age: c.weight_age,
+            weight_assoc: c.weight_assoc,
+            weight_fairshare: c.weight_fairshare,
+            weight_job_size: c.weight_job_size,
+            weight_partition: c.weight_partition,
+            weight_qos: c.weight_qos,
+            weight_tres: c
+                .weight_tres
+                .weights
+                .iter()
+                .map(|(n, w)| (n.clone(), w.to_bits()))
+                .collect(),
+            flux_fairshare: c.flux.fairshare,
+            flux_queue: c.flux.queue,
+            flux_bank: c.flux.bank,
+            flux_urgency: c.flux.urgency,
+            flux_wait_time: c.flux.wait_time,
+            flux_max_wait_secs: c.flux.max_wait_time_secs,
+            flux_qos: c.flux.qos,
+            flux_job_size: c.flux.job_size,
+            flux_user: c.flux.user,
+            moab: c.moab.clone(),
+        }
+    }
+}
+
+impl Default for PriorityParams {
+    fn default() -> Self {
+        PriorityParams::from_config(&Config::default())
+    }
+}
+
+/// Everything besides jobs that priority depends on.
+#[derive(
+    Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+pub enum Fact {
+    /// The configuration (exactly one).
+    Config(PriorityParams),
+    /// The cluster's size (at most one; none is 0 nodes).
+    Cluster {
+        /// Nodes.
+        nodes: u64,
+        /// TRES totals.
+        tres: TresBits,
+    },
+    /// A user association's fair-share factor.
+    Fairshare {
+        /// The account.
+        account: String,
+        /// The user.
+        user: String,
+        /// The factor's `f64` bits.
+        factor_bits: u64,
+    },
+    /// An association's effective Slurm priority (every association,
+    /// accounts with `user: None`).
+    AssocPriority {
+        /// The account.
+        account: String,
+        /// The user, for a user association.
+        user: Option<String>,
+        /// The priority (own, else the nearest account's, else 0).
+        priority: i64,
+    },
+    /// An account's own priority, when set (Flux's bank priority).
+    AccountPriority {
+        /// The account.
+        account: String,
+        /// Its priority.
+        priority: i64,
+    },
+    /// A defined QOS.
+    Qos {
+        /// Its name.
+        name: String,
+        /// Its priority.
+        priority: i64,
+    },
+    /// A defined partition.
+    Partition {
+        /// Its name.
+        name: String,
+        /// Its attributes.
+        rec: PartitionRec,
+    },
+    /// Moab: a credential's decayed usage, frame units (the oracle's
+    /// `priority::moab::credential_usage`).
+    MoabUsage {
+        /// The credential type.
+        kind: Credential,
+        /// Its name.
+        name: String,
+        /// Its usage.
+        usage: u128,
+    },
+    /// Moab: all usage, frame units.
+    MoabUsageTotal(u128),
+    /// Moab: a user's wallclock accuracy sums.
+    WallclockAccuracy {
+        /// The user.
+        user: String,
+        /// CPU-seconds used (bits).
+        used_bits: u64,
+        /// CPU-seconds requested (bits).
+        requested_bits: u64,
+    },
+}
+
+/// The keys contexts are grouped by.
+#[derive(
+    Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+pub enum Key {
+    /// The globals.
+    Unit,
+    /// A user association `(account, user)`.
+    Assoc(String, String),
+    /// An account.
+    Account(String),
+    /// A QOS.
+    Qos(String),
+    /// A partition.
+    Partition(String),
+}
+
+/// The values the `resolve` and `globals` reduces group.
+#[derive(
+    Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+pub enum Val {
+    /// A job refers to the key (with its category, for partitions).
+    Ref(u8),
+    /// Fair-share bits.
+    Fairshare(u64),
+    /// Association priority.
+    AssocPriority(i64),
+    /// Account priority.
+    AccountPriority(i64),
+    /// QOS priority.
+    QosPriority(i64),
+    /// A partition.
+    Partition(PartitionRec),
+    /// A partition factor (for the maximum).
+    PartFactor(u32),
+    /// A job category referring to an undefined partition.
+    UndefinedPartRef(u8),
+    /// The configuration.
+    Config(PriorityParams),
+    /// The cluster.
+    Cluster(u64, TresBits),
+}
+
+/// A context key's resolved values (the oracle's defaults where no fact says).
+#[derive(
+    Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+pub struct KeyCtx {
+    /// Fair-share factor bits (association).
+    pub fairshare_bits: u64,
+    /// Effective association priority (association).
+    pub assoc_priority: i64,
+    /// Own priority (account).
+    pub account_priority: Option<i64>,
+    /// QOS priority (QOS; 0 when undefined).
+    pub qos_priority: i64,
+    /// Partition (defaults when undefined).
+    pub partition: PartitionRec,
+}
+
+impl Default for KeyCtx {
+    fn default() -> Self {
+        KeyCtx {
+            fairshare_bits: 0f64.to_bits(),
+            assoc_priority: 0,
+            account_priority: None,
+            qos_priority: 0,
+            partition: PartitionRec::default(),
+        }
+    }
+}
+
+/// The globals: configuration, cluster and normalisation maxima.
+#[derive(
+    Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+pub struct Globals {
+    /// The configuration.
+    pub params: PriorityParams,
+    /// The largest association priority (at least 0).
+    pub max_assoc: i64,
+    /// The largest QOS priority (at least 0).
+    pub max_qos: i64,
+    /// The largest partition factor over defined partitions and those that
+    /// listed jobs name.
+    pub max_partition: u32,
+    /// Cluster nodes.
+    pub cluster_nodes: u64,
+    /// Cluster TRES totals.
+    pub cluster_tres: TresBits,
+}
+
+/// What the side arrangement holds.
+#[derive(
+    Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+pub enum Side {
+    /// A context key's values.
+    Key(KeyCtx),
+    /// The globals (key `Unit`).
+    Globals(Globals),
+    /// A job category naming an undefined partition (to the globals).
+    UndefinedPartRef(u8),
+}
+
+/// A job on its way through the context joins.
+#[derive(
+    Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+pub struct JobCtx {
+    /// The job.
+    pub row: JobRow,
+    /// Its context so far.
+    pub ctx: KeyCtx,
+}
+
+/// Counts the updates leaving the priority operators (all workers).
+#[derive(Debug, Clone, Default)]
+pub struct TouchCounter(Arc<AtomicU64>);
+
+impl TouchCounter {
+    /// A counter at 0.
+    pub fn new() -> Self {
+        TouchCounter::default()
+    }
+
+    /// The count so far.
+    pub fn get(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+
+    /// The count so far, resetting it to 0.
+    pub fn take(&self) -> u64 {
+        self.0.swap(0, Ordering::Relaxed)
+    }
+
+    fn add(&self, n: u64) {
+        self.0.fetch_add(n, Ordering::Relaxed);
+    }
+}
+
+/// The input collections.
+pub struct PriorityInputs<'s> {
+    /// One row per active job.
+    pub jobs: VecCollection<'s, Time, JobRow, isize>,
+    /// Everything else.
+    pub facts: VecCollection<'s, Time, Fact, isize>,
+}
+
+/// The records trace: job id -> record, pinned to worker 0.
+pub type RecordTrace = TraceAgent<ValSpine<String, PriorityRecord, Time, isize>>;
+
+/// A queue index entry: highest bound first, then the record.
+pub type Entry = (Reverse<u64>, PriorityRecord);
+
+/// The output arrangements.
+pub struct PriorityOutputs<'s> {
+    /// Every active job's record, by job id, on worker 0.
+    pub records: Arranged<'s, RecordTrace>,
+    /// Pending jobs below the age cap, by `K` descending, on worker 0.
+    pub uncapped: Arranged<'s, QueueTrace<Entry>>,
+    /// Pending jobs at the cap, by `S + w` descending, on worker 0.
+    pub capped: Arranged<'s, QueueTrace<Entry>>,
+    /// Every ranked job by submit time (then the record), on worker 0: the
+    /// tie order of jobs at the model's floor priority.
+    pub fifo: Arranged<'s, QueueTrace<Entry>>,
+    /// The facts, on worker 0 (Moab's read-time context).
+    pub facts: Arranged<'s, QueueTrace<Fact>>,
+}
+
+/// A job's category for partition references: pending/held x begun, running.
+fn category(phase: Phase, begun: bool) -> u8 {
+    match (phase, begun) {
+        (Phase::Pending, true) => 0,
+        (Phase::Pending, false) => 1,
+        (Phase::Held, true) => 2,
+        (Phase::Held, false) => 3,
+        (Phase::Running, _) => 4,
+    }
+}
+
+fn category_listed(params: &PriorityParams, cat: u8) -> bool {
+    let (phase, begun) = match cat {
+        0 => (Phase::Pending, true),
+        1 => (Phase::Pending, false),
+        2 => (Phase::Held, true),
+        3 => (Phase::Held, false),
+        _ => (Phase::Running, true),
+    };
+    record::listed(params, phase, begun).is_some()
+}
+
+fn counted<'s, D: differential_dataflow::Data>(
+    collection: VecCollection<'s, Time, D, isize>,
+    touched: &TouchCounter,
+) -> VecCollection<'s, Time, D, isize> {
+    let touched = touched.clone();
+    collection.inspect(move |_| touched.add(1))
+}
+
+/// One key's context from its facts and references.
+fn resolve(key: &Key, values: &[(&Val, isize)], out: &mut Vec<(Side, isize)>) {
+    let mut ctx = KeyCtx::default();
+    let mut defined = false;
+    let mut categories = Vec::new();
+    for (value, count) in values {
+        if *count <= 0 {
+            continue;
+        }
+        match value {
+            Val::Ref(cat) => categories.push(*cat),
+            Val::Fairshare(bits) => ctx.fairshare_bits = *bits,
+            Val::AssocPriority(p) => ctx.assoc_priority = *p,
+            Val::AccountPriority(p) => ctx.account_priority = Some(*p),
+            Val::QosPriority(p) => ctx.qos_priority = *p,
+            Val::Partition(rec) => {
+                ctx.partition = rec.clone();
+                defined = true;
+            }
+            _ => {}
+        }
+    }
+    out.push((Side::Key(ctx), 1));
+    if matches!(key, Key::Partition(_)) && !defined {
+        categories.dedup();
+        out.extend(
+            categories
+                .into_iter()
+                .map(|c| (Side::UndefinedPartRef(c), 1)),
+        );
+    }
+}
+
+/// The globals from the distinct values of the unit group.
+fn globals(values: &[(&Val, isize)], out: &mut Vec<(Side, isize)>) {
+    let mut params = None;
+    let (mut nodes, mut tres) = (0, Vec::new());
+    let (mut max_assoc, mut max_qos) = (0i64, 0i64);
+    let mut max_partition: Option<u32> = None;
+    let mut undefined = Vec::new();
+    for (value, count) in values {
+        if *count <= 0 {
+            continue;
+        }
+        match value {
+            Val::Config(p) => params = Some(p.clone()),
+            Val::Cluster(n, t) => {
+                nodes = *n;
+                tres = t.clone();
+            }
+            Val::AssocPriority(p) => max_assoc = max_assoc.max(*p),
+            Val::QosPriority(p) => max_qos = max_qos.max(*p),
+            Val::PartFactor(f) => max_partition = Some(max_partition.map_or(*f, |m| m.max(*f))),
+            Val::UndefinedPartRef(cat) => undefined.push(*cat),
+            _ => {}
+        }
+    }
+    let params = params.unwrap_or_default();
+    // Partitions no event defined count with the default factor 1 when a
+    // listed job names them (the oracle's `maxima`).
+    if undefined.iter().any(|cat| category_listed(&params, *cat)) {
+        max_partition = Some(max_partition.map_or(1, |m| m.max(1)));
+    }
+    out.push((
+        Side::Globals(Globals {
+            params,
+            max_assoc,
+            max_qos,
+            max_partition: max_partition.unwrap_or(0),
+            cluster_nodes: nodes,
+            cluster_tres: tres,
+        }),
+        1,
+    ));
+}
+
+/// Build the priority dataflow over `inputs` (on every worker, identically).
+pub fn build<'s>(inputs: PriorityInputs<'s>, touched: &TouchCounter) -> PriorityOutputs<'s> {
+    let PriorityInputs { jobs, facts } = inputs;
+
+    let refs = jobs.clone().flat_map(|row: JobRow| {
+        let cat = category(row.phase, row.begun);
+        [
+            (
+                Key::Assoc(row.account.clone(), row.user.clone()),
+                Val::Ref(0),
+            ),
+            (Key::Account(row.account.clone()), Val::Ref(0)),
+            (Key::Qos(row.qos.clone()), Val::Ref(0)),
+            (Key::Partition(row.partition), Val::Ref(cat)),
+        ]
+    });
+    let defs = facts.clone().flat_map(|fact: Fact| match fact {
+        Fact::Fairshare {
+            account,
+            user,
+            factor_bits,
+        } => Some((Key::Assoc(account, user), Val::Fairshare(factor_bits))),
+        Fact::AssocPriority {
+            account,
+            user: Some(user),
+            priority,
+        } => Some((Key::Assoc(account, user), Val::AssocPriority(priority))),
+        Fact::AccountPriority { account, priority } => {
+            Some((Key::Account(account), Val::AccountPriority(priority)))
+        }
+        Fact::Qos { name, priority } => Some((Key::Qos(name), Val::QosPriority(priority))),
+        Fact::Partition { name, rec } => Some((Key::Partition(name), Val::Partition(rec))),
+        _ => None,
+    });
+    let resolved = counted(defs.concat(refs).reduce(resolve), touched);
+
+    let pinned_facts = pinned_index(facts.clone(), "PriorityFacts");
+    let global_values = facts
+        .flat_map(|fact: Fact| match fact {
+            Fact::Config(p) => Some((Key::Unit, Val::Config(p))),
+            Fact::Cluster { nodes, tres } => Some((Key::Unit, Val::Cluster(nodes, tres))),
+            Fact::AssocPriority { priority, .. } => Some((Key::Unit, Val::AssocPriority(priority))),
+            Fact::Qos { priority, .. } => Some((Key::Unit, Val::QosPriority(priority))),
+            Fact::Partition { rec, .. } => Some((Key::Unit, Val::PartFactor(rec.job_factor))),
+            _ => None,
+        })
+        .concat(
+            resolved
+                .clone()
+                .flat_map(|(_, side): (Key, Side)| match side {
+                    Side::UndefinedPartRef(cat) => Some((Key::Unit, Val::UndefinedPartRef(cat))),
+                    _ => None,
+                }),
+        );
+    let globals = counted(
+        global_values.reduce(|_unit, values, out| globals(values, out)),
+        touched,
+    );
+    let sides = resolved
+        .filter(|(_, side)| matches!(side, Side::Key(_)))
+        .concat(globals)
+        .arrange_by_key();
+
+    // The context joins: association, account, QOS, partition, globals.
+    let stage = jobs.map(|row: JobRow| {
+        (
+            Key::Assoc(row.account.clone(), row.user.clone()),
+            JobCtx {
+                row,
+                ctx: KeyCtx::default(),
+            },
+        )
+    });
+    let stage = counted(
+        stage
+            .arrange_by_key()
+            .join_core(sides.clone(), |_key, job: &JobCtx, side: &Side| {
+                let Side::Key(kc) = side else { return None };
+                let mut job = job.clone();
+                job.ctx.fairshare_bits = kc.fairshare_bits;
+                job.ctx.assoc_priority = kc.assoc_priority;
+                Some((Key::Account(job.row.account.clone()), job))
+            }),
+        touched,
+    );
+    let stage = counted(
+        stage
+            .arrange_by_key()
+            .join_core(sides.clone(), |_key, job: &JobCtx, side: &Side| {
+                let Side::Key(kc) = side else { return None };
+                let mut job = job.clone();
+                job.ctx.account_priority = kc.account_priority;
+                Some((Key::Qos(job.row.qos.clone()), job))
+            }),
+        touched,
+    );
+    let stage = counted(
+        stage
+            .arrange_by_key()
+            .join_core(sides.clone(), |_key, job: &JobCtx, side: &Side| {
+                let Side::Key(kc) = side else { return None };
+                let mut job = job.clone();
+                job.ctx.qos_priority = kc.qos_priority;
+                Some((Key::Partition(job.row.partition.clone()), job))
+            }),
+        touched,
+    );
+    let stage = counted(
+        stage
+            .arrange_by_key()
+            .join_core(sides.clone(), |_key, job: &JobCtx, side: &Side| {
+                let Side::Key(kc) = side else { return None };
+                let mut job = job.clone();
+                job.ctx.partition = kc.partition.clone();
+                Some((Key::Unit, job))
+            }),
+        touched,
+    );
+    let records = counted(
+        stage
+            .arrange_by_key()
+            .join_core(sides, |_key, job: &JobCtx, side: &Side| {
+                let Side::Globals(g) = side else { return None };
+                let record = record::build_record(job, g);
+                Some((record.job.clone(), record))
+            }),
+        touched,
+    );
+
+    let pinned_records = arrange_core::<
+        _,
+        _,
+        ValBatcher<String, PriorityRecord, Time, isize>,
+        ValSpine<_, _, _, _>,
+    >(
+        records.inner.clone(),
+        Exchange::new(|_: &((String, PriorityRecord), Time, isize)| 0u64),
+        "PriorityRecords",
+        ValBatcher::new,
+    );
+    let entries = counted(
+        records.flat_map(|(_, r): (String, PriorityRecord)| {
+            (r.class != RankClass::Unranked).then_some((Reverse(r.key_hi), r))
+        }),
+        touched,
+    );
+    let fifo = pinned_index(
+        entries
+            .clone()
+            .map(|(_, r)| (Reverse(u64::MAX - ordered_submit(r.submit_at)), r)),
+        "PriorityFifo",
+    );
+    let uncapped = pinned_index(
+        entries
+            .clone()
+            .filter(|(_, r)| r.class == RankClass::Uncapped),
+        "PriorityUncapped",
+    );
+    let capped = pinned_index(
+        entries.filter(|(_, r)| r.class == RankClass::Capped),
+        "PriorityCapped",
+    );
+    PriorityOutputs {
+        records: pinned_records,
+        uncapped,
+        capped,
+        fifo,
+        facts: pinned_facts,
+    }
+}
+
+/// Submit times as order-preserving `u64`.
+fn ordered_submit(t: Time64) -> u64 {
+    (t as u64) ^ (1 << 63)
+}
+
+/// Every live entry of a pinned index, in order.
+fn all_live<K>(trace: &mut QueueTrace<K>) -> Vec<K>
+where
+    K: differential_dataflow::ExchangeData,
+{
+    let mut upper = Antichain::new();
+    trace.read_upper(&mut upper);
+    let Some(batches) = trace.batches_through(upper.borrow()) else {
+        return Vec::new();
+    };
+    let (mut cursor, storage) = cursor_list(batches);
+    let mut out = Vec::new();
+    while let Some(key) = cursor.get_key(&storage) {
+        let mut count = 0isize;
+        cursor.map_times(&storage, |_, diff| count += *diff);
+        if count > 0 {
+            out.push(key.clone());
+        }
+        cursor.step_key(&storage);
+    }
+    out
+}
+
+/// Reads the priority outputs on worker 0 (after the probe passed the
+/// batch); keeps Slurm's `INCR_ONLY` memory.
+pub struct PriorityReader {
+    records: RecordTrace,
+    uncapped: QueueTrace<Entry>,
+    capped: QueueTrace<Entry>,
+    fifo: QueueTrace<Entry>,
+    facts: QueueTrace<Fact>,
+    /// `INCR_ONLY` memory: job -> (stay, floor).
+    floors: BTreeMap<String, ((Time64, u32), u64)>,
+}
+
+/// A lazily grown prefix of a queue index.
+struct IndexPrefix {
+    entries: Vec<Entry>,
+    position: usize,
+    exhausted: bool,
+}
+
+impl IndexPrefix {
+    fn new() -> Self {
+        IndexPrefix {
+            entries: Vec::new(),
+            position: 0,
+            exhausted: false,
+        }
+    }
+
+    /// The next unread entry; grows the prefix (doubling) when needed.
+    fn peek(&mut self, trace: &mut QueueTrace<Entry>) -> Option<&Entry> {
+        if self.position == self.entries.len() && !self.exhausted {
+            let want = (2 * self.entries.len()).max(16);
+            self.entries = first_live(trace, want);
+            self.exhausted = self.entries.len() < want;
+        }
+        self.entries.get(self.position)
+    }
+}
+
+impl PriorityReader {
+    /// A reader over worker 0's traces of [`PriorityOutputs`].
+    pub fn new(
+        records: RecordTrace,
+        uncapped: QueueTrace<Entry>,
+        capped: QueueTrace<Entry>,
+        fifo: QueueTrace<Entry>,
+        facts: QueueTrace<Fact>,
+    ) -> Self {
+        PriorityReader {
+            records,
+            uncapped,
+            capped,
+            fifo,
+            facts,
+            floors: BTreeMap::new(),
+        }
+    }
+
+    /// Let the traces forget history before `time` (call every round).
+    pub fn advance_compaction(&mut self, time: Time) {
+        let frontier = [time];
+        self.records
+            .set_logical_compaction(AntichainRef::new(&frontier));
+        self.records
+            .set_physical_compaction(AntichainRef::new(&frontier));
+        advance_compaction(&mut self.uncapped, time);
+        advance_compaction(&mut self.capped, time);
+        advance_compaction(&mut self.fifo, time);
+        advance_compaction(&mut self.facts, time);
+    }
+
+    /// Every record with a positive count, in job-id order.
+    pub fn records(&mut self) -> Vec<PriorityRecord> {
+        self.scan_records(usize::MAX)
+    }
+
+    /// The first `limit` records with a positive count, in job-id order.
+    fn scan_records(&mut self, limit: usize) -> Vec<PriorityRecord> {
+        let mut upper = Antichain::new();
+        self.records.read_upper(&mut upper);
+        let Some(batches) = self.records.batches_through(upper.borrow()) else {
+            return Vec::new();
+        };
+        let (mut cursor, storage) = cursor_list(batches);
+        let mut out = Vec::new();
+        while cursor.get_key(&storage).is_some() && out.len() < limit {
+            while let Some(value) = cursor.get_val(&storage) {
+                let mut count = 0isize;
+                cursor.map_times(&storage, |_, diff| count += *diff);
+                if count > 0 {
+                    out.push(value.clone());
+                }
+                cursor.step_val(&storage);
+            }
+            cursor.step_key(&storage);
+        }
+        out
+    }
+
+    /// One job's record, if the job is active.
+    pub fn record(&mut self, job: &str) -> Option<PriorityRecord> {
+        let mut upper = Antichain::new();
+        self.records.read_upper(&mut upper);
+        let batches = self.records.batches_through(upper.borrow())?;
+        let (mut cursor, storage) = cursor_list(batches);
+        let key = job.to_string();
+        cursor.seek_key(&storage, &key);
+        if cursor.get_key(&storage) != Some(&key) {
+            return None;
+        }
+        while let Some(value) = cursor.get_val(&storage) {
+            let mut count = 0isize;
+            cursor.map_times(&storage, |_, diff| count += *diff);
+            if count > 0 {
+                return Some(value.clone());
+            }
+            cursor.step_val(&storage);
+        }
+        None
+    }
+
+    fn floor_of(&self, record: &PriorityRecord) -> Option<u64> {
+        self.floors
+            .get(&record.job)
+            .filter(|(stay, _)| *stay == record.stay)
+            .map(|(_, floor)| *floor)
+    }
+
+    /// One job's priority and factors at `now` (`explain`, `sprio -j`):
+    /// `None` when the job is not active or not listed. Slurm and Flux: one
+    /// cursor seek; Moab: `O(active jobs)` (per-user running totals).
+    pub fn job(&mut self, job: &str, now: Time64) -> Option<JobPriority> {
+        let record = self.record(job)?;
+        if record.model == PriorityModel::Moab {
+            return self.evaluate_all(now).into_iter().find(|p| p.job == job);
+        }
+        let floor = self.floor_of(&record);
+        record.evaluate(now, floor)
+    }
+
+    /// Every listed job's priority at `now`, in job-id order (the oracle's
+    /// `priority::evaluate`). `O(active jobs)`.
+    pub fn evaluate_all(&mut self, now: Time64) -> Vec<JobPriority> {
+        let records = self.records();
+        if records
+            .first()
+            .is_some_and(|r| r.model == PriorityModel::Moab)
+        {
+            let facts = all_live(&mut self.facts);
+            return moab::evaluate(&records, &facts, now);
+        }
+        records
+            .iter()
+            .filter_map(|r| r.evaluate(now, self.floor_of(r)))
+            .collect()
+    }
+
+    /// The oracle's `remember_incr_only` at `now`: each pending job's floor
+    /// becomes the larger of it and its priority now; floors of jobs no
+    /// longer queued are dropped; without Slurm's `INCR_ONLY` every floor is
+    /// forgotten. `O(active jobs)`.
+    pub fn remember_incr_only(&mut self, now: Time64) {
+        let records = self.records();
+        let on = records
+            .first()
+            .is_some_and(|r| r.incr_only && r.model == PriorityModel::Slurm);
+        if !on {
+            self.floors.clear();
+            return;
+        }
+        let mut next: BTreeMap<String, ((Time64, u32), u64)> = BTreeMap::new();
+        for record in &records {
+            let floor = self.floor_of(record);
+            let mut kept = floor;
+            if let Some(p) = record.evaluate(now, floor) {
+                if p.state == JobState::Pending {
+                    kept = Some(floor.map_or(p.priority, |f| f.max(p.priority)));
+                }
+            }
+            if let Some(value) = kept {
+                if record.phase != Phase::Running {
+                    next.insert(record.job.clone(), (record.stay, value));
+                }
+            }
+        }
+        self.floors = next;
+    }
+
+    /// The first `k` jobs of the ranked queue at `now`, exactly the oracle's
+    /// `priority::queue(..)[..k]` (see the module documentation).
+    pub fn top(&mut self, k: usize, now: Time64) -> Vec<JobPriority> {
+        if k == 0 {
+            return Vec::new();
+        }
+        let Some(first) = self.scan_records(1).pop() else {
+            return Vec::new();
+        };
+        let full_scan = first.model == PriorityModel::Moab
+            || (first.incr_only && first.model == PriorityModel::Slurm);
+        if full_scan {
+            let mut all: Vec<JobPriority> = self
+                .evaluate_all(now)
+                .into_iter()
+                .filter(|p| p.state == JobState::Pending)
+                .collect();
+            all.sort_by_cached_key(JobPriority::queue_key);
+            all.truncate(k);
+            return all;
+        }
+        let floor = match first.model {
+            PriorityModel::Slurm => 1,
+            _ => 0,
+        };
+        let mut u = IndexPrefix::new();
+        let mut c = IndexPrefix::new();
+        let mut best: Vec<JobPriority> = Vec::with_capacity(k + 1);
+        loop {
+            let bound_u = u.peek(&mut self.uncapped).map(|(_, r)| r.upper_bound(now));
+            let bound_c = c.peek(&mut self.capped).map(|(_, r)| r.upper_bound(now));
+            let (from_uncapped, bound) = match (bound_u, bound_c) {
+                (None, None) => break,
+                (Some(a), None) => (true, a),
+                (None, Some(b)) => (false, b),
+                (Some(a), Some(b)) => {
+                    if a >= b {
+                        (true, a)
+                    } else {
+                        (false, b)
+                    }
+                }
+            };
+            if best.len() >= k {
+                let kth = best[k - 1].priority;
+                if kth > floor && bound < kth as f64 - 1.0 {
+                    return best;
+                }
+            }
+            if bound < floor as f64 {
+                // Every unread job is at the floor: fewer than `k` jobs are
+                // above it, and `best` holds them all.
+                return self.fill_from_floor(best, k, floor, now);
+            }
+            let prefix = if from_uncapped { &mut u } else { &mut c };
+            let record = prefix.entries[prefix.position].1.clone();
+            prefix.position += 1;
+            if let Some(p) = record.evaluate(now, None) {
+                let key = p.queue_key();
+                let at = best.partition_point(|q| q.queue_key() < key);
+                if at < k {
+                    best.insert(at, p);
+                    best.truncate(k);
+                }
+            }
+        }
+        best
+    }
+
+    /// Complete `best` (every ranked job above the floor, fewer than `k`)
+    /// with jobs at the floor in queue order (submit time, then job id),
+    /// read from the submit-time index: `O(k + jobs above the floor)`.
+    fn fill_from_floor(
+        &mut self,
+        mut best: Vec<JobPriority>,
+        k: usize,
+        floor: u64,
+        now: Time64,
+    ) -> Vec<JobPriority> {
+        best.retain(|p| p.priority > floor);
+        let above: std::collections::BTreeSet<String> =
+            best.iter().map(|p| p.job.clone()).collect();
+        let mut fifo = IndexPrefix::new();
+        // Jobs submitted in the same second, ordered by job id when complete.
+        let mut group: Vec<JobPriority> = Vec::new();
+        let mut group_second: Option<u64> = None;
+        loop {
+            let next = fifo.peek(&mut self.fifo).cloned();
+            let second = next.as_ref().map(|(Reverse(key), _)| *key);
+            if second != group_second {
+                group.sort_by_cached_key(JobPriority::queue_key);
+                best.append(&mut group);
+                if best.len() >= k {
+                    break;
+                }
+                group_second = second;
+            }
+            let Some((_, record)) = next else {
+                break;
+            };
+            fifo.position += 1;
+            if above.contains(&record.job) {
+                continue;
+            }
+            if let Some(p) = record.evaluate(now, None) {
+                group.push(p);
+            }
+        }
+        best.truncate(k);
+        best
+    }
+}

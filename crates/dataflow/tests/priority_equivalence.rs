@@ -1,0 +1,753 @@
+//! The incremental job-priority dataflow (`fairflow_dataflow::priority`)
+//! against the oracle (`fairflow_oracle::priority`): seeded random streams of
+//! submits, updates, holds, releases, cancels, starts, ends, requeues, usage
+//! (fair-share changes), QOS, partition, association and cluster changes,
+//! configuration changes and time passing (across age caps and begin times),
+//! applied batch by batch to both. After every batch, every listed job's
+//! `JobPriority` and the top `k` (1, 10, all) must be equal, for 1, 2 and 4
+//! workers, under Slurm (with and without `INCR_ONLY`, `CALCULATE_RUNNING`,
+//! `ACCRUE_ALWAYS`, all weights 0) and Flux.
+//!
+//! The test driver derives the dataflow's inputs from the oracle's state
+//! after each batch (jobs, configuration, cluster, QOS, partitions,
+//! association priorities, and the oracle's `fairshare::user_factors`) and
+//! sends only the differences from what it sent before, so the dataflow is
+//! updated incrementally. It keeps the `begun`/`age_capped` flags with the
+//! `crossings` helper and checks that `Crossings::due` names every job whose
+//! flags flipped by time alone. A *lazy* variant never sets `age_capped`:
+//! the reader must stay exact (it only reads more).
+//!
+//! `FAIRFLOW_HEAVY=1` runs more seeds and longer streams.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use differential_dataflow::input::Input;
+use fairflow_dataflow::priority::crossings::{age_capped_at, begun_at, next_crossing, Crossings};
+use fairflow_dataflow::priority::{
+    build, tres_bits, Fact, JobRow, PartitionRec, Phase, PriorityInputs, PriorityParams,
+    PriorityReader, TouchCounter,
+};
+use fairflow_ingest::reader::read_events;
+use fairflow_model::report::JobPriority;
+use fairflow_model::{Config, PriorityModel};
+use fairflow_oracle::priority::moab::credential_usage;
+use fairflow_oracle::priority::slurm::assoc_priority;
+use fairflow_oracle::state::JobPhase;
+use fairflow_oracle::{fairshare, priority, Replay, State};
+use timely::dataflow::operators::probe::Handle;
+use timely::dataflow::operators::Probe;
+
+/// A small deterministic generator (xorshift64*).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+    fn chance(&mut self, percent: u64) -> bool {
+        self.below(100) < percent
+    }
+    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+        &items[self.below(items.len() as u64) as usize]
+    }
+}
+
+const T0: i64 = 1_700_000_000;
+const ASSOCS: [(&str, &str); 6] = [
+    ("a", "u1"),
+    ("a", "u2"),
+    ("b", "u3"),
+    ("c", "u4"),
+    ("c", "u1"),
+    ("root", "u5"),
+];
+
+fn setup(model_config: &str) -> Vec<String> {
+    let mut lines = vec![
+        format!(r#"{{"op":"config","t":{T0},"set":{model_config}}}"#),
+        format!(r#"{{"op":"account","t":{T0},"name":"a","shares":3,"priority":10}}"#),
+        format!(r#"{{"op":"account","t":{T0},"name":"b","shares":1}}"#),
+        format!(r#"{{"op":"account","t":{T0},"name":"c","parent":"a","shares":2,"priority":40}}"#),
+        format!(r#"{{"op":"qos","t":{T0},"name":"q1","priority":100}}"#),
+        format!(r#"{{"op":"qos","t":{T0},"name":"q2","priority":0}}"#),
+        format!(
+            r#"{{"op":"partition","t":{T0},"name":"p1","priority_job_factor":2,"priority":5}}"#
+        ),
+        format!(
+            r#"{{"op":"partition","t":{T0},"name":"p2","priority_job_factor":1,"max_time":7200,"tres":{{"cpu":64,"gres/gpu":4}}}}"#
+        ),
+        format!(r#"{{"op":"cluster","t":{T0},"nodes":8,"tres":{{"cpu":256,"gres/gpu":16}}}}"#),
+    ];
+    for (account, user) in ASSOCS {
+        lines.push(format!(
+            r#"{{"op":"user","t":{T0},"user":"{user}","account":"{account}","shares":{}}}"#,
+            user.len() % 3 + 1
+        ));
+    }
+    lines
+}
+
+fn job_spec(rng: &mut Rng, t: i64) -> String {
+    let mut fields = Vec::new();
+    if rng.chance(80) {
+        fields.push(format!(
+            r#""partition":"{}""#,
+            rng.pick(&["p1", "p2", "p3"])
+        ));
+    }
+    if rng.chance(70) {
+        fields.push(format!(r#""qos":"{}""#, rng.pick(&["q1", "q2", "q3"])));
+    }
+    if rng.chance(80) {
+        let gpu = if rng.chance(30) {
+            format!(r#","gres/gpu":{}"#, rng.below(4) + 1)
+        } else {
+            String::new()
+        };
+        fields.push(format!(
+            r#""tres":{{"cpu":{},"node":{}{gpu}}}"#,
+            rng.below(64) + 1,
+            rng.below(4) + 1
+        ));
+    }
+    if rng.chance(40) {
+        fields.push(format!(r#""time_limit":{}"#, 600 * (rng.below(12) + 1)));
+    }
+    if rng.chance(20) {
+        fields.push(format!(r#""nice":{}"#, rng.below(200) as i64 - 100));
+    }
+    if rng.chance(10) {
+        fields.push(format!(r#""site_factor":{}"#, rng.below(500)));
+    }
+    if rng.chance(15) {
+        let urgency = *rng.pick(&[0u64, 8, 16, 20, 31]);
+        fields.push(format!(r#""urgency":{urgency}"#));
+    }
+    if rng.chance(15) {
+        fields.push(format!(r#""begin":{}"#, t + rng.below(2400) as i64));
+    }
+    if rng.chance(15) {
+        fields.push(format!(
+            r#""user_priority":{}"#,
+            rng.below(1500) as i64 - 1200
+        ));
+    }
+    fields.join(",")
+}
+
+fn with_comma(spec: String) -> String {
+    if spec.is_empty() {
+        spec
+    } else {
+        format!(",{spec}")
+    }
+}
+
+/// One batch of events at time `t`, chosen against the oracle's state so
+/// that most are accepted.
+fn batch(
+    rng: &mut Rng,
+    state: &State,
+    t: i64,
+    next_id: &mut u64,
+    config_changes: &[&str],
+) -> Vec<String> {
+    let mut lines = Vec::new();
+    let jobs: Vec<(&String, JobPhase)> = state.jobs.iter().map(|(id, j)| (id, j.phase)).collect();
+    let of = |want: fn(&JobPhase) -> bool| -> Vec<String> {
+        jobs.iter()
+            .filter(|(_, p)| want(p))
+            .map(|(id, _)| (*id).clone())
+            .collect()
+    };
+    let pending = of(|p| matches!(p, JobPhase::Pending));
+    let held = of(|p| matches!(p, JobPhase::Held));
+    let running = of(|p| matches!(p, JobPhase::Running { .. }));
+    let queued: Vec<String> = pending.iter().chain(&held).cloned().collect();
+    for _ in 0..rng.below(8) + 1 {
+        let roll = rng.below(100);
+        let line = match roll {
+            0..=29 => {
+                *next_id += 1;
+                let id = if rng.chance(15) {
+                    format!("j{}", next_id)
+                } else {
+                    next_id.to_string()
+                };
+                let (account, user) = *rng.pick(&ASSOCS);
+                format!(
+                    r#"{{"op":"submit","t":{t},"job":"{id}","user":"{user}","account":"{account}"{}}}"#,
+                    with_comma(job_spec(rng, t))
+                )
+            }
+            30..=37 if !queued.is_empty() => {
+                let spec = job_spec(rng, t);
+                if spec.is_empty() {
+                    continue;
+                }
+                format!(
+                    r#"{{"op":"update","t":{t},"job":"{}",{spec}}}"#,
+                    rng.pick(&queued)
+                )
+            }
+            38..=42 if !pending.is_empty() => {
+                format!(r#"{{"op":"hold","t":{t},"job":"{}"}}"#, rng.pick(&pending))
+            }
+            43..=46 if !held.is_empty() => {
+                format!(r#"{{"op":"release","t":{t},"job":"{}"}}"#, rng.pick(&held))
+            }
+            47..=50 if !queued.is_empty() => {
+                format!(r#"{{"op":"cancel","t":{t},"job":"{}"}}"#, rng.pick(&queued))
+            }
+            51..=58 if !pending.is_empty() => {
+                format!(r#"{{"op":"start","t":{t},"job":"{}"}}"#, rng.pick(&pending))
+            }
+            59..=63 if !running.is_empty() => {
+                format!(r#"{{"op":"end","t":{t},"job":"{}"}}"#, rng.pick(&running))
+            }
+            64..=67 if !running.is_empty() => {
+                format!(
+                    r#"{{"op":"requeue","t":{t},"job":"{}"}}"#,
+                    rng.pick(&running)
+                )
+            }
+            68..=77 => {
+                let (account, user) = *rng.pick(&ASSOCS);
+                format!(
+                    r#"{{"op":"usage","t":{t},"account":"{account}","user":"{user}","amount":{}}}"#,
+                    rng.below(100_000) + 1
+                )
+            }
+            78..=81 => format!(
+                r#"{{"op":"qos","t":{t},"name":"{}","priority":{}}}"#,
+                rng.pick(&["q1", "q2", "q4"]),
+                rng.below(300)
+            ),
+            82..=85 => format!(
+                r#"{{"op":"partition","t":{t},"name":"{}","priority_job_factor":{},"priority":{}}}"#,
+                rng.pick(&["p1", "p2", "p4"]),
+                rng.below(5),
+                rng.below(50)
+            ),
+            86..=88 => {
+                let (account, user) = *rng.pick(&ASSOCS);
+                if rng.chance(50) {
+                    format!(
+                        r#"{{"op":"user","t":{t},"user":"{user}","account":"{account}","priority":{}}}"#,
+                        rng.below(100)
+                    )
+                } else {
+                    format!(
+                        r#"{{"op":"account","t":{t},"name":"{}","priority":{}}}"#,
+                        rng.pick(&["a", "b", "c"]),
+                        rng.below(100)
+                    )
+                }
+            }
+            89..=90 => format!(
+                r#"{{"op":"cluster","t":{t},"nodes":{},"tres":{{"cpu":{},"gres/gpu":{}}}}}"#,
+                rng.below(16) + 1,
+                32 * (rng.below(16) + 1),
+                rng.below(16)
+            ),
+            91..=93 if !config_changes.is_empty() => format!(
+                r#"{{"op":"config","t":{t},"set":{}}}"#,
+                rng.pick(config_changes)
+            ),
+            _ => format!(r#"{{"op":"tick","t":{t}}}"#),
+        };
+        lines.push(line);
+    }
+    lines
+}
+
+/// The dataflow's inputs derived from the oracle's state at `now`.
+fn derive(state: &State, now: i64, lazy_caps: bool) -> (BTreeMap<String, JobRow>, BTreeSet<Fact>) {
+    let params = PriorityParams::from_config(&state.config);
+    let mut jobs = BTreeMap::new();
+    for job in state.jobs.values() {
+        let phase = match job.phase {
+            JobPhase::Pending => Phase::Pending,
+            JobPhase::Held => Phase::Held,
+            JobPhase::Running { .. } => Phase::Running,
+        };
+        let tres = match (&job.phase, &job.allocated) {
+            (JobPhase::Running { .. }, Some(allocated)) => allocated.clone(),
+            _ => job.spec.tres.clone().unwrap_or_default(),
+        };
+        let mut row = JobRow {
+            id: job.id.clone(),
+            user: job.user.clone(),
+            account: job.account.clone(),
+            partition: job.partition().to_string(),
+            qos: job.qos().to_string(),
+            phase,
+            submit_at: job.submit_at,
+            queued_at: job.queued_at,
+            begin: job.spec.begin,
+            begun: false,
+            age_capped: false,
+            start_count: job.start_count,
+            tres: tres_bits(&tres),
+            time_limit_secs: job.spec.time_limit_secs,
+            nice: job.spec.nice,
+            site_factor: job.spec.site_factor,
+            urgency: job.spec.urgency,
+            user_priority: job.spec.user_priority,
+            group: job.spec.group.clone(),
+            bypass_count: job.spec.bypass_count,
+            deadline: job.spec.deadline,
+            soft_policy_violation: job.spec.soft_policy_violation,
+            attributes: job.spec.attributes.clone(),
+            started_at: job.started_at,
+        };
+        row.begun = begun_at(&row, now);
+        row.age_capped = !lazy_caps && age_capped_at(&params, &row, now);
+        jobs.insert(row.id.clone(), row);
+    }
+    let mut facts = BTreeSet::new();
+    facts.insert(Fact::Config(params));
+    facts.insert(Fact::Cluster {
+        nodes: state.cluster.nodes,
+        tres: tres_bits(&state.cluster.tres),
+    });
+    for ((account, user), factor) in fairshare::user_factors(state) {
+        facts.insert(Fact::Fairshare {
+            account,
+            user,
+            factor_bits: factor.to_bits(),
+        });
+    }
+    for (name, account) in &state.accounts {
+        facts.insert(Fact::AssocPriority {
+            account: name.clone(),
+            user: None,
+            priority: assoc_priority(state, name, None),
+        });
+        if let Some(priority) = account.priority {
+            facts.insert(Fact::AccountPriority {
+                account: name.clone(),
+                priority,
+            });
+        }
+    }
+    for (account, user) in state.users.keys() {
+        facts.insert(Fact::AssocPriority {
+            account: account.clone(),
+            user: Some(user.clone()),
+            priority: assoc_priority(state, account, Some(user)),
+        });
+    }
+    for (name, qos) in &state.qos {
+        facts.insert(Fact::Qos {
+            name: name.clone(),
+            priority: qos.priority,
+        });
+    }
+    for (name, p) in &state.partitions {
+        facts.insert(Fact::Partition {
+            name: name.clone(),
+            rec: PartitionRec {
+                job_factor: p.priority_job_factor,
+                priority: p.priority,
+                max_time_secs: p.max_time_secs,
+                tres: p.tres.as_ref().map(tres_bits),
+            },
+        });
+    }
+    if state.config.model == PriorityModel::Moab {
+        let usage = credential_usage(state);
+        facts.insert(Fact::MoabUsageTotal(usage.total));
+        for ((kind, name), usage) in usage.by_credential {
+            facts.insert(Fact::MoabUsage { kind, name, usage });
+        }
+        for (user, (used, requested)) in &state.wallclock_accuracy {
+            facts.insert(Fact::WallclockAccuracy {
+                user: user.clone(),
+                used_bits: used.to_bits(),
+                requested_bits: requested.to_bits(),
+            });
+        }
+    }
+    (jobs, facts)
+}
+
+/// A scenario: the model's configuration and the configuration changes the
+/// stream may make.
+#[derive(Clone)]
+struct Scenario {
+    name: &'static str,
+    config: &'static str,
+    changes: &'static [&'static str],
+    lazy_caps: bool,
+}
+
+fn scenarios() -> Vec<Scenario> {
+    vec![
+        Scenario {
+            name: "slurm",
+            config: r#"{"PriorityWeightAge":1000,"PriorityMaxAge":"1:00:00","PriorityWeightAssoc":500,"PriorityWeightFairshare":10000,"PriorityWeightJobSize":200,"PriorityWeightPartition":300,"PriorityWeightQOS":400,"PriorityWeightTRES":"CPU=10,GRES/gpu=50"}"#,
+            changes: &[
+                r#"{"PriorityWeightAge":3000}"#,
+                r#"{"PriorityMaxAge":"0:20:00"}"#,
+                r#"{"PriorityFlags":"ACCRUE_ALWAYS"}"#,
+                r#"{"PriorityFlags":"CALCULATE_RUNNING,NO_NORMAL_QOS"}"#,
+                r#"{"PriorityFlags":""}"#,
+                r#"{"PriorityFavorSmall":"YES"}"#,
+                r#"{"PriorityFlags":"SMALL_RELATIVE_TO_TIME,NO_NORMAL_PART"}"#,
+                r#"{"PriorityWeightFairshare":0}"#,
+            ],
+            lazy_caps: false,
+        },
+        Scenario {
+            name: "slurm-lazy-caps",
+            config: r#"{"PriorityWeightAge":5000,"PriorityMaxAge":"0:30:00","PriorityWeightFairshare":2000,"PriorityWeightQOS":100}"#,
+            changes: &[
+                r#"{"PriorityMaxAge":"0:10:00"}"#,
+                r#"{"PriorityWeightAge":0}"#,
+            ],
+            lazy_caps: true,
+        },
+        Scenario {
+            name: "slurm-incr-only",
+            config: r#"{"PriorityFlags":"INCR_ONLY,CALCULATE_RUNNING,ACCRUE_ALWAYS","PriorityWeightAge":1000,"PriorityMaxAge":"1:00:00","PriorityWeightFairshare":10000,"PriorityWeightQOS":400}"#,
+            changes: &[
+                r#"{"PriorityWeightFairshare":20000}"#,
+                r#"{"PriorityFlags":"INCR_ONLY"}"#,
+                r#"{"PriorityFlags":""}"#,
+                r#"{"PriorityFlags":"INCR_ONLY,ACCRUE_ALWAYS"}"#,
+            ],
+            lazy_caps: false,
+        },
+        Scenario {
+            // Coarse factors and a tiny age weight: many jobs share an
+            // integer priority (truncation) and are ordered by submit time
+            // and id, so the reader must read every tie.
+            name: "slurm-ties",
+            config: r#"{"PriorityWeightAge":3,"PriorityMaxAge":"0:30:00","PriorityWeightQOS":1000,"PriorityWeightPartition":1000}"#,
+            changes: &[
+                r#"{"PriorityWeightAge":1}"#,
+                r#"{"PriorityWeightAge":2000}"#,
+            ],
+            lazy_caps: false,
+        },
+        Scenario {
+            // Moab with XFACTOR weight 0: FIFO queue time, credentials,
+            // fair-share targets, resources, attributes.
+            name: "moab",
+            config: r#"{"PriorityModel":"moab","PriorityDecayHalfLife":"1:00:00","CREDWEIGHT":2,"USERWEIGHT":1,"QOSWEIGHT":3,"CLASSWEIGHT":5,"ACCOUNTWEIGHT":1,"USERCFG[u1]":"PRIORITY=200 FSTARGET=30","QOSCFG[q1]":"PRIORITY=50 QTWEIGHT=2 QTTARGET=1:00:00","FSUSERWEIGHT":10,"FSGROUPWEIGHT":1,"GROUPCFG[a]":"FSTARGET=40-","FSJPUWEIGHT":3,"FSPSPUWEIGHT":1,"WCACCURACYWEIGHT":100,"PROCWEIGHT":2,"PEWEIGHT":1,"BYPASSWEIGHT":10,"STARTCOUNTWEIGHT":100,"DEADLINEWEIGHT":1000,"SPVIOLATIONWEIGHT":-500,"USERPRIOWEIGHT":1,"TARGETQUEUETIMEWEIGHT":1,"ATTRATTRWEIGHT":1,"ATTRSTATEWEIGHT":1,"ATTRGRESWEIGHT":1,"JOBPRIOF":"STATE[Idle]=7 ATTR[gpfs]=30 GRES[gpu]=400","USAGEEXECUTIONTIMEWEIGHT":1}"#,
+            changes: &[
+                r#"{"SERVCAP":5000}"#,
+                r#"{"QUEUETIMECAP":60}"#,
+                r#"{"FSWEIGHT":3}"#,
+            ],
+            lazy_caps: false,
+        },
+        Scenario {
+            name: "moab-xfactor",
+            config: r#"{"PriorityModel":"moab","XFACTORWEIGHT":100,"XFMINWCLIMIT":"0:30:00","QOSCFG[q2]":"XFWEIGHT=50 XFTARGET=3","TARGETXFACTORWEIGHT":2,"FSWEIGHT":1,"FSUSERWEIGHT":5,"USERCFG[u3]":"FSTARGET=20+"}"#,
+            changes: &[
+                r#"{"XFACTORWEIGHT":0}"#,
+                r#"{"XFACTORWEIGHT":300}"#,
+                r#"{"XFACTORCAP":500}"#,
+            ],
+            lazy_caps: false,
+        },
+        Scenario {
+            name: "slurm-zero-weights",
+            config: r#"{"PriorityFlags":""}"#,
+            changes: &[r#"{"PriorityWeightQOS":10}"#, r#"{"PriorityWeightQOS":0}"#],
+            lazy_caps: false,
+        },
+        Scenario {
+            name: "flux",
+            config: r#"{"PriorityModel":"flux","FluxWeightWaitTime":5000,"FluxMaxWaitTime":"1:00:00","FluxWeightBank":10,"FluxWeightQOS":300,"FluxWeightJobSize":100,"FluxWeightUser":2000}"#,
+            changes: &[
+                r#"{"FluxWeightWaitTime":-2000}"#,
+                r#"{"FluxMaxWaitTime":"0:15:00"}"#,
+                r#"{"FluxWeightFairshare":1000}"#,
+                r#"{"FluxWeightUrgency":0}"#,
+            ],
+            lazy_caps: false,
+        },
+    ]
+}
+
+fn compare(what: &str, got: &[JobPriority], want: &[JobPriority]) -> Result<(), String> {
+    if got == want {
+        return Ok(());
+    }
+    let first = got
+        .iter()
+        .zip(want)
+        .position(|(g, w)| g != w)
+        .unwrap_or(got.len().min(want.len()));
+    Err(format!(
+        "{what}: {} vs {} entries; first difference at {first}:\n got  {:?}\n want {:?}",
+        got.len(),
+        want.len(),
+        got.get(first),
+        want.get(first)
+    ))
+}
+
+/// Run one scenario with `workers` workers; returns the mean touched records
+/// per batch, or the first difference.
+fn run(scenario: &Scenario, seed: u64, workers: usize, batches: usize) -> Result<f64, String> {
+    let scenario = scenario.clone();
+    let guards = timely::execute(timely::Config::process(workers), move |worker| {
+        let index = worker.index();
+        let probe = Handle::new();
+        let touched = TouchCounter::new();
+        let (mut jobs_in, mut facts_in, records, uncapped, capped, fifo, pinned_facts) = worker
+            .dataflow::<u64, _, _>(|scope| {
+                let (jobs_in, jobs) = scope.new_collection::<JobRow, isize>();
+                let (facts_in, facts) = scope.new_collection::<Fact, isize>();
+                let out = build(PriorityInputs { jobs, facts }, &touched);
+                out.records.stream.probe_with(&probe);
+                out.uncapped.stream.probe_with(&probe);
+                out.capped.stream.probe_with(&probe);
+                out.facts.stream.probe_with(&probe);
+                out.fifo.stream.probe_with(&probe);
+                (
+                    jobs_in,
+                    facts_in,
+                    out.records.trace,
+                    out.uncapped.trace,
+                    out.capped.trace,
+                    out.fifo.trace,
+                    out.facts.trace,
+                )
+            });
+        if index != 0 {
+            drop((
+                jobs_in,
+                facts_in,
+                records,
+                uncapped,
+                capped,
+                fifo,
+                pinned_facts,
+            ));
+            while worker.step_or_park(None) {}
+            return Ok(0.0);
+        }
+        let mut reader = PriorityReader::new(records, uncapped, capped, fifo, pinned_facts);
+        let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+        let mut replay = Replay::new(Config::default());
+        let mut sent_jobs: BTreeMap<String, JobRow> = BTreeMap::new();
+        let mut sent_facts: BTreeSet<Fact> = BTreeSet::new();
+        let mut crossings = Crossings::new();
+        let mut sent_params: Option<PriorityParams> = None;
+        let mut next_id = 0u64;
+        let mut t = T0;
+        let mut epoch = 1u64;
+        let mut touched_total = 0u64;
+        let mut ranked_seen = 0usize;
+        for round in 0..batches {
+            let lines = if round == 0 {
+                setup(scenario.config)
+            } else {
+                t += match rng.below(10) {
+                    0 => 5000,
+                    1 => 0,
+                    _ => rng.below(900) as i64,
+                };
+                batch(&mut rng, &replay.state, t, &mut next_id, scenario.changes)
+            };
+            // INCR_ONLY memory, exactly where `Replay::feed` takes it.
+            let remember = replay.state.config.flags.incr_only
+                && replay.report.applied > 0
+                && t > replay.state.now;
+            let applied_before = replay.report.applied;
+            let prev_now = replay.state.now;
+            let text = lines.join("\n") + "\n";
+            replay.feed_all(read_events(text.as_bytes()).map(Result::unwrap));
+            if round == 0 && !replay.report.rejected.is_empty() {
+                return Err(format!(
+                    "{}: the setup was rejected: {:?}",
+                    scenario.name, replay.report.rejected
+                ));
+            }
+            if remember && replay.report.applied > applied_before {
+                reader.remember_incr_only(prev_now);
+            }
+            let now = replay.state.now;
+
+            // Inputs: differences from what was sent.
+            let (jobs, facts) = derive(&replay.state, now, scenario.lazy_caps);
+            let params = PriorityParams::from_config(&replay.state.config);
+            let due: BTreeSet<String> = crossings.due(now).into_iter().collect();
+            for (id, row) in &jobs {
+                if let Some(old) = sent_jobs.get(id) {
+                    let only_time = JobRow {
+                        begun: row.begun,
+                        age_capped: row.age_capped,
+                        ..old.clone()
+                    } == *row;
+                    let flipped = old.begun != row.begun || old.age_capped != row.age_capped;
+                    if only_time
+                        && flipped
+                        && sent_params.as_ref() == Some(&params)
+                        && !due.contains(id)
+                    {
+                        return Err(format!(
+                            "{}: job {id}'s flags flipped at {now} but Crossings::due missed it",
+                            scenario.name
+                        ));
+                    }
+                }
+                crossings.schedule(id, next_crossing(&params, row, now));
+            }
+            for id in sent_jobs.keys() {
+                if !jobs.contains_key(id) {
+                    crossings.cancel(id);
+                }
+            }
+            sent_params = Some(params);
+            jobs_in.advance_to(epoch);
+            facts_in.advance_to(epoch);
+            for (id, old) in &sent_jobs {
+                if jobs.get(id) != Some(old) {
+                    jobs_in.remove(old.clone());
+                }
+            }
+            for (id, row) in &jobs {
+                if sent_jobs.get(id) != Some(row) {
+                    jobs_in.insert(row.clone());
+                }
+            }
+            for old in sent_facts.difference(&facts) {
+                facts_in.remove(old.clone());
+            }
+            for new in facts.difference(&sent_facts) {
+                facts_in.insert(new.clone());
+            }
+            sent_jobs = jobs;
+            sent_facts = facts;
+            epoch += 1;
+            jobs_in.advance_to(epoch);
+            facts_in.advance_to(epoch);
+            jobs_in.flush();
+            facts_in.flush();
+            while probe.less_than(&epoch) {
+                worker.step();
+            }
+            reader.advance_compaction(epoch - 1);
+            touched_total += touched.take();
+
+            // Compare with the oracle.
+            let fs = fairshare::user_factors(&replay.state);
+            let want_all = priority::evaluate(&replay.state, &fs);
+            let want_queue = priority::queue(&want_all);
+            let context = format!("{} seed {seed} round {round} t {now}", scenario.name);
+            ranked_seen += want_queue.len();
+            let got_all = reader.evaluate_all(now);
+            compare(&format!("{context}: evaluate"), &got_all, &want_all)?;
+            for k in [1, 10, want_queue.len().max(1)] {
+                let got = reader.top(k, now);
+                let want = &want_queue[..k.min(want_queue.len())];
+                compare(&format!("{context}: top {k}"), &got, want)?;
+            }
+            if let Some(p) = want_all.first() {
+                let got = reader.job(&p.job, now);
+                if got.as_ref() != Some(p) {
+                    return Err(format!("{context}: job {} read {got:?}, want {p:?}", p.job));
+                }
+            }
+        }
+        if !replay.report.rejected.is_empty() && replay.report.applied < batches as u64 {
+            return Err(format!(
+                "{}: too few events applied: {:?}",
+                scenario.name, replay.report
+            ));
+        }
+        if ranked_seen < batches {
+            return Err(format!(
+                "{}: the stream ranked too few jobs ({ranked_seen} over {batches} batches)",
+                scenario.name
+            ));
+        }
+        if std::env::var("FAIRFLOW_PRIORITY_STATS").is_ok() {
+            eprintln!(
+                "{} seed {seed}: {} applied, {} rejected, {ranked_seen} ranked jobs compared",
+                scenario.name,
+                replay.report.applied,
+                replay.report.rejected.len()
+            );
+        }
+        Ok(touched_total as f64 / batches as f64)
+    })
+    .map_err(|e| e.to_string())?;
+    let mut mean = 0.0;
+    for result in guards.join() {
+        let value = result.map_err(|e| format!("worker failed: {e}"))??;
+        mean += value;
+    }
+    Ok(mean)
+}
+
+fn heavy() -> bool {
+    std::env::var("FAIRFLOW_HEAVY").is_ok_and(|v| v == "1")
+}
+
+fn sweep(name: &str) {
+    let scenario = scenarios()
+        .into_iter()
+        .find(|s| s.name == name)
+        .expect("a scenario");
+    let (seeds, batches) = if heavy() { (8, 150) } else { (1, 40) };
+    for seed in 1..=seeds {
+        for workers in [1, 2, 4] {
+            if let Err(e) = run(&scenario, seed, workers, batches) {
+                panic!("{workers} workers: {e}");
+            }
+        }
+    }
+}
+
+#[test]
+fn slurm_equals_the_oracle() {
+    sweep("slurm");
+}
+
+#[test]
+fn slurm_with_lagging_age_caps_equals_the_oracle() {
+    sweep("slurm-lazy-caps");
+}
+
+#[test]
+fn slurm_incr_only_and_calculate_running_equal_the_oracle() {
+    sweep("slurm-incr-only");
+}
+
+#[test]
+fn slurm_with_many_ties_equals_the_oracle() {
+    sweep("slurm-ties");
+}
+
+#[test]
+fn slurm_with_all_weights_zero_equals_the_oracle() {
+    sweep("slurm-zero-weights");
+}
+
+#[test]
+fn moab_equals_the_oracle() {
+    sweep("moab");
+}
+
+#[test]
+fn moab_with_xfactor_equals_the_oracle() {
+    sweep("moab-xfactor");
+}
+
+#[test]
+fn flux_equals_the_oracle() {
+    sweep("flux");
+}
