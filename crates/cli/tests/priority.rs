@@ -129,3 +129,47 @@ fn moab_through_slurm_conf_and_moab_cfg() {
         "RANK|JOBID|USER|ACCOUNT|PRIORITY\n1|1|alice|lab|2880\n2|2|bob|lab|1440\n"
     );
 }
+
+#[test]
+fn moab_targets_accrual_policy_and_multi_partition_rejection_end_to_end() {
+    let dir = std::env::temp_dir().join(format!("fairflow-moab-e2e-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let events = dir.join("events.jsonl");
+    let cfg = dir.join("moab.cfg");
+    std::fs::write(
+        &events,
+        "{\"op\":\"config\",\"t\":0,\"set\":{\"PriorityModel\":\"moab\",\"PriorityDecayHalfLife\":0}}\n\
+         {\"op\":\"account\",\"t\":0,\"name\":\"a\"}\n\
+         {\"op\":\"user\",\"t\":0,\"user\":\"alice\",\"account\":\"a\"}\n\
+         {\"op\":\"submit\",\"t\":0,\"job\":\"1\",\"user\":\"alice\",\"account\":\"a\",\"tres\":{\"cpu\":64}}\n\
+         {\"op\":\"submit\",\"t\":0,\"job\":\"2\",\"user\":\"alice\",\"account\":\"a\",\"tres\":{\"cpu\":96}}\n\
+         {\"op\":\"hold\",\"t\":0,\"job\":\"2\"}\n\
+         {\"op\":\"release\",\"t\":3000,\"job\":\"2\"}\n\
+         {\"op\":\"submit\",\"t\":10,\"job\":\"3\",\"user\":\"alice\",\"account\":\"a\",\"partition\":\"p1,p2\"}\n\
+         {\"op\":\"tick\",\"t\":6000}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        &cfg,
+        "PROCWEIGHT 1\nPRIORITYTARGETPROCCOUNT 64\nJOBPRIOACCRUALPOLICY QUEUEPOLICY\n",
+    )
+    .unwrap();
+    let (events, cfg) = (events.to_str().unwrap(), cfg.to_str().unwrap());
+    let out = fairflow(&["top", "-P", "--events", events, "--moab-cfg", cfg]);
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    // Rejected lines do not change the exit status.
+    assert!(out.status.success(), "{stderr}");
+    // Job 1: 100 queue minutes + PROC 64 (the ideal) = 164. Job 2: held
+    // 0..3000, so 3000 s = 50 min, + PROC 64 - |96 - 64| = 32: 82.
+    assert_eq!(
+        stdout,
+        "RANK|JOBID|USER|ACCOUNT|PRIORITY\n1|1|alice|a|164\n2|2|alice|a|82\n"
+    );
+    // Job 3's two partitions are rejected, naming the line and the field.
+    assert!(
+        stderr.contains("line 8: field `partition`: `p1,p2` lists several partitions"),
+        "{stderr}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

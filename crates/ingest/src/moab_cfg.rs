@@ -99,4 +99,33 @@ mod tests {
         assert_eq!(params.state_priority.get("suspended"), Some(&1000));
         assert!(!config.moab.contains_key("RMPOLLINTERVAL"));
     }
+
+    #[test]
+    fn targets_accrual_policy_and_group_fs_weight_lines_apply() {
+        let text = "PRIORITYTARGETPROCCOUNT  32
+                    PRIORITYTARGETDURATION   1:30:00
+                    JOBPRIOACCRUALPOLICY     ALWAYS
+                    GROUPCFG[staff]          FSWEIGHT=40
+                    GROUPCFG[staff]          PRIORITY=5
+                    USERCFG[john]            FSWEIGHT=40
+";
+        let mut config = Config::default();
+        let rejected = apply_moab_cfg(&mut config, text);
+        // FSWEIGHT is a group attribute: john's line 6 is rejected.
+        assert_eq!(rejected.len(), 1);
+        assert_eq!(
+            (rejected[0].line, rejected[0].field.as_deref()),
+            (6, Some("USERCFG[john]"))
+        );
+        let params = MoabParams::from_map(&config.moab).unwrap();
+        assert_eq!(params.target_proc_count, Some(32));
+        // 1:30:00 = 3600 + 30 * 60 = 5400 s.
+        assert_eq!(params.target_duration_secs, Some(5400));
+        assert_eq!(
+            params.accrual_policy,
+            fairflow_model::moab::AccrualPolicy::Always
+        );
+        let staff = params.credential(Credential::Group, "staff").unwrap();
+        assert_eq!((staff.fs_weight, staff.priority), (40, Some(5)));
+    }
 }

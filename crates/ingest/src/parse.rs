@@ -151,8 +151,20 @@ impl<'a> Fields<'a> {
             ),
             Some(_) => return Err(self.err("attributes", "must be an array of strings")),
         };
+        let partition = self.opt_name("partition")?;
+        if let Some(list) = partition.as_deref().filter(|p| p.contains(',')) {
+            // Slurm's `--partition=p1,p2`: one priority per partition. fairflow
+            // gives a job one partition; taking "p1,p2" as a name would be wrong.
+            return Err(self.err(
+                "partition",
+                format!(
+                    "`{list}` lists several partitions; a job has one partition here \
+                     (multi-partition jobs are not supported)"
+                ),
+            ));
+        }
         Ok(JobSpec {
-            partition: self.opt_name("partition")?,
+            partition,
             qos: self.opt_name("qos")?,
             tres: self.tres("tres")?,
             time_limit_secs: self.opt_u64("time_limit")?,
@@ -414,5 +426,21 @@ mod tests {
             reject(r#"{"op":"cluster","t":1}"#).field.as_deref(),
             Some("nodes")
         );
+    }
+
+    #[test]
+    fn a_multi_partition_job_is_rejected_naming_the_field() {
+        for line in [
+            r#"{"op":"submit","t":1,"job":"1","user":"u","account":"a","partition":"p1,p2"}"#,
+            r#"{"op":"update","t":1,"job":"1","partition":"p1,p2"}"#,
+        ] {
+            let rejection = reject(line);
+            assert_eq!(rejection.field.as_deref(), Some("partition"));
+            assert!(
+                rejection.reason.contains("several partitions"),
+                "{}",
+                rejection.reason
+            );
+        }
     }
 }

@@ -2,8 +2,10 @@
 //! component and subcomponent of `moab-job-priority-factors.txt`, the
 //! credential settings of `USERCFG[x]`, `GROUPCFG[x]`, `ACCOUNTCFG[x]`,
 //! `QOSCFG[x]` and `CLASSCFG[x]` (`PRIORITY`, `FSTARGET`, `QTWEIGHT`,
-//! `XFWEIGHT`, `QTTARGET`, `XFTARGET`), `JOBPRIOF`, `XFMINWCLIMIT`,
-//! `ENABLEPOSUSERPRIORITY` and `FSPOLICY`.
+//! `XFWEIGHT`, `QTTARGET`, `XFTARGET`, and `GROUPCFG[g] FSWEIGHT`),
+//! `JOBPRIOF`, `XFMINWCLIMIT`, `ENABLEPOSUSERPRIORITY`, `FSPOLICY`,
+//! `PRIORITYTARGETPROCCOUNT`, `PRIORITYTARGETDURATION` and
+//! `JOBPRIOACCRUALPOLICY`.
 //!
 //! The configuration keeps Moab parameters as text (`Config::moab`, by name as
 //! written); [`validate_and_merge`] checks a value before it is stored (so a bad
@@ -148,6 +150,36 @@ pub struct CredentialCfg {
     pub qt_target_secs: Option<i64>,
     /// `XFTARGET=` (QOS): the expansion-factor target.
     pub xf_target: Option<f64>,
+    /// `FSWEIGHT=` (GROUP): added to the FS component's weight (`FSWEIGHT`)
+    /// for the jobs of this group.
+    pub fs_weight: i64,
+}
+
+/// `JOBPRIOACCRUALPOLICY`: how a job accrues the effective queue time that
+/// QUEUETIME, XFACTOR, TARGETQUEUETIME and TARGETXFACTOR read.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum AccrualPolicy {
+    /// `ALWAYS`: from the job's (last) queue entry, whatever happens after:
+    /// time held and time before its begin time count.
+    Always,
+    /// `QUEUEPOLICY` (the default, as in Maui): only while the job is
+    /// eligible, i.e. pending, not held, and past its begin time. Moab
+    /// also stops accrual while a job breaks an idle-queue throttling policy
+    /// (`MAXIJOB`, ...); fairflow models no throttling policy, so that part
+    /// never applies.
+    #[default]
+    QueuePolicy,
+    /// `FULLPOLICY`: as `QUEUEPOLICY`, and Moab also stops accrual while the
+    /// job breaks an active (run) throttling policy. fairflow models no
+    /// throttling policy, so this is exactly `QUEUEPOLICY`.
+    FullPolicy,
+}
+
+impl AccrualPolicy {
+    /// Does time spent held (and before the begin time) count as queue time?
+    pub fn counts_ineligible_time(self) -> bool {
+        self == AccrualPolicy::Always
+    }
 }
 
 /// Every Moab priority parameter, typed.
@@ -171,6 +203,14 @@ pub struct MoabParams {
     pub attr_priority: BTreeMap<String, i64>,
     /// `JOBPRIOF GRES[g]=v`, by lower-case generic resource.
     pub gres_priority: BTreeMap<String, i64>,
+    /// `PRIORITYTARGETPROCCOUNT`: the ideal processor count; when set, the
+    /// PROC subcomponent rewards closeness to it (`moab_target_closeness`).
+    pub target_proc_count: Option<i64>,
+    /// `PRIORITYTARGETDURATION`, seconds: the ideal walltime; when set, the
+    /// WALLTIME subcomponent rewards closeness to it.
+    pub target_duration_secs: Option<i64>,
+    /// `JOBPRIOACCRUALPOLICY`.
+    pub accrual_policy: AccrualPolicy,
 }
 
 /// Is `stem` a component or subcomponent name?
@@ -298,7 +338,13 @@ pub fn is_priority_parameter(key: &str) -> bool {
         None => {
             matches!(
                 base,
-                "XFMINWCLIMIT" | "ENABLEPOSUSERPRIORITY" | "FSPOLICY" | "JOBPRIOF"
+                "XFMINWCLIMIT"
+                    | "ENABLEPOSUSERPRIORITY"
+                    | "FSPOLICY"
+                    | "JOBPRIOF"
+                    | "PRIORITYTARGETPROCCOUNT"
+                    | "PRIORITYTARGETDURATION"
+                    | "JOBPRIOACCRUALPOLICY"
             ) || weight_or_cap_stem(base).is_some()
         }
     }
@@ -362,6 +408,7 @@ impl MoabParams {
                         Err(InvalidValue::new(format!("{name} is a QOSCFG attribute")))
                     }
                 };
+                let is_group = kind == Credential::Group;
                 match attribute.as_str() {
                     "PRIORITY" => entry.priority = Some(parse_integer(&value)?),
                     "FSTARGET" => entry.fs_target = Some(parse_fs_target(&value)?),
@@ -387,6 +434,14 @@ impl MoabParams {
                         }
                         entry.xf_target = Some(target);
                     }
+                    "FSWEIGHT" => {
+                        if !is_group {
+                            return Err(InvalidValue::new(
+                                "FSWEIGHT is a GROUPCFG attribute (a group's adjustment of the FS weight)",
+                            ));
+                        }
+                        entry.fs_weight = parse_integer(&value)?;
+                    }
                     // Limits and other credential attributes (MAXJOB, ...) do
                     // not change priorities.
                     _ => {}
@@ -397,6 +452,36 @@ impl MoabParams {
         match base {
             "XFMINWCLIMIT" => self.xf_min_wclimit_secs = parse_moab_duration_secs(text)?,
             "ENABLEPOSUSERPRIORITY" => self.enable_positive_user_priority = parse_yes_no(text)?,
+            "PRIORITYTARGETPROCCOUNT" => {
+                let procs = parse_integer(text)?;
+                if procs < 1 {
+                    return Err(InvalidValue::new(format!(
+                        "PRIORITYTARGETPROCCOUNT `{text}` is not a processor count of 1 or more"
+                    )));
+                }
+                self.target_proc_count = Some(procs);
+            }
+            "PRIORITYTARGETDURATION" => {
+                let secs = parse_moab_duration_secs(text)?;
+                if secs < 1 {
+                    return Err(InvalidValue::new(format!(
+                        "PRIORITYTARGETDURATION `{text}` is not a walltime of 1 second or more"
+                    )));
+                }
+                self.target_duration_secs = Some(secs);
+            }
+            "JOBPRIOACCRUALPOLICY" => {
+                self.accrual_policy = match text.trim().to_ascii_uppercase().as_str() {
+                    "ALWAYS" => AccrualPolicy::Always,
+                    "QUEUEPOLICY" => AccrualPolicy::QueuePolicy,
+                    "FULLPOLICY" => AccrualPolicy::FullPolicy,
+                    _ => {
+                        return Err(InvalidValue::new(format!(
+                            "`{text}` is not a queue-time accrual policy (ALWAYS, QUEUEPOLICY or FULLPOLICY)"
+                        )))
+                    }
+                }
+            }
             "FSPOLICY" => {
                 let trimmed = text.trim();
                 let (metric, ratio) = match trimmed.strip_suffix('%') {
@@ -447,7 +532,8 @@ impl MoabParams {
                     return Err(InvalidValue::new(format!(
                         "`{key}` is not a Moab priority parameter (a component or subcomponent \
                          *WEIGHT or *CAP, *CFG[name], JOBPRIOF, XFMINWCLIMIT, \
-                         ENABLEPOSUSERPRIORITY or FSPOLICY)"
+                         ENABLEPOSUSERPRIORITY, FSPOLICY, PRIORITYTARGETPROCCOUNT, \
+                         PRIORITYTARGETDURATION or JOBPRIOACCRUALPOLICY)"
                     )))
                 }
             },
@@ -577,6 +663,68 @@ mod tests {
                 validate_and_merge(key, None, value).is_err(),
                 "{key} {value}"
             );
+        }
+    }
+
+    #[test]
+    fn targets_accrual_policy_and_group_fs_weight_are_typed() {
+        let mut p = MoabParams::default();
+        assert_eq!(
+            (
+                p.target_proc_count,
+                p.target_duration_secs,
+                p.accrual_policy
+            ),
+            (None, None, AccrualPolicy::QueuePolicy)
+        );
+        p.set("PRIORITYTARGETPROCCOUNT", "64").unwrap();
+        // 2:30:00 = 2 * 3600 + 30 * 60 = 9000 s.
+        p.set("PRIORITYTARGETDURATION", "2:30:00").unwrap();
+        p.set("JOBPRIOACCRUALPOLICY", "always").unwrap();
+        p.set("GROUPCFG[staff]", "FSWEIGHT=-3 PRIORITY=10").unwrap();
+        assert_eq!(p.target_proc_count, Some(64));
+        assert_eq!(p.target_duration_secs, Some(9000));
+        assert_eq!(p.accrual_policy, AccrualPolicy::Always);
+        assert!(p.accrual_policy.counts_ineligible_time());
+        let staff = p.credential(Credential::Group, "staff").unwrap();
+        assert_eq!((staff.fs_weight, staff.priority), (-3, Some(10)));
+        for (text, policy) in [
+            ("QUEUEPOLICY", AccrualPolicy::QueuePolicy),
+            ("FULLPOLICY", AccrualPolicy::FullPolicy),
+        ] {
+            p.set("JOBPRIOACCRUALPOLICY", text).unwrap();
+            assert_eq!(p.accrual_policy, policy);
+            assert!(!policy.counts_ineligible_time());
+        }
+        for key in [
+            "PRIORITYTARGETPROCCOUNT",
+            "PRIORITYTARGETDURATION",
+            "JOBPRIOACCRUALPOLICY",
+        ] {
+            assert!(is_priority_parameter(key), "{key}");
+        }
+    }
+
+    #[test]
+    fn bad_targets_policies_and_fs_weights_are_rejected_with_a_reason() {
+        let bad = [
+            ("PRIORITYTARGETPROCCOUNT", "0", "1 or more"),
+            ("PRIORITYTARGETPROCCOUNT", "-4", "1 or more"),
+            ("PRIORITYTARGETPROCCOUNT", "2.5", "not an integer"),
+            ("PRIORITYTARGETDURATION", "0", "1 second or more"),
+            ("PRIORITYTARGETDURATION", "an hour", "Moab duration"),
+            (
+                "JOBPRIOACCRUALPOLICY",
+                "NEVER",
+                "ALWAYS, QUEUEPOLICY or FULLPOLICY",
+            ),
+            ("USERCFG[john]", "FSWEIGHT=5", "GROUPCFG attribute"),
+            ("QOSCFG[q]", "FSWEIGHT=5", "GROUPCFG attribute"),
+            ("GROUPCFG[g]", "FSWEIGHT=lots", "not an integer"),
+        ];
+        for (key, value, reason) in bad {
+            let err = validate_and_merge(key, None, value).unwrap_err();
+            assert!(err.to_string().contains(reason), "{key} {value}: {err}");
         }
     }
 

@@ -245,6 +245,53 @@ pub fn moab_xfactor(queue_secs: f64, wallclock_limit_secs: f64, xf_min_wclimit_s
     }
 }
 
+/// Moab's RES value for a request with an ideal (`PRIORITYTARGETPROCCOUNT`
+/// for PROC, `PRIORITYTARGETDURATION` for WALLTIME): `target - |requested -
+/// target|`. The ideal scores highest (`target`), and the value falls off
+/// linearly, one unit per processor (second) of distance, on both sides: 0
+/// for an empty request and for one twice the ideal, negative beyond (a
+/// positive `*CAP` bounds it both ways). Why this form:
+/// - it peaks at the ideal and treats a shortfall and an excess of the same
+///   size alike, which is what the seed's "ideal value" asks for;
+/// - up to the ideal it equals the request itself (`target - (target -
+///   requested)`), the untargeted value, so setting a target changes only
+///   jobs larger than the ideal and keeps the scale `PROCWEIGHT` /
+///   `WALLTIMEWEIGHT` were tuned for;
+/// - it is linear, so it stays exact in the same units as the untargeted
+///   value (processors, seconds) and needs no new parameter.
+///
+/// A target of 0 or below means no target: the request itself. NaN is 0.
+pub fn moab_target_closeness(requested: f64, target: f64) -> f64 {
+    if requested.is_nan() {
+        return 0.0;
+    }
+    if target > 0.0 {
+        target - (requested - target).abs()
+    } else {
+        requested
+    }
+}
+
+/// Moab's effective queue time, seconds: the length of `[from, until]`
+/// minus its overlap with the job's held spans (each `(held_at,
+/// released_at)`, disjoint, as a job is held at most once at a time), at
+/// least 0. Under `JOBPRIOACCRUALPOLICY ALWAYS` the caller passes no spans
+/// (and `from` = the queue entry); otherwise `from` is when the job became
+/// eligible and the spans make held time not count.
+pub fn moab_effective_queue_secs(from: i64, until: i64, held_spans: &[(i64, i64)]) -> i64 {
+    if until <= from {
+        return 0;
+    }
+    let mut held = 0i64;
+    for (held_at, released_at) in held_spans {
+        let overlap = (*released_at).min(until) - (*held_at).max(from);
+        if overlap > 0 {
+            held += overlap;
+        }
+    }
+    (until - from - held).max(0)
+}
+
 /// How a Moab fair-share target applies (`FSTARGET=v`, `v+`, `v-`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum FsTargetKind {
@@ -405,6 +452,46 @@ mod tests {
         );
         // Ratio form: 1 - 15/30 = 0.5.
         assert_eq!(moab_fs_delta(30.0, 15.0, FsTargetKind::Target, true), 0.5);
+    }
+
+    #[test]
+    fn moab_target_closeness_peaks_at_the_ideal() {
+        // Target 64 processors: 64 at 64; 16 -> 64 - 48 = 16; 96 -> 64 - 32 = 32;
+        // 128 (twice the ideal) -> 0; 200 -> 64 - 136 = -72.
+        assert_eq!(moab_target_closeness(64.0, 64.0), 64.0);
+        assert_eq!(moab_target_closeness(16.0, 64.0), 16.0);
+        assert_eq!(moab_target_closeness(96.0, 64.0), 32.0);
+        assert_eq!(moab_target_closeness(128.0, 64.0), 0.0);
+        assert_eq!(moab_target_closeness(200.0, 64.0), -72.0);
+        // Same distance either side scores the same: 32 and 96 are both 32 away.
+        assert_eq!(
+            moab_target_closeness(32.0, 64.0),
+            moab_target_closeness(96.0, 64.0)
+        );
+        // No target: the request itself.
+        assert_eq!(moab_target_closeness(200.0, 0.0), 200.0);
+        assert_eq!(moab_target_closeness(f64::NAN, 64.0), 0.0);
+    }
+
+    #[test]
+    fn moab_effective_queue_time_skips_held_spans() {
+        // Eligible from 100 to 1000 (900 s), held 200..300 and 500..650:
+        // 900 - 100 - 150 = 650.
+        assert_eq!(
+            moab_effective_queue_secs(100, 1000, &[(200, 300), (500, 650)]),
+            650
+        );
+        // A span before `from` or after `until` counts only where it overlaps:
+        // held 0..150 overlaps 100..150 (50 s); held 900..2000 overlaps 900..1000
+        // (100 s): 900 - 50 - 100 = 750.
+        assert_eq!(
+            moab_effective_queue_secs(100, 1000, &[(0, 150), (900, 2000)]),
+            750
+        );
+        assert_eq!(moab_effective_queue_secs(100, 1000, &[]), 900);
+        assert_eq!(moab_effective_queue_secs(1000, 100, &[]), 0);
+        // Held the whole time: 0.
+        assert_eq!(moab_effective_queue_secs(100, 1000, &[(50, 1000)]), 0);
     }
 
     #[test]

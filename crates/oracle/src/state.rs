@@ -132,6 +132,14 @@ pub struct Job {
     /// When it last started (Moab's USAGE component and credential usage).
     #[serde(default)]
     pub started_at: Option<Time>,
+    /// The spans it spent held since it last entered the queue, each
+    /// `(held_at, released_at)`, in time order (Moab's effective queue time
+    /// does not count them; `JOBPRIOACCRUALPOLICY`).
+    #[serde(default)]
+    pub held_spans: Vec<(Time, Time)>,
+    /// When it was held, while it is held.
+    #[serde(default)]
+    pub held_since: Option<Time>,
 }
 
 impl Job {
@@ -148,6 +156,16 @@ impl Job {
     /// Is the job pending and not held?
     pub fn is_pending(&self) -> bool {
         self.phase == JobPhase::Pending
+    }
+
+    /// Its held spans since it last entered the queue, the current hold (if
+    /// any) counted as lasting until `until`.
+    pub fn held_spans_until(&self, until: Time) -> Vec<(Time, Time)> {
+        let mut spans = self.held_spans.clone();
+        if let Some(held_at) = self.held_since {
+            spans.push((held_at, until.max(held_at)));
+        }
+        spans
     }
 
     /// The Moab credentials a job charges besides its user and account: its
@@ -555,6 +573,8 @@ impl State {
                         phase: JobPhase::Pending,
                         start_count: 0,
                         started_at: None,
+                        held_spans: Vec::new(),
+                        held_since: None,
                     },
                 );
                 self.priority_floor.remove(job);
@@ -567,10 +587,16 @@ impl State {
                 }
             }
             Op::Hold { job } => {
-                self.jobs.get_mut(job).expect("validated job").phase = JobPhase::Held
+                let entry = self.jobs.get_mut(job).expect("validated job");
+                entry.phase = JobPhase::Held;
+                entry.held_since = Some(t);
             }
             Op::Release { job } => {
-                self.jobs.get_mut(job).expect("validated job").phase = JobPhase::Pending
+                let entry = self.jobs.get_mut(job).expect("validated job");
+                entry.phase = JobPhase::Pending;
+                if let Some(held_at) = entry.held_since.take() {
+                    entry.held_spans.push((held_at, t));
+                }
             }
             Op::Cancel { job } => {
                 self.jobs.remove(job);
@@ -619,6 +645,9 @@ impl State {
                 let entry = self.jobs.get_mut(job).expect("validated job");
                 entry.phase = JobPhase::Pending;
                 entry.queued_at = t;
+                // A new stay in the queue: earlier holds are before it.
+                entry.held_spans.clear();
+                entry.held_since = None;
             }
             Op::Config { set } => {
                 let next = self.config.patched(set).expect("validated config");

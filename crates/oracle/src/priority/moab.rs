@@ -7,7 +7,31 @@
 //! `0..=10^9` and truncated; held jobs 0. A positive `*CAP` bounds both
 //! directions; weights default to 1 for components, 0 for subcomponents
 //! except `QUEUETIMEWEIGHT` 1; `QOSCFG[q] QTWEIGHT`/`XFWEIGHT` add to the
-//! queue-time and expansion-factor weights of that QOS's jobs.
+//! queue-time and expansion-factor weights of that QOS's jobs, and
+//! `GROUPCFG[g] FSWEIGHT` adds to the FS component's weight (`FSWEIGHT`) for
+//! the jobs of group `g` (the seed: "group credentials can adjust fairshare
+//! subfactor weight"). fairflow adjusts the component's weight, not one
+//! subcomponent's, so a group's adjustment scales all of its jobs' fair-share
+//! terms (user, group, account, QOS, class targets and the per-user activity
+//! terms) together and respects `FSCAP`; the FS row then shows the summed
+//! weight.
+//!
+//! # Effective queue time (`JOBPRIOACCRUALPOLICY`)
+//! QUEUETIME, XFACTOR, TARGETQUEUETIME and TARGETXFACTOR read the job's
+//! effective queue time (`moab_effective_queue_secs`), measured up to now
+//! (up to its start for a running job, whose queue time is frozen):
+//! - `QUEUEPOLICY` (the default) and `FULLPOLICY`: only the time the job was
+//!   eligible counts: from its last queue entry (submit or requeue) or its
+//!   begin time, whichever is later, minus every span it spent held. A job
+//!   held for a week and then released has the queue time of the time it
+//!   was not held, so pre-submitted held jobs bank nothing (the seed's
+//!   stated purpose). Moab also stops accrual while a job breaks a
+//!   throttling policy (idle-job limits for `QUEUEPOLICY`, run limits too for
+//!   `FULLPOLICY`); fairflow models no throttling policy, so the two are
+//!   the same here.
+//! - `ALWAYS`: from the last queue entry, held time and time before the
+//!   begin time included. Either way a job before its begin time is not
+//!   evaluated; a requeue restarts the queue time.
 //!
 //! Each subcomponent's value (what each takes, where the seed leaves it open):
 //! - CRED: `USER`/`GROUP`/`ACCOUNT`/`QOS`/`CLASS` are the `PRIORITY=` of the
@@ -31,9 +55,13 @@
 //!   `DISK` (MB, from the job's TRES `mem`, `swap`, `disk`), `PS` (CPUs times
 //!   time limit), `PE` (the largest fraction of the cluster's CPU, memory,
 //!   swap or disk the job asks for, times the cluster's CPUs; the CPU count
-//!   without a cluster), `WALLTIME` (the time limit, seconds).
-//! - SERV: `QUEUETIME` in minutes since the job became eligible (last queue
-//!   entry or begin time; frozen at the start for a running job),
+//!   without a cluster), `WALLTIME` (the time limit, seconds). With
+//!   `PRIORITYTARGETPROCCOUNT` (resp. `PRIORITYTARGETDURATION`) set, PROC
+//!   (resp. WALLTIME) is instead `moab_target_closeness(request, ideal) =
+//!   ideal - |request - ideal|`: the ideal scores highest, falling off
+//!   linearly on both sides (equal to the request up to the ideal); PS and
+//!   PE are unchanged.
+//! - SERV: `QUEUETIME` the effective queue time in minutes (above),
 //!   `XFACTOR = 1 + queuetime / max(XFMINWCLIMIT, limit)`, `BYPASS` (the
 //!   job's `bypass_count`), `STARTCOUNT` (times started before this stay:
 //!   starts, minus the current one for a running job), `DEADLINE` (the
@@ -57,7 +85,8 @@ use std::collections::BTreeMap;
 
 use fairflow_model::moab::{Credential, MoabParams, COMPONENTS};
 use fairflow_model::priority_formula::{
-    moab_cap, moab_final_priority, moab_fs_delta, moab_target_value, moab_xfactor,
+    moab_cap, moab_effective_queue_secs, moab_final_priority, moab_fs_delta, moab_target_closeness,
+    moab_target_value, moab_xfactor,
 };
 use fairflow_model::report::{JobPriority, JobState, PriorityFactor};
 use fairflow_model::usage::FrameUsage;
@@ -153,6 +182,16 @@ pub fn evaluate(state: &State, _fs: &FairshareFactors) -> Vec<JobPriority> {
         .collect()
 }
 
+/// A job's effective queue time in seconds, up to `until` (now, or its
+/// start), under the configured `JOBPRIOACCRUALPOLICY` (module docs).
+pub fn effective_queue_secs(params: &MoabParams, job: &Job, until: fairflow_model::Time) -> i64 {
+    if params.accrual_policy.counts_ineligible_time() {
+        moab_effective_queue_secs(job.queued_at, until, &[])
+    } else {
+        moab_effective_queue_secs(eligible_at(job), until, &job.held_spans_until(until))
+    }
+}
+
 /// The raw value of every subcomponent, by name.
 fn subcomponent_values(
     state: &State,
@@ -163,11 +202,7 @@ fn subcomponent_values(
 ) -> BTreeMap<&'static str, f64> {
     let partition = partition_of(state, job);
     let tres = job_tres(job);
-    let group = job
-        .spec
-        .group
-        .clone()
-        .unwrap_or_else(|| job.account.clone());
+    let group = job_group(job);
     let class = job.partition().to_string();
     let qos = job.qos().to_string();
     let credentials = [
@@ -187,7 +222,7 @@ fn subcomponent_values(
         _ => None,
     };
     let eligible = eligible_at(job);
-    let queue_secs = (running_since.unwrap_or(state.now) - eligible).max(0) as f64;
+    let queue_secs = effective_queue_secs(params, job, running_since.unwrap_or(state.now)) as f64;
     let xfactor = moab_xfactor(
         queue_secs,
         limit_secs.unwrap_or(0.0),
@@ -267,13 +302,18 @@ fn subcomponent_values(
         cpus
     };
     values.insert("NODE", tres_count(&tres, "node", 1.0));
-    values.insert("PROC", cpus);
+    let ideal_procs = params.target_proc_count.unwrap_or(0) as f64;
+    values.insert("PROC", moab_target_closeness(cpus, ideal_procs));
     values.insert("MEM", tres_count(&tres, "mem", 0.0));
     values.insert("SWAP", tres_count(&tres, "swap", 0.0));
     values.insert("DISK", tres_count(&tres, "disk", 0.0));
     values.insert("PS", cpus * limit_secs.unwrap_or(0.0));
     values.insert("PE", pe);
-    values.insert("WALLTIME", limit_secs.unwrap_or(0.0));
+    let ideal_secs = params.target_duration_secs.unwrap_or(0) as f64;
+    values.insert(
+        "WALLTIME",
+        moab_target_closeness(limit_secs.unwrap_or(0.0), ideal_secs),
+    );
     // SERV.
     values.insert("QUEUETIME", queue_secs / 60.0);
     values.insert("XFACTOR", xfactor);
@@ -366,6 +406,14 @@ fn subcomponent_values(
     values
 }
 
+/// A job's group credential: its `group`, else its account.
+fn job_group(job: &Job) -> String {
+    job.spec
+        .group
+        .clone()
+        .unwrap_or_else(|| job.account.clone())
+}
+
 fn job_priority(
     state: &State,
     params: &MoabParams,
@@ -375,6 +423,9 @@ fn job_priority(
 ) -> JobPriority {
     let values = subcomponent_values(state, params, usage, job, job_state);
     let qos_cfg = params.credential(Credential::Qos, job.qos());
+    let group_fs_weight = params
+        .credential(Credential::Group, &job_group(job))
+        .map_or(0, |c| c.fs_weight);
     let mut factors = Vec::new();
     let mut sum = 0.0;
     for (component, subcomponents) in COMPONENTS {
@@ -401,7 +452,12 @@ fn job_priority(
             });
         }
         let cap = params.cap(component) as f64;
-        let weight = params.weight(component) as f64;
+        let extra_weight = if component == "FS" {
+            group_fs_weight
+        } else {
+            0
+        };
+        let weight = (params.weight(component) + extra_weight) as f64;
         let capped = moab_cap(component_sum, cap);
         let contribution = weight * capped;
         sum += contribution;

@@ -816,3 +816,200 @@ fn moab_credential_usage_is_reset_with_all_usage() {
     assert_eq!(usage.total, 0);
     assert!(usage.by_credential.values().all(|u| *u == 0));
 }
+
+#[test]
+fn moab_priority_targets_reward_closeness_to_the_ideal() {
+    // PROCWEIGHT 10, WALLTIMEWEIGHT 1, ideal 64 processors and 1 hour.
+    // PROC = 64 - |procs - 64|, WALLTIME = 3600 - |limit - 3600|.
+    let config = ",\"QUEUETIMEWEIGHT\":0,\"PROCWEIGHT\":10,\"WALLTIMEWEIGHT\":1,\
+                  \"PRIORITYTARGETPROCCOUNT\":64,\"PRIORITYTARGETDURATION\":\"1:00:00\"";
+    let jobs = "{\"op\":\"submit\",\"t\":0,\"job\":\"1\",\"user\":\"alice\",\"account\":\"a\",\"tres\":{\"cpu\":64},\"time_limit\":3600}\n\
+                {\"op\":\"submit\",\"t\":0,\"job\":\"2\",\"user\":\"alice\",\"account\":\"a\",\"tres\":{\"cpu\":16},\"time_limit\":1800}\n\
+                {\"op\":\"submit\",\"t\":0,\"job\":\"3\",\"user\":\"alice\",\"account\":\"a\",\"tres\":{\"cpu\":96},\"time_limit\":7200}\n\
+                {\"op\":\"submit\",\"t\":0,\"job\":\"4\",\"user\":\"alice\",\"account\":\"a\",\"tres\":{\"cpu\":200},\"time_limit\":10800}\n";
+    let r = moab(config, jobs);
+    let all = evaluate(&r.state, &FairshareFactors::new());
+    // Job 1 is ideal: PROC 64 -> 640, WALLTIME 3600 -> 3600: 4240.
+    let p1 = job(&all, "1");
+    close(normalized(p1, "PROC"), 64.0);
+    close(normalized(p1, "WALLTIME"), 3600.0);
+    assert_eq!(p1.priority, 4240);
+    // Job 2, below both ideals: its own request, 16 -> 160 and 1800: 1960.
+    let p2 = job(&all, "2");
+    close(normalized(p2, "PROC"), 16.0);
+    assert_eq!(p2.priority, 1960);
+    // Job 3: 64 - 32 = 32 -> 320; 3600 - 3600 = 0: 320.
+    let p3 = job(&all, "3");
+    close(normalized(p3, "PROC"), 32.0);
+    close(normalized(p3, "WALLTIME"), 0.0);
+    assert_eq!(p3.priority, 320);
+    // Job 4: 64 - 136 = -72 -> -720; 3600 - 7200 = -3600: -4320 -> 0.
+    let p4 = job(&all, "4");
+    close(normalized(p4, "PROC"), -72.0);
+    close(weighted(p4, "RES"), -4320.0);
+    assert_eq!(p4.priority, 0);
+    let order: Vec<String> = queue(&all).into_iter().map(|p| p.job).collect();
+    assert_eq!(order, vec!["1", "2", "3", "4"]);
+    // Without the targets size wins: job 3 is 960 + 7200 = 8160, job 4
+    // 2000 + 10800 = 12800, job 1 640 + 3600 = 4240.
+    let r = moab(
+        ",\"QUEUETIMEWEIGHT\":0,\"PROCWEIGHT\":10,\"WALLTIMEWEIGHT\":1",
+        jobs,
+    );
+    let all = evaluate(&r.state, &FairshareFactors::new());
+    assert_eq!(job(&all, "3").priority, 8160);
+    assert_eq!(job(&all, "4").priority, 12800);
+    let order: Vec<String> = queue(&all).into_iter().map(|p| p.job).collect();
+    assert_eq!(order, vec!["4", "3", "1", "2"]);
+    // A positive PROCCAP bounds the targeted value both ways: job 4's
+    // -720 becomes -500, job 1's 640 becomes 500.
+    let r = moab(&format!("{config},\"PROCCAP\":500"), jobs);
+    let all = evaluate(&r.state, &FairshareFactors::new());
+    close(weighted(job(&all, "4"), "PROC"), -500.0);
+    assert_eq!(job(&all, "1").priority, 500 + 3600);
+}
+
+/// Holds, begin times and a requeue for the accrual-policy test; the query
+/// is at 6000.
+const ACCRUAL_EVENTS: &str = "{\"op\":\"submit\",\"t\":0,\"job\":\"1\",\"user\":\"alice\",\"account\":\"a\",\"qos\":\"q\",\"time_limit\":3600}\n\
+    {\"op\":\"submit\",\"t\":0,\"job\":\"2\",\"user\":\"alice\",\"account\":\"a\"}\n\
+    {\"op\":\"hold\",\"t\":0,\"job\":\"2\"}\n\
+    {\"op\":\"submit\",\"t\":0,\"job\":\"3\",\"user\":\"alice\",\"account\":\"a\",\"begin\":1200}\n\
+    {\"op\":\"submit\",\"t\":0,\"job\":\"5\",\"user\":\"alice\",\"account\":\"a\"}\n\
+    {\"op\":\"submit\",\"t\":0,\"job\":\"6\",\"user\":\"alice\",\"account\":\"a\"}\n\
+    {\"op\":\"hold\",\"t\":100,\"job\":\"5\"}\n\
+    {\"op\":\"hold\",\"t\":100,\"job\":\"6\"}\n\
+    {\"op\":\"release\",\"t\":200,\"job\":\"5\"}\n\
+    {\"op\":\"start\",\"t\":300,\"job\":\"5\"}\n\
+    {\"op\":\"release\",\"t\":400,\"job\":\"6\"}\n\
+    {\"op\":\"hold\",\"t\":600,\"job\":\"1\"}\n\
+    {\"op\":\"hold\",\"t\":600,\"job\":\"3\"}\n\
+    {\"op\":\"requeue\",\"t\":1000,\"job\":\"5\"}\n\
+    {\"op\":\"start\",\"t\":1000,\"job\":\"6\"}\n\
+    {\"op\":\"hold\",\"t\":1500,\"job\":\"5\"}\n\
+    {\"op\":\"release\",\"t\":1800,\"job\":\"3\"}\n\
+    {\"op\":\"release\",\"t\":2100,\"job\":\"5\"}\n\
+    {\"op\":\"release\",\"t\":4200,\"job\":\"1\"}\n\
+    {\"op\":\"tick\",\"t\":6000}\n";
+
+#[test]
+fn moab_accrual_policy_default_does_not_count_held_time() {
+    // QUEUETIMEWEIGHT 1 (the default), QOS q with a 1-hour queue-time target.
+    let config = ",\"QOSCFG[q]\":\"QTTARGET=1:00:00\"";
+    for policy in [
+        "",
+        ",\"JOBPRIOACCRUALPOLICY\":\"QUEUEPOLICY\"",
+        ",\"JOBPRIOACCRUALPOLICY\":\"FULLPOLICY\"",
+    ] {
+        let r = moab(&format!("{config}{policy}"), ACCRUAL_EVENTS);
+        let all = evaluate(&r.state, &FairshareFactors::new());
+        // Job 1: queued 0..6000, held 600..4200: 6000 - 3600 = 2400 s = 40 min.
+        let p1 = job(&all, "1");
+        close(normalized(p1, "QUEUETIME"), 40.0);
+        assert_eq!(p1.priority, 40);
+        // XFACTOR = 1 + 2400/3600; TARGETQUEUETIME: r = 2400/3600 = 2/3 -> 2^(20/3) - 1.
+        close(normalized(p1, "XFACTOR"), 1.0 + 2400.0 / 3600.0);
+        close(
+            normalized(p1, "TARGETQUEUETIME"),
+            (20.0f64 / 3.0).exp2() - 1.0,
+        );
+        // Job 2: held since its submit: no queue time, priority 0, not ranked.
+        let p2 = job(&all, "2");
+        close(normalized(p2, "QUEUETIME"), 0.0);
+        assert_eq!((p2.priority, p2.state), (0, JobState::Held));
+        // Job 3: eligible from its begin at 1200; held 600..1800 overlaps
+        // 1200..1800 (600 s): 6000 - 1200 - 600 = 4200 s = 70 min.
+        assert_eq!(job(&all, "3").priority, 70);
+        // Job 5: requeued at 1000 (the hold before it is forgotten), held
+        // 1500..2100: 5000 - 600 = 4400 s = 73.33 min -> 73.
+        close(normalized(job(&all, "5"), "QUEUETIME"), 4400.0 / 60.0);
+        assert_eq!(job(&all, "5").priority, 73);
+        // Job 6 runs since 1000: its queue time froze then, held 100..400:
+        // 1000 - 300 = 700 s.
+        let p6 = job(&all, "6");
+        assert_eq!(p6.state, JobState::Running);
+        close(normalized(p6, "QUEUETIME"), 700.0 / 60.0);
+        // The queue: 5 (73), 3 (70), 1 (40).
+        let order: Vec<String> = queue(&all).into_iter().map(|p| p.job).collect();
+        assert_eq!(order, vec!["5", "3", "1"]);
+    }
+}
+
+#[test]
+fn moab_accrual_policy_always_counts_from_the_queue_entry() {
+    let config = ",\"QOSCFG[q]\":\"QTTARGET=1:00:00\",\"JOBPRIOACCRUALPOLICY\":\"ALWAYS\"";
+    let r = moab(config, ACCRUAL_EVENTS);
+    let all = evaluate(&r.state, &FairshareFactors::new());
+    // Job 1: 6000 s = 100 min, the hold included.
+    let p1 = job(&all, "1");
+    assert_eq!(p1.priority, 100);
+    close(normalized(p1, "XFACTOR"), 1.0 + 6000.0 / 3600.0);
+    // TARGETQUEUETIME past the target, r = 5/3: 1023 + 10240 ln 2 * 2/3.
+    close(
+        normalized(p1, "TARGETQUEUETIME"),
+        1023.0 + 10240.0 * std::f64::consts::LN_2 * (2.0 / 3.0),
+    );
+    // Job 2, still held: 100 min of queue time, but priority 0.
+    let p2 = job(&all, "2");
+    close(normalized(p2, "QUEUETIME"), 100.0);
+    assert_eq!(p2.priority, 0);
+    // Job 3 counts from its submit, before its begin time: 100 min.
+    assert_eq!(job(&all, "3").priority, 100);
+    // Job 5 restarts at its requeue: 5000 s = 83.33 min -> 83.
+    assert_eq!(job(&all, "5").priority, 83);
+    // Job 6: 1000 s before its start.
+    close(normalized(job(&all, "6"), "QUEUETIME"), 1000.0 / 60.0);
+    // Ties at 100 break by submit time (all 0), then job id.
+    let order: Vec<String> = queue(&all).into_iter().map(|p| p.job).collect();
+    assert_eq!(order, vec!["1", "3", "5"]);
+}
+
+#[test]
+fn moab_held_spans_are_recorded_per_stay_in_the_queue() {
+    let r = moab("", ACCRUAL_EVENTS);
+    let jobs = &r.state.jobs;
+    assert_eq!(jobs["1"].held_spans, vec![(600, 4200)]);
+    assert_eq!(jobs["1"].held_since, None);
+    assert!(jobs["2"].held_spans.is_empty());
+    assert_eq!(jobs["2"].held_since, Some(0));
+    assert_eq!(jobs["2"].held_spans_until(6000), vec![(0, 6000)]);
+    // Job 5's hold 100..200 was before its requeue at 1000: only 1500..2100.
+    assert_eq!(jobs["5"].held_spans, vec![(1500, 2100)]);
+}
+
+#[test]
+fn moab_group_fs_weight_adjusts_the_fs_component_weight() {
+    // alice's FSTARGET 50 with no usage at all: usage 0 %, delta 50, FSUSERWEIGHT
+    // 1 -> FS sum 50. FSWEIGHT 2; GROUPCFG[staff] FSWEIGHT=3, GROUPCFG[a] FSWEIGHT=-2.
+    let config = ",\"QUEUETIMEWEIGHT\":0,\"FSWEIGHT\":2,\"FSUSERWEIGHT\":1,\
+                  \"USERCFG[alice]\":\"FSTARGET=50\",\
+                  \"GROUPCFG[staff]\":\"FSWEIGHT=3\",\"GROUPCFG[a]\":\"FSWEIGHT=-2\"";
+    let jobs = "{\"op\":\"submit\",\"t\":0,\"job\":\"1\",\"user\":\"alice\",\"account\":\"a\",\"group\":\"staff\"}\n\
+                {\"op\":\"submit\",\"t\":0,\"job\":\"2\",\"user\":\"alice\",\"account\":\"a\",\"group\":\"other\"}\n\
+                {\"op\":\"submit\",\"t\":0,\"job\":\"3\",\"user\":\"alice\",\"account\":\"a\"}\n";
+    let r = moab(config, jobs);
+    let all = evaluate(&r.state, &FairshareFactors::new());
+    // staff: (2 + 3) * 50 = 250; the FS row shows the summed weight 5.
+    let p1 = job(&all, "1");
+    assert_eq!(p1.priority, 250);
+    close(p1.factor("FS").unwrap().weight, 5.0);
+    // A group with no GROUPCFG: 2 * 50 = 100.
+    assert_eq!(job(&all, "2").priority, 100);
+    // Group a (the account, no `group` field): (2 - 2) * 50 = 0.
+    close(weighted(job(&all, "3"), "FS"), 0.0);
+    // FSCAP 20 caps the sum before the weight: staff 5 * 20 = 100.
+    let r = moab(&format!("{config},\"FSCAP\":20"), jobs);
+    let all = evaluate(&r.state, &FairshareFactors::new());
+    assert_eq!(job(&all, "1").priority, 100);
+    // The other components' weights are not adjusted: CRED with a group
+    // priority 7 stays CREDWEIGHT 1: 250 + 7. (A second `config` event adds
+    // PRIORITY to staff's attributes, keeping its FSWEIGHT.)
+    let r = moab(
+        &format!("{config},\"GROUPWEIGHT\":1"),
+        &format!(
+            "{{\"op\":\"config\",\"t\":0,\"set\":{{\"GROUPCFG[staff]\":\"PRIORITY=7\"}}}}\n{jobs}"
+        ),
+    );
+    let all = evaluate(&r.state, &FairshareFactors::new());
+    assert_eq!(job(&all, "1").priority, 257);
+}
