@@ -240,6 +240,10 @@ pub struct JobRow {
     pub attributes: Option<Vec<String>>,
     /// When it last started (Moab USAGE, FSPSPU).
     pub started_at: Option<Time64>,
+    /// Closed spans held since it last entered the queue (Moab's accrual policy).
+    pub held_spans: Vec<(Time64, Time64)>,
+    /// When its current hold began, if it is held.
+    pub held_since: Option<Time64>,
 }
 
 /// Unix seconds (the model's time, not the logical time).

@@ -306,6 +306,8 @@ fn derive(state: &State, now: i64, lazy_caps: bool) -> (BTreeMap<String, JobRow>
             soft_policy_violation: job.spec.soft_policy_violation,
             attributes: job.spec.attributes.clone(),
             started_at: job.started_at,
+            held_spans: job.held_spans.clone(),
+            held_since: job.held_since,
         };
         row.begun = begun_at(&row, now);
         row.age_capped = !lazy_caps && age_capped_at(&params, &row, now);
@@ -446,6 +448,9 @@ fn scenarios() -> Vec<Scenario> {
                 r#"{"SERVCAP":5000}"#,
                 r#"{"QUEUETIMECAP":60}"#,
                 r#"{"FSWEIGHT":3}"#,
+                r#"{"PRIORITYTARGETPROCCOUNT":4,"PRIORITYTARGETDURATION":"1:00:00","WALLTIMEWEIGHT":1}"#,
+                r#"{"GROUPCFG[b]":"FSWEIGHT=4"}"#,
+                r#"{"JOBPRIOACCRUALPOLICY":"ALWAYS"}"#,
             ],
             lazy_caps: false,
         },
@@ -455,6 +460,7 @@ fn scenarios() -> Vec<Scenario> {
             changes: &[
                 r#"{"XFACTORWEIGHT":0}"#,
                 r#"{"XFACTORWEIGHT":300}"#,
+                r#"{"JOBPRIOACCRUALPOLICY":"ALWAYS"}"#,
                 r#"{"XFACTORCAP":500}"#,
             ],
             lazy_caps: false,

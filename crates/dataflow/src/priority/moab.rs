@@ -25,7 +25,8 @@ use std::collections::BTreeMap;
 
 use fairflow_model::moab::{Credential, MoabParams, COMPONENTS};
 use fairflow_model::priority_formula::{
-    moab_cap, moab_final_priority, moab_fs_delta, moab_target_value, moab_xfactor,
+    moab_cap, moab_effective_queue_secs, moab_final_priority, moab_fs_delta, moab_target_closeness,
+    moab_target_value, moab_xfactor,
 };
 use fairflow_model::report::{JobPriority, JobState, PriorityFactor};
 use fairflow_model::{PriorityModel, Time};
@@ -172,7 +173,19 @@ fn subcomponent_values(
         _ => None,
     };
     let eligible = row.queued_at.max(row.begin.unwrap_or(row.queued_at));
-    let queue_secs = (running_since.unwrap_or(now) - eligible).max(0) as f64;
+    // Effective queue time under JOBPRIOACCRUALPOLICY, as the oracle's
+    // `effective_queue_secs`: from the last queue entry (ALWAYS), or from
+    // eligibility minus the time spent held (the default).
+    let until = running_since.unwrap_or(now);
+    let queue_secs = if params.accrual_policy.counts_ineligible_time() {
+        moab_effective_queue_secs(row.queued_at, until, &[])
+    } else {
+        let mut held = row.held_spans.clone();
+        if let Some(held_at) = row.held_since {
+            held.push((held_at, until.max(held_at)));
+        }
+        moab_effective_queue_secs(eligible, until, &held)
+    } as f64;
     let xfactor = moab_xfactor(
         queue_secs,
         limit_secs.unwrap_or(0.0),
@@ -246,13 +259,18 @@ fn subcomponent_values(
         cpus
     };
     values.insert("NODE", tres_count(tres, "node", 1.0));
-    values.insert("PROC", cpus);
+    let ideal_procs = params.target_proc_count.unwrap_or(0) as f64;
+    values.insert("PROC", moab_target_closeness(cpus, ideal_procs));
     values.insert("MEM", tres_count(tres, "mem", 0.0));
     values.insert("SWAP", tres_count(tres, "swap", 0.0));
     values.insert("DISK", tres_count(tres, "disk", 0.0));
     values.insert("PS", cpus * limit_secs.unwrap_or(0.0));
     values.insert("PE", pe);
-    values.insert("WALLTIME", limit_secs.unwrap_or(0.0));
+    let ideal_secs = params.target_duration_secs.unwrap_or(0) as f64;
+    values.insert(
+        "WALLTIME",
+        moab_target_closeness(limit_secs.unwrap_or(0.0), ideal_secs),
+    );
     // SERV.
     values.insert("QUEUETIME", queue_secs / 60.0);
     values.insert("XFACTOR", xfactor);
@@ -356,6 +374,14 @@ fn job_priority(
     let params = &context.params;
     let values = subcomponent_values(context, job, job_state, now);
     let qos_cfg = params.credential(Credential::Qos, &job.row.qos);
+    let group = job
+        .row
+        .group
+        .clone()
+        .unwrap_or_else(|| job.row.account.clone());
+    let group_fs_weight = params
+        .credential(Credential::Group, &group)
+        .map_or(0, |c| c.fs_weight);
     let mut factors = Vec::new();
     let mut sum = 0.0;
     for (component, subcomponents) in COMPONENTS {
@@ -382,7 +408,12 @@ fn job_priority(
             });
         }
         let cap = params.cap(component) as f64;
-        let weight = params.weight(component) as f64;
+        let extra_weight = if component == "FS" {
+            group_fs_weight
+        } else {
+            0
+        };
+        let weight = (params.weight(component) + extra_weight) as f64;
         let capped = moab_cap(component_sum, cap);
         let contribution = weight * capped;
         sum += contribution;
