@@ -1,4 +1,58 @@
 //! The incremental engine: the oracle's computations maintained by timely and
 //! differential dataflow operators, so that a change costs what it touches.
+//!
+//! # Process layout
+//! [`Engine::start`] runs `n` timely workers (`timely::execute`) in this
+//! process; [`Engine::start_with`] takes any timely configuration, so the
+//! cluster modes (`--processes/--process/--hostfile`) only build a different
+//! `timely::Config`. Every worker builds the same dataflow
+//! (`graph::run_worker`); the worker with global index 0 is *fed* by the
+//! driver over crossbeam channels, every other worker closes its empty input
+//! sessions at once and only steps (`step_or_park`), so the worker closure does
+//! not depend on how workers were started.
+//!
+//! # The driver
+//! The caller's thread owns the `fairflow_ingest::Validator` and a
+//! [`ledger::Ledger`]: interned [`ledger::NodeId`]s for accounts and user
+//! associations, each one's current parent edge and shares (so a change
+//! retracts exactly the old record), own settled usage in exact frame units,
+//! running jobs' `(rate, accrual start)`, the decay frame and the next reset.
+//! It applies accepted events one by one with the oracle's usage semantics
+//! (point usage, running-job accrual `rate·(G(t) − G(since))`, settlement at
+//! `PriorityCalcPeriod` boundaries, resets, re-bases, removals absorbed by the
+//! parent, moves). After a batch it emits, for each touched association only,
+//! the differences from what it last sent: edge and shares retractions and
+//! insertions, and own-usage deltas. One batch is one logical time `u64`.
+//!
+//! # Collections (time `u64`, diff `i128` everywhere; no floats)
+//! - inputs: `edges (child, parent)`, `shares (node, Shares)` (which also
+//!   defines the set of live nodes), `usage node` with the own-usage delta in
+//!   the **diff**;
+//! - `closure (node, (ancestor, distance))`: `iterate` over the structure
+//!   only (edges arranged by child); changes only on tree edits: a move of a
+//!   subtree of `m` nodes at depth `d` changes about `m·d` records;
+//! - subtree usage: `closure ⋈ usage` then `count_total`: a usage delta
+//!   touches `depth + 1` join outputs and as many sums;
+//! - fair-share parent: `closure ⋈ shares` on the ancestor, keeping proper
+//!   ancestors that are not `FairShare=parent`, `reduce` per node to the
+//!   nearest; a shares change between a number and `parent` touches the
+//!   node's subtree;
+//! - level shares: `fs_parent ⋈ shares`, raw shares moved into the diff,
+//!   `count_total` per fair-share parent: a shares change touches one group;
+//! - the three results are concatenated as `(node, Fact)` and arranged on
+//!   worker 0 (an `Exchange(|_| 0)` pact), probed.
+//!
+//! # Reading results
+//! Between batches the driver sends `ReadFacts`; worker 0 reads the pinned
+//! arrangement with a cursor (`batches_through` + `cursor_list`) and returns
+//! the consolidated facts (pattern A: no dataflow runs per query). The driver
+//! joins them with the ledger's names and structure into an [`EngineTree`] in
+//! sshare order. Trace compaction follows each batch's time.
 
 #![warn(missing_docs)]
+
+pub mod engine;
+pub mod graph;
+pub mod ledger;
+
+pub use engine::{BatchReport, Engine, EngineError, EngineTree, TreeNode};
