@@ -9,6 +9,7 @@
 
 pub mod config;
 pub mod event;
+pub mod formula;
 pub mod report;
 pub mod time;
 pub mod tres;
