@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use crossbeam_channel::{Receiver, Sender};
 use fairflow_ingest::{LogLine, Rejection, Validator};
+use fairflow_model::report::FairshareTable;
 use fairflow_model::usage::{DecayFrame, FrameUsage};
 use fairflow_model::{Config, Shares, Time};
 use timely::WorkerConfig;
@@ -27,6 +28,9 @@ pub enum EngineError {
         /// Timely's message.
         reason: String,
     },
+    /// The configured fair-share algorithm is not maintained by this engine yet.
+    #[error(transparent)]
+    Unsupported(#[from] crate::fairshare::Unsupported),
     /// The workers stopped (a worker panicked); this is a bug.
     #[error("the timely workers stopped unexpectedly (this is a bug)")]
     WorkersGone,
@@ -294,6 +298,21 @@ impl Engine {
             frame: self.ledger.frame(),
             as_of: self.ledger.now(),
         })
+    }
+}
+
+impl Engine {
+    /// The fair-share table under the configured algorithm, as of the last
+    /// batch (Fair Tree, classic and depth-oblivious).
+    pub fn fairshare_table(&self) -> Result<FairshareTable, EngineError> {
+        let tree = self.tree()?;
+        Ok(crate::fairshare::table(&tree, self.ledger.config())?)
+    }
+
+    /// Each user association's fair-share factor, `(account, user) -> factor`.
+    pub fn user_factors(&self) -> Result<BTreeMap<(String, String), f64>, EngineError> {
+        let tree = self.tree()?;
+        Ok(crate::fairshare::user_factors(&tree, self.ledger.config())?)
     }
 }
 

@@ -52,6 +52,7 @@
 #![warn(missing_docs)]
 
 pub mod engine;
+pub mod fairshare;
 pub mod graph;
 pub mod ledger;
 
