@@ -43,6 +43,8 @@ pub struct BatchReport {
     pub applied: u64,
     /// Rejected lines, in order.
     pub rejected: Vec<Rejection>,
+    /// Input records the batch sent to the dataflow (edges, shares, usage).
+    pub input_records: usize,
 }
 
 /// One association of the tree as the engine derives it, in sshare tree order.
@@ -156,6 +158,19 @@ impl Engine {
         Ok(engine)
     }
 
+    /// Run this process's workers of a multi-process computation whose
+    /// worker 0 (and driver) lives in another process: every worker here
+    /// builds the same dataflow, closes its inputs and steps until the driver
+    /// shuts the computation down.
+    pub fn run_follower(timely_config: timely::Config) -> Result<(), EngineError> {
+        let guards = timely::execute(timely_config, |worker| run_worker(worker, None))
+            .map_err(|reason| EngineError::Start { workers: 0, reason })?;
+        if guards.join().iter().any(Result::is_err) {
+            return Err(EngineError::WorkersGone);
+        }
+        Ok(())
+    }
+
     /// The number of timely workers.
     pub fn workers(&self) -> usize {
         self.workers
@@ -176,15 +191,16 @@ impl Engine {
         Ok(())
     }
 
-    fn send_deltas(&mut self) -> Result<(), EngineError> {
+    fn send_deltas(&mut self) -> Result<usize, EngineError> {
         let deltas = self.ledger.take_deltas();
+        let records = deltas.len();
         self.epoch += 1;
         self.send(Command::Batch {
             epoch: self.epoch,
             deltas,
         })?;
         match self.replies.recv() {
-            Ok(Reply::BatchDone) => Ok(()),
+            Ok(Reply::BatchDone) => Ok(records),
             _ => Err(EngineError::WorkersGone),
         }
     }
@@ -206,7 +222,7 @@ impl Engine {
                 Err(rejection) => report.rejected.push(rejection),
             }
         }
-        self.send_deltas()?;
+        report.input_records = self.send_deltas()?;
         Ok(report)
     }
 

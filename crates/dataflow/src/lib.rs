@@ -48,6 +48,37 @@
 //! the consolidated facts (pattern A: no dataflow runs per query). The driver
 //! joins them with the ledger's names and structure into an [`EngineTree`] in
 //! sshare order. Trace compaction follows each batch's time.
+//!
+//! # Fair-share (module [`fairshare`])
+//! Fair Tree, classic and depth-oblivious are computed from that tree when a
+//! table or the user factors are asked for, with the shared scalar formulas
+//! of `fairflow_model::formula` (bit-identical to the oracle) and this crate's
+//! own walks: Fair Tree ranks sibling groups by exact `LevelFs` comparison
+//! (users first on ties, tied accounts' children merged, competition ranks
+//! counting down from `N`); classic walks the fair-share tree top-down. A read
+//! is `O(n)` in the associations; a batch costs what it touches.
+//!
+//! **Not yet in the dataflow** (next steps): the Fair Tree order and ranks
+//! and classic effective usage. The planned shape: a per-group `reduce` keyed
+//! by a *group key* (a fair-share parent, or a block of tied accounts whose
+//! children merge: `group(c) = block(fs_parent(c))`,
+//! `block(x) = (group(x), position of x's equal-LF block)`, unrolled per
+//! level), ordering members by exact `LevelFs`; block offsets (users under
+//! earlier blocks, from closure user counts) summed over the merged-tree
+//! ancestry give each user's visit index `v`, and `rank = N − v(head)` where
+//! `head` is the first user of the user's tie run. Classic effective usage
+//! needs `usage / root usage`, so every usage event changes every node's
+//! value: its fan-out is inherent, which is why it is computed at read time.
+//!
+//! # Time
+//! With `PriorityCalcPeriod = 0` the driver settles running jobs' accrual
+//! into their associations at every batch whose time advanced (exact: the
+//! clock `G` is an integer, the pieces telescope), so a batch touches every
+//! association with a running job. The alternative that makes passing time
+//! free (send `rate` and `rate·G(since)` as separate summed components and
+//! evaluate `settled + rate·G(now) − offset` per subtree at read time) is
+//! exact too, but keeps the current usage out of the dataflow, where a future
+//! in-dataflow ranking needs it.
 
 #![warn(missing_docs)]
 
