@@ -279,7 +279,8 @@ impl Ledger {
             }
         }
         for (node, accrued) in settled {
-            self.nodes[node as usize].settled += accrued;
+            let settled = &mut self.nodes[node as usize].settled;
+            *settled = settled.saturating_add(accrued);
             self.dirty.insert(node);
         }
     }
@@ -316,7 +317,9 @@ impl Ledger {
             unreachable!("validated: the job is running")
         };
         let node = self.assoc_id(&job.account, Some(&job.user));
-        self.nodes[node as usize].settled += self.frame.accrued(rate, since, t);
+        let accrued = self.frame.accrued(rate, since, t);
+        let settled = &mut self.nodes[node as usize].settled;
+        *settled = settled.saturating_add(accrued);
         self.running.remove(&(node, job_id.to_string()));
         self.dirty.insert(node);
     }
@@ -384,7 +387,8 @@ impl Ledger {
             } => {
                 let value = self.frame.point_usage(*amount, t);
                 let id = self.assoc_id(account, user.as_deref());
-                self.nodes[id as usize].settled += value;
+                let settled = &mut self.nodes[id as usize].settled;
+                *settled = settled.saturating_add(value);
                 self.dirty.insert(id);
             }
             Op::ResetUsage => self.reset_usage_at(t),
@@ -493,7 +497,8 @@ impl Ledger {
         record.alive = false;
         let settled = std::mem::take(&mut record.settled);
         let parent = record.parent.expect("root is never removed");
-        self.nodes[parent as usize].settled += settled;
+        let parent_settled = &mut self.nodes[parent as usize].settled;
+        *parent_settled = parent_settled.saturating_add(settled);
         self.dirty.insert(id);
         self.dirty.insert(parent);
     }
@@ -510,7 +515,8 @@ impl Ledger {
             let lower = (id, String::new());
             for (_, job_id) in self.running.range(lower..).take_while(|(n, _)| *n == id) {
                 if let JobPhase::Running { since, rate } = self.jobs[job_id].phase {
-                    usage += rate * (now_clock - self.frame.clock(since));
+                    let accrued = rate.saturating_mul(now_clock - self.frame.clock(since));
+                    usage = usage.saturating_add(accrued);
                 }
             }
         }
@@ -555,8 +561,10 @@ impl Ledger {
                 }
             }
             if before.usage != now.usage {
-                let change = i128::try_from(now.usage).expect("usage below 2^127")
-                    - i128::try_from(before.usage).expect("usage below 2^127");
+                // Saturating: absurd amounts (beyond 2^127 frame units) must
+                // not panic; the validator does not bound `amount`.
+                let as_diff = |usage: FrameUsage| i128::try_from(usage).unwrap_or(i128::MAX);
+                let change = as_diff(now.usage).saturating_sub(as_diff(before.usage));
                 deltas.usage.push((id, change));
             }
             self.sent[id as usize] = now;
