@@ -17,8 +17,9 @@
 //!   to each period boundary as time passes.
 //!
 //! Events are applied one at a time in log order (time advancing first:
-//! resets, then re-base, then period settlement), so every rounding happens at
-//! the same event as in the oracle. After a batch, [`Ledger::take_deltas`]
+//! resets, then re-base, then period settlement; a half-life change first
+//! settles continuous accrual in the old frame, then re-bases), so every
+//! rounding happens at the same event as in the oracle. After a batch, [`Ledger::take_deltas`]
 //! compares each touched association against what was last sent to the
 //! dataflow and returns the differences.
 
@@ -266,7 +267,12 @@ impl Ledger {
         if period <= 0 {
             return;
         }
-        let boundary = t.div_euclid(period) * period;
+        self.settle_accrual_to(t.div_euclid(period) * period);
+    }
+
+    /// Settle every running job's accrual up to `boundary` in the current
+    /// frame; accrual restarts there.
+    fn settle_accrual_to(&mut self, boundary: Time) {
         let frame = self.frame;
         let mut settled: Vec<(NodeId, u128)> = Vec::new();
         for (node, job_id) in &self.running {
@@ -452,6 +458,13 @@ impl Ledger {
                 let old_calc_period = self.config.calc_period_secs;
                 self.config = next;
                 if self.config.decay_half_life_secs != old_half_life {
+                    // Continuous accrual so far decayed at the old half-life:
+                    // settle it in the old frame before the re-base (with a
+                    // calc period, accrual since the last boundary is charged
+                    // at the new half-life).
+                    if old_calc_period <= 0 {
+                        self.settle_accrual_to(t);
+                    }
                     self.rebase(DecayFrame::new(self.config.decay_half_life_secs, t), t);
                 }
                 if self.config.calc_period_secs != old_calc_period {

@@ -82,9 +82,11 @@
 
 #![warn(missing_docs)]
 
+pub mod cluster;
 pub mod engine;
 pub mod fairshare;
 pub mod graph;
 pub mod ledger;
+pub mod topk;
 
 pub use engine::{BatchReport, Engine, EngineError, EngineTree, TreeNode};

@@ -11,6 +11,7 @@
 #![warn(missing_docs)]
 
 pub mod follow;
+pub mod import_slurm;
 pub mod jobcomp;
 pub mod parse;
 pub mod reader;
@@ -60,7 +61,7 @@ impl std::fmt::Display for Rejection {
 #[derive(Debug, thiserror::Error)]
 pub enum IngestError {
     /// The source could not be read.
-    #[error("cannot read {path}: {source}")]
+    #[error("cannot read {path}")]
     Io {
         /// The path or name of the source.
         path: String,

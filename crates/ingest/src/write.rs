@@ -224,7 +224,13 @@ mod tests {
             r#"{"op":"cluster","t":1,"nodes":4,"tres":{"cpu":64,"mem":262144}}"#,
             r#"{"op":"tick","t":1}"#,
         ];
-        for line in lines {
+        // Found by the property test: without correctly rounded float parsing,
+        // this value came back one ulp off after a round trip.
+        let huge = format!(
+            r#"{{"op":"qos","t":0,"name":"a","usage_factor":66401771813722076{}}}"#,
+            "0".repeat(289)
+        );
+        for line in lines.iter().copied().chain([huge.as_str()]) {
             let event = parse_event(1, line).unwrap();
             let again = parse_event(1, &event_to_line(&event)).unwrap();
             assert_eq!(event, again, "{line}");

@@ -409,7 +409,10 @@ impl Config {
             "fluxweightjobsize" => self.flux.job_size = parse_i64(text)?,
             "fluxweightuser" => self.flux.user = parse_i64(text)?,
             // Slurm parameters that exist but do not change priorities.
-            "prioritytype" | "priorityparameters" | "prioritysiteplugin" => {}
+            "prioritytype"
+            | "priorityparameters"
+            | "prioritysitefactorplugin"
+            | "prioritysitefactorparameters" => {}
             _ if is_moab_key(key) => {
                 self.moab.insert(key.to_string(), text.trim().to_string());
             }

@@ -283,7 +283,11 @@ impl State {
         if period <= 0 {
             return;
         }
-        let boundary = t.div_euclid(period) * period;
+        self.settle_accrual_to(t.div_euclid(period) * period);
+    }
+
+    /// Settle every running job's accrual up to `boundary`, in the current frame.
+    fn settle_accrual_to(&mut self, boundary: Time) {
         let frame = self.frame;
         let mut settled: Vec<((String, String), u128, u128, u128)> = Vec::new();
         for job in self.jobs.values_mut() {
@@ -526,8 +530,17 @@ impl State {
                 let next = self.config.patched(set).expect("validated config");
                 let old_half_life = self.config.decay_half_life_secs;
                 let old_period = self.config.usage_reset_period;
+                let old_calc_period = self.config.calc_period_secs;
                 self.config = next;
                 if self.config.decay_half_life_secs != old_half_life {
+                    // With continuous accrual, what running jobs accrued so far
+                    // decayed at the old half-life: settle it in the old frame
+                    // first, or the re-base would re-integrate it at the new one.
+                    // (With a calc period, the accrual since the last boundary is
+                    // charged at the new half-life, as Slurm's next cycle does.)
+                    if old_calc_period <= 0 {
+                        self.settle_accrual_to(t);
+                    }
                     self.rebase(DecayFrame::new(self.config.decay_half_life_secs, t), t);
                 }
                 let period_given = set

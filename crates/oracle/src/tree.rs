@@ -3,6 +3,8 @@
 //! to the nearest ancestor that is not `parent`), sibling `level_shares`, and
 //! every subtree's usage at the state's time, summed exactly in frame units.
 
+use std::collections::BTreeMap;
+
 use fairflow_model::usage::{DecayFrame, FrameUsage};
 use fairflow_model::{Shares, Time};
 
@@ -62,6 +64,7 @@ impl Tree {
         // Depth-first, each account then its users then its child accounts.
         fn visit(
             state: &State,
+            child_accounts: &BTreeMap<&str, Vec<&str>>,
             account: &str,
             depth: usize,
             parent: Option<usize>,
@@ -107,17 +110,34 @@ impl Tree {
                 nodes[index].children.push(u);
                 order.push(u);
             }
-            let children: Vec<&String> = state
-                .accounts
-                .iter()
-                .filter(|(_, a)| a.parent.as_deref() == Some(account))
-                .map(|(name, _)| name)
-                .collect();
-            for child in children {
-                visit(state, child, depth + 1, Some(index), nodes, order);
+            for child in child_accounts.get(account).into_iter().flatten() {
+                visit(
+                    state,
+                    child_accounts,
+                    child,
+                    depth + 1,
+                    Some(index),
+                    nodes,
+                    order,
+                );
             }
         }
-        visit(state, "root", 0, None, &mut nodes, &mut stack_order);
+        // Child accounts by parent, each list in name order (accounts iterate sorted).
+        let mut child_accounts: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+        for (name, account) in &state.accounts {
+            if let Some(parent) = account.parent.as_deref() {
+                child_accounts.entry(parent).or_default().push(name);
+            }
+        }
+        visit(
+            state,
+            &child_accounts,
+            "root",
+            0,
+            None,
+            &mut nodes,
+            &mut stack_order,
+        );
 
         // Fair-share parents and children.
         for i in 1..nodes.len() {

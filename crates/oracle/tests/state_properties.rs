@@ -68,8 +68,7 @@ proptest! {
 
     #[test]
     fn usage_is_conserved_without_decay(ops in prop::collection::vec((0i64..30, op()), 1..120)) {
-        let mut config = Config::default();
-        config.decay_half_life_secs = 0;
+        let config = Config { decay_half_life_secs: 0, ..Config::default() };
         let mut replay = Replay::new(config);
         let mut t = 1_000;
         let mut charged = 0.0;

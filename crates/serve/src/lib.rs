@@ -2,5 +2,24 @@
 //! as Slurm-style tables, parsable `|` text and JSON, exactly as
 //! `../shared/spec/interfaces.md` specifies. It knows nothing of how the
 //! numbers were computed.
+//!
+//! **API boundary:** the column names, their order and the number formats
+//! produced here are a contract with outside tools; columns are only ever
+//! appended, never renamed or reordered.
 
 #![warn(missing_docs)]
+
+pub mod format;
+pub mod sshare;
+
+/// How a command's answer is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OutputFormat {
+    /// An aligned table for people, as Slurm prints it.
+    #[default]
+    Table,
+    /// `-P`: `|`-separated, header first, no padding, no trailing `|`.
+    Parsable,
+    /// `--json`: an array of objects with snake_case keys.
+    Json,
+}

@@ -193,6 +193,21 @@ fn a_half_life_change_keeps_the_present_value_and_decays_at_the_new_rate() {
 }
 
 #[test]
+fn a_running_job_across_a_half_life_change() {
+    // No decay first: 1 CPU from T0 accrues 100 by T0 + 100, when a 1-hour
+    // half-life h starts. One half-life later the first 100 is worth 50 and
+    // the accrual since the change is h / (2 ln 2) = 3600 / 1.38629436
+    // = 2596.85: 2646.85 -> 2646.
+    let mut lines = tree_with_user("0");
+    lines.push(submit(T0, "1", "a", "u", json!({"tres": {"cpu": 1}})));
+    lines.push(job_op(T0, "start", "1"));
+    lines.push(config(T0 + 100, &[("PriorityDecayHalfLife", "1:00:00")]));
+    assert_eq!(raw_usage(&lines, "a", Some("u")), 100);
+    lines.push(bare(T0 + 100 + 3600, "tick"));
+    assert_eq!(raw_usage(&lines, "a", Some("u")), 2646);
+}
+
+#[test]
 fn decay_cancels_in_the_ratios() {
     // Usage decays, but charges made at the same time keep their ratios:
     // u 300 and v 100 at T0, seen five half-lives later: NormUsage .75 / .25.

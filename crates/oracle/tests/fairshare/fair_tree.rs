@@ -302,3 +302,92 @@ fn zero_share_and_idle_users_are_ranked() {
     assert_eq!(factor(&f, "A", "w"), 2.0 / 3.0);
     assert_eq!(factor(&f, "A", "z"), 1.0 / 3.0);
 }
+
+/// A small deterministic generator (64-bit LCG, Knuth's constants).
+struct Lcg(u64);
+
+impl Lcg {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (self.0 >> 33) % n
+    }
+}
+
+/// Random trees with many ties (shares and usage from tiny ranges, `parent`
+/// accounts and users) give the same factors whatever the names, hence the
+/// sibling order, and whatever the order of the usage events: Fair Tree's
+/// ranking depends only on the tree.
+#[test]
+fn random_trees_rank_independently_of_sibling_order() {
+    let mut rng = Lcg(0x5eed);
+    for case in 0..150 {
+        let n_accounts = 1 + rng.below(6) as usize;
+        let n_users = 1 + rng.below(8) as usize;
+        let shares = |rng: &mut Lcg| match rng.below(7) {
+            0 => "parent".to_string(),
+            v => (v % 3).to_string(),
+        };
+        // Account i's parent is root or an earlier account.
+        let accounts: Vec<(Option<usize>, String)> = (0..n_accounts)
+            .map(|i| {
+                let parent = (rng.below(2) == 0 && i > 0).then(|| rng.below(i as u64) as usize);
+                (parent, shares(&mut rng))
+            })
+            .collect();
+        let users: Vec<(Option<usize>, String, u64)> = (0..n_users)
+            .map(|_| {
+                let account = (rng.below(4) != 0).then(|| rng.below(n_accounts as u64) as usize);
+                (account, shares(&mut rng), rng.below(4))
+            })
+            .collect();
+        // Two namings: identity and a rotation that reorders every sibling list.
+        let lines = |rotation: usize, reverse_usage: bool| {
+            let account_name = move |i: usize| format!("acc{:02}", (i + rotation) % n_accounts);
+            let user_name = move |i: usize| format!("usr{:02}", (i + rotation) % n_users);
+            let parent_name = |p: Option<usize>| p.map_or("root".to_string(), account_name);
+            let mut lines: Vec<String> = accounts
+                .iter()
+                .enumerate()
+                .map(|(i, (p, s))| account(T0, &account_name(i), &parent_name(*p), s))
+                .collect();
+            let mut usages = Vec::new();
+            for (i, (a, s, amount)) in users.iter().enumerate() {
+                lines.push(user(T0, &user_name(i), &parent_name(*a), s));
+                if *amount > 0 {
+                    usages.push(usage(T0, &parent_name(*a), &user_name(i), *amount as f64));
+                }
+            }
+            if reverse_usage {
+                usages.reverse();
+            }
+            lines.extend(usages);
+            (lines, account_name, user_name)
+        };
+        let factors_by_logical_user = |rotation: usize, reverse: bool| {
+            let (lines, _, user_name) = lines(rotation, reverse);
+            let factors = factors(&lines);
+            (0..n_users)
+                .map(|i| {
+                    let name = user_name(i);
+                    let (_, f) = factors.iter().find(|((_, u), _)| *u == name).unwrap();
+                    *f
+                })
+                .collect::<Vec<f64>>()
+        };
+        let expected = factors_by_logical_user(0, false);
+        assert!(
+            expected.iter().all(|f| *f > 0.0 && *f <= 1.0),
+            "case {case}: {expected:?}"
+        );
+        for rotation in 1..n_accounts.max(n_users) {
+            assert_eq!(
+                factors_by_logical_user(rotation, rotation % 2 == 1),
+                expected,
+                "case {case}, rotation {rotation}"
+            );
+        }
+    }
+}

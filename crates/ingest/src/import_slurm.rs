@@ -1,0 +1,633 @@
+//! `fairflow import slurm`: a real Slurm's own outputs to an event log, so a
+//! site can load its tree, usage, configuration and queue.
+//!
+//! # Inputs
+//! - **Associations**, `sacctmgr -nP show assoc format=Cluster,Account,User,Share,ParentName`:
+//!   rows `cluster|account|user|share|parent`. An account's row has an empty
+//!   user and its parent account in `ParentName`; a user association's row
+//!   names its account and user (its `ParentName` is ignored). `Share` is an
+//!   integer (0 to 2^31 - 2) or `parent`. `root`'s own row creates nothing.
+//! - **Usage**, `sshare -a -l -P` (or `-p`): the first line is the header, which
+//!   gives the columns (`Account`, `User` and `RawUsage` are used; account names
+//!   may be indented). A user association's `RawUsage` is its own usage; an
+//!   account's own usage (charged to the account itself, e.g. by removed
+//!   associations) is its `RawUsage` minus its children's, clamped at 0.
+//!   Slurm truncates `RawUsage` to an integer, so that difference can be off by
+//!   up to one TRES-second per child.
+//! - **Configuration**, `slurm.conf`: its `Priority*` and
+//!   `FairShareDampeningFactor` lines.
+//! - **Queue**, `squeue -h -t PD -o "%i|%u|%a|%P|%q|%V|%C|%D|%l"`: rows
+//!   `jobid|user|account|partition|qos|submit time|cpus|nodes|time limit`, where
+//!   the submit time is ISO 8601 local time as squeue prints it
+//!   (`2024-05-01T12:34:56`), the partition may be a comma-separated list (the
+//!   first is taken), an empty QOS or `(null)` means none, and the time limit
+//!   is Slurm's duration (`30:00`, `1:00:00`, `2-00:00:00`) or `UNLIMITED` /
+//!   `NOT_SET` (none).
+//!
+//! # Output
+//! Events all at one time `t`, in an order the validator accepts: accounts
+//! (each after its parent), user associations, usage, one `config` event, then
+//! one `submit` per pending job (in submit-time order). The log has no field
+//! for a job's past submit time, so every imported job enters the queue at `t`.
+//!
+//! **Architecture invariant:** malformed input is an [`ImportError`] naming the
+//! file, the line and the field; nothing here panics on input.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use chrono::NaiveDateTime;
+use fairflow_model::event::{JobSpec, Op};
+use fairflow_model::time::parse_slurm_duration_secs;
+use fairflow_model::tres::TresCounts;
+use fairflow_model::{Config, Event, Shares, Time};
+use serde_json::Value;
+
+use crate::parse::MAX_SHARES;
+use crate::slurm_conf::priority_lines;
+
+/// One input: its name (as given on the command line) and its text.
+#[derive(Debug, Clone, Copy)]
+pub struct Source<'a> {
+    /// The file name, for error messages.
+    pub name: &'a str,
+    /// The whole text.
+    pub text: &'a str,
+}
+
+/// What to import.
+#[derive(Debug, Clone, Copy)]
+pub struct SlurmImport<'a> {
+    /// `sacctmgr -nP show assoc format=Cluster,Account,User,Share,ParentName`.
+    pub assoc: Source<'a>,
+    /// `sshare -a -l -P`, for `RawUsage`.
+    pub sshare: Option<Source<'a>>,
+    /// `slurm.conf`.
+    pub slurm_conf: Option<Source<'a>>,
+    /// `squeue -h -t PD -o "%i|%u|%a|%P|%q|%V|%C|%D|%l"`.
+    pub squeue: Option<Source<'a>>,
+    /// Only this cluster's associations; required when there are several.
+    pub cluster: Option<&'a str>,
+    /// The time of every event.
+    pub t: Time,
+}
+
+/// A malformed input line: the file, the line (1-based), the field and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{file}: line {line}: {}{reason}", field.as_ref().map(|f| format!("field `{f}`: ")).unwrap_or_default())]
+pub struct ImportError {
+    /// The file, as named by the caller.
+    pub file: String,
+    /// 1-based line number.
+    pub line: u64,
+    /// The column at fault (`Share`, `RawUsage`, ...), if one is.
+    pub field: Option<String>,
+    /// What is wrong.
+    pub reason: String,
+}
+
+/// Parameters of `slurm.conf` that exist in Slurm but do not change
+/// fair-share or priorities; they are left out of the `config` event.
+const IGNORED_SLURM_PARAMETERS: [&str; 4] = [
+    "prioritytype",
+    "priorityparameters",
+    "prioritysitefactorplugin",
+    "prioritysitefactorparameters",
+];
+
+struct Lines<'a> {
+    source: Source<'a>,
+}
+
+impl<'a> Lines<'a> {
+    fn err(&self, line: u64, field: Option<&str>, reason: impl Into<String>) -> ImportError {
+        ImportError {
+            file: self.source.name.to_string(),
+            line,
+            field: field.map(str::to_string),
+            reason: reason.into(),
+        }
+    }
+
+    /// Non-blank, non-`#` lines with their 1-based numbers.
+    fn rows(&self) -> impl Iterator<Item = (u64, &'a str)> {
+        self.source
+            .text
+            .lines()
+            .enumerate()
+            .map(|(i, l)| (i as u64 + 1, l.trim_end_matches('\r')))
+            .filter(|(_, l)| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
+    }
+
+    /// Split a `|` row into exactly `n` trimmed fields; a trailing `|` (the
+    /// `-p` form) is allowed.
+    fn fields(
+        &self,
+        line: u64,
+        text: &'a str,
+        names: &[&str],
+    ) -> Result<Vec<&'a str>, ImportError> {
+        let mut fields: Vec<&str> = text.split('|').map(str::trim).collect();
+        if fields.len() == names.len() + 1 && fields.last() == Some(&"") {
+            fields.pop();
+        }
+        if fields.len() != names.len() {
+            return Err(self.err(
+                line,
+                None,
+                format!(
+                    "expected {} `|`-separated fields ({}), found {}",
+                    names.len(),
+                    names.join("|"),
+                    fields.len()
+                ),
+            ));
+        }
+        Ok(fields)
+    }
+
+    /// A name as the event log accepts it.
+    fn name(&self, line: u64, field: &str, text: &str) -> Result<String, ImportError> {
+        if text.is_empty() {
+            Err(self.err(line, Some(field), "must not be empty"))
+        } else if text.len() > 256 {
+            Err(self.err(line, Some(field), "is longer than 256 bytes"))
+        } else if text.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            Err(self.err(
+                line,
+                Some(field),
+                "must not contain spaces or control characters",
+            ))
+        } else {
+            Ok(text.to_string())
+        }
+    }
+}
+
+fn parse_shares(text: &str) -> Option<Shares> {
+    if text.eq_ignore_ascii_case("parent") {
+        return Some(Shares::Parent);
+    }
+    let n: u64 = text.parse().ok()?;
+    (n <= MAX_SHARES).then_some(Shares::Value(n as u32))
+}
+
+#[derive(Debug)]
+struct AccountRow {
+    line: u64,
+    parent: String,
+    shares: Shares,
+}
+
+/// The association tree read from `sacctmgr`.
+#[derive(Debug, Default)]
+struct Associations {
+    /// Accounts (not root) by name, with their rows.
+    accounts: BTreeMap<String, AccountRow>,
+    /// Accounts in input order.
+    account_order: Vec<String>,
+    /// User associations `(account, user)` with their line and shares, in input order.
+    users: Vec<(String, String, u64, Shares)>,
+    user_lines: BTreeMap<(String, String), u64>,
+}
+
+impl Associations {
+    fn has_account(&self, name: &str) -> bool {
+        name == "root" || self.accounts.contains_key(name)
+    }
+}
+
+const ASSOC_FIELDS: [&str; 5] = ["Cluster", "Account", "User", "Share", "ParentName"];
+
+fn read_associations(
+    source: Source<'_>,
+    cluster: Option<&str>,
+) -> Result<Associations, ImportError> {
+    let lines = Lines { source };
+    let mut tree = Associations::default();
+    let mut first_cluster: Option<(String, u64)> = None;
+    for (line, text) in lines.rows() {
+        let f = lines.fields(line, text, &ASSOC_FIELDS)?;
+        let row_cluster = f[0];
+        match cluster {
+            Some(wanted) if wanted != row_cluster => continue,
+            Some(_) => {}
+            None => match &first_cluster {
+                None => first_cluster = Some((row_cluster.to_string(), line)),
+                Some((seen, seen_line)) if seen != row_cluster => {
+                    return Err(lines.err(
+                        line,
+                        Some("Cluster"),
+                        format!(
+                            "cluster `{row_cluster}` differs from `{seen}` on line {seen_line}; \
+                             choose one with --cluster"
+                        ),
+                    ))
+                }
+                Some(_) => {}
+            },
+        }
+        let account = lines.name(line, "Account", f[1])?;
+        if account == "root" && f[2].is_empty() {
+            // root exists from the start; its own row creates nothing.
+            continue;
+        }
+        let shares = parse_shares(f[3]).ok_or_else(|| {
+            lines.err(
+                line,
+                Some("Share"),
+                format!(
+                    "`{}` is not an integer from 0 to {MAX_SHARES}, or `parent`",
+                    f[3]
+                ),
+            )
+        })?;
+        if f[2].is_empty() {
+            let parent = lines.name(line, "ParentName", f[4])?;
+            if parent == account {
+                return Err(lines.err(
+                    line,
+                    Some("ParentName"),
+                    "an account cannot be its own parent",
+                ));
+            }
+            if let Some(previous) = tree.accounts.get(&account) {
+                return Err(lines.err(
+                    line,
+                    Some("Account"),
+                    format!(
+                        "account `{account}` is already listed on line {}",
+                        previous.line
+                    ),
+                ));
+            }
+            tree.account_order.push(account.clone());
+            tree.accounts.insert(
+                account,
+                AccountRow {
+                    line,
+                    parent,
+                    shares,
+                },
+            );
+        } else {
+            let user = lines.name(line, "User", f[2])?;
+            let key = (account.clone(), user.clone());
+            if let Some(previous) = tree.user_lines.get(&key) {
+                return Err(lines.err(
+                    line,
+                    Some("User"),
+                    format!(
+                        "user `{user}` in account `{account}` is already listed on line {previous} \
+                         (per-partition associations are not supported)"
+                    ),
+                ));
+            }
+            tree.user_lines.insert(key, line);
+            tree.users.push((account, user, line, shares));
+        }
+    }
+    // Every parent and every user's account must be listed.
+    for name in &tree.account_order {
+        let row = &tree.accounts[name];
+        if !tree.has_account(&row.parent) {
+            return Err(lines.err(
+                row.line,
+                Some("ParentName"),
+                format!("parent account `{}` is not listed", row.parent),
+            ));
+        }
+    }
+    for (account, _, line, _) in &tree.users {
+        if !tree.has_account(account) {
+            return Err(lines.err(
+                *line,
+                Some("Account"),
+                format!("account `{account}` is not listed"),
+            ));
+        }
+    }
+    Ok(tree)
+}
+
+/// Accounts in an order where each comes after its parent: input order,
+/// except that a parent listed later is moved before its first child.
+fn accounts_parents_first(
+    tree: &Associations,
+    source: Source<'_>,
+) -> Result<Vec<String>, ImportError> {
+    let lines = Lines { source };
+    let mut done: BTreeSet<&str> = BTreeSet::new();
+    let mut order = Vec::new();
+    for start in &tree.account_order {
+        // Walk up to the first ancestor already placed, then place the chain top-down.
+        let mut chain: Vec<&str> = Vec::new();
+        let mut node = start.as_str();
+        while node != "root" && !done.contains(node) {
+            if chain.contains(&node) {
+                let row = &tree.accounts[node];
+                return Err(lines.err(
+                    row.line,
+                    Some("ParentName"),
+                    format!("account `{node}` is its own ancestor (a cycle)"),
+                ));
+            }
+            chain.push(node);
+            node = tree.accounts[node].parent.as_str();
+        }
+        for name in chain.into_iter().rev() {
+            done.insert(name);
+            order.push(name.to_string());
+        }
+    }
+    Ok(order)
+}
+
+/// An association: `(account, None)` for an account, `(account, Some(user))`
+/// for a user association.
+type AssocKey = (String, Option<String>);
+
+/// Own usage per association from `sshare`, in its row order.
+fn read_usage(
+    source: Source<'_>,
+    tree: &Associations,
+) -> Result<Vec<(AssocKey, f64)>, ImportError> {
+    let lines = Lines { source };
+    let mut rows = lines.rows();
+    let Some((header_line, header)) = rows.next() else {
+        return Err(lines.err(
+            1,
+            None,
+            "empty: expected the header line of `sshare -a -l -P`",
+        ));
+    };
+    let names: Vec<&str> = header.split('|').map(str::trim).collect();
+    let column = |want: &str| {
+        names
+            .iter()
+            .position(|n| n.eq_ignore_ascii_case(want))
+            .ok_or_else(|| {
+                lines.err(
+                    header_line,
+                    Some(want),
+                    format!("the header has no `{want}` column"),
+                )
+            })
+    };
+    let (account_col, user_col, usage_col) =
+        (column("Account")?, column("User")?, column("RawUsage")?);
+    let needed = account_col.max(user_col).max(usage_col) + 1;
+
+    // Raw (subtree) usage per association, in row order.
+    let mut raw: Vec<(AssocKey, f64)> = Vec::new();
+    let mut seen: BTreeMap<AssocKey, u64> = BTreeMap::new();
+    for (line, text) in rows {
+        let fields: Vec<&str> = text.split('|').map(str::trim).collect();
+        if fields.len() < needed {
+            return Err(lines.err(
+                line,
+                None,
+                format!(
+                    "expected at least {needed} `|`-separated fields as the header says, found {}",
+                    fields.len()
+                ),
+            ));
+        }
+        let account = lines.name(line, "Account", fields[account_col])?;
+        let user = match fields[user_col] {
+            "" => None,
+            u => Some(lines.name(line, "User", u)?),
+        };
+        match &user {
+            None if !tree.has_account(&account) => {
+                return Err(lines.err(
+                    line,
+                    Some("Account"),
+                    format!("account `{account}` is not in the association list"),
+                ))
+            }
+            Some(u) if !tree.user_lines.contains_key(&(account.clone(), u.clone())) => {
+                return Err(lines.err(
+                    line,
+                    Some("User"),
+                    format!("user `{u}` in account `{account}` is not in the association list"),
+                ))
+            }
+            _ => {}
+        }
+        let usage_text = fields[usage_col];
+        let usage: f64 = usage_text
+            .parse::<f64>()
+            .ok()
+            .filter(|u| u.is_finite() && *u >= 0.0)
+            .ok_or_else(|| {
+                lines.err(
+                    line,
+                    Some("RawUsage"),
+                    format!("`{usage_text}` is not a number >= 0"),
+                )
+            })?;
+        let key = (account, user);
+        if let Some(previous) = seen.insert(key.clone(), line) {
+            return Err(lines.err(
+                line,
+                None,
+                format!("this association is already listed on line {previous}"),
+            ));
+        }
+        raw.push((key, usage));
+    }
+
+    // An account's children: its user associations and its child accounts.
+    let parent_of = |key: &AssocKey| -> Option<String> {
+        match key {
+            (account, Some(_)) => Some(account.clone()),
+            (account, None) => tree.accounts.get(account).map(|a| a.parent.clone()),
+        }
+    };
+    let mut children_usage: BTreeMap<String, f64> = BTreeMap::new();
+    for (key, usage) in &raw {
+        if let Some(parent) = parent_of(key) {
+            *children_usage.entry(parent).or_default() += usage;
+        }
+    }
+    Ok(raw
+        .into_iter()
+        .map(|(key, usage)| {
+            let own = match &key {
+                (_, Some(_)) => usage,
+                (account, None) => {
+                    (usage - children_usage.get(account).copied().unwrap_or(0.0)).max(0.0)
+                }
+            };
+            (key, own)
+        })
+        .collect())
+}
+
+/// The `set` of the one `config` event, from `slurm.conf`'s priority lines.
+fn read_slurm_conf(source: Source<'_>) -> Result<BTreeMap<String, Value>, ImportError> {
+    let lines = Lines { source };
+    let mut set: BTreeMap<String, Value> = BTreeMap::new();
+    let mut scratch = Config::default();
+    for (line, key, value) in priority_lines(source.text) {
+        if IGNORED_SLURM_PARAMETERS.contains(&key.to_ascii_lowercase().as_str()) {
+            continue;
+        }
+        scratch
+            .set_text(&key, &value)
+            .map_err(|e| lines.err(line, Some(&key), e.reason))?;
+        // A later line overrides an earlier one, whatever its capitalisation.
+        set.retain(|k, _| !k.eq_ignore_ascii_case(&key));
+        set.insert(key, Value::String(value));
+    }
+    Ok(set)
+}
+
+const SQUEUE_FIELDS: [&str; 9] = [
+    "JobID",
+    "User",
+    "Account",
+    "Partition",
+    "QOS",
+    "SubmitTime",
+    "CPUs",
+    "Nodes",
+    "TimeLimit",
+];
+
+/// `submit` operations from `squeue`, in submit-time order (stable).
+fn read_queue(source: Source<'_>, tree: &Associations) -> Result<Vec<Op>, ImportError> {
+    let lines = Lines { source };
+    let mut jobs: Vec<(NaiveDateTime, Op)> = Vec::new();
+    let mut seen: BTreeMap<String, u64> = BTreeMap::new();
+    for (line, text) in lines.rows() {
+        let f = lines.fields(line, text, &SQUEUE_FIELDS)?;
+        let job = lines.name(line, "JobID", f[0])?;
+        let user = lines.name(line, "User", f[1])?;
+        let account = lines.name(line, "Account", f[2])?;
+        if !tree
+            .user_lines
+            .contains_key(&(account.clone(), user.clone()))
+        {
+            return Err(lines.err(
+                line,
+                Some("User"),
+                format!("user `{user}` in account `{account}` is not in the association list"),
+            ));
+        }
+        if let Some(previous) = seen.insert(job.clone(), line) {
+            return Err(lines.err(
+                line,
+                Some("JobID"),
+                format!("job `{job}` is already listed on line {previous}"),
+            ));
+        }
+        let partition = match f[3].split(',').next().unwrap_or("") {
+            "" => None,
+            p => Some(lines.name(line, "Partition", p)?),
+        };
+        let qos = match f[4] {
+            "" | "(null)" => None,
+            q => Some(lines.name(line, "QOS", q)?),
+        };
+        let submitted = NaiveDateTime::parse_from_str(f[5], "%Y-%m-%dT%H:%M:%S").map_err(|_| {
+            lines.err(
+                line,
+                Some("SubmitTime"),
+                format!("`{}` is not a time like 2024-05-01T12:34:56", f[5]),
+            )
+        })?;
+        let count = |field: &str, text: &str| -> Result<u64, ImportError> {
+            text.parse::<u64>().map_err(|_| {
+                lines.err(
+                    line,
+                    Some(field),
+                    format!("`{text}` is not an integer >= 0"),
+                )
+            })
+        };
+        let cpus = count("CPUs", f[6])?;
+        let nodes = count("Nodes", f[7])?;
+        let time_limit_secs = match f[8].to_ascii_uppercase().as_str() {
+            "UNLIMITED" | "INFINITE" | "NOT_SET" | "N/A" | "" => None,
+            _ => Some(
+                parse_slurm_duration_secs(f[8])
+                    .map_err(|e| lines.err(line, Some("TimeLimit"), e.reason))?
+                    .unsigned_abs(),
+            ),
+        };
+        let mut tres = TresCounts::new();
+        tres.insert("cpu".to_string(), cpus as f64);
+        tres.insert("node".to_string(), nodes as f64);
+        let spec = JobSpec {
+            partition,
+            qos,
+            tres: Some(tres),
+            time_limit_secs,
+            ..JobSpec::default()
+        };
+        jobs.push((
+            submitted,
+            Op::Submit {
+                job,
+                user,
+                account,
+                spec,
+            },
+        ));
+    }
+    jobs.sort_by_key(|(submitted, _)| *submitted);
+    Ok(jobs.into_iter().map(|(_, op)| op).collect())
+}
+
+/// Convert Slurm's outputs to events, all at `input.t`, in an order the
+/// validator accepts (see the module documentation).
+pub fn import_slurm(input: &SlurmImport<'_>) -> Result<Vec<Event>, ImportError> {
+    let tree = read_associations(input.assoc, input.cluster)?;
+    let usage = input
+        .sshare
+        .map(|source| read_usage(source, &tree))
+        .transpose()?;
+    let config = input.slurm_conf.map(read_slurm_conf).transpose()?;
+    let queue = input
+        .squeue
+        .map(|source| read_queue(source, &tree))
+        .transpose()?;
+
+    let t = input.t;
+    let mut ops: Vec<Op> = Vec::new();
+    for name in accounts_parents_first(&tree, input.assoc)? {
+        let row = &tree.accounts[&name];
+        ops.push(Op::Account {
+            name,
+            parent: Some(row.parent.clone()),
+            shares: Some(row.shares),
+            priority: None,
+        });
+    }
+    for (account, user, _, shares) in &tree.users {
+        ops.push(Op::User {
+            user: user.clone(),
+            account: account.clone(),
+            shares: Some(*shares),
+            priority: None,
+        });
+    }
+    for ((account, user), amount) in usage.into_iter().flatten() {
+        if amount > 0.0 {
+            ops.push(Op::Usage {
+                account,
+                user,
+                amount,
+            });
+        }
+    }
+    if let Some(set) = config.filter(|set| !set.is_empty()) {
+        ops.push(Op::Config { set });
+    }
+    ops.extend(queue.into_iter().flatten());
+    Ok(ops.into_iter().map(|op| Event { t, op }).collect())
+}
+
+#[cfg(test)]
+mod tests;

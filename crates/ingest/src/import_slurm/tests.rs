@@ -1,0 +1,378 @@
+//! The Slurm importer on small hand-written outputs; the expected events are
+//! written by hand from the module's rules.
+
+use super::*;
+use crate::parse_event;
+
+const T: Time = 1_700_000_000;
+
+/// The classic example's tree, in sacctmgr's hierarchical order, with root's
+/// own user association and a `parent` user.
+const ASSOC: &str = "\
+demo|root||1|
+demo|root|root|1|
+demo|a||40|root
+demo|b||30|a
+demo|b|user1|1|
+demo|c||10|a
+demo|c|user2|1|
+demo|c|user3|1|
+demo|d||60|root
+demo|e||25|d
+demo|e|user4|1|
+demo|f||35|d
+demo|f|user5|parent|
+";
+
+/// `sshare -a -l -P` as Slurm writes it (account names indented; Fair Tree's
+/// columns). Only Account, User and RawUsage matter to the import.
+const SSHARE: &str = "\
+Account|User|RawShares|NormShares|RawUsage|NormUsage|EffectvUsage|FairShare|LevelFS|GrpTRESMins|TRESRunMins
+root|||0.000000|1000000||1.000000||||cpu=0
+ root|root|1|0.009901|0|0.000000|0.000000|0.500000|inf||cpu=0
+ a||40|0.396040|450000|0.450000|0.450000||0.880088||cpu=0
+  b||30|0.750000|200000|0.200000|0.444444||1.687500||cpu=0
+   b|user1|1|1.000000|200000|0.200000|1.000000|0.416667|1.000000||cpu=0
+  c||10|0.250000|250000|0.250000|0.555556||0.450000||cpu=0
+   c|user2|1|0.500000|250000|0.250000|1.000000|0.333333|0.500000||cpu=0
+   c|user3|1|0.500000|0|0.000000|0.000000|0.583333|inf||cpu=0
+ d||60|0.594059|260000|0.260000|0.260000||2.284844||cpu=0
+  e||25|0.416667|250000|0.250000|0.961538||0.433333||cpu=0
+   e|user4|1|1.000000|250000|0.250000|1.000000|0.250000|1.000000||cpu=0
+  f||35|0.583333|0|0.000000|0.000000||inf||cpu=0
+   f|user5|parent|0.583333|0|0.000000|0.000000|1.000000|inf||cpu=0
+";
+
+const SLURM_CONF: &str = "\
+ClusterName=demo
+PriorityType=priority/multifactor
+PriorityDecayHalfLife=7-0  # a week
+PriorityWeightFairshare=10000 PriorityWeightAge=1000
+PrioritySiteFactorPlugin=site_factor/none
+SchedulerType=sched/backfill
+";
+
+const SQUEUE: &str = "\
+101|user2|c|batch|normal|2026-11-20T08:00:00|4|1|1:00:00
+102|user5|f|batch,debug|(null)|2026-11-20T07:30:00|16|2|2-00:00:00
+103|user1|b|debug||2026-11-21T09:15:00|1|1|UNLIMITED
+";
+
+fn source<'a>(name: &'a str, text: &'a str) -> Source<'a> {
+    Source { name, text }
+}
+
+fn import(
+    assoc: &str,
+    sshare: Option<&str>,
+    conf: Option<&str>,
+    squeue: Option<&str>,
+) -> Result<Vec<Event>, ImportError> {
+    import_slurm(&SlurmImport {
+        assoc: source("assoc.txt", assoc),
+        sshare: sshare.map(|s| source("sshare.txt", s)),
+        slurm_conf: conf.map(|s| source("slurm.conf", s)),
+        squeue: squeue.map(|s| source("squeue.txt", s)),
+        cluster: None,
+        t: T,
+    })
+}
+
+fn events(lines: &[&str]) -> Vec<Event> {
+    lines.iter().map(|l| parse_event(1, l).unwrap()).collect()
+}
+
+#[test]
+fn the_whole_import_in_valid_order() {
+    let got = import(ASSOC, Some(SSHARE), Some(SLURM_CONF), Some(SQUEUE)).unwrap();
+    let expected = events(&[
+        r#"{"op":"account","t":1700000000,"name":"a","parent":"root","shares":40}"#,
+        r#"{"op":"account","t":1700000000,"name":"b","parent":"a","shares":30}"#,
+        r#"{"op":"account","t":1700000000,"name":"c","parent":"a","shares":10}"#,
+        r#"{"op":"account","t":1700000000,"name":"d","parent":"root","shares":60}"#,
+        r#"{"op":"account","t":1700000000,"name":"e","parent":"d","shares":25}"#,
+        r#"{"op":"account","t":1700000000,"name":"f","parent":"d","shares":35}"#,
+        r#"{"op":"user","t":1700000000,"user":"root","account":"root","shares":1}"#,
+        r#"{"op":"user","t":1700000000,"user":"user1","account":"b","shares":1}"#,
+        r#"{"op":"user","t":1700000000,"user":"user2","account":"c","shares":1}"#,
+        r#"{"op":"user","t":1700000000,"user":"user3","account":"c","shares":1}"#,
+        r#"{"op":"user","t":1700000000,"user":"user4","account":"e","shares":1}"#,
+        r#"{"op":"user","t":1700000000,"user":"user5","account":"f","shares":"parent"}"#,
+        // root: 1000000 - (root/root 0 + a 450000 + d 260000) = 290000.
+        r#"{"op":"usage","t":1700000000,"account":"root","amount":290000}"#,
+        // a: 450000 - (b 200000 + c 250000) = 0; b: 200000 - 200000 = 0.
+        r#"{"op":"usage","t":1700000000,"account":"b","user":"user1","amount":200000}"#,
+        // c: 250000 - (250000 + 0) = 0.
+        r#"{"op":"usage","t":1700000000,"account":"c","user":"user2","amount":250000}"#,
+        // d: 260000 - (e 250000 + f 0) = 10000.
+        r#"{"op":"usage","t":1700000000,"account":"d","amount":10000}"#,
+        r#"{"op":"usage","t":1700000000,"account":"e","user":"user4","amount":250000}"#,
+        r#"{"op":"config","t":1700000000,"set":{"PriorityDecayHalfLife":"7-0","PriorityWeightFairshare":"10000","PriorityWeightAge":"1000"}}"#,
+        // Submit-time order: 102 (20th 07:30), 101 (20th 08:00), 103 (21st).
+        r#"{"op":"submit","t":1700000000,"job":"102","user":"user5","account":"f","partition":"batch","tres":{"cpu":16,"node":2},"time_limit":172800}"#,
+        r#"{"op":"submit","t":1700000000,"job":"101","user":"user2","account":"c","partition":"batch","qos":"normal","tres":{"cpu":4,"node":1},"time_limit":3600}"#,
+        r#"{"op":"submit","t":1700000000,"job":"103","user":"user1","account":"b","partition":"debug","tres":{"cpu":1,"node":1}}"#,
+    ]);
+    assert_eq!(got.len(), expected.len());
+    for (g, e) in got.iter().zip(&expected) {
+        assert_eq!(g, e);
+    }
+}
+
+#[test]
+fn the_import_replays_with_no_rejection() {
+    let got = import(ASSOC, Some(SSHARE), Some(SLURM_CONF), Some(SQUEUE)).unwrap();
+    let mut validator = crate::Validator::default();
+    for (i, event) in got.iter().enumerate() {
+        validator.check(i as u64 + 1, event).unwrap();
+    }
+}
+
+#[test]
+fn a_parent_listed_after_its_child_is_moved_first() {
+    let got = import("c|b||1|a\nc|a||2|root\nc|b|u|3|\n", None, None, None).unwrap();
+    let names: Vec<String> = got
+        .iter()
+        .map(|e| match &e.op {
+            Op::Account { name, .. } => name.clone(),
+            Op::User { user, .. } => user.clone(),
+            other => panic!("unexpected {other:?}"),
+        })
+        .collect();
+    assert_eq!(names, ["a", "b", "u"]);
+}
+
+#[test]
+fn roots_own_row_is_not_checked() {
+    // Whatever root's Share and ParentName show, its row creates nothing.
+    let got = import("c|root|||\nc|root||x|y\nc|a||5|root\n", None, None, None).unwrap();
+    assert_eq!(got.len(), 1);
+}
+
+#[test]
+fn the_p_form_trailing_bar_is_accepted() {
+    let got = import("c|root||1||\nc|a||5|root|\n", None, None, None).unwrap();
+    assert_eq!(got.len(), 1);
+}
+
+fn error(
+    assoc: &str,
+    sshare: Option<&str>,
+    conf: Option<&str>,
+    squeue: Option<&str>,
+) -> (String, u64, Option<String>) {
+    let e = import(assoc, sshare, conf, squeue).unwrap_err();
+    (e.file, e.line, e.field)
+}
+
+#[test]
+fn malformed_association_lines_name_file_line_and_field() {
+    let at = |file: &str, line: u64, field: Option<&str>| {
+        (file.to_string(), line, field.map(str::to_string))
+    };
+    assert_eq!(
+        error("c|root||1|\nc|a||many|root\n", None, None, None),
+        at("assoc.txt", 2, Some("Share"))
+    );
+    assert_eq!(
+        error("c|a||1\n", None, None, None),
+        at("assoc.txt", 1, None)
+    );
+    assert_eq!(
+        error("c|a||1|nowhere\n", None, None, None),
+        at("assoc.txt", 1, Some("ParentName"))
+    );
+    assert_eq!(
+        error("c|a||1|\n", None, None, None),
+        at("assoc.txt", 1, Some("ParentName"))
+    );
+    assert_eq!(
+        error("c|a||1|b\nc|b||1|a\n", None, None, None),
+        at("assoc.txt", 1, Some("ParentName"))
+    );
+    assert_eq!(
+        error("c|a||1|root\nc|a||2|root\n", None, None, None),
+        at("assoc.txt", 2, Some("Account"))
+    );
+    assert_eq!(
+        error("c|a||1|root\nc|a|u|1|\nc|a|u|1|\n", None, None, None),
+        at("assoc.txt", 3, Some("User"))
+    );
+    assert_eq!(
+        error("c|x|u|1|\n", None, None, None),
+        at("assoc.txt", 1, Some("Account"))
+    );
+    assert_eq!(
+        error("c|a||1|root\nother|b||1|root\n", None, None, None),
+        at("assoc.txt", 2, Some("Cluster"))
+    );
+    assert_eq!(
+        error("c|a b||1|root\n", None, None, None),
+        at("assoc.txt", 1, Some("Account"))
+    );
+    let message = import("c|root||1|\nc|a||-1|root\n", None, None, None)
+        .unwrap_err()
+        .to_string();
+    assert!(message.starts_with("assoc.txt: line 2: field `Share`: `-1` is not an integer"));
+}
+
+#[test]
+fn one_cluster_is_chosen_with_cluster() {
+    let assoc = "c|a||1|root\nother|b||1|root\n";
+    let got = import_slurm(&SlurmImport {
+        assoc: source("assoc.txt", assoc),
+        sshare: None,
+        slurm_conf: None,
+        squeue: None,
+        cluster: Some("other"),
+        t: T,
+    })
+    .unwrap();
+    assert_eq!(got.len(), 1);
+    assert!(matches!(&got[0].op, Op::Account { name, .. } if name == "b"));
+}
+
+#[test]
+fn malformed_sshare_lines_name_file_line_and_field() {
+    let assoc = "c|a||1|root\nc|a|u|1|\n";
+    let at = |line: u64, field: Option<&str>| {
+        ("sshare.txt".to_string(), line, field.map(str::to_string))
+    };
+    assert_eq!(
+        error(assoc, Some("Account|User|NormShares\n"), None, None),
+        at(1, Some("RawUsage"))
+    );
+    assert_eq!(
+        error(assoc, Some("Account|User|RawUsage\na||lots\n"), None, None),
+        at(2, Some("RawUsage"))
+    );
+    assert_eq!(
+        error(assoc, Some("Account|User|RawUsage\na|v|5\n"), None, None),
+        at(2, Some("User"))
+    );
+    assert_eq!(
+        error(assoc, Some("Account|User|RawUsage\nzz||5\n"), None, None),
+        at(2, Some("Account"))
+    );
+    assert_eq!(
+        error(assoc, Some("Account|User|RawUsage\na|u\n"), None, None),
+        at(2, None)
+    );
+    assert_eq!(
+        error(
+            assoc,
+            Some("Account|User|RawUsage\na|u|1\n a|u|2\n"),
+            None,
+            None
+        ),
+        at(3, None)
+    );
+}
+
+#[test]
+fn an_account_below_its_childrens_usage_is_clamped_at_zero() {
+    // a's RawUsage 10 is less than u's 12 (truncation, or usage removed): own 0.
+    let got = import(
+        "c|a||1|root\nc|a|u|1|\n",
+        Some("Account|User|RawUsage\nroot||12\n a||10\n  a|u|12\n"),
+        None,
+        None,
+    )
+    .unwrap();
+    let usage: Vec<&Op> = got
+        .iter()
+        .map(|e| &e.op)
+        .filter(|op| matches!(op, Op::Usage { .. }))
+        .collect();
+    // root: 12 - 10 = 2; a: max(0, 10 - 12) = 0; u: 12.
+    assert_eq!(
+        usage,
+        [
+            &Op::Usage {
+                account: "root".into(),
+                user: None,
+                amount: 2.0
+            },
+            &Op::Usage {
+                account: "a".into(),
+                user: Some("u".into()),
+                amount: 12.0
+            },
+        ]
+    );
+}
+
+#[test]
+fn a_bad_slurm_conf_value_names_its_line_and_key() {
+    let e = import(
+        "c|a||1|root\n",
+        None,
+        Some("ClusterName=x\n\nPriorityDecayHalfLife=soon\n"),
+        None,
+    )
+    .unwrap_err();
+    assert_eq!(
+        (e.file.as_str(), e.line, e.field.as_deref()),
+        ("slurm.conf", 3, Some("PriorityDecayHalfLife"))
+    );
+}
+
+#[test]
+fn malformed_squeue_lines_name_file_line_and_field() {
+    let assoc = "c|a||1|root\nc|a|u|1|\n";
+    let at = |line: u64, field: Option<&str>| {
+        ("squeue.txt".to_string(), line, field.map(str::to_string))
+    };
+    let ok = "1|u|a|p|q|2026-01-01T00:00:00|1|1|30:00\n";
+    assert!(import(assoc, None, None, Some(ok)).is_ok());
+    assert_eq!(
+        error(
+            assoc,
+            None,
+            None,
+            Some(&format!("{ok}2|u|a|p|q|yesterday|1|1|30:00\n"))
+        ),
+        at(2, Some("SubmitTime"))
+    );
+    assert_eq!(
+        error(
+            assoc,
+            None,
+            None,
+            Some("2|v|a|p|q|2026-01-01T00:00:00|1|1|30:00\n")
+        ),
+        at(1, Some("User"))
+    );
+    assert_eq!(
+        error(
+            assoc,
+            None,
+            None,
+            Some("2|u|a|p|q|2026-01-01T00:00:00|x|1|30:00\n")
+        ),
+        at(1, Some("CPUs"))
+    );
+    assert_eq!(
+        error(
+            assoc,
+            None,
+            None,
+            Some("2|u|a|p|q|2026-01-01T00:00:00|1|-1|30:00\n")
+        ),
+        at(1, Some("Nodes"))
+    );
+    assert_eq!(
+        error(
+            assoc,
+            None,
+            None,
+            Some("2|u|a|p|q|2026-01-01T00:00:00|1|1|forever\n")
+        ),
+        at(1, Some("TimeLimit"))
+    );
+    assert_eq!(
+        error(assoc, None, None, Some(&format!("{ok}{ok}"))),
+        at(2, Some("JobID"))
+    );
+    assert_eq!(error(assoc, None, None, Some("2|u|a|p|q\n")), at(1, None));
+}

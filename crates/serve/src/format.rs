@@ -1,0 +1,164 @@
+//! Cell formats shared by every rendered command: Slurm's `%f` for
+//! normalized values, integers, hexadecimal raw values, JSON numbers (with
+//! infinity as the string `"inf"`), and the aligned-table layout.
+
+use serde_json::Value;
+
+/// A normalized value as Slurm's `printf("%f")` writes it: six decimals,
+/// `inf` / `-inf` for infinities, `nan` for a value that is not a number.
+pub fn fixed6(value: f64) -> String {
+    if value.is_nan() {
+        "nan".to_string()
+    } else if value.is_infinite() {
+        if value > 0.0 { "inf" } else { "-inf" }.to_string()
+    } else {
+        format!("{value:.6}")
+    }
+}
+
+/// An optional normalized value: [`fixed6`], or the empty cell for `None`.
+pub fn opt_fixed6(value: Option<f64>) -> String {
+    value.map(fixed6).unwrap_or_default()
+}
+
+/// A 64-bit raw value as `0x%016X`.
+pub fn hex16(value: u64) -> String {
+    format!("0x{value:016X}")
+}
+
+/// A float as a JSON value: a number when finite, else the string `"inf"`,
+/// `"-inf"` or `"nan"` (JSON has no such numbers); `None` is `null`.
+pub fn json_f64(value: Option<f64>) -> Value {
+    match value {
+        None => Value::Null,
+        Some(v) => serde_json::Number::from_f64(v)
+            .map(Value::Number)
+            .unwrap_or_else(|| Value::String(fixed6(v))),
+    }
+}
+
+/// How a column is justified in an aligned table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Justify {
+    /// Padded on the right (Slurm's negative widths: names).
+    Left,
+    /// Padded on the left (Slurm's positive widths: numbers).
+    Right,
+}
+
+/// A column of an aligned table: its header, Slurm's default width, and its
+/// justification.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Column {
+    /// The header, as in the parsable form.
+    pub name: &'static str,
+    /// Slurm's default width; a column widens to fit its longest cell.
+    pub width: usize,
+    /// Justification of the header and the cells.
+    pub justify: Justify,
+}
+
+/// An aligned table as Slurm's `print_fields` writes it: the header, a line of
+/// dashes per column, then the rows; cells separated by one space. Unlike
+/// Slurm, a cell longer than the column's default width widens the column
+/// instead of being truncated with `+`, so no name is ever cut. Trailing
+/// spaces are trimmed.
+pub fn aligned(columns: &[Column], rows: &[Vec<String>]) -> String {
+    let widths: Vec<usize> = columns
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            rows.iter()
+                .filter_map(|r| r.get(i))
+                .map(|cell| cell.chars().count())
+                .chain([c.width, c.name.len()])
+                .max()
+                .unwrap_or(c.width)
+        })
+        .collect();
+    let mut out = String::new();
+    let mut line = |cells: &mut dyn Iterator<Item = (String, Justify)>| {
+        let text: Vec<String> = cells
+            .zip(&widths)
+            .map(|((cell, justify), &width)| match justify {
+                Justify::Left => format!("{cell:<width$}"),
+                Justify::Right => format!("{cell:>width$}"),
+            })
+            .collect();
+        out.push_str(text.join(" ").trim_end());
+        out.push('\n');
+    };
+    line(&mut columns.iter().map(|c| (c.name.to_string(), c.justify)));
+    line(&mut widths.iter().map(|&w| ("-".repeat(w), Justify::Left)));
+    for row in rows {
+        line(&mut row.iter().cloned().zip(columns.iter().map(|c| c.justify)));
+    }
+    out
+}
+
+/// The parsable form: `|`-separated, header first, no padding, no trailing `|`.
+pub fn parsable(columns: &[Column], rows: &[Vec<String>]) -> String {
+    let mut out = String::new();
+    let header: Vec<&str> = columns.iter().map(|c| c.name).collect();
+    out.push_str(&header.join("|"));
+    out.push('\n');
+    for row in rows {
+        out.push_str(&row.join("|"));
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fixed6_is_printf_percent_f() {
+        assert_eq!(fixed6(0.3875), "0.387500");
+        assert_eq!(fixed6(1.0), "1.000000");
+        assert_eq!(fixed6(0.0), "0.000000");
+        // 2^(-0.3875/0.3) = 0.408479... (the classic example's user 1).
+        assert_eq!(fixed6(0.408_479_3), "0.408479");
+        assert_eq!(fixed6(f64::INFINITY), "inf");
+        assert_eq!(fixed6(f64::NEG_INFINITY), "-inf");
+        assert_eq!(fixed6(f64::NAN), "nan");
+        assert_eq!(opt_fixed6(None), "");
+    }
+
+    #[test]
+    fn hex16_is_zero_padded_upper_case() {
+        assert_eq!(hex16(0xAAAA_1234_7777_CCCC), "0xAAAA12347777CCCC");
+        assert_eq!(hex16(0xFFFF_0000_0000), "0x0000FFFF00000000");
+    }
+
+    #[test]
+    fn json_numbers_and_infinity() {
+        assert_eq!(json_f64(Some(0.25)), serde_json::json!(0.25));
+        assert_eq!(json_f64(Some(f64::INFINITY)), serde_json::json!("inf"));
+        assert_eq!(json_f64(None), Value::Null);
+    }
+
+    #[test]
+    fn aligned_pads_justifies_and_widens() {
+        let columns = [
+            Column {
+                name: "Name",
+                width: 6,
+                justify: Justify::Left,
+            },
+            Column {
+                name: "N",
+                width: 3,
+                justify: Justify::Right,
+            },
+        ];
+        let rows = vec![
+            vec!["a".to_string(), "1".to_string()],
+            vec!["longer_name".to_string(), "".to_string()],
+        ];
+        let expected = "Name          N\n----------- ---\na             1\nlonger_name\n";
+        assert_eq!(aligned(&columns, &rows), expected);
+        assert_eq!(parsable(&columns, &rows), "Name|N\na|1\nlonger_name|\n");
+    }
+}

@@ -1,0 +1,192 @@
+//! `fairflow sshare`: the fair-share table ([`FairshareTable`]) as Slurm's
+//! `sshare -a -l` shows it, in three forms (aligned table, `-P` parsable,
+//! `--json`).
+//!
+//! Columns, in this order: `Account|User|RawShares|NormShares|RawUsage|
+//! NormUsage|EffectvUsage|FairShare|LevelFS`, then the algorithm's own:
+//! `Tickets` for ticket-based; `FairShareRaw` for level-based, whose `LevelFS`
+//! cell holds the association's level value in hex (`0x%016X`).
+
+use fairflow_model::report::{FairshareRow, FairshareTable};
+use fairflow_model::{Algorithm, Shares};
+use serde_json::{json, Value};
+
+use crate::format::{aligned, hex16, json_f64, opt_fixed6, parsable, Column, Justify};
+use crate::OutputFormat;
+
+const fn column(name: &'static str, width: usize, justify: Justify) -> Column {
+    Column {
+        name,
+        width,
+        justify,
+    }
+}
+
+/// The columns every algorithm shows, with Slurm's default widths.
+const BASE_COLUMNS: [Column; 9] = [
+    column("Account", 20, Justify::Left),
+    column("User", 10, Justify::Right),
+    column("RawShares", 10, Justify::Right),
+    column("NormShares", 11, Justify::Right),
+    column("RawUsage", 11, Justify::Right),
+    column("NormUsage", 11, Justify::Right),
+    column("EffectvUsage", 13, Justify::Right),
+    column("FairShare", 10, Justify::Right),
+    column("LevelFS", 10, Justify::Right),
+];
+
+/// The columns of the table under `algorithm`, in order.
+pub fn columns(algorithm: Algorithm) -> Vec<Column> {
+    let mut columns = BASE_COLUMNS.to_vec();
+    match algorithm {
+        Algorithm::TicketBased => columns.push(column("Tickets", 10, Justify::Right)),
+        Algorithm::LevelBased => columns.push(column("FairShareRaw", 18, Justify::Right)),
+        Algorithm::FairTree | Algorithm::Classic | Algorithm::DepthOblivious => {}
+    }
+    columns
+}
+
+fn raw_shares_cell(shares: Option<Shares>) -> String {
+    shares.map(|s| s.to_string()).unwrap_or_default()
+}
+
+/// A row's cells, in [`columns`] order, without indentation.
+fn cells(algorithm: Algorithm, row: &FairshareRow) -> Vec<String> {
+    let level_fs = match algorithm {
+        Algorithm::LevelBased => row.level_value.map(hex16).unwrap_or_default(),
+        _ => opt_fixed6(row.level_fs),
+    };
+    let mut cells = vec![
+        row.account.clone(),
+        row.user.clone().unwrap_or_default(),
+        raw_shares_cell(row.raw_shares),
+        opt_fixed6(row.norm_shares),
+        row.raw_usage.to_string(),
+        opt_fixed6(row.norm_usage),
+        opt_fixed6(row.effective_usage),
+        opt_fixed6(row.fairshare),
+        level_fs,
+    ];
+    match algorithm {
+        Algorithm::TicketBased => {
+            cells.push(row.tickets.map(|t| t.to_string()).unwrap_or_default())
+        }
+        Algorithm::LevelBased => cells.push(row.fairshare_raw.map(hex16).unwrap_or_default()),
+        Algorithm::FairTree | Algorithm::Classic | Algorithm::DepthOblivious => {}
+    }
+    cells
+}
+
+/// The `-P` form: header first, `|`-separated, no padding, no trailing `|`,
+/// account names without indentation.
+pub fn render_parsable(table: &FairshareTable) -> String {
+    let rows: Vec<Vec<String>> = table
+        .rows
+        .iter()
+        .map(|row| cells(table.algorithm, row))
+        .collect();
+    parsable(&columns(table.algorithm), &rows)
+}
+
+/// The aligned table: the `Account` cell indented one space per depth, as
+/// Slurm's `sshare` does (a user row shows its account's name one level
+/// deeper than the account's own row).
+pub fn render_table(table: &FairshareTable) -> String {
+    let rows: Vec<Vec<String>> = table
+        .rows
+        .iter()
+        .map(|row| {
+            let mut cells = cells(table.algorithm, row);
+            cells[0] = format!("{}{}", " ".repeat(row.depth), cells[0]);
+            cells
+        })
+        .collect();
+    aligned(&columns(table.algorithm), &rows)
+}
+
+fn shares_json(shares: Option<Shares>) -> Value {
+    match shares {
+        None => Value::Null,
+        Some(Shares::Value(v)) => json!(v),
+        Some(Shares::Parent) => json!("parent"),
+    }
+}
+
+/// One row of the `--json` form. Keys follow the column order; the
+/// algorithm-specific keys appear only under their algorithm.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct FairshareRowJson {
+    /// `Account`.
+    pub account: String,
+    /// `User` (`null` for an account).
+    pub user: Option<String>,
+    /// `RawShares`: an integer, `"parent"`, or `null` (root).
+    pub raw_shares: Value,
+    /// `NormShares`.
+    pub norm_shares: Value,
+    /// `RawUsage`.
+    pub raw_usage: u64,
+    /// `NormUsage`.
+    pub norm_usage: Value,
+    /// `EffectvUsage`.
+    pub effective_usage: Value,
+    /// `FairShare`.
+    pub fairshare: Value,
+    /// `LevelFS`.
+    pub level_fs: Value,
+    /// `Tickets` (ticket-based only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tickets: Option<Value>,
+    /// The level value (level-based only; the `LevelFS` cell of the table).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub level_value: Option<Value>,
+    /// `FairShareRaw` (level-based only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fairshare_raw: Option<Value>,
+}
+
+/// One row as its JSON object.
+pub fn row_json(algorithm: Algorithm, row: &FairshareRow) -> FairshareRowJson {
+    let integer = |v: Option<u64>| v.map_or(Value::Null, Value::from);
+    let ticket_based = algorithm == Algorithm::TicketBased;
+    let level_based = algorithm == Algorithm::LevelBased;
+    FairshareRowJson {
+        account: row.account.clone(),
+        user: row.user.clone(),
+        raw_shares: shares_json(row.raw_shares),
+        norm_shares: json_f64(row.norm_shares),
+        raw_usage: row.raw_usage,
+        norm_usage: json_f64(row.norm_usage),
+        effective_usage: json_f64(row.effective_usage),
+        fairshare: json_f64(row.fairshare),
+        level_fs: json_f64(row.level_fs),
+        tickets: ticket_based.then(|| integer(row.tickets)),
+        level_value: level_based.then(|| integer(row.level_value)),
+        fairshare_raw: level_based.then(|| integer(row.fairshare_raw)),
+    }
+}
+
+/// The `--json` form: an array of objects, one per row, with a final newline.
+pub fn render_json(table: &FairshareTable) -> String {
+    let rows: Vec<FairshareRowJson> = table
+        .rows
+        .iter()
+        .map(|row| row_json(table.algorithm, row))
+        .collect();
+    let mut text =
+        serde_json::to_string_pretty(&rows).expect("rows of plain values always serialize");
+    text.push('\n');
+    text
+}
+
+/// The table in `format`.
+pub fn render(table: &FairshareTable, format: OutputFormat) -> String {
+    match format {
+        OutputFormat::Table => render_table(table),
+        OutputFormat::Parsable => render_parsable(table),
+        OutputFormat::Json => render_json(table),
+    }
+}
+
+#[cfg(test)]
+mod tests;
