@@ -158,6 +158,27 @@ impl Engine {
         Ok(engine)
     }
 
+    /// Start under a command-line layout (`--workers`, `--processes`,
+    /// `--process`, `--hostfile`): the process hosting worker 0 gets the
+    /// engine; any other process runs its workers until the computation ends
+    /// and gets `None`.
+    pub fn start_layout(
+        layout: &crate::cluster::WorkerLayout,
+        config: Config,
+    ) -> Result<Option<Engine>, EngineError> {
+        let start_error = |e: crate::cluster::LayoutError| EngineError::Start {
+            workers: layout.total_workers(),
+            reason: e.0,
+        };
+        let mut timely_config = layout.timely_config().map_err(start_error)?;
+        timely_config.worker = WorkerConfig::default().idle_spin(Duration::ZERO);
+        if layout.hosts_worker_zero() {
+            Engine::start_with(layout.total_workers(), timely_config, config).map(Some)
+        } else {
+            Engine::run_follower(timely_config).map(|()| None)
+        }
+    }
+
     /// Run this process's workers of a multi-process computation whose
     /// worker 0 (and driver) lives in another process: every worker here
     /// builds the same dataflow, closes its inputs and steps until the driver

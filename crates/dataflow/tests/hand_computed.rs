@@ -85,3 +85,18 @@ fn classic_by_hand() {
     );
     assert_eq!(table.rows[3].raw_usage, 100);
 }
+
+#[test]
+fn a_single_process_layout_starts_an_engine() {
+    use fairflow_dataflow::cluster::WorkerLayout;
+    let layout = WorkerLayout {
+        workers: 2,
+        ..WorkerLayout::default()
+    };
+    let mut engine = Engine::start_layout(&layout, Config::default())
+        .unwrap()
+        .expect("process 0 hosts worker 0");
+    assert_eq!(engine.workers(), 2);
+    engine.apply_batch(lines(TREE)).unwrap();
+    assert_eq!(factor(&engine, "a", "ua"), 1.0);
+}
