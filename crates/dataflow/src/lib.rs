@@ -5,7 +5,9 @@
 //! [`Engine::start`] runs `n` timely workers (`timely::execute`) in this
 //! process; [`Engine::start_with`] takes any timely configuration, so the
 //! cluster modes (`--processes/--process/--hostfile`) only build a different
-//! `timely::Config`. Every worker builds the same dataflow
+//! `timely::Config` ([`Engine::start_layout`] from a `cluster::WorkerLayout`:
+//! process 0 gets the engine, the others run [`Engine::run_follower`]; tested
+//! with two processes over TCP on localhost). Every worker builds the same dataflow
 //! (`graph::run_worker`); the worker with global index 0 is *fed* by the
 //! driver over crossbeam channels, every other worker closes its empty input
 //! sessions at once and only steps (`step_or_park`), so the worker closure does
