@@ -75,12 +75,26 @@ impl TreeNode {
     }
 }
 
+/// One ranked fair-share child, in the Fair Tree order the dataflow keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RankedChild {
+    /// Its block of equal level fair-share (0 first).
+    pub block: u32,
+    /// Is it a user association?
+    pub user: bool,
+    /// Its index in [`EngineTree::nodes`].
+    pub index: usize,
+}
+
 /// The tree read from the dataflow's results, with the frame and time its
 /// usage is expressed in.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EngineTree {
     /// Nodes in sshare tree order; `nodes[0]` is root.
     pub nodes: Vec<TreeNode>,
+    /// Per node (as a fair-share parent), its ranked fair-share children by
+    /// block, users first within a block (`parent` accounts left out).
+    pub ranked_children: Vec<Vec<RankedChild>>,
     /// The frame usage is in.
     pub frame: DecayFrame,
     /// The time the tree is as of.
@@ -261,6 +275,7 @@ impl Engine {
         let mut subtree_usage: BTreeMap<NodeId, i128> = BTreeMap::new();
         let mut fs_parent_of: BTreeMap<NodeId, NodeId> = BTreeMap::new();
         let mut level_shares: BTreeMap<NodeId, i128> = BTreeMap::new();
+        let mut ranked: Vec<(NodeId, u32, NodeId)> = Vec::new();
         for (node, fact) in self.read_facts()? {
             match fact {
                 Fact::SubtreeUsage(usage) => {
@@ -272,6 +287,7 @@ impl Engine {
                 Fact::LevelShares(level) => {
                     level_shares.insert(node, level);
                 }
+                Fact::Ranked(block, child) => ranked.push((node, block, child)),
             }
         }
         let records = self.ledger.nodes();
@@ -330,7 +346,23 @@ impl Engine {
                 }
             })
             .collect();
+        let mut ranked_children: Vec<Vec<RankedChild>> = vec![Vec::new(); order.len()];
+        for (parent, block, child) in ranked {
+            let (Some(&parent), Some(&child)) = (index_of.get(&parent), index_of.get(&child))
+            else {
+                continue;
+            };
+            ranked_children[parent].push(RankedChild {
+                block,
+                user: records[order[child].0 as usize].user.is_some(),
+                index: child,
+            });
+        }
+        for children in ranked_children.iter_mut() {
+            children.sort_by_key(|c| (c.block, !c.user, c.index));
+        }
         Ok(EngineTree {
+            ranked_children,
             nodes,
             frame: self.ledger.frame(),
             as_of: self.ledger.now(),

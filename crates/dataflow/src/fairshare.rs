@@ -7,7 +7,9 @@
 //! usage) are this crate's own.
 //!
 //! # Fair Tree ranking
-//! Every user association is ranked; `N` is their number and ranks count
+//! The order inside each fair-share sibling group comes from the dataflow
+//! (`Fact::Ranked`: a per-group `reduce` comparing `LevelFs` exactly); only
+//! merged groups of tied accounts are ordered here. Every user association is ranked; `N` is their number and ranks count
 //! down from `N`. A sibling group (the fair-share children of one node, or
 //! the merged children of tied accounts) is sorted by exact `LF` descending,
 //! users before accounts on equal `LF`, and consumed in blocks of equal `LF`:
@@ -149,28 +151,52 @@ struct Ranking<'v, 'a> {
 }
 
 impl Ranking<'_, '_> {
-    fn group(&mut self, members: &[usize], entered_tied: bool) {
-        let mut ranked: Vec<(LevelFs, bool, usize)> = members
+    /// The blocks of the group formed by the fair-share children of
+    /// `accounts` (one account, or tied accounts whose children merge), each
+    /// block users first. One account's order is the dataflow's; a merge
+    /// compares children of different parents exactly.
+    fn blocks(&self, accounts: &[usize]) -> Vec<Vec<(bool, usize)>> {
+        let mut blocks: Vec<Vec<(bool, usize)>> = Vec::new();
+        if let [account] = accounts {
+            let mut last = None;
+            for child in &self.view.tree.ranked_children[*account] {
+                if last != Some(child.block) {
+                    blocks.push(Vec::new());
+                    last = Some(child.block);
+                }
+                if let Some(block) = blocks.last_mut() {
+                    block.push((child.user, child.index));
+                }
+            }
+            return blocks;
+        }
+        let mut ranked: Vec<(LevelFs, bool, usize)> = accounts
             .iter()
-            .filter_map(|&m| self.level_fs[m].map(|lf| (lf, self.view.is_user(m), m)))
+            .flat_map(|&a| self.view.fs_children[a].iter().copied())
+            .filter_map(|m| self.level_fs[m].map(|lf| (lf, self.view.is_user(m), m)))
             .collect();
         ranked.sort_by(|a, b| {
             b.0.cmp(&a.0)
                 .then_with(|| b.1.cmp(&a.1))
                 .then_with(|| a.2.cmp(&b.2))
         });
-        let mut start = 0;
-        while start < ranked.len() {
-            let block_lf = ranked[start].0;
-            let end = ranked[start..]
-                .iter()
-                .position(|(lf, _, _)| lf.cmp(&block_lf) != Ordering::Equal)
-                .map_or(ranked.len(), |offset| start + offset);
-            let block = &ranked[start..end];
-            let mut tied = start == 0 && entered_tied;
-            let mut merged = Vec::new();
-            for &(_, is_user, member) in block {
-                if is_user {
+        for (i, &(lf, user, member)) in ranked.iter().enumerate() {
+            if i == 0 || lf.cmp(&ranked[i - 1].0) != Ordering::Equal {
+                blocks.push(Vec::new());
+            }
+            if let Some(block) = blocks.last_mut() {
+                block.push((user, member));
+            }
+        }
+        blocks
+    }
+
+    fn group(&mut self, accounts: &[usize], entered_tied: bool) {
+        for (position, block) in self.blocks(accounts).into_iter().enumerate() {
+            let mut tied = position == 0 && entered_tied;
+            let mut tied_accounts = Vec::new();
+            for (user, member) in block {
+                if user {
                     if !tied {
                         self.last_rank = self.next_rank;
                     }
@@ -178,14 +204,12 @@ impl Ranking<'_, '_> {
                     self.next_rank = self.next_rank.saturating_sub(1);
                     tied = true;
                 } else {
-                    merged.extend_from_slice(&self.view.fs_children[member]);
+                    tied_accounts.push(member);
                 }
             }
-            if !merged.is_empty() {
-                merged.sort_unstable();
-                self.group(&merged, tied);
+            if !tied_accounts.is_empty() {
+                self.group(&tied_accounts, tied);
             }
-            start = end;
         }
     }
 }
@@ -200,8 +224,7 @@ fn fair_tree(view: &View) -> Computed {
         ranks: vec![0; view.len()],
     };
     if view.len() > 0 {
-        let top = view.fs_children[0].clone();
-        ranking.group(&top, false);
+        ranking.group(&[0], false);
     }
     let mut rows = Vec::with_capacity(view.len());
     let mut user_factors = BTreeMap::new();

@@ -20,6 +20,7 @@ use differential_dataflow::operators::CountTotal;
 use differential_dataflow::trace::cursor::cursor_list;
 use differential_dataflow::trace::implementations::{ValBatcher, ValSpine};
 use differential_dataflow::trace::{Cursor, TraceReader};
+use fairflow_model::formula::LevelFs;
 use fairflow_model::Shares;
 use timely::dataflow::channels::pact::Exchange;
 use timely::dataflow::operators::probe::Handle as ProbeHandle;
@@ -45,6 +46,54 @@ pub enum Fact {
     FsParent(NodeId),
     /// As a fair-share parent: the sum of its fair-share children's raw shares.
     LevelShares(i128),
+    /// As a fair-share parent: one ranked child and the index of its block of
+    /// equal level fair-share in the Fair Tree order (0 first; users before
+    /// accounts within a block). `FairShare=parent` accounts are not listed.
+    Ranked(u32, NodeId),
+}
+
+/// One input of the per-association assembly (an outer join done in a reduce).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+enum Part {
+    FsParent(NodeId),
+    Shares(Shares),
+    Usage(i128),
+    User,
+}
+
+/// A fair-share group member: `(node, shares, subtree usage, is a user)`.
+type Member = (NodeId, Shares, i128, bool);
+
+/// Fair Tree order of one sibling group: LF descending (exact; within one
+/// group `shares / usage` orders like `LF`, the group's level shares and
+/// parent usage cancel), users first on equal LF, then node id.
+fn rank_siblings(members: &[(&Member, Diff)], output: &mut Vec<((u32, NodeId), Diff)>) {
+    let mut ranked: Vec<(LevelFs, bool, NodeId)> = members
+        .iter()
+        .filter(|(_, count)| *count > 0)
+        .filter_map(|((child, shares, usage, user), _)| {
+            let level_fs = if shares.is_parent() {
+                if !*user {
+                    return None;
+                }
+                LevelFs::Infinite
+            } else {
+                let usage = u128::try_from(*usage).unwrap_or(0);
+                LevelFs::of(shares.raw(), 1, usage, 1)
+            };
+            Some((level_fs, *user, *child))
+        })
+        .collect();
+    ranked.sort_by(|a, b| b.0.cmp(&a.0).then(b.1.cmp(&a.1)).then(a.2.cmp(&b.2)));
+    let mut block = 0u32;
+    for (i, (level_fs, _, child)) in ranked.iter().enumerate() {
+        if i > 0 && *level_fs != ranked[i - 1].0 {
+            block += 1;
+        }
+        output.push(((block, *child), 1));
+    }
 }
 
 type FactTrace = TraceAgent<ValSpine<NodeId, Fact, Epoch, Diff>>;
@@ -87,6 +136,7 @@ struct Inputs {
     edges: InputSession<Epoch, (NodeId, NodeId), Diff>,
     shares: InputSession<Epoch, (NodeId, Shares), Diff>,
     usage: InputSession<Epoch, NodeId, Diff>,
+    users: InputSession<Epoch, NodeId, Diff>,
 }
 
 impl Inputs {
@@ -94,9 +144,11 @@ impl Inputs {
         self.edges.advance_to(epoch);
         self.shares.advance_to(epoch);
         self.usage.advance_to(epoch);
+        self.users.advance_to(epoch);
         self.edges.flush();
         self.shares.flush();
         self.usage.flush();
+        self.users.flush();
     }
 }
 
@@ -107,6 +159,8 @@ fn build(worker: &mut Worker) -> (Inputs, FactTrace, ProbeHandle<Epoch>) {
         let (edges_input, edges) = scope.new_collection::<(NodeId, NodeId), Diff>();
         let (shares_input, shares) = scope.new_collection::<(NodeId, Shares), Diff>();
         let (usage_input, usage) = scope.new_collection::<NodeId, Diff>();
+        let (users_input, users) = scope.new_collection::<NodeId, Diff>();
+        let shares_for_parts = shares.clone();
 
         // Every live association has exactly one shares record.
         let nodes = shares.clone().map(|(node, _)| node);
@@ -135,13 +189,15 @@ fn build(worker: &mut Worker) -> (Inputs, FactTrace, ProbeHandle<Epoch>) {
                 });
 
         // Subtree usage: own usage (in the diff) joined to every ancestor, summed.
-        let subtree_usage = closure
+        let subtree_usage_sums = closure
             .clone()
             .arrange_by_key()
             .join_core(usage.arrange_by_self(), |_node, &(ancestor, _), &()| {
                 Some(ancestor)
             })
-            .count_total_core::<Diff>()
+            .count_total_core::<Diff>();
+        let subtree_usage = subtree_usage_sums
+            .clone()
             .map(|(node, usage)| (node, Fact::SubtreeUsage(usage)));
 
         // Fair-share parent: the nearest proper ancestor not `parent`.
@@ -168,9 +224,36 @@ fn build(worker: &mut Worker) -> (Inputs, FactTrace, ProbeHandle<Epoch>) {
             .count_total_core::<Diff>()
             .map(|(node, level)| (node, Fact::LevelShares(level)));
 
+        // Fair Tree sibling order: assemble (fs parent, shares, usage, user)
+        // per node (absent usage is 0), then order each fair-share group.
+        let ranked = fs_parent
+            .clone()
+            .map(|(node, parent)| (node, Part::FsParent(parent)))
+            .concat(shares_for_parts.map(|(node, shares)| (node, Part::Shares(shares))))
+            .concat(subtree_usage_sums.map(|(node, usage)| (node, Part::Usage(usage))))
+            .concat(users.map(|node| (node, Part::User)))
+            .reduce(|_node, parts, output: &mut Vec<(Member, Diff)>| {
+                let (mut parent, mut shares, mut usage, mut user) = (None, None, 0, false);
+                for (part, _) in parts.iter().filter(|(_, count)| *count > 0) {
+                    match **part {
+                        Part::FsParent(p) => parent = Some(p),
+                        Part::Shares(s) => shares = Some(s),
+                        Part::Usage(u) => usage = u,
+                        Part::User => user = true,
+                    }
+                }
+                if let (Some(parent), Some(shares)) = (parent, shares) {
+                    output.push(((parent, shares, usage, user), 1));
+                }
+            })
+            .map(|(node, (parent, shares, usage, user))| (parent, (node, shares, usage, user)))
+            .reduce(|_parent, members, output| rank_siblings(members, output))
+            .map(|(parent, (block, child))| (parent, Fact::Ranked(block, child)));
+
         let facts = subtree_usage
             .concat(fs_parent.map(|(node, parent)| (node, Fact::FsParent(parent))))
-            .concat(level_shares);
+            .concat(level_shares)
+            .concat(ranked);
         // Pinned to worker 0, where the driver's reads are served.
         let pinned =
             arrange_core::<_, _, ValBatcher<NodeId, Fact, Epoch, Diff>, ValSpine<_, _, _, _>>(
@@ -184,6 +267,7 @@ fn build(worker: &mut Worker) -> (Inputs, FactTrace, ProbeHandle<Epoch>) {
             edges: edges_input,
             shares: shares_input,
             usage: usage_input,
+            users: users_input,
         };
         (inputs, pinned.trace, probe)
     })
@@ -240,6 +324,9 @@ pub fn run_worker(worker: &mut Worker, feeder: Option<Feeder>) {
                 }
                 for (record, diff) in deltas.usage {
                     inputs.usage.update(record, diff);
+                }
+                for (record, diff) in deltas.users {
+                    inputs.users.update(record, diff);
                 }
                 inputs.advance_and_flush(epoch + 1);
                 while probe.less_than(&(epoch + 1)) {

@@ -88,12 +88,14 @@ pub struct Deltas {
     pub shares: Vec<((NodeId, Shares), i128)>,
     /// Own-usage changes in frame units, in the diff.
     pub usage: Vec<(NodeId, i128)>,
+    /// User associations (as opposed to accounts) appearing and disappearing.
+    pub users: Vec<(NodeId, i128)>,
 }
 
 impl Deltas {
     /// Number of input records.
     pub fn len(&self) -> usize {
-        self.edges.len() + self.shares.len() + self.usage.len()
+        self.edges.len() + self.shares.len() + self.usage.len() + self.users.len()
     }
 
     /// Nothing to send?
@@ -557,6 +559,9 @@ impl Ledger {
                 usage: self.visible_usage(id),
             };
             let before = self.sent[id as usize];
+            if before.alive != now.alive && node.user.is_some() {
+                deltas.users.push((id, if now.alive { 1 } else { -1 }));
+            }
             if before.parent != now.parent {
                 if let Some(p) = before.parent {
                     deltas.edges.push(((id, p), -1));

@@ -41,7 +41,15 @@
 //!   node's subtree;
 //! - level shares: `fs_parent ⋈ shares`, raw shares moved into the diff,
 //!   `count_total` per fair-share parent: a shares change touches one group;
-//! - the three results are concatenated as `(node, Fact)` and arranged on
+//! - Fair Tree sibling order: a `reduce` per node assembles
+//!   `(fs parent, shares, subtree usage, is a user)` (an outer join over a
+//!   tagged `Part` enum: absent usage is 0; the `users` input marks user
+//!   associations), then a `reduce` per fair-share parent sorts its children
+//!   by exact `LevelFs` (within one group `shares / usage` orders like LF: the
+//!   level shares and parent usage cancel), users first on ties, and emits
+//!   `(parent, Ranked(block, child))`: a usage delta re-sorts the `depth`
+//!   groups on its path, each `O(group)`;
+//! - the results are concatenated as `(node, Fact)` and arranged on
 //!   worker 0 (an `Exchange(|_| 0)` pact), probed.
 //!
 //! # Reading results
@@ -60,8 +68,12 @@
 //! counting down from `N`); classic walks the fair-share tree top-down. A read
 //! is `O(n)` in the associations; a batch costs what it touches.
 //!
-//! **Not yet in the dataflow** (next steps): the Fair Tree order and ranks
-//! and classic effective usage. The planned shape: a per-group `reduce` keyed
+//! The order inside each sibling group is the dataflow's (`Ranked` facts);
+//! the walk only merges the groups of tied accounts (exact cross-parent
+//! `LevelFs` comparison) and assigns ranks.
+//!
+//! **Not yet in the dataflow** (next steps): the ranks themselves, merged
+//! groups and classic effective usage. The planned shape: a per-group `reduce` keyed
 //! by a *group key* (a fair-share parent, or a block of tied accounts whose
 //! children merge: `group(c) = block(fs_parent(c))`,
 //! `block(x) = (group(x), position of x's equal-LF block)`, unrolled per
