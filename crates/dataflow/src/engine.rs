@@ -1,0 +1,398 @@
+//! The engine as its callers see it: [`Engine::start`] launches the timely
+//! workers, [`Engine::apply_batch`] validates a batch of log lines, turns the
+//! accepted events into input deltas (through the [`Ledger`]) and waits until
+//! the dataflow reflects them; the read methods ask worker 0 for the result
+//! arrangement and assemble the tree and the fair-share table from it.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use crossbeam_channel::{Receiver, Sender};
+use fairflow_ingest::{LogLine, Rejection, Validator};
+use fairflow_model::report::FairshareTable;
+use fairflow_model::usage::{DecayFrame, FrameUsage};
+use fairflow_model::{Config, Shares, Time};
+use timely::WorkerConfig;
+
+use crate::graph::{run_worker, Command, Epoch, Fact, Feeder, Reply};
+use crate::ledger::{Ledger, NodeId, ROOT};
+
+/// Why the engine could not do what was asked.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// Timely could not start its workers.
+    #[error("cannot start {workers} timely workers: {reason}")]
+    Start {
+        /// How many workers were asked for.
+        workers: usize,
+        /// Timely's message.
+        reason: String,
+    },
+    /// The configured fair-share algorithm is not maintained by this engine yet.
+    #[error(transparent)]
+    Unsupported(#[from] crate::fairshare::Unsupported),
+    /// The workers stopped (a worker panicked); this is a bug.
+    #[error("the timely workers stopped unexpectedly (this is a bug)")]
+    WorkersGone,
+}
+
+/// What one batch did.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct BatchReport {
+    /// Events applied.
+    pub applied: u64,
+    /// Rejected lines, in order.
+    pub rejected: Vec<Rejection>,
+    /// Input records the batch sent to the dataflow (edges, shares, usage).
+    pub input_records: usize,
+}
+
+/// One association of the tree as the engine derives it, in sshare tree order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TreeNode {
+    /// The account (for a user association, its account).
+    pub account: String,
+    /// The user, for a user association.
+    pub user: Option<String>,
+    /// Depth in the direct tree; root is 0.
+    pub depth: usize,
+    /// Index of the direct parent; `None` for root.
+    pub parent: Option<usize>,
+    /// Index of the fair-share parent (nearest proper ancestor not `parent`).
+    pub fs_parent: Option<usize>,
+    /// `FairShare`.
+    pub shares: Shares,
+    /// The raw shares of this node's fair-share sibling group (0 for root).
+    pub level_shares: u64,
+    /// The subtree's usage, frame units.
+    pub usage: FrameUsage,
+}
+
+impl TreeNode {
+    /// Is this a user association?
+    pub fn is_user(&self) -> bool {
+        self.user.is_some()
+    }
+}
+
+/// One ranked fair-share child, in the Fair Tree order the dataflow keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RankedChild {
+    /// Its block of equal level fair-share (0 first).
+    pub block: u32,
+    /// Is it a user association?
+    pub user: bool,
+    /// Its index in [`EngineTree::nodes`].
+    pub index: usize,
+}
+
+/// The tree read from the dataflow's results, with the frame and time its
+/// usage is expressed in.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EngineTree {
+    /// Nodes in sshare tree order; `nodes[0]` is root.
+    pub nodes: Vec<TreeNode>,
+    /// Per node (as a fair-share parent), its ranked fair-share children by
+    /// block, users first within a block (`parent` accounts left out).
+    pub ranked_children: Vec<Vec<RankedChild>>,
+    /// The frame usage is in.
+    pub frame: DecayFrame,
+    /// The time the tree is as of.
+    pub as_of: Time,
+}
+
+/// The incremental engine; see the crate documentation.
+pub struct Engine {
+    validator: Validator,
+    ledger: Ledger,
+    epoch: Epoch,
+    workers: usize,
+    commands: Option<Sender<Command>>,
+    replies: Receiver<Reply>,
+    worker0: std::thread::Thread,
+    guards: Option<timely::communication::initialize::WorkerGuards<()>>,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("workers", &self.workers)
+            .field("epoch", &self.epoch)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Engine {
+    /// Start `workers` timely workers in this process, under `config` (the
+    /// configuration in force before the first event, as for the oracle).
+    pub fn start(workers: usize, config: Config) -> Result<Engine, EngineError> {
+        let workers = workers.max(1);
+        let mut timely_config = timely::Config::process(workers);
+        // More workers than cores is common here (tests run 4 on 2 cores):
+        // park at once instead of spinning.
+        timely_config.worker = WorkerConfig::default().idle_spin(Duration::ZERO);
+        Engine::start_with(workers, timely_config, config)
+    }
+
+    /// Start with an explicit timely configuration (the cluster modes build
+    /// one from `--processes/--process/--hostfile`). The driver talks to the
+    /// worker with global index 0, which must run in this process.
+    pub fn start_with(
+        workers: usize,
+        timely_config: timely::Config,
+        config: Config,
+    ) -> Result<Engine, EngineError> {
+        let (command_tx, command_rx) = crossbeam_channel::unbounded();
+        let (reply_tx, reply_rx) = crossbeam_channel::unbounded();
+        let feeder = Feeder {
+            commands: command_rx,
+            replies: reply_tx,
+        };
+        let guards = timely::execute(timely_config, move |worker| {
+            let feeder = (worker.index() == 0).then(|| feeder.clone());
+            run_worker(worker, feeder);
+        })
+        .map_err(|reason| EngineError::Start { workers, reason })?;
+        let worker0 = match reply_rx.recv() {
+            Ok(Reply::Ready(thread)) => thread,
+            _ => return Err(EngineError::WorkersGone),
+        };
+        let mut engine = Engine {
+            validator: Validator::new(config.clone()),
+            ledger: Ledger::new(config),
+            epoch: 0,
+            workers,
+            commands: Some(command_tx),
+            replies: reply_rx,
+            worker0,
+            guards: Some(guards),
+        };
+        // Root exists from the start.
+        engine.send_deltas()?;
+        Ok(engine)
+    }
+
+    /// Start under a command-line layout (`--workers`, `--processes`,
+    /// `--process`, `--hostfile`): the process hosting worker 0 gets the
+    /// engine; any other process runs its workers until the computation ends
+    /// and gets `None`.
+    pub fn start_layout(
+        layout: &crate::cluster::WorkerLayout,
+        config: Config,
+    ) -> Result<Option<Engine>, EngineError> {
+        let start_error = |e: crate::cluster::LayoutError| EngineError::Start {
+            workers: layout.total_workers(),
+            reason: e.0,
+        };
+        let mut timely_config = layout.timely_config().map_err(start_error)?;
+        timely_config.worker = WorkerConfig::default().idle_spin(Duration::ZERO);
+        if layout.hosts_worker_zero() {
+            Engine::start_with(layout.total_workers(), timely_config, config).map(Some)
+        } else {
+            Engine::run_follower(timely_config).map(|()| None)
+        }
+    }
+
+    /// Run this process's workers of a multi-process computation whose
+    /// worker 0 (and driver) lives in another process: every worker here
+    /// builds the same dataflow, closes its inputs and steps until the driver
+    /// shuts the computation down.
+    pub fn run_follower(timely_config: timely::Config) -> Result<(), EngineError> {
+        let guards = timely::execute(timely_config, |worker| run_worker(worker, None))
+            .map_err(|reason| EngineError::Start { workers: 0, reason })?;
+        if guards.join().iter().any(Result::is_err) {
+            return Err(EngineError::WorkersGone);
+        }
+        Ok(())
+    }
+
+    /// The number of timely workers.
+    pub fn workers(&self) -> usize {
+        self.workers
+    }
+
+    /// The ledger (the driver's view of associations and usage).
+    pub fn ledger(&self) -> &Ledger {
+        &self.ledger
+    }
+
+    fn send(&self, command: Command) -> Result<(), EngineError> {
+        self.commands
+            .as_ref()
+            .ok_or(EngineError::WorkersGone)?
+            .send(command)
+            .map_err(|_| EngineError::WorkersGone)?;
+        self.worker0.unpark();
+        Ok(())
+    }
+
+    fn send_deltas(&mut self) -> Result<usize, EngineError> {
+        let deltas = self.ledger.take_deltas();
+        let records = deltas.len();
+        self.epoch += 1;
+        self.send(Command::Batch {
+            epoch: self.epoch,
+            deltas,
+        })?;
+        match self.replies.recv() {
+            Ok(Reply::BatchDone) => Ok(records),
+            _ => Err(EngineError::WorkersGone),
+        }
+    }
+
+    /// Validate and apply a batch of log lines (in order), as one logical
+    /// time; returns once every result reflects the batch.
+    pub fn apply_batch(&mut self, lines: Vec<LogLine>) -> Result<BatchReport, EngineError> {
+        let mut report = BatchReport::default();
+        for line in lines {
+            let outcome = line.event.and_then(|event| {
+                self.validator.check(line.line, &event)?;
+                Ok(event)
+            });
+            match outcome {
+                Ok(event) => {
+                    self.ledger.apply(&event);
+                    report.applied += 1;
+                }
+                Err(rejection) => report.rejected.push(rejection),
+            }
+        }
+        report.input_records = self.send_deltas()?;
+        Ok(report)
+    }
+
+    fn read_facts(&self) -> Result<Vec<(NodeId, Fact)>, EngineError> {
+        self.send(Command::ReadFacts)?;
+        match self.replies.recv() {
+            Ok(Reply::Facts(facts)) => Ok(facts),
+            _ => Err(EngineError::WorkersGone),
+        }
+    }
+
+    /// The tree with every derived value read from the dataflow's results:
+    /// fair-share parents, level shares and subtree usage.
+    pub fn tree(&self) -> Result<EngineTree, EngineError> {
+        let mut subtree_usage: BTreeMap<NodeId, i128> = BTreeMap::new();
+        let mut fs_parent_of: BTreeMap<NodeId, NodeId> = BTreeMap::new();
+        let mut level_shares: BTreeMap<NodeId, i128> = BTreeMap::new();
+        let mut ranked: Vec<(NodeId, u32, NodeId)> = Vec::new();
+        for (node, fact) in self.read_facts()? {
+            match fact {
+                Fact::SubtreeUsage(usage) => {
+                    subtree_usage.insert(node, usage);
+                }
+                Fact::FsParent(parent) => {
+                    fs_parent_of.insert(node, parent);
+                }
+                Fact::LevelShares(level) => {
+                    level_shares.insert(node, level);
+                }
+                Fact::Ranked(block, child) => ranked.push((node, block, child)),
+            }
+        }
+        let records = self.ledger.nodes();
+        // Sshare order: an account, its users by name, then its child accounts by name.
+        let mut child_accounts: BTreeMap<NodeId, Vec<NodeId>> = BTreeMap::new();
+        for (_, &id) in self.ledger.accounts().iter() {
+            if let Some(parent) = records[id as usize].parent {
+                child_accounts.entry(parent).or_default().push(id);
+            }
+        }
+        let mut order: Vec<(NodeId, usize, Option<usize>)> = Vec::new();
+        let mut stack: Vec<(NodeId, usize, Option<usize>)> = vec![(ROOT, 0, None)];
+        while let Some((account, depth, parent)) = stack.pop() {
+            let index = order.len();
+            order.push((account, depth, parent));
+            let name = &records[account as usize].account;
+            let users = self
+                .ledger
+                .users()
+                .range((name.clone(), String::new())..)
+                .take_while(|((a, _), _)| a == name);
+            for (_, &user) in users {
+                order.push((user, depth + 1, Some(index)));
+            }
+            if let Some(children) = child_accounts.get(&account) {
+                for &child in children.iter().rev() {
+                    stack.push((child, depth + 1, Some(index)));
+                }
+            }
+        }
+        let index_of: BTreeMap<NodeId, usize> = order
+            .iter()
+            .enumerate()
+            .map(|(index, (id, _, _))| (*id, index))
+            .collect();
+        let nodes = order
+            .iter()
+            .map(|&(id, depth, parent)| {
+                let record = &records[id as usize];
+                let fs_parent_id = fs_parent_of.get(&id);
+                let fs_parent = fs_parent_id.map(|p| index_of[p]);
+                let level = fs_parent_id
+                    .and_then(|p| level_shares.get(p))
+                    .copied()
+                    .unwrap_or(0);
+                TreeNode {
+                    account: record.account.clone(),
+                    user: record.user.clone(),
+                    depth,
+                    parent,
+                    fs_parent,
+                    shares: record.shares,
+                    level_shares: u64::try_from(level).expect("level shares are non-negative"),
+                    usage: u128::try_from(subtree_usage.get(&id).copied().unwrap_or(0))
+                        .expect("usage is non-negative"),
+                }
+            })
+            .collect();
+        let mut ranked_children: Vec<Vec<RankedChild>> = vec![Vec::new(); order.len()];
+        for (parent, block, child) in ranked {
+            let (Some(&parent), Some(&child)) = (index_of.get(&parent), index_of.get(&child))
+            else {
+                continue;
+            };
+            ranked_children[parent].push(RankedChild {
+                block,
+                user: records[order[child].0 as usize].user.is_some(),
+                index: child,
+            });
+        }
+        for children in ranked_children.iter_mut() {
+            children.sort_by_key(|c| (c.block, !c.user, c.index));
+        }
+        Ok(EngineTree {
+            ranked_children,
+            nodes,
+            frame: self.ledger.frame(),
+            as_of: self.ledger.now(),
+        })
+    }
+}
+
+impl Engine {
+    /// The fair-share table under the configured algorithm, as of the last
+    /// batch (Fair Tree, classic and depth-oblivious).
+    pub fn fairshare_table(&self) -> Result<FairshareTable, EngineError> {
+        let tree = self.tree()?;
+        Ok(crate::fairshare::table(&tree, self.ledger.config())?)
+    }
+
+    /// Each user association's fair-share factor, `(account, user) -> factor`.
+    pub fn user_factors(&self) -> Result<BTreeMap<(String, String), f64>, EngineError> {
+        let tree = self.tree()?;
+        Ok(crate::fairshare::user_factors(&tree, self.ledger.config())?)
+    }
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        // Disconnecting the command channel ends worker 0's loop; dropping its
+        // inputs then completes the dataflow on every worker.
+        self.commands.take();
+        self.worker0.unpark();
+        if let Some(guards) = self.guards.take() {
+            drop(guards.join());
+        }
+    }
+}

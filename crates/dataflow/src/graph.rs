@@ -1,0 +1,360 @@
+//! The timely worker: the dataflow every worker builds (identically, in the
+//! same order), and the loop each worker runs. Worker 0 of the process that
+//! hosts the driver receives [`Command`]s on a channel and feeds the inputs;
+//! every other worker closes its (empty) inputs at once and only steps, so the
+//! worker logic does not depend on how the workers were started (threads of
+//! one process, or timely's multi-process cluster mode).
+//!
+//! All collections have time `u64` (one logical time per batch) and diff
+//! `i128`, so that usage can travel in the diff and be summed exactly; this
+//! also keeps the number of distinct `(K, V, T, R)` combinations small.
+
+use std::time::Duration;
+
+use crossbeam_channel::{Receiver, Sender, TryRecvError};
+use differential_dataflow::input::{Input, InputSession};
+use differential_dataflow::operators::arrange::arrangement::arrange_core;
+use differential_dataflow::operators::arrange::TraceAgent;
+use differential_dataflow::operators::iterate::Iterate;
+use differential_dataflow::operators::CountTotal;
+use differential_dataflow::trace::cursor::cursor_list;
+use differential_dataflow::trace::implementations::{ValBatcher, ValSpine};
+use differential_dataflow::trace::{Cursor, TraceReader};
+use fairflow_model::formula::LevelFs;
+use fairflow_model::Shares;
+use timely::dataflow::channels::pact::Exchange;
+use timely::dataflow::operators::probe::Handle as ProbeHandle;
+use timely::dataflow::operators::Probe;
+use timely::progress::frontier::{Antichain, AntichainRef};
+use timely::worker::Worker;
+
+use crate::ledger::{Deltas, NodeId};
+
+/// Logical time: one per batch.
+pub type Epoch = u64;
+/// The diff of every collection.
+pub type Diff = i128;
+
+/// One derived fact about an association, as read from the result arrangement.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+pub enum Fact {
+    /// The subtree's usage (the node's own plus every descendant's), frame units.
+    SubtreeUsage(i128),
+    /// The fair-share parent: the nearest proper ancestor whose shares are not `parent`.
+    FsParent(NodeId),
+    /// As a fair-share parent: the sum of its fair-share children's raw shares.
+    LevelShares(i128),
+    /// As a fair-share parent: one ranked child and the index of its block of
+    /// equal level fair-share in the Fair Tree order (0 first; users before
+    /// accounts within a block). `FairShare=parent` accounts are not listed.
+    Ranked(u32, NodeId),
+}
+
+/// One input of the per-association assembly (an outer join done in a reduce).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+enum Part {
+    FsParent(NodeId),
+    Shares(Shares),
+    Usage(i128),
+    User,
+}
+
+/// A fair-share group member: `(node, shares, subtree usage, is a user)`.
+type Member = (NodeId, Shares, i128, bool);
+
+/// Fair Tree order of one sibling group: LF descending (exact; within one
+/// group `shares / usage` orders like `LF`, the group's level shares and
+/// parent usage cancel), users first on equal LF, then node id.
+fn rank_siblings(members: &[(&Member, Diff)], output: &mut Vec<((u32, NodeId), Diff)>) {
+    let mut ranked: Vec<(LevelFs, bool, NodeId)> = members
+        .iter()
+        .filter(|(_, count)| *count > 0)
+        .filter_map(|((child, shares, usage, user), _)| {
+            let level_fs = if shares.is_parent() {
+                if !*user {
+                    return None;
+                }
+                LevelFs::Infinite
+            } else {
+                let usage = u128::try_from(*usage).unwrap_or(0);
+                LevelFs::of(shares.raw(), 1, usage, 1)
+            };
+            Some((level_fs, *user, *child))
+        })
+        .collect();
+    ranked.sort_by(|a, b| b.0.cmp(&a.0).then(b.1.cmp(&a.1)).then(a.2.cmp(&b.2)));
+    let mut block = 0u32;
+    for (i, (level_fs, _, child)) in ranked.iter().enumerate() {
+        if i > 0 && *level_fs != ranked[i - 1].0 {
+            block += 1;
+        }
+        output.push(((block, *child), 1));
+    }
+}
+
+type FactTrace = TraceAgent<ValSpine<NodeId, Fact, Epoch, Diff>>;
+
+/// What the driver asks worker 0 to do.
+#[derive(Debug)]
+pub enum Command {
+    /// Insert the deltas at `epoch`, then step until every result reflects it.
+    Batch {
+        /// The batch's logical time.
+        epoch: Epoch,
+        /// The input changes.
+        deltas: Deltas,
+    },
+    /// Send every fact of the result arrangement (consolidated).
+    ReadFacts,
+}
+
+/// What worker 0 answers.
+#[derive(Debug)]
+pub enum Reply {
+    /// Worker 0 is running on this thread (unpark it after sending a command).
+    Ready(std::thread::Thread),
+    /// The batch is reflected in the result arrangement.
+    BatchDone,
+    /// Every `(node, fact)` with a positive count.
+    Facts(Vec<(NodeId, Fact)>),
+}
+
+/// The channels worker 0 is driven through.
+#[derive(Debug, Clone)]
+pub struct Feeder {
+    /// Commands from the driver.
+    pub commands: Receiver<Command>,
+    /// Replies to the driver.
+    pub replies: Sender<Reply>,
+}
+
+struct Inputs {
+    edges: InputSession<Epoch, (NodeId, NodeId), Diff>,
+    shares: InputSession<Epoch, (NodeId, Shares), Diff>,
+    usage: InputSession<Epoch, NodeId, Diff>,
+    users: InputSession<Epoch, NodeId, Diff>,
+}
+
+impl Inputs {
+    fn advance_and_flush(&mut self, epoch: Epoch) {
+        self.edges.advance_to(epoch);
+        self.shares.advance_to(epoch);
+        self.usage.advance_to(epoch);
+        self.users.advance_to(epoch);
+        self.edges.flush();
+        self.shares.flush();
+        self.usage.flush();
+        self.users.flush();
+    }
+}
+
+/// Build the dataflow on this worker. See the crate documentation for the
+/// collections and what each update touches.
+fn build(worker: &mut Worker) -> (Inputs, FactTrace, ProbeHandle<Epoch>) {
+    worker.dataflow::<Epoch, _, _>(|scope| {
+        let (edges_input, edges) = scope.new_collection::<(NodeId, NodeId), Diff>();
+        let (shares_input, shares) = scope.new_collection::<(NodeId, Shares), Diff>();
+        let (usage_input, usage) = scope.new_collection::<NodeId, Diff>();
+        let (users_input, users) = scope.new_collection::<NodeId, Diff>();
+        let shares_for_parts = shares.clone();
+
+        // Every live association has exactly one shares record.
+        let nodes = shares.clone().map(|(node, _)| node);
+        let edges_by_child = edges.arrange_by_key();
+        let shares_by_node = shares.arrange_by_key();
+
+        // The ancestor closure `(node, (ancestor, distance))`, self included at 0.
+        // Structure only: it changes on tree edits, never on usage.
+        let closure =
+            nodes
+                .clone()
+                .map(|node| (node, (node, 0u32)))
+                .iterate(|inner_scope, inner| {
+                    let edges = edges_by_child.clone().enter(inner_scope);
+                    let base = nodes
+                        .clone()
+                        .enter(inner_scope)
+                        .map(|node| (node, (node, 0u32)));
+                    inner
+                        .map(|(node, (ancestor, distance))| (ancestor, (node, distance)))
+                        .join_core(edges, |_ancestor, &(node, distance), &parent| {
+                            Some((node, (parent, distance + 1)))
+                        })
+                        .concat(base)
+                        .consolidate()
+                });
+
+        // Subtree usage: own usage (in the diff) joined to every ancestor, summed.
+        let subtree_usage_sums = closure
+            .clone()
+            .arrange_by_key()
+            .join_core(usage.arrange_by_self(), |_node, &(ancestor, _), &()| {
+                Some(ancestor)
+            })
+            .count_total_core::<Diff>();
+        let subtree_usage = subtree_usage_sums
+            .clone()
+            .map(|(node, usage)| (node, Fact::SubtreeUsage(usage)));
+
+        // Fair-share parent: the nearest proper ancestor not `parent`.
+        let fs_parent = closure
+            .filter(|(_, (_, distance))| *distance > 0)
+            .map(|(node, (ancestor, distance))| (ancestor, (node, distance)))
+            .join_core(
+                shares_by_node.clone(),
+                |&ancestor, &(node, distance), shares: &Shares| {
+                    (!shares.is_parent()).then_some((node, (distance, ancestor)))
+                },
+            )
+            .reduce(|_node, nearest_first, output| {
+                output.push(((nearest_first[0].0).1, 1 as Diff));
+            });
+
+        // Level shares: the raw shares of each fair-share sibling group, summed.
+        let level_shares = fs_parent
+            .clone()
+            .join_core(shares_by_node, |_node, &fs_parent, shares: &Shares| {
+                Some((fs_parent, shares.raw()))
+            })
+            .explode(|(fs_parent, raw)| Some((fs_parent, Diff::from(raw))))
+            .count_total_core::<Diff>()
+            .map(|(node, level)| (node, Fact::LevelShares(level)));
+
+        // Fair Tree sibling order: assemble (fs parent, shares, usage, user)
+        // per node (absent usage is 0), then order each fair-share group.
+        let ranked = fs_parent
+            .clone()
+            .map(|(node, parent)| (node, Part::FsParent(parent)))
+            .concat(shares_for_parts.map(|(node, shares)| (node, Part::Shares(shares))))
+            .concat(subtree_usage_sums.map(|(node, usage)| (node, Part::Usage(usage))))
+            .concat(users.map(|node| (node, Part::User)))
+            .reduce(|_node, parts, output: &mut Vec<(Member, Diff)>| {
+                let (mut parent, mut shares, mut usage, mut user) = (None, None, 0, false);
+                for (part, _) in parts.iter().filter(|(_, count)| *count > 0) {
+                    match **part {
+                        Part::FsParent(p) => parent = Some(p),
+                        Part::Shares(s) => shares = Some(s),
+                        Part::Usage(u) => usage = u,
+                        Part::User => user = true,
+                    }
+                }
+                if let (Some(parent), Some(shares)) = (parent, shares) {
+                    output.push(((parent, shares, usage, user), 1));
+                }
+            })
+            .map(|(node, (parent, shares, usage, user))| (parent, (node, shares, usage, user)))
+            .reduce(|_parent, members, output| rank_siblings(members, output))
+            .map(|(parent, (block, child))| (parent, Fact::Ranked(block, child)));
+
+        let facts = subtree_usage
+            .concat(fs_parent.map(|(node, parent)| (node, Fact::FsParent(parent))))
+            .concat(level_shares)
+            .concat(ranked);
+        // Pinned to worker 0, where the driver's reads are served.
+        let pinned =
+            arrange_core::<_, _, ValBatcher<NodeId, Fact, Epoch, Diff>, ValSpine<_, _, _, _>>(
+                facts.inner,
+                Exchange::new(|_: &((NodeId, Fact), Epoch, Diff)| 0u64),
+                "FactsOnWorker0",
+                ValBatcher::new,
+            );
+        let (probe, _) = pinned.stream.clone().probe();
+        let inputs = Inputs {
+            edges: edges_input,
+            shares: shares_input,
+            usage: usage_input,
+            users: users_input,
+        };
+        (inputs, pinned.trace, probe)
+    })
+}
+
+/// Everything in the trace, consolidated, with positive counts.
+fn read_facts(trace: &mut FactTrace) -> Vec<(NodeId, Fact)> {
+    let mut upper = Antichain::new();
+    trace.read_upper(&mut upper);
+    let Some(batches) = trace.batches_through(upper.borrow()) else {
+        return Vec::new();
+    };
+    let (mut cursor, storage) = cursor_list(batches);
+    let mut facts = Vec::new();
+    for ((node, fact), times) in cursor.to_vec(&storage, |k| *k, |v| *v) {
+        let count: Diff = times.iter().map(|(_, d)| *d).sum();
+        debug_assert!(count == 0 || count == 1, "a fact is present at most once");
+        if count > 0 {
+            facts.push((node, fact));
+        }
+    }
+    facts
+}
+
+/// The loop of one worker. `feeder` is `Some` only for the worker the driver talks to.
+pub fn run_worker(worker: &mut Worker, feeder: Option<Feeder>) {
+    let (mut inputs, mut trace, probe) = build(worker);
+    let Some(feeder) = feeder else {
+        // Not fed: close the inputs so only the feeding worker drives progress.
+        drop(inputs);
+        drop(trace);
+        while worker.step_or_park(None) {}
+        return;
+    };
+    // Nothing is sent for epoch 0: results start at epoch 1.
+    inputs.advance_and_flush(1);
+    if feeder
+        .replies
+        .send(Reply::Ready(std::thread::current()))
+        .is_err()
+    {
+        return;
+    }
+    loop {
+        match feeder.commands.try_recv() {
+            Ok(Command::Batch { epoch, deltas }) => {
+                debug_assert!(epoch >= *inputs.usage.time());
+                inputs.advance_and_flush(epoch);
+                for (record, diff) in deltas.edges {
+                    inputs.edges.update(record, diff);
+                }
+                for (record, diff) in deltas.shares {
+                    inputs.shares.update(record, diff);
+                }
+                for (record, diff) in deltas.usage {
+                    inputs.usage.update(record, diff);
+                }
+                for (record, diff) in deltas.users {
+                    inputs.users.update(record, diff);
+                }
+                inputs.advance_and_flush(epoch + 1);
+                while probe.less_than(&(epoch + 1)) {
+                    worker.step_or_park(Some(Duration::from_millis(1)));
+                }
+                let frontier = [epoch];
+                trace.set_logical_compaction(AntichainRef::new(&frontier));
+                trace.set_physical_compaction(AntichainRef::new(&frontier));
+                if feeder.replies.send(Reply::BatchDone).is_err() {
+                    break;
+                }
+            }
+            Ok(Command::ReadFacts) => {
+                if feeder
+                    .replies
+                    .send(Reply::Facts(read_facts(&mut trace)))
+                    .is_err()
+                {
+                    break;
+                }
+            }
+            Err(TryRecvError::Empty) => {
+                worker.step_or_park(None);
+            }
+            Err(TryRecvError::Disconnected) => break,
+        }
+    }
+    drop(inputs);
+    drop(trace);
+    while worker.step_or_park(None) {}
+}
