@@ -13,6 +13,7 @@ pub mod formula;
 pub mod moab;
 pub mod priority_formula;
 pub mod report;
+pub mod reset;
 pub mod time;
 pub mod tres;
 pub mod usage;

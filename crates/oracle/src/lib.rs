@@ -12,7 +12,6 @@
 pub mod fairshare;
 pub mod priority;
 pub mod replay;
-pub mod reset;
 pub mod state;
 pub mod tree;
 

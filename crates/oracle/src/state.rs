@@ -12,7 +12,7 @@ use fairflow_model::tres::{billable_tres, BillingMode, TresCounts, WeightList};
 use fairflow_model::usage::{fixed_rate, DecayFrame, FrameUsage, OwnUsage};
 use fairflow_model::{Config, Event, Shares, Time};
 
-use crate::reset::next_reset_after;
+use fairflow_model::reset::next_reset_after;
 
 /// An account.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]

@@ -1,9 +1,10 @@
 //! `PriorityUsageResetPeriod` boundaries, in UTC: the next midnight, Sunday
 //! 00:00, first of the month, of the quarter, or of the year after a time.
+//! A scalar function of the calendar, shared by both engines.
 
+use crate::config::ResetPeriod;
+use crate::Time;
 use chrono::{DateTime, Datelike, Duration, NaiveDate, Utc};
-use fairflow_model::config::ResetPeriod;
-use fairflow_model::Time;
 
 fn midnight(date: NaiveDate) -> Time {
     date.and_hms_opt(0, 0, 0)
