@@ -10,8 +10,9 @@ use fairflow_model::report::{FairshareRow, JobPriority};
 use fairflow_model::{Algorithm, PriorityModel};
 use serde_json::{json, Value};
 
-use crate::format::{aligned, json_f64, opt_fixed6, Column, Justify};
+use crate::format::{aligned, json_f64, opt_fixed6};
 use crate::sprio::job_json;
+use crate::sshare::BASE_COLUMNS;
 
 /// How the model turns the sum of contributions into the integer priority.
 fn rule(model: PriorityModel) -> &'static str {
@@ -43,27 +44,6 @@ fn contribution_sum(job: &JobPriority) -> f64 {
     }
     sum
 }
-
-const fn column(name: &'static str, width: usize, justify: Justify) -> Column {
-    Column {
-        name,
-        width,
-        justify,
-    }
-}
-
-/// The fair-share path's columns (sshare's, as far as `LevelFS`).
-const PATH_COLUMNS: [Column; 9] = [
-    column("Account", 20, Justify::Left),
-    column("User", 10, Justify::Right),
-    column("RawShares", 10, Justify::Right),
-    column("NormShares", 11, Justify::Right),
-    column("RawUsage", 11, Justify::Right),
-    column("NormUsage", 11, Justify::Right),
-    column("EffectvUsage", 13, Justify::Right),
-    column("FairShare", 10, Justify::Right),
-    column("LevelFS", 10, Justify::Right),
-];
 
 fn path_cells(row: &FairshareRow) -> Vec<String> {
     vec![
@@ -134,7 +114,7 @@ pub fn render_text(job: &JobPriority, algorithm: Algorithm, path: &[FairshareRow
         out.push_str("(not available)\n");
     } else {
         let rows: Vec<Vec<String>> = path.iter().map(path_cells).collect();
-        out.push_str(&aligned(&PATH_COLUMNS, &rows));
+        out.push_str(&aligned(&BASE_COLUMNS, &rows));
     }
     out
 }

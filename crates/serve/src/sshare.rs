@@ -22,8 +22,9 @@ const fn column(name: &'static str, width: usize, justify: Justify) -> Column {
     }
 }
 
-/// The columns every algorithm shows, with Slurm's default widths.
-const BASE_COLUMNS: [Column; 9] = [
+/// The columns every algorithm shows, with Slurm's default widths (also the
+/// columns of `explain`'s fair-share path).
+pub const BASE_COLUMNS: [Column; 9] = [
     column("Account", 20, Justify::Left),
     column("User", 10, Justify::Right),
     column("RawShares", 10, Justify::Right),
