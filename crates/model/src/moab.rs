@@ -585,6 +585,73 @@ pub fn validate_and_merge(
     }
 }
 
+/// Weigh a job's raw subcomponent values into Moab's components, as both
+/// engines must: each subcomponent's weight (plus the job QOS's `QTWEIGHT` /
+/// `XFWEIGHT` for QUEUETIME / XFACTOR) times its value, bounded by its cap;
+/// each component the capped sum of its subcomponents, times the component
+/// weight (plus the job group's `FSWEIGHT` for FS). Returns the factors (each
+/// component followed by its subcomponents) and the priority before the final
+/// clamp (`priority_formula::moab_final_priority`).
+pub fn weigh_components(
+    params: &MoabParams,
+    values: &BTreeMap<&'static str, f64>,
+    qos: &str,
+    group: &str,
+) -> (Vec<crate::report::PriorityFactor>, f64) {
+    use crate::priority_formula::moab_cap;
+    use crate::report::PriorityFactor;
+    let qos_cfg = params.credential(Credential::Qos, qos);
+    let group_fs_weight = params
+        .credential(Credential::Group, group)
+        .map_or(0, |c| c.fs_weight);
+    let mut factors = Vec::new();
+    let mut sum = 0.0;
+    for (component, subcomponents) in COMPONENTS {
+        let mut component_sum = 0.0;
+        let mut rows = Vec::with_capacity(subcomponents.len());
+        for sub in subcomponents {
+            let extra_weight = match *sub {
+                "QUEUETIME" => qos_cfg.map_or(0, |c| c.qt_weight),
+                "XFACTOR" => qos_cfg.map_or(0, |c| c.xf_weight),
+                _ => 0,
+            };
+            let weight = (params.weight(sub) + extra_weight) as f64;
+            let cap = params.cap(sub) as f64;
+            let value = values.get(sub).copied().unwrap_or(0.0);
+            let weighted = moab_cap(weight * value, cap);
+            component_sum += weighted;
+            rows.push(PriorityFactor {
+                name: sub.to_string(),
+                component: Some(component.to_string()),
+                normalized: value,
+                weight,
+                weighted,
+                cap: (cap > 0.0).then_some(cap),
+            });
+        }
+        let cap = params.cap(component) as f64;
+        let extra_weight = if component == "FS" {
+            group_fs_weight
+        } else {
+            0
+        };
+        let weight = (params.weight(component) + extra_weight) as f64;
+        let capped = moab_cap(component_sum, cap);
+        let contribution = weight * capped;
+        sum += contribution;
+        factors.push(PriorityFactor {
+            name: component.to_string(),
+            component: None,
+            normalized: capped,
+            weight,
+            weighted: contribution,
+            cap: (cap > 0.0).then_some(cap),
+        });
+        factors.extend(rows);
+    }
+    (factors, sum)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

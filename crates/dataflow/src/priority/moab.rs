@@ -23,12 +23,12 @@
 
 use std::collections::BTreeMap;
 
-use fairflow_model::moab::{Credential, MoabParams, COMPONENTS};
+use fairflow_model::moab::{weigh_components, Credential, MoabParams};
 use fairflow_model::priority_formula::{
-    moab_cap, moab_effective_queue_secs, moab_final_priority, moab_fs_delta, moab_target_closeness,
+    moab_effective_queue_secs, moab_final_priority, moab_fs_delta, moab_target_closeness,
     moab_target_value, moab_xfactor,
 };
-use fairflow_model::report::{JobPriority, JobState, PriorityFactor};
+use fairflow_model::report::{JobPriority, JobState};
 use fairflow_model::{PriorityModel, Time};
 
 use super::record::{Listed, PriorityRecord};
@@ -373,60 +373,12 @@ fn job_priority(
     };
     let params = &context.params;
     let values = subcomponent_values(context, job, job_state, now);
-    let qos_cfg = params.credential(Credential::Qos, &job.row.qos);
     let group = job
         .row
         .group
         .clone()
         .unwrap_or_else(|| job.row.account.clone());
-    let group_fs_weight = params
-        .credential(Credential::Group, &group)
-        .map_or(0, |c| c.fs_weight);
-    let mut factors = Vec::new();
-    let mut sum = 0.0;
-    for (component, subcomponents) in COMPONENTS {
-        let mut component_sum = 0.0;
-        let mut rows = Vec::with_capacity(subcomponents.len());
-        for sub in subcomponents {
-            let extra_weight = match *sub {
-                "QUEUETIME" => qos_cfg.map_or(0, |c| c.qt_weight),
-                "XFACTOR" => qos_cfg.map_or(0, |c| c.xf_weight),
-                _ => 0,
-            };
-            let weight = (params.weight(sub) + extra_weight) as f64;
-            let cap = params.cap(sub) as f64;
-            let value = values.get(sub).copied().unwrap_or(0.0);
-            let weighted = moab_cap(weight * value, cap);
-            component_sum += weighted;
-            rows.push(PriorityFactor {
-                name: sub.to_string(),
-                component: Some(component.to_string()),
-                normalized: value,
-                weight,
-                weighted,
-                cap: (cap > 0.0).then_some(cap),
-            });
-        }
-        let cap = params.cap(component) as f64;
-        let extra_weight = if component == "FS" {
-            group_fs_weight
-        } else {
-            0
-        };
-        let weight = (params.weight(component) + extra_weight) as f64;
-        let capped = moab_cap(component_sum, cap);
-        let contribution = weight * capped;
-        sum += contribution;
-        factors.push(PriorityFactor {
-            name: component.to_string(),
-            component: None,
-            normalized: capped,
-            weight,
-            weighted: contribution,
-            cap: (cap > 0.0).then_some(cap),
-        });
-        factors.extend(rows);
-    }
+    let (factors, sum) = weigh_components(params, &values, &job.row.qos, &group);
     let priority = match job_state {
         JobState::Held => 0,
         _ => moab_final_priority(sum),
