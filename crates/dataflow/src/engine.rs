@@ -358,6 +358,17 @@ impl Engine {
         self.ledger.config()
     }
 
+    /// The validator (the catalog of what is possible, and the last event's time).
+    pub fn validator(&self) -> &Validator {
+        &self.validator
+    }
+
+    /// The job book (jobs, QOS, partitions and associations as the oracle
+    /// keeps them).
+    pub fn job_book(&self) -> &JobLedger {
+        &self.jobs
+    }
+
     fn read_facts(&self) -> Result<Vec<(NodeId, Fact)>, EngineError> {
         self.send(Command::ReadFacts)?;
         match self.replies.recv() {
