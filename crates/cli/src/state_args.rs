@@ -17,6 +17,7 @@
 use std::path::PathBuf;
 
 use anyhow::{bail, Context};
+use fairflow_dataflow::cluster::WorkerLayout;
 use fairflow_ingest::reader::{open_source, read_events};
 use fairflow_ingest::slurm_conf::apply_slurm_conf;
 use fairflow_ingest::{LogLine, Rejection};
@@ -72,6 +73,17 @@ pub struct StateArgs {
     /// Timely workers of the incremental engine.
     #[arg(long, value_name = "N", default_value_t = 1, conflicts_with = "server")]
     pub workers: usize,
+    /// Processes of the incremental engine (timely's cluster mode); every
+    /// process is started with the same arguments and its own `--process`.
+    #[arg(long, value_name = "P", default_value_t = 1, conflicts_with = "server")]
+    pub processes: usize,
+    /// This process's index, from 0; process 0 answers, the others print nothing.
+    #[arg(long, value_name = "I", default_value_t = 0, conflicts_with = "server")]
+    pub process: usize,
+    /// The processes' `host:port` addresses, one a line, process 0 first
+    /// (default `localhost:2101`, `localhost:2102`, ...).
+    #[arg(long, value_name = "FILE", conflicts_with = "server")]
+    pub hostfile: Option<PathBuf>,
     #[command(flatten)]
     pub config: ConfigArgs,
 }
@@ -182,8 +194,9 @@ impl StateArgs {
 
     /// The engine answering this command (`--engine`), loaded with the
     /// logs and brought to `--at`, every rejected line reported on standard
-    /// error.
-    pub fn engine(&self) -> anyhow::Result<Box<dyn Engine>> {
+    /// error; `None` in a process of the incremental engine's cluster mode
+    /// other than process 0 (its workers ran until process 0 finished).
+    pub fn engine(&self) -> anyhow::Result<Option<Box<dyn Engine>>> {
         let mut reporter = Reporter { rejected: 0 };
         let config = self.config.initial_config_reporting(&mut reporter)?;
         let mut logs: Vec<(String, Vec<LogLine>)> = Vec::new();
@@ -209,10 +222,20 @@ impl StateArgs {
                     );
                     Box::new(BatchEngine::new(config))
                 }
-                None => Box::new(
-                    IncrementalEngine::start(self.workers.max(1), config)
-                        .context("cannot start the incremental engine")?,
-                ),
+                None => {
+                    let layout = WorkerLayout {
+                        workers: self.workers,
+                        processes: self.processes,
+                        process: self.process,
+                        hostfile: self.hostfile.clone(),
+                    };
+                    match IncrementalEngine::start_layout(&layout, config)
+                        .context("cannot start the incremental engine")?
+                    {
+                        Some(engine) => Box::new(engine),
+                        None => return Ok(None),
+                    }
+                }
             },
         };
         let mut lines_read = 0u64;
@@ -242,7 +265,7 @@ impl StateArgs {
             // Through the engine, so that INCR_ONLY remembers the last event time.
             engine.advance_to(at);
         }
-        Ok(engine)
+        Ok(Some(engine))
     }
 }
 

@@ -2,7 +2,8 @@
 //! the same thing (standard output, standard error, exit status) under
 //! `--engine batch` and `--engine incremental` (the default's 1 worker, and 2), on the
 //! example logs (`datasets/events/*.jsonl`) and on a `fairflow gen` log, as
-//! of the last event and an hour later (`--at`).
+//! of the last event and an hour later (`--at`); and with two processes
+//! (timely's cluster mode over localhost).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -152,4 +153,55 @@ fn an_unmaintained_algorithm_falls_back_to_the_batch_engine_with_a_note() {
     assert_eq!(err_batch, "");
     assert_eq!(err.lines().count(), 1, "one note: {err}");
     assert!(err.contains("batch engine answers"), "{err}");
+}
+
+#[test]
+fn two_processes_answer_like_the_batch_engine() {
+    let log =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../datasets/events/priority.jsonl");
+    let log = log.to_str().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let hostfile = dir.path().join("hosts");
+    // Two free ports on localhost (bound, read, released).
+    let ports: Vec<u16> = (0..2)
+        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap())
+        .collect::<Vec<_>>()
+        .iter()
+        .map(|l| l.local_addr().unwrap().port())
+        .collect();
+    std::fs::write(
+        &hostfile,
+        format!("127.0.0.1:{}\n127.0.0.1:{}\n", ports[0], ports[1]),
+    )
+    .unwrap();
+    let hostfile = hostfile.to_str().unwrap();
+    let cluster = |process: &str| {
+        Command::new(env!("CARGO_BIN_EXE_fairflow"))
+            .args(["sprio", "--events", log, "-P", "--processes", "2"])
+            .args(["--process", process, "--hostfile", hostfile])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let follower = cluster("1");
+    let leader = cluster("0").wait_with_output().unwrap();
+    let follower = follower.wait_with_output().unwrap();
+    let want = fairflow(&["sprio", "--events", log, "-P", "--engine", "batch"]);
+    assert!(leader.status.success(), "{:?}", leader);
+    assert!(follower.status.success(), "{:?}", follower);
+    // timely prints `awaiting connections (at i/n)` and `worker i: error
+    // connecting to worker j ...; retrying` on standard output while the
+    // processes connect (unconditionally, in timely_communication's
+    // networking): not fairflow's output.
+    let ours = |bytes: Vec<u8>| -> String {
+        String::from_utf8(bytes)
+            .unwrap()
+            .lines()
+            .filter(|l| !l.starts_with("awaiting connections") && !l.starts_with("worker "))
+            .map(|l| format!("{l}\n"))
+            .collect()
+    };
+    assert_eq!(ours(leader.stdout), want.1);
+    assert_eq!(ours(follower.stdout), "");
 }

@@ -245,6 +245,18 @@ impl IncrementalEngine {
         })
     }
 
+    /// Start under a command-line layout (`--workers`, `--processes`,
+    /// `--process`, `--hostfile`): the process hosting worker 0 gets the
+    /// engine; any other process runs its workers until the computation
+    /// ends and gets `None`.
+    pub fn start_layout(
+        layout: &fairflow_dataflow::cluster::WorkerLayout,
+        config: Config,
+    ) -> Result<Option<IncrementalEngine>, fairflow_dataflow::EngineError> {
+        Ok(fairflow_dataflow::Engine::start_layout(layout, config)?
+            .map(|engine| IncrementalEngine { engine }))
+    }
+
     /// Does the incremental engine answer every question under `config`?
     pub fn supports(config: &Config) -> bool {
         fairflow_dataflow::fairshare::supports(config.algorithm())
