@@ -9,14 +9,17 @@
 //! kept here as the job book: one semantics, not two. The fair-share factors
 //! are *not* the oracle's: the engine passes the core's `user_factors`.
 //!
-//! Costs (honest): rows and facts are re-derived per batch and compared with
-//! what was sent (`O(active jobs + associations)` per batch); only the
-//! differences reach the dataflow, so the dataflow's work is what changed.
-//! Narrowing the re-derivation to the jobs an event or a crossing names is
-//! the next step.
+//! Costs: per batch, only the jobs an event named (submit, update, hold,
+//! release, cancel, start, end, requeue) and the jobs whose crossing is due
+//! are re-derived and compared with what was sent; a `config` event or an
+//! association's removal re-derives every job (crossings and rows move).
+//! The facts are re-derived per batch and compared with what was sent
+//! (`O(associations + QOS + partitions)`, plus the Moab credential usage
+//! under Moab); only the differences reach the dataflow.
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use fairflow_model::event::Op;
 use fairflow_model::{Config, Event, PriorityModel, Time};
 use fairflow_oracle::priority::moab::credential_usage;
 use fairflow_oracle::priority::slurm::assoc_priority;
@@ -57,6 +60,10 @@ pub struct JobLedger {
     sent_jobs: BTreeMap<String, JobRow>,
     sent_facts: BTreeSet<PFact>,
     crossings: Crossings,
+    /// Jobs to re-derive at the next send.
+    dirty: BTreeSet<String>,
+    /// Re-derive every job at the next send.
+    all_dirty: bool,
 }
 
 impl JobLedger {
@@ -67,6 +74,8 @@ impl JobLedger {
             sent_jobs: BTreeMap::new(),
             sent_facts: BTreeSet::new(),
             crossings: Crossings::new(),
+            dirty: BTreeSet::new(),
+            all_dirty: false,
         }
     }
 
@@ -78,6 +87,20 @@ impl JobLedger {
     /// Apply one accepted event.
     pub fn apply(&mut self, event: &Event) {
         self.state.apply(event);
+        match &event.op {
+            Op::Submit { job, .. }
+            | Op::Update { job, .. }
+            | Op::Hold { job }
+            | Op::Release { job }
+            | Op::Cancel { job }
+            | Op::Start { job, .. }
+            | Op::End { job }
+            | Op::Requeue { job } => {
+                self.dirty.insert(job.clone());
+            }
+            Op::Config { .. } | Op::RemoveUser { .. } => self.all_dirty = true,
+            _ => {}
+        }
     }
 
     /// Move the book's time forward to `t` (a query's `--at`).
@@ -89,70 +112,41 @@ impl JobLedger {
     pub fn job_deltas(&mut self) -> Vec<(JobRow, isize)> {
         let now = self.state.now;
         let params = PriorityParams::from_config(&self.state.config);
-        // Due crossings are re-derived below with every other row.
-        self.crossings.due(now);
-        let mut rows: BTreeMap<String, JobRow> = BTreeMap::new();
-        for job in self.state.jobs.values() {
-            let phase = match job.phase {
-                JobPhase::Pending => Phase::Pending,
-                JobPhase::Held => Phase::Held,
-                JobPhase::Running { .. } => Phase::Running,
-            };
-            let tres = match (&job.phase, &job.allocated) {
-                (JobPhase::Running { .. }, Some(allocated)) => allocated.clone(),
-                _ => job.spec.tres.clone().unwrap_or_default(),
-            };
-            let mut row = JobRow {
-                id: job.id.clone(),
-                user: job.user.clone(),
-                account: job.account.clone(),
-                partition: job.partition().to_string(),
-                qos: job.qos().to_string(),
-                phase,
-                submit_at: job.submit_at,
-                queued_at: job.queued_at,
-                begin: job.spec.begin,
-                begun: false,
-                age_capped: false,
-                start_count: job.start_count,
-                tres: tres_bits(&tres),
-                time_limit_secs: job.spec.time_limit_secs,
-                nice: job.spec.nice,
-                site_factor: job.spec.site_factor,
-                urgency: job.spec.urgency,
-                user_priority: job.spec.user_priority,
-                group: job.spec.group.clone(),
-                bypass_count: job.spec.bypass_count,
-                deadline: job.spec.deadline,
-                soft_policy_violation: job.spec.soft_policy_violation,
-                attributes: job.spec.attributes.clone(),
-                started_at: job.started_at,
-                held_spans: job.held_spans.clone(),
-                held_since: job.held_since,
-            };
-            row.begun = begun_at(&row, now);
-            row.age_capped = age_capped_at(&params, &row, now);
-            self.crossings
-                .schedule(&row.id, next_crossing(&params, &row, now));
-            rows.insert(row.id.clone(), row);
+        let mut ids = std::mem::take(&mut self.dirty);
+        ids.extend(self.crossings.due(now));
+        if std::mem::take(&mut self.all_dirty) {
+            ids.extend(self.sent_jobs.keys().cloned());
+            ids.extend(self.state.jobs.keys().cloned());
         }
         let mut deltas = Vec::new();
-        for (id, old) in &self.sent_jobs {
-            match rows.get(id) {
-                Some(row) if row == old => {}
-                Some(_) => deltas.push((old.clone(), -1)),
-                None => {
-                    self.crossings.cancel(id);
-                    deltas.push((old.clone(), -1));
+        for id in ids {
+            let row = self.state.jobs.get(&id).map(|job| {
+                let mut row = row_of(job);
+                row.begun = begun_at(&row, now);
+                row.age_capped = age_capped_at(&params, &row, now);
+                row
+            });
+            let old = self.sent_jobs.get(&id);
+            if old == row.as_ref() {
+                if let Some(row) = &row {
+                    self.crossings
+                        .schedule(&id, next_crossing(&params, row, now));
                 }
+                continue;
+            }
+            if let Some(old) = self.sent_jobs.remove(&id) {
+                deltas.push((old, -1));
+            }
+            match row {
+                Some(row) => {
+                    self.crossings
+                        .schedule(&id, next_crossing(&params, &row, now));
+                    deltas.push((row.clone(), 1));
+                    self.sent_jobs.insert(id, row);
+                }
+                None => self.crossings.cancel(&id),
             }
         }
-        for (id, row) in &rows {
-            if self.sent_jobs.get(id) != Some(row) {
-                deltas.push((row.clone(), 1));
-            }
-        }
-        self.sent_jobs = rows;
         deltas
     }
 
@@ -237,5 +231,46 @@ impl JobLedger {
             }
         }
         facts
+    }
+}
+
+/// A job's row with the driver-kept flags unset.
+fn row_of(job: &fairflow_oracle::state::Job) -> JobRow {
+    let phase = match job.phase {
+        JobPhase::Pending => Phase::Pending,
+        JobPhase::Held => Phase::Held,
+        JobPhase::Running { .. } => Phase::Running,
+    };
+    let tres = match (&job.phase, &job.allocated) {
+        (JobPhase::Running { .. }, Some(allocated)) => allocated.clone(),
+        _ => job.spec.tres.clone().unwrap_or_default(),
+    };
+    JobRow {
+        id: job.id.clone(),
+        user: job.user.clone(),
+        account: job.account.clone(),
+        partition: job.partition().to_string(),
+        qos: job.qos().to_string(),
+        phase,
+        submit_at: job.submit_at,
+        queued_at: job.queued_at,
+        begin: job.spec.begin,
+        begun: false,
+        age_capped: false,
+        start_count: job.start_count,
+        tres: tres_bits(&tres),
+        time_limit_secs: job.spec.time_limit_secs,
+        nice: job.spec.nice,
+        site_factor: job.spec.site_factor,
+        urgency: job.spec.urgency,
+        user_priority: job.spec.user_priority,
+        group: job.spec.group.clone(),
+        bypass_count: job.spec.bypass_count,
+        deadline: job.spec.deadline,
+        soft_policy_violation: job.spec.soft_policy_violation,
+        attributes: job.spec.attributes.clone(),
+        started_at: job.started_at,
+        held_spans: job.held_spans.clone(),
+        held_since: job.held_since,
     }
 }
