@@ -2,7 +2,7 @@
 //! answer. The only place that uses `anyhow` and prints to stdout.
 //!
 //! One module per subcommand (`sshare`, `sprio`, `top`, `explain`, `demo`,
-//! `import`, `serve`, `loadtest`, `gen`); what every query
+//! `import`, `serve`, `loadtest`, `gen`, `replay`); what every query
 //! command shares lives in `state_args` (where state comes from: `--events`,
 //! `--at`, `--slurm-conf`, `--moab-cfg`) and `output` (`-P`, `--json`, and
 //! writing to stdout). A new subcommand is a module with an `Args` struct and
@@ -19,6 +19,7 @@ mod import;
 mod loadtest;
 mod output;
 mod remote;
+mod replay;
 mod serve;
 mod sprio;
 mod sshare;
@@ -58,6 +59,8 @@ enum Command {
     Demo(demo::Args),
     /// Convert another system's records into an event log.
     Import(import::Args),
+    /// Feed logs or SWF traces through the incremental engine and report its speed.
+    Replay(replay::Args),
 }
 
 fn main() -> ExitCode {
@@ -72,6 +75,7 @@ fn main() -> ExitCode {
         Command::Gen(args) => gen::run(&args),
         Command::Loadtest(args) => loadtest::run(&args),
         Command::Import(args) => import::run(&args),
+        Command::Replay(args) => replay::run(&args),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,

@@ -25,6 +25,9 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     {
         return emit(&answer);
     }
-    let mut engine = args.state.engine()?;
+    let Some(mut engine) = args.state.engine()? else {
+        // A non-zero process of the cluster mode: process 0 answers.
+        return Ok(());
+    };
     emit(&render(&engine.fairshare(), format))
 }

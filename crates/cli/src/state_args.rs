@@ -3,6 +3,13 @@
 //! the last event or `--at T`, with the configuration of `--slurm-conf` and
 //! `--moab-cfg` in force before the log's own `config` events.
 //!
+//! The answers come from the incremental engine (`--engine incremental`, the
+//! default, with `--workers N` timely workers) or the batch oracle
+//! (`--engine batch`); both are fed the same lines. When the configuration
+//! in force, before or after any of the log's `config` events, selects a
+//! fair-share algorithm the incremental engine does not maintain, the batch
+//! engine answers instead, with a one-line note on standard error.
+//!
 //! Rejected lines are reported on standard error as
 //! `FILE: line N: field `F`: reason`, followed by their count; they never stop
 //! the replay. Only a file that cannot be read is an error.
@@ -10,12 +17,26 @@
 use std::path::PathBuf;
 
 use anyhow::{bail, Context};
+use fairflow_dataflow::cluster::WorkerLayout;
 use fairflow_ingest::reader::{open_source, read_events};
 use fairflow_ingest::slurm_conf::apply_slurm_conf;
-use fairflow_ingest::Rejection;
+use fairflow_ingest::{LogLine, Rejection};
+use fairflow_model::event::Op;
 use fairflow_model::{Config, Time};
-use fairflow_oracle::Replay;
-use fairflow_serve::engine::{BatchEngine, Engine};
+use fairflow_serve::engine::{BatchEngine, Engine, IncrementalEngine};
+
+/// Which engine answers a query.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum EngineKind {
+    /// The incremental engine (timely/differential dataflow).
+    #[default]
+    Incremental,
+    /// The batch oracle (recomputes from scratch).
+    Batch,
+}
+
+/// Lines fed to an engine per batch (one logical time of the incremental engine).
+const BATCH_LINES: usize = 10_000;
 
 /// The state flags of every query command.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -40,6 +61,29 @@ pub struct StateArgs {
     /// may not be earlier than the last event.
     #[arg(long, value_name = "T", conflicts_with = "server")]
     pub at: Option<Time>,
+    /// The engine answering: `incremental` (default) or `batch`; both give
+    /// equal answers.
+    #[arg(
+        long,
+        value_enum,
+        default_value = "incremental",
+        conflicts_with = "server"
+    )]
+    pub engine: EngineKind,
+    /// Timely workers of the incremental engine.
+    #[arg(long, value_name = "N", default_value_t = 1, conflicts_with = "server")]
+    pub workers: usize,
+    /// Processes of the incremental engine (timely's cluster mode); every
+    /// process is started with the same arguments and its own `--process`.
+    #[arg(long, value_name = "P", default_value_t = 1, conflicts_with = "server")]
+    pub processes: usize,
+    /// This process's index, from 0; process 0 answers, the others print nothing.
+    #[arg(long, value_name = "I", default_value_t = 0, conflicts_with = "server")]
+    pub process: usize,
+    /// The processes' `host:port` addresses, one a line, process 0 first
+    /// (default `localhost:2101`, `localhost:2102`, ...).
+    #[arg(long, value_name = "FILE", conflicts_with = "server")]
+    pub hostfile: Option<PathBuf>,
     #[command(flatten)]
     pub config: ConfigArgs,
 }
@@ -135,49 +179,6 @@ impl ConfigArgs {
 }
 
 impl StateArgs {
-    /// Replay the logs and bring the state to `--at`, reporting every
-    /// rejected line on standard error.
-    pub fn load(&self) -> anyhow::Result<Replay> {
-        let mut reporter = Reporter { rejected: 0 };
-        let mut replay = Replay::new(self.config.initial_config_reporting(&mut reporter)?);
-        let mut lines_read = 0u64;
-        for path in &self.events {
-            let name = if path == "-" {
-                "<stdin>"
-            } else {
-                path.as_str()
-            };
-            for line in read_events(open_source(path)?) {
-                let line = line.with_context(|| format!("cannot read {name}"))?;
-                lines_read += 1;
-                let before = replay.report.rejected.len();
-                replay.feed(line);
-                if let Some(rejection) = replay.report.rejected.get(before) {
-                    reporter.report(name, rejection);
-                }
-            }
-        }
-        if reporter.rejected > 0 {
-            eprintln!(
-                "fairflow: {} rejected ({lines_read} lines read, {} applied)",
-                plural(reporter.rejected, "line"),
-                replay.report.applied
-            );
-        }
-        if let Some(at) = self.at {
-            if let Some(last) = replay.validator.now() {
-                if at < last {
-                    bail!("--at {at} is earlier than the last event of the log ({last})");
-                }
-            }
-            // Through the replay, so that INCR_ONLY remembers the last event time.
-            replay.advance_to(at);
-        }
-        Ok(replay)
-    }
-}
-
-impl StateArgs {
     /// With `--server`, the service's answer to `path` (query string
     /// included); `None` when the state comes from logs.
     pub fn remote(&self, path: &str) -> anyhow::Result<Option<String>> {
@@ -191,12 +192,106 @@ impl StateArgs {
         }
     }
 
-    /// The engine answering this command, loaded with the logs.
-    pub fn engine(&self) -> anyhow::Result<Box<dyn Engine>> {
-        Ok(Box::new(BatchEngine {
-            replay: self.load()?,
-        }))
+    /// The engine answering this command (`--engine`), loaded with the
+    /// logs and brought to `--at`, every rejected line reported on standard
+    /// error; `None` in a process of the incremental engine's cluster mode
+    /// other than process 0 (its workers ran until process 0 finished).
+    pub fn engine(&self) -> anyhow::Result<Option<Box<dyn Engine>>> {
+        let mut reporter = Reporter { rejected: 0 };
+        let config = self.config.initial_config_reporting(&mut reporter)?;
+        let mut logs: Vec<(String, Vec<LogLine>)> = Vec::new();
+        for path in &self.events {
+            let name = if path == "-" {
+                "<stdin>"
+            } else {
+                path.as_str()
+            };
+            let mut lines = Vec::new();
+            for line in read_events(open_source(path)?) {
+                lines.push(line.with_context(|| format!("cannot read {name}"))?);
+            }
+            logs.push((name.to_string(), lines));
+        }
+        let mut engine: Box<dyn Engine> = match self.engine {
+            EngineKind::Batch => Box::new(BatchEngine::new(config)),
+            EngineKind::Incremental => match unsupported_algorithm(&config, &logs) {
+                Some(algorithm) => {
+                    eprintln!(
+                        "fairflow: the incremental engine does not maintain {} fair-share yet; the batch engine answers",
+                        algorithm.name()
+                    );
+                    Box::new(BatchEngine::new(config))
+                }
+                None => {
+                    let layout = WorkerLayout {
+                        workers: self.workers,
+                        processes: self.processes,
+                        process: self.process,
+                        hostfile: self.hostfile.clone(),
+                    };
+                    match IncrementalEngine::start_layout(&layout, config)
+                        .context("cannot start the incremental engine")?
+                    {
+                        Some(engine) => Box::new(engine),
+                        None => return Ok(None),
+                    }
+                }
+            },
+        };
+        let mut lines_read = 0u64;
+        for (name, lines) in logs {
+            let mut lines = lines.into_iter().peekable();
+            while lines.peek().is_some() {
+                let chunk: Vec<LogLine> = lines.by_ref().take(BATCH_LINES).collect();
+                lines_read += chunk.len() as u64;
+                for rejection in engine.apply(chunk) {
+                    reporter.report(&name, &rejection);
+                }
+            }
+        }
+        if reporter.rejected > 0 {
+            eprintln!(
+                "fairflow: {} rejected ({lines_read} lines read, {} applied)",
+                plural(reporter.rejected, "line"),
+                engine.applied()
+            );
+        }
+        if let Some(at) = self.at {
+            if let Some(last) = engine.now() {
+                if at < last {
+                    bail!("--at {at} is earlier than the last event of the log ({last})");
+                }
+            }
+            // Through the engine, so that INCR_ONLY remembers the last event time.
+            engine.advance_to(at);
+        }
+        Ok(Some(engine))
     }
+}
+
+/// The first fair-share algorithm the incremental engine does not maintain
+/// that `config`, or any configuration the logs' `config` events set, selects.
+fn unsupported_algorithm(
+    config: &Config,
+    logs: &[(String, Vec<LogLine>)],
+) -> Option<fairflow_model::Algorithm> {
+    if !IncrementalEngine::supports(config) {
+        return Some(config.algorithm());
+    }
+    let mut config = config.clone();
+    for line in logs.iter().flat_map(|(_, lines)| lines) {
+        if let Ok(event) = &line.event {
+            if let Op::Config { set } = &event.op {
+                if let Ok(next) = config.patched(set) {
+                    config = next;
+                    if !IncrementalEngine::supports(&config) {
+                        return Some(config.algorithm());
+                    }
+                }
+            }
+        }
+    }
+    None
 }
 
 fn plural(n: u64, what: &str) -> String {

@@ -9,13 +9,15 @@ use std::time::Duration;
 
 use crossbeam_channel::{Receiver, Sender};
 use fairflow_ingest::{LogLine, Rejection, Validator};
-use fairflow_model::report::FairshareTable;
+use fairflow_model::report::{FairshareTable, JobPriority};
 use fairflow_model::usage::{DecayFrame, FrameUsage};
 use fairflow_model::{Config, Shares, Time};
 use timely::WorkerConfig;
 
+use crate::fairshare::Unsupported;
 use crate::graph::{run_worker, Command, Epoch, Fact, Feeder, Reply};
-use crate::ledger::{Ledger, NodeId, ROOT};
+use crate::job_ledger::{JobDeltas, JobLedger};
+use crate::ledger::{Deltas, Ledger, NodeId, ROOT};
 
 /// Why the engine could not do what was asked.
 #[derive(Debug, thiserror::Error)]
@@ -43,7 +45,8 @@ pub struct BatchReport {
     pub applied: u64,
     /// Rejected lines, in order.
     pub rejected: Vec<Rejection>,
-    /// Input records the batch sent to the dataflow (edges, shares, usage).
+    /// Input records the batch sent to the dataflow (edges, shares, usage,
+    /// job rows and priority facts).
     pub input_records: usize,
 }
 
@@ -105,6 +108,11 @@ pub struct EngineTree {
 pub struct Engine {
     validator: Validator,
     ledger: Ledger,
+    jobs: JobLedger,
+    applied: u64,
+    /// Set when the last batch's fair-share factors could not be computed
+    /// (the algorithm is not maintained here): priorities are then refused.
+    priority_unsupported: Option<Unsupported>,
     epoch: Epoch,
     workers: usize,
     commands: Option<Sender<Command>>,
@@ -159,7 +167,10 @@ impl Engine {
         };
         let mut engine = Engine {
             validator: Validator::new(config.clone()),
-            ledger: Ledger::new(config),
+            ledger: Ledger::new(config.clone()),
+            jobs: JobLedger::new(config),
+            applied: 0,
+            priority_unsupported: None,
             epoch: 0,
             workers,
             commands: Some(command_tx),
@@ -168,7 +179,7 @@ impl Engine {
             guards: Some(guards),
         };
         // Root exists from the start.
-        engine.send_deltas()?;
+        engine.flush()?;
         Ok(engine)
     }
 
@@ -226,16 +237,69 @@ impl Engine {
         Ok(())
     }
 
-    fn send_deltas(&mut self) -> Result<usize, EngineError> {
-        let deltas = self.ledger.take_deltas();
-        let records = deltas.len();
+    fn send_batch(&mut self, deltas: Deltas, jobs: JobDeltas) -> Result<(), EngineError> {
         self.epoch += 1;
         self.send(Command::Batch {
             epoch: self.epoch,
             deltas,
+            jobs,
         })?;
         match self.replies.recv() {
-            Ok(Reply::BatchDone) => Ok(records),
+            Ok(Reply::BatchDone) => Ok(()),
+            _ => Err(EngineError::WorkersGone),
+        }
+    }
+
+    /// Send what changed since the last flush: the tree and usage deltas
+    /// with the job rows (one logical time), then, once the fair-share
+    /// factors of that time can be read, the priority facts' differences
+    /// (a second logical time). Returns the input records sent.
+    fn flush(&mut self) -> Result<usize, EngineError> {
+        let deltas = self.ledger.take_deltas();
+        let jobs = JobDeltas {
+            jobs: self.jobs.job_deltas(),
+            facts: Vec::new(),
+        };
+        let mut records = deltas.len() + jobs.len();
+        self.send_batch(deltas, jobs)?;
+        let factors = match self.user_factors() {
+            Ok(factors) => {
+                self.priority_unsupported = None;
+                factors
+            }
+            Err(EngineError::Unsupported(unsupported)) => {
+                self.priority_unsupported = Some(unsupported);
+                BTreeMap::new()
+            }
+            Err(other) => return Err(other),
+        };
+        let facts = self.jobs.fact_deltas(&factors);
+        if !facts.is_empty() {
+            records += facts.len();
+            self.send_batch(
+                Deltas::default(),
+                JobDeltas {
+                    jobs: Vec::new(),
+                    facts,
+                },
+            )?;
+        }
+        Ok(records)
+    }
+
+    /// `INCR_ONLY` is on and events were applied: before time moves past
+    /// the current event time, remember every listed job's priority at it
+    /// (exactly where the oracle's `Replay` does).
+    fn remember_before_moving_to(&mut self, t: Time) -> Result<usize, EngineError> {
+        let state = self.jobs.state();
+        if !(self.applied > 0 && t > state.now && state.config.flags.incr_only) {
+            return Ok(0);
+        }
+        let now = state.now;
+        let records = self.flush()?;
+        self.send(Command::RememberIncrOnly(now))?;
+        match self.replies.recv() {
+            Ok(Reply::Done) => Ok(records),
             _ => Err(EngineError::WorkersGone),
         }
     }
@@ -251,14 +315,58 @@ impl Engine {
             });
             match outcome {
                 Ok(event) => {
+                    report.input_records += self.remember_before_moving_to(event.t)?;
                     self.ledger.apply(&event);
+                    self.jobs.apply(&event);
+                    self.applied += 1;
                     report.applied += 1;
                 }
                 Err(rejection) => report.rejected.push(rejection),
             }
         }
-        report.input_records = self.send_deltas()?;
+        report.input_records += self.flush()?;
         Ok(report)
+    }
+
+    /// Move the engine's time forward to `t` without an event (a query's
+    /// `--at`, as the oracle's `Replay::advance_to`): with `INCR_ONLY`, the
+    /// last event time's priorities are remembered first. Earlier times
+    /// change nothing.
+    pub fn advance_to(&mut self, t: Time) -> Result<(), EngineError> {
+        if t <= self.ledger.now() {
+            return Ok(());
+        }
+        self.remember_before_moving_to(t)?;
+        self.ledger.advance_to(t);
+        self.jobs.advance_to(t);
+        self.flush()?;
+        Ok(())
+    }
+
+    /// Events applied since the start.
+    pub fn applied(&self) -> u64 {
+        self.applied
+    }
+
+    /// The time the engine is at (the last event's, or `advance_to`'s).
+    pub fn now(&self) -> Time {
+        self.ledger.now()
+    }
+
+    /// The configuration in force.
+    pub fn config(&self) -> &Config {
+        self.ledger.config()
+    }
+
+    /// The validator (the catalog of what is possible, and the last event's time).
+    pub fn validator(&self) -> &Validator {
+        &self.validator
+    }
+
+    /// The job book (jobs, QOS, partitions and associations as the oracle
+    /// keeps them).
+    pub fn job_book(&self) -> &JobLedger {
+        &self.jobs
     }
 
     fn read_facts(&self) -> Result<Vec<(NodeId, Fact)>, EngineError> {
@@ -382,6 +490,42 @@ impl Engine {
     pub fn user_factors(&self) -> Result<BTreeMap<(String, String), f64>, EngineError> {
         let tree = self.tree()?;
         Ok(crate::fairshare::user_factors(&tree, self.ledger.config())?)
+    }
+}
+
+impl Engine {
+    fn priority_read(&self, command: Command) -> Result<Reply, EngineError> {
+        if let Some(unsupported) = self.priority_unsupported {
+            return Err(EngineError::Unsupported(unsupported));
+        }
+        self.send(command)?;
+        self.replies.recv().map_err(|_| EngineError::WorkersGone)
+    }
+
+    /// Every listed job's priority as of the engine's time, in the oracle's
+    /// `priority::evaluate` order (sprio).
+    pub fn priorities(&self) -> Result<Vec<JobPriority>, EngineError> {
+        match self.priority_read(Command::EvaluateAll(self.now()))? {
+            Reply::Priorities(all) => Ok(all),
+            _ => Err(EngineError::WorkersGone),
+        }
+    }
+
+    /// The first `k` jobs of the pending queue as of the engine's time, in
+    /// the oracle's `priority::queue` order.
+    pub fn top(&self, k: usize) -> Result<Vec<JobPriority>, EngineError> {
+        match self.priority_read(Command::Top(k, self.now()))? {
+            Reply::Priorities(top) => Ok(top),
+            _ => Err(EngineError::WorkersGone),
+        }
+    }
+
+    /// One listed job's priority as of the engine's time.
+    pub fn job(&self, id: &str) -> Result<Option<JobPriority>, EngineError> {
+        match self.priority_read(Command::Job(id.to_string(), self.now()))? {
+            Reply::Job(job) => Ok(job),
+            _ => Err(EngineError::WorkersGone),
+        }
     }
 }
 

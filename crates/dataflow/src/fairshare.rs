@@ -42,6 +42,14 @@ struct Computed {
 #[error("the incremental engine does not compute the {} algorithm yet", .0.name())]
 pub struct Unsupported(pub Algorithm);
 
+/// Does this engine maintain `algorithm` (Fair Tree, classic, depth-oblivious)?
+pub fn supports(algorithm: Algorithm) -> bool {
+    matches!(
+        algorithm,
+        Algorithm::FairTree | Algorithm::Classic | Algorithm::DepthOblivious
+    )
+}
+
 fn compute(tree: &EngineTree, config: &Config) -> Result<Computed, Unsupported> {
     let view = View::new(tree);
     match config.algorithm() {

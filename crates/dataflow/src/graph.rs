@@ -28,7 +28,13 @@ use timely::dataflow::operators::Probe;
 use timely::progress::frontier::{Antichain, AntichainRef};
 use timely::worker::Worker;
 
+use crate::job_ledger::JobDeltas;
 use crate::ledger::{Deltas, NodeId};
+use crate::priority::{
+    build as build_priority, Fact as PFact, JobRow, PriorityInputs, PriorityReader, Time64,
+    TouchCounter,
+};
+use fairflow_model::report::JobPriority;
 
 /// Logical time: one per batch.
 pub type Epoch = u64;
@@ -107,9 +113,20 @@ pub enum Command {
         epoch: Epoch,
         /// The input changes.
         deltas: Deltas,
+        /// The priority inputs' changes.
+        jobs: JobDeltas,
     },
     /// Send every fact of the result arrangement (consolidated).
     ReadFacts,
+    /// `INCR_ONLY`: remember every listed job's priority at this time
+    /// (`PriorityReader::remember_incr_only`).
+    RememberIncrOnly(Time64),
+    /// Every listed job's priority at this time (`evaluate_all`).
+    EvaluateAll(Time64),
+    /// The first `k` of the queue at this time.
+    Top(usize, Time64),
+    /// One job's priority at this time.
+    Job(String, Time64),
 }
 
 /// What worker 0 answers.
@@ -121,6 +138,12 @@ pub enum Reply {
     BatchDone,
     /// Every `(node, fact)` with a positive count.
     Facts(Vec<(NodeId, Fact)>),
+    /// Job priorities (`EvaluateAll`, `Top`).
+    Priorities(Vec<JobPriority>),
+    /// One job's priority, if it is listed.
+    Job(Option<JobPriority>),
+    /// A command without a result is done.
+    Done,
 }
 
 /// The channels worker 0 is driven through.
@@ -137,6 +160,8 @@ struct Inputs {
     shares: InputSession<Epoch, (NodeId, Shares), Diff>,
     usage: InputSession<Epoch, NodeId, Diff>,
     users: InputSession<Epoch, NodeId, Diff>,
+    jobs: InputSession<Epoch, JobRow, isize>,
+    priority_facts: InputSession<Epoch, PFact, isize>,
 }
 
 impl Inputs {
@@ -145,21 +170,27 @@ impl Inputs {
         self.shares.advance_to(epoch);
         self.usage.advance_to(epoch);
         self.users.advance_to(epoch);
+        self.jobs.advance_to(epoch);
+        self.priority_facts.advance_to(epoch);
         self.edges.flush();
         self.shares.flush();
         self.usage.flush();
         self.users.flush();
+        self.jobs.flush();
+        self.priority_facts.flush();
     }
 }
 
 /// Build the dataflow on this worker. See the crate documentation for the
 /// collections and what each update touches.
-fn build(worker: &mut Worker) -> (Inputs, FactTrace, ProbeHandle<Epoch>) {
+fn build(worker: &mut Worker) -> (Inputs, FactTrace, PriorityReader, ProbeHandle<Epoch>) {
     worker.dataflow::<Epoch, _, _>(|scope| {
         let (edges_input, edges) = scope.new_collection::<(NodeId, NodeId), Diff>();
         let (shares_input, shares) = scope.new_collection::<(NodeId, Shares), Diff>();
         let (usage_input, usage) = scope.new_collection::<NodeId, Diff>();
         let (users_input, users) = scope.new_collection::<NodeId, Diff>();
+        let (jobs_input, jobs) = scope.new_collection::<JobRow, isize>();
+        let (priority_facts_input, priority_facts) = scope.new_collection::<PFact, isize>();
         let shares_for_parts = shares.clone();
 
         // Every live association has exactly one shares record.
@@ -263,13 +294,37 @@ fn build(worker: &mut Worker) -> (Inputs, FactTrace, ProbeHandle<Epoch>) {
                 ValBatcher::new,
             );
         let (probe, _) = pinned.stream.clone().probe();
+
+        // Job priority (crate::priority), probed with the same handle.
+        let touched = TouchCounter::new();
+        let priority = build_priority(
+            PriorityInputs {
+                jobs,
+                facts: priority_facts,
+            },
+            &touched,
+        );
+        priority.records.stream.clone().probe_with(&probe);
+        priority.uncapped.stream.clone().probe_with(&probe);
+        priority.capped.stream.clone().probe_with(&probe);
+        priority.fifo.stream.clone().probe_with(&probe);
+        priority.facts.stream.clone().probe_with(&probe);
+        let reader = PriorityReader::new(
+            priority.records.trace,
+            priority.uncapped.trace,
+            priority.capped.trace,
+            priority.fifo.trace,
+            priority.facts.trace,
+        );
         let inputs = Inputs {
             edges: edges_input,
             shares: shares_input,
             usage: usage_input,
             users: users_input,
+            jobs: jobs_input,
+            priority_facts: priority_facts_input,
         };
-        (inputs, pinned.trace, probe)
+        (inputs, pinned.trace, reader, probe)
     })
 }
 
@@ -294,11 +349,12 @@ fn read_facts(trace: &mut FactTrace) -> Vec<(NodeId, Fact)> {
 
 /// The loop of one worker. `feeder` is `Some` only for the worker the driver talks to.
 pub fn run_worker(worker: &mut Worker, feeder: Option<Feeder>) {
-    let (mut inputs, mut trace, probe) = build(worker);
+    let (mut inputs, mut trace, mut reader, probe) = build(worker);
     let Some(feeder) = feeder else {
         // Not fed: close the inputs so only the feeding worker drives progress.
         drop(inputs);
         drop(trace);
+        drop(reader);
         while worker.step_or_park(None) {}
         return;
     };
@@ -313,7 +369,11 @@ pub fn run_worker(worker: &mut Worker, feeder: Option<Feeder>) {
     }
     loop {
         match feeder.commands.try_recv() {
-            Ok(Command::Batch { epoch, deltas }) => {
+            Ok(Command::Batch {
+                epoch,
+                deltas,
+                jobs,
+            }) => {
                 debug_assert!(epoch >= *inputs.usage.time());
                 inputs.advance_and_flush(epoch);
                 for (record, diff) in deltas.edges {
@@ -328,6 +388,12 @@ pub fn run_worker(worker: &mut Worker, feeder: Option<Feeder>) {
                 for (record, diff) in deltas.users {
                     inputs.users.update(record, diff);
                 }
+                for (record, diff) in jobs.jobs {
+                    inputs.jobs.update(record, diff);
+                }
+                for (record, diff) in jobs.facts {
+                    inputs.priority_facts.update(record, diff);
+                }
                 inputs.advance_and_flush(epoch + 1);
                 while probe.less_than(&(epoch + 1)) {
                     worker.step_or_park(Some(Duration::from_millis(1)));
@@ -335,7 +401,32 @@ pub fn run_worker(worker: &mut Worker, feeder: Option<Feeder>) {
                 let frontier = [epoch];
                 trace.set_logical_compaction(AntichainRef::new(&frontier));
                 trace.set_physical_compaction(AntichainRef::new(&frontier));
+                reader.advance_compaction(epoch);
                 if feeder.replies.send(Reply::BatchDone).is_err() {
+                    break;
+                }
+            }
+            Ok(Command::RememberIncrOnly(now)) => {
+                reader.remember_incr_only(now);
+                if feeder.replies.send(Reply::Done).is_err() {
+                    break;
+                }
+            }
+            Ok(Command::EvaluateAll(now)) => {
+                let all = reader.evaluate_all(now);
+                if feeder.replies.send(Reply::Priorities(all)).is_err() {
+                    break;
+                }
+            }
+            Ok(Command::Top(k, now)) => {
+                let top = reader.top(k, now);
+                if feeder.replies.send(Reply::Priorities(top)).is_err() {
+                    break;
+                }
+            }
+            Ok(Command::Job(id, now)) => {
+                let job = reader.job(&id, now);
+                if feeder.replies.send(Reply::Job(job)).is_err() {
                     break;
                 }
             }
@@ -356,5 +447,6 @@ pub fn run_worker(worker: &mut Worker, feeder: Option<Feeder>) {
     }
     drop(inputs);
     drop(trace);
+    drop(reader);
     while worker.step_or_park(None) {}
 }

@@ -216,7 +216,7 @@ impl Ledger {
 
     /// Move time forward to `t`: usage resets whose boundaries passed, then a
     /// re-base if the frame is too far behind, then period settlement.
-    fn advance_to(&mut self, t: Time) {
+    pub fn advance_to(&mut self, t: Time) {
         if t < self.now {
             return;
         }

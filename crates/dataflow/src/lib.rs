@@ -84,6 +84,20 @@
 //! needs `usage / root usage`, so every usage event changes every node's
 //! value: its fan-out is inherent, which is why it is computed at read time.
 //!
+//! # Job priority (module [`priority`], driven by [`job_ledger`])
+//! The same dataflow holds the priority half: `jobs` ([`priority::JobRow`])
+//! and priority `facts` inputs, its records and queue indexes pinned to
+//! worker 0, where a [`priority::PriorityReader`] serves
+//! [`Engine::priorities`], [`Engine::top`] and [`Engine::job`] as of the
+//! engine's time. Per batch the driver sends the tree and usage deltas with
+//! the changed job rows (one logical time), reads the core's fair-share
+//! factors at that time and sends the changed priority facts (a second
+//! logical time). Job attributes follow the oracle's job semantics through
+//! a job book ([`job_ledger::JobLedger`]); with `INCR_ONLY` the driver
+//! flushes and remembers at each event-time boundary exactly where the
+//! oracle's `Replay` does. Ticket- and level-based fair-share are not
+//! maintained: priority reads then return [`EngineError::Unsupported`].
+//!
 //! # Time
 //! With `PriorityCalcPeriod = 0` the driver settles running jobs' accrual
 //! into their associations at every batch whose time advanced (exact: the
@@ -100,6 +114,7 @@ pub mod cluster;
 pub mod engine;
 pub mod fairshare;
 pub mod graph;
+pub mod job_ledger;
 pub mod ledger;
 pub mod priority;
 pub mod topk;

@@ -1130,7 +1130,7 @@ impl PriorityReader {
         };
         let mut u = IndexPrefix::new();
         let mut c = IndexPrefix::new();
-        let mut best: Vec<JobPriority> = Vec::with_capacity(k + 1);
+        let mut best: Vec<JobPriority> = Vec::with_capacity(k.min(1024) + 1);
         loop {
             let bound_u = u.peek(&mut self.uncapped).map(|(_, r)| r.upper_bound(now));
             let bound_c = c.peek(&mut self.capped).map(|(_, r)| r.upper_bound(now));

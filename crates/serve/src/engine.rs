@@ -1,13 +1,20 @@
 //! One interface over fairflow's engines, so that every command and the live
 //! service can run on either: the batch oracle ([`BatchEngine`], which
 //! recomputes everything from scratch for each answer) or the incremental
-//! engine (which maintains the answers as events arrive). Both must give
-//! equal answers; `--engine batch` exists so anyone can compare.
+//! engine ([`IncrementalEngine`], over `fairflow_dataflow::Engine`, which
+//! maintains the answers as events arrive). Both must give equal answers;
+//! `--engine batch` exists so anyone can compare.
+//!
+//! The incremental engine maintains Fair Tree, classic and depth-oblivious
+//! fair-share ([`IncrementalEngine::supports`]); callers choose the batch
+//! engine for the other algorithms instead of asking it a question it
+//! cannot answer. It cannot restore a snapshot yet (the service keeps the
+//! batch engine).
 
 use fairflow_ingest::{LogLine, Rejection};
 use fairflow_model::report::{FairshareRow, FairshareTable, JobPriority};
 use fairflow_model::{Algorithm, Config, Time};
-use fairflow_oracle::{fairshare, priority, Replay};
+use fairflow_oracle::{fairshare, priority, Replay, ReplayReport};
 
 /// Why `explain` has no answer for a job.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -205,5 +212,161 @@ impl Engine for BatchEngine {
     fn restore(&mut self, snapshot: &[u8]) -> Result<(), String> {
         self.replay = Replay::restore(snapshot)?;
         Ok(())
+    }
+}
+
+/// The incremental engine (`fairflow_dataflow::Engine`: timely workers
+/// maintaining the tree, fair-share inputs and job priorities) as an
+/// [`Engine`].
+///
+/// Its worker threads stopping is a bug, reported by a panic naming it; an
+/// algorithm it does not maintain (a `config` event switching to ticket- or
+/// level-based fair-share) panics too rather than answer wrongly: choose
+/// the engine with [`IncrementalEngine::supports`] over every configuration
+/// a log sets.
+#[derive(Debug)]
+pub struct IncrementalEngine {
+    /// The dataflow engine.
+    pub engine: fairflow_dataflow::Engine,
+}
+
+fn engine_failed(e: fairflow_dataflow::EngineError) -> ! {
+    panic!("the incremental engine failed: {e}")
+}
+
+impl IncrementalEngine {
+    /// Start `workers` timely workers in this process under `config`.
+    pub fn start(
+        workers: usize,
+        config: Config,
+    ) -> Result<IncrementalEngine, fairflow_dataflow::EngineError> {
+        Ok(IncrementalEngine {
+            engine: fairflow_dataflow::Engine::start(workers, config)?,
+        })
+    }
+
+    /// Start under a command-line layout (`--workers`, `--processes`,
+    /// `--process`, `--hostfile`): the process hosting worker 0 gets the
+    /// engine; any other process runs its workers until the computation
+    /// ends and gets `None`.
+    pub fn start_layout(
+        layout: &fairflow_dataflow::cluster::WorkerLayout,
+        config: Config,
+    ) -> Result<Option<IncrementalEngine>, fairflow_dataflow::EngineError> {
+        Ok(fairflow_dataflow::Engine::start_layout(layout, config)?
+            .map(|engine| IncrementalEngine { engine }))
+    }
+
+    /// Does the incremental engine answer every question under `config`?
+    pub fn supports(config: &Config) -> bool {
+        fairflow_dataflow::fairshare::supports(config.algorithm())
+    }
+}
+
+impl Engine for IncrementalEngine {
+    fn name(&self) -> &'static str {
+        "incremental"
+    }
+
+    fn apply(&mut self, lines: Vec<LogLine>) -> Vec<Rejection> {
+        match self.engine.apply_batch(lines) {
+            Ok(report) => report.rejected,
+            Err(e) => engine_failed(e),
+        }
+    }
+
+    fn advance_to(&mut self, t: Time) {
+        if let Err(e) = self.engine.advance_to(t) {
+            engine_failed(e)
+        }
+    }
+
+    fn now(&self) -> Option<Time> {
+        self.engine
+            .validator()
+            .now()
+            .map(|t| t.max(self.engine.now()))
+    }
+
+    fn config(&self) -> &Config {
+        self.engine.config()
+    }
+
+    fn applied(&self) -> u64 {
+        self.engine.applied()
+    }
+
+    fn fairshare(&mut self) -> FairshareTable {
+        self.engine
+            .fairshare_table()
+            .unwrap_or_else(|e| engine_failed(e))
+    }
+
+    fn priorities(&mut self) -> Vec<JobPriority> {
+        self.engine
+            .priorities()
+            .unwrap_or_else(|e| engine_failed(e))
+    }
+
+    fn top(&mut self, k: usize) -> Vec<JobPriority> {
+        self.engine.top(k).unwrap_or_else(|e| engine_failed(e))
+    }
+
+    fn explain(&mut self, job: &str) -> Result<Explanation, ExplainError> {
+        let now = self.engine.now();
+        let Some(found) = self.engine.job(job).unwrap_or_else(|e| engine_failed(e)) else {
+            return Err(if self.engine.job_book().state().jobs.contains_key(job) {
+                ExplainError::NoPriority {
+                    job: job.to_string(),
+                    now,
+                }
+            } else {
+                ExplainError::Unknown {
+                    job: job.to_string(),
+                    now,
+                }
+            });
+        };
+        let table = self.fairshare();
+        let path = path_to(&table.rows, &found.account, &found.user);
+        Ok(Explanation {
+            job: found,
+            algorithm: table.algorithm,
+            path,
+        })
+    }
+
+    fn queue_len(&mut self) -> u64 {
+        self.engine
+            .job_book()
+            .state()
+            .jobs
+            .values()
+            .filter(|j| j.is_pending())
+            .count() as u64
+    }
+
+    fn associations(&self) -> u64 {
+        let state = self.engine.job_book().state();
+        (state.accounts.len() + state.users.len()) as u64
+    }
+
+    /// A snapshot the batch engine can restore: the validator and the job
+    /// book (the oracle's state after the same accepted events); the
+    /// rejected lines' history is not kept.
+    fn snapshot(&self) -> Vec<u8> {
+        Replay {
+            validator: self.engine.validator().clone(),
+            state: self.engine.job_book().state().clone(),
+            report: ReplayReport {
+                applied: self.engine.applied(),
+                rejected: Vec::new(),
+            },
+        }
+        .snapshot()
+    }
+
+    fn restore(&mut self, _snapshot: &[u8]) -> Result<(), String> {
+        Err("the incremental engine cannot restore a snapshot yet (use the batch engine)".into())
     }
 }

@@ -1,0 +1,207 @@
+//! Every query command (`sshare`, `sprio`, `top`, `explain`) prints exactly
+//! the same thing (standard output, standard error, exit status) under
+//! `--engine batch` and `--engine incremental` (the default's 1 worker, and 2), on the
+//! example logs (`datasets/events/*.jsonl`) and on a `fairflow gen` log, as
+//! of the last event and an hour later (`--at`); and with two processes
+//! (timely's cluster mode over localhost).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn fairflow(args: &[&str]) -> (bool, String, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_fairflow"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        output.status.success(),
+        String::from_utf8(output.stdout).unwrap(),
+        String::from_utf8(output.stderr).unwrap(),
+    )
+}
+
+/// Job ids submitted in a log (to `explain`), plus one that does not exist.
+fn job_ids(log: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(log).unwrap();
+    let mut ids: Vec<String> = text
+        .lines()
+        .filter(|l| l.contains(r#""op":"submit""#))
+        .filter_map(|l| {
+            let rest = &l[l.find(r#""job":""#)? + 7..];
+            Some(rest[..rest.find('"')?].to_string())
+        })
+        .collect();
+    ids.sort();
+    ids.dedup();
+    // A few spread over the log keep the test short.
+    let step = (ids.len() / 4).max(1);
+    let mut picked: Vec<String> = ids.into_iter().step_by(step).collect();
+    picked.push("no-such-job".to_string());
+    picked
+}
+
+fn last_time(log: &Path) -> Option<i64> {
+    let text = std::fs::read_to_string(log).unwrap();
+    text.lines()
+        .filter_map(|l| {
+            let rest = &l[l.find(r#""t":"#)? + 4..];
+            let end = rest.find(|c: char| !c.is_ascii_digit())?;
+            rest[..end].parse().ok()
+        })
+        .max()
+}
+
+fn check_log(log: &Path) {
+    let log_arg = log.to_str().unwrap();
+    let mut commands: Vec<Vec<String>> = vec![
+        vec!["sshare".into()],
+        vec!["sshare".into(), "--json".into()],
+        vec!["sprio".into()],
+        vec!["sprio".into(), "--json".into()],
+        vec!["top".into()],
+        vec!["top".into(), "-k".into(), "3".into(), "--json".into()],
+    ];
+    for id in job_ids(log) {
+        commands.push(vec!["explain".into(), id]);
+    }
+    let mut times: Vec<Option<String>> = vec![None];
+    if let Some(t) = last_time(log) {
+        times.push(Some((t + 3600).to_string()));
+    }
+    for command in &commands {
+        for at in &times {
+            let mut args: Vec<&str> = command.iter().map(String::as_str).collect();
+            args.extend(["--events", log_arg]);
+            if let Some(at) = at {
+                args.extend(["--at", at]);
+            }
+            let want = fairflow(&[args.as_slice(), &["--engine", "batch"]].concat());
+            let got = fairflow(
+                &[
+                    args.as_slice(),
+                    &["--engine", "incremental", "--workers", "2"],
+                ]
+                .concat(),
+            );
+            assert_eq!(got, want, "{args:?} with 2 workers");
+            // The default is the incremental engine with 1 worker.
+            assert_eq!(fairflow(&args), want, "{args:?} by default");
+        }
+    }
+}
+
+#[test]
+fn commands_print_the_same_under_both_engines_on_the_example_logs() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../datasets/events");
+    let mut logs: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .collect();
+    logs.sort();
+    assert!(!logs.is_empty());
+    for log in logs {
+        check_log(&log);
+    }
+}
+
+#[test]
+fn commands_print_the_same_under_both_engines_on_a_generated_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("gen.jsonl");
+    let (ok, _, err) = fairflow(&[
+        "gen",
+        "--seed",
+        "5",
+        "--associations",
+        "40",
+        "--jobs",
+        "80",
+        "--running",
+        "10",
+        "--activity-secs",
+        "3600",
+        "-o",
+        log.to_str().unwrap(),
+    ]);
+    assert!(ok, "gen failed: {err}");
+    check_log(&log);
+}
+
+#[test]
+fn an_unmaintained_algorithm_falls_back_to_the_batch_engine_with_a_note() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("ticket.jsonl");
+    std::fs::write(
+        &log,
+        concat!(
+            r#"{"op":"account","t":1700000000,"name":"a","shares":1}"#,
+            "\n",
+            r#"{"op":"user","t":1700000000,"user":"u","account":"a","shares":1}"#,
+            "\n",
+            r#"{"op":"config","t":1700000100,"set":{"PriorityFlags":"TICKET_BASED"}}"#,
+            "\n",
+        ),
+    )
+    .unwrap();
+    let log = log.to_str().unwrap();
+    let (ok_batch, out_batch, err_batch) =
+        fairflow(&["sshare", "--events", log, "--engine", "batch"]);
+    let (ok, out, err) = fairflow(&["sshare", "--events", log]);
+    assert!(ok_batch && ok);
+    assert_eq!(out, out_batch);
+    assert_eq!(err_batch, "");
+    assert_eq!(err.lines().count(), 1, "one note: {err}");
+    assert!(err.contains("batch engine answers"), "{err}");
+}
+
+#[test]
+fn two_processes_answer_like_the_batch_engine() {
+    let log =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../datasets/events/priority.jsonl");
+    let log = log.to_str().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let hostfile = dir.path().join("hosts");
+    // Two free ports on localhost (bound, read, released).
+    let ports: Vec<u16> = (0..2)
+        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap())
+        .collect::<Vec<_>>()
+        .iter()
+        .map(|l| l.local_addr().unwrap().port())
+        .collect();
+    std::fs::write(
+        &hostfile,
+        format!("127.0.0.1:{}\n127.0.0.1:{}\n", ports[0], ports[1]),
+    )
+    .unwrap();
+    let hostfile = hostfile.to_str().unwrap();
+    let cluster = |process: &str| {
+        Command::new(env!("CARGO_BIN_EXE_fairflow"))
+            .args(["sprio", "--events", log, "-P", "--processes", "2"])
+            .args(["--process", process, "--hostfile", hostfile])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let follower = cluster("1");
+    let leader = cluster("0").wait_with_output().unwrap();
+    let follower = follower.wait_with_output().unwrap();
+    let want = fairflow(&["sprio", "--events", log, "-P", "--engine", "batch"]);
+    assert!(leader.status.success(), "{:?}", leader);
+    assert!(follower.status.success(), "{:?}", follower);
+    // timely prints `awaiting connections (at i/n)` and `worker i: error
+    // connecting to worker j ...; retrying` on standard output while the
+    // processes connect (unconditionally, in timely_communication's
+    // networking): not fairflow's output.
+    let ours = |bytes: Vec<u8>| -> String {
+        String::from_utf8(bytes)
+            .unwrap()
+            .lines()
+            .filter(|l| !l.starts_with("awaiting connections") && !l.starts_with("worker "))
+            .map(|l| format!("{l}\n"))
+            .collect()
+    };
+    assert_eq!(ours(leader.stdout), want.1);
+    assert_eq!(ours(follower.stdout), "");
+}

@@ -1,0 +1,276 @@
+//! The driver's job-priority bookkeeping (integration note of [`crate::priority`],
+//! steps 2 and 3): each job's last sent [`JobRow`], the [`Crossings`] of
+//! begin times and age caps, and the last sent priority [`PFact`]s, from which
+//! each batch sends only differences.
+//!
+//! The job attributes (queue entry time, held spans, starts, allocated TRES,
+//! wallclock accuracy, Moab credential usage) follow the oracle's job semantics
+//! exactly by applying every accepted event to a `fairflow_oracle::State`,
+//! kept here as the job book: one semantics, not two. The fair-share factors
+//! are *not* the oracle's: the engine passes the core's `user_factors`.
+//!
+//! Costs: per batch, only the jobs an event named (submit, update, hold,
+//! release, cancel, start, end, requeue) and the jobs whose crossing is due
+//! are re-derived and compared with what was sent; a `config` event or an
+//! association's removal re-derives every job (crossings and rows move).
+//! The facts are re-derived per batch and compared with what was sent
+//! (`O(associations + QOS + partitions)`, plus the Moab credential usage
+//! under Moab); only the differences reach the dataflow.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use fairflow_model::event::Op;
+use fairflow_model::{Config, Event, PriorityModel, Time};
+use fairflow_oracle::priority::moab::credential_usage;
+use fairflow_oracle::priority::slurm::assoc_priority;
+use fairflow_oracle::state::JobPhase;
+use fairflow_oracle::State;
+
+use crate::priority::crossings::{age_capped_at, begun_at, next_crossing, Crossings};
+use crate::priority::{tres_bits, Fact as PFact, JobRow, PartitionRec, Phase, PriorityParams};
+
+/// Fair-share factors by `(account, user)`.
+pub type UserFactors = BTreeMap<(String, String), f64>;
+
+/// Input changes for the priority dataflow.
+#[derive(Debug, Clone, Default)]
+pub struct JobDeltas {
+    /// Job row retractions (`-1`) and insertions (`+1`).
+    pub jobs: Vec<(JobRow, isize)>,
+    /// Fact retractions and insertions.
+    pub facts: Vec<(PFact, isize)>,
+}
+
+impl JobDeltas {
+    /// Records in the deltas.
+    pub fn len(&self) -> usize {
+        self.jobs.len() + self.facts.len()
+    }
+
+    /// Nothing to send?
+    pub fn is_empty(&self) -> bool {
+        self.jobs.is_empty() && self.facts.is_empty()
+    }
+}
+
+/// The job book and what was last sent to the priority inputs.
+#[derive(Debug, Clone)]
+pub struct JobLedger {
+    state: State,
+    sent_jobs: BTreeMap<String, JobRow>,
+    sent_facts: BTreeSet<PFact>,
+    crossings: Crossings,
+    /// Jobs to re-derive at the next send.
+    dirty: BTreeSet<String>,
+    /// Re-derive every job at the next send.
+    all_dirty: bool,
+}
+
+impl JobLedger {
+    /// An empty book under `config`.
+    pub fn new(config: Config) -> Self {
+        JobLedger {
+            state: State::new(config),
+            sent_jobs: BTreeMap::new(),
+            sent_facts: BTreeSet::new(),
+            crossings: Crossings::new(),
+            dirty: BTreeSet::new(),
+            all_dirty: false,
+        }
+    }
+
+    /// The book (the oracle's state of jobs, QOS, partitions, associations).
+    pub fn state(&self) -> &State {
+        &self.state
+    }
+
+    /// Apply one accepted event.
+    pub fn apply(&mut self, event: &Event) {
+        self.state.apply(event);
+        match &event.op {
+            Op::Submit { job, .. }
+            | Op::Update { job, .. }
+            | Op::Hold { job }
+            | Op::Release { job }
+            | Op::Cancel { job }
+            | Op::Start { job, .. }
+            | Op::End { job }
+            | Op::Requeue { job } => {
+                self.dirty.insert(job.clone());
+            }
+            Op::Config { .. } | Op::RemoveUser { .. } => self.all_dirty = true,
+            _ => {}
+        }
+    }
+
+    /// Move the book's time forward to `t` (a query's `--at`).
+    pub fn advance_to(&mut self, t: Time) {
+        self.state.advance_to(t);
+    }
+
+    /// The job rows' differences from what was sent, at the book's time.
+    pub fn job_deltas(&mut self) -> Vec<(JobRow, isize)> {
+        let now = self.state.now;
+        let params = PriorityParams::from_config(&self.state.config);
+        let mut ids = std::mem::take(&mut self.dirty);
+        ids.extend(self.crossings.due(now));
+        if std::mem::take(&mut self.all_dirty) {
+            ids.extend(self.sent_jobs.keys().cloned());
+            ids.extend(self.state.jobs.keys().cloned());
+        }
+        let mut deltas = Vec::new();
+        for id in ids {
+            let row = self.state.jobs.get(&id).map(|job| {
+                let mut row = row_of(job);
+                row.begun = begun_at(&row, now);
+                row.age_capped = age_capped_at(&params, &row, now);
+                row
+            });
+            let old = self.sent_jobs.get(&id);
+            if old == row.as_ref() {
+                if let Some(row) = &row {
+                    self.crossings
+                        .schedule(&id, next_crossing(&params, row, now));
+                }
+                continue;
+            }
+            if let Some(old) = self.sent_jobs.remove(&id) {
+                deltas.push((old, -1));
+            }
+            match row {
+                Some(row) => {
+                    self.crossings
+                        .schedule(&id, next_crossing(&params, &row, now));
+                    deltas.push((row.clone(), 1));
+                    self.sent_jobs.insert(id, row);
+                }
+                None => self.crossings.cancel(&id),
+            }
+        }
+        deltas
+    }
+
+    /// The facts' differences from what was sent; `factors` are the
+    /// fair-share factors of every user association (the engine core's).
+    pub fn fact_deltas(&mut self, factors: &UserFactors) -> Vec<(PFact, isize)> {
+        let facts = self.facts(factors);
+        let mut deltas: Vec<(PFact, isize)> = self
+            .sent_facts
+            .difference(&facts)
+            .map(|f| (f.clone(), -1))
+            .collect();
+        deltas.extend(facts.difference(&self.sent_facts).map(|f| (f.clone(), 1)));
+        self.sent_facts = facts;
+        deltas
+    }
+
+    fn facts(&self, factors: &UserFactors) -> BTreeSet<PFact> {
+        let state = &self.state;
+        let mut facts = BTreeSet::new();
+        facts.insert(PFact::Config(PriorityParams::from_config(&state.config)));
+        facts.insert(PFact::Cluster {
+            nodes: state.cluster.nodes,
+            tres: tres_bits(&state.cluster.tres),
+        });
+        for ((account, user), factor) in factors {
+            facts.insert(PFact::Fairshare {
+                account: account.clone(),
+                user: user.clone(),
+                factor_bits: factor.to_bits(),
+            });
+        }
+        for (name, account) in &state.accounts {
+            facts.insert(PFact::AssocPriority {
+                account: name.clone(),
+                user: None,
+                priority: assoc_priority(state, name, None),
+            });
+            if let Some(priority) = account.priority {
+                facts.insert(PFact::AccountPriority {
+                    account: name.clone(),
+                    priority,
+                });
+            }
+        }
+        for (account, user) in state.users.keys() {
+            facts.insert(PFact::AssocPriority {
+                account: account.clone(),
+                user: Some(user.clone()),
+                priority: assoc_priority(state, account, Some(user)),
+            });
+        }
+        for (name, qos) in &state.qos {
+            facts.insert(PFact::Qos {
+                name: name.clone(),
+                priority: qos.priority,
+            });
+        }
+        for (name, p) in &state.partitions {
+            facts.insert(PFact::Partition {
+                name: name.clone(),
+                rec: PartitionRec {
+                    job_factor: p.priority_job_factor,
+                    priority: p.priority,
+                    max_time_secs: p.max_time_secs,
+                    tres: p.tres.as_ref().map(tres_bits),
+                },
+            });
+        }
+        if state.config.model == PriorityModel::Moab {
+            let usage = credential_usage(state);
+            facts.insert(PFact::MoabUsageTotal(usage.total));
+            for ((kind, name), usage) in usage.by_credential {
+                facts.insert(PFact::MoabUsage { kind, name, usage });
+            }
+            for (user, (used, requested)) in &state.wallclock_accuracy {
+                facts.insert(PFact::WallclockAccuracy {
+                    user: user.clone(),
+                    used_bits: used.to_bits(),
+                    requested_bits: requested.to_bits(),
+                });
+            }
+        }
+        facts
+    }
+}
+
+/// A job's row with the driver-kept flags unset.
+fn row_of(job: &fairflow_oracle::state::Job) -> JobRow {
+    let phase = match job.phase {
+        JobPhase::Pending => Phase::Pending,
+        JobPhase::Held => Phase::Held,
+        JobPhase::Running { .. } => Phase::Running,
+    };
+    let tres = match (&job.phase, &job.allocated) {
+        (JobPhase::Running { .. }, Some(allocated)) => allocated.clone(),
+        _ => job.spec.tres.clone().unwrap_or_default(),
+    };
+    JobRow {
+        id: job.id.clone(),
+        user: job.user.clone(),
+        account: job.account.clone(),
+        partition: job.partition().to_string(),
+        qos: job.qos().to_string(),
+        phase,
+        submit_at: job.submit_at,
+        queued_at: job.queued_at,
+        begin: job.spec.begin,
+        begun: false,
+        age_capped: false,
+        start_count: job.start_count,
+        tres: tres_bits(&tres),
+        time_limit_secs: job.spec.time_limit_secs,
+        nice: job.spec.nice,
+        site_factor: job.spec.site_factor,
+        urgency: job.spec.urgency,
+        user_priority: job.spec.user_priority,
+        group: job.spec.group.clone(),
+        bypass_count: job.spec.bypass_count,
+        deadline: job.spec.deadline,
+        soft_policy_violation: job.spec.soft_policy_violation,
+        attributes: job.spec.attributes.clone(),
+        started_at: job.started_at,
+        held_spans: job.held_spans.clone(),
+        held_since: job.held_since,
+    }
+}

@@ -1,0 +1,240 @@
+//! The random event streams of the priority equivalence tests: a fixed
+//! association tree with QOS, partitions and a cluster (`setup`), and batches
+//! of submits, updates, holds, releases, cancels, starts, ends, requeues,
+//! usage, QOS, partition, priority, cluster and configuration changes chosen
+//! against the oracle's state so that most are accepted (`batch`).
+
+#![allow(dead_code)]
+
+use fairflow_oracle::state::JobPhase;
+use fairflow_oracle::State;
+
+/// A small deterministic generator (xorshift64*).
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+    pub fn chance(&mut self, percent: u64) -> bool {
+        self.below(100) < percent
+    }
+    pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+        &items[self.below(items.len() as u64) as usize]
+    }
+}
+
+pub const T0: i64 = 1_700_000_000;
+pub const ASSOCS: [(&str, &str); 6] = [
+    ("a", "u1"),
+    ("a", "u2"),
+    ("b", "u3"),
+    ("c", "u4"),
+    ("c", "u1"),
+    ("root", "u5"),
+];
+
+pub fn setup(model_config: &str) -> Vec<String> {
+    let mut lines = vec![
+        format!(r#"{{"op":"config","t":{T0},"set":{model_config}}}"#),
+        format!(r#"{{"op":"account","t":{T0},"name":"a","shares":3,"priority":10}}"#),
+        format!(r#"{{"op":"account","t":{T0},"name":"b","shares":1}}"#),
+        format!(r#"{{"op":"account","t":{T0},"name":"c","parent":"a","shares":2,"priority":40}}"#),
+        format!(r#"{{"op":"qos","t":{T0},"name":"q1","priority":100}}"#),
+        format!(r#"{{"op":"qos","t":{T0},"name":"q2","priority":0}}"#),
+        format!(
+            r#"{{"op":"partition","t":{T0},"name":"p1","priority_job_factor":2,"priority":5}}"#
+        ),
+        format!(
+            r#"{{"op":"partition","t":{T0},"name":"p2","priority_job_factor":1,"max_time":7200,"tres":{{"cpu":64,"gres/gpu":4}}}}"#
+        ),
+        format!(r#"{{"op":"cluster","t":{T0},"nodes":8,"tres":{{"cpu":256,"gres/gpu":16}}}}"#),
+    ];
+    for (account, user) in ASSOCS {
+        lines.push(format!(
+            r#"{{"op":"user","t":{T0},"user":"{user}","account":"{account}","shares":{}}}"#,
+            user.len() % 3 + 1
+        ));
+    }
+    lines
+}
+
+pub fn job_spec(rng: &mut Rng, t: i64) -> String {
+    let mut fields = Vec::new();
+    if rng.chance(80) {
+        fields.push(format!(
+            r#""partition":"{}""#,
+            rng.pick(&["p1", "p2", "p3"])
+        ));
+    }
+    if rng.chance(70) {
+        fields.push(format!(r#""qos":"{}""#, rng.pick(&["q1", "q2", "q3"])));
+    }
+    if rng.chance(80) {
+        let gpu = if rng.chance(30) {
+            format!(r#","gres/gpu":{}"#, rng.below(4) + 1)
+        } else {
+            String::new()
+        };
+        fields.push(format!(
+            r#""tres":{{"cpu":{},"node":{}{gpu}}}"#,
+            rng.below(64) + 1,
+            rng.below(4) + 1
+        ));
+    }
+    if rng.chance(40) {
+        fields.push(format!(r#""time_limit":{}"#, 600 * (rng.below(12) + 1)));
+    }
+    if rng.chance(20) {
+        fields.push(format!(r#""nice":{}"#, rng.below(200) as i64 - 100));
+    }
+    if rng.chance(10) {
+        fields.push(format!(r#""site_factor":{}"#, rng.below(500)));
+    }
+    if rng.chance(15) {
+        let urgency = *rng.pick(&[0u64, 8, 16, 20, 31]);
+        fields.push(format!(r#""urgency":{urgency}"#));
+    }
+    if rng.chance(15) {
+        fields.push(format!(r#""begin":{}"#, t + rng.below(2400) as i64));
+    }
+    if rng.chance(15) {
+        fields.push(format!(
+            r#""user_priority":{}"#,
+            rng.below(1500) as i64 - 1200
+        ));
+    }
+    fields.join(",")
+}
+
+pub fn with_comma(spec: String) -> String {
+    if spec.is_empty() {
+        spec
+    } else {
+        format!(",{spec}")
+    }
+}
+
+/// One batch of events at time `t`, chosen against the oracle's state so
+/// that most are accepted.
+pub fn batch(
+    rng: &mut Rng,
+    state: &State,
+    t: i64,
+    next_id: &mut u64,
+    config_changes: &[&str],
+) -> Vec<String> {
+    let mut lines = Vec::new();
+    let jobs: Vec<(&String, JobPhase)> = state.jobs.iter().map(|(id, j)| (id, j.phase)).collect();
+    let of = |want: fn(&JobPhase) -> bool| -> Vec<String> {
+        jobs.iter()
+            .filter(|(_, p)| want(p))
+            .map(|(id, _)| (*id).clone())
+            .collect()
+    };
+    let pending = of(|p| matches!(p, JobPhase::Pending));
+    let held = of(|p| matches!(p, JobPhase::Held));
+    let running = of(|p| matches!(p, JobPhase::Running { .. }));
+    let queued: Vec<String> = pending.iter().chain(&held).cloned().collect();
+    for _ in 0..rng.below(8) + 1 {
+        let roll = rng.below(100);
+        let line = match roll {
+            0..=29 => {
+                *next_id += 1;
+                let id = if rng.chance(15) {
+                    format!("j{}", next_id)
+                } else {
+                    next_id.to_string()
+                };
+                let (account, user) = *rng.pick(&ASSOCS);
+                format!(
+                    r#"{{"op":"submit","t":{t},"job":"{id}","user":"{user}","account":"{account}"{}}}"#,
+                    with_comma(job_spec(rng, t))
+                )
+            }
+            30..=37 if !queued.is_empty() => {
+                let spec = job_spec(rng, t);
+                if spec.is_empty() {
+                    continue;
+                }
+                format!(
+                    r#"{{"op":"update","t":{t},"job":"{}",{spec}}}"#,
+                    rng.pick(&queued)
+                )
+            }
+            38..=42 if !pending.is_empty() => {
+                format!(r#"{{"op":"hold","t":{t},"job":"{}"}}"#, rng.pick(&pending))
+            }
+            43..=46 if !held.is_empty() => {
+                format!(r#"{{"op":"release","t":{t},"job":"{}"}}"#, rng.pick(&held))
+            }
+            47..=50 if !queued.is_empty() => {
+                format!(r#"{{"op":"cancel","t":{t},"job":"{}"}}"#, rng.pick(&queued))
+            }
+            51..=58 if !pending.is_empty() => {
+                format!(r#"{{"op":"start","t":{t},"job":"{}"}}"#, rng.pick(&pending))
+            }
+            59..=63 if !running.is_empty() => {
+                format!(r#"{{"op":"end","t":{t},"job":"{}"}}"#, rng.pick(&running))
+            }
+            64..=67 if !running.is_empty() => {
+                format!(
+                    r#"{{"op":"requeue","t":{t},"job":"{}"}}"#,
+                    rng.pick(&running)
+                )
+            }
+            68..=77 => {
+                let (account, user) = *rng.pick(&ASSOCS);
+                format!(
+                    r#"{{"op":"usage","t":{t},"account":"{account}","user":"{user}","amount":{}}}"#,
+                    rng.below(100_000) + 1
+                )
+            }
+            78..=81 => format!(
+                r#"{{"op":"qos","t":{t},"name":"{}","priority":{}}}"#,
+                rng.pick(&["q1", "q2", "q4"]),
+                rng.below(300)
+            ),
+            82..=85 => format!(
+                r#"{{"op":"partition","t":{t},"name":"{}","priority_job_factor":{},"priority":{}}}"#,
+                rng.pick(&["p1", "p2", "p4"]),
+                rng.below(5),
+                rng.below(50)
+            ),
+            86..=88 => {
+                let (account, user) = *rng.pick(&ASSOCS);
+                if rng.chance(50) {
+                    format!(
+                        r#"{{"op":"user","t":{t},"user":"{user}","account":"{account}","priority":{}}}"#,
+                        rng.below(100)
+                    )
+                } else {
+                    format!(
+                        r#"{{"op":"account","t":{t},"name":"{}","priority":{}}}"#,
+                        rng.pick(&["a", "b", "c"]),
+                        rng.below(100)
+                    )
+                }
+            }
+            89..=90 => format!(
+                r#"{{"op":"cluster","t":{t},"nodes":{},"tres":{{"cpu":{},"gres/gpu":{}}}}}"#,
+                rng.below(16) + 1,
+                32 * (rng.below(16) + 1),
+                rng.below(16)
+            ),
+            91..=93 if !config_changes.is_empty() => format!(
+                r#"{{"op":"config","t":{t},"set":{}}}"#,
+                rng.pick(config_changes)
+            ),
+            _ => format!(r#"{{"op":"tick","t":{t}}}"#),
+        };
+        lines.push(line);
+    }
+    lines
+}

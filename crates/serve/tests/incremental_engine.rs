@@ -1,0 +1,143 @@
+//! `IncrementalEngine` against `BatchEngine` through the `Engine` trait on
+//! the repository's example logs (`datasets/events/*.jsonl`): fed in
+//! batches of 7 lines, after every batch and after moving time forward by an
+//! hour, every answer must be equal (fair-share table, priorities, the
+//! queue's top, `explain` of every listed job and of an unknown one, queue
+//! length, associations, time, configuration, events applied, rejections),
+//! with 1 and 3 workers.
+
+use std::path::PathBuf;
+
+use fairflow_ingest::reader::read_events;
+use fairflow_ingest::LogLine;
+use fairflow_model::Config;
+use fairflow_serve::engine::{BatchEngine, Engine, IncrementalEngine};
+
+fn logs() -> Vec<PathBuf> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../datasets/events");
+    let mut logs: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("datasets/events")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .collect();
+    logs.sort();
+    assert!(!logs.is_empty(), "no logs in {}", dir.display());
+    logs
+}
+
+fn lines(text: &str) -> Vec<LogLine> {
+    read_events(text.as_bytes()).map(Result::unwrap).collect()
+}
+
+fn compare(context: &str, batch: &mut BatchEngine, incremental: &mut IncrementalEngine) {
+    assert_eq!(incremental.now(), batch.now(), "{context}: now");
+    assert_eq!(incremental.config(), batch.config(), "{context}: config");
+    assert_eq!(incremental.applied(), batch.applied(), "{context}: applied");
+    assert_eq!(
+        incremental.fairshare(),
+        batch.fairshare(),
+        "{context}: fairshare"
+    );
+    let priorities = batch.priorities();
+    assert_eq!(
+        incremental.priorities(),
+        priorities,
+        "{context}: priorities"
+    );
+    for k in [0, 1, 5, usize::MAX] {
+        assert_eq!(incremental.top(k), batch.top(k), "{context}: top {k}");
+    }
+    for p in &priorities {
+        assert_eq!(
+            incremental.explain(&p.job),
+            batch.explain(&p.job),
+            "{context}: explain {}",
+            p.job
+        );
+    }
+    for job in batch.replay.state.jobs.keys().cloned().collect::<Vec<_>>() {
+        assert_eq!(
+            incremental.explain(&job),
+            batch.explain(&job),
+            "{context}: explain {job}"
+        );
+    }
+    assert_eq!(
+        incremental.explain("no-such-job"),
+        batch.explain("no-such-job"),
+        "{context}: explain unknown"
+    );
+    assert_eq!(
+        incremental.queue_len(),
+        batch.queue_len(),
+        "{context}: queue_len"
+    );
+    assert_eq!(
+        incremental.associations(),
+        batch.associations(),
+        "{context}: associations"
+    );
+}
+
+#[test]
+fn incremental_answers_equal_batch_answers_on_the_example_logs() {
+    for log in logs() {
+        let text = std::fs::read_to_string(&log).expect("log");
+        let all: Vec<&str> = text.lines().collect();
+        for workers in [1, 3] {
+            let mut batch = BatchEngine::new(Config::default());
+            let mut incremental = IncrementalEngine::start(workers, Config::default()).unwrap();
+            let name = log.display().to_string();
+            for (i, chunk) in all.chunks(7).enumerate() {
+                let chunk = chunk.join("\n") + "\n";
+                let want = batch.apply(lines(&chunk));
+                let got = incremental.apply(lines(&chunk));
+                assert_eq!(got, want, "{name} chunk {i}: rejections");
+                assert!(
+                    IncrementalEngine::supports(batch.config()),
+                    "{name}: the example logs use maintained algorithms"
+                );
+                compare(
+                    &format!("{name} chunk {i} ({workers} workers)"),
+                    &mut batch,
+                    &mut incremental,
+                );
+            }
+            if let Some(now) = batch.now() {
+                batch.advance_to(now + 3600);
+                incremental.advance_to(now + 3600);
+                compare(
+                    &format!("{name} +1h ({workers} workers)"),
+                    &mut batch,
+                    &mut incremental,
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn supported_algorithms() {
+    let mut config = Config::default();
+    assert!(IncrementalEngine::supports(&config));
+    config.flags.ticket_based = true;
+    assert!(!IncrementalEngine::supports(&config));
+}
+
+#[test]
+fn incremental_snapshots_restore_in_the_batch_engine() {
+    let log = logs()
+        .into_iter()
+        .find(|p| p.ends_with("priority.jsonl"))
+        .expect("priority.jsonl");
+    let text = std::fs::read_to_string(log).expect("log");
+    let mut batch = BatchEngine::new(Config::default());
+    let mut incremental = IncrementalEngine::start(1, Config::default()).unwrap();
+    batch.apply(lines(&text));
+    incremental.apply(lines(&text));
+    let mut restored = BatchEngine::new(Config::default());
+    restored.restore(&incremental.snapshot()).unwrap();
+    assert_eq!(restored.fairshare(), batch.fairshare());
+    assert_eq!(restored.priorities(), batch.priorities());
+    assert!(incremental.restore(&batch.snapshot()).is_err());
+}
