@@ -25,9 +25,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use chrono::{DateTime, Datelike, Duration, NaiveDate, Utc};
 use fairflow_model::config::ResetPeriod;
 use fairflow_model::event::{JobSpec, Op};
+use fairflow_model::reset::next_reset_after;
 use fairflow_model::tres::{billable_tres, BillingMode, TresCounts, WeightList};
 use fairflow_model::usage::{fixed_rate, DecayFrame, FrameUsage};
 use fairflow_model::{Config, Event, Shares, Time};
@@ -591,78 +591,9 @@ impl Ledger {
     }
 }
 
-fn midnight(date: NaiveDate) -> Time {
-    date.and_hms_opt(0, 0, 0)
-        .expect("midnight exists")
-        .and_utc()
-        .timestamp()
-}
-
-/// The first `PriorityUsageResetPeriod` boundary strictly after `t` (UTC
-/// midnights: daily, Sunday, first of month / quarter / year), or `None` for
-/// `NONE`/`NOW`.
-pub fn next_reset_after(period: ResetPeriod, t: Time) -> Option<Time> {
-    let date = DateTime::<Utc>::from_timestamp(t, 0)?.date_naive();
-    let next = match period {
-        ResetPeriod::None | ResetPeriod::Now => return None,
-        ResetPeriod::Daily => date + Duration::days(1),
-        ResetPeriod::Weekly => {
-            date + Duration::days(7 - i64::from(date.weekday().num_days_from_sunday()))
-        }
-        ResetPeriod::Monthly => {
-            let month0 = date.month0() + 1;
-            NaiveDate::from_ymd_opt(date.year() + (month0 / 12) as i32, month0 % 12 + 1, 1)?
-        }
-        ResetPeriod::Quarterly => {
-            let quarter0 = date.month0() / 3 + 1;
-            NaiveDate::from_ymd_opt(
-                date.year() + (quarter0 / 4) as i32,
-                (quarter0 % 4) * 3 + 1,
-                1,
-            )?
-        }
-        ResetPeriod::Yearly => NaiveDate::from_ymd_opt(date.year() + 1, 1, 1)?,
-    };
-    Some(midnight(next))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    // 2023-11-14T22:13:20Z is a Tuesday (1_700_000_000).
-    const T: Time = 1_700_000_000;
-
-    #[test]
-    fn reset_boundaries_by_hand() {
-        // 2023-11-15 00:00 UTC = 1_700_000_000 + 6_400 (22:13:20 + 1:46:40).
-        assert_eq!(next_reset_after(ResetPeriod::Daily, T), Some(1_700_006_400));
-        // Sunday 2023-11-19 = 4 days after 2023-11-15.
-        assert_eq!(
-            next_reset_after(ResetPeriod::Weekly, T),
-            Some(1_700_006_400 + 4 * 86_400)
-        );
-        // 2023-12-01 = 2023-11-15 + 16 days.
-        assert_eq!(
-            next_reset_after(ResetPeriod::Monthly, T),
-            Some(1_700_006_400 + 16 * 86_400)
-        );
-        // 2024-01-01 = 2023-12-01 + 31 days, for the quarter and the year.
-        let new_year = 1_700_006_400 + 47 * 86_400;
-        assert_eq!(next_reset_after(ResetPeriod::Quarterly, T), Some(new_year));
-        assert_eq!(next_reset_after(ResetPeriod::Yearly, T), Some(new_year));
-        // From 2024-01-01: 2024-04-01 is 31 + 29 + 31 = 91 days later (leap year).
-        assert_eq!(
-            next_reset_after(ResetPeriod::Quarterly, new_year),
-            Some(new_year + 91 * 86_400)
-        );
-        // A December date rolls the month into January of the next year.
-        assert_eq!(
-            next_reset_after(ResetPeriod::Monthly, new_year - 86_400),
-            Some(new_year)
-        );
-        assert_eq!(next_reset_after(ResetPeriod::None, T), None);
-    }
 
     #[test]
     fn a_usage_event_becomes_one_usage_delta() {

@@ -89,4 +89,41 @@ mod tests {
             Some(1_711_929_600)
         );
     }
+
+    // 2023-11-14T22:13:20Z is a Tuesday (1_700_000_000).
+    const T2: Time = 1_700_000_000;
+
+    #[test]
+    fn boundaries_counted_in_days() {
+        // 2023-11-15 00:00 UTC = 1_700_000_000 + 6_400 (22:13:20 + 1:46:40).
+        assert_eq!(
+            next_reset_after(ResetPeriod::Daily, T2),
+            Some(1_700_006_400)
+        );
+        // Sunday 2023-11-19 = 4 days after 2023-11-15.
+        assert_eq!(
+            next_reset_after(ResetPeriod::Weekly, T2),
+            Some(1_700_006_400 + 4 * 86_400)
+        );
+        // 2023-12-01 = 2023-11-15 + 16 days.
+        assert_eq!(
+            next_reset_after(ResetPeriod::Monthly, T2),
+            Some(1_700_006_400 + 16 * 86_400)
+        );
+        // 2024-01-01 = 2023-12-01 + 31 days, for the quarter and the year.
+        let new_year = 1_700_006_400 + 47 * 86_400;
+        assert_eq!(next_reset_after(ResetPeriod::Quarterly, T2), Some(new_year));
+        assert_eq!(next_reset_after(ResetPeriod::Yearly, T2), Some(new_year));
+        // From 2024-01-01: 2024-04-01 is 31 + 29 + 31 = 91 days later (leap year).
+        assert_eq!(
+            next_reset_after(ResetPeriod::Quarterly, new_year),
+            Some(new_year + 91 * 86_400)
+        );
+        // A December date rolls the month into January of the next year.
+        assert_eq!(
+            next_reset_after(ResetPeriod::Monthly, new_year - 86_400),
+            Some(new_year)
+        );
+        assert_eq!(next_reset_after(ResetPeriod::None, T2), None);
+    }
 }
