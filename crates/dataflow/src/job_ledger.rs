@@ -165,77 +165,82 @@ impl JobLedger {
     }
 
     fn facts(&self, factors: &UserFactors) -> BTreeSet<PFact> {
-        let state = &self.state;
-        let mut facts = BTreeSet::new();
-        facts.insert(PFact::Config(PriorityParams::from_config(&state.config)));
-        facts.insert(PFact::Cluster {
-            nodes: state.cluster.nodes,
-            tres: tres_bits(&state.cluster.tres),
-        });
-        for ((account, user), factor) in factors {
-            facts.insert(PFact::Fairshare {
-                account: account.clone(),
-                user: user.clone(),
-                factor_bits: factor.to_bits(),
-            });
-        }
-        for (name, account) in &state.accounts {
-            facts.insert(PFact::AssocPriority {
-                account: name.clone(),
-                user: None,
-                priority: assoc_priority(state, name, None),
-            });
-            if let Some(priority) = account.priority {
-                facts.insert(PFact::AccountPriority {
-                    account: name.clone(),
-                    priority,
-                });
-            }
-        }
-        for (account, user) in state.users.keys() {
-            facts.insert(PFact::AssocPriority {
-                account: account.clone(),
-                user: Some(user.clone()),
-                priority: assoc_priority(state, account, Some(user)),
-            });
-        }
-        for (name, qos) in &state.qos {
-            facts.insert(PFact::Qos {
-                name: name.clone(),
-                priority: qos.priority,
-            });
-        }
-        for (name, p) in &state.partitions {
-            facts.insert(PFact::Partition {
-                name: name.clone(),
-                rec: PartitionRec {
-                    job_factor: p.priority_job_factor,
-                    priority: p.priority,
-                    max_time_secs: p.max_time_secs,
-                    tres: p.tres.as_ref().map(tres_bits),
-                },
-            });
-        }
-        if state.config.model == PriorityModel::Moab {
-            let usage = credential_usage(state);
-            facts.insert(PFact::MoabUsageTotal(usage.total));
-            for ((kind, name), usage) in usage.by_credential {
-                facts.insert(PFact::MoabUsage { kind, name, usage });
-            }
-            for (user, (used, requested)) in &state.wallclock_accuracy {
-                facts.insert(PFact::WallclockAccuracy {
-                    user: user.clone(),
-                    used_bits: used.to_bits(),
-                    requested_bits: requested.to_bits(),
-                });
-            }
-        }
-        facts
+        facts_of(&self.state, factors)
     }
 }
 
-/// A job's row with the driver-kept flags unset.
-fn row_of(job: &fairflow_oracle::state::Job) -> JobRow {
+/// Every priority fact of `state`, with `factors` as the user associations'
+/// fair-share factors.
+pub fn facts_of(state: &State, factors: &UserFactors) -> BTreeSet<PFact> {
+    let mut facts = BTreeSet::new();
+    facts.insert(PFact::Config(PriorityParams::from_config(&state.config)));
+    facts.insert(PFact::Cluster {
+        nodes: state.cluster.nodes,
+        tres: tres_bits(&state.cluster.tres),
+    });
+    for ((account, user), factor) in factors {
+        facts.insert(PFact::Fairshare {
+            account: account.clone(),
+            user: user.clone(),
+            factor_bits: factor.to_bits(),
+        });
+    }
+    for (name, account) in &state.accounts {
+        facts.insert(PFact::AssocPriority {
+            account: name.clone(),
+            user: None,
+            priority: assoc_priority(state, name, None),
+        });
+        if let Some(priority) = account.priority {
+            facts.insert(PFact::AccountPriority {
+                account: name.clone(),
+                priority,
+            });
+        }
+    }
+    for (account, user) in state.users.keys() {
+        facts.insert(PFact::AssocPriority {
+            account: account.clone(),
+            user: Some(user.clone()),
+            priority: assoc_priority(state, account, Some(user)),
+        });
+    }
+    for (name, qos) in &state.qos {
+        facts.insert(PFact::Qos {
+            name: name.clone(),
+            priority: qos.priority,
+        });
+    }
+    for (name, p) in &state.partitions {
+        facts.insert(PFact::Partition {
+            name: name.clone(),
+            rec: PartitionRec {
+                job_factor: p.priority_job_factor,
+                priority: p.priority,
+                max_time_secs: p.max_time_secs,
+                tres: p.tres.as_ref().map(tres_bits),
+            },
+        });
+    }
+    if state.config.model == PriorityModel::Moab {
+        let usage = credential_usage(state);
+        facts.insert(PFact::MoabUsageTotal(usage.total));
+        for ((kind, name), usage) in usage.by_credential {
+            facts.insert(PFact::MoabUsage { kind, name, usage });
+        }
+        for (user, (used, requested)) in &state.wallclock_accuracy {
+            facts.insert(PFact::WallclockAccuracy {
+                user: user.clone(),
+                used_bits: used.to_bits(),
+                requested_bits: requested.to_bits(),
+            });
+        }
+    }
+    facts
+}
+
+/// A job's row with the driver-kept flags (`begun`, `age_capped`) unset.
+pub fn row_of(job: &fairflow_oracle::state::Job) -> JobRow {
     let phase = match job.phase {
         JobPhase::Pending => Phase::Pending,
         JobPhase::Held => Phase::Held,

@@ -22,17 +22,14 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use differential_dataflow::input::Input;
+use fairflow_dataflow::job_ledger::{facts_of, row_of};
 use fairflow_dataflow::priority::crossings::{age_capped_at, begun_at, next_crossing, Crossings};
 use fairflow_dataflow::priority::{
-    build, tres_bits, Fact, JobRow, PartitionRec, Phase, PriorityInputs, PriorityParams,
-    PriorityReader, TouchCounter,
+    build, Fact, JobRow, PriorityInputs, PriorityParams, PriorityReader, TouchCounter,
 };
 use fairflow_ingest::reader::read_events;
 use fairflow_model::report::JobPriority;
-use fairflow_model::{Config, PriorityModel};
-use fairflow_oracle::priority::moab::credential_usage;
-use fairflow_oracle::priority::slurm::assoc_priority;
-use fairflow_oracle::state::JobPhase;
+use fairflow_model::Config;
 use fairflow_oracle::{fairshare, priority, Replay, State};
 use timely::dataflow::operators::probe::Handle;
 use timely::dataflow::operators::Probe;
@@ -40,117 +37,18 @@ use timely::dataflow::operators::Probe;
 mod priority_stream;
 use priority_stream::{batch, setup, Rng, T0};
 
-/// The dataflow's inputs derived from the oracle's state at `now`.
+/// The dataflow's inputs derived from the oracle's state at `now`, as the
+/// engine's job book derives them.
 fn derive(state: &State, now: i64, lazy_caps: bool) -> (BTreeMap<String, JobRow>, BTreeSet<Fact>) {
     let params = PriorityParams::from_config(&state.config);
     let mut jobs = BTreeMap::new();
     for job in state.jobs.values() {
-        let phase = match job.phase {
-            JobPhase::Pending => Phase::Pending,
-            JobPhase::Held => Phase::Held,
-            JobPhase::Running { .. } => Phase::Running,
-        };
-        let tres = match (&job.phase, &job.allocated) {
-            (JobPhase::Running { .. }, Some(allocated)) => allocated.clone(),
-            _ => job.spec.tres.clone().unwrap_or_default(),
-        };
-        let mut row = JobRow {
-            id: job.id.clone(),
-            user: job.user.clone(),
-            account: job.account.clone(),
-            partition: job.partition().to_string(),
-            qos: job.qos().to_string(),
-            phase,
-            submit_at: job.submit_at,
-            queued_at: job.queued_at,
-            begin: job.spec.begin,
-            begun: false,
-            age_capped: false,
-            start_count: job.start_count,
-            tres: tres_bits(&tres),
-            time_limit_secs: job.spec.time_limit_secs,
-            nice: job.spec.nice,
-            site_factor: job.spec.site_factor,
-            urgency: job.spec.urgency,
-            user_priority: job.spec.user_priority,
-            group: job.spec.group.clone(),
-            bypass_count: job.spec.bypass_count,
-            deadline: job.spec.deadline,
-            soft_policy_violation: job.spec.soft_policy_violation,
-            attributes: job.spec.attributes.clone(),
-            started_at: job.started_at,
-            held_spans: job.held_spans.clone(),
-            held_since: job.held_since,
-        };
+        let mut row = row_of(job);
         row.begun = begun_at(&row, now);
         row.age_capped = !lazy_caps && age_capped_at(&params, &row, now);
         jobs.insert(row.id.clone(), row);
     }
-    let mut facts = BTreeSet::new();
-    facts.insert(Fact::Config(params));
-    facts.insert(Fact::Cluster {
-        nodes: state.cluster.nodes,
-        tres: tres_bits(&state.cluster.tres),
-    });
-    for ((account, user), factor) in fairshare::user_factors(state) {
-        facts.insert(Fact::Fairshare {
-            account,
-            user,
-            factor_bits: factor.to_bits(),
-        });
-    }
-    for (name, account) in &state.accounts {
-        facts.insert(Fact::AssocPriority {
-            account: name.clone(),
-            user: None,
-            priority: assoc_priority(state, name, None),
-        });
-        if let Some(priority) = account.priority {
-            facts.insert(Fact::AccountPriority {
-                account: name.clone(),
-                priority,
-            });
-        }
-    }
-    for (account, user) in state.users.keys() {
-        facts.insert(Fact::AssocPriority {
-            account: account.clone(),
-            user: Some(user.clone()),
-            priority: assoc_priority(state, account, Some(user)),
-        });
-    }
-    for (name, qos) in &state.qos {
-        facts.insert(Fact::Qos {
-            name: name.clone(),
-            priority: qos.priority,
-        });
-    }
-    for (name, p) in &state.partitions {
-        facts.insert(Fact::Partition {
-            name: name.clone(),
-            rec: PartitionRec {
-                job_factor: p.priority_job_factor,
-                priority: p.priority,
-                max_time_secs: p.max_time_secs,
-                tres: p.tres.as_ref().map(tres_bits),
-            },
-        });
-    }
-    if state.config.model == PriorityModel::Moab {
-        let usage = credential_usage(state);
-        facts.insert(Fact::MoabUsageTotal(usage.total));
-        for ((kind, name), usage) in usage.by_credential {
-            facts.insert(Fact::MoabUsage { kind, name, usage });
-        }
-        for (user, (used, requested)) in &state.wallclock_accuracy {
-            facts.insert(Fact::WallclockAccuracy {
-                user: user.clone(),
-                used_bits: used.to_bits(),
-                requested_bits: requested.to_bits(),
-            });
-        }
-    }
-    (jobs, facts)
+    (jobs, facts_of(state, &fairshare::user_factors(state)))
 }
 
 /// A scenario: the model's configuration and the configuration changes the
