@@ -640,6 +640,27 @@ fn counted<'s, D: differential_dataflow::Data>(
     collection.inspect(move |_| touched.add(1))
 }
 
+/// One enrichment stage: join the jobs (keyed by what they need next) with the
+/// keys' resolved context, let `fill` copy what it needs and name the next key.
+fn enrich<'s>(
+    stage: VecCollection<'s, Time, (Key, JobCtx), isize>,
+    sides: &Arranged<'s, TraceAgent<ValSpine<Key, Side, Time, isize>>>,
+    touched: &TouchCounter,
+    fill: impl Fn(&mut JobCtx, &KeyCtx) -> Key + 'static,
+) -> VecCollection<'s, Time, (Key, JobCtx), isize> {
+    counted(
+        stage
+            .arrange_by_key()
+            .join_core(sides.clone(), move |_key, job: &JobCtx, side: &Side| {
+                let Side::Key(kc) = side else { return None };
+                let mut job = job.clone();
+                let next = fill(&mut job, kc);
+                Some((next, job))
+            }),
+        touched,
+    )
+}
+
 /// One key's context from its facts and references.
 fn resolve(key: &Key, values: &[(&Val, isize)], out: &mut Vec<(Side, isize)>) {
     let mut ctx = KeyCtx::default();
@@ -789,51 +810,24 @@ pub fn build<'s>(inputs: PriorityInputs<'s>, touched: &TouchCounter) -> Priority
             },
         )
     });
-    let stage = counted(
-        stage
-            .arrange_by_key()
-            .join_core(sides.clone(), |_key, job: &JobCtx, side: &Side| {
-                let Side::Key(kc) = side else { return None };
-                let mut job = job.clone();
-                job.ctx.fairshare_bits = kc.fairshare_bits;
-                job.ctx.assoc_priority = kc.assoc_priority;
-                Some((Key::Account(job.row.account.clone()), job))
-            }),
-        touched,
-    );
-    let stage = counted(
-        stage
-            .arrange_by_key()
-            .join_core(sides.clone(), |_key, job: &JobCtx, side: &Side| {
-                let Side::Key(kc) = side else { return None };
-                let mut job = job.clone();
-                job.ctx.account_priority = kc.account_priority;
-                Some((Key::Qos(job.row.qos.clone()), job))
-            }),
-        touched,
-    );
-    let stage = counted(
-        stage
-            .arrange_by_key()
-            .join_core(sides.clone(), |_key, job: &JobCtx, side: &Side| {
-                let Side::Key(kc) = side else { return None };
-                let mut job = job.clone();
-                job.ctx.qos_priority = kc.qos_priority;
-                Some((Key::Partition(job.row.partition.clone()), job))
-            }),
-        touched,
-    );
-    let stage = counted(
-        stage
-            .arrange_by_key()
-            .join_core(sides.clone(), |_key, job: &JobCtx, side: &Side| {
-                let Side::Key(kc) = side else { return None };
-                let mut job = job.clone();
-                job.ctx.partition = kc.partition.clone();
-                Some((Key::Unit, job))
-            }),
-        touched,
-    );
+    // Each stage copies one key's context into the job, then re-keys it for the next.
+    let stage = enrich(stage, &sides, touched, |job, kc| {
+        job.ctx.fairshare_bits = kc.fairshare_bits;
+        job.ctx.assoc_priority = kc.assoc_priority;
+        Key::Account(job.row.account.clone())
+    });
+    let stage = enrich(stage, &sides, touched, |job, kc| {
+        job.ctx.account_priority = kc.account_priority;
+        Key::Qos(job.row.qos.clone())
+    });
+    let stage = enrich(stage, &sides, touched, |job, kc| {
+        job.ctx.qos_priority = kc.qos_priority;
+        Key::Partition(job.row.partition.clone())
+    });
+    let stage = enrich(stage, &sides, touched, |job, kc| {
+        job.ctx.partition = kc.partition.clone();
+        Key::Unit
+    });
     let records = counted(
         stage
             .arrange_by_key()
