@@ -13,9 +13,16 @@
 //! release, cancel, start, end, requeue) and the jobs whose crossing is due
 //! are re-derived and compared with what was sent; a `config` event or an
 //! association's removal re-derives every job (crossings and rows move).
-//! The facts are re-derived per batch and compared with what was sent
-//! (`O(associations + QOS + partitions)`, plus the Moab credential usage
-//! under Moab); only the differences reach the dataflow.
+//! The facts are grouped by [`Subject`] (the configuration, the cluster, one
+//! account, one user association, one QOS, one partition, Moab's usage
+//! facts); an event marks the subjects it can change, and only those are
+//! re-derived and compared with what was sent. A change of an account's
+//! priority or parent re-derives the effective association priority of its
+//! subtree (found in one pass over the associations per batch, however many
+//! accounts moved); a share change re-derives nothing but the account. Under
+//! Moab the credential-usage facts are re-derived every batch
+//! (`O(credentials)`). The fair-share factors are not facts sent from here:
+//! the dataflow computes them ([`crate::factors`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -53,12 +60,37 @@ impl JobDeltas {
     }
 }
 
+/// What a group of priority facts is about.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Subject {
+    /// The priority configuration.
+    Config,
+    /// The cluster's size.
+    Cluster,
+    /// One account: its effective association priority and own priority.
+    Account(String),
+    /// One user association: its effective association priority.
+    User(String, String),
+    /// One QOS.
+    Qos(String),
+    /// One partition.
+    Partition(String),
+    /// Moab's credential usage and wallclock accuracy.
+    Moab,
+}
+
 /// The job book and what was last sent to the priority inputs.
 #[derive(Debug, Clone)]
 pub struct JobLedger {
     state: State,
     sent_jobs: BTreeMap<String, JobRow>,
-    sent_facts: BTreeSet<PFact>,
+    sent_facts: BTreeMap<Subject, BTreeSet<PFact>>,
+    /// Subjects to re-derive at the next send.
+    dirty_subjects: BTreeSet<Subject>,
+    /// Accounts whose whole subtree's association priorities to re-derive.
+    dirty_subtrees: BTreeSet<String>,
+    /// Re-derive every subject at the next send.
+    all_subjects_dirty: bool,
     crossings: Crossings,
     /// Jobs to re-derive at the next send.
     dirty: BTreeSet<String>,
@@ -72,7 +104,10 @@ impl JobLedger {
         JobLedger {
             state: State::new(config),
             sent_jobs: BTreeMap::new(),
-            sent_facts: BTreeSet::new(),
+            sent_facts: BTreeMap::new(),
+            dirty_subjects: BTreeSet::new(),
+            dirty_subtrees: BTreeSet::new(),
+            all_subjects_dirty: true,
             crossings: Crossings::new(),
             dirty: BTreeSet::new(),
             all_dirty: false,
@@ -86,7 +121,16 @@ impl JobLedger {
 
     /// Apply one accepted event.
     pub fn apply(&mut self, event: &Event) {
+        let account_before = match &event.op {
+            Op::Account { name, .. } => self
+                .state
+                .accounts
+                .get(name)
+                .map(|a| (a.parent.clone(), a.priority)),
+            _ => None,
+        };
         self.state.apply(event);
+        self.mark_subjects(&event.op, account_before);
         match &event.op {
             Op::Submit { job, .. }
             | Op::Update { job, .. }
@@ -99,6 +143,41 @@ impl JobLedger {
                 self.dirty.insert(job.clone());
             }
             Op::Config { .. } | Op::RemoveUser { .. } => self.all_dirty = true,
+            _ => {}
+        }
+    }
+
+    /// Mark the fact subjects `op` can change; `account_before` is an
+    /// account event's `(parent, priority)` before it applied.
+    fn mark_subjects(&mut self, op: &Op, account_before: Option<(Option<String>, Option<i64>)>) {
+        match op {
+            Op::Config { .. } | Op::RemoveAccount { .. } | Op::RemoveUser { .. } => {
+                self.all_subjects_dirty = true;
+            }
+            Op::Cluster { .. } => {
+                self.dirty_subjects.insert(Subject::Cluster);
+            }
+            Op::Account { name, .. } => {
+                let after = self
+                    .state
+                    .accounts
+                    .get(name)
+                    .map(|a| (a.parent.clone(), a.priority));
+                if account_before.is_some() && account_before != after {
+                    self.dirty_subtrees.insert(name.clone());
+                }
+                self.dirty_subjects.insert(Subject::Account(name.clone()));
+            }
+            Op::User { account, user, .. } => {
+                self.dirty_subjects
+                    .insert(Subject::User(account.clone(), user.clone()));
+            }
+            Op::Qos { name, .. } => {
+                self.dirty_subjects.insert(Subject::Qos(name.clone()));
+            }
+            Op::Partition { name, .. } => {
+                self.dirty_subjects.insert(Subject::Partition(name.clone()));
+            }
             _ => {}
         }
     }
@@ -150,86 +229,178 @@ impl JobLedger {
         deltas
     }
 
-    /// The facts' differences from what was sent.
+    /// The facts' differences from what was sent, for the subjects marked
+    /// since the last send.
     pub fn fact_deltas(&mut self) -> Vec<(PFact, isize)> {
-        let facts = facts_of(&self.state, &UserFactors::new());
-        let mut deltas: Vec<(PFact, isize)> = self
-            .sent_facts
-            .difference(&facts)
-            .map(|f| (f.clone(), -1))
-            .collect();
-        deltas.extend(facts.difference(&self.sent_facts).map(|f| (f.clone(), 1)));
-        self.sent_facts = facts;
+        let mut subjects = std::mem::take(&mut self.dirty_subjects);
+        if std::mem::take(&mut self.all_subjects_dirty) {
+            subjects.extend(self.sent_facts.keys().cloned());
+            subjects.extend(all_subjects(&self.state));
+        }
+        let dirty_subtrees = std::mem::take(&mut self.dirty_subtrees);
+        if !dirty_subtrees.is_empty() {
+            subjects.extend(subtree_subjects(&self.state, &dirty_subtrees));
+        }
+        if self.state.config.model == PriorityModel::Moab {
+            subjects.insert(Subject::Moab);
+        }
+        let mut deltas = Vec::new();
+        for subject in subjects {
+            let facts = subject_facts(&self.state, &subject);
+            let sent = self.sent_facts.remove(&subject).unwrap_or_default();
+            deltas.extend(sent.difference(&facts).map(|f| (f.clone(), -1)));
+            deltas.extend(facts.difference(&sent).map(|f| (f.clone(), 1)));
+            if !facts.is_empty() {
+                self.sent_facts.insert(subject, facts);
+            }
+        }
         deltas
     }
+}
+
+/// Every subject `state` has facts about.
+fn all_subjects(state: &State) -> Vec<Subject> {
+    let mut subjects = vec![Subject::Config, Subject::Cluster, Subject::Moab];
+    subjects.extend(state.accounts.keys().cloned().map(Subject::Account));
+    subjects.extend(
+        state
+            .users
+            .keys()
+            .map(|(account, user)| Subject::User(account.clone(), user.clone())),
+    );
+    subjects.extend(state.qos.keys().cloned().map(Subject::Qos));
+    subjects.extend(state.partitions.keys().cloned().map(Subject::Partition));
+    subjects
+}
+
+/// The accounts and user associations at or below any of `roots` (one pass
+/// over the associations, memoised up the account chains).
+fn subtree_subjects(state: &State, roots: &BTreeSet<String>) -> Vec<Subject> {
+    let mut below: BTreeMap<&str, bool> = roots.iter().map(|r| (r.as_str(), true)).collect();
+    for name in state.accounts.keys() {
+        let mut chain = Vec::new();
+        let mut current = Some(name.as_str());
+        let found = loop {
+            let Some(account) = current else { break false };
+            if let Some(&known) = below.get(account) {
+                break known;
+            }
+            chain.push(account);
+            current = state
+                .accounts
+                .get(account)
+                .and_then(|a| a.parent.as_deref());
+        };
+        for account in chain {
+            below.insert(account, found);
+        }
+    }
+    let mut subjects: Vec<Subject> = below
+        .iter()
+        .filter(|(_, &inside)| inside)
+        .map(|(name, _)| Subject::Account(name.to_string()))
+        .collect();
+    subjects.extend(
+        state
+            .users
+            .keys()
+            .filter(|(account, _)| below.get(account.as_str()).copied().unwrap_or(false))
+            .map(|(account, user)| Subject::User(account.clone(), user.clone())),
+    );
+    subjects
+}
+
+/// The facts about one subject.
+fn subject_facts(state: &State, subject: &Subject) -> BTreeSet<PFact> {
+    let mut facts = BTreeSet::new();
+    match subject {
+        Subject::Config => {
+            facts.insert(PFact::Config(PriorityParams::from_config(&state.config)));
+        }
+        Subject::Cluster => {
+            facts.insert(PFact::Cluster {
+                nodes: state.cluster.nodes,
+                tres: tres_bits(&state.cluster.tres),
+            });
+        }
+        Subject::Account(name) => {
+            if let Some(account) = state.accounts.get(name) {
+                facts.insert(PFact::AssocPriority {
+                    account: name.clone(),
+                    user: None,
+                    priority: assoc_priority(state, name, None),
+                });
+                if let Some(priority) = account.priority {
+                    facts.insert(PFact::AccountPriority {
+                        account: name.clone(),
+                        priority,
+                    });
+                }
+            }
+        }
+        Subject::User(account, user) => {
+            if state.users.contains_key(&(account.clone(), user.clone())) {
+                facts.insert(PFact::AssocPriority {
+                    account: account.clone(),
+                    user: Some(user.clone()),
+                    priority: assoc_priority(state, account, Some(user)),
+                });
+            }
+        }
+        Subject::Qos(name) => {
+            if let Some(qos) = state.qos.get(name) {
+                facts.insert(PFact::Qos {
+                    name: name.clone(),
+                    priority: qos.priority,
+                });
+            }
+        }
+        Subject::Partition(name) => {
+            if let Some(p) = state.partitions.get(name) {
+                facts.insert(PFact::Partition {
+                    name: name.clone(),
+                    rec: PartitionRec {
+                        job_factor: p.priority_job_factor,
+                        priority: p.priority,
+                        max_time_secs: p.max_time_secs,
+                        tres: p.tres.as_ref().map(tres_bits),
+                    },
+                });
+            }
+        }
+        Subject::Moab => {
+            if state.config.model == PriorityModel::Moab {
+                let usage = credential_usage(state);
+                facts.insert(PFact::MoabUsageTotal(usage.total));
+                for ((kind, name), usage) in usage.by_credential {
+                    facts.insert(PFact::MoabUsage { kind, name, usage });
+                }
+                for (user, (used, requested)) in &state.wallclock_accuracy {
+                    facts.insert(PFact::WallclockAccuracy {
+                        user: user.clone(),
+                        used_bits: used.to_bits(),
+                        requested_bits: requested.to_bits(),
+                    });
+                }
+            }
+        }
+    }
+    facts
 }
 
 /// Every priority fact of `state`, with `factors` as the user associations'
 /// fair-share factors.
 pub fn facts_of(state: &State, factors: &UserFactors) -> BTreeSet<PFact> {
-    let mut facts = BTreeSet::new();
-    facts.insert(PFact::Config(PriorityParams::from_config(&state.config)));
-    facts.insert(PFact::Cluster {
-        nodes: state.cluster.nodes,
-        tres: tres_bits(&state.cluster.tres),
-    });
+    let mut facts: BTreeSet<PFact> = all_subjects(state)
+        .iter()
+        .flat_map(|subject| subject_facts(state, subject))
+        .collect();
     for ((account, user), factor) in factors {
         facts.insert(PFact::Fairshare {
             account: account.clone(),
             user: user.clone(),
             factor_bits: factor.to_bits(),
         });
-    }
-    for (name, account) in &state.accounts {
-        facts.insert(PFact::AssocPriority {
-            account: name.clone(),
-            user: None,
-            priority: assoc_priority(state, name, None),
-        });
-        if let Some(priority) = account.priority {
-            facts.insert(PFact::AccountPriority {
-                account: name.clone(),
-                priority,
-            });
-        }
-    }
-    for (account, user) in state.users.keys() {
-        facts.insert(PFact::AssocPriority {
-            account: account.clone(),
-            user: Some(user.clone()),
-            priority: assoc_priority(state, account, Some(user)),
-        });
-    }
-    for (name, qos) in &state.qos {
-        facts.insert(PFact::Qos {
-            name: name.clone(),
-            priority: qos.priority,
-        });
-    }
-    for (name, p) in &state.partitions {
-        facts.insert(PFact::Partition {
-            name: name.clone(),
-            rec: PartitionRec {
-                job_factor: p.priority_job_factor,
-                priority: p.priority,
-                max_time_secs: p.max_time_secs,
-                tres: p.tres.as_ref().map(tres_bits),
-            },
-        });
-    }
-    if state.config.model == PriorityModel::Moab {
-        let usage = credential_usage(state);
-        facts.insert(PFact::MoabUsageTotal(usage.total));
-        for ((kind, name), usage) in usage.by_credential {
-            facts.insert(PFact::MoabUsage { kind, name, usage });
-        }
-        for (user, (used, requested)) in &state.wallclock_accuracy {
-            facts.insert(PFact::WallclockAccuracy {
-                user: user.clone(),
-                used_bits: used.to_bits(),
-                requested_bits: requested.to_bits(),
-            });
-        }
     }
     facts
 }
