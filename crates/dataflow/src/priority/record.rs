@@ -51,7 +51,7 @@ pub enum Listed {
 }
 
 impl Listed {
-    fn job_state(self) -> JobState {
+    pub(crate) fn job_state(self) -> JobState {
         match self {
             Listed::Pending => JobState::Pending,
             Listed::Held => JobState::Held,
