@@ -27,8 +27,8 @@
 use std::collections::BTreeMap;
 
 use crate::priority_formula::{
-    moab_effective_queue_secs, moab_final_priority, moab_fs_delta, moab_target_closeness,
-    moab_target_value, moab_xfactor, FsTargetKind,
+    eligible_at, moab_effective_queue_secs, moab_final_priority, moab_fs_delta,
+    moab_target_closeness, moab_target_value, moab_xfactor, FsTargetKind,
 };
 use crate::report::JobState;
 use crate::usage::FrameUsage;
@@ -794,12 +794,6 @@ pub struct MoabJobInputs<'a> {
     pub wallclock_accuracy: Option<(f64, f64)>,
     /// The time of evaluation.
     pub now: Time,
-}
-
-/// When a job became eligible in its current stay in the queue: its last
-/// queue entry, or its begin time if later.
-pub fn eligible_at(queued_at: Time, begin_at: Option<Time>) -> Time {
-    queued_at.max(begin_at.unwrap_or(queued_at))
 }
 
 /// A job's effective queue time in seconds up to `until` (now, or its start)

@@ -33,7 +33,7 @@ use fairflow_model::usage::FrameUsage;
 use fairflow_model::PriorityModel;
 
 use super::FairshareFactors;
-use super::{job_tres, listed_state, partition_of, time_limit_secs, tres_count};
+use super::{job_tres, listed_state, partition_of, priority_row, time_limit_secs, tres_count};
 use crate::state::{accrued_between, Job, JobPhase};
 use crate::State;
 
@@ -167,16 +167,5 @@ fn job_priority(
         now: state.now,
     };
     let (factors, priority) = job_factors(params, &inputs);
-    JobPriority {
-        job: job.id.clone(),
-        user: job.user.clone(),
-        account: job.account.clone(),
-        partition: job.partition().to_string(),
-        qos: job.qos().to_string(),
-        submit_at: job.submit_at,
-        priority,
-        state: job_state,
-        model: PriorityModel::Moab,
-        factors,
-    }
+    priority_row(job, PriorityModel::Moab, job_state, priority, factors)
 }
