@@ -5,28 +5,15 @@
 //! straight from the state (RawShares, RawUsage), the reporting of bad lines,
 //! the JSON form, and the Slurm import's round trip.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
+
+#[path = "support/binary.rs"]
+mod binary;
+use binary::{dataset, fairflow, fairflow_with_input, text};
 
 const HEADER: &str =
     "Account|User|RawShares|NormShares|RawUsage|NormUsage|EffectvUsage|FairShare|LevelFS";
-
-fn dataset(path: &str) -> String {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../datasets");
-    root.join(path).to_str().unwrap().to_string()
-}
-
-fn fairflow(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_fairflow"))
-        .args(args)
-        .output()
-        .expect("the fairflow binary runs")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8(bytes.to_vec()).unwrap()
-}
 
 /// A fresh path in the temporary directory.
 fn temp_path(name: &str) -> PathBuf {
@@ -84,16 +71,8 @@ fn sshare_parsable_has_the_header_and_one_row_per_association_in_tree_order() {
 
 #[test]
 fn standard_input_is_read_with_a_dash() {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_fairflow"))
-        .args(["sshare", "-P", "--events", "-"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
     let log = std::fs::read(dataset("events/small.jsonl")).unwrap();
-    child.stdin.take().unwrap().write_all(&log).unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = fairflow_with_input(&["sshare", "-P", "--events", "-"], &log);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(identity_cells(&text(&out.stdout)).len(), 8);
 }

@@ -8,17 +8,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn fairflow(args: &[&str]) -> (bool, String, String) {
-    let output = Command::new(env!("CARGO_BIN_EXE_fairflow"))
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        output.status.success(),
-        String::from_utf8(output.stdout).unwrap(),
-        String::from_utf8(output.stderr).unwrap(),
-    )
-}
+#[path = "support/binary.rs"]
+mod binary;
+use binary::run;
 
 /// Job ids submitted in a log (to `explain`), plus one that does not exist.
 fn job_ids(log: &Path) -> Vec<String> {
@@ -75,17 +67,15 @@ fn check_log(log: &Path) {
             if let Some(at) = at {
                 args.extend(["--at", at]);
             }
-            let want = fairflow(&[args.as_slice(), &["--engine", "batch"]].concat());
-            let got = fairflow(
-                &[
-                    args.as_slice(),
-                    &["--engine", "incremental", "--workers", "2"],
-                ]
-                .concat(),
-            );
+            let want = run(&[args.as_slice(), &["--engine", "batch"]].concat());
+            let got = run(&[
+                args.as_slice(),
+                &["--engine", "incremental", "--workers", "2"],
+            ]
+            .concat());
             assert_eq!(got, want, "{args:?} with 2 workers");
             // The default is the incremental engine with 1 worker.
-            assert_eq!(fairflow(&args), want, "{args:?} by default");
+            assert_eq!(run(&args), want, "{args:?} by default");
         }
     }
 }
@@ -109,7 +99,7 @@ fn commands_print_the_same_under_both_engines_on_the_example_logs() {
 fn commands_print_the_same_under_both_engines_on_a_generated_log() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("gen.jsonl");
-    let (ok, _, err) = fairflow(&[
+    let (ok, _, err) = run(&[
         "gen",
         "--seed",
         "5",
@@ -145,9 +135,8 @@ fn an_unmaintained_algorithm_falls_back_to_the_batch_engine_with_a_note() {
     )
     .unwrap();
     let log = log.to_str().unwrap();
-    let (ok_batch, out_batch, err_batch) =
-        fairflow(&["sshare", "--events", log, "--engine", "batch"]);
-    let (ok, out, err) = fairflow(&["sshare", "--events", log]);
+    let (ok_batch, out_batch, err_batch) = run(&["sshare", "--events", log, "--engine", "batch"]);
+    let (ok, out, err) = run(&["sshare", "--events", log]);
     assert!(ok_batch && ok);
     assert_eq!(out, out_batch);
     assert_eq!(err_batch, "");
@@ -187,7 +176,7 @@ fn two_processes_answer_like_the_batch_engine() {
     let follower = cluster("1");
     let leader = cluster("0").wait_with_output().unwrap();
     let follower = follower.wait_with_output().unwrap();
-    let want = fairflow(&["sprio", "--events", log, "-P", "--engine", "batch"]);
+    let want = run(&["sprio", "--events", log, "-P", "--engine", "batch"]);
     assert!(leader.status.success(), "{:?}", leader);
     assert!(follower.status.success(), "{:?}", follower);
     // timely prints `awaiting connections (at i/n)` and `worker i: error

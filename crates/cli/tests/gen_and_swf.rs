@@ -2,29 +2,9 @@
 //! swf` turns a trace into a log the other commands read without rejection,
 //! and the usage it implies is the trace's processor-seconds.
 
-use std::process::Command;
-
-fn fairflow(args: &[&str], stdin: Option<&[u8]>) -> (bool, String, String) {
-    use std::io::Write;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_fairflow"))
-        .args(args)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut input = child.stdin.take().unwrap();
-    if let Some(bytes) = stdin {
-        input.write_all(bytes).unwrap();
-    }
-    drop(input);
-    let output = child.wait_with_output().unwrap();
-    (
-        output.status.success(),
-        String::from_utf8(output.stdout).unwrap(),
-        String::from_utf8(output.stderr).unwrap(),
-    )
-}
+#[path = "support/binary.rs"]
+mod binary;
+use binary::run_with_input;
 
 #[test]
 fn gen_is_deterministic_and_valid() {
@@ -43,11 +23,11 @@ fn gen_is_deterministic_and_valid() {
         "--reorganise",
         "5",
     ];
-    let (ok, first, _) = fairflow(&args, None);
+    let (ok, first, _) = run_with_input(&args, None);
     assert!(ok);
-    let (_, second, _) = fairflow(&args, None);
+    let (_, second, _) = run_with_input(&args, None);
     assert_eq!(first, second);
-    let (_, other_seed, _) = fairflow(
+    let (_, other_seed, _) = run_with_input(
         &[
             "gen",
             "--seed",
@@ -60,7 +40,8 @@ fn gen_is_deterministic_and_valid() {
         None,
     );
     assert_ne!(first, other_seed);
-    let (ok, table, errors) = fairflow(&["sshare", "-P", "--events", "-"], Some(first.as_bytes()));
+    let (ok, table, errors) =
+        run_with_input(&["sshare", "-P", "--events", "-"], Some(first.as_bytes()));
     assert!(ok, "{errors}");
     assert!(
         errors.is_empty(),
@@ -74,24 +55,25 @@ fn gen_is_deterministic_and_valid() {
             .count(),
         51
     );
-    assert!(!fairflow(&["gen", "--depth", "1"], None).0);
+    assert!(!run_with_input(&["gen", "--depth", "1"], None).0);
 }
 
 #[test]
 fn an_swf_trace_imports_into_a_log_with_its_usage() {
     let trace = concat!(env!("CARGO_MANIFEST_DIR"), "/../../datasets/swf/tiny.swf");
-    let (ok, log, errors) = fairflow(&["import", "swf", trace], None);
+    let (ok, log, errors) = run_with_input(&["import", "swf", trace], None);
     assert!(ok, "{errors}");
     // Job 3 has an unknown run time: it is cancelled and charges nothing.
     assert!(log.contains(r#""op":"cancel""#));
-    let (ok, table, errors) = fairflow(&["sshare", "-P", "--events", "-"], Some(log.as_bytes()));
+    let (ok, table, errors) =
+        run_with_input(&["sshare", "-P", "--events", "-"], Some(log.as_bytes()));
     assert!(ok && errors.is_empty(), "{errors}");
     // Without a config event the default half-life (7 days) decays usage a
     // little, so compare the undecayed totals through a no-decay slurm.conf.
     let dir = tempfile::tempdir().unwrap();
     let conf = dir.path().join("slurm.conf");
     std::fs::write(&conf, "PriorityDecayHalfLife=0\n").unwrap();
-    let (_, table_no_decay, _) = fairflow(
+    let (_, table_no_decay, _) = run_with_input(
         &[
             "sshare",
             "-P",

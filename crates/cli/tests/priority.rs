@@ -3,20 +3,9 @@
 //! the comments from the fixture (the fair-share factors are Fair Tree's
 //! rank / N: bob, without usage, 2/2; alice 1/2).
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
-
-fn dataset(path: &str) -> String {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../datasets");
-    root.join(path).to_str().unwrap().to_string()
-}
-
-fn fairflow(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_fairflow"))
-        .args(args)
-        .output()
-        .expect("the fairflow binary runs")
-}
+#[path = "support/binary.rs"]
+mod binary;
+use binary::{dataset, fairflow};
 
 fn stdout_of(args: &[&str]) -> String {
     let out = fairflow(args);

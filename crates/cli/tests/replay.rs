@@ -10,19 +10,10 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-fn fairflow(args: &[&str]) -> (bool, String, String) {
-    let output = Command::new(env!("CARGO_BIN_EXE_fairflow"))
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        output.status.success(),
-        String::from_utf8(output.stdout).unwrap(),
-        String::from_utf8(output.stderr).unwrap(),
-    )
-}
+#[path = "support/binary.rs"]
+mod binary;
+use binary::run;
 
 /// The report's value for `name` (`name: value` lines).
 fn field<'a>(report: &'a str, name: &str) -> &'a str {
@@ -35,7 +26,7 @@ fn field<'a>(report: &'a str, name: &str) -> &'a str {
 /// Replay `input` with `--sshare -P` and compare with `sshare --engine batch`
 /// on `log` (the same events as a log).
 fn check(input: &Path, log: &Path, workers: &str) -> String {
-    let (ok, out, err) = fairflow(&[
+    let (ok, out, err) = run(&[
         "replay",
         input.to_str().unwrap(),
         "--workers",
@@ -51,11 +42,10 @@ fn check(input: &Path, log: &Path, workers: &str) -> String {
     let top = parts.next().unwrap();
     let table = parts.next().unwrap();
     let log = log.to_str().unwrap();
-    let (ok, want_table, err) = fairflow(&["sshare", "--events", log, "-P", "--engine", "batch"]);
+    let (ok, want_table, err) = run(&["sshare", "--events", log, "-P", "--engine", "batch"]);
     assert!(ok, "{err}");
     assert_eq!(table.trim_end(), want_table.trim_end());
-    let (ok, want_top, err) =
-        fairflow(&["top", "-k", "5", "--events", log, "-P", "--engine", "batch"]);
+    let (ok, want_top, err) = run(&["top", "-k", "5", "--events", log, "-P", "--engine", "batch"]);
     assert!(ok, "{err}");
     assert_eq!(top.trim_end(), want_top.trim_end());
     for name in ["events per second", "elapsed", "batches"] {
@@ -105,7 +95,7 @@ fn replaying_the_nasa_swf_trace_ends_with_the_batch_engines_fairshare_table() {
         }
     }
     let log = dir.path().join("nasa-head.jsonl");
-    let (ok, _, err) = fairflow(&[
+    let (ok, _, err) = run(&[
         "import",
         "swf",
         head.to_str().unwrap(),

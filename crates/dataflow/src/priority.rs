@@ -891,22 +891,7 @@ fn all_live<K>(trace: &mut QueueTrace<K>) -> Vec<K>
 where
     K: differential_dataflow::ExchangeData,
 {
-    let mut upper = Antichain::new();
-    trace.read_upper(&mut upper);
-    let Some(batches) = trace.batches_through(upper.borrow()) else {
-        return Vec::new();
-    };
-    let (mut cursor, storage) = cursor_list(batches);
-    let mut out = Vec::new();
-    while let Some(key) = cursor.get_key(&storage) {
-        let mut count = 0isize;
-        cursor.map_times(&storage, |_, diff| count += *diff);
-        if count > 0 {
-            out.push(key.clone());
-        }
-        cursor.step_key(&storage);
-    }
-    out
+    first_live(trace, usize::MAX)
 }
 
 /// Reads the priority outputs on worker 0 (after the probe passed the

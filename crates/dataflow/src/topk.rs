@@ -58,7 +58,8 @@ where
         return Vec::new();
     };
     let (mut cursor, storage) = cursor_list(batches);
-    let mut out = Vec::with_capacity(n);
+    // `n` may be `usize::MAX` (every live entry): reserve only a little.
+    let mut out = Vec::with_capacity(n.min(64));
     while out.len() < n {
         let Some(key) = cursor.get_key(&storage) else {
             break;

@@ -17,18 +17,11 @@
 
 use fairflow_dataflow::{Engine, EngineError};
 use fairflow_ingest::reader::read_events;
-use fairflow_model::report::JobPriority;
 use fairflow_model::Config;
 use fairflow_oracle::{fairshare, priority, Replay};
 
 mod priority_stream;
-use priority_stream::{batch, setup, Rng, T0};
-
-struct Scenario {
-    name: &'static str,
-    config: &'static str,
-    changes: &'static [&'static str],
-}
+use priority_stream::{compare, round_lines, Rng, Scenario, FLUX, SLURM_INCR_ONLY, SLURM_TIES, T0};
 
 const SLURM: Scenario = Scenario {
     name: "slurm",
@@ -44,17 +37,7 @@ const SLURM: Scenario = Scenario {
         r#"{"PriorityWeightFairshare":0}"#,
         r#"{"PriorityWeightFairshare":20000}"#,
     ],
-};
-
-const SLURM_INCR_ONLY: Scenario = Scenario {
-    name: "slurm-incr-only",
-    config: r#"{"PriorityFlags":"INCR_ONLY,CALCULATE_RUNNING,ACCRUE_ALWAYS","PriorityWeightAge":1000,"PriorityMaxAge":"1:00:00","PriorityWeightFairshare":10000,"PriorityWeightQOS":400}"#,
-    changes: &[
-        r#"{"PriorityWeightFairshare":20000}"#,
-        r#"{"PriorityFlags":"INCR_ONLY"}"#,
-        r#"{"PriorityFlags":""}"#,
-        r#"{"PriorityFlags":"INCR_ONLY,ACCRUE_ALWAYS"}"#,
-    ],
+    lazy_caps: false,
 };
 
 const SLURM_CLASSIC: Scenario = Scenario {
@@ -65,26 +48,7 @@ const SLURM_CLASSIC: Scenario = Scenario {
         r#"{"PriorityFlags":"NO_FAIR_TREE,DEPTH_OBLIVIOUS"}"#,
         r#"{"PriorityFlags":"NO_FAIR_TREE"}"#,
     ],
-};
-
-const SLURM_TIES: Scenario = Scenario {
-    name: "slurm-ties",
-    config: r#"{"PriorityWeightAge":3,"PriorityMaxAge":"0:30:00","PriorityWeightQOS":1000,"PriorityWeightPartition":1000}"#,
-    changes: &[
-        r#"{"PriorityWeightAge":1}"#,
-        r#"{"PriorityWeightAge":2000}"#,
-    ],
-};
-
-const FLUX: Scenario = Scenario {
-    name: "flux",
-    config: r#"{"PriorityModel":"flux","FluxWeightWaitTime":5000,"FluxMaxWaitTime":"1:00:00","FluxWeightBank":10,"FluxWeightQOS":300,"FluxWeightJobSize":100,"FluxWeightUser":2000}"#,
-    changes: &[
-        r#"{"FluxWeightWaitTime":-2000}"#,
-        r#"{"FluxMaxWaitTime":"0:15:00"}"#,
-        r#"{"FluxWeightFairshare":1000}"#,
-        r#"{"FluxWeightUrgency":0}"#,
-    ],
+    lazy_caps: false,
 };
 
 const MOAB: Scenario = Scenario {
@@ -96,44 +60,25 @@ const MOAB: Scenario = Scenario {
         r#"{"FSWEIGHT":3}"#,
         r#"{"JOBPRIOACCRUALPOLICY":"ALWAYS"}"#,
     ],
+    lazy_caps: false,
 };
-
-fn compare(what: &str, got: &[JobPriority], want: &[JobPriority]) -> Result<(), String> {
-    if got == want {
-        return Ok(());
-    }
-    let first = got
-        .iter()
-        .zip(want)
-        .position(|(g, w)| g != w)
-        .unwrap_or(got.len().min(want.len()));
-    Err(format!(
-        "{what}: {} vs {} entries; first difference at {first}:\n got  {:?}\n want {:?}",
-        got.len(),
-        want.len(),
-        got.get(first),
-        want.get(first)
-    ))
-}
 
 fn run(scenario: &Scenario, seed: u64, workers: usize, batches: usize) -> Result<(), String> {
     let mut engine = Engine::start(workers, Config::default()).map_err(|e| e.to_string())?;
     let mut replay = Replay::new(Config::default());
-    let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+    let mut rng = Rng::seeded(seed);
     let mut next_id = 0u64;
     let mut t = T0;
     let mut ranked_seen = 0usize;
     for round in 0..batches {
-        let lines = if round == 0 {
-            setup(scenario.config)
-        } else {
-            t += match rng.below(10) {
-                0 => 5000,
-                1 => 0,
-                _ => rng.below(900) as i64,
-            };
-            batch(&mut rng, &replay.state, t, &mut next_id, scenario.changes)
-        };
+        let lines = round_lines(
+            round,
+            &mut rng,
+            &replay.state,
+            &mut t,
+            &mut next_id,
+            scenario,
+        );
         let text = lines.join("\n") + "\n";
         replay.feed_all(read_events(text.as_bytes()).map(Result::unwrap));
         let report = engine

@@ -21,21 +21,17 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use differential_dataflow::input::Input;
 use fairflow_dataflow::job_ledger::{facts_of, row_of};
 use fairflow_dataflow::priority::crossings::{age_capped_at, begun_at, next_crossing, Crossings};
-use fairflow_dataflow::priority::{
-    build, Fact, JobRow, PriorityInputs, PriorityParams, PriorityReader, TouchCounter,
-};
+use fairflow_dataflow::priority::{Fact, JobRow, PriorityParams};
 use fairflow_ingest::reader::read_events;
-use fairflow_model::report::JobPriority;
 use fairflow_model::Config;
 use fairflow_oracle::{fairshare, priority, Replay, State};
-use timely::dataflow::operators::probe::Handle;
-use timely::dataflow::operators::Probe;
 
+mod priority_dataflow;
 mod priority_stream;
-use priority_stream::{batch, setup, Rng, T0};
+use priority_dataflow::PriorityDataflow;
+use priority_stream::{compare, round_lines, Rng, Scenario, FLUX, SLURM_INCR_ONLY, SLURM_TIES, T0};
 
 /// The dataflow's inputs derived from the oracle's state at `now`, as the
 /// engine's job book derives them.
@@ -49,16 +45,6 @@ fn derive(state: &State, now: i64, lazy_caps: bool) -> (BTreeMap<String, JobRow>
         jobs.insert(row.id.clone(), row);
     }
     (jobs, facts_of(state, &fairshare::user_factors(state)))
-}
-
-/// A scenario: the model's configuration and the configuration changes the
-/// stream may make.
-#[derive(Clone)]
-struct Scenario {
-    name: &'static str,
-    config: &'static str,
-    changes: &'static [&'static str],
-    lazy_caps: bool,
 }
 
 fn scenarios() -> Vec<Scenario> {
@@ -87,29 +73,8 @@ fn scenarios() -> Vec<Scenario> {
             ],
             lazy_caps: true,
         },
-        Scenario {
-            name: "slurm-incr-only",
-            config: r#"{"PriorityFlags":"INCR_ONLY,CALCULATE_RUNNING,ACCRUE_ALWAYS","PriorityWeightAge":1000,"PriorityMaxAge":"1:00:00","PriorityWeightFairshare":10000,"PriorityWeightQOS":400}"#,
-            changes: &[
-                r#"{"PriorityWeightFairshare":20000}"#,
-                r#"{"PriorityFlags":"INCR_ONLY"}"#,
-                r#"{"PriorityFlags":""}"#,
-                r#"{"PriorityFlags":"INCR_ONLY,ACCRUE_ALWAYS"}"#,
-            ],
-            lazy_caps: false,
-        },
-        Scenario {
-            // Coarse factors and a tiny age weight: many jobs share an
-            // integer priority (truncation) and are ordered by submit time
-            // and id, so the reader must read every tie.
-            name: "slurm-ties",
-            config: r#"{"PriorityWeightAge":3,"PriorityMaxAge":"0:30:00","PriorityWeightQOS":1000,"PriorityWeightPartition":1000}"#,
-            changes: &[
-                r#"{"PriorityWeightAge":1}"#,
-                r#"{"PriorityWeightAge":2000}"#,
-            ],
-            lazy_caps: false,
-        },
+        SLURM_INCR_ONLY,
+        SLURM_TIES,
         Scenario {
             // Moab with XFACTOR weight 0: FIFO queue time, credentials,
             // fair-share targets, resources, attributes.
@@ -142,36 +107,8 @@ fn scenarios() -> Vec<Scenario> {
             changes: &[r#"{"PriorityWeightQOS":10}"#, r#"{"PriorityWeightQOS":0}"#],
             lazy_caps: false,
         },
-        Scenario {
-            name: "flux",
-            config: r#"{"PriorityModel":"flux","FluxWeightWaitTime":5000,"FluxMaxWaitTime":"1:00:00","FluxWeightBank":10,"FluxWeightQOS":300,"FluxWeightJobSize":100,"FluxWeightUser":2000}"#,
-            changes: &[
-                r#"{"FluxWeightWaitTime":-2000}"#,
-                r#"{"FluxMaxWaitTime":"0:15:00"}"#,
-                r#"{"FluxWeightFairshare":1000}"#,
-                r#"{"FluxWeightUrgency":0}"#,
-            ],
-            lazy_caps: false,
-        },
+        FLUX,
     ]
-}
-
-fn compare(what: &str, got: &[JobPriority], want: &[JobPriority]) -> Result<(), String> {
-    if got == want {
-        return Ok(());
-    }
-    let first = got
-        .iter()
-        .zip(want)
-        .position(|(g, w)| g != w)
-        .unwrap_or(got.len().min(want.len()));
-    Err(format!(
-        "{what}: {} vs {} entries; first difference at {first}:\n got  {:?}\n want {:?}",
-        got.len(),
-        want.len(),
-        got.get(first),
-        want.get(first)
-    ))
 }
 
 /// Run one scenario with `workers` workers; returns the mean touched records
@@ -179,44 +116,13 @@ fn compare(what: &str, got: &[JobPriority], want: &[JobPriority]) -> Result<(), 
 fn run(scenario: &Scenario, seed: u64, workers: usize, batches: usize) -> Result<f64, String> {
     let scenario = scenario.clone();
     let guards = timely::execute(timely::Config::process(workers), move |worker| {
-        let index = worker.index();
-        let probe = Handle::new();
-        let touched = TouchCounter::new();
-        let (mut jobs_in, mut facts_in, records, uncapped, capped, fifo, pinned_facts) = worker
-            .dataflow::<u64, _, _>(|scope| {
-                let (jobs_in, jobs) = scope.new_collection::<JobRow, isize>();
-                let (facts_in, facts) = scope.new_collection::<Fact, isize>();
-                let out = build(PriorityInputs { jobs, facts }, &touched);
-                out.records.stream.probe_with(&probe);
-                out.uncapped.stream.probe_with(&probe);
-                out.capped.stream.probe_with(&probe);
-                out.facts.stream.probe_with(&probe);
-                out.fifo.stream.probe_with(&probe);
-                (
-                    jobs_in,
-                    facts_in,
-                    out.records.trace,
-                    out.uncapped.trace,
-                    out.capped.trace,
-                    out.fifo.trace,
-                    out.facts.trace,
-                )
-            });
-        if index != 0 {
-            drop((
-                jobs_in,
-                facts_in,
-                records,
-                uncapped,
-                capped,
-                fifo,
-                pinned_facts,
-            ));
+        let mut dataflow = PriorityDataflow::build(worker);
+        if worker.index() != 0 {
+            drop(dataflow);
             while worker.step_or_park(None) {}
             return Ok(0.0);
         }
-        let mut reader = PriorityReader::new(records, uncapped, capped, fifo, pinned_facts);
-        let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+        let mut rng = Rng::seeded(seed);
         let mut replay = Replay::new(Config::default());
         let mut sent_jobs: BTreeMap<String, JobRow> = BTreeMap::new();
         let mut sent_facts: BTreeSet<Fact> = BTreeSet::new();
@@ -224,20 +130,17 @@ fn run(scenario: &Scenario, seed: u64, workers: usize, batches: usize) -> Result
         let mut sent_params: Option<PriorityParams> = None;
         let mut next_id = 0u64;
         let mut t = T0;
-        let mut epoch = 1u64;
         let mut touched_total = 0u64;
         let mut ranked_seen = 0usize;
         for round in 0..batches {
-            let lines = if round == 0 {
-                setup(scenario.config)
-            } else {
-                t += match rng.below(10) {
-                    0 => 5000,
-                    1 => 0,
-                    _ => rng.below(900) as i64,
-                };
-                batch(&mut rng, &replay.state, t, &mut next_id, scenario.changes)
-            };
+            let lines = round_lines(
+                round,
+                &mut rng,
+                &replay.state,
+                &mut t,
+                &mut next_id,
+                &scenario,
+            );
             // INCR_ONLY memory, exactly where `Replay::feed` takes it.
             let remember = replay.state.config.flags.incr_only
                 && replay.report.applied > 0
@@ -253,7 +156,7 @@ fn run(scenario: &Scenario, seed: u64, workers: usize, batches: usize) -> Result
                 ));
             }
             if remember && replay.report.applied > applied_before {
-                reader.remember_incr_only(prev_now);
+                dataflow.reader.remember_incr_only(prev_now);
             }
             let now = replay.state.now;
 
@@ -288,36 +191,26 @@ fn run(scenario: &Scenario, seed: u64, workers: usize, batches: usize) -> Result
                 }
             }
             sent_params = Some(params);
-            jobs_in.advance_to(epoch);
-            facts_in.advance_to(epoch);
             for (id, old) in &sent_jobs {
                 if jobs.get(id) != Some(old) {
-                    jobs_in.remove(old.clone());
+                    dataflow.jobs.remove(old.clone());
                 }
             }
             for (id, row) in &jobs {
                 if sent_jobs.get(id) != Some(row) {
-                    jobs_in.insert(row.clone());
+                    dataflow.jobs.insert(row.clone());
                 }
             }
             for old in sent_facts.difference(&facts) {
-                facts_in.remove(old.clone());
+                dataflow.facts.remove(old.clone());
             }
             for new in facts.difference(&sent_facts) {
-                facts_in.insert(new.clone());
+                dataflow.facts.insert(new.clone());
             }
             sent_jobs = jobs;
             sent_facts = facts;
-            epoch += 1;
-            jobs_in.advance_to(epoch);
-            facts_in.advance_to(epoch);
-            jobs_in.flush();
-            facts_in.flush();
-            while probe.less_than(&epoch) {
-                worker.step();
-            }
-            reader.advance_compaction(epoch - 1);
-            touched_total += touched.take();
+            touched_total += dataflow.step(worker);
+            dataflow.reader.advance_compaction(dataflow.epoch - 1);
 
             // Compare with the oracle.
             let fs = fairshare::user_factors(&replay.state);
@@ -325,15 +218,15 @@ fn run(scenario: &Scenario, seed: u64, workers: usize, batches: usize) -> Result
             let want_queue = priority::queue(&want_all);
             let context = format!("{} seed {seed} round {round} t {now}", scenario.name);
             ranked_seen += want_queue.len();
-            let got_all = reader.evaluate_all(now);
+            let got_all = dataflow.reader.evaluate_all(now);
             compare(&format!("{context}: evaluate"), &got_all, &want_all)?;
             for k in [1, 10, want_queue.len().max(1)] {
-                let got = reader.top(k, now);
+                let got = dataflow.reader.top(k, now);
                 let want = &want_queue[..k.min(want_queue.len())];
                 compare(&format!("{context}: top {k}"), &got, want)?;
             }
             if let Some(p) = want_all.first() {
-                let got = reader.job(&p.job, now);
+                let got = dataflow.reader.job(&p.job, now);
                 if got.as_ref() != Some(p) {
                     return Err(format!("{context}: job {} read {got:?}, want {p:?}", p.job));
                 }

@@ -2,20 +2,12 @@
 //! jobs whose order flips as one reaches the age cap and the other does not,
 //! a tie broken by submit time, and the number of records an update touches.
 
-use differential_dataflow::input::{Input, InputSession};
 use fairflow_dataflow::priority::crossings::{age_capped_at, next_crossing, Crossings};
-use fairflow_dataflow::priority::{
-    build, Fact, JobRow, Phase, PriorityInputs, PriorityParams, PriorityReader, TouchCounter,
-};
+use fairflow_dataflow::priority::{Fact, JobRow, Phase, PriorityParams, PriorityReader};
 use fairflow_model::Config;
-use timely::dataflow::operators::probe::Handle;
-use timely::dataflow::operators::Probe;
 
-struct Harness {
-    jobs: InputSession<u64, JobRow, isize>,
-    facts: InputSession<u64, Fact, isize>,
-    epoch: u64,
-}
+mod priority_dataflow;
+use priority_dataflow::PriorityDataflow;
 
 fn params() -> PriorityParams {
     PriorityParams::from_config(&Config {
@@ -51,48 +43,19 @@ fn job(id: &str, user: &str, queued_at: i64, now: i64) -> JobRow {
     row
 }
 
+/// The first `k` jobs of the queue at `now`, with their priorities.
+fn top(reader: &mut PriorityReader, k: usize, now: i64) -> Vec<(String, u64)> {
+    reader
+        .top(k, now)
+        .into_iter()
+        .map(|p| (p.job, p.priority))
+        .collect()
+}
+
 #[test]
 fn ages_cross_the_cap_ties_break_by_submit_time_and_updates_touch_few_records() {
     timely::execute_directly(|worker| {
-        let probe = Handle::new();
-        let touched = TouchCounter::new();
-        let (jobs, facts, records, uncapped, capped, fifo, pinned) =
-            worker.dataflow::<u64, _, _>(|scope| {
-                let (jobs_in, jobs) = scope.new_collection::<JobRow, isize>();
-                let (facts_in, facts) = scope.new_collection::<Fact, isize>();
-                let out = build(PriorityInputs { jobs, facts }, &touched);
-                out.records.stream.probe_with(&probe);
-                out.uncapped.stream.probe_with(&probe);
-                out.capped.stream.probe_with(&probe);
-                out.facts.stream.probe_with(&probe);
-                out.fifo.stream.probe_with(&probe);
-                (
-                    jobs_in,
-                    facts_in,
-                    out.records.trace,
-                    out.uncapped.trace,
-                    out.capped.trace,
-                    out.fifo.trace,
-                    out.facts.trace,
-                )
-            });
-        let mut reader = PriorityReader::new(records, uncapped, capped, fifo, pinned);
-        let mut h = Harness {
-            jobs,
-            facts,
-            epoch: 0,
-        };
-        let step = |h: &mut Harness, worker: &mut timely::worker::Worker| {
-            h.epoch += 1;
-            h.jobs.advance_to(h.epoch);
-            h.facts.advance_to(h.epoch);
-            h.jobs.flush();
-            h.facts.flush();
-            while probe.less_than(&h.epoch) {
-                worker.step();
-            }
-            touched.take()
-        };
+        let mut h = PriorityDataflow::build(worker);
 
         // Fair-share weight 4000, age weight 2000 over 2000 s.
         // A: factor 0.5 (2000), queued at 0. B: factor 0.75 (3000), queued at 1000.
@@ -101,25 +64,18 @@ fn ages_cross_the_cap_ties_break_by_submit_time_and_updates_touch_few_records() 
         h.facts.insert(fairshare("ub", 0.75));
         h.jobs.insert(job("A", "ua", 0, 1500));
         h.jobs.insert(job("B", "ub", 1000, 1500));
-        step(&mut h, worker);
+        h.step(worker);
 
-        let order = |reader: &mut PriorityReader, now: i64| -> Vec<(String, u64)> {
-            reader
-                .top(10, now)
-                .into_iter()
-                .map(|p| (p.job, p.priority))
-                .collect()
-        };
         // At 1500: A = 2000 + 2000·1500/2000 = 3500; B = 3000 + 2000·500/2000 = 3500.
         // A tie: A was submitted first.
         assert_eq!(
-            order(&mut reader, 1500),
+            top(&mut h.reader, 10, 1500),
             vec![("A".to_string(), 3500), ("B".to_string(), 3500)]
         );
         // At 2500, read without the cap crossing applied (A's row still
         // uncapped): A = 2000 + 2000 (capped) = 4000; B = 3000 + 1500 = 4500.
         assert_eq!(
-            order(&mut reader, 2500),
+            top(&mut h.reader, 10, 2500),
             vec![("B".to_string(), 4500), ("A".to_string(), 4000)]
         );
         // The driver's schedule: A crosses at 0 + 2000, B at 1000 + 2000.
@@ -130,15 +86,15 @@ fn ages_cross_the_cap_ties_break_by_submit_time_and_updates_touch_few_records() 
         assert_eq!(crossings.due(2500), vec!["A".to_string()]);
         h.jobs.remove(job("A", "ua", 0, 1500));
         h.jobs.insert(job("A", "ua", 0, 2500));
-        let moved = step(&mut h, worker);
+        let moved = h.step(worker);
         // Moving A to the capped index: retract + insert in each of the five
         // join stages (10) and in the index entries (2).
         assert_eq!(moved, 12);
         assert_eq!(
-            order(&mut reader, 2500),
+            top(&mut h.reader, 10, 2500),
             vec![("B".to_string(), 4500), ("A".to_string(), 4000)]
         );
-        let explained = reader.job("A", 2500).unwrap();
+        let explained = h.reader.job("A", 2500).unwrap();
         assert_eq!(explained.factor("age").unwrap().normalized, 1.0);
         assert_eq!(explained.factor("fairshare").unwrap().weighted, 2000.0);
 
@@ -147,17 +103,17 @@ fn ages_cross_the_cap_ties_break_by_submit_time_and_updates_touch_few_records() 
         // the five joins and one index entry (6); the reduces' outputs do not
         // change.
         h.jobs.insert(job("C", "ua", 2500, 2500));
-        assert_eq!(step(&mut h, worker), 6);
+        assert_eq!(h.step(worker), 6);
 
         // A fair-share change for ua (jobs A and C, both ranked): the
         // association's context (retract + insert: 2), then 2 per job in each
         // of the five joins (20) and in the index entries (4): 26.
         h.facts.remove(fairshare("ua", 0.5));
         h.facts.insert(fairshare("ua", 0.25));
-        assert_eq!(step(&mut h, worker), 26);
+        assert_eq!(h.step(worker), 26);
         // At 2500: A = 1000 + 2000 = 3000; C = 1000 + 0 = 1000; B = 4500.
         assert_eq!(
-            order(&mut reader, 2500),
+            top(&mut h.reader, 10, 2500),
             vec![
                 ("B".to_string(), 4500),
                 ("A".to_string(), 3000),
@@ -167,45 +123,23 @@ fn ages_cross_the_cap_ties_break_by_submit_time_and_updates_touch_few_records() 
         // Passing time alone sends nothing and touches nothing: at 3000,
         // B = 3000 + 2000 (capped) = 5000, A = 3000, C = 1000 + 500 = 1500.
         assert_eq!(
-            order(&mut reader, 3000),
+            top(&mut h.reader, 10, 3000),
             vec![
                 ("B".to_string(), 5000),
                 ("A".to_string(), 3000),
                 ("C".to_string(), 1500)
             ]
         );
-        assert_eq!(touched.get(), 0);
+        assert_eq!(h.touched.get(), 0);
     });
 }
 
 #[test]
 fn jobs_at_the_floor_are_read_in_submit_then_id_order() {
     timely::execute_directly(|worker| {
-        let probe = Handle::new();
-        let touched = TouchCounter::new();
-        let (mut jobs, mut facts, records, uncapped, capped, fifo, pinned) = worker
-            .dataflow::<u64, _, _>(|scope| {
-                let (jobs_in, jobs) = scope.new_collection::<JobRow, isize>();
-                let (facts_in, facts) = scope.new_collection::<Fact, isize>();
-                let out = build(PriorityInputs { jobs, facts }, &touched);
-                out.records.stream.probe_with(&probe);
-                out.uncapped.stream.probe_with(&probe);
-                out.capped.stream.probe_with(&probe);
-                out.fifo.stream.probe_with(&probe);
-                out.facts.stream.probe_with(&probe);
-                (
-                    jobs_in,
-                    facts_in,
-                    out.records.trace,
-                    out.uncapped.trace,
-                    out.capped.trace,
-                    out.fifo.trace,
-                    out.facts.trace,
-                )
-            });
-        let mut reader = PriorityReader::new(records, uncapped, capped, fifo, pinned);
+        let mut h = PriorityDataflow::build(worker);
         // Slurm with every weight 0: the priority is site - nice, at least 1.
-        facts.insert(Fact::Config(PriorityParams::default()));
+        h.facts.insert(Fact::Config(PriorityParams::default()));
         let row = |id: &str, submit_at: i64, site: Option<i64>| JobRow {
             id: id.into(),
             user: "u".into(),
@@ -216,24 +150,11 @@ fn jobs_at_the_floor_are_read_in_submit_then_id_order() {
             site_factor: site,
             ..JobRow::default()
         };
-        jobs.insert(row("10", 100, None));
-        jobs.insert(row("9", 100, None));
-        jobs.insert(row("j1", 50, None));
-        jobs.insert(row("3", 200, Some(5)));
-        jobs.advance_to(1);
-        facts.advance_to(1);
-        jobs.flush();
-        facts.flush();
-        while probe.less_than(&1) {
-            worker.step();
-        }
-        let order = |reader: &mut PriorityReader, k: usize| -> Vec<(String, u64)> {
-            reader
-                .top(k, 300)
-                .into_iter()
-                .map(|p| (p.job, p.priority))
-                .collect()
-        };
+        h.jobs.insert(row("10", 100, None));
+        h.jobs.insert(row("9", 100, None));
+        h.jobs.insert(row("j1", 50, None));
+        h.jobs.insert(row("3", 200, Some(5)));
+        h.step(worker);
         // "3": site 5 -> 5. The others: 0 -> 1 (Slurm's floor), by submit
         // time (j1 at 50), then numeric id (9 before 10).
         let all = vec![
@@ -242,8 +163,8 @@ fn jobs_at_the_floor_are_read_in_submit_then_id_order() {
             ("9".to_string(), 1),
             ("10".to_string(), 1),
         ];
-        assert_eq!(order(&mut reader, 1), all[..1].to_vec());
-        assert_eq!(order(&mut reader, 3), all[..3].to_vec());
-        assert_eq!(order(&mut reader, 10), all);
+        assert_eq!(top(&mut h.reader, 1, 300), all[..1].to_vec());
+        assert_eq!(top(&mut h.reader, 3, 300), all[..3].to_vec());
+        assert_eq!(top(&mut h.reader, 10, 300), all);
     });
 }

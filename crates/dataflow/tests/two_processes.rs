@@ -6,18 +6,10 @@ use std::io::Write;
 
 use fairflow_dataflow::cluster::WorkerLayout;
 use fairflow_dataflow::Engine;
-use fairflow_ingest::{parse_event, LogLine};
 use fairflow_model::Config;
 
-fn lines(text: &str) -> Vec<LogLine> {
-    text.lines()
-        .enumerate()
-        .map(|(i, line)| LogLine {
-            line: i as u64 + 1,
-            event: parse_event(i as u64 + 1, line),
-        })
-        .collect()
-}
+mod common;
+use common::lines;
 
 const LOG: &str = r#"{"op":"config","t":100,"set":{"PriorityDecayHalfLife":0}}
 {"op":"account","t":100,"name":"a","shares":3}

@@ -41,13 +41,7 @@ fn upper_case_name(name: &str) -> String {
 /// Apply a `moab.cfg`'s priority parameters to `config`. An invalid value is
 /// reported with its line and parameter name; the valid ones still apply.
 pub fn apply_moab_cfg(config: &mut Config, text: &str) -> Vec<Rejection> {
-    let mut rejected = Vec::new();
-    for (line, key, value) in priority_lines(text) {
-        if let Err(e) = config.set_text(&key, &value) {
-            rejected.push(Rejection::new(line, Some(&key), e.reason));
-        }
-    }
-    rejected
+    crate::slurm_conf::apply_parameters(config, priority_lines(text))
 }
 
 #[cfg(test)]

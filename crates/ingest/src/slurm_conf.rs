@@ -27,8 +27,18 @@ pub fn priority_lines(text: &str) -> Vec<(u64, String, String)> {
 /// Apply a `slurm.conf`'s priority parameters to `config`. An invalid value
 /// is reported with its line and key; the valid ones still apply.
 pub fn apply_slurm_conf(config: &mut Config, text: &str) -> Vec<Rejection> {
+    apply_parameters(config, priority_lines(text))
+}
+
+/// Apply `(line, key, value)` parameters to `config` (`Config::set_text`),
+/// rejecting an invalid value with its line and key; the valid ones still
+/// apply. Shared with `moab_cfg`.
+pub(crate) fn apply_parameters(
+    config: &mut Config,
+    parameters: Vec<(u64, String, String)>,
+) -> Vec<Rejection> {
     let mut rejected = Vec::new();
-    for (line, key, value) in priority_lines(text) {
+    for (line, key, value) in parameters {
         if let Err(e) = config.set_text(&key, &value) {
             rejected.push(Rejection::new(line, Some(&key), e.reason));
         }

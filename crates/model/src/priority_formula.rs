@@ -272,6 +272,13 @@ pub fn moab_target_closeness(requested: f64, target: f64) -> f64 {
     }
 }
 
+/// When a job became eligible in its current stay in the queue: its last
+/// queue entry (submit or requeue), or its begin time if later. Slurm's age,
+/// Flux's wait time and Moab's queue time all count from here.
+pub fn eligible_at(queued_at: i64, begin_at: Option<i64>) -> i64 {
+    queued_at.max(begin_at.unwrap_or(queued_at))
+}
+
 /// Moab's effective queue time, seconds: the length of `[from, until]`
 /// minus its overlap with the job's held spans (each `(held_at,
 /// released_at)`, disjoint, as a job is held at most once at a time), at

@@ -26,7 +26,7 @@
 
 use std::collections::BTreeMap;
 
-use fairflow_model::report::{JobPriority, JobState};
+use fairflow_model::report::{JobPriority, JobState, PriorityFactor};
 use fairflow_model::tres::TresCounts;
 use fairflow_model::PriorityModel;
 
@@ -141,5 +141,28 @@ fn time_limit_secs(job: &Job, partition: &Partition) -> Option<u64> {
 /// When a job became eligible in its current stay in the queue: its last
 /// queue entry, or its begin time if later.
 fn eligible_at(job: &Job) -> fairflow_model::Time {
-    job.queued_at.max(job.spec.begin.unwrap_or(job.queued_at))
+    fairflow_model::priority_formula::eligible_at(job.queued_at, job.spec.begin)
+}
+
+/// A job's row of the results: its identity, as the model listed it, with
+/// what the model computed.
+fn priority_row(
+    job: &Job,
+    model: PriorityModel,
+    job_state: JobState,
+    priority: u64,
+    factors: Vec<PriorityFactor>,
+) -> JobPriority {
+    JobPriority {
+        job: job.id.clone(),
+        user: job.user.clone(),
+        account: job.account.clone(),
+        partition: job.partition().to_string(),
+        qos: job.qos().to_string(),
+        submit_at: job.submit_at,
+        priority,
+        state: job_state,
+        model,
+        factors,
+    }
 }

@@ -7,7 +7,7 @@ use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use crate::{io_error, Result};
+use crate::{io_error, numbered_files, Result};
 
 /// The checkpoints of a data directory.
 #[derive(Debug, Clone)]
@@ -51,25 +51,7 @@ impl Checkpoints {
     }
 
     fn list(&self) -> Result<Vec<(u64, PathBuf)>> {
-        let mut found = Vec::new();
-        let entries = match std::fs::read_dir(&self.dir) {
-            Ok(entries) => entries,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(found),
-            Err(e) => return Err(io_error("reading", &self.dir)(e)),
-        };
-        for entry in entries {
-            let entry = entry.map_err(io_error("reading", &self.dir))?;
-            let file_name = entry.file_name().to_string_lossy().to_string();
-            if let Some(seq) = file_name
-                .strip_prefix("checkpoint-")
-                .and_then(|n| n.strip_suffix(".bin"))
-                .and_then(|n| n.parse::<u64>().ok())
-            {
-                found.push((seq, entry.path()));
-            }
-        }
-        found.sort();
-        Ok(found)
+        numbered_files(&self.dir, "checkpoint-", ".bin", true)
     }
 
     /// The newest checkpoint whose checksum holds: `(sequence, body)`.

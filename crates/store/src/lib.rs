@@ -50,3 +50,34 @@ pub(crate) fn io_error(
     let path = path.display().to_string();
     move |source| StoreError::Io { what, path, source }
 }
+
+/// The files of `dir` named `{prefix}{N}{suffix}`, as `(N, path)` in order of
+/// `N`. A missing `dir` is an error, or no files when `missing_dir_is_empty`.
+pub(crate) fn numbered_files(
+    dir: &std::path::Path,
+    prefix: &str,
+    suffix: &str,
+    missing_dir_is_empty: bool,
+) -> Result<Vec<(u64, std::path::PathBuf)>> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if missing_dir_is_empty && e.kind() == std::io::ErrorKind::NotFound => {
+            return Ok(Vec::new())
+        }
+        Err(e) => return Err(io_error("reading", dir)(e)),
+    };
+    let mut found = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(io_error("reading", dir))?;
+        let name = entry.file_name().to_string_lossy().to_string();
+        if let Some(number) = name
+            .strip_prefix(prefix)
+            .and_then(|n| n.strip_suffix(suffix))
+            .and_then(|n| n.parse::<u64>().ok())
+        {
+            found.push((number, entry.path()));
+        }
+    }
+    found.sort();
+    Ok(found)
+}

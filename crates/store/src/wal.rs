@@ -39,20 +39,7 @@ fn segment_name(first: u64) -> String {
 }
 
 fn list_segments(dir: &Path) -> Result<Vec<(u64, PathBuf)>> {
-    let mut segments = Vec::new();
-    for entry in std::fs::read_dir(dir).map_err(io_error("reading", dir))? {
-        let entry = entry.map_err(io_error("reading", dir))?;
-        let name = entry.file_name().to_string_lossy().to_string();
-        if let Some(first) = name
-            .strip_prefix("events-")
-            .and_then(|n| n.strip_suffix(".wal"))
-            .and_then(|n| n.parse::<u64>().ok())
-        {
-            segments.push((first, entry.path()));
-        }
-    }
-    segments.sort();
-    Ok(segments)
+    crate::numbered_files(dir, "events-", ".wal", false)
 }
 
 /// Read the frames of one segment; returns the records and the length of the

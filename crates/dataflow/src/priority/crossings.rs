@@ -103,7 +103,7 @@ pub fn begun_at(row: &JobRow, now: Time) -> bool {
 /// maximum, under `params`; `None` when the model has no such factor or it
 /// is constant (weight 0, maximum not positive).
 fn time_factor(params: &PriorityParams, row: &JobRow) -> Option<(Time, i64)> {
-    let eligible = row.queued_at.max(row.begin.unwrap_or(row.queued_at));
+    let eligible = fairflow_model::priority_formula::eligible_at(row.queued_at, row.begin);
     match params.model {
         PriorityModel::Slurm if params.weight_age > 0 && params.max_age_secs > 0 => {
             let origin = if params.accrue_always {

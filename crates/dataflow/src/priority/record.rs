@@ -21,9 +21,9 @@
 //! unread job's exact sum (see `priority::reader`).
 
 use fairflow_model::priority_formula::{
-    flux_final_priority, flux_user_contribution, flux_user_factor, flux_wait_time_factor,
-    slurm_age_factor, slurm_final_priority, slurm_job_size_factor, slurm_normalize,
-    slurm_priority_sum, slurm_tres_factor, JobSizeInputs, FLUX_URGENCY_DEFAULT,
+    eligible_at, flux_final_priority, flux_user_contribution, flux_user_factor,
+    flux_wait_time_factor, slurm_age_factor, slurm_final_priority, slurm_job_size_factor,
+    slurm_normalize, slurm_priority_sum, slurm_tres_factor, JobSizeInputs, FLUX_URGENCY_DEFAULT,
     FLUX_URGENCY_EXPEDITE,
 };
 use fairflow_model::report::{JobPriority, JobState, PriorityFactor};
@@ -51,7 +51,7 @@ pub enum Listed {
 }
 
 impl Listed {
-    fn job_state(self) -> JobState {
+    pub(crate) fn job_state(self) -> JobState {
         match self {
             Listed::Pending => JobState::Pending,
             Listed::Held => JobState::Held,
@@ -256,12 +256,6 @@ pub fn build_record(job: &JobCtx, globals: &Globals) -> PriorityRecord {
         }
     }
     record
-}
-
-/// When a job became eligible in its current stay: its last queue entry, or
-/// its begin time if later (the oracle's `eligible_at`).
-fn eligible_at(queued_at: Time, begin: Option<Time>) -> Time {
-    queued_at.max(begin.unwrap_or(queued_at))
 }
 
 fn slurm_record(job: &JobCtx, globals: &Globals, record: &mut PriorityRecord) {

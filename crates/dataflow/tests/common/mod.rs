@@ -1,11 +1,23 @@
 //! Seeded random event streams for the engine-versus-oracle tests: a small
 //! pool of accounts, users and jobs, so that most events are possible and
 //! many retract earlier ones (share changes, moves, removals, ends, requeues,
-//! resets, half-life and calc-period changes, long stretches of time).
+//! resets, half-life and calc-period changes, long stretches of time); and
+//! `lines`, a hand-written log parsed line by line.
 
 #![allow(dead_code)]
 
 use fairflow_ingest::{parse_event, LogLine};
+
+/// A log written by hand, one event a line, parsed (line numbers from 1).
+pub fn lines(text: &str) -> Vec<LogLine> {
+    text.lines()
+        .enumerate()
+        .map(|(i, line)| LogLine {
+            line: i as u64 + 1,
+            event: parse_event(i as u64 + 1, line),
+        })
+        .collect()
+}
 
 /// splitmix64: small, seedable, good enough for test streams.
 pub struct Rng(u64);

@@ -2,10 +2,13 @@
 //! association tree with QOS, partitions and a cluster (`setup`), and batches
 //! of submits, updates, holds, releases, cancels, starts, ends, requeues,
 //! usage, QOS, partition, priority, cluster and configuration changes chosen
-//! against the oracle's state so that most are accepted (`batch`).
+//! against the oracle's state so that most are accepted (`batch`); the
+//! rounds of a run (`round_lines`); the scenarios both equivalence tests run
+//! (`Scenario`); and the comparison of two priority lists (`compare`).
 
 #![allow(dead_code)]
 
+use fairflow_model::report::JobPriority;
 use fairflow_oracle::state::JobPhase;
 use fairflow_oracle::State;
 
@@ -13,6 +16,10 @@ use fairflow_oracle::State;
 pub struct Rng(pub u64);
 
 impl Rng {
+    /// The generator of a test seed.
+    pub fn seeded(seed: u64) -> Self {
+        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
     pub fn next(&mut self) -> u64 {
         self.0 ^= self.0 >> 12;
         self.0 ^= self.0 << 25;
@@ -237,4 +244,93 @@ pub fn batch(
         lines.push(line);
     }
     lines
+}
+
+/// The lines of round `round` of a run: the setup first, then a batch after
+/// a random step of time (sometimes 5000 s, sometimes none).
+pub fn round_lines(
+    round: usize,
+    rng: &mut Rng,
+    state: &State,
+    t: &mut i64,
+    next_id: &mut u64,
+    scenario: &Scenario,
+) -> Vec<String> {
+    if round == 0 {
+        return setup(scenario.config);
+    }
+    *t += match rng.below(10) {
+        0 => 5000,
+        1 => 0,
+        _ => rng.below(900) as i64,
+    };
+    batch(rng, state, *t, next_id, scenario.changes)
+}
+
+/// A scenario: the model's configuration and the configuration changes the
+/// stream may make.
+#[derive(Clone)]
+pub struct Scenario {
+    pub name: &'static str,
+    pub config: &'static str,
+    pub changes: &'static [&'static str],
+    /// Never set `age_capped` (the priority dataflow test only): the reader
+    /// must stay exact.
+    pub lazy_caps: bool,
+}
+
+pub const SLURM_INCR_ONLY: Scenario = Scenario {
+    name: "slurm-incr-only",
+    config: r#"{"PriorityFlags":"INCR_ONLY,CALCULATE_RUNNING,ACCRUE_ALWAYS","PriorityWeightAge":1000,"PriorityMaxAge":"1:00:00","PriorityWeightFairshare":10000,"PriorityWeightQOS":400}"#,
+    changes: &[
+        r#"{"PriorityWeightFairshare":20000}"#,
+        r#"{"PriorityFlags":"INCR_ONLY"}"#,
+        r#"{"PriorityFlags":""}"#,
+        r#"{"PriorityFlags":"INCR_ONLY,ACCRUE_ALWAYS"}"#,
+    ],
+    lazy_caps: false,
+};
+
+/// Coarse factors and a tiny age weight: many jobs share an integer priority
+/// (truncation) and are ordered by submit time and id, so the reader must
+/// read every tie.
+pub const SLURM_TIES: Scenario = Scenario {
+    name: "slurm-ties",
+    config: r#"{"PriorityWeightAge":3,"PriorityMaxAge":"0:30:00","PriorityWeightQOS":1000,"PriorityWeightPartition":1000}"#,
+    changes: &[
+        r#"{"PriorityWeightAge":1}"#,
+        r#"{"PriorityWeightAge":2000}"#,
+    ],
+    lazy_caps: false,
+};
+
+pub const FLUX: Scenario = Scenario {
+    name: "flux",
+    config: r#"{"PriorityModel":"flux","FluxWeightWaitTime":5000,"FluxMaxWaitTime":"1:00:00","FluxWeightBank":10,"FluxWeightQOS":300,"FluxWeightJobSize":100,"FluxWeightUser":2000}"#,
+    changes: &[
+        r#"{"FluxWeightWaitTime":-2000}"#,
+        r#"{"FluxMaxWaitTime":"0:15:00"}"#,
+        r#"{"FluxWeightFairshare":1000}"#,
+        r#"{"FluxWeightUrgency":0}"#,
+    ],
+    lazy_caps: false,
+};
+
+/// `Ok` when the lists are equal, else the first difference.
+pub fn compare(what: &str, got: &[JobPriority], want: &[JobPriority]) -> Result<(), String> {
+    if got == want {
+        return Ok(());
+    }
+    let first = got
+        .iter()
+        .zip(want)
+        .position(|(g, w)| g != w)
+        .unwrap_or(got.len().min(want.len()));
+    Err(format!(
+        "{what}: {} vs {} entries; first difference at {first}:\n got  {:?}\n want {:?}",
+        got.len(),
+        want.len(),
+        got.get(first),
+        want.get(first)
+    ))
 }

@@ -27,7 +27,9 @@ use fairflow_model::priority_formula::{
 use fairflow_model::report::{JobPriority, JobState, PriorityFactor};
 use fairflow_model::PriorityModel;
 
-use super::{eligible_at, job_tres, listed_state, partition_of, tres_count, FairshareFactors};
+use super::{
+    eligible_at, job_tres, listed_state, partition_of, priority_row, tres_count, FairshareFactors,
+};
 use crate::state::Job;
 use crate::State;
 
@@ -103,16 +105,5 @@ fn job_priority(
     } else {
         (job_state, flux_final_priority(sum, urgency))
     };
-    JobPriority {
-        job: job.id.clone(),
-        user: job.user.clone(),
-        account: job.account.clone(),
-        partition: job.partition().to_string(),
-        qos: job.qos().to_string(),
-        submit_at: job.submit_at,
-        priority,
-        state: job_state,
-        model: PriorityModel::Flux,
-        factors,
-    }
+    priority_row(job, PriorityModel::Flux, job_state, priority, factors)
 }

@@ -35,7 +35,7 @@ use fairflow_model::report::{JobPriority, JobState, PriorityFactor};
 use fairflow_model::PriorityModel;
 
 use super::{
-    eligible_at, job_tres, listed_state, partition_of, time_limit_secs, tres_count,
+    eligible_at, job_tres, listed_state, partition_of, priority_row, time_limit_secs, tres_count,
     FairshareFactors,
 };
 use crate::state::Job;
@@ -227,16 +227,5 @@ fn job_priority(
             .map_or(computed, |floor| computed.max(*floor)),
         _ => computed,
     };
-    JobPriority {
-        job: job.id.clone(),
-        user: job.user.clone(),
-        account: job.account.clone(),
-        partition: job.partition().to_string(),
-        qos: job.qos().to_string(),
-        submit_at: job.submit_at,
-        priority,
-        state: job_state,
-        model: PriorityModel::Slurm,
-        factors,
-    }
+    priority_row(job, PriorityModel::Slurm, job_state, priority, factors)
 }

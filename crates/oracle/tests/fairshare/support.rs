@@ -10,6 +10,34 @@ use fairflow_oracle::Replay;
 /// The time every example happens at (2023-11-14T22:13:20Z).
 pub const T0: i64 = 1_700_000_000;
 
+/// The seed document's example (slurm-classic-fairshare.txt, Figure 3), under
+/// `PriorityFlags=flags`: root -> A (40) -> B (30) -> user1; A -> C (10) ->
+/// user2, user3; root -> D (60) -> E (25) -> user4; D -> F (35) -> user5; all
+/// users 1 share. Usage 0.2, 0.25, 0.25 of the machine for users 1, 2 and 4.
+/// The other 0.3 is history charged to root itself (as if from a departed
+/// association), so that root's total is the machine's and each user's
+/// NormUsage is exactly the document's fraction.
+pub fn seed_tree(flags: &str) -> Vec<String> {
+    vec![
+        config(T0, &[("PriorityFlags", flags)]),
+        account(T0, "A", "root", "40"),
+        account(T0, "D", "root", "60"),
+        account(T0, "B", "A", "30"),
+        account(T0, "C", "A", "10"),
+        account(T0, "E", "D", "25"),
+        account(T0, "F", "D", "35"),
+        user(T0, "user1", "B", "1"),
+        user(T0, "user2", "C", "1"),
+        user(T0, "user3", "C", "1"),
+        user(T0, "user4", "E", "1"),
+        user(T0, "user5", "F", "1"),
+        usage(T0, "B", "user1", 200.0),
+        usage(T0, "C", "user2", 250.0),
+        usage(T0, "E", "user4", 250.0),
+        account_usage(T0, "root", 300.0),
+    ]
+}
+
 /// A `config` event.
 pub fn config(t: i64, set: &[(&str, &str)]) -> String {
     let set: serde_json::Map<String, serde_json::Value> = set

@@ -10,26 +10,10 @@ use serde_json::json;
 /// 0.25 for users 1, 2, 4 plus 0.3 of history on root itself, and pending
 /// jobs for users 2 and 5 only.
 fn seed_lines() -> Vec<String> {
-    vec![
-        config(T0, &[("PriorityFlags", "TICKET_BASED")]),
-        account(T0, "A", "root", "40"),
-        account(T0, "D", "root", "60"),
-        account(T0, "B", "A", "30"),
-        account(T0, "C", "A", "10"),
-        account(T0, "E", "D", "25"),
-        account(T0, "F", "D", "35"),
-        user(T0, "user1", "B", "1"),
-        user(T0, "user2", "C", "1"),
-        user(T0, "user3", "C", "1"),
-        user(T0, "user4", "E", "1"),
-        user(T0, "user5", "F", "1"),
-        usage(T0, "B", "user1", 200.0),
-        usage(T0, "C", "user2", 250.0),
-        usage(T0, "E", "user4", 250.0),
-        account_usage(T0, "root", 300.0),
-        submit(T0, "2", "C", "user2", json!({"tres": {"cpu": 1}})),
-        submit(T0, "5", "F", "user5", json!({"tres": {"cpu": 1}})),
-    ]
+    let mut lines = seed_tree("TICKET_BASED");
+    lines.push(submit(T0, "2", "C", "user2", json!({"tres": {"cpu": 1}})));
+    lines.push(submit(T0, "5", "F", "user5", json!({"tres": {"cpu": 1}})));
+    lines
 }
 
 #[test]

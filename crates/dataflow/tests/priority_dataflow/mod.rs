@@ -1,0 +1,80 @@
+//! The priority dataflow on one timely worker, as the priority tests drive it
+//! without the engine: job rows and facts in, a probe on every output, the
+//! reader over the pinned arrangements, and a step that closes one logical
+//! time and says how many records the operators touched.
+
+#![allow(dead_code)]
+
+use differential_dataflow::input::{Input, InputSession};
+use fairflow_dataflow::priority::{
+    build, Fact, JobRow, PriorityInputs, PriorityReader, TouchCounter,
+};
+use timely::dataflow::operators::probe::Handle;
+use timely::dataflow::operators::Probe;
+use timely::worker::Worker;
+
+/// The inputs, the reader and the progress of one worker's priority dataflow.
+pub struct PriorityDataflow {
+    /// Job rows, at the current logical time.
+    pub jobs: InputSession<u64, JobRow, isize>,
+    /// Facts, at the current logical time.
+    pub facts: InputSession<u64, Fact, isize>,
+    /// The reader of the arrangements pinned to worker 0.
+    pub reader: PriorityReader,
+    /// Counts the updates leaving the priority operators.
+    pub touched: TouchCounter,
+    /// The current logical time: what is inserted now is at this time.
+    pub epoch: u64,
+    probe: Handle<u64>,
+}
+
+impl PriorityDataflow {
+    /// Build the dataflow on `worker`, probing every output.
+    pub fn build(worker: &mut Worker) -> Self {
+        let probe = Handle::new();
+        let touched = TouchCounter::new();
+        let (jobs, facts, records, uncapped, capped, fifo, pinned_facts) = worker
+            .dataflow::<u64, _, _>(|scope| {
+                let (jobs_in, jobs) = scope.new_collection::<JobRow, isize>();
+                let (facts_in, facts) = scope.new_collection::<Fact, isize>();
+                let out = build(PriorityInputs { jobs, facts }, &touched);
+                out.records.stream.probe_with(&probe);
+                out.uncapped.stream.probe_with(&probe);
+                out.capped.stream.probe_with(&probe);
+                out.facts.stream.probe_with(&probe);
+                out.fifo.stream.probe_with(&probe);
+                (
+                    jobs_in,
+                    facts_in,
+                    out.records.trace,
+                    out.uncapped.trace,
+                    out.capped.trace,
+                    out.fifo.trace,
+                    out.facts.trace,
+                )
+            });
+        PriorityDataflow {
+            jobs,
+            facts,
+            reader: PriorityReader::new(records, uncapped, capped, fifo, pinned_facts),
+            touched,
+            epoch: 0,
+            probe,
+        }
+    }
+
+    /// Close the current logical time, run `worker` until every output has
+    /// caught up with it, and return the records touched since the last
+    /// count.
+    pub fn step(&mut self, worker: &mut Worker) -> u64 {
+        self.epoch += 1;
+        self.jobs.advance_to(self.epoch);
+        self.facts.advance_to(self.epoch);
+        self.jobs.flush();
+        self.facts.flush();
+        while self.probe.less_than(&self.epoch) {
+            worker.step();
+        }
+        self.touched.take()
+    }
+}
