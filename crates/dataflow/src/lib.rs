@@ -41,14 +41,9 @@
 //!   node's subtree;
 //! - level shares: `fs_parent ⋈ shares`, raw shares moved into the diff,
 //!   `count_total` per fair-share parent: a shares change touches one group;
-//! - Fair Tree sibling order: a `reduce` per node assembles
-//!   `(fs parent, shares, subtree usage, is a user)` (an outer join over a
-//!   tagged `Part` enum: absent usage is 0; the `users` input marks user
-//!   associations), then a `reduce` per fair-share parent sorts its children
-//!   by exact `LevelFs` (within one group `shares / usage` orders like LF: the
-//!   level shares and parent usage cancel), users first on ties, and emits
-//!   `(parent, Ranked(block, child))`: a usage delta re-sorts the `depth`
-//!   groups on its path, each `O(group)`;
+//! - fair-share factors ([`factors`]): per-association records, Fair Tree
+//!   placements per (merged) group and ranks by path sums, classic walks;
+//!   they enter the priority half as `Fairshare` facts in the same time;
 //! - the results are concatenated as `(node, Fact)` and arranged on
 //!   worker 0 (an `Exchange(|_| 0)` pact), probed.
 //!
@@ -59,40 +54,22 @@
 //! joins them with the ledger's names and structure into an [`EngineTree`] in
 //! sshare order. Trace compaction follows each batch's time.
 //!
-//! # Fair-share (module [`fairshare`])
-//! Fair Tree, classic and depth-oblivious are computed from that tree when a
-//! table or the user factors are asked for, with the shared scalar formulas
-//! of `fairflow_model::formula` (bit-identical to the oracle) and this crate's
-//! own walks: Fair Tree ranks sibling groups by exact `LevelFs` comparison
-//! (users first on ties, tied accounts' children merged, competition ranks
-//! counting down from `N`); classic walks the fair-share tree top-down. A read
-//! is `O(n)` in the associations; a batch costs what it touches.
-//!
-//! The order inside each sibling group is the dataflow's (`Ranked` facts);
-//! the walk only merges the groups of tied accounts (exact cross-parent
-//! `LevelFs` comparison) and assigns ranks.
-//!
-//! **Not yet in the dataflow** (next steps): the ranks themselves, merged
-//! groups and classic effective usage. The planned shape: a per-group `reduce` keyed
-//! by a *group key* (a fair-share parent, or a block of tied accounts whose
-//! children merge: `group(c) = block(fs_parent(c))`,
-//! `block(x) = (group(x), position of x's equal-LF block)`, unrolled per
-//! level), ordering members by exact `LevelFs`; block offsets (users under
-//! earlier blocks, from closure user counts) summed over the merged-tree
-//! ancestry give each user's visit index `v`, and `rank = N − v(head)` where
-//! `head` is the first user of the user's tie run. Classic effective usage
-//! needs `usage / root usage`, so every usage event changes every node's
-//! value: its fan-out is inherent, which is why it is computed at read time.
-//!
+//! # Fair-share (modules [`factors`] and [`fairshare`])
+//! The users' factors are maintained in the dataflow ([`factors`]: Fair
+//! Tree ranks, classic and depth-oblivious effective usage; see its module
+//! documentation for the formulation and what an update touches). The
+//! sshare table's per-association display columns are computed from the
+//! tree read at query time ([`fairshare`], `O(n)` per read, never per
+//! batch), with the users' FairShare read from the dataflow's factors.
+
 //! # Job priority (module [`priority`], driven by [`job_ledger`])
 //! The same dataflow holds the priority half: `jobs` ([`priority::JobRow`])
 //! and priority `facts` inputs, its records and queue indexes pinned to
 //! worker 0, where a [`priority::PriorityReader`] serves
 //! [`Engine::priorities`], [`Engine::top`] and [`Engine::job`] as of the
-//! engine's time. Per batch the driver sends the tree and usage deltas with
-//! the changed job rows (one logical time), reads the core's fair-share
-//! factors at that time and sends the changed priority facts (a second
-//! logical time). Job attributes follow the oracle's job semantics through
+//! engine's time. Per batch the driver sends the tree and usage deltas, the
+//! changed job rows and the changed priority facts as one logical time; the
+//! fair-share factors reach the priority stages inside the dataflow. Job attributes follow the oracle's job semantics through
 //! a job book ([`job_ledger::JobLedger`]); with `INCR_ONLY` the driver
 //! flushes and remembers at each event-time boundary exactly where the
 //! oracle's `Replay` does. Ticket- and level-based fair-share are not
@@ -105,8 +82,9 @@
 //! association with a running job. The alternative that makes passing time
 //! free (send `rate` and `rate·G(since)` as separate summed components and
 //! evaluate `settled + rate·G(now) − offset` per subtree at read time) is
-//! exact too, but keeps the current usage out of the dataflow, where a future
-//! in-dataflow ranking needs it.
+//! exact too, but keeps the current usage out of the dataflow, where the
+//! in-dataflow ranking needs it. With a period set, running jobs cost
+//! nothing between period boundaries.
 
 #![warn(missing_docs)]
 
