@@ -54,15 +54,24 @@ impl JobDeltas {
 }
 
 /// The job book and what was last sent to the priority inputs.
-#[derive(Debug, Clone)]
+///
+/// It serialises (for [`crate::Engine::snapshot`]) only the book: a
+/// deserialised one has sent nothing and scheduled no crossing, so call
+/// [`JobLedger::resend_replacing`] before its next send.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct JobLedger {
     state: State,
+    #[serde(skip)]
     sent_jobs: BTreeMap<String, JobRow>,
+    #[serde(skip)]
     sent_facts: BTreeSet<PFact>,
+    #[serde(skip)]
     crossings: Crossings,
     /// Jobs to re-derive at the next send.
+    #[serde(skip)]
     dirty: BTreeSet<String>,
     /// Re-derive every job at the next send.
+    #[serde(skip)]
     all_dirty: bool,
 }
 
@@ -101,6 +110,21 @@ impl JobLedger {
             Op::Config { .. } | Op::RemoveUser { .. } => self.all_dirty = true,
             _ => {}
         }
+    }
+
+    /// Take over the priority inputs `previous` fed (a restore): what it
+    /// sent becomes what this book sent (rows and facts are keyed by names,
+    /// not ids), every job is re-derived at the next send and its crossing
+    /// scheduled afresh, so the next sends bring the inputs to this book.
+    pub fn resend_replacing(&mut self, previous: &mut JobLedger) {
+        self.sent_jobs = std::mem::take(&mut previous.sent_jobs);
+        self.sent_facts = std::mem::take(&mut previous.sent_facts);
+        self.crossings = Crossings::new();
+        self.dirty.clear();
+        self.all_dirty = true;
+        previous.crossings = Crossings::new();
+        previous.dirty.clear();
+        previous.all_dirty = true;
     }
 
     /// Move the book's time forward to `t` (a query's `--at`).
