@@ -72,4 +72,8 @@ pub trait Backend: Send + 'static {
     fn restore(&mut self, snapshot: &[u8]) -> Result<(), String>;
     /// Current gauges.
     fn gauges(&mut self) -> Gauges;
+    /// The engine answering (`incremental`, `batch`), for the operator.
+    fn engine_name(&self) -> &'static str {
+        "custom"
+    }
 }
