@@ -81,26 +81,12 @@ impl TreeNode {
     }
 }
 
-/// One ranked fair-share child, in the Fair Tree order the dataflow keeps.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RankedChild {
-    /// Its block of equal level fair-share (0 first).
-    pub block: u32,
-    /// Is it a user association?
-    pub user: bool,
-    /// Its index in [`EngineTree::nodes`].
-    pub index: usize,
-}
-
 /// The tree read from the dataflow's results, with the frame and time its
 /// usage is expressed in.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EngineTree {
     /// Nodes in sshare tree order; `nodes[0]` is root.
     pub nodes: Vec<TreeNode>,
-    /// Per node (as a fair-share parent), its ranked fair-share children by
-    /// block, users first within a block (`parent` accounts left out).
-    pub ranked_children: Vec<Vec<RankedChild>>,
     /// The frame usage is in.
     pub frame: DecayFrame,
     /// The time the tree is as of.
@@ -253,40 +239,19 @@ impl Engine {
         }
     }
 
-    /// Send what changed since the last flush: the tree and usage deltas
-    /// with the job rows (one logical time), then, once the fair-share
-    /// factors of that time can be read, the priority facts' differences
-    /// (a second logical time). Returns the input records sent.
+    /// Send what changed since the last flush as one logical time: the
+    /// tree, usage and fair-share parameter deltas, the job rows and the
+    /// priority facts' differences (the fair-share factors are computed in
+    /// the dataflow, in the same time). Returns the input records sent.
     fn flush(&mut self) -> Result<usize, EngineError> {
         let deltas = self.ledger.take_deltas();
+        self.priority_unsupported = crate::fairshare::check(self.ledger.config()).err();
         let jobs = JobDeltas {
             jobs: self.jobs.job_deltas(),
-            facts: Vec::new(),
+            facts: self.jobs.fact_deltas(),
         };
-        let mut records = deltas.len() + jobs.len();
+        let records = deltas.len() + jobs.len();
         self.send_batch(deltas, jobs)?;
-        let factors = match self.user_factors() {
-            Ok(factors) => {
-                self.priority_unsupported = None;
-                factors
-            }
-            Err(EngineError::Unsupported(unsupported)) => {
-                self.priority_unsupported = Some(unsupported);
-                BTreeMap::new()
-            }
-            Err(other) => return Err(other),
-        };
-        let facts = self.jobs.fact_deltas(&factors);
-        if !facts.is_empty() {
-            records += facts.len();
-            self.send_batch(
-                Deltas::default(),
-                JobDeltas {
-                    jobs: Vec::new(),
-                    facts,
-                },
-            )?;
-        }
         Ok(records)
     }
 
@@ -386,7 +351,6 @@ impl Engine {
         let mut subtree_usage: BTreeMap<NodeId, i128> = BTreeMap::new();
         let mut fs_parent_of: BTreeMap<NodeId, NodeId> = BTreeMap::new();
         let mut level_shares: BTreeMap<NodeId, i128> = BTreeMap::new();
-        let mut ranked: Vec<(NodeId, u32, NodeId)> = Vec::new();
         for (node, fact) in self.read_facts()? {
             match fact {
                 Fact::SubtreeUsage(usage) => {
@@ -398,7 +362,6 @@ impl Engine {
                 Fact::LevelShares(level) => {
                     level_shares.insert(node, level);
                 }
-                Fact::Ranked(block, child) => ranked.push((node, block, child)),
             }
         }
         let records = self.ledger.nodes();
@@ -457,23 +420,7 @@ impl Engine {
                 }
             })
             .collect();
-        let mut ranked_children: Vec<Vec<RankedChild>> = vec![Vec::new(); order.len()];
-        for (parent, block, child) in ranked {
-            let (Some(&parent), Some(&child)) = (index_of.get(&parent), index_of.get(&child))
-            else {
-                continue;
-            };
-            ranked_children[parent].push(RankedChild {
-                block,
-                user: records[order[child].0 as usize].user.is_some(),
-                index: child,
-            });
-        }
-        for children in ranked_children.iter_mut() {
-            children.sort_by_key(|c| (c.block, !c.user, c.index));
-        }
         Ok(EngineTree {
-            ranked_children,
             nodes,
             frame: self.ledger.frame(),
             as_of: self.ledger.now(),
@@ -483,16 +430,27 @@ impl Engine {
 
 impl Engine {
     /// The fair-share table under the configured algorithm, as of the last
-    /// batch (Fair Tree, classic and depth-oblivious).
+    /// batch (Fair Tree, classic and depth-oblivious): the per-association
+    /// columns from the tree, the users' FairShare from the dataflow.
     pub fn fairshare_table(&self) -> Result<FairshareTable, EngineError> {
+        let factors = self.user_factors()?;
         let tree = self.tree()?;
-        Ok(crate::fairshare::table(&tree, self.ledger.config())?)
+        Ok(crate::fairshare::table(
+            &tree,
+            self.ledger.config(),
+            &factors,
+        )?)
     }
 
-    /// Each user association's fair-share factor, `(account, user) -> factor`.
+    /// Each user association's fair-share factor, `(account, user) -> factor`,
+    /// as the dataflow maintains it (and the priorities use it).
     pub fn user_factors(&self) -> Result<BTreeMap<(String, String), f64>, EngineError> {
-        let tree = self.tree()?;
-        Ok(crate::fairshare::user_factors(&tree, self.ledger.config())?)
+        crate::fairshare::check(self.ledger.config())?;
+        self.send(Command::ReadFactors)?;
+        match self.replies.recv() {
+            Ok(Reply::Factors(factors)) => Ok(factors),
+            _ => Err(EngineError::WorkersGone),
+        }
     }
 }
 

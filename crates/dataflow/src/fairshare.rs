@@ -1,41 +1,25 @@
-//! Fair-share from the engine's tree: Fair Tree and classic (with its
-//! depth-oblivious variant), as rows of a `FairshareTable` and per-user
-//! factors. The per-node inputs (subtree usage, fair-share parents, level
-//! shares) come from the dataflow's result arrangement; the per-node scalar
-//! formulas are `fairflow_model::formula`'s, shared with the oracle, so the
-//! results are bit-identical. The walks here (ranking, top-down effective
-//! usage) are this crate's own.
-//!
-//! # Fair Tree ranking
-//! The order inside each fair-share sibling group comes from the dataflow
-//! (`Fact::Ranked`: a per-group `reduce` comparing `LevelFs` exactly); only
-//! merged groups of tied accounts are ordered here. Every user association is ranked; `N` is their number and ranks count
-//! down from `N`. A sibling group (the fair-share children of one node, or
-//! the merged children of tied accounts) is sorted by exact `LF` descending,
-//! users before accounts on equal `LF`, and consumed in blocks of equal `LF`:
-//! the block's users share one rank (the counter's next value, or the last
-//! assigned rank when the block is tied with what came just before: the
-//! group was entered tied), each user still moving the counter; then the
-//! block's accounts have their fair-share children merged into one group,
-//! entered tied when the block had users or was itself entered tied.
+//! The fair-share table from the engine's tree: the per-association columns
+//! (NormShares, NormUsage, EffectvUsage, LevelFS) under Fair Tree, classic
+//! and depth-oblivious, computed at read time from the dataflow's per-node
+//! results (subtree usage, fair-share parents, level shares) with the
+//! per-node formulas of `fairflow_model::formula`, shared with the oracle so
+//! the cells are bit-identical. The users' FairShare factors are not computed
+//! here: they come from the dataflow ([`crate::factors`]), the same values
+//! the priorities use.
 
-use std::cmp::Ordering;
 use std::collections::BTreeMap;
 
 use fairflow_model::formula::{
-    classic_effective_usage, classic_factor, classic_norm_shares, depth_oblivious_effective_usage,
-    level_fs_value, norm_usage, rank_factor, share_fraction, usage_ratio, LevelFs,
+    classic_effective_usage, classic_norm_shares, depth_oblivious_effective_usage, level_fs_value,
+    norm_usage, share_fraction, usage_ratio,
 };
 use fairflow_model::report::{FairshareRow, FairshareTable};
 use fairflow_model::{Algorithm, Config};
 
 use crate::engine::EngineTree;
 
-/// The per-node values an algorithm produces: the rows and the user factors.
-struct Computed {
-    rows: Vec<FairshareRow>,
-    user_factors: BTreeMap<(String, String), f64>,
-}
+/// Fair-share factors by `(account, user)`.
+pub type Factors = BTreeMap<(String, String), f64>;
 
 /// The algorithm is not maintained by this engine yet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -50,56 +34,61 @@ pub fn supports(algorithm: Algorithm) -> bool {
     )
 }
 
-fn compute(tree: &EngineTree, config: &Config) -> Result<Computed, Unsupported> {
-    let view = View::new(tree);
-    match config.algorithm() {
-        Algorithm::FairTree => Ok(fair_tree(&view)),
-        Algorithm::Classic => Ok(classic(&view, config.dampening_factor, false)),
-        Algorithm::DepthOblivious => Ok(classic(&view, config.dampening_factor, true)),
-        other => Err(Unsupported(other)),
+/// `Ok` when this engine maintains `config`'s algorithm.
+pub fn check(config: &Config) -> Result<(), Unsupported> {
+    let algorithm = config.algorithm();
+    if supports(algorithm) {
+        Ok(())
+    } else {
+        Err(Unsupported(algorithm))
     }
 }
 
-/// The fair-share table under `config`'s algorithm.
-pub fn table(tree: &EngineTree, config: &Config) -> Result<FairshareTable, Unsupported> {
+/// The fair-share table under `config`'s algorithm, with `factors` (the
+/// dataflow's) as the users' FairShare.
+pub fn table(
+    tree: &EngineTree,
+    config: &Config,
+    factors: &Factors,
+) -> Result<FairshareTable, Unsupported> {
+    let view = View::new(tree, factors);
+    let rows = match config.algorithm() {
+        Algorithm::FairTree => fair_tree(&view),
+        Algorithm::Classic => classic(&view, false),
+        Algorithm::DepthOblivious => classic(&view, true),
+        other => return Err(Unsupported(other)),
+    };
     Ok(FairshareTable {
         algorithm: config.algorithm(),
         as_of: tree.as_of,
-        rows: compute(tree, config)?.rows,
+        rows,
     })
-}
-
-/// Each user association's factor, `(account, user) -> factor`.
-pub fn user_factors(
-    tree: &EngineTree,
-    config: &Config,
-) -> Result<BTreeMap<(String, String), f64>, Unsupported> {
-    Ok(compute(tree, config)?.user_factors)
 }
 
 /// The tree with its fair-share children lists.
 struct View<'a> {
     tree: &'a EngineTree,
     fs_children: Vec<Vec<usize>>,
+    factors: &'a Factors,
 }
 
 impl<'a> View<'a> {
-    fn new(tree: &'a EngineTree) -> Self {
+    fn new(tree: &'a EngineTree, factors: &'a Factors) -> Self {
         let mut fs_children = vec![Vec::new(); tree.nodes.len()];
         for (index, node) in tree.nodes.iter().enumerate() {
             if let Some(p) = node.fs_parent {
                 fs_children[p].push(index);
             }
         }
-        View { tree, fs_children }
+        View {
+            tree,
+            fs_children,
+            factors,
+        }
     }
 
     fn len(&self) -> usize {
         self.tree.nodes.len()
-    }
-
-    fn is_user(&self, index: usize) -> bool {
-        self.tree.nodes[index].is_user()
     }
 
     fn is_parent_shares(&self, index: usize) -> bool {
@@ -108,10 +97,6 @@ impl<'a> View<'a> {
 
     fn usage(&self, index: usize) -> u128 {
         self.tree.nodes[index].usage
-    }
-
-    fn user_count(&self) -> u64 {
-        self.tree.nodes.iter().filter(|n| n.is_user()).count() as u64
     }
 
     /// Names, depth, RawShares (not on root), RawUsage (truncated).
@@ -129,113 +114,17 @@ impl<'a> View<'a> {
         norm_usage(self.usage(index), self.usage(0))
     }
 
-    fn user_key(&self, index: usize) -> Option<(String, String)> {
+    /// A user association's factor from the dataflow (0 if it has none yet).
+    fn factor(&self, index: usize) -> Option<f64> {
         let node = &self.tree.nodes[index];
-        node.user.clone().map(|user| (node.account.clone(), user))
+        let user = node.user.clone()?;
+        let key = (node.account.clone(), user);
+        Some(self.factors.get(&key).copied().unwrap_or(0.0))
     }
 }
 
-/// Exact level fair-share for ranking; `None` for root and `parent` accounts.
-fn level_fs_of(view: &View, index: usize) -> Option<LevelFs> {
-    let node = &view.tree.nodes[index];
-    let parent = node.fs_parent?;
-    if node.shares.is_parent() {
-        return view.is_user(index).then_some(LevelFs::Infinite);
-    }
-    Some(LevelFs::of(
-        node.shares.raw(),
-        node.level_shares,
-        node.usage,
-        view.usage(parent),
-    ))
-}
-
-struct Ranking<'v, 'a> {
-    view: &'v View<'a>,
-    level_fs: Vec<Option<LevelFs>>,
-    last_rank: u64,
-    next_rank: u64,
-    ranks: Vec<u64>,
-}
-
-impl Ranking<'_, '_> {
-    /// The blocks of the group formed by the fair-share children of
-    /// `accounts` (one account, or tied accounts whose children merge), each
-    /// block users first. One account's order is the dataflow's; a merge
-    /// compares children of different parents exactly.
-    fn blocks(&self, accounts: &[usize]) -> Vec<Vec<(bool, usize)>> {
-        let mut blocks: Vec<Vec<(bool, usize)>> = Vec::new();
-        if let [account] = accounts {
-            let mut last = None;
-            for child in &self.view.tree.ranked_children[*account] {
-                if last != Some(child.block) {
-                    blocks.push(Vec::new());
-                    last = Some(child.block);
-                }
-                if let Some(block) = blocks.last_mut() {
-                    block.push((child.user, child.index));
-                }
-            }
-            return blocks;
-        }
-        let mut ranked: Vec<(LevelFs, bool, usize)> = accounts
-            .iter()
-            .flat_map(|&a| self.view.fs_children[a].iter().copied())
-            .filter_map(|m| self.level_fs[m].map(|lf| (lf, self.view.is_user(m), m)))
-            .collect();
-        ranked.sort_by(|a, b| {
-            b.0.cmp(&a.0)
-                .then_with(|| b.1.cmp(&a.1))
-                .then_with(|| a.2.cmp(&b.2))
-        });
-        for (i, &(lf, user, member)) in ranked.iter().enumerate() {
-            if i == 0 || lf.cmp(&ranked[i - 1].0) != Ordering::Equal {
-                blocks.push(Vec::new());
-            }
-            if let Some(block) = blocks.last_mut() {
-                block.push((user, member));
-            }
-        }
-        blocks
-    }
-
-    fn group(&mut self, accounts: &[usize], entered_tied: bool) {
-        for (position, block) in self.blocks(accounts).into_iter().enumerate() {
-            let mut tied = position == 0 && entered_tied;
-            let mut tied_accounts = Vec::new();
-            for (user, member) in block {
-                if user {
-                    if !tied {
-                        self.last_rank = self.next_rank;
-                    }
-                    self.ranks[member] = self.last_rank;
-                    self.next_rank = self.next_rank.saturating_sub(1);
-                    tied = true;
-                } else {
-                    tied_accounts.push(member);
-                }
-            }
-            if !tied_accounts.is_empty() {
-                self.group(&tied_accounts, tied);
-            }
-        }
-    }
-}
-
-fn fair_tree(view: &View) -> Computed {
-    let n = view.user_count();
-    let mut ranking = Ranking {
-        view,
-        level_fs: (0..view.len()).map(|i| level_fs_of(view, i)).collect(),
-        last_rank: n,
-        next_rank: n,
-        ranks: vec![0; view.len()],
-    };
-    if view.len() > 0 {
-        ranking.group(&[0], false);
-    }
+fn fair_tree(view: &View) -> Vec<FairshareRow> {
     let mut rows = Vec::with_capacity(view.len());
-    let mut user_factors = BTreeMap::new();
     for (index, node) in view.tree.nodes.iter().enumerate() {
         let mut row = view.base_row(index);
         let Some(fs_parent) = node.fs_parent else {
@@ -267,17 +156,13 @@ fn fair_tree(view: &View) -> Computed {
                 effective_usage,
             )),
         };
-        if let Some(key) = view.user_key(index) {
-            let factor = rank_factor(ranking.ranks[index], n);
-            row.fairshare = Some(factor);
-            user_factors.insert(key, factor);
-        }
+        row.fairshare = view.factor(index);
         rows.push(row);
     }
-    Computed { rows, user_factors }
+    rows
 }
 
-fn classic(view: &View, dampening_factor: u32, depth_oblivious: bool) -> Computed {
+fn classic(view: &View, depth_oblivious: bool) -> Vec<FairshareRow> {
     let count = view.len();
     let mut norm_shares = vec![1.0; count];
     let mut effective = vec![1.0; count];
@@ -319,7 +204,6 @@ fn classic(view: &View, dampening_factor: u32, depth_oblivious: bool) -> Compute
         };
     }
     let mut rows = Vec::with_capacity(count);
-    let mut user_factors = BTreeMap::new();
     for index in 0..count {
         let mut row = view.base_row(index);
         row.norm_shares = Some(norm_shares[index]);
@@ -327,18 +211,8 @@ fn classic(view: &View, dampening_factor: u32, depth_oblivious: bool) -> Compute
         if index != 0 {
             row.norm_usage = Some(norm_usages[index]);
         }
-        if let Some(key) = view.user_key(index) {
-            // A `parent` user takes its fs-parent's values.
-            let source = if view.is_parent_shares(index) {
-                view.tree.nodes[index].fs_parent.unwrap_or(0)
-            } else {
-                index
-            };
-            let factor = classic_factor(effective[source], norm_shares[source], dampening_factor);
-            row.fairshare = Some(factor);
-            user_factors.insert(key, factor);
-        }
+        row.fairshare = view.factor(index);
         rows.push(row);
     }
-    Computed { rows, user_factors }
+    rows
 }

@@ -20,7 +20,7 @@ use differential_dataflow::operators::CountTotal;
 use differential_dataflow::trace::cursor::cursor_list;
 use differential_dataflow::trace::implementations::{ValBatcher, ValSpine};
 use differential_dataflow::trace::{Cursor, TraceReader};
-use fairflow_model::formula::LevelFs;
+use differential_dataflow::VecCollection;
 use fairflow_model::Shares;
 use timely::dataflow::channels::pact::Exchange;
 use timely::dataflow::operators::probe::Handle as ProbeHandle;
@@ -28,6 +28,7 @@ use timely::dataflow::operators::Probe;
 use timely::progress::frontier::{Antichain, AntichainRef};
 use timely::worker::Worker;
 
+use crate::factors::{FactorInputs, FsParams};
 use crate::job_ledger::JobDeltas;
 use crate::ledger::{Deltas, NodeId};
 use crate::priority::{
@@ -52,54 +53,6 @@ pub enum Fact {
     FsParent(NodeId),
     /// As a fair-share parent: the sum of its fair-share children's raw shares.
     LevelShares(i128),
-    /// As a fair-share parent: one ranked child and the index of its block of
-    /// equal level fair-share in the Fair Tree order (0 first; users before
-    /// accounts within a block). `FairShare=parent` accounts are not listed.
-    Ranked(u32, NodeId),
-}
-
-/// One input of the per-association assembly (an outer join done in a reduce).
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
-)]
-enum Part {
-    FsParent(NodeId),
-    Shares(Shares),
-    Usage(i128),
-    User,
-}
-
-/// A fair-share group member: `(node, shares, subtree usage, is a user)`.
-type Member = (NodeId, Shares, i128, bool);
-
-/// Fair Tree order of one sibling group: LF descending (exact; within one
-/// group `shares / usage` orders like `LF`, the group's level shares and
-/// parent usage cancel), users first on equal LF, then node id.
-fn rank_siblings(members: &[(&Member, Diff)], output: &mut Vec<((u32, NodeId), Diff)>) {
-    let mut ranked: Vec<(LevelFs, bool, NodeId)> = members
-        .iter()
-        .filter(|(_, count)| *count > 0)
-        .filter_map(|((child, shares, usage, user), _)| {
-            let level_fs = if shares.is_parent() {
-                if !*user {
-                    return None;
-                }
-                LevelFs::Infinite
-            } else {
-                let usage = u128::try_from(*usage).unwrap_or(0);
-                LevelFs::of(shares.raw(), 1, usage, 1)
-            };
-            Some((level_fs, *user, *child))
-        })
-        .collect();
-    ranked.sort_by(|a, b| b.0.cmp(&a.0).then(b.1.cmp(&a.1)).then(a.2.cmp(&b.2)));
-    let mut block = 0u32;
-    for (i, (level_fs, _, child)) in ranked.iter().enumerate() {
-        if i > 0 && *level_fs != ranked[i - 1].0 {
-            block += 1;
-        }
-        output.push(((block, *child), 1));
-    }
 }
 
 type FactTrace = TraceAgent<ValSpine<NodeId, Fact, Epoch, Diff>>;
@@ -118,6 +71,8 @@ pub enum Command {
     },
     /// Send every fact of the result arrangement (consolidated).
     ReadFacts,
+    /// Send every user association's fair-share factor.
+    ReadFactors,
     /// `INCR_ONLY`: remember every listed job's priority at this time
     /// (`PriorityReader::remember_incr_only`).
     RememberIncrOnly(Time64),
@@ -142,6 +97,8 @@ pub enum Reply {
     BatchDone,
     /// Every `(node, fact)` with a positive count.
     Facts(Vec<(NodeId, Fact)>),
+    /// Fair-share factors by `(account, user)`.
+    Factors(std::collections::BTreeMap<(String, String), f64>),
     /// Job priorities (`EvaluateAll`, `Top`).
     Priorities(Vec<JobPriority>),
     /// One job's priority, if it is listed.
@@ -166,6 +123,8 @@ struct Inputs {
     shares: InputSession<Epoch, (NodeId, Shares), Diff>,
     usage: InputSession<Epoch, NodeId, Diff>,
     users: InputSession<Epoch, NodeId, Diff>,
+    user_names: InputSession<Epoch, (NodeId, (String, String)), Diff>,
+    fs_params: InputSession<Epoch, FsParams, Diff>,
     jobs: InputSession<Epoch, JobRow, isize>,
     priority_facts: InputSession<Epoch, PFact, isize>,
 }
@@ -176,12 +135,16 @@ impl Inputs {
         self.shares.advance_to(epoch);
         self.usage.advance_to(epoch);
         self.users.advance_to(epoch);
+        self.user_names.advance_to(epoch);
+        self.fs_params.advance_to(epoch);
         self.jobs.advance_to(epoch);
         self.priority_facts.advance_to(epoch);
         self.edges.flush();
         self.shares.flush();
         self.usage.flush();
         self.users.flush();
+        self.user_names.flush();
+        self.fs_params.flush();
         self.jobs.flush();
         self.priority_facts.flush();
     }
@@ -195,9 +158,12 @@ fn build(worker: &mut Worker) -> (Inputs, FactTrace, PriorityReader, ProbeHandle
         let (shares_input, shares) = scope.new_collection::<(NodeId, Shares), Diff>();
         let (usage_input, usage) = scope.new_collection::<NodeId, Diff>();
         let (users_input, users) = scope.new_collection::<NodeId, Diff>();
+        let (user_names_input, user_names) =
+            scope.new_collection::<(NodeId, (String, String)), Diff>();
+        let (fs_params_input, fs_params) = scope.new_collection::<FsParams, Diff>();
         let (jobs_input, jobs) = scope.new_collection::<JobRow, isize>();
         let (priority_facts_input, priority_facts) = scope.new_collection::<PFact, isize>();
-        let shares_for_parts = shares.clone();
+        let shares_for_factors = shares.clone();
 
         // Every live association has exactly one shares record.
         let nodes = shares.clone().map(|(node, _)| node);
@@ -206,26 +172,26 @@ fn build(worker: &mut Worker) -> (Inputs, FactTrace, PriorityReader, ProbeHandle
 
         // The ancestor closure `(node, (ancestor, distance))`, self included at 0.
         // Structure only: it changes on tree edits, never on usage.
-        let closure =
-            nodes
-                .clone()
-                .map(|node| (node, (node, 0u32)))
-                .iterate(|inner_scope, inner| {
-                    let edges = edges_by_child.clone().enter(inner_scope);
-                    let base = nodes
-                        .clone()
-                        .enter(inner_scope)
-                        .map(|node| (node, (node, 0u32)));
-                    inner
-                        .map(|(node, (ancestor, distance))| (ancestor, (node, distance)))
-                        .join_core(edges, |_ancestor, &(node, distance), &parent| {
-                            Some((node, (parent, distance + 1)))
-                        })
-                        .concat(base)
-                        .consolidate()
-                });
+        let closure: VecCollection<'_, Epoch, (NodeId, (NodeId, u32)), Diff> = nodes
+            .clone()
+            .map(|node| (node, (node, 0u32)))
+            .iterate(|inner_scope, inner| {
+                let edges = edges_by_child.clone().enter(inner_scope);
+                let base = nodes
+                    .clone()
+                    .enter(inner_scope)
+                    .map(|node| (node, (node, 0u32)));
+                inner
+                    .map(|(node, (ancestor, distance))| (ancestor, (node, distance)))
+                    .join_core(edges, |_ancestor, &(node, distance), &parent| {
+                        Some((node, (parent, distance + 1)))
+                    })
+                    .concat(base)
+                    .consolidate()
+            });
 
         // Subtree usage: own usage (in the diff) joined to every ancestor, summed.
+        let closure_for_factors = closure.clone();
         let subtree_usage_sums = closure
             .clone()
             .arrange_by_key()
@@ -252,45 +218,34 @@ fn build(worker: &mut Worker) -> (Inputs, FactTrace, PriorityReader, ProbeHandle
             });
 
         // Level shares: the raw shares of each fair-share sibling group, summed.
-        let level_shares = fs_parent
+        let level_share_sums = fs_parent
             .clone()
             .join_core(shares_by_node, |_node, &fs_parent, shares: &Shares| {
                 Some((fs_parent, shares.raw()))
             })
             .explode(|(fs_parent, raw)| Some((fs_parent, Diff::from(raw))))
-            .count_total_core::<Diff>()
+            .count_total_core::<Diff>();
+        let level_shares = level_share_sums
+            .clone()
             .map(|(node, level)| (node, Fact::LevelShares(level)));
 
-        // Fair Tree sibling order: assemble (fs parent, shares, usage, user)
-        // per node (absent usage is 0), then order each fair-share group.
-        let ranked = fs_parent
-            .clone()
-            .map(|(node, parent)| (node, Part::FsParent(parent)))
-            .concat(shares_for_parts.map(|(node, shares)| (node, Part::Shares(shares))))
-            .concat(subtree_usage_sums.map(|(node, usage)| (node, Part::Usage(usage))))
-            .concat(users.map(|node| (node, Part::User)))
-            .reduce(|_node, parts, output: &mut Vec<(Member, Diff)>| {
-                let (mut parent, mut shares, mut usage, mut user) = (None, None, 0, false);
-                for (part, _) in parts.iter().filter(|(_, count)| *count > 0) {
-                    match **part {
-                        Part::FsParent(p) => parent = Some(p),
-                        Part::Shares(s) => shares = Some(s),
-                        Part::Usage(u) => usage = u,
-                        Part::User => user = true,
-                    }
-                }
-                if let (Some(parent), Some(shares)) = (parent, shares) {
-                    output.push(((parent, shares, usage, user), 1));
-                }
-            })
-            .map(|(node, (parent, shares, usage, user))| (parent, (node, shares, usage, user)))
-            .reduce(|_parent, members, output| rank_siblings(members, output))
-            .map(|(parent, (block, child))| (parent, Fact::Ranked(block, child)));
-
+        let touched = TouchCounter::new();
+        let fairshare_facts = crate::factors::build(
+            FactorInputs {
+                closure: closure_for_factors,
+                fs_parent: fs_parent.clone(),
+                shares: shares_for_factors,
+                subtree_usage: subtree_usage_sums.clone(),
+                level_shares: level_share_sums,
+                users,
+                user_names,
+                params: fs_params,
+            },
+            &touched,
+        );
         let facts = subtree_usage
             .concat(fs_parent.map(|(node, parent)| (node, Fact::FsParent(parent))))
-            .concat(level_shares)
-            .concat(ranked);
+            .concat(level_shares);
         // Pinned to worker 0, where the driver's reads are served.
         let pinned =
             arrange_core::<_, _, ValBatcher<NodeId, Fact, Epoch, Diff>, ValSpine<_, _, _, _>>(
@@ -301,12 +256,12 @@ fn build(worker: &mut Worker) -> (Inputs, FactTrace, PriorityReader, ProbeHandle
             );
         let (probe, _) = pinned.stream.clone().probe();
 
-        // Job priority (crate::priority), probed with the same handle.
-        let touched = TouchCounter::new();
+        // Job priority (crate::priority), probed with the same handle; the
+        // fair-share factors arrive as facts in the same logical time.
         let priority = build_priority(
             PriorityInputs {
                 jobs,
-                facts: priority_facts,
+                facts: priority_facts.concat(fairshare_facts),
             },
             &touched,
         );
@@ -327,6 +282,8 @@ fn build(worker: &mut Worker) -> (Inputs, FactTrace, PriorityReader, ProbeHandle
             shares: shares_input,
             usage: usage_input,
             users: users_input,
+            user_names: user_names_input,
+            fs_params: fs_params_input,
             jobs: jobs_input,
             priority_facts: priority_facts_input,
         };
@@ -394,6 +351,12 @@ pub fn run_worker(worker: &mut Worker, feeder: Option<Feeder>) {
                 for (record, diff) in deltas.users {
                     inputs.users.update(record, diff);
                 }
+                for (record, diff) in deltas.user_names {
+                    inputs.user_names.update(record, diff);
+                }
+                for (record, diff) in deltas.fs_params {
+                    inputs.fs_params.update(record, diff);
+                }
                 for (record, diff) in jobs.jobs {
                     inputs.jobs.update(record, diff);
                 }
@@ -445,6 +408,12 @@ pub fn run_worker(worker: &mut Worker, feeder: Option<Feeder>) {
             Ok(Command::Job(id, now)) => {
                 let job = reader.job(&id, now);
                 if feeder.replies.send(Reply::Job(job)).is_err() {
+                    break;
+                }
+            }
+            Ok(Command::ReadFactors) => {
+                let factors = reader.fairshare_factors();
+                if feeder.replies.send(Reply::Factors(factors)).is_err() {
                     break;
                 }
             }

@@ -174,10 +174,9 @@ impl JobLedger {
         deltas
     }
 
-    /// The facts' differences from what was sent; `factors` are the
-    /// fair-share factors of every user association (the engine core's).
-    pub fn fact_deltas(&mut self, factors: &UserFactors) -> Vec<(PFact, isize)> {
-        let facts = self.facts(factors);
+    /// The facts' differences from what was sent.
+    pub fn fact_deltas(&mut self) -> Vec<(PFact, isize)> {
+        let facts = facts_of(&self.state, &UserFactors::new());
         let mut deltas: Vec<(PFact, isize)> = self
             .sent_facts
             .difference(&facts)
@@ -186,10 +185,6 @@ impl JobLedger {
         deltas.extend(facts.difference(&self.sent_facts).map(|f| (f.clone(), 1)));
         self.sent_facts = facts;
         deltas
-    }
-
-    fn facts(&self, factors: &UserFactors) -> BTreeSet<PFact> {
-        facts_of(&self.state, factors)
     }
 }
 

@@ -32,6 +32,8 @@ use fairflow_model::tres::{billable_tres, BillingMode, TresCounts, WeightList};
 use fairflow_model::usage::{fixed_rate, DecayFrame, FrameUsage};
 use fairflow_model::{Config, Event, Shares, Time};
 
+use crate::factors::FsParams;
+
 /// An interned association: an account or a user association.
 pub type NodeId = u32;
 
@@ -79,6 +81,9 @@ struct Sent {
     usage: FrameUsage,
 }
 
+/// A user association's `(id, (account, user))`.
+pub type UserName = (NodeId, (String, String));
+
 /// Input deltas for one batch, each with its DD diff.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Deltas {
@@ -90,12 +95,21 @@ pub struct Deltas {
     pub usage: Vec<(NodeId, i128)>,
     /// User associations (as opposed to accounts) appearing and disappearing.
     pub users: Vec<(NodeId, i128)>,
+    /// The same, with their `(account, user)` names.
+    pub user_names: Vec<(UserName, i128)>,
+    /// The fair-share parameters (on a configuration change).
+    pub fs_params: Vec<(FsParams, i128)>,
 }
 
 impl Deltas {
     /// Number of input records.
     pub fn len(&self) -> usize {
-        self.edges.len() + self.shares.len() + self.usage.len() + self.users.len()
+        self.edges.len()
+            + self.shares.len()
+            + self.usage.len()
+            + self.users.len()
+            + self.user_names.len()
+            + self.fs_params.len()
     }
 
     /// Nothing to send?
@@ -129,6 +143,8 @@ pub struct Ledger {
     dirty: BTreeSet<NodeId>,
     #[serde(skip)]
     all_dirty: bool,
+    #[serde(skip)]
+    sent_fs_params: Option<FsParams>,
     /// Retractions of another ledger's records, sent first by the next
     /// [`Ledger::take_deltas`] ([`Ledger::resend_replacing`]).
     #[serde(skip)]
@@ -154,6 +170,7 @@ impl Ledger {
             partition_weights: BTreeMap::new(),
             dirty: BTreeSet::new(),
             all_dirty: false,
+            sent_fs_params: None,
             retractions: Deltas::default(),
         };
         let root = ledger.intern("root", None, None);
@@ -576,8 +593,11 @@ impl Ledger {
                 usage: self.visible_usage(id),
             };
             let before = self.sent[id as usize];
-            if before.alive != now.alive && node.user.is_some() {
-                deltas.users.push((id, if now.alive { 1 } else { -1 }));
+            if let (true, Some(user)) = (before.alive != now.alive, &node.user) {
+                let diff = if now.alive { 1 } else { -1 };
+                deltas.users.push((id, diff));
+                let name = (node.account.clone(), user.clone());
+                deltas.user_names.push(((id, name), diff));
             }
             if before.parent != now.parent {
                 if let Some(p) = before.parent {
@@ -604,6 +624,13 @@ impl Ledger {
             }
             self.sent[id as usize] = now;
         }
+        let fs_params = FsParams::from_config(&self.config);
+        if self.sent_fs_params != Some(fs_params) {
+            if let Some(old) = self.sent_fs_params.replace(fs_params) {
+                deltas.fs_params.push((old, -1));
+            }
+            deltas.fs_params.push((fs_params, 1));
+        }
         deltas
     }
 }
@@ -618,8 +645,11 @@ impl Ledger {
         let mut retractions = std::mem::take(&mut previous.retractions);
         for (id, sent) in std::mem::take(&mut previous.sent).into_iter().enumerate() {
             let id = NodeId::try_from(id).expect("fewer than 2^32 associations");
-            if sent.alive && previous.nodes[id as usize].user.is_some() {
+            let node = &previous.nodes[id as usize];
+            if let (true, Some(user)) = (sent.alive, &node.user) {
                 retractions.users.push((id, -1));
+                let name = (node.account.clone(), user.clone());
+                retractions.user_names.push(((id, name), -1));
             }
             if let Some(p) = sent.parent {
                 retractions.edges.push(((id, p), -1));
@@ -632,11 +662,15 @@ impl Ledger {
                 retractions.usage.push((id, -usage));
             }
         }
+        if let Some(params) = previous.sent_fs_params.take() {
+            retractions.fs_params.push((params, -1));
+        }
         previous.sent = vec![Sent::default(); previous.nodes.len()];
         previous.dirty.clear();
         previous.all_dirty = true;
         self.retractions = retractions;
         self.sent = vec![Sent::default(); self.nodes.len()];
+        self.sent_fs_params = None;
         self.dirty.clear();
         self.all_dirty = true;
     }

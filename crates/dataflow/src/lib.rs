@@ -120,6 +120,7 @@
 
 pub mod cluster;
 pub mod engine;
+pub mod factors;
 pub mod fairshare;
 pub mod graph;
 pub mod job_ledger;

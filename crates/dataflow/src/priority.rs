@@ -576,7 +576,7 @@ impl TouchCounter {
         self.0.swap(0, Ordering::Relaxed)
     }
 
-    fn add(&self, n: u64) {
+    pub(crate) fn add(&self, n: u64) {
         self.0.fetch_add(n, Ordering::Relaxed);
     }
 }
@@ -991,6 +991,22 @@ impl PriorityReader {
         advance_compaction(&mut self.capped, time);
         advance_compaction(&mut self.fifo, time);
         advance_compaction(&mut self.facts, time);
+    }
+
+    /// Every user association's fair-share factor as the priority dataflow
+    /// sees it, `(account, user) -> factor`.
+    pub fn fairshare_factors(&mut self) -> BTreeMap<(String, String), f64> {
+        all_live(&mut self.facts)
+            .into_iter()
+            .filter_map(|fact| match fact {
+                Fact::Fairshare {
+                    account,
+                    user,
+                    factor_bits,
+                } => Some(((account, user), f64::from_bits(factor_bits))),
+                _ => None,
+            })
+            .collect()
     }
 
     /// Every record with a positive count, in job-id order.

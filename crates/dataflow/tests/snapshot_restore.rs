@@ -266,8 +266,21 @@ fn fed(seed: u64, batches: usize, workers: usize) -> (Engine, Replay) {
 fn a_restore_replaces_the_state_of_a_used_engine() {
     let (source, oracle) = fed(7, 12, 1);
     let snapshot = source.snapshot().expect("snapshot");
-    // An engine holding another state (other jobs, other usage) takes it over.
-    let (mut target, _) = fed(8, 15, 2);
+    // An engine holding another state takes it over: the same associations
+    // created in another order (so other node ids carry the same names),
+    // then another tree, other jobs and other usage.
+    let mut target = Engine::start(2, Config::default()).expect("workers start");
+    let mut reordered: Vec<String> = priority_stream::setup(SCENARIOS[0].1);
+    reordered[9..].reverse();
+    target
+        .apply_batch(lines(&reordered))
+        .expect("batch applies");
+    let mut other = common::Stream::new(8, common::StreamShape::default());
+    for _ in 0..15 {
+        target
+            .apply_batch(other.next_batch(6))
+            .expect("batch applies");
+    }
     target.restore(&snapshot).expect("restore");
     check("restore into a used engine", [&source, &target], &oracle);
     // And back to an empty cluster: everything of the old state is retracted.

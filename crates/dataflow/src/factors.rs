@@ -1,0 +1,585 @@
+//! Fair-share factors maintained in the dataflow, in the same logical time as
+//! the usage and tree changes that move them, and turned into the priority
+//! dataflow's `Fairshare` facts: no driver round trip, no tree walk per batch.
+//! Fair Tree, classic and depth-oblivious; every value is bit-identical to the
+//! oracle's (`fairflow_oracle::fairshare`), whose definitions are restated
+//! here only as far as the dataflow formulation needs.
+//!
+//! # Per-association records
+//! A `reduce` per association assembles a [`NodeRec`] (an outer join over a
+//! tagged [`Part`] enum): its fair-share parent, shares, subtree usage, whether
+//! it is a user association, the user associations in its subtree, and, as a
+//! fair-share parent, its children's level shares and the usage of its
+//! children that are not `FairShare=parent`. Each part is a sum or a nearest
+//! ancestor already maintained by the tree dataflow; a usage event changes the
+//! records of the `depth + 1` associations on its path. The records are gated
+//! by the configured algorithm (a join with the one [`FsParams`] record), so
+//! only the configured algorithm's stages do any work.
+//!
+//! # Fair Tree: groups, placements, path sums
+//! Slurm's ranking is a depth-first walk of *groups*: a group's members are
+//! sorted by exact level fair-share (`LevelFs`, descending; users first on
+//! ties) into blocks of equal `LF`; a block's users are ranked, then the
+//! fair-share children of the block's accounts form one merged child group.
+//! - **Group keys.** A group is keyed by its *representative*: root for root's
+//!   children; for the group below block `B`, the smallest account id in `B`.
+//!   Which group an association is in depends on the blocks above it, so the
+//!   keys are found by an `iterate` whose rounds go one level deeper (a fixed
+//!   point after `depth` rounds on a load; afterwards only when a tie among
+//!   accounts appears or disappears).
+//! - **Placements.** A `reduce` per group sorts its members and gives each a
+//!   [`Placement`]: its block, the *weight* (users in the subtree, a user 1) of
+//!   the blocks before its own (`prefix`), and the number of users in its
+//!   block. A usage event re-sorts the groups on its path; a placement
+//!   changes only where the order moved.
+//! - **Ranks by path sums.** For a user `u` under fair-share ancestors
+//!   `a_1 .. a_k`, with `(b_i, prefix_i, users_i)` their placements and
+//!   `(b, prefix)` its own, the walk's position is
+//!   `offset = Σ (prefix_i + users_i)` (where its group starts),
+//!   `X = offset + prefix − [b = 0]·D`, where `D` (how far the group's first
+//!   block is tied back to users ranked before it) is
+//!   `D_0 = 0, D_i = users_i + [b_i = 0]·D_{i−1}`; its rank is `N − X` and its
+//!   factor `rank / N` (`N`: user associations). This is exactly the oracle's
+//!   counter: a block's users share the rank of its first user, and a group
+//!   entered "tied" (its block had users, or was first in a group entered
+//!   tied) gives its first block the last assigned rank. The sum runs in a
+//!   `reduce` per user over its ancestors' placements (the closure joined with
+//!   the placements), so a placement change reaches the users below it: the
+//!   users whose rank really moved.
+//!
+//! # Classic and depth-oblivious
+//! A `reduce` per user over its ancestors' records walks the fair-share chain
+//! top-down exactly as the oracle does (`formula::classic_norm_shares`,
+//! `classic_effective_usage`, `depth_oblivious_effective_usage`,
+//! `classic_factor`). Normalised usage divides by root's usage, so under
+//! these algorithms every usage event changes every user's factor: the
+//! algorithm's own cost, `O(users · depth)` per usage change, which Slurm pays
+//! at every `PriorityCalcPeriod` too.
+
+use differential_dataflow::operators::iterate::Iterate;
+use differential_dataflow::operators::CountTotal;
+use differential_dataflow::{AsCollection, VecCollection};
+use fairflow_model::formula::{
+    classic_effective_usage, classic_factor, classic_norm_shares, depth_oblivious_effective_usage,
+    norm_usage, rank_factor, LevelFs,
+};
+use fairflow_model::{Algorithm, Config, Shares};
+use timely::dataflow::operators::vec::Map as _;
+
+use crate::graph::{Diff, Epoch};
+use crate::ledger::{NodeId, ROOT};
+use crate::priority::{Fact as PFact, TouchCounter};
+
+/// The fair-share parameters the factor stages need (one record).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+pub struct FsParams {
+    /// The configured algorithm.
+    pub algorithm: Algorithm,
+    /// `FairShareDampeningFactor` (classic).
+    pub dampening_factor: u32,
+}
+
+impl FsParams {
+    /// The parameters of `config`.
+    pub fn from_config(config: &Config) -> Self {
+        FsParams {
+            algorithm: config.algorithm(),
+            dampening_factor: config.dampening_factor,
+        }
+    }
+}
+
+/// What the factor stages know about one association.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+pub struct NodeRec {
+    /// The fair-share parent (`None` for root).
+    pub fs_parent: Option<NodeId>,
+    /// `FairShare`.
+    pub shares: Shares,
+    /// Subtree usage, frame units.
+    pub usage: u128,
+    /// Is it a user association?
+    pub user: bool,
+    /// User associations in its subtree (itself included).
+    pub users_below: u64,
+    /// As a fair-share parent: its fair-share children's raw shares, summed.
+    pub child_level: u64,
+    /// As a fair-share parent: the usage of its fair-share children that are
+    /// not `FairShare=parent`, summed (depth-oblivious).
+    pub child_usage: u128,
+}
+
+/// One input of the per-association assembly.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+enum Part {
+    FsParent(NodeId),
+    Shares(Shares),
+    Usage(i128),
+    User,
+    UsersBelow(i128),
+    ChildLevel(i128),
+    ChildUsage(i128),
+}
+
+/// A ranked association as a member of its (possibly merged) group.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+struct Member {
+    shares: Shares,
+    level_shares: u64,
+    usage: u128,
+    parent_usage: u128,
+    user: bool,
+    /// A user 1, an account the users in its subtree.
+    weight: u64,
+}
+
+impl Member {
+    fn level_fs(&self) -> LevelFs {
+        if self.shares.is_parent() {
+            // Only `FairShare=parent` users are ranked.
+            LevelFs::Infinite
+        } else {
+            LevelFs::of(
+                self.shares.raw(),
+                self.level_shares,
+                self.usage,
+                self.parent_usage,
+            )
+        }
+    }
+}
+
+/// Where a ranked association stands in its group.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    serde::Serialize,
+    serde::Deserialize,
+)]
+pub struct Placement {
+    /// Its block of equal `LF` (0 first).
+    pub block: u32,
+    /// The weight of the blocks before its own.
+    pub prefix: u64,
+    /// User associations in its block.
+    pub users_in_block: u64,
+    /// For an account: the key of the group below its block (the smallest
+    /// account id in the block).
+    pub rep: NodeId,
+    /// Is it a user association?
+    pub user: bool,
+}
+
+/// The collections the factor stages read (time [`Epoch`], diff [`Diff`]).
+pub struct FactorInputs<'s> {
+    /// `(node, (ancestor, distance))`, self included at distance 0.
+    pub closure: VecCollection<'s, Epoch, (NodeId, (NodeId, u32)), Diff>,
+    /// `(node, fair-share parent)`.
+    pub fs_parent: VecCollection<'s, Epoch, (NodeId, NodeId), Diff>,
+    /// `(node, shares)`, one per live association.
+    pub shares: VecCollection<'s, Epoch, (NodeId, Shares), Diff>,
+    /// `(node, subtree usage)`, absent when 0.
+    pub subtree_usage: VecCollection<'s, Epoch, (NodeId, i128), Diff>,
+    /// `(fair-share parent, level shares)`.
+    pub level_shares: VecCollection<'s, Epoch, (NodeId, i128), Diff>,
+    /// User associations.
+    pub users: VecCollection<'s, Epoch, NodeId, Diff>,
+    /// `(user association, (account, user))`.
+    pub user_names: VecCollection<'s, Epoch, (NodeId, (String, String)), Diff>,
+    /// The one [`FsParams`] record.
+    pub params: VecCollection<'s, Epoch, FsParams, Diff>,
+}
+
+/// Count every update leaving a stage.
+fn counted<'s, D: differential_dataflow::Data>(
+    collection: VecCollection<'s, Epoch, D, Diff>,
+    touched: &TouchCounter,
+) -> VecCollection<'s, Epoch, D, Diff> {
+    let touched = touched.clone();
+    collection.inspect(move |_| touched.add(1))
+}
+
+/// Build the factor stages; returns each user association's `Fairshare`
+/// priority fact (diff `isize`, the priority dataflow's).
+pub fn build<'s>(
+    inputs: FactorInputs<'s>,
+    touched: &TouchCounter,
+) -> VecCollection<'s, Epoch, PFact, isize> {
+    let FactorInputs {
+        closure,
+        fs_parent,
+        shares,
+        subtree_usage,
+        level_shares,
+        users,
+        user_names,
+        params,
+    } = inputs;
+    let scope = closure.inner.scope();
+    let shares_by_node = shares.clone().arrange_by_key();
+    let users_by_self = users.clone().arrange_by_self();
+
+    // Users in each subtree; the usage of each node's non-`parent` fs-children.
+    let users_below = closure
+        .clone()
+        .arrange_by_key()
+        .join_core(users_by_self.clone(), |_node, &(ancestor, _), &()| {
+            Some(ancestor)
+        })
+        .count_total_core::<Diff>();
+    let child_usage = fs_parent
+        .clone()
+        .join_core(shares_by_node, |&node, &parent, shares: &Shares| {
+            (!shares.is_parent()).then_some((node, parent))
+        })
+        .arrange_by_key()
+        .join_core(
+            subtree_usage.clone().arrange_by_key(),
+            |_node, &parent, &usage| Some((parent, usage)),
+        )
+        .explode(|(parent, usage)| Some((parent, usage)))
+        .count_total_core::<Diff>();
+
+    let records = counted(
+        fs_parent
+            .clone()
+            .map(|(node, parent)| (node, Part::FsParent(parent)))
+            .concat(shares.map(|(node, shares)| (node, Part::Shares(shares))))
+            .concat(subtree_usage.map(|(node, usage)| (node, Part::Usage(usage))))
+            .concat(users.clone().map(|node| (node, Part::User)))
+            .concat(users_below.map(|(node, count)| (node, Part::UsersBelow(count))))
+            .concat(level_shares.map(|(node, level)| (node, Part::ChildLevel(level))))
+            .concat(child_usage.map(|(node, usage)| (node, Part::ChildUsage(usage))))
+            .reduce(|_node, parts, output: &mut Vec<(NodeRec, Diff)>| {
+                if let Some(record) = assemble(parts) {
+                    output.push((record, 1));
+                }
+            }),
+        touched,
+    );
+    let gated = records
+        .map(|(node, record)| ((), (node, record)))
+        .arrange_by_key()
+        .join_core(
+            params.map(|p| ((), p)).arrange_by_key(),
+            |_unit, &(node, record), &params| Some((node, (record, params))),
+        );
+    let fair_tree = gated
+        .clone()
+        .filter(|(_, (_, params))| params.algorithm == Algorithm::FairTree)
+        .map(|(node, (record, _))| (node, record));
+    let classic = gated.filter(|(_, (_, params))| {
+        matches!(
+            params.algorithm,
+            Algorithm::Classic | Algorithm::DepthOblivious
+        )
+    });
+
+    // Each user with each of its ancestors (itself at distance 0), by ancestor.
+    let user_paths = closure
+        .arrange_by_key()
+        .join_core(users_by_self, |&node, &(ancestor, distance), &()| {
+            Some((ancestor, (node, distance)))
+        })
+        .arrange_by_key();
+
+    let placements = counted(place(scope, fair_tree), touched);
+    let positions = counted(
+        user_paths
+            .clone()
+            .join_core(
+                placements.arrange_by_key(),
+                |_ancestor, &(user, distance), &placement| Some((user, (distance, placement))),
+            )
+            .reduce(|_user, path, output| {
+                if let Some(position) = walk_position(path) {
+                    output.push((position, 1));
+                }
+            }),
+        touched,
+    );
+    let user_count = users.map(|_| ()).count_total_core::<Diff>();
+    let fair_tree_factors = positions
+        .map(|(user, position)| ((), (user, position)))
+        .arrange_by_key()
+        .join_core(
+            user_count.arrange_by_key(),
+            |_unit, &(user, position), &count| {
+                let n = u64::try_from(count).ok()?;
+                Some((user, rank_factor(n.saturating_sub(position), n).to_bits()))
+            },
+        );
+
+    let classic_factors = user_paths
+        .join_core(
+            classic.arrange_by_key(),
+            |&ancestor, &(user, _), &(record, params)| Some((user, (ancestor, record, params))),
+        )
+        .reduce(|&user, path, output| {
+            if let Some(factor) = classic_walk(user, path) {
+                output.push((factor.to_bits(), 1));
+            }
+        });
+    let factors = counted(fair_tree_factors.concat(classic_factors), touched);
+    factors
+        .join_core(
+            user_names.arrange_by_key(),
+            |_node, &bits, (account, user)| {
+                Some(PFact::Fairshare {
+                    account: account.clone(),
+                    user: user.clone(),
+                    factor_bits: bits,
+                })
+            },
+        )
+        .inner
+        .map(|(fact, time, diff)| (fact, time, diff as isize))
+        .as_collection()
+}
+
+/// Assemble one association's record from its parts; `None` until it is live.
+fn assemble(parts: &[(&Part, Diff)]) -> Option<NodeRec> {
+    let non_negative = |value: i128| u128::try_from(value).unwrap_or(0);
+    let (mut fs_parent, mut shares, mut usage, mut user) = (None, None, 0, false);
+    let (mut users_below, mut child_level, mut child_usage) = (0, 0, 0);
+    for (part, _) in parts.iter().filter(|(_, count)| *count > 0) {
+        match **part {
+            Part::FsParent(parent) => fs_parent = Some(parent),
+            Part::Shares(s) => shares = Some(s),
+            Part::Usage(u) => usage = non_negative(u),
+            Part::User => user = true,
+            Part::UsersBelow(c) => users_below = u64::try_from(c).unwrap_or(0),
+            Part::ChildLevel(l) => child_level = u64::try_from(l).unwrap_or(0),
+            Part::ChildUsage(u) => child_usage = non_negative(u),
+        }
+    }
+    Some(NodeRec {
+        fs_parent,
+        shares: shares?,
+        usage,
+        user,
+        users_below,
+        child_level,
+        child_usage,
+    })
+}
+
+/// The Fair Tree placements of every ranked association (see the module
+/// documentation): an `iterate` whose variable is `(node, Placement)`.
+fn place<'s>(
+    scope: timely::dataflow::Scope<'s, Epoch>,
+    records: VecCollection<'s, Epoch, (NodeId, NodeRec), Diff>,
+) -> VecCollection<'s, Epoch, (NodeId, Placement), Diff> {
+    // Ranked: every association but root and `FairShare=parent` accounts.
+    let ranked = records
+        .clone()
+        .filter(|(node, record)| *node != ROOT && (record.user || !record.shares.is_parent()))
+        .flat_map(|(node, record)| record.fs_parent.map(|parent| (parent, (node, record))));
+    let members = ranked
+        .clone()
+        .arrange_by_key()
+        .join_core(
+            records.clone().arrange_by_key(),
+            |_parent, &(node, record), parent_record| {
+                Some((
+                    node,
+                    Member {
+                        shares: record.shares,
+                        level_shares: parent_record.child_level,
+                        usage: record.usage,
+                        parent_usage: parent_record.usage,
+                        user: record.user,
+                        weight: if record.user { 1 } else { record.users_below },
+                    },
+                ))
+            },
+        )
+        .arrange_by_key();
+    let children = ranked
+        .map(|(parent, (node, _))| (parent, node))
+        .arrange_by_key();
+    let root = records
+        .filter(|(node, _)| *node == ROOT)
+        .map(|(node, _)| (node, node));
+    Iterate::<Epoch, (NodeId, Placement), Diff>::iterate(scope, |subgraph, placed| {
+        let members = members.enter(subgraph);
+        let children = children.enter(subgraph);
+        let root = root.enter(subgraph);
+        placed
+            .filter(|(_, placement)| !placement.user)
+            .map(|(node, placement)| (node, placement.rep))
+            .concat(root)
+            .arrange_by_key()
+            .join_core(children, |_parent, &group, &node| Some((node, group)))
+            .arrange_by_key()
+            .join_core(members, |&node, &group, &member| {
+                Some((group, (node, member)))
+            })
+            .reduce(|_group, members, output| place_group(members, output))
+            .map(|(_group, placed)| placed)
+    })
+}
+
+/// Sort one group and place its members.
+fn place_group(
+    members: &[(&(NodeId, Member), Diff)],
+    output: &mut Vec<((NodeId, Placement), Diff)>,
+) {
+    let mut sorted: Vec<(LevelFs, NodeId, Member)> = members
+        .iter()
+        .filter(|(_, count)| *count > 0)
+        .map(|((node, member), _)| (member.level_fs(), *node, *member))
+        .collect();
+    // LF descending, users first on equal LF, then id (the order inside a
+    // block changes no rank).
+    sorted.sort_by(|a, b| {
+        b.0.cmp(&a.0)
+            .then_with(|| b.2.user.cmp(&a.2.user))
+            .then_with(|| a.1.cmp(&b.1))
+    });
+    let mut prefix = 0u64;
+    let mut start = 0;
+    let mut block = 0u32;
+    while start < sorted.len() {
+        let end = start
+            + sorted[start..]
+                .iter()
+                .take_while(|(lf, _, _)| *lf == sorted[start].0)
+                .count();
+        let slice = &sorted[start..end];
+        let users_in_block = slice.iter().filter(|(_, _, m)| m.user).count() as u64;
+        let weight: u64 = slice.iter().map(|(_, _, m)| m.weight).sum();
+        let rep = slice
+            .iter()
+            .filter(|(_, _, m)| !m.user)
+            .map(|(_, node, _)| *node)
+            .min()
+            .unwrap_or(ROOT);
+        for &(_, node, member) in slice {
+            let placement = Placement {
+                block,
+                prefix,
+                users_in_block,
+                rep,
+                user: member.user,
+            };
+            output.push(((node, placement), 1));
+        }
+        prefix += weight;
+        block += 1;
+        start = end;
+    }
+}
+
+/// A user's position `X` (rank `N − X`) from its own and its fair-share
+/// ancestors' placements, `(distance, placement)`.
+fn walk_position(path: &[(&(u32, Placement), Diff)]) -> Option<u64> {
+    let mut entries: Vec<(u32, Placement)> = path
+        .iter()
+        .filter(|(_, count)| *count > 0)
+        .map(|(entry, _)| **entry)
+        .collect();
+    // Top first.
+    entries.sort_by_key(|(distance, _)| std::cmp::Reverse(*distance));
+    let (own_distance, own) = *entries.last()?;
+    if own_distance != 0 {
+        return None;
+    }
+    let (mut offset, mut tied) = (0u64, 0u64);
+    for (_, ancestor) in &entries[..entries.len() - 1] {
+        offset += ancestor.prefix + ancestor.users_in_block;
+        tied = ancestor.users_in_block + if ancestor.block == 0 { tied } else { 0 };
+    }
+    let back = if own.block == 0 { tied } else { 0 };
+    Some((offset + own.prefix).saturating_sub(back))
+}
+
+/// A user's classic (or depth-oblivious) factor from every direct ancestor's
+/// record `(ancestor, record, params)`, walking the fair-share chain top-down
+/// as the oracle does.
+fn classic_walk(user: NodeId, path: &[(&(NodeId, NodeRec, FsParams), Diff)]) -> Option<f64> {
+    let records: std::collections::BTreeMap<NodeId, (NodeRec, FsParams)> = path
+        .iter()
+        .filter(|(_, count)| *count > 0)
+        .map(|((node, record, params), _)| (*node, (*record, *params)))
+        .collect();
+    let (_, params) = *records.get(&user)?;
+    let mut chain = vec![user];
+    while let Some(parent) = records.get(chain.last()?)?.0.fs_parent {
+        if chain.len() > records.len() {
+            return None;
+        }
+        chain.push(parent);
+    }
+    chain.reverse();
+    if chain[0] != ROOT {
+        return None;
+    }
+    let root_usage = records[&ROOT].0.usage;
+    let depth_oblivious = params.algorithm == Algorithm::DepthOblivious;
+    // (norm shares, effective usage) along the chain; root's are 1.
+    let mut values: Vec<(f64, f64)> = vec![(1.0, 1.0)];
+    for pair in chain.windows(2) {
+        let (parent, node) = (pair[0], pair[1]);
+        let (parent_record, node_record) = (&records[&parent].0, &records[&node].0);
+        let (parent_norm_shares, parent_effective) = *values.last()?;
+        let norm_shares = if node_record.shares.is_parent() {
+            parent_norm_shares
+        } else {
+            classic_norm_shares(
+                node_record.shares.raw(),
+                parent_record.child_level,
+                parent_norm_shares,
+            )
+        };
+        let node_norm_usage = norm_usage(node_record.usage, root_usage);
+        let effective = if parent == ROOT {
+            node_norm_usage
+        } else if node_record.shares.is_parent() {
+            parent_effective
+        } else if depth_oblivious {
+            depth_oblivious_effective_usage(
+                norm_shares,
+                node_norm_usage,
+                parent_norm_shares,
+                parent_effective,
+                norm_usage(parent_record.child_usage, root_usage),
+            )
+        } else {
+            classic_effective_usage(
+                node_norm_usage,
+                parent_effective,
+                node_record.shares.raw(),
+                parent_record.child_level,
+            )
+        };
+        values.push((norm_shares, effective));
+    }
+    // A `parent` user takes its fair-share parent's values.
+    let source = if records[&user].0.shares.is_parent() {
+        values.len().checked_sub(2)?
+    } else {
+        values.len() - 1
+    };
+    let (norm_shares, effective) = values[source];
+    Some(classic_factor(
+        effective,
+        norm_shares,
+        params.dampening_factor,
+    ))
+}
