@@ -1,17 +1,20 @@
 //! `fairflow serve`: the live service on loopback by default: HTTP
 //! (`POST /v1/events`, `GET /v1/top`, `/v1/sshare`, `/v1/sprio`,
 //! `/v1/jobs/{id}/explain`, `/metrics`, `/healthz`), the accounting taps, the
-//! durable log and checkpoints in `--data-dir`.
+//! durable log and checkpoints in `--data-dir`. It runs on the incremental
+//! engine (`--engine incremental`, the default, on `--workers N` timely
+//! workers) or the batch oracle (`--engine batch`); see
+//! `fairflow_service::service_engine` for the fall-back to the batch engine.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use anyhow::{bail, Context};
-use fairflow_serve::engine::BatchEngine;
 use fairflow_service::engine_backend::EngineBackend;
 use fairflow_service::run::{run_blocking, ServiceConfig};
+use fairflow_service::service_engine::{EngineChoice, ServiceEngine};
 
-use crate::state_args::ConfigArgs;
+use crate::state_args::{ConfigArgs, EngineKind};
 
 /// `fairflow serve` flags.
 #[derive(Debug, clap::Args)]
@@ -53,6 +56,14 @@ pub struct Args {
     /// Largest line of a body or stream, bytes.
     #[arg(long, default_value_t = 64 << 10)]
     max_line_bytes: usize,
+    /// The engine: `incremental` (default) or `batch`; both give equal
+    /// answers. A configuration selecting a fair-share algorithm the
+    /// incremental engine does not maintain is served by the batch engine.
+    #[arg(long, value_enum, default_value = "incremental")]
+    engine: EngineKind,
+    /// Timely workers of the incremental engine.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    workers: usize,
     #[command(flatten)]
     config: ConfigArgs,
 }
@@ -87,10 +98,28 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     config.tap_unix = args.tap_unix.clone();
     config.follow_jobcomp = args.follow_jobcomp.clone();
     config.replay = args.replay.clone().map(|path| (path, args.replay_speed));
-    let engine = BatchEngine::new(args.config.initial_config()?);
-    run_blocking(config, EngineBackend::new(engine), |report, address| {
+    if args.workers == 0 {
+        bail!("--workers must be at least 1");
+    }
+    let choice = match args.engine {
+        EngineKind::Incremental => EngineChoice::Incremental {
+            workers: args.workers,
+        },
+        EngineKind::Batch => EngineChoice::Batch,
+    };
+    let notify = Box::new(|note: &str| eprintln!("fairflow serve: {note}"));
+    let engine = ServiceEngine::start(choice, args.config.initial_config()?, notify)
+        .map_err(anyhow::Error::msg)?;
+    let workers = args.workers;
+    let backend = EngineBackend::new(engine);
+    run_blocking(config, backend, |report, address| {
+        let engine = match report.engine {
+            "incremental" if workers == 1 => "engine incremental, 1 worker".to_string(),
+            "incremental" => format!("engine incremental, {workers} workers"),
+            other => format!("engine {other}"),
+        };
         eprintln!(
-            "fairflow serve: listening on http://{address} (engine batch; recovered: checkpoint {}, {} log records replayed, {} bytes of torn tail cut)",
+            "fairflow serve: listening on http://{address} ({engine}; recovered: checkpoint {}, {} log records replayed, {} bytes of torn tail cut)",
             report.checkpoint_sequence, report.replayed, report.truncated_bytes
         );
     })

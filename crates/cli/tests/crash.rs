@@ -7,6 +7,10 @@
 //! account (no decay), so an account's RawUsage says exactly which events were
 //! applied: an acknowledged one missing, or any one applied twice, breaks the
 //! binary decomposition. `FAIRFLOW_HEAVY=1` runs many more rounds.
+//!
+//! The service runs on the incremental engine, alternating between one and
+//! two timely workers across restarts, so checkpoints taken by one worker
+//! count are restored by the other.
 
 #[path = "support/service.rs"]
 mod service;
@@ -63,8 +67,16 @@ fn sigkill_at_random_moments_loses_no_acknowledged_event() {
     let token_file = dir.path().join("token");
     std::fs::write(&token_file, TOKEN).unwrap();
     let data = dir.path().join("data");
-    let checkpoint = ["--checkpoint-every", "7"];
-    let service = Service::start(&data, &token_file, &checkpoint);
+    let flags = |round: u32| {
+        let workers = if round.is_multiple_of(2) { "1" } else { "2" };
+        ["--checkpoint-every", "7", "--workers", workers]
+    };
+    let service = Service::start(&data, &token_file, &flags(0));
+    assert!(
+        service.banner.contains("engine incremental, 1 worker"),
+        "{}",
+        service.banner
+    );
     let (status, body) = service.request("POST", "/v1/events", Some(TOKEN), &setup_events(rounds));
     assert_eq!(status, 200, "{body}");
     let mut service = Some(service);
@@ -81,6 +93,7 @@ fn sigkill_at_random_moments_loses_no_acknowledged_event() {
                 let client = Service {
                     child: std::process::Command::new("true").spawn().unwrap(),
                     address,
+                    banner: String::new(),
                 };
                 for i in 0..EVENTS_PER_ROUND {
                     if stop.load(Ordering::SeqCst) {
@@ -102,7 +115,13 @@ fn sigkill_at_random_moments_loses_no_acknowledged_event() {
         stop.store(true, Ordering::SeqCst);
         writer.join().unwrap();
         acknowledged.push(acked.lock().unwrap().clone());
-        service = Some(Service::start(&data, &token_file, &checkpoint));
+        let restarted = Service::start(&data, &token_file, &flags(round + 1));
+        assert!(
+            restarted.banner.contains("engine incremental"),
+            "{}",
+            restarted.banner
+        );
+        service = Some(restarted);
     }
     let service = service.unwrap();
     let (_, table) = service.request("GET", "/v1/sshare", None, "");

@@ -57,7 +57,32 @@ fn wait_for(mut check: impl FnMut() -> bool) {
 }
 
 #[test]
-fn writes_from_every_source_and_reads_equal_to_the_oracle() {
+fn writes_from_every_source_and_reads_equal_to_the_oracle_incremental() {
+    writes_from_every_source_and_reads_equal_to_the_oracle(
+        &["--workers", "2"],
+        "engine incremental, 2 workers",
+        &["--engine", "batch"],
+    );
+}
+
+#[test]
+fn writes_from_every_source_and_reads_equal_to_the_oracle_batch() {
+    writes_from_every_source_and_reads_equal_to_the_oracle(
+        &["--engine", "batch"],
+        "engine batch",
+        &[],
+    );
+}
+
+/// The whole exchange on the engine `engine` selects; after a clean stop the
+/// data directory is served again by the same engine (its start line says
+/// `banner`), then by `other` (the batch engine, which reads either
+/// engine's checkpoints; the incremental engine hands a batch checkpoint to it).
+fn writes_from_every_source_and_reads_equal_to_the_oracle(
+    engine: &[&str],
+    banner: &str,
+    other: &[&str],
+) {
     let dir = tempfile::tempdir().unwrap();
     let token_file = dir.path().join("token");
     std::fs::write(&token_file, TOKEN).unwrap();
@@ -70,12 +95,17 @@ fn writes_from_every_source_and_reads_equal_to_the_oracle() {
         &data,
         &token_file,
         &[
-            "--tap-tcp",
-            &tap,
-            "--follow-jobcomp",
-            jobcomp.to_str().unwrap(),
-        ],
+            &[
+                "--tap-tcp",
+                &tap,
+                "--follow-jobcomp",
+                jobcomp.to_str().unwrap(),
+            ][..],
+            engine,
+        ]
+        .concat(),
     );
+    assert!(service.banner.contains(banner), "{}", service.banner);
 
     assert_eq!(
         service.request("POST", "/v1/events", None, HTTP_EVENTS).0,
@@ -180,7 +210,20 @@ fn writes_from_every_source_and_reads_equal_to_the_oracle() {
     // A clean stop, then a restart from the log and checkpoint: the same state.
     let before = service.request("GET", "/v1/sshare", None, "").1;
     assert!(service.terminate().success());
-    let service = Service::start(&data, &token_file, &[]);
+    let service = Service::start(&data, &token_file, engine);
     assert_eq!(service.request("GET", "/v1/sshare", None, "").1, before);
+    // The other engine serves the same data directory with the same state
+    // (the batch engine reads the incremental engine's checkpoints; the
+    // incremental engine hands a batch checkpoint to the batch engine).
+    assert!(service.terminate().success());
+    let service = Service::start(&data, &token_file, other);
+    assert!(
+        service.banner.contains("engine batch"),
+        "{}",
+        service.banner
+    );
+    assert_eq!(service.request("GET", "/v1/sshare", None, "").1, before);
+    let (_, got) = service.request("GET", "/v1/top?k=2", None, "");
+    assert_eq!(got, top::render(&oracle.top(2), 2, OutputFormat::Json));
     service.kill();
 }

@@ -33,6 +33,9 @@ pub enum EngineError {
     /// The configured fair-share algorithm is not maintained by this engine yet.
     #[error(transparent)]
     Unsupported(#[from] crate::fairshare::Unsupported),
+    /// A snapshot could not be restored (foreign, another version, damaged).
+    #[error(transparent)]
+    Snapshot(#[from] crate::snapshot::SnapshotError),
     /// The workers stopped (a worker panicked); this is a bug.
     #[error("the timely workers stopped unexpectedly (this is a bug)")]
     WorkersGone,
@@ -484,6 +487,48 @@ impl Engine {
             Reply::Job(job) => Ok(job),
             _ => Err(EngineError::WorkersGone),
         }
+    }
+}
+
+impl Engine {
+    /// The engine's state as a snapshot (format in [`crate::snapshot`]):
+    /// the driver's books and the `INCR_ONLY` memory, not the dataflow.
+    pub fn snapshot(&self) -> Result<Vec<u8>, EngineError> {
+        self.send(Command::ReadFloors)?;
+        let floors = match self.replies.recv() {
+            Ok(Reply::Floors(floors)) => floors,
+            _ => return Err(EngineError::WorkersGone),
+        };
+        Ok(crate::snapshot::encode(
+            &self.validator,
+            &self.ledger,
+            &self.jobs,
+            self.applied,
+            &floors,
+        ))
+    }
+
+    /// Replace the engine's state by a [`Engine::snapshot`] (of an engine
+    /// with any number of workers): the dataflow's inputs are rebuilt from
+    /// the snapshot's books as one batch. A foreign or damaged snapshot is
+    /// an error and changes nothing.
+    pub fn restore(&mut self, snapshot: &[u8]) -> Result<(), EngineError> {
+        let books = crate::snapshot::decode(snapshot)?;
+        let mut ledger = books.ledger;
+        ledger.resend_replacing(&mut self.ledger);
+        let mut jobs = books.jobs;
+        jobs.resend_replacing(&mut self.jobs);
+        self.validator = books.validator;
+        self.ledger = ledger;
+        self.jobs = jobs;
+        self.applied = books.applied;
+        self.send(Command::SetFloors(books.floors))?;
+        match self.replies.recv() {
+            Ok(Reply::Done) => {}
+            _ => return Err(EngineError::WorkersGone),
+        }
+        self.flush()?;
+        Ok(())
     }
 }
 

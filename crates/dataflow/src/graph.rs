@@ -32,8 +32,8 @@ use crate::factors::{FactorInputs, FsParams};
 use crate::job_ledger::JobDeltas;
 use crate::ledger::{Deltas, NodeId};
 use crate::priority::{
-    build as build_priority, Fact as PFact, JobRow, PriorityInputs, PriorityReader, Time64,
-    TouchCounter,
+    build as build_priority, Fact as PFact, IncrFloors, JobRow, PriorityInputs, PriorityReader,
+    Time64, TouchCounter,
 };
 use fairflow_model::report::JobPriority;
 
@@ -78,6 +78,10 @@ pub enum Command {
     RememberIncrOnly(Time64),
     /// Every listed job's priority at this time (`evaluate_all`).
     EvaluateAll(Time64),
+    /// Send the `INCR_ONLY` memory (a snapshot).
+    ReadFloors,
+    /// Replace the `INCR_ONLY` memory (a restore).
+    SetFloors(IncrFloors),
     /// The first `k` of the queue at this time.
     Top(usize, Time64),
     /// One job's priority at this time.
@@ -99,6 +103,8 @@ pub enum Reply {
     Priorities(Vec<JobPriority>),
     /// One job's priority, if it is listed.
     Job(Option<JobPriority>),
+    /// The `INCR_ONLY` memory.
+    Floors(IncrFloors),
     /// A command without a result is done.
     Done,
 }
@@ -371,6 +377,18 @@ pub fn run_worker(worker: &mut Worker, feeder: Option<Feeder>) {
             }
             Ok(Command::RememberIncrOnly(now)) => {
                 reader.remember_incr_only(now);
+                if feeder.replies.send(Reply::Done).is_err() {
+                    break;
+                }
+            }
+            Ok(Command::ReadFloors) => {
+                let floors = reader.floors().clone();
+                if feeder.replies.send(Reply::Floors(floors)).is_err() {
+                    break;
+                }
+            }
+            Ok(Command::SetFloors(floors)) => {
+                reader.set_floors(floors);
                 if feeder.replies.send(Reply::Done).is_err() {
                     break;
                 }

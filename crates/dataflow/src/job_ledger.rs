@@ -80,21 +80,33 @@ pub enum Subject {
 }
 
 /// The job book and what was last sent to the priority inputs.
-#[derive(Debug, Clone)]
+///
+/// It serialises (for [`crate::Engine::snapshot`]) only the book: a
+/// deserialised one has sent nothing and scheduled no crossing, so call
+/// [`JobLedger::resend_replacing`] before its next send.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct JobLedger {
     state: State,
+    #[serde(skip)]
     sent_jobs: BTreeMap<String, JobRow>,
+    #[serde(skip)]
     sent_facts: BTreeMap<Subject, BTreeSet<PFact>>,
     /// Subjects to re-derive at the next send.
+    #[serde(skip)]
     dirty_subjects: BTreeSet<Subject>,
     /// Accounts whose whole subtree's association priorities to re-derive.
+    #[serde(skip)]
     dirty_subtrees: BTreeSet<String>,
     /// Re-derive every subject at the next send.
+    #[serde(skip)]
     all_subjects_dirty: bool,
+    #[serde(skip)]
     crossings: Crossings,
     /// Jobs to re-derive at the next send.
+    #[serde(skip)]
     dirty: BTreeSet<String>,
     /// Re-derive every job at the next send.
+    #[serde(skip)]
     all_dirty: bool,
 }
 
@@ -180,6 +192,23 @@ impl JobLedger {
             }
             _ => {}
         }
+    }
+
+    /// Take over the priority inputs `previous` fed (a restore): what it
+    /// sent becomes what this book sent (rows and facts are keyed by names,
+    /// not ids), every job is re-derived at the next send and its crossing
+    /// scheduled afresh, so the next sends bring the inputs to this book.
+    pub fn resend_replacing(&mut self, previous: &mut JobLedger) {
+        self.sent_jobs = std::mem::take(&mut previous.sent_jobs);
+        self.sent_facts = std::mem::take(&mut previous.sent_facts);
+        self.crossings = Crossings::new();
+        self.dirty.clear();
+        self.all_dirty = true;
+        self.all_subjects_dirty = true;
+        previous.crossings = Crossings::new();
+        previous.dirty.clear();
+        previous.all_dirty = true;
+        previous.all_subjects_dirty = true;
     }
 
     /// Move the book's time forward to `t` (a query's `--at`).

@@ -41,7 +41,7 @@ pub type NodeId = u32;
 pub const ROOT: NodeId = 0;
 
 /// One association as the ledger knows it.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct NodeRecord {
     /// The account (for a user association, the account it is in).
     pub account: String,
@@ -57,14 +57,14 @@ pub struct NodeRecord {
     pub settled: FrameUsage,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 enum JobPhase {
     Pending,
     Held,
     Running { since: Time, rate: u128 },
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 struct JobRecord {
     account: String,
     user: String,
@@ -119,7 +119,11 @@ impl Deltas {
 }
 
 /// The ledger; see the module documentation.
-#[derive(Debug, Clone)]
+///
+/// It serialises (for [`crate::Engine::snapshot`]) without what was sent to
+/// the dataflow: a deserialised ledger has sent nothing, so call
+/// [`Ledger::resend_replacing`] before its next [`Ledger::take_deltas`].
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Ledger {
     config: Config,
     frame: DecayFrame,
@@ -128,15 +132,23 @@ pub struct Ledger {
     accounts: BTreeMap<String, NodeId>,
     users: BTreeMap<(String, String), NodeId>,
     nodes: Vec<NodeRecord>,
+    #[serde(skip)]
     sent: Vec<Sent>,
     jobs: BTreeMap<String, JobRecord>,
     /// `(node, job)` for every running job.
     running: BTreeSet<(NodeId, String)>,
     qos_usage_factor: BTreeMap<String, f64>,
     partition_weights: BTreeMap<String, WeightList>,
+    #[serde(skip)]
     dirty: BTreeSet<NodeId>,
+    #[serde(skip)]
     all_dirty: bool,
+    #[serde(skip)]
     sent_fs_params: Option<FsParams>,
+    /// Retractions of another ledger's records, sent first by the next
+    /// [`Ledger::take_deltas`] ([`Ledger::resend_replacing`]).
+    #[serde(skip)]
+    retractions: Deltas,
 }
 
 impl Ledger {
@@ -159,6 +171,7 @@ impl Ledger {
             dirty: BTreeSet::new(),
             all_dirty: false,
             sent_fs_params: None,
+            retractions: Deltas::default(),
         };
         let root = ledger.intern("root", None, None);
         debug_assert_eq!(root, ROOT);
@@ -214,6 +227,11 @@ impl Ledger {
     /// Live user associations by `(account, user)`.
     pub fn users(&self) -> &BTreeMap<(String, String), NodeId> {
         &self.users
+    }
+
+    /// The ids of the jobs the ledger follows (pending, held, running), in order.
+    pub fn job_ids(&self) -> impl Iterator<Item = &String> {
+        self.jobs.keys()
     }
 
     fn account_id(&self, name: &str) -> NodeId {
@@ -565,7 +583,7 @@ impl Ledger {
         } else {
             std::mem::take(&mut self.dirty).into_iter().collect()
         };
-        let mut deltas = Deltas::default();
+        let mut deltas = std::mem::take(&mut self.retractions);
         for id in dirty {
             let node = &self.nodes[id as usize];
             let now = Sent {
@@ -614,6 +632,106 @@ impl Ledger {
             deltas.fs_params.push((fs_params, 1));
         }
         deltas
+    }
+}
+
+impl Ledger {
+    /// Take over the dataflow inputs `previous` fed: the next
+    /// [`Ledger::take_deltas`] retracts every record `previous` sent and
+    /// sends every record of this ledger, as one batch (a restore; node ids
+    /// of the two ledgers need not agree). `previous` is left having sent
+    /// nothing.
+    pub fn resend_replacing(&mut self, previous: &mut Ledger) {
+        let mut retractions = std::mem::take(&mut previous.retractions);
+        for (id, sent) in std::mem::take(&mut previous.sent).into_iter().enumerate() {
+            let id = NodeId::try_from(id).expect("fewer than 2^32 associations");
+            let node = &previous.nodes[id as usize];
+            if let (true, Some(user)) = (sent.alive, &node.user) {
+                retractions.users.push((id, -1));
+                let name = (node.account.clone(), user.clone());
+                retractions.user_names.push(((id, name), -1));
+            }
+            if let Some(p) = sent.parent {
+                retractions.edges.push(((id, p), -1));
+            }
+            if let Some(s) = sent.shares {
+                retractions.shares.push(((id, s), -1));
+            }
+            if sent.usage != 0 {
+                let usage = i128::try_from(sent.usage).unwrap_or(i128::MAX);
+                retractions.usage.push((id, -usage));
+            }
+        }
+        if let Some(params) = previous.sent_fs_params.take() {
+            retractions.fs_params.push((params, -1));
+        }
+        previous.sent = vec![Sent::default(); previous.nodes.len()];
+        previous.dirty.clear();
+        previous.all_dirty = true;
+        self.retractions = retractions;
+        self.sent = vec![Sent::default(); self.nodes.len()];
+        self.sent_fs_params = None;
+        self.dirty.clear();
+        self.all_dirty = true;
+    }
+
+    /// Is this ledger internally consistent (every id it names exists, every
+    /// running job is a running job of a live association)? A deserialised
+    /// ledger is checked before use, so that a damaged snapshot is refused
+    /// instead of panicking later.
+    pub fn check_consistent(&self) -> Result<(), String> {
+        let count = self.nodes.len();
+        let known = |id: NodeId| (id as usize) < count;
+        if count == 0 || self.nodes[ROOT as usize].parent.is_some() {
+            return Err("the ledger has no root".into());
+        }
+        for (i, node) in self.nodes.iter().enumerate().skip(1) {
+            match node.parent {
+                Some(p) if known(p) && (p as usize) != i => {}
+                _ => return Err(format!("association {i} has no valid parent")),
+            }
+            // Every association reaches root (no cycle): at most `count` steps up.
+            let mut at = i;
+            let mut steps = 0;
+            while let Some(parent) = self.nodes[at].parent {
+                at = parent as usize;
+                steps += 1;
+                if steps > count {
+                    return Err(format!("association {i} is in a cycle"));
+                }
+            }
+        }
+        for (name, &id) in &self.accounts {
+            if !known(id) || self.nodes[id as usize].user.is_some() {
+                return Err(format!("account {name} names a bad id {id}"));
+            }
+        }
+        for ((account, user), &id) in &self.users {
+            if !known(id) || self.nodes[id as usize].user.as_deref() != Some(user.as_str()) {
+                return Err(format!("association {account}/{user} names a bad id {id}"));
+            }
+        }
+        for job in self.jobs.values() {
+            if !self
+                .users
+                .contains_key(&(job.account.clone(), job.user.clone()))
+            {
+                return Err(format!(
+                    "a job of {}/{} has no association",
+                    job.account, job.user
+                ));
+            }
+        }
+        for (node, job) in &self.running {
+            let running = self
+                .jobs
+                .get(job)
+                .is_some_and(|j| matches!(j.phase, JobPhase::Running { .. }));
+            if !known(*node) || !running {
+                return Err(format!("running job {job} is not running"));
+            }
+        }
+        Ok(())
     }
 }
 

@@ -75,6 +75,14 @@
 //! oracle's `Replay` does. Ticket- and level-based fair-share are not
 //! maintained: priority reads then return [`EngineError::Unsupported`].
 //!
+//! # Snapshots (module [`snapshot`])
+//! [`Engine::snapshot`] writes the driver's books (validator, ledger, job
+//! book, applied count, `INCR_ONLY` memory) in a versioned, checksummed
+//! format; [`Engine::restore`] replaces an engine's books by a snapshot's and
+//! rebuilds the dataflow's inputs from them as one batch (the old records
+//! retracted, every record of the books sent). The results are the snapshotting
+//! engine's, whatever either engine's worker count.
+//!
 //! # Time
 //! With `PriorityCalcPeriod = 0` the driver settles running jobs' accrual
 //! into their associations at every batch whose time advanced (exact: the
@@ -96,6 +104,7 @@ pub mod graph;
 pub mod job_ledger;
 pub mod ledger;
 pub mod priority;
+pub mod snapshot;
 pub mod topk;
 
 pub use engine::{BatchReport, Engine, EngineError, EngineTree, TreeNode};

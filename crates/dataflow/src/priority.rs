@@ -894,6 +894,9 @@ where
     first_live(trace, usize::MAX)
 }
 
+/// Slurm's `INCR_ONLY` memory: job -> (its stay in the queue, its floor).
+pub type IncrFloors = BTreeMap<String, ((Time64, u32), u64)>;
+
 /// Reads the priority outputs on worker 0 (after the probe passed the
 /// batch); keeps Slurm's `INCR_ONLY` memory.
 pub struct PriorityReader {
@@ -903,7 +906,7 @@ pub struct PriorityReader {
     fifo: QueueTrace<Entry>,
     facts: QueueTrace<Fact>,
     /// `INCR_ONLY` memory: job -> (stay, floor).
-    floors: BTreeMap<String, ((Time64, u32), u64)>,
+    floors: IncrFloors,
 }
 
 /// A lazily grown prefix of a queue index.
@@ -950,6 +953,16 @@ impl PriorityReader {
             facts,
             floors: BTreeMap::new(),
         }
+    }
+
+    /// The `INCR_ONLY` memory (for a snapshot).
+    pub fn floors(&self) -> &IncrFloors {
+        &self.floors
+    }
+
+    /// Replace the `INCR_ONLY` memory (a restore).
+    pub fn set_floors(&mut self, floors: IncrFloors) {
+        self.floors = floors;
     }
 
     /// Let the traces forget history before `time` (call every round).

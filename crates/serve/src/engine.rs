@@ -8,13 +8,19 @@
 //! The incremental engine maintains Fair Tree, classic and depth-oblivious
 //! fair-share ([`IncrementalEngine::supports`]); callers choose the batch
 //! engine for the other algorithms instead of asking it a question it
-//! cannot answer. It cannot restore a snapshot yet (the service keeps the
-//! batch engine).
+//! cannot answer.
+//!
+//! Snapshots (the service's checkpoints): each engine restores its own; the
+//! batch engine also restores the incremental engine's
+//! (`fairflow_dataflow::snapshot::oracle_replay`), so a data directory
+//! checkpointed by the incremental engine can be served by either. The
+//! incremental engine cannot read the batch engine's snapshots (an oracle
+//! `State` does not hold its ledger's frame-unit books).
 
 use fairflow_ingest::{LogLine, Rejection};
 use fairflow_model::report::{FairshareRow, FairshareTable, JobPriority};
 use fairflow_model::{Algorithm, Config, Time};
-use fairflow_oracle::{fairshare, priority, Replay, ReplayReport};
+use fairflow_oracle::{fairshare, priority, Replay};
 
 /// Why `explain` has no answer for a job.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -80,6 +86,12 @@ pub trait Engine {
     fn snapshot(&self) -> Vec<u8>;
     /// Replace the state by a snapshot.
     fn restore(&mut self, snapshot: &[u8]) -> Result<(), String>;
+}
+
+/// Was `snapshot` written by the incremental engine (its header)? The batch
+/// engine restores both formats, the incremental engine only its own.
+pub fn is_incremental_snapshot(snapshot: &[u8]) -> bool {
+    fairflow_dataflow::snapshot::is_engine_snapshot(snapshot)
 }
 
 /// The rows from `root` down to the user association `(account, user)`, in
@@ -209,8 +221,13 @@ impl Engine for BatchEngine {
         self.replay.snapshot()
     }
 
+    /// Restores its own snapshots and the incremental engine's.
     fn restore(&mut self, snapshot: &[u8]) -> Result<(), String> {
-        self.replay = Replay::restore(snapshot)?;
+        self.replay = if fairflow_dataflow::snapshot::is_engine_snapshot(snapshot) {
+            fairflow_dataflow::snapshot::oracle_replay(snapshot).map_err(|e| e.to_string())?
+        } else {
+            Replay::restore(snapshot)?
+        };
         Ok(())
     }
 }
@@ -351,22 +368,20 @@ impl Engine for IncrementalEngine {
         (state.accounts.len() + state.users.len()) as u64
     }
 
-    /// A snapshot the batch engine can restore: the validator and the job
-    /// book (the oracle's state after the same accepted events); the
-    /// rejected lines' history is not kept.
+    /// The dataflow engine's snapshot (`fairflow_dataflow::snapshot`): its
+    /// books, which the batch engine can restore too.
     fn snapshot(&self) -> Vec<u8> {
-        Replay {
-            validator: self.engine.validator().clone(),
-            state: self.engine.job_book().state().clone(),
-            report: ReplayReport {
-                applied: self.engine.applied(),
-                rejected: Vec::new(),
-            },
-        }
-        .snapshot()
+        self.engine.snapshot().unwrap_or_else(|e| engine_failed(e))
     }
 
-    fn restore(&mut self, _snapshot: &[u8]) -> Result<(), String> {
-        Err("the incremental engine cannot restore a snapshot yet (use the batch engine)".into())
+    /// Restores the incremental engine's snapshots (of any worker count); a
+    /// foreign (the batch engine's) or damaged one is an error and changes
+    /// nothing.
+    fn restore(&mut self, snapshot: &[u8]) -> Result<(), String> {
+        match self.engine.restore(snapshot) {
+            Ok(()) => Ok(()),
+            Err(fairflow_dataflow::EngineError::Snapshot(e)) => Err(e.to_string()),
+            Err(e) => engine_failed(e),
+        }
     }
 }

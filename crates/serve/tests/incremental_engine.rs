@@ -141,3 +141,35 @@ fn incremental_snapshots_restore_in_the_batch_engine() {
     assert_eq!(restored.priorities(), batch.priorities());
     assert!(incremental.restore(&batch.snapshot()).is_err());
 }
+
+#[test]
+fn incremental_snapshots_restore_in_the_incremental_engine() {
+    let log = logs()
+        .into_iter()
+        .find(|p| p.ends_with("priority.jsonl"))
+        .expect("priority.jsonl");
+    let text = std::fs::read_to_string(log).expect("log");
+    let all = lines(&text);
+    let half = all.len() / 2;
+    let mut batch = BatchEngine::new(Config::default());
+    let mut incremental = IncrementalEngine::start(1, Config::default()).unwrap();
+    batch.apply(all[..half].to_vec());
+    incremental.apply(all[..half].to_vec());
+    // Restored on another worker count, then both fed the rest of the log.
+    let mut restored = IncrementalEngine::start(2, Config::default()).unwrap();
+    restored.restore(&incremental.snapshot()).unwrap();
+    assert_eq!(restored.applied(), batch.applied());
+    batch.apply(all[half..].to_vec());
+    restored.apply(all[half..].to_vec());
+    compare(
+        "restored, then the rest of the log",
+        &mut batch,
+        &mut restored,
+    );
+    // A damaged snapshot is an error and changes nothing.
+    let mut damaged = incremental.snapshot();
+    let last = damaged.len() - 1;
+    damaged[last] ^= 0xFF;
+    assert!(restored.restore(&damaged).is_err());
+    compare("after a refused restore", &mut batch, &mut restored);
+}

@@ -103,6 +103,8 @@ pub struct RecoveryReport {
     pub replay_rejected: u64,
     /// Bytes of torn or corrupt tail cut from the log.
     pub truncated_bytes: u64,
+    /// The engine serving after recovery ([`Backend::engine_name`]).
+    pub engine: &'static str,
 }
 
 /// The handle writers and readers use.
@@ -231,6 +233,7 @@ impl<B: Backend> Applier<B> {
             report.replayed += 1;
         }
         report.replay_rejected += backend.apply(chunk).len() as u64;
+        report.engine = backend.engine_name();
         let since_checkpoint = log.next_sequence() - report.checkpoint_sequence;
         Ok((
             Applier {

@@ -1,7 +1,9 @@
 //! What the service needs from an engine: apply a batch of log lines, answer
-//! queries, and snapshot and restore its state for checkpoints. The batch
-//! oracle and the incremental engine both implement it (adapters live with the
-//! command line, which knows both engines).
+//! queries, and snapshot and restore its state for checkpoints. Any
+//! `fairflow_serve::engine::Engine` implements it through
+//! `engine_backend::EngineBackend`; `fairflow serve` uses
+//! `service_engine::ServiceEngine` (the incremental engine, or the batch
+//! oracle when the incremental engine cannot answer).
 
 use fairflow_ingest::{LogLine, Rejection};
 use fairflow_model::Time;
@@ -72,4 +74,8 @@ pub trait Backend: Send + 'static {
     fn restore(&mut self, snapshot: &[u8]) -> Result<(), String>;
     /// Current gauges.
     fn gauges(&mut self) -> Gauges;
+    /// The engine answering (`incremental`, `batch`), for the operator.
+    fn engine_name(&self) -> &'static str {
+        "custom"
+    }
 }

@@ -50,6 +50,10 @@ impl<E: Engine + Send + 'static> Backend for EngineBackend<E> {
         self.engine.restore(snapshot)
     }
 
+    fn engine_name(&self) -> &'static str {
+        self.engine.name()
+    }
+
     fn gauges(&mut self) -> Gauges {
         Gauges {
             pending_jobs: self.engine.queue_len(),

@@ -2,7 +2,9 @@
 //! the durable log (`applier`); the HTTP layer (`http`) and the taps (`taps`)
 //! turn requests into batches for it and reads into queries; `metrics`
 //! exports Prometheus text. The engine is anything implementing
-//! [`backend::Backend`].
+//! [`backend::Backend`]; `fairflow serve` runs [`service_engine::ServiceEngine`]
+//! (the incremental engine, falling back to the batch engine for algorithms
+//! it does not maintain) through [`engine_backend::EngineBackend`].
 //!
 //! **Architecture invariant:** an event is acknowledged (HTTP 200, a socket
 //! answer line) only after its record is synced to the durable log; after a
@@ -17,4 +19,5 @@ pub mod engine_backend;
 pub mod http;
 pub mod metrics;
 pub mod run;
+pub mod service_engine;
 pub mod taps;

@@ -12,6 +12,8 @@ use std::time::Duration;
 pub struct Service {
     pub child: Child,
     pub address: SocketAddr,
+    /// The line the service printed when it began listening (engine, recovery).
+    pub banner: String,
 }
 
 /// A loopback port that was free a moment ago.
@@ -65,6 +67,7 @@ impl Service {
         Service {
             child,
             address: format!("127.0.0.1:{port}").parse().unwrap(),
+            banner: line,
         }
     }
 
