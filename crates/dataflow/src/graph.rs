@@ -365,7 +365,7 @@ pub fn run_worker(worker: &mut Worker, feeder: Option<Feeder>) {
                 }
                 inputs.advance_and_flush(epoch + 1);
                 while probe.less_than(&(epoch + 1)) {
-                    worker.step_or_park(Some(Duration::from_millis(1)));
+                    worker.step();
                 }
                 let frontier = [epoch];
                 trace.set_logical_compaction(AntichainRef::new(&frontier));
