@@ -182,8 +182,12 @@ impl Inputs {
 }
 
 /// Build the dataflow on this worker. See the crate documentation for the
-/// collections and what each update touches.
-fn build(worker: &mut Worker) -> (Inputs, FactTrace, PriorityReader, ProbeHandle<Epoch>) {
+/// collections and what each update touches. `touched` counts the records
+/// the stages emit (the tree part's facts and every priority stage).
+fn build(
+    worker: &mut Worker,
+    touched: &TouchCounter,
+) -> (Inputs, FactTrace, PriorityReader, ProbeHandle<Epoch>) {
     worker.dataflow::<Epoch, _, _>(|scope| {
         let (edges_input, edges) = scope.new_collection::<(NodeId, NodeId), Diff>();
         let (shares_input, shares) = scope.new_collection::<(NodeId, Shares), Diff>();
@@ -285,6 +289,8 @@ fn build(worker: &mut Worker) -> (Inputs, FactTrace, PriorityReader, ProbeHandle
             .concat(fs_parent.map(|(node, parent)| (node, Fact::FsParent(parent))))
             .concat(level_shares)
             .concat(ranked);
+        let facts_touched = touched.clone();
+        let facts = facts.inspect(move |_| facts_touched.add(1));
         // Pinned to worker 0, where the driver's reads are served.
         let pinned =
             arrange_core::<_, _, ValBatcher<NodeId, Fact, Epoch, Diff>, ValSpine<_, _, _, _>>(
@@ -296,13 +302,12 @@ fn build(worker: &mut Worker) -> (Inputs, FactTrace, PriorityReader, ProbeHandle
         let (probe, _) = pinned.stream.clone().probe();
 
         // Job priority (crate::priority), probed with the same handle.
-        let touched = TouchCounter::new();
         let priority = build_priority(
             PriorityInputs {
                 jobs,
                 facts: priority_facts,
             },
-            &touched,
+            touched,
         );
         priority.records.stream.clone().probe_with(&probe);
         priority.uncapped.stream.clone().probe_with(&probe);
@@ -347,9 +352,10 @@ fn read_facts(trace: &mut FactTrace) -> Vec<(NodeId, Fact)> {
     facts
 }
 
-/// The loop of one worker. `feeder` is `Some` only for the worker the driver talks to.
-pub fn run_worker(worker: &mut Worker, feeder: Option<Feeder>) {
-    let (mut inputs, mut trace, mut reader, probe) = build(worker);
+/// The loop of one worker. `feeder` is `Some` only for the worker the driver
+/// talks to; `touched` is the process's one record counter (shared by its workers).
+pub fn run_worker(worker: &mut Worker, feeder: Option<Feeder>, touched: TouchCounter) {
+    let (mut inputs, mut trace, mut reader, probe) = build(worker, &touched);
     let Some(feeder) = feeder else {
         // Not fed: close the inputs so only the feeding worker drives progress.
         drop(inputs);

@@ -576,7 +576,7 @@ impl TouchCounter {
         self.0.swap(0, Ordering::Relaxed)
     }
 
-    fn add(&self, n: u64) {
+    pub(crate) fn add(&self, n: u64) {
         self.0.fetch_add(n, Ordering::Relaxed);
     }
 }
