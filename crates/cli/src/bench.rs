@@ -3,7 +3,8 @@
 //! 1. **State.** The workload generator (`fairflow_workload::Generator`,
 //!    seeded) makes `--associations` user associations in an account tree of
 //!    depth up to 6 with skewed fan-out, `--jobs` pending jobs, a tenth as
-//!    many running jobs and a usage history, under Slurm's default Fair Tree
+//!    many running jobs (at most 10,000 unless `--running-jobs`) and a usage
+//!    history, under Slurm's default Fair Tree
 //!    and the multifactor model with non-zero age, fair-share, job size,
 //!    partition and QOS weights, and `PriorityCalcPeriod=5` (minutes, i.e.
 //!    300 s, Slurm's default): running jobs' usage is settled at period
@@ -64,7 +65,8 @@ pub struct Args {
     /// Pending jobs in the generated state.
     #[arg(long, value_name = "M", default_value_t = 100_000)]
     jobs: usize,
-    /// Running jobs in the generated state (default: a tenth of `--jobs`).
+    /// Running jobs in the generated state (default: a tenth of `--jobs`, at
+    /// most 10,000, about what the generated 64,000 CPUs hold).
     #[arg(long, value_name = "N")]
     running_jobs: Option<usize>,
     /// Timely workers.
@@ -92,6 +94,10 @@ pub struct Args {
     json: bool,
 }
 
+/// The most running jobs by default: the generated cluster has 64,000
+/// CPUs, and its jobs' mean size (powers of two with a heavy tail) is a few
+/// CPUs.
+const MAX_DEFAULT_RUNNING_JOBS: usize = 10_000;
 /// Seconds the clock moves before each sample.
 const STEP_SECS: i64 = 3;
 /// Accounts a reorganisation moves (at most the accounts there are).
@@ -205,7 +211,9 @@ fn workload(args: &Args) -> WorkloadParams {
         max_depth: 6,
         users_per_account: 8,
         pending_jobs: args.jobs,
-        running_jobs: args.running_jobs.unwrap_or(args.jobs / 10),
+        running_jobs: args
+            .running_jobs
+            .unwrap_or((args.jobs / 10).min(MAX_DEFAULT_RUNNING_JOBS)),
         ..WorkloadParams::default()
     }
 }
