@@ -13,7 +13,7 @@
 //!
 //! The second part replays a built-in synthetic cluster ([`cluster_params`]:
 //! the workload generator with a fixed seed, 2,000 user associations and
-//! 20,000 pending jobs, then [`ACTIVITY_SECS`] of activity cut into one batch
+//! 10,000 pending jobs, then [`ACTIVITY_SECS`] of activity cut into one batch
 //! per event time) through the incremental engine, and shows the top 10 of
 //! the queue (sprio's columns, after a rank) with the per-batch latency
 //! (apply plus top-10 read: p50, p99, max, events per second) and the
@@ -195,7 +195,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
 }
 
 /// The built-in synthetic cluster: fixed seed, 2,000 user associations in a
-/// tree of depth up to 5, 20,000 pending and 2,000 running jobs, with the
+/// tree of depth up to 5, 10,000 pending and 200 running jobs, with the
 /// generator's multifactor weights under Slurm's default Fair Tree.
 pub fn cluster_params() -> WorkloadParams {
     WorkloadParams {
@@ -203,8 +203,8 @@ pub fn cluster_params() -> WorkloadParams {
         user_associations: 2_000,
         max_depth: 5,
         users_per_account: 8,
-        pending_jobs: 20_000,
-        running_jobs: 2_000,
+        pending_jobs: 10_000,
+        running_jobs: 200,
         ..WorkloadParams::default()
     }
 }
