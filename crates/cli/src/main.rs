@@ -2,7 +2,8 @@
 //! answer. The only place that uses `anyhow` and prints to stdout.
 //!
 //! One module per subcommand (`sshare`, `sprio`, `top`, `explain`, `demo`,
-//! `import`, `serve`, `loadtest`, `gen`, `replay`); what every query
+//! `import`, `serve`, `loadtest`, `gen`, `replay`, `bench`); `measure` holds
+//! the latency, memory and machine helpers `bench` and `demo` share; what every query
 //! command shares lives in `state_args` (where state comes from: `--events`,
 //! `--at`, `--slurm-conf`, `--moab-cfg`) and `output` (`-P`, `--json`, and
 //! writing to stdout). A new subcommand is a module with an `Args` struct and
@@ -12,11 +13,13 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod bench;
 mod demo;
 mod explain;
 mod gen;
 mod import;
 mod loadtest;
+mod measure;
 mod output;
 mod remote;
 mod replay;
@@ -61,6 +64,8 @@ enum Command {
     Import(import::Args),
     /// Feed logs or SWF traces through the incremental engine and report its speed.
     Replay(replay::Args),
+    /// Measure the incremental engine at cluster scale against full recomputation.
+    Bench(bench::Args),
 }
 
 fn main() -> ExitCode {
@@ -76,6 +81,7 @@ fn main() -> ExitCode {
         Command::Loadtest(args) => loadtest::run(&args),
         Command::Import(args) => import::run(&args),
         Command::Replay(args) => replay::run(&args),
+        Command::Bench(args) => bench::run(&args),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,

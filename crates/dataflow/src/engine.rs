@@ -18,6 +18,7 @@ use crate::fairshare::Unsupported;
 use crate::graph::{run_worker, Command, Epoch, Fact, Feeder, Reply};
 use crate::job_ledger::{JobDeltas, JobLedger};
 use crate::ledger::{Deltas, Ledger, NodeId, ROOT};
+use crate::priority::TouchCounter;
 
 /// Why the engine could not do what was asked.
 #[derive(Debug, thiserror::Error)]
@@ -108,6 +109,8 @@ pub struct Engine {
     replies: Receiver<Reply>,
     worker0: std::thread::Thread,
     guards: Option<timely::communication::initialize::WorkerGuards<()>>,
+    /// Records emitted by the dataflow stages of this process's workers.
+    touched: TouchCounter,
 }
 
 impl std::fmt::Debug for Engine {
@@ -145,9 +148,11 @@ impl Engine {
             commands: command_rx,
             replies: reply_tx,
         };
+        let touched = TouchCounter::new();
+        let worker_touched = touched.clone();
         let guards = timely::execute(timely_config, move |worker| {
             let feeder = (worker.index() == 0).then(|| feeder.clone());
-            run_worker(worker, feeder);
+            run_worker(worker, feeder, worker_touched.clone());
         })
         .map_err(|reason| EngineError::Start { workers, reason })?;
         let worker0 = match reply_rx.recv() {
@@ -166,6 +171,7 @@ impl Engine {
             replies: reply_rx,
             worker0,
             guards: Some(guards),
+            touched,
         };
         // Root exists from the start.
         engine.flush()?;
@@ -198,8 +204,11 @@ impl Engine {
     /// builds the same dataflow, closes its inputs and steps until the driver
     /// shuts the computation down.
     pub fn run_follower(timely_config: timely::Config) -> Result<(), EngineError> {
-        let guards = timely::execute(timely_config, |worker| run_worker(worker, None))
-            .map_err(|reason| EngineError::Start { workers: 0, reason })?;
+        let touched = TouchCounter::new();
+        let guards = timely::execute(timely_config, move |worker| {
+            run_worker(worker, None, touched.clone())
+        })
+        .map_err(|reason| EngineError::Start { workers: 0, reason })?;
         if guards.join().iter().any(Result::is_err) {
             return Err(EngineError::WorkersGone);
         }
@@ -309,6 +318,14 @@ impl Engine {
         self.jobs.advance_to(t);
         self.flush()?;
         Ok(())
+    }
+
+    /// Records the dataflow stages of this process's workers have emitted
+    /// since the start (cumulative): the tree part's facts and every
+    /// priority stage's output. The input records a batch sent are in
+    /// [`BatchReport::input_records`].
+    pub fn touched_records(&self) -> u64 {
+        self.touched.get()
     }
 
     /// Events applied since the start.

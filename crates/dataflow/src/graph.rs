@@ -9,7 +9,6 @@
 //! `i128`, so that usage can travel in the diff and be summed exactly; this
 //! also keeps the number of distinct `(K, V, T, R)` combinations small.
 
-use std::time::Duration;
 
 use crossbeam_channel::{Receiver, Sender, TryRecvError};
 use differential_dataflow::input::{Input, InputSession};
@@ -151,8 +150,12 @@ impl Inputs {
 }
 
 /// Build the dataflow on this worker. See the crate documentation for the
-/// collections and what each update touches.
-fn build(worker: &mut Worker) -> (Inputs, FactTrace, PriorityReader, ProbeHandle<Epoch>) {
+/// collections and what each update touches. `touched` counts the records
+/// the stages emit (the tree part's facts and every priority stage).
+fn build(
+    worker: &mut Worker,
+    touched: &TouchCounter,
+) -> (Inputs, FactTrace, PriorityReader, ProbeHandle<Epoch>) {
     worker.dataflow::<Epoch, _, _>(|scope| {
         let (edges_input, edges) = scope.new_collection::<(NodeId, NodeId), Diff>();
         let (shares_input, shares) = scope.new_collection::<(NodeId, Shares), Diff>();
@@ -229,7 +232,6 @@ fn build(worker: &mut Worker) -> (Inputs, FactTrace, PriorityReader, ProbeHandle
             .clone()
             .map(|(node, level)| (node, Fact::LevelShares(level)));
 
-        let touched = TouchCounter::new();
         let fairshare_facts = crate::factors::build(
             FactorInputs {
                 closure: closure_for_factors,
@@ -246,6 +248,8 @@ fn build(worker: &mut Worker) -> (Inputs, FactTrace, PriorityReader, ProbeHandle
         let facts = subtree_usage
             .concat(fs_parent.map(|(node, parent)| (node, Fact::FsParent(parent))))
             .concat(level_shares);
+        let facts_touched = touched.clone();
+        let facts = facts.inspect(move |_| facts_touched.add(1));
         // Pinned to worker 0, where the driver's reads are served.
         let pinned =
             arrange_core::<_, _, ValBatcher<NodeId, Fact, Epoch, Diff>, ValSpine<_, _, _, _>>(
@@ -263,7 +267,7 @@ fn build(worker: &mut Worker) -> (Inputs, FactTrace, PriorityReader, ProbeHandle
                 jobs,
                 facts: priority_facts.concat(fairshare_facts),
             },
-            &touched,
+            touched,
         );
         priority.records.stream.clone().probe_with(&probe);
         priority.uncapped.stream.clone().probe_with(&probe);
@@ -310,9 +314,10 @@ fn read_facts(trace: &mut FactTrace) -> Vec<(NodeId, Fact)> {
     facts
 }
 
-/// The loop of one worker. `feeder` is `Some` only for the worker the driver talks to.
-pub fn run_worker(worker: &mut Worker, feeder: Option<Feeder>) {
-    let (mut inputs, mut trace, mut reader, probe) = build(worker);
+/// The loop of one worker. `feeder` is `Some` only for the worker the driver
+/// talks to; `touched` is the process's one record counter (shared by its workers).
+pub fn run_worker(worker: &mut Worker, feeder: Option<Feeder>, touched: TouchCounter) {
+    let (mut inputs, mut trace, mut reader, probe) = build(worker, &touched);
     let Some(feeder) = feeder else {
         // Not fed: close the inputs so only the feeding worker drives progress.
         drop(inputs);

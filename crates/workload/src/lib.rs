@@ -12,7 +12,7 @@
 
 #![warn(missing_docs)]
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 use fairflow_model::event::{JobSpec, Op};
 use fairflow_model::tres::{parse_weight_list, TresCounts};
@@ -139,8 +139,29 @@ impl Generator {
     /// The initial state: configuration, cluster, partitions, QOS, the account
     /// tree, the user associations, a usage history, then running and pending jobs.
     pub fn initial_events(&mut self) -> Vec<Event> {
+        let mut all = Vec::new();
+        self.initial_events_in_chunks(usize::MAX, &mut |chunk| all.extend(chunk));
+        all
+    }
+
+    /// The same events as [`Generator::initial_events`], handed to `sink` in
+    /// order in chunks of `chunk_len` events (the last may be shorter), so
+    /// that a large workload never sits in memory whole.
+    pub fn initial_events_in_chunks(&mut self, chunk_len: usize, sink: &mut dyn FnMut(Vec<Event>)) {
+        let mut events = Chunks {
+            chunk_len: chunk_len.max(1),
+            events: Vec::new(),
+            sink,
+        };
+        self.generate_initial(&mut events);
+        let rest = std::mem::take(&mut events.events);
+        if !rest.is_empty() {
+            (events.sink)(rest);
+        }
+    }
+
+    fn generate_initial(&mut self, events: &mut Chunks<'_>) {
         let p = self.params.clone();
-        let mut events = Vec::new();
         let set: BTreeMap<String, Value> = [
             ("PriorityWeightFairshare", Value::from(100_000)),
             ("PriorityWeightAge", Value::from(1_000)),
@@ -227,6 +248,7 @@ impl Generator {
         let weights: Vec<f64> = (0..n_accounts).map(|_| self.pareto(1.2)).collect();
         let total: f64 = weights.iter().sum();
         let mut next_user = 0usize;
+        let mut seen: HashSet<(String, String)> = self.associations.iter().cloned().collect();
         while self.associations.len() < p.user_associations {
             let mut pick = self.rng.random::<f64>() * total;
             let mut account_index = n_accounts - 1;
@@ -244,11 +266,7 @@ impl Generator {
                 next_user += 1;
                 format!("u{}", next_user - 1)
             };
-            if self
-                .associations
-                .iter()
-                .any(|(a, u)| *a == account && *u == user)
-            {
+            if !seen.insert((account.clone(), user.clone())) {
                 continue;
             }
             let shares = match self.rng.random_range(0..100) {
@@ -302,7 +320,6 @@ impl Generator {
                 events.push(self.submit_for(association));
             }
         }
-        events
     }
 
     fn job_spec(&mut self) -> JobSpec {
@@ -385,6 +402,23 @@ impl Generator {
         let id = self.running.swap_remove(index);
         self.job_assoc.remove(&id);
         Some(self.event(Op::End { job: id }))
+    }
+
+    /// End the running job `id` (one this generator started); `None` if it
+    /// is not running.
+    pub fn end_job(&mut self, id: &str) -> Option<Event> {
+        let index = self.running.iter().rposition(|j| j == id)?;
+        self.running.swap_remove(index);
+        self.job_assoc.remove(id);
+        Some(self.event(Op::End {
+            job: id.to_string(),
+        }))
+    }
+
+    /// Move the generator's clock forward by `secs` (negative: no change);
+    /// later events carry the new time.
+    pub fn advance_by(&mut self, secs: i64) {
+        self.now += secs.max(0);
     }
 
     /// A usage event for a random association.
@@ -508,6 +542,23 @@ impl Generator {
     }
 }
 
+/// Events collected for [`Generator::initial_events_in_chunks`], handed on
+/// every `chunk_len` events.
+struct Chunks<'a> {
+    chunk_len: usize,
+    events: Vec<Event>,
+    sink: &'a mut dyn FnMut(Vec<Event>),
+}
+
+impl Chunks<'_> {
+    fn push(&mut self, event: Event) {
+        self.events.push(event);
+        if self.events.len() >= self.chunk_len {
+            (self.sink)(std::mem::take(&mut self.events));
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -540,6 +591,37 @@ mod tests {
         assert_eq!(a, b);
         let c = Generator::new(WorkloadParams { seed: 2, ..small() }).initial_events();
         assert_ne!(a, c);
+    }
+
+    #[test]
+    fn chunks_concatenate_to_the_whole_initial_state() {
+        let whole = Generator::new(small()).initial_events();
+        let mut chunked = Vec::new();
+        let mut lengths = Vec::new();
+        Generator::new(small()).initial_events_in_chunks(100, &mut |chunk| {
+            lengths.push(chunk.len());
+            chunked.extend(chunk);
+        });
+        assert_eq!(chunked, whole);
+        // Every chunk but the last is full.
+        assert!(lengths[..lengths.len() - 1].iter().all(|&n| n == 100));
+        assert!(*lengths.last().unwrap() <= 100);
+    }
+
+    #[test]
+    fn a_started_job_ends_once_and_time_moves_forward() {
+        let mut generator = Generator::new(small());
+        generator.initial_events();
+        let before = generator.now();
+        generator.advance_by(5);
+        let start = generator.start().unwrap();
+        assert_eq!(start.t, before + 5);
+        let Op::Start { job, .. } = &start.op else {
+            panic!("not a start: {start:?}")
+        };
+        let end = generator.end_job(job).unwrap();
+        assert_eq!(end.op, Op::End { job: job.clone() });
+        assert_eq!(generator.end_job(job), None);
     }
 
     #[test]

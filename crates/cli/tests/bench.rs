@@ -1,0 +1,101 @@
+//! `fairflow bench` at a tiny size: the `--json` report has every key the
+//! outside checks read, with the right types and consistent values. Nothing
+//! here asserts a speed (performance is measured, never asserted in tests).
+
+use std::process::Command;
+
+use serde_json::Value;
+
+fn bench(workers: &str) -> Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_fairflow"))
+        .args([
+            "bench",
+            "--associations",
+            "200",
+            "--jobs",
+            "2000",
+            "--workers",
+            workers,
+            "--seed",
+            "3",
+            "--samples-scale",
+            "0.05",
+            "--oracle-samples",
+            "1",
+            "--json",
+        ])
+        .output()
+        .expect("run fairflow");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("the report is JSON")
+}
+
+fn positive(value: &Value, what: &str) -> f64 {
+    let x = value
+        .as_f64()
+        .unwrap_or_else(|| panic!("{what} is not a number: {value}"));
+    assert!(x > 0.0, "{what} = {x}");
+    x
+}
+
+const UPDATES: [&str; 6] = [
+    "submit",
+    "start_end",
+    "usage_event",
+    "usage_batch_1000",
+    "share_change",
+    "reorg_10000",
+];
+
+fn check(report: &Value, workers: u64) {
+    assert_eq!(report["associations"], 200);
+    assert_eq!(report["jobs"], 2000);
+    assert_eq!(report["workers"], workers);
+    positive(&report["load_secs"], "load_secs");
+    assert!(report["peak_rss_bytes"].as_u64().is_some_and(|b| b > 0));
+    let topk = &report["topk_read"];
+    assert_eq!(topk["k"], 100);
+    let p50 = positive(&topk["p50_us"], "topk p50");
+    let p99 = positive(&topk["p99_us"], "topk p99");
+    assert!(p50 <= p99);
+    for key in UPDATES {
+        let u = &report["updates"][key];
+        let p50 = positive(&u["p50_us"], key);
+        let p99 = positive(&u["p99_us"], key);
+        let p999 = positive(&u["p999_us"], key);
+        let max = positive(&u["max_us"], key);
+        assert!(p50 <= p99 && p99 <= p999 && p999 <= max, "{key}: {u}");
+        assert!(u["touched_records_mean"].as_f64().is_some(), "{key}: {u}");
+        positive(&u["full_recompute_us"], key);
+        positive(&u["ratio"], key);
+    }
+    // A submission sends at least its job row and moves it through the
+    // priority stages.
+    positive(
+        &report["updates"]["submit"]["touched_records_mean"],
+        "submit touched",
+    );
+    // A 1,000-event batch is 1,000 events.
+    assert_eq!(
+        report["updates"]["usage_batch_1000"]["events_per_batch"],
+        1000.0
+    );
+    assert_eq!(report["calc_period_secs"], 300);
+    assert!(report["commit"].is_string());
+    assert!(report["machine"]["cores"].as_u64().is_some_and(|c| c > 0));
+    assert_eq!(report["topk_matches_oracle"], true);
+}
+
+#[test]
+fn the_json_report_has_every_key_with_one_worker() {
+    check(&bench("1"), 1);
+}
+
+#[test]
+fn the_json_report_has_every_key_with_two_workers() {
+    check(&bench("2"), 2);
+}
