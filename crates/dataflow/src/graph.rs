@@ -243,7 +243,7 @@ fn build(
                 user_names,
                 params: fs_params,
             },
-            &touched,
+            touched,
         );
         let facts = subtree_usage
             .concat(fs_parent.map(|(node, parent)| (node, Fact::FsParent(parent))))

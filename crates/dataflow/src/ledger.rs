@@ -139,6 +139,9 @@ pub struct Ledger {
     running: BTreeSet<(NodeId, String)>,
     qos_usage_factor: BTreeMap<String, f64>,
     partition_weights: BTreeMap<String, WeightList>,
+    /// Every running job's accrual start is at or after this time (the
+    /// last settlement), so settling to an earlier boundary is a no-op.
+    accrual_settled_to: Time,
     #[serde(skip)]
     dirty: BTreeSet<NodeId>,
     #[serde(skip)]
@@ -171,6 +174,7 @@ impl Ledger {
             dirty: BTreeSet::new(),
             all_dirty: false,
             sent_fs_params: None,
+            accrual_settled_to: Time::MIN,
             retractions: Deltas::default(),
         };
         let root = ledger.intern("root", None, None);
@@ -309,6 +313,11 @@ impl Ledger {
     /// Settle every running job's accrual up to `boundary` in the current
     /// frame; accrual restarts there.
     fn settle_accrual_to(&mut self, boundary: Time) {
+        if boundary <= self.accrual_settled_to {
+            // Every running job started or was settled at or after it.
+            return;
+        }
+        self.accrual_settled_to = boundary;
         let frame = self.frame;
         let mut settled: Vec<(NodeId, u128)> = Vec::new();
         for (node, job_id) in &self.running {

@@ -73,6 +73,7 @@ fn latency_smoke() {
 
     let mut single = Vec::new();
     let mut records = Vec::new();
+    let touched_before = engine.touched_records();
     for round in 0..200u64 {
         let u = (round * 104_729) % users;
         let batch = vec![next(format!(
@@ -86,6 +87,13 @@ fn latency_smoke() {
         single.push(started.elapsed().as_secs_f64() * 1e6);
         records.push(report.input_records);
     }
+    let mut empty = Vec::new();
+    for _ in 0..200 {
+        let started = Instant::now();
+        engine.apply_batch(Vec::new()).unwrap();
+        empty.push(started.elapsed().as_secs_f64() * 1e6);
+    }
+    let touched_single = (engine.touched_records() - touched_before) / single.len() as u64;
     let mut thousand = Vec::new();
     for round in 0..10u64 {
         let batch = (0..1000u64)
@@ -113,10 +121,12 @@ fn latency_smoke() {
     assert_eq!(rows as u64, 1 + accounts + users);
     println!(
         "users {users}, accounts {accounts}, workers {workers}: load {load_secs:.2} s; \
-         1-usage batch p50 {:.0} us ({} input records); 1000-usage batch p50 {:.0} us; \
+         1-usage batch p50 {:.0} us ({} input records, {touched_single} touched on average); \
+         empty batch p50 {:.0} us; 1000-usage batch p50 {:.0} us; \
          table read p50 {:.0} us",
         median(single),
         records[0],
+        median(empty),
         median(thousand),
         median(reads)
     );

@@ -240,6 +240,15 @@ pub struct State {
     /// since it (re)entered the queue (`priority::remember_incr_only`).
     #[serde(default)]
     pub priority_floor: BTreeMap<String, u64>,
+    /// Every running job's accrual start is at or after this time (the last
+    /// settlement), so settling to an earlier boundary is a no-op.
+    #[serde(default = "time_min")]
+    pub accrual_settled_to: Time,
+}
+
+/// The serde default of [`State::accrual_settled_to`]: nothing settled yet.
+fn time_min() -> Time {
+    Time::MIN
 }
 
 impl State {
@@ -271,6 +280,7 @@ impl State {
             last_reset_at: None,
             wallclock_accuracy: BTreeMap::new(),
             priority_floor: BTreeMap::new(),
+            accrual_settled_to: Time::MIN,
         }
     }
 
@@ -365,6 +375,11 @@ impl State {
 
     /// Settle every running job's accrual up to `boundary`, in the current frame.
     fn settle_accrual_to(&mut self, boundary: Time) {
+        if boundary <= self.accrual_settled_to {
+            // Every running job started or was settled at or after it.
+            return;
+        }
+        self.accrual_settled_to = boundary;
         let frame = self.frame;
         let mut settled: Vec<((String, String), u128, u128, u128)> = Vec::new();
         for job in self.jobs.values_mut() {
