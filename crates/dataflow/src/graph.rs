@@ -20,10 +20,11 @@ use differential_dataflow::operators::CountTotal;
 use differential_dataflow::trace::cursor::cursor_list;
 use differential_dataflow::trace::implementations::{ValBatcher, ValSpine};
 use differential_dataflow::trace::{Cursor, TraceReader};
-use differential_dataflow::VecCollection;
+use differential_dataflow::{AsCollection, VecCollection};
 use fairflow_model::Shares;
 use timely::dataflow::channels::pact::Exchange;
 use timely::dataflow::operators::probe::Handle as ProbeHandle;
+use timely::dataflow::operators::vec::Map as _;
 use timely::dataflow::operators::Probe;
 use timely::progress::frontier::{Antichain, AntichainRef};
 use timely::worker::Worker;
@@ -32,7 +33,7 @@ use crate::factors::{FactorInputs, FsParams};
 use crate::job_ledger::JobDeltas;
 use crate::ledger::{Deltas, NodeId};
 use crate::priority::{
-    build as build_priority, Fact as PFact, JobRow, PriorityInputs, PriorityReader, Time64,
+    build as build_priority, Fact as PFact, JobRow, Phase, PriorityInputs, PriorityReader, Time64,
     TouchCounter,
 };
 use fairflow_model::report::JobPriority;
@@ -53,6 +54,8 @@ pub enum Fact {
     FsParent(NodeId),
     /// As a fair-share parent: the sum of its fair-share children's raw shares.
     LevelShares(i128),
+    /// Ticket-based: an active association's tickets (absent: 0).
+    Tickets(u64),
 }
 
 type FactTrace = TraceAgent<ValSpine<NodeId, Fact, Epoch, Diff>>;
@@ -223,8 +226,16 @@ fn build(worker: &mut Worker) -> (Inputs, FactTrace, PriorityReader, ProbeHandle
             .clone()
             .map(|(node, level)| (node, Fact::LevelShares(level)));
 
+        // One record per pending job, by `(account, user)` (ticket-based).
+        let pending_jobs = jobs
+            .clone()
+            .filter(|row| row.phase == Phase::Pending)
+            .map(|row| (row.account, row.user))
+            .inner
+            .map(|(name, time, diff)| (name, time, diff as Diff))
+            .as_collection();
         let touched = TouchCounter::new();
-        let fairshare_facts = crate::factors::build(
+        let factors = crate::factors::build(
             FactorInputs {
                 closure: closure_for_factors,
                 fs_parent: fs_parent.clone(),
@@ -234,12 +245,18 @@ fn build(worker: &mut Worker) -> (Inputs, FactTrace, PriorityReader, ProbeHandle
                 users,
                 user_names,
                 params: fs_params,
+                pending_jobs,
             },
             &touched,
         );
         let facts = subtree_usage
             .concat(fs_parent.map(|(node, parent)| (node, Fact::FsParent(parent))))
-            .concat(level_shares);
+            .concat(level_shares)
+            .concat(
+                factors
+                    .tickets
+                    .map(|(node, tickets)| (node, Fact::Tickets(tickets))),
+            );
         // Pinned to worker 0, where the driver's reads are served.
         let pinned =
             arrange_core::<_, _, ValBatcher<NodeId, Fact, Epoch, Diff>, ValSpine<_, _, _, _>>(
@@ -255,7 +272,7 @@ fn build(worker: &mut Worker) -> (Inputs, FactTrace, PriorityReader, ProbeHandle
         let priority = build_priority(
             PriorityInputs {
                 jobs,
-                facts: priority_facts.concat(fairshare_facts),
+                facts: priority_facts.concat(factors.fairshare_facts),
             },
             &touched,
         );

@@ -59,30 +59,16 @@
 //! joins them with the ledger's names and structure into an [`EngineTree`] in
 //! sshare order. Trace compaction follows each batch's time.
 //!
-//! # Fair-share (module [`fairshare`])
-//! Fair Tree, classic and depth-oblivious are computed from that tree when a
-//! table or the user factors are asked for, with the shared scalar formulas
-//! of `fairflow_model::formula` (bit-identical to the oracle) and this crate's
-//! own walks: Fair Tree ranks sibling groups by exact `LevelFs` comparison
-//! (users first on ties, tied accounts' children merged, competition ranks
-//! counting down from `N`); classic walks the fair-share tree top-down. A read
-//! is `O(n)` in the associations; a batch costs what it touches.
-//!
-//! The order inside each sibling group is the dataflow's (`Ranked` facts);
-//! the walk only merges the groups of tied accounts (exact cross-parent
-//! `LevelFs` comparison) and assigns ranks.
-//!
-//! **Not yet in the dataflow** (next steps): the ranks themselves, merged
-//! groups and classic effective usage. The planned shape: a per-group `reduce` keyed
-//! by a *group key* (a fair-share parent, or a block of tied accounts whose
-//! children merge: `group(c) = block(fs_parent(c))`,
-//! `block(x) = (group(x), position of x's equal-LF block)`, unrolled per
-//! level), ordering members by exact `LevelFs`; block offsets (users under
-//! earlier blocks, from closure user counts) summed over the merged-tree
-//! ancestry give each user's visit index `v`, and `rank = N − v(head)` where
-//! `head` is the first user of the user's tie run. Classic effective usage
-//! needs `usage / root usage`, so every usage event changes every node's
-//! value: its fan-out is inherent, which is why it is computed at read time.
+//! # Fair-share (modules [`factors`] and [`fairshare`])
+//! Every algorithm's user factors (Fair Tree, classic, depth-oblivious,
+//! ticket-based, level-based) are maintained in the dataflow ([`factors`]),
+//! in the same logical time as the changes that move them, and reach the
+//! priority dataflow as facts. The sshare table ([`fairshare`]) computes the
+//! per-association columns from the tree at read time with the shared
+//! scalar formulas of `fairflow_model::formula` (bit-identical to the
+//! oracle), taking the users' factors and the ticket-based tickets from the
+//! dataflow. A read is `O(n)` in the associations; a batch costs what it
+//! touches.
 //!
 //! # Job priority (module [`priority`], driven by [`job_ledger`])
 //! The same dataflow holds the priority half: `jobs` ([`priority::JobRow`])
@@ -95,8 +81,8 @@
 //! logical time). Job attributes follow the oracle's job semantics through
 //! a job book ([`job_ledger::JobLedger`]); with `INCR_ONLY` the driver
 //! flushes and remembers at each event-time boundary exactly where the
-//! oracle's `Replay` does. Ticket- and level-based fair-share are not
-//! maintained: priority reads then return [`EngineError::Unsupported`].
+//! oracle's `Replay` does. Every fair-share algorithm is maintained
+//! ([`factors`]).
 //!
 //! # Time
 //! With `PriorityCalcPeriod = 0` the driver settles running jobs' accrual

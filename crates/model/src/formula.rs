@@ -326,6 +326,16 @@ pub fn ticket_share(parent_tickets: u64, weight: f64, weight_sum: f64) -> u64 {
     (parent_tickets as f64 * weight / weight_sum).round() as u64
 }
 
+/// The sum of the weights `S * F` of an active sibling group, in a canonical
+/// order: ascending (`f64::total_cmp`), so that the result depends only on
+/// the multiset of weights, not on the order an engine meets the siblings in
+/// (the oracle walks tree order, the dataflow reads a sorted reduce input).
+/// Weights are non-negative and finite; an empty group sums to 0.
+pub fn ticket_weight_sum(weights: &mut [f64]) -> f64 {
+    weights.sort_by(f64::total_cmp);
+    weights.iter().fold(0.0, |sum, weight| sum + weight)
+}
+
 /// The level-based bit layout for `PriorityLevels` levels (1 to 16).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LevelLayout {
