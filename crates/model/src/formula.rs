@@ -554,4 +554,15 @@ mod tests {
             0.3
         );
     }
+
+    #[test]
+    fn ticket_weight_sums_do_not_depend_on_the_order() {
+        // 1e16's ulp is 2: 1e16 + 1 rounds (to even) back to 1e16, so in
+        // this order a plain sum loses both ones; ascending adds 1 + 1 = 2
+        // first, and 1e16 + 2 is exact.
+        for mut weights in [[1e16, 1.0, 1.0], [1.0, 1e16, 1.0], [1.0, 1.0, 1e16]] {
+            assert_eq!(ticket_weight_sum(&mut weights), 10_000_000_000_000_002.0);
+        }
+        assert_eq!(ticket_weight_sum(&mut []), 0.0);
+    }
 }
