@@ -4,7 +4,7 @@
 //! durable log and checkpoints in `--data-dir`. It runs on the incremental
 //! engine (`--engine incremental`, the default, on `--workers N` timely
 //! workers) or the batch oracle (`--engine batch`); see
-//! `fairflow_service::service_engine` for the fall-back to the batch engine.
+//! `fairflow_service::service_engine` for the engine choice.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -57,8 +57,7 @@ pub struct Args {
     #[arg(long, default_value_t = 64 << 10)]
     max_line_bytes: usize,
     /// The engine: `incremental` (default) or `batch`; both give equal
-    /// answers. A configuration selecting a fair-share algorithm the
-    /// incremental engine does not maintain is served by the batch engine.
+    /// answers.
     #[arg(long, value_enum, default_value = "incremental")]
     engine: EngineKind,
     /// Timely workers of the incremental engine.

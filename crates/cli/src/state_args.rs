@@ -5,10 +5,8 @@
 //!
 //! The answers come from the incremental engine (`--engine incremental`, the
 //! default, with `--workers N` timely workers) or the batch oracle
-//! (`--engine batch`); both are fed the same lines. When the configuration
-//! in force, before or after any of the log's `config` events, selects a
-//! fair-share algorithm the incremental engine does not maintain, the batch
-//! engine answers instead, with a one-line note on standard error.
+//! (`--engine batch`); both are fed the same lines, under every fair-share
+//! algorithm.
 //!
 //! Rejected lines are reported on standard error as
 //! `FILE: line N: field `F`: reason`, followed by their count; they never stop
@@ -21,7 +19,6 @@ use fairflow_dataflow::cluster::WorkerLayout;
 use fairflow_ingest::reader::{open_source, read_events};
 use fairflow_ingest::slurm_conf::apply_slurm_conf;
 use fairflow_ingest::{LogLine, Rejection};
-use fairflow_model::event::Op;
 use fairflow_model::{Config, Time};
 use fairflow_serve::engine::{BatchEngine, Engine, IncrementalEngine};
 
@@ -214,29 +211,20 @@ impl StateArgs {
         }
         let mut engine: Box<dyn Engine> = match self.engine {
             EngineKind::Batch => Box::new(BatchEngine::new(config)),
-            EngineKind::Incremental => match unsupported_algorithm(&config, &logs) {
-                Some(algorithm) => {
-                    eprintln!(
-                        "fairflow: the incremental engine does not maintain {} fair-share yet; the batch engine answers",
-                        algorithm.name()
-                    );
-                    Box::new(BatchEngine::new(config))
+            EngineKind::Incremental => {
+                let layout = WorkerLayout {
+                    workers: self.workers,
+                    processes: self.processes,
+                    process: self.process,
+                    hostfile: self.hostfile.clone(),
+                };
+                match IncrementalEngine::start_layout(&layout, config)
+                    .context("cannot start the incremental engine")?
+                {
+                    Some(engine) => Box::new(engine),
+                    None => return Ok(None),
                 }
-                None => {
-                    let layout = WorkerLayout {
-                        workers: self.workers,
-                        processes: self.processes,
-                        process: self.process,
-                        hostfile: self.hostfile.clone(),
-                    };
-                    match IncrementalEngine::start_layout(&layout, config)
-                        .context("cannot start the incremental engine")?
-                    {
-                        Some(engine) => Box::new(engine),
-                        None => return Ok(None),
-                    }
-                }
-            },
+            }
         };
         let mut lines_read = 0u64;
         for (name, lines) in logs {
@@ -267,31 +255,6 @@ impl StateArgs {
         }
         Ok(Some(engine))
     }
-}
-
-/// The first fair-share algorithm the incremental engine does not maintain
-/// that `config`, or any configuration the logs' `config` events set, selects.
-fn unsupported_algorithm(
-    config: &Config,
-    logs: &[(String, Vec<LogLine>)],
-) -> Option<fairflow_model::Algorithm> {
-    if !IncrementalEngine::supports(config) {
-        return Some(config.algorithm());
-    }
-    let mut config = config.clone();
-    for line in logs.iter().flat_map(|(_, lines)| lines) {
-        if let Ok(event) = &line.event {
-            if let Op::Config { set } = &event.op {
-                if let Ok(next) = config.patched(set) {
-                    config = next;
-                    if !IncrementalEngine::supports(&config) {
-                        return Some(config.algorithm());
-                    }
-                }
-            }
-        }
-    }
-    None
 }
 
 fn plural(n: u64, what: &str) -> String {

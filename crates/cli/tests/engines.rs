@@ -119,29 +119,32 @@ fn commands_print_the_same_under_both_engines_on_a_generated_log() {
 }
 
 #[test]
-fn an_unmaintained_algorithm_falls_back_to_the_batch_engine_with_a_note() {
+fn ticket_and_level_based_logs_run_on_the_incremental_engine() {
     let dir = tempfile::tempdir().unwrap();
-    let log = dir.path().join("ticket.jsonl");
-    std::fs::write(
-        &log,
-        concat!(
-            r#"{"op":"account","t":1700000000,"name":"a","shares":1}"#,
-            "\n",
-            r#"{"op":"user","t":1700000000,"user":"u","account":"a","shares":1}"#,
-            "\n",
-            r#"{"op":"config","t":1700000100,"set":{"PriorityFlags":"TICKET_BASED"}}"#,
-            "\n",
-        ),
-    )
-    .unwrap();
-    let log = log.to_str().unwrap();
-    let (ok_batch, out_batch, err_batch) = run(&["sshare", "--events", log, "--engine", "batch"]);
-    let (ok, out, err) = run(&["sshare", "--events", log]);
-    assert!(ok_batch && ok);
-    assert_eq!(out, out_batch);
-    assert_eq!(err_batch, "");
-    assert_eq!(err.lines().count(), 1, "one note: {err}");
-    assert!(err.contains("batch engine answers"), "{err}");
+    for flags in ["TICKET_BASED", "LEVEL_BASED"] {
+        let log = dir.path().join(format!("{flags}.jsonl"));
+        std::fs::write(
+            &log,
+            [
+                r#"{"op":"account","t":1700000000,"name":"a","shares":1}"#.to_string(),
+                r#"{"op":"user","t":1700000000,"user":"u","account":"a","shares":1}"#.to_string(),
+                r#"{"op":"submit","t":1700000050,"job":"1","user":"u","account":"a"}"#.to_string(),
+                format!(r#"{{"op":"config","t":1700000100,"set":{{"PriorityFlags":"{flags}"}}}}"#),
+                String::new(),
+            ]
+            .join("\n"),
+        )
+        .unwrap();
+        let log = log.to_str().unwrap();
+        let (ok_batch, out_batch, err_batch) =
+            run(&["sshare", "--events", log, "--engine", "batch"]);
+        let (ok, out, err) = run(&["sshare", "--events", log]);
+        assert!(ok_batch && ok, "{flags}: {err_batch} {err}");
+        assert_eq!(out, out_batch, "{flags}");
+        assert_eq!(err_batch, "", "{flags}");
+        // No note: the incremental engine answers itself.
+        assert_eq!(err, "", "{flags}");
+    }
 }
 
 #[test]

@@ -14,7 +14,6 @@ use fairflow_model::usage::{DecayFrame, FrameUsage};
 use fairflow_model::{Config, Shares, Time};
 use timely::WorkerConfig;
 
-use crate::fairshare::Unsupported;
 use crate::graph::{run_worker, Command, Epoch, Fact, Feeder, Reply};
 use crate::job_ledger::{JobDeltas, JobLedger};
 use crate::ledger::{Deltas, Ledger, NodeId, ROOT};
@@ -31,9 +30,6 @@ pub enum EngineError {
         /// Timely's message.
         reason: String,
     },
-    /// The configured fair-share algorithm is not maintained by this engine yet.
-    #[error(transparent)]
-    Unsupported(#[from] crate::fairshare::Unsupported),
     /// A snapshot could not be restored (foreign, another version, damaged).
     #[error(transparent)]
     Snapshot(#[from] crate::snapshot::SnapshotError),
@@ -73,6 +69,8 @@ pub struct TreeNode {
     pub level_shares: u64,
     /// The subtree's usage, frame units.
     pub usage: FrameUsage,
+    /// Ticket-based: its tickets (0 when inactive or under another algorithm).
+    pub tickets: u64,
 }
 
 impl TreeNode {
@@ -100,9 +98,6 @@ pub struct Engine {
     ledger: Ledger,
     jobs: JobLedger,
     applied: u64,
-    /// Set when the last batch's fair-share factors could not be computed
-    /// (the algorithm is not maintained here): priorities are then refused.
-    priority_unsupported: Option<Unsupported>,
     epoch: Epoch,
     workers: usize,
     commands: Option<Sender<Command>>,
@@ -164,7 +159,6 @@ impl Engine {
             ledger: Ledger::new(config.clone()),
             jobs: JobLedger::new(config),
             applied: 0,
-            priority_unsupported: None,
             epoch: 0,
             workers,
             commands: Some(command_tx),
@@ -254,7 +248,6 @@ impl Engine {
     /// the dataflow, in the same time). Returns the input records sent.
     fn flush(&mut self) -> Result<usize, EngineError> {
         let deltas = self.ledger.take_deltas();
-        self.priority_unsupported = crate::fairshare::check(self.ledger.config()).err();
         let jobs = JobDeltas {
             jobs: self.jobs.job_deltas(),
             facts: self.jobs.fact_deltas(),
@@ -368,6 +361,7 @@ impl Engine {
         let mut subtree_usage: BTreeMap<NodeId, i128> = BTreeMap::new();
         let mut fs_parent_of: BTreeMap<NodeId, NodeId> = BTreeMap::new();
         let mut level_shares: BTreeMap<NodeId, i128> = BTreeMap::new();
+        let mut tickets: BTreeMap<NodeId, u64> = BTreeMap::new();
         for (node, fact) in self.read_facts()? {
             match fact {
                 Fact::SubtreeUsage(usage) => {
@@ -378,6 +372,9 @@ impl Engine {
                 }
                 Fact::LevelShares(level) => {
                     level_shares.insert(node, level);
+                }
+                Fact::Tickets(count) => {
+                    tickets.insert(node, count);
                 }
             }
         }
@@ -434,6 +431,7 @@ impl Engine {
                     level_shares: u64::try_from(level).expect("level shares are non-negative"),
                     usage: u128::try_from(subtree_usage.get(&id).copied().unwrap_or(0))
                         .expect("usage is non-negative"),
+                    tickets: tickets.get(&id).copied().unwrap_or(0),
                 }
             })
             .collect();
@@ -447,8 +445,8 @@ impl Engine {
 
 impl Engine {
     /// The fair-share table under the configured algorithm, as of the last
-    /// batch (Fair Tree, classic and depth-oblivious): the per-association
-    /// columns from the tree, the users' FairShare from the dataflow.
+    /// batch: the per-association columns from the tree, the users' factors
+    /// and the tickets from the dataflow.
     pub fn fairshare_table(&self) -> Result<FairshareTable, EngineError> {
         let factors = self.user_factors()?;
         let tree = self.tree()?;
@@ -456,13 +454,12 @@ impl Engine {
             &tree,
             self.ledger.config(),
             &factors,
-        )?)
+        ))
     }
 
     /// Each user association's fair-share factor, `(account, user) -> factor`,
     /// as the dataflow maintains it (and the priorities use it).
     pub fn user_factors(&self) -> Result<BTreeMap<(String, String), f64>, EngineError> {
-        crate::fairshare::check(self.ledger.config())?;
         self.send(Command::ReadFactors)?;
         match self.replies.recv() {
             Ok(Reply::Factors(factors)) => Ok(factors),
@@ -473,9 +470,6 @@ impl Engine {
 
 impl Engine {
     fn priority_read(&self, command: Command) -> Result<Reply, EngineError> {
-        if let Some(unsupported) = self.priority_unsupported {
-            return Err(EngineError::Unsupported(unsupported));
-        }
         self.send(command)?;
         self.replies.recv().map_err(|_| EngineError::WorkersGone)
     }

@@ -1,9 +1,10 @@
 //! Fair-share factors maintained in the dataflow, in the same logical time as
 //! the usage and tree changes that move them, and turned into the priority
 //! dataflow's `Fairshare` facts: no driver round trip, no tree walk per batch.
-//! Fair Tree, classic and depth-oblivious; every value is bit-identical to the
-//! oracle's (`fairflow_oracle::fairshare`), whose definitions are restated
-//! here only as far as the dataflow formulation needs.
+//! Every algorithm: Fair Tree, classic, depth-oblivious, ticket-based
+//! (`ticket`) and level-based (`level`); every value is bit-identical to
+//! the oracle's (`fairflow_oracle::fairshare`), whose definitions are
+//! restated here only as far as the dataflow formulation needs.
 //!
 //! # Per-association records
 //! A `reduce` per association assembles a [`NodeRec`] (an outer join over a
@@ -55,6 +56,15 @@
 //! these algorithms every usage event changes every user's factor: the
 //! algorithm's own cost, `O(users · depth)` per usage change, which Slurm pays
 //! at every `PriorityCalcPeriod` too.
+//!
+//! # Ticket-based and level-based
+//! Their own modules: `ticket` (active associations from the pending job
+//! rows counted per ancestor, weights and tickets by walks over the
+//! ancestors, sibling sums per fair-share parent, the maximum over users by
+//! a unit-key reduce over the distinct ticket values) and `level`
+//! (`fairshare_raw` by a walk over the ancestors, ranks by a unit-key reduce
+//! over the distinct raw values). The ticket-based tickets of every active
+//! association are an output too: the sshare table shows them.
 
 use differential_dataflow::operators::iterate::Iterate;
 use differential_dataflow::operators::CountTotal;
@@ -70,6 +80,9 @@ use crate::graph::{Diff, Epoch};
 use crate::ledger::{NodeId, ROOT};
 use crate::priority::{Fact as PFact, TouchCounter};
 
+mod level;
+mod ticket;
+
 /// The fair-share parameters the factor stages need (one record).
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
@@ -79,6 +92,8 @@ pub struct FsParams {
     pub algorithm: Algorithm,
     /// `FairShareDampeningFactor` (classic).
     pub dampening_factor: u32,
+    /// `PriorityLevels` (level-based).
+    pub levels: u32,
 }
 
 impl FsParams {
@@ -87,6 +102,7 @@ impl FsParams {
         FsParams {
             algorithm: config.algorithm(),
             dampening_factor: config.dampening_factor,
+            levels: config.levels,
         }
     }
 }
@@ -203,6 +219,19 @@ pub struct FactorInputs<'s> {
     pub user_names: VecCollection<'s, Epoch, (NodeId, (String, String)), Diff>,
     /// The one [`FsParams`] record.
     pub params: VecCollection<'s, Epoch, FsParams, Diff>,
+    /// `(account, user)` of every pending (not held, not running) job, one
+    /// record per job (ticket-based: which associations are active).
+    pub pending_jobs: VecCollection<'s, Epoch, (String, String), Diff>,
+}
+
+/// What the factor stages produce.
+pub struct FactorOutputs<'s> {
+    /// Each user association's `Fairshare` priority fact (diff `isize`, the
+    /// priority dataflow's).
+    pub fairshare_facts: VecCollection<'s, Epoch, PFact, isize>,
+    /// Ticket-based: `(association, tickets)` of the active associations
+    /// (the others have 0); empty under the other algorithms.
+    pub tickets: VecCollection<'s, Epoch, (NodeId, u64), Diff>,
 }
 
 /// Count every update leaving a stage.
@@ -214,12 +243,9 @@ fn counted<'s, D: differential_dataflow::Data>(
     collection.inspect(move |_| touched.add(1))
 }
 
-/// Build the factor stages; returns each user association's `Fairshare`
-/// priority fact (diff `isize`, the priority dataflow's).
-pub fn build<'s>(
-    inputs: FactorInputs<'s>,
-    touched: &TouchCounter,
-) -> VecCollection<'s, Epoch, PFact, isize> {
+/// Build the factor stages: each user association's `Fairshare` priority
+/// fact, and the ticket-based tickets.
+pub fn build<'s>(inputs: FactorInputs<'s>, touched: &TouchCounter) -> FactorOutputs<'s> {
     let FactorInputs {
         closure,
         fs_parent,
@@ -229,6 +255,7 @@ pub fn build<'s>(
         users,
         user_names,
         params,
+        pending_jobs,
     } = inputs;
     let scope = closure.inner.scope();
     let shares_by_node = shares.clone().arrange_by_key();
@@ -283,20 +310,40 @@ pub fn build<'s>(
         .clone()
         .filter(|(_, (_, params))| params.algorithm == Algorithm::FairTree)
         .map(|(node, (record, _))| (node, record));
-    let classic = gated.filter(|(_, (_, params))| {
+    let classic = gated.clone().filter(|(_, (_, params))| {
         matches!(
             params.algorithm,
             Algorithm::Classic | Algorithm::DepthOblivious
         )
     });
+    let ticket_records = gated
+        .clone()
+        .filter(|(_, (_, params))| params.algorithm == Algorithm::TicketBased)
+        .map(|(node, (record, _))| (node, record));
+    let level_records = gated.filter(|(_, (_, params))| params.algorithm == Algorithm::LevelBased);
 
     // Each user with each of its ancestors (itself at distance 0), by ancestor.
-    let user_paths = closure
+    let user_path_pairs = closure
+        .clone()
         .arrange_by_key()
         .join_core(users_by_self, |&node, &(ancestor, distance), &()| {
             Some((ancestor, (node, distance)))
-        })
-        .arrange_by_key();
+        });
+    let user_paths = user_path_pairs.clone().arrange_by_key();
+
+    // Ticket-based: pending jobs by user association.
+    let pending = pending_jobs
+        .map(|name| (name, ()))
+        .arrange_by_key()
+        .join_core(
+            user_names
+                .clone()
+                .map(|(node, name)| (name, node))
+                .arrange_by_key(),
+            |_name, &(), &node| Some(node),
+        );
+    let tickets = ticket::build(closure, ticket_records, pending, touched);
+    let level_factors = level::build(user_path_pairs, level_records, touched);
 
     let placements = counted(place(scope, fair_tree), touched);
     let positions = counted(
@@ -335,8 +382,14 @@ pub fn build<'s>(
                 output.push((factor.to_bits(), 1));
             }
         });
-    let factors = counted(fair_tree_factors.concat(classic_factors), touched);
-    factors
+    let factors = counted(
+        fair_tree_factors
+            .concat(classic_factors)
+            .concat(tickets.factors)
+            .concat(level_factors),
+        touched,
+    );
+    let fairshare_facts = factors
         .join_core(
             user_names.arrange_by_key(),
             |_node, &bits, (account, user)| {
@@ -349,7 +402,11 @@ pub fn build<'s>(
         )
         .inner
         .map(|(fact, time, diff)| (fact, time, diff as isize))
-        .as_collection()
+        .as_collection();
+    FactorOutputs {
+        fairshare_facts,
+        tickets: tickets.tickets,
+    }
 }
 
 /// Assemble one association's record from its parts; `None` until it is live.
@@ -519,17 +576,11 @@ fn classic_walk(user: NodeId, path: &[(&(NodeId, NodeRec, FsParams), Diff)]) -> 
         .map(|((node, record, params), _)| (*node, (*record, *params)))
         .collect();
     let (_, params) = *records.get(&user)?;
-    let mut chain = vec![user];
-    while let Some(parent) = records.get(chain.last()?)?.0.fs_parent {
-        if chain.len() > records.len() {
-            return None;
-        }
-        chain.push(parent);
-    }
-    chain.reverse();
-    if chain[0] != ROOT {
-        return None;
-    }
+    let node_records: std::collections::BTreeMap<NodeId, NodeRec> = records
+        .iter()
+        .map(|(node, (record, _))| (*node, *record))
+        .collect();
+    let chain = fs_chain(user, &node_records)?;
     let root_usage = records[&ROOT].0.usage;
     let depth_oblivious = params.algorithm == Algorithm::DepthOblivious;
     // (norm shares, effective usage) along the chain; root's are 1.
@@ -582,4 +633,21 @@ fn classic_walk(user: NodeId, path: &[(&(NodeId, NodeRec, FsParams), Diff)]) -> 
         norm_shares,
         params.dampening_factor,
     ))
+}
+
+/// The fair-share chain of `node`, root first and `node` last, from the
+/// records of its direct ancestors; `None` if a link is missing.
+fn fs_chain(
+    node: NodeId,
+    records: &std::collections::BTreeMap<NodeId, NodeRec>,
+) -> Option<Vec<NodeId>> {
+    let mut chain = vec![node];
+    while let Some(parent) = records.get(chain.last()?)?.fs_parent {
+        if chain.len() > records.len() {
+            return None;
+        }
+        chain.push(parent);
+    }
+    chain.reverse();
+    (chain[0] == ROOT).then_some(chain)
 }

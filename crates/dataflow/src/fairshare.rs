@@ -1,17 +1,21 @@
 //! The fair-share table from the engine's tree: the per-association columns
-//! (NormShares, NormUsage, EffectvUsage, LevelFS) under Fair Tree, classic
-//! and depth-oblivious, computed at read time from the dataflow's per-node
-//! results (subtree usage, fair-share parents, level shares) with the
-//! per-node formulas of `fairflow_model::formula`, shared with the oracle so
-//! the cells are bit-identical. The users' FairShare factors are not computed
-//! here: they come from the dataflow ([`crate::factors`]), the same values
-//! the priorities use.
+//! under every algorithm (NormShares, NormUsage, EffectvUsage; LevelFS under
+//! Fair Tree; FairShare `F` on every row under ticket-based; level value and
+//! `fairshare_raw` under level-based), computed at read time from the
+//! dataflow's per-node results (subtree usage, fair-share parents, level
+//! shares, tickets) with the per-node formulas of `fairflow_model::formula`,
+//! shared with the oracle so the cells are bit-identical. The users'
+//! priority factors are not computed here: they come from the dataflow
+//! ([`crate::factors`]), the same values the priorities use, and are the
+//! FairShare column of users under Fair Tree, classic, depth-oblivious and
+//! level-based. The ticket-based tickets are the dataflow's too.
 
 use std::collections::BTreeMap;
 
 use fairflow_model::formula::{
-    classic_effective_usage, classic_norm_shares, depth_oblivious_effective_usage, level_fs_value,
-    norm_usage, share_fraction, usage_ratio,
+    classic_effective_usage, classic_norm_shares, depth_oblivious_effective_usage,
+    level_bucket_value, level_fs_value, norm_usage, share_fraction, ticket_effective_usage,
+    ticket_factor, usage_ratio, LevelLayout,
 };
 use fairflow_model::report::{FairshareRow, FairshareTable};
 use fairflow_model::{Algorithm, Config};
@@ -21,48 +25,22 @@ use crate::engine::EngineTree;
 /// Fair-share factors by `(account, user)`.
 pub type Factors = BTreeMap<(String, String), f64>;
 
-/// The algorithm is not maintained by this engine yet.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[error("the incremental engine does not compute the {} algorithm yet", .0.name())]
-pub struct Unsupported(pub Algorithm);
-
-/// Does this engine maintain `algorithm` (Fair Tree, classic, depth-oblivious)?
-pub fn supports(algorithm: Algorithm) -> bool {
-    matches!(
-        algorithm,
-        Algorithm::FairTree | Algorithm::Classic | Algorithm::DepthOblivious
-    )
-}
-
-/// `Ok` when this engine maintains `config`'s algorithm.
-pub fn check(config: &Config) -> Result<(), Unsupported> {
-    let algorithm = config.algorithm();
-    if supports(algorithm) {
-        Ok(())
-    } else {
-        Err(Unsupported(algorithm))
-    }
-}
-
 /// The fair-share table under `config`'s algorithm, with `factors` (the
 /// dataflow's) as the users' FairShare.
-pub fn table(
-    tree: &EngineTree,
-    config: &Config,
-    factors: &Factors,
-) -> Result<FairshareTable, Unsupported> {
+pub fn table(tree: &EngineTree, config: &Config, factors: &Factors) -> FairshareTable {
     let view = View::new(tree, factors);
     let rows = match config.algorithm() {
         Algorithm::FairTree => fair_tree(&view),
         Algorithm::Classic => classic(&view, false),
         Algorithm::DepthOblivious => classic(&view, true),
-        other => return Err(Unsupported(other)),
+        Algorithm::TicketBased => ticket(&view),
+        Algorithm::LevelBased => level(&view, config.levels),
     };
-    Ok(FairshareTable {
+    FairshareTable {
         algorithm: config.algorithm(),
         as_of: tree.as_of,
         rows,
-    })
+    }
 }
 
 /// The tree with its fair-share children lists.
@@ -211,6 +189,120 @@ fn classic(view: &View, depth_oblivious: bool) -> Vec<FairshareRow> {
         if index != 0 {
             row.norm_usage = Some(norm_usages[index]);
         }
+        row.fairshare = view.factor(index);
+        rows.push(row);
+    }
+    rows
+}
+
+/// Classic normalized shares `S` of every node, top-down (root 1; a
+/// `parent` node copies its fs-parent's).
+fn norm_shares(view: &View) -> Vec<f64> {
+    let mut norm_shares = vec![1.0; view.len()];
+    for index in 1..view.len() {
+        let node = &view.tree.nodes[index];
+        let parent = node.fs_parent.unwrap_or(0);
+        norm_shares[index] = if node.shares.is_parent() {
+            norm_shares[parent]
+        } else {
+            classic_norm_shares(node.shares.raw(), node.level_shares, norm_shares[parent])
+        };
+    }
+    norm_shares
+}
+
+/// Ticket-based rows: NormShares `S`, NormUsage `UN`, EffectvUsage `UE`,
+/// FairShare `F` on every row but root, tickets (the dataflow's) on every
+/// row.
+fn ticket(view: &View) -> Vec<FairshareRow> {
+    let count = view.len();
+    let norm_shares = norm_shares(view);
+    let norm_usages: Vec<f64> = (0..count).map(|i| view.norm_usage(i)).collect();
+    let root_norm_usage = if view.len() > 0 && view.usage(0) > 0 {
+        1.0
+    } else {
+        0.0
+    };
+    let mut rows = Vec::with_capacity(count);
+    for index in 0..count {
+        let node = &view.tree.nodes[index];
+        let mut row = view.base_row(index);
+        row.norm_shares = Some(norm_shares[index]);
+        row.tickets = Some(node.tickets);
+        if index == 0 {
+            row.effective_usage = Some(1.0);
+            rows.push(row);
+            continue;
+        }
+        let (shares, usage) = if node.shares.is_parent() {
+            match node.fs_parent {
+                Some(0) | None => (1.0, root_norm_usage),
+                Some(p) => (norm_shares[p], norm_usages[p]),
+            }
+        } else {
+            (norm_shares[index], norm_usages[index])
+        };
+        let effective = ticket_effective_usage(usage, shares);
+        row.effective_usage = Some(effective);
+        row.norm_usage = Some(norm_usages[index]);
+        row.fairshare = Some(ticket_factor(shares, effective));
+        rows.push(row);
+    }
+    rows
+}
+
+/// Level-based rows: NormShares (the local share; a `parent` node shows its
+/// fs-parent's, root 0), NormUsage, EffectvUsage `usage / fs-parent usage`,
+/// level value and `fairshare_raw` on every row but root, FairShare (the
+/// dataflow's) on users.
+fn level(view: &View, levels: u32) -> Vec<FairshareRow> {
+    let layout = LevelLayout::new(levels);
+    let count = view.len();
+    let mut depths = vec![0usize; count];
+    let mut raw = vec![0u64; count];
+    let mut rows = Vec::with_capacity(count);
+    for index in 0..count {
+        let node = &view.tree.nodes[index];
+        let mut row = view.base_row(index);
+        let Some(fs_parent) = node.fs_parent else {
+            row.norm_shares = Some(0.0);
+            row.effective_usage = Some(1.0);
+            rows.push(row);
+            continue;
+        };
+        // Tree order: a node's ancestors come before it.
+        depths[index] = if fs_parent == 0 {
+            0
+        } else {
+            depths[fs_parent] + 1
+        };
+        let shown = if node.shares.is_parent() {
+            fs_parent
+        } else {
+            index
+        };
+        row.norm_shares = Some(if shown == 0 {
+            0.0
+        } else {
+            let shown = &view.tree.nodes[shown];
+            share_fraction(shown.shares.raw(), shown.level_shares)
+        });
+        let effective_usage = usage_ratio(node.usage, view.usage(fs_parent));
+        row.norm_usage = Some(view.norm_usage(index));
+        row.effective_usage = Some(effective_usage);
+        let bucket = match (node.shares.is_parent(), node.is_user()) {
+            (true, true) => layout.bucket_max,
+            (true, false) => 0,
+            (false, _) => level_bucket_value(
+                share_fraction(node.shares.raw(), node.level_shares),
+                effective_usage,
+                layout.bucket_max,
+            ),
+        };
+        let level_value = layout.place(bucket, depths[index]);
+        raw[index] = raw[node.parent.unwrap_or(0)] | level_value;
+        row.level_value = Some(level_value);
+        row.fairshare_raw = Some(raw[index]);
         row.fairshare = view.factor(index);
         rows.push(row);
     }

@@ -9,7 +9,6 @@
 //! `i128`, so that usage can travel in the diff and be summed exactly; this
 //! also keeps the number of distinct `(K, V, T, R)` combinations small.
 
-
 use crossbeam_channel::{Receiver, Sender, TryRecvError};
 use differential_dataflow::input::{Input, InputSession};
 use differential_dataflow::operators::arrange::arrangement::arrange_core;
@@ -19,10 +18,11 @@ use differential_dataflow::operators::CountTotal;
 use differential_dataflow::trace::cursor::cursor_list;
 use differential_dataflow::trace::implementations::{ValBatcher, ValSpine};
 use differential_dataflow::trace::{Cursor, TraceReader};
-use differential_dataflow::VecCollection;
+use differential_dataflow::{AsCollection, VecCollection};
 use fairflow_model::Shares;
 use timely::dataflow::channels::pact::Exchange;
 use timely::dataflow::operators::probe::Handle as ProbeHandle;
+use timely::dataflow::operators::vec::Map as _;
 use timely::dataflow::operators::Probe;
 use timely::progress::frontier::{Antichain, AntichainRef};
 use timely::worker::Worker;
@@ -31,8 +31,8 @@ use crate::factors::{FactorInputs, FsParams};
 use crate::job_ledger::JobDeltas;
 use crate::ledger::{Deltas, NodeId};
 use crate::priority::{
-    build as build_priority, Fact as PFact, IncrFloors, JobRow, PriorityInputs, PriorityReader,
-    Time64, TouchCounter,
+    build as build_priority, Fact as PFact, IncrFloors, JobRow, Phase, PriorityInputs,
+    PriorityReader, Time64, TouchCounter,
 };
 use fairflow_model::report::JobPriority;
 
@@ -52,6 +52,8 @@ pub enum Fact {
     FsParent(NodeId),
     /// As a fair-share parent: the sum of its fair-share children's raw shares.
     LevelShares(i128),
+    /// Ticket-based: an active association's tickets (absent: 0).
+    Tickets(u64),
 }
 
 type FactTrace = TraceAgent<ValSpine<NodeId, Fact, Epoch, Diff>>;
@@ -232,7 +234,15 @@ fn build(
             .clone()
             .map(|(node, level)| (node, Fact::LevelShares(level)));
 
-        let fairshare_facts = crate::factors::build(
+        // One record per pending job, by `(account, user)` (ticket-based).
+        let pending_jobs = jobs
+            .clone()
+            .filter(|row| row.phase == Phase::Pending)
+            .map(|row| (row.account, row.user))
+            .inner
+            .map(|(name, time, diff)| (name, time, diff as Diff))
+            .as_collection();
+        let factors = crate::factors::build(
             FactorInputs {
                 closure: closure_for_factors,
                 fs_parent: fs_parent.clone(),
@@ -242,12 +252,18 @@ fn build(
                 users,
                 user_names,
                 params: fs_params,
+                pending_jobs,
             },
             touched,
         );
         let facts = subtree_usage
             .concat(fs_parent.map(|(node, parent)| (node, Fact::FsParent(parent))))
-            .concat(level_shares);
+            .concat(level_shares)
+            .concat(
+                factors
+                    .tickets
+                    .map(|(node, tickets)| (node, Fact::Tickets(tickets))),
+            );
         let facts_touched = touched.clone();
         let facts = facts.inspect(move |_| facts_touched.add(1));
         // Pinned to worker 0, where the driver's reads are served.
@@ -265,7 +281,7 @@ fn build(
         let priority = build_priority(
             PriorityInputs {
                 jobs,
-                facts: priority_facts.concat(fairshare_facts),
+                facts: priority_facts.concat(factors.fairshare_facts),
             },
             touched,
         );

@@ -55,13 +55,16 @@
 //! sshare order. Trace compaction follows each batch's time.
 //!
 //! # Fair-share (modules [`factors`] and [`fairshare`])
-//! The users' factors are maintained in the dataflow ([`factors`]: Fair
-//! Tree ranks, classic and depth-oblivious effective usage; see its module
-//! documentation for the formulation and what an update touches). The
-//! sshare table's per-association display columns are computed from the
-//! tree read at query time ([`fairshare`], `O(n)` per read, never per
-//! batch), with the users' FairShare read from the dataflow's factors.
-
+//! Every algorithm's user factors (Fair Tree, classic, depth-oblivious,
+//! ticket-based, level-based) are maintained in the dataflow ([`factors`]),
+//! in the same logical time as the changes that move them, and reach the
+//! priority dataflow as facts. The sshare table ([`fairshare`]) computes the
+//! per-association columns from the tree at read time with the shared
+//! scalar formulas of `fairflow_model::formula` (bit-identical to the
+//! oracle), taking the users' factors and the ticket-based tickets from the
+//! dataflow. A read is `O(n)` in the associations; a batch costs what it
+//! touches.
+//!
 //! # Job priority (module [`priority`], driven by [`job_ledger`])
 //! The same dataflow holds the priority half: `jobs` ([`priority::JobRow`])
 //! and priority `facts` inputs, its records and queue indexes pinned to
@@ -72,8 +75,8 @@
 //! fair-share factors reach the priority stages inside the dataflow. Job attributes follow the oracle's job semantics through
 //! a job book ([`job_ledger::JobLedger`]); with `INCR_ONLY` the driver
 //! flushes and remembers at each event-time boundary exactly where the
-//! oracle's `Replay` does. Ticket- and level-based fair-share are not
-//! maintained: priority reads then return [`EngineError::Unsupported`].
+//! oracle's `Replay` does. Every fair-share algorithm is maintained
+//! ([`factors`]).
 //!
 //! # Snapshots (module [`snapshot`])
 //! [`Engine::snapshot`] writes the driver's books (validator, ledger, job

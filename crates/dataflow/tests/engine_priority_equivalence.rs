@@ -12,10 +12,12 @@
 //!
 //! The fair-share factors the engine uses are its own (the core's
 //! `user_factors`), so this also checks that they reach the priority
-//! dataflow as the oracle's. Ticket- and level-based fair-share are not
-//! maintained by the engine: `priorities()` refuses them (tested below).
+//! dataflow as the oracle's, under every fair-share algorithm (Fair Tree,
+//! classic, depth-oblivious, ticket-based, whose factors move with every
+//! submission, start, hold and cancel, and level-based with several
+//! `PriorityLevels`).
 
-use fairflow_dataflow::{Engine, EngineError};
+use fairflow_dataflow::Engine;
 use fairflow_ingest::reader::read_events;
 use fairflow_model::Config;
 use fairflow_oracle::{fairshare, priority, Replay};
@@ -47,6 +49,29 @@ const SLURM_CLASSIC: Scenario = Scenario {
         r#"{"PriorityWeightFairshare":50000}"#,
         r#"{"PriorityFlags":"NO_FAIR_TREE,DEPTH_OBLIVIOUS"}"#,
         r#"{"PriorityFlags":"NO_FAIR_TREE"}"#,
+    ],
+    lazy_caps: false,
+};
+
+const SLURM_TICKET: Scenario = Scenario {
+    name: "slurm-ticket",
+    config: r#"{"PriorityFlags":"TICKET_BASED","PriorityWeightAge":100,"PriorityMaxAge":"1:00:00","PriorityWeightFairshare":100000,"PriorityWeightQOS":400}"#,
+    changes: &[
+        r#"{"PriorityWeightFairshare":50000}"#,
+        r#"{"PriorityFlags":"TICKET_BASED,INCR_ONLY"}"#,
+        r#"{"PriorityFlags":"TICKET_BASED"}"#,
+    ],
+    lazy_caps: false,
+};
+
+const SLURM_LEVEL: Scenario = Scenario {
+    name: "slurm-level",
+    config: r#"{"PriorityFlags":"LEVEL_BASED","PriorityLevels":3,"PriorityWeightAge":100,"PriorityMaxAge":"1:00:00","PriorityWeightFairshare":100000,"PriorityWeightQOS":400}"#,
+    changes: &[
+        r#"{"PriorityLevels":1}"#,
+        r#"{"PriorityLevels":4}"#,
+        r#"{"PriorityLevels":16}"#,
+        r#"{"PriorityFlags":"LEVEL_BASED,ACCRUE_ALWAYS"}"#,
     ],
     lazy_caps: false,
 };
@@ -165,20 +190,11 @@ fn moab_priorities_equal_the_oracle() {
 }
 
 #[test]
-fn unsupported_fairshare_refuses_priorities() {
-    let mut engine = Engine::start(1, Config::default()).expect("engine");
-    let text = format!(
-        "{}\n{}\n{}\n",
-        format_args!(r#"{{"op":"config","t":{T0},"set":{{"PriorityFlags":"TICKET_BASED"}}}}"#),
-        format_args!(r#"{{"op":"account","t":{T0},"name":"a","shares":1}}"#),
-        format_args!(r#"{{"op":"user","t":{T0},"user":"u","account":"a","shares":1}}"#),
-    );
-    engine
-        .apply_batch(read_events(text.as_bytes()).map(Result::unwrap).collect())
-        .expect("batch");
-    assert!(matches!(
-        engine.priorities(),
-        Err(EngineError::Unsupported(_))
-    ));
-    assert!(matches!(engine.top(1), Err(EngineError::Unsupported(_))));
+fn slurm_ticket_based_priorities_equal_the_oracle() {
+    sweep(&SLURM_TICKET);
+}
+
+#[test]
+fn slurm_level_based_priorities_equal_the_oracle() {
+    sweep(&SLURM_LEVEL);
 }

@@ -1,8 +1,10 @@
 //! The engine's fair-share table equals the oracle's (`==`, every `f64`
 //! bit-exact) after every batch of seeded random streams with retractions
 //! (share changes incl. `parent`, moves, removals, ends, requeues, resets,
-//! half-life and calc-period changes, algorithm switches), for 1, 2 and 4
-//! workers. `FAIRFLOW_HEAVY=1` runs a much larger sweep.
+//! half-life and calc-period changes, algorithm switches, `PriorityLevels`
+//! changes, submissions, starts, ends, holds and cancels, which move the
+//! ticket-based algorithm's active associations), for 1, 2 and 4 workers.
+//! `FAIRFLOW_HEAVY=1` runs a much larger sweep.
 
 mod common;
 
@@ -16,19 +18,34 @@ const FLAGS: &[&str] = &[
     "NO_FAIR_TREE",
     "DEPTH_OBLIVIOUS",
     "NO_FAIR_TREE,MAX_TRES",
+    "TICKET_BASED",
+    "LEVEL_BASED",
 ];
 
-fn config(flags: &str) -> Config {
+/// `PriorityLevels` for the runs that start level-based (the stream changes
+/// it too).
+const LEVELS: &[u32] = &[4, 1, 3, 16, 2];
+
+fn config(flags: &str, levels: u32) -> Config {
     let mut set = std::collections::BTreeMap::new();
     set.insert("PriorityFlags".to_string(), serde_json::Value::from(flags));
+    set.insert(
+        "PriorityLevels".to_string(),
+        serde_json::Value::from(levels),
+    );
     Config::default().patched(&set).expect("valid flags")
 }
 
 fn run(seed: u64, batches: usize, workers: usize, flags: &str) {
-    let mut engine = Engine::start(workers, config(flags)).expect("workers start");
-    let mut oracle = Replay::new(config(flags));
+    run_with_levels(seed, batches, workers, flags, 4);
+}
+
+fn run_with_levels(seed: u64, batches: usize, workers: usize, flags: &str, levels: u32) {
+    let mut engine = Engine::start(workers, config(flags, levels)).expect("workers start");
+    let mut oracle = Replay::new(config(flags, levels));
     let shape = StreamShape {
         flags: FLAGS,
+        levels_changes: true,
         ..StreamShape::default()
     };
     let mut stream = Stream::new(seed, shape);
@@ -36,7 +53,9 @@ fn run(seed: u64, batches: usize, workers: usize, flags: &str) {
         let lines = stream.next_batch(5);
         oracle.feed_all(lines.clone());
         let report = engine.apply_batch(lines).expect("batch applies");
-        let context = format!("seed {seed}, batch {batch}, {workers} workers, flags {flags:?}");
+        let context = format!(
+            "seed {seed}, batch {batch}, {workers} workers, flags {flags:?}, levels {levels}"
+        );
         let lines_in_batch = report.applied + report.rejected.len() as u64;
         assert!(lines_in_batch > 0, "{context}");
         let expected = fairshare::table(&oracle.state);
@@ -55,6 +74,20 @@ fn tables_equal_the_oracle_one_worker() {
     for (seed, flags) in (0..6).zip(FLAGS.iter().cycle()) {
         run(seed, 50, 1, flags);
     }
+}
+
+#[test]
+fn ticket_and_level_tables_equal_the_oracle() {
+    for seed in 40..43 {
+        run(seed, 60, 1, "TICKET_BASED");
+    }
+    for (seed, &levels) in (50..).zip(LEVELS) {
+        run_with_levels(seed, 40, 1, "LEVEL_BASED", levels);
+    }
+    run(60, 40, 2, "TICKET_BASED");
+    run_with_levels(61, 40, 2, "LEVEL_BASED", 3);
+    run(62, 30, 4, "TICKET_BASED");
+    run_with_levels(63, 30, 4, "LEVEL_BASED", 2);
 }
 
 #[test]
@@ -78,6 +111,9 @@ fn heavy_sweep() {
         for workers in [1, 2, 4] {
             for flags in FLAGS {
                 run(seed, 150, workers, flags);
+            }
+            for &levels in LEVELS {
+                run_with_levels(seed, 150, workers, "LEVEL_BASED", levels);
             }
         }
     }

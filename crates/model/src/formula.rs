@@ -326,6 +326,16 @@ pub fn ticket_share(parent_tickets: u64, weight: f64, weight_sum: f64) -> u64 {
     (parent_tickets as f64 * weight / weight_sum).round() as u64
 }
 
+/// The sum of the weights `S * F` of an active sibling group, in a canonical
+/// order: ascending (`f64::total_cmp`), so that the result depends only on
+/// the multiset of weights, not on the order an engine meets the siblings in
+/// (the oracle walks tree order, the dataflow reads a sorted reduce input).
+/// Weights are non-negative and finite; an empty group sums to 0.
+pub fn ticket_weight_sum(weights: &mut [f64]) -> f64 {
+    weights.sort_by(f64::total_cmp);
+    weights.iter().fold(0.0, |sum, weight| sum + weight)
+}
+
 /// The level-based bit layout for `PriorityLevels` levels (1 to 16).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LevelLayout {
@@ -543,5 +553,16 @@ mod tests {
             depth_oblivious_effective_usage(0.0, 0.3, 0.5, 1.0, 1.0),
             0.3
         );
+    }
+
+    #[test]
+    fn ticket_weight_sums_do_not_depend_on_the_order() {
+        // 1e16's ulp is 2: 1e16 + 1 rounds (to even) back to 1e16, so in
+        // this order a plain sum loses both ones; ascending adds 1 + 1 = 2
+        // first, and 1e16 + 2 is exact.
+        for mut weights in [[1e16, 1.0, 1.0], [1.0, 1e16, 1.0], [1.0, 1.0, 1e16]] {
+            assert_eq!(ticket_weight_sum(&mut weights), 10_000_000_000_000_002.0);
+        }
+        assert_eq!(ticket_weight_sum(&mut []), 0.0);
     }
 }

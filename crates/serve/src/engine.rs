@@ -5,10 +5,8 @@
 //! maintains the answers as events arrive). Both must give equal answers;
 //! `--engine batch` exists so anyone can compare.
 //!
-//! The incremental engine maintains Fair Tree, classic and depth-oblivious
-//! fair-share ([`IncrementalEngine::supports`]); callers choose the batch
-//! engine for the other algorithms instead of asking it a question it
-//! cannot answer.
+//! The incremental engine maintains every fair-share algorithm and
+//! priority model.
 //!
 //! Snapshots (the service's checkpoints): each engine restores its own; the
 //! batch engine also restores the incremental engine's
@@ -236,11 +234,7 @@ impl Engine for BatchEngine {
 /// maintaining the tree, fair-share inputs and job priorities) as an
 /// [`Engine`].
 ///
-/// Its worker threads stopping is a bug, reported by a panic naming it; an
-/// algorithm it does not maintain (a `config` event switching to ticket- or
-/// level-based fair-share) panics too rather than answer wrongly: choose
-/// the engine with [`IncrementalEngine::supports`] over every configuration
-/// a log sets.
+/// Its worker threads stopping is a bug, reported by a panic naming it.
 #[derive(Debug)]
 pub struct IncrementalEngine {
     /// The dataflow engine.
@@ -272,11 +266,6 @@ impl IncrementalEngine {
     ) -> Result<Option<IncrementalEngine>, fairflow_dataflow::EngineError> {
         Ok(fairflow_dataflow::Engine::start_layout(layout, config)?
             .map(|engine| IncrementalEngine { engine }))
-    }
-
-    /// Does the incremental engine answer every question under `config`?
-    pub fn supports(config: &Config) -> bool {
-        fairflow_dataflow::fairshare::supports(config.algorithm())
     }
 }
 

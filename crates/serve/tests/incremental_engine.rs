@@ -93,10 +93,6 @@ fn incremental_answers_equal_batch_answers_on_the_example_logs() {
                 let want = batch.apply(lines(&chunk));
                 let got = incremental.apply(lines(&chunk));
                 assert_eq!(got, want, "{name} chunk {i}: rejections");
-                assert!(
-                    IncrementalEngine::supports(batch.config()),
-                    "{name}: the example logs use maintained algorithms"
-                );
                 compare(
                     &format!("{name} chunk {i} ({workers} workers)"),
                     &mut batch,
@@ -117,11 +113,24 @@ fn incremental_answers_equal_batch_answers_on_the_example_logs() {
 }
 
 #[test]
-fn supported_algorithms() {
-    let mut config = Config::default();
-    assert!(IncrementalEngine::supports(&config));
-    config.flags.ticket_based = true;
-    assert!(!IncrementalEngine::supports(&config));
+fn ticket_and_level_based_answers_equal_batch_answers() {
+    let log = logs().into_iter().next().expect("a log");
+    let text = std::fs::read_to_string(&log).expect("log");
+    for flags in ["TICKET_BASED", "LEVEL_BASED"] {
+        let mut config = Config::default();
+        let mut set = std::collections::BTreeMap::new();
+        set.insert("PriorityFlags".to_string(), serde_json::Value::from(flags));
+        config = config.patched(&set).expect("valid flags");
+        let mut batch = BatchEngine::new(config.clone());
+        let mut incremental = IncrementalEngine::start(2, config).unwrap();
+        let all: Vec<&str> = text.lines().collect();
+        for (i, chunk) in all.chunks(7).enumerate() {
+            let chunk = chunk.join("\n") + "\n";
+            let want = batch.apply(lines(&chunk));
+            assert_eq!(incremental.apply(lines(&chunk)), want, "{flags} chunk {i}");
+            compare(&format!("{flags} chunk {i}"), &mut batch, &mut incremental);
+        }
+    }
 }
 
 #[test]

@@ -3,8 +3,7 @@
 //! turn requests into batches for it and reads into queries; `metrics`
 //! exports Prometheus text. The engine is anything implementing
 //! [`backend::Backend`]; `fairflow serve` runs [`service_engine::ServiceEngine`]
-//! (the incremental engine, falling back to the batch engine for algorithms
-//! it does not maintain) through [`engine_backend::EngineBackend`].
+//! (the incremental engine by default, or the batch engine) through [`engine_backend::EngineBackend`].
 //!
 //! **Architecture invariant:** an event is acknowledged (HTTP 200, a socket
 //! answer line) only after its record is synced to the durable log; after a

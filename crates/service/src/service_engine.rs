@@ -1,22 +1,13 @@
-//! The engine the live service runs on: the incremental engine when it can
-//! answer every question, the batch engine otherwise, switching while
-//! running without losing anything.
+//! The engine the live service runs on: the incremental engine (the
+//! default) or the batch engine, moving to the batch engine without losing
+//! anything when only it can read a checkpoint.
 //!
 //! - **At start**: `--engine incremental` (the default) starts the dataflow
-//!   engine on `--workers` timely workers, unless the initial configuration
-//!   selects a fair-share algorithm it does not maintain
-//!   (`IncrementalEngine::supports`): then the batch engine serves, with a
-//!   note.
-//! - **While running**: a `config` event (live, or replayed at recovery) that
-//!   switches to such an algorithm would leave the incremental engine unable
-//!   to answer. After every batch the configuration is checked; if it is no
-//!   longer supported, the incremental engine's snapshot is restored into a
-//!   batch engine (`BatchEngine` reads the incremental engine's snapshots),
-//!   which serves from then on, with a note.
+//!   engine on `--workers` timely workers; `--engine batch` the oracle.
 //! - **Checkpoints**: each engine writes its own snapshot format. A batch
 //!   engine restores either format; the incremental engine restores only its
 //!   own, so restoring a batch-engine checkpoint (a data directory written by
-//!   the batch engine, or after a fall-back) moves to the batch engine, with
+//!   the batch engine) moves to the batch engine, with
 //!   a note.
 //!
 //! Notes go to the `notify` callback (the command line prints them on
@@ -70,13 +61,6 @@ impl ServiceEngine {
     pub fn start(choice: EngineChoice, config: Config, notify: Notify) -> Result<Self, String> {
         let inner = match choice {
             EngineChoice::Batch => Inner::Batch(Box::new(BatchEngine::new(config))),
-            EngineChoice::Incremental { .. } if !IncrementalEngine::supports(&config) => {
-                notify(&format!(
-                    "the incremental engine does not maintain {} fair-share yet; the batch engine serves",
-                    config.algorithm().name()
-                ));
-                Inner::Batch(Box::new(BatchEngine::new(config)))
-            }
             EngineChoice::Incremental { workers } => Inner::Incremental(Box::new(
                 IncrementalEngine::start(workers, config)
                     .map_err(|e| format!("cannot start the incremental engine: {e}"))?,
@@ -98,26 +82,6 @@ impl ServiceEngine {
             Inner::Batch(engine) => engine.as_mut(),
         }
     }
-
-    /// Move to the batch engine if the incremental engine cannot answer
-    /// under the configuration now in force.
-    fn fall_back_if_unsupported(&mut self) {
-        let Inner::Incremental(incremental) = &self.inner else {
-            return;
-        };
-        if IncrementalEngine::supports(incremental.config()) {
-            return;
-        }
-        let algorithm = incremental.config().algorithm().name();
-        let mut batch = BatchEngine::new(Config::default());
-        batch
-            .restore(&incremental.snapshot())
-            .expect("the batch engine reads the incremental engine's snapshots");
-        self.inner = Inner::Batch(Box::new(batch));
-        (self.notify)(&format!(
-            "the configuration selects {algorithm} fair-share, which the incremental engine does not maintain yet; the batch engine serves from now on"
-        ));
-    }
 }
 
 impl Engine for ServiceEngine {
@@ -126,9 +90,7 @@ impl Engine for ServiceEngine {
     }
 
     fn apply(&mut self, lines: Vec<LogLine>) -> Vec<Rejection> {
-        let rejected = self.engine_mut().apply(lines);
-        self.fall_back_if_unsupported();
-        rejected
+        self.engine_mut().apply(lines)
     }
 
     fn advance_to(&mut self, t: Time) {
@@ -181,9 +143,7 @@ impl Engine for ServiceEngine {
     fn restore(&mut self, snapshot: &[u8]) -> Result<(), String> {
         if let Inner::Incremental(incremental) = &mut self.inner {
             if is_incremental_snapshot(snapshot) {
-                incremental.restore(snapshot)?;
-                self.fall_back_if_unsupported();
-                return Ok(());
+                return incremental.restore(snapshot);
             }
             let mut batch = BatchEngine::new(Config::default());
             batch.restore(snapshot)?;
@@ -237,18 +197,7 @@ mod tests {
     }
 
     #[test]
-    fn an_unsupported_initial_algorithm_starts_the_batch_engine() {
-        let (notes, notify) = notes();
-        let mut config = Config::default();
-        config.flags.ticket_based = true;
-        let engine =
-            ServiceEngine::start(EngineChoice::Incremental { workers: 1 }, config, notify).unwrap();
-        assert_eq!(engine.name(), "batch");
-        assert_eq!(notes.lock().unwrap().len(), 1);
-    }
-
-    #[test]
-    fn a_config_event_to_an_unsupported_algorithm_moves_to_the_batch_engine() {
+    fn a_config_event_to_ticket_based_stays_on_the_incremental_engine() {
         let (notes, notify) = notes();
         let mut engine = ServiceEngine::start(
             EngineChoice::Incremental { workers: 2 },
@@ -259,13 +208,11 @@ mod tests {
         let mut oracle = BatchEngine::new(Config::default());
         assert!(engine.apply(lines(LOG)).is_empty());
         oracle.apply(lines(LOG));
-        assert_eq!(engine.name(), "incremental");
         same_answers(&mut engine, &mut oracle);
-        assert!(notes.lock().unwrap().is_empty());
         assert!(engine.apply(lines(TO_TICKETS)).is_empty());
         oracle.apply(lines(TO_TICKETS));
-        assert_eq!(engine.name(), "batch");
-        assert!(notes.lock().unwrap()[0].contains("ticket_based"));
+        assert_eq!(engine.name(), "incremental");
+        assert!(notes.lock().unwrap().is_empty());
         same_answers(&mut engine, &mut oracle);
     }
 

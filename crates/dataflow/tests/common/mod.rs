@@ -56,6 +56,8 @@ pub struct StreamShape {
     pub config_changes: bool,
     /// Flags to pick from for `PriorityFlags` changes (empty: never).
     pub flags: &'static [&'static str],
+    /// Allow `config` events that change `PriorityLevels` (level-based).
+    pub levels_changes: bool,
 }
 
 impl Default for StreamShape {
@@ -66,6 +68,7 @@ impl Default for StreamShape {
             jobs: 12,
             config_changes: true,
             flags: &[],
+            levels_changes: false,
         }
     }
 }
@@ -199,6 +202,10 @@ impl Stream {
                 let flags =
                     self.shape.flags[self.rng.below(self.shape.flags.len() as u64) as usize];
                 format!(r#"{{"op":"config","t":{t},"set":{{"PriorityFlags":"{flags}"}}}}"#)
+            }
+            87 if self.shape.levels_changes => {
+                let levels = [1, 2, 3, 4, 7, 16][self.rng.below(6) as usize];
+                format!(r#"{{"op":"config","t":{t},"set":{{"PriorityLevels":{levels}}}}}"#)
             }
             87..=89 => {
                 let name = ["normal", "cheap"][self.rng.below(2) as usize];

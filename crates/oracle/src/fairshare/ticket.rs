@@ -17,8 +17,11 @@
 //!   active association's tickets are split among its active fair-share
 //!   children in proportion to `S * F`:
 //!   `T = round(T_parent * S F / sum over active siblings of S F)`
-//!   (`formula::ticket_share`; the sum runs in tree order; a zero sum gives
-//!   0). Inactive associations get 0.
+//!   (`formula::ticket_share`; a zero sum gives 0). The sum runs in
+//!   ascending order of the weights (`formula::ticket_weight_sum`), not in
+//!   tree order, so that it depends only on the siblings' weights and the
+//!   incremental engine, which meets them in another order, gets the same
+//!   bits. Inactive associations get 0.
 //! - **Factor** (job priority): `tickets / max tickets over all users`; 0
 //!   when the association is inactive or no user has tickets.
 //!
@@ -30,7 +33,9 @@
 
 use std::collections::BTreeMap;
 
-use fairflow_model::formula::{ticket_effective_usage, ticket_factor, ticket_share};
+use fairflow_model::formula::{
+    ticket_effective_usage, ticket_factor, ticket_share, ticket_weight_sum,
+};
 
 use super::{base_row, classic, node_norm_usage, user_key, Computed};
 use crate::tree::Tree;
@@ -110,7 +115,8 @@ pub fn compute(state: &State, tree: &Tree, root_tickets: u64) -> Computed {
             .copied()
             .filter(|&c| active[c])
             .collect();
-        let weight_sum: f64 = children.iter().map(|&c| weight(c)).sum();
+        let mut weights: Vec<f64> = children.iter().map(|&c| weight(c)).collect();
+        let weight_sum = ticket_weight_sum(&mut weights);
         for child in children {
             tickets[child] = ticket_share(tickets[parent], weight(child), weight_sum);
         }
