@@ -27,7 +27,8 @@
 //!   Which group an association is in depends on the blocks above it, so the
 //!   keys are found by an `iterate` whose rounds go one level deeper (a fixed
 //!   point after `depth` rounds on a load; afterwards only when a tie among
-//!   accounts appears or disappears).
+//!   accounts appears or disappears). Only accounts enter the loop (users
+//!   never key a group); the placements are computed once, outside it.
 //! - **Placements.** A `reduce` per group sorts its members and gives each a
 //!   [`Placement`]: its block, the *weight* (users in the subtree, a user 1) of
 //!   the blocks before its own (`prefix`), and the number of users in its
@@ -447,25 +448,31 @@ fn place<'s>(
         .clone()
         .filter(|(node, record)| *node != ROOT && (record.user || !record.shares.is_parent()))
         .flat_map(|(node, record)| record.fs_parent.map(|parent| (parent, (node, record))));
-    let members = ranked
+    let members = ranked.clone().arrange_by_key().join_core(
+        records.clone().arrange_by_key(),
+        |_parent, &(node, record), parent_record| {
+            Some((
+                node,
+                Member {
+                    shares: record.shares,
+                    level_shares: parent_record.child_level,
+                    usage: record.usage,
+                    parent_usage: parent_record.usage,
+                    user: record.user,
+                    weight: if record.user { 1 } else { record.users_below },
+                },
+            ))
+        },
+    );
+    let account_members = members
         .clone()
-        .arrange_by_key()
-        .join_core(
-            records.clone().arrange_by_key(),
-            |_parent, &(node, record), parent_record| {
-                Some((
-                    node,
-                    Member {
-                        shares: record.shares,
-                        level_shares: parent_record.child_level,
-                        usage: record.usage,
-                        parent_usage: parent_record.usage,
-                        user: record.user,
-                        weight: if record.user { 1 } else { record.users_below },
-                    },
-                ))
-            },
-        )
+        .filter(|(_, member)| !member.user)
+        .arrange_by_key();
+    let members = members.arrange_by_key();
+    let account_children = ranked
+        .clone()
+        .filter(|(_, (_, record))| !record.user)
+        .map(|(parent, (node, _))| (parent, node))
         .arrange_by_key();
     let children = ranked
         .map(|(parent, (node, _))| (parent, node))
@@ -473,23 +480,64 @@ fn place<'s>(
     let root = records
         .filter(|(node, _)| *node == ROOT)
         .map(|(node, _)| (node, node));
-    Iterate::<Epoch, (NodeId, Placement), Diff>::iterate(scope, |subgraph, placed| {
-        let members = members.enter(subgraph);
-        let children = children.enter(subgraph);
-        let root = root.enter(subgraph);
-        placed
-            .filter(|(_, placement)| !placement.user)
-            .map(|(node, placement)| (node, placement.rep))
-            .concat(root)
-            .arrange_by_key()
-            .join_core(children, |_parent, &group, &node| Some((node, group)))
-            .arrange_by_key()
-            .join_core(members, |&node, &group, &member| {
-                Some((group, (node, member)))
-            })
-            .reduce(|_group, members, output| place_group(members, output))
-            .map(|(_group, placed)| placed)
-    })
+    // Only the accounts' group keys are found by iteration (users never key a
+    // group, and a block's tied accounts do not depend on its users), so the
+    // loop's reduce sees only account members and its output (the
+    // representatives) changes only when a tie among accounts does.
+    let root_for_loop = root.clone();
+    let representatives =
+        Iterate::<Epoch, (NodeId, NodeId), Diff>::iterate(scope, |subgraph, representatives| {
+            let members = account_members.enter(subgraph);
+            let children = account_children.enter(subgraph);
+            let root = root_for_loop.enter(subgraph);
+            representatives
+                .concat(root)
+                .arrange_by_key()
+                .join_core(children, |_parent, &group, &node| Some((node, group)))
+                .arrange_by_key()
+                .join_core(members, |&node, &group, &member| {
+                    Some((group, (node, member)))
+                })
+                .reduce(|_group, members, output| represent_group(members, output))
+                .map(|(_group, represented)| represented)
+        });
+    representatives
+        .concat(root)
+        .arrange_by_key()
+        .join_core(children, |_parent, &group, &node| Some((node, group)))
+        .arrange_by_key()
+        .join_core(members, |&node, &group, &member| {
+            Some((group, (node, member)))
+        })
+        .reduce(|_group, members, output| place_group(members, output))
+        .map(|(_group, placed)| placed)
+}
+
+/// The accounts of one group with their block's representative (the
+/// smallest account id among the accounts of equal `LF`).
+fn represent_group(
+    members: &[(&(NodeId, Member), Diff)],
+    output: &mut Vec<((NodeId, NodeId), Diff)>,
+) {
+    let mut sorted: Vec<(LevelFs, NodeId)> = members
+        .iter()
+        .filter(|(_, count)| *count > 0)
+        .map(|((node, member), _)| (member.level_fs(), *node))
+        .collect();
+    sorted.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+    let mut start = 0;
+    while start < sorted.len() {
+        let end = start
+            + sorted[start..]
+                .iter()
+                .take_while(|(lf, _)| *lf == sorted[start].0)
+                .count();
+        let representative = sorted[start].1;
+        for &(_, node) in &sorted[start..end] {
+            output.push(((node, representative), 1));
+        }
+        start = end;
+    }
 }
 
 /// Sort one group and place its members.
