@@ -117,6 +117,33 @@ pub fn path_to(rows: &[FairshareRow], account: &str, user: &str) -> Vec<Fairshar
     path
 }
 
+/// One job's explanation from either engine: its priority (`None` when it
+/// is not listed), whether the engine knows the job at all, and the
+/// fair-share table for the path to its association.
+fn explanation(
+    job: &str,
+    now: Time,
+    found: Option<JobPriority>,
+    known: bool,
+    table: impl FnOnce() -> FairshareTable,
+) -> Result<Explanation, ExplainError> {
+    let Some(found) = found else {
+        let job = job.to_string();
+        return Err(if known {
+            ExplainError::NoPriority { job, now }
+        } else {
+            ExplainError::Unknown { job, now }
+        });
+    };
+    let table = table();
+    let path = path_to(&table.rows, &found.account, &found.user);
+    Ok(Explanation {
+        job: found,
+        algorithm: table.algorithm,
+        path,
+    })
+}
+
 /// The batch oracle as an engine: every answer is recomputed from the state.
 #[derive(Debug, Clone)]
 pub struct BatchEngine {
@@ -180,26 +207,9 @@ impl Engine for BatchEngine {
 
     fn explain(&mut self, job: &str) -> Result<Explanation, ExplainError> {
         let now = self.replay.state.now;
-        let Some(found) = self.priorities().into_iter().find(|p| p.job == job) else {
-            return Err(if self.replay.state.jobs.contains_key(job) {
-                ExplainError::NoPriority {
-                    job: job.to_string(),
-                    now,
-                }
-            } else {
-                ExplainError::Unknown {
-                    job: job.to_string(),
-                    now,
-                }
-            });
-        };
-        let table = self.fairshare();
-        let path = path_to(&table.rows, &found.account, &found.user);
-        Ok(Explanation {
-            job: found,
-            algorithm: table.algorithm,
-            path,
-        })
+        let found = self.priorities().into_iter().find(|p| p.job == job);
+        let known = self.replay.state.jobs.contains_key(job);
+        explanation(job, now, found, known, || self.fairshare())
     }
 
     fn queue_len(&mut self) -> u64 {
@@ -320,26 +330,9 @@ impl Engine for IncrementalEngine {
 
     fn explain(&mut self, job: &str) -> Result<Explanation, ExplainError> {
         let now = self.engine.now();
-        let Some(found) = self.engine.job(job).unwrap_or_else(|e| engine_failed(e)) else {
-            return Err(if self.engine.job_book().state().jobs.contains_key(job) {
-                ExplainError::NoPriority {
-                    job: job.to_string(),
-                    now,
-                }
-            } else {
-                ExplainError::Unknown {
-                    job: job.to_string(),
-                    now,
-                }
-            });
-        };
-        let table = self.fairshare();
-        let path = path_to(&table.rows, &found.account, &found.user);
-        Ok(Explanation {
-            job: found,
-            algorithm: table.algorithm,
-            path,
-        })
+        let found = self.engine.job(job).unwrap_or_else(|e| engine_failed(e));
+        let known = self.engine.job_book().state().jobs.contains_key(job);
+        explanation(job, now, found, known, || self.fairshare())
     }
 
     fn queue_len(&mut self) -> u64 {
