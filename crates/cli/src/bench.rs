@@ -27,7 +27,8 @@
 //!    the dataflow stages emitted (`Engine::touched_records`).
 //! 4. **Top-k read**: `top(k)` alone, repeated.
 //! 5. **Peak memory**: `VmHWM` after the engine phase (`peak_rss_bytes`);
-//!    the engine is then dropped.
+//!    the engine is then dropped. `load_peak_rss_bytes` and
+//!    `rss_after_load_bytes` are `VmHWM` and `VmRSS` right after the load.
 //! 6. **Full recomputation.** An oracle `Replay` is built from the same
 //!    seed and fed the same updates in the same order; for the first
 //!    `--oracle-samples` batches of each kind, `full_recompute_us` times
@@ -299,6 +300,9 @@ struct EnginePhase {
     /// Every update batch in the order applied, for the oracle.
     batches: Vec<(Kind, Vec<Event>)>,
     peak_rss_bytes: Option<u64>,
+    /// `VmHWM` and `VmRSS` right after the load.
+    load_peak_rss_bytes: Option<u64>,
+    rss_after_load_bytes: Option<u64>,
     calc_period_secs: i64,
 }
 
@@ -336,6 +340,8 @@ fn engine_phase(args: &Args, params: &WorkloadParams) -> anyhow::Result<EnginePh
     black_box(engine.top(k)?);
     load += started.elapsed();
     let load_wall_secs = wall.elapsed().as_secs_f64();
+    let load_peak_rss_bytes = measure::peak_rss_bytes();
+    let rss_after_load_bytes = measure::rss_bytes();
     let calc_period_secs = engine.config().calc_period_secs;
     progress(
         args,
@@ -419,6 +425,8 @@ fn engine_phase(args: &Args, params: &WorkloadParams) -> anyhow::Result<EnginePh
         last_top,
         batches,
         peak_rss_bytes,
+        load_peak_rss_bytes,
+        rss_after_load_bytes,
         calc_period_secs,
     })
 }
@@ -580,6 +588,8 @@ fn report(
         "load_secs": engine.load_secs,
         "load_wall_secs": engine.load_wall_secs,
         "peak_rss_bytes": engine.peak_rss_bytes,
+        "load_peak_rss_bytes": engine.load_peak_rss_bytes,
+        "rss_after_load_bytes": engine.rss_after_load_bytes,
         "oracle_peak_rss_bytes": oracle.and_then(|o| o.peak_rss_bytes),
         "oracle_peak_rss_is_phase_only": oracle.map(|o| o.peak_was_reset),
         "topk_matches_oracle": oracle.map(|o| o.top == engine.last_top),

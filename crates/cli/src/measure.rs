@@ -89,6 +89,11 @@ pub fn peak_rss_bytes() -> Option<u64> {
     status_kib("VmHWM")
 }
 
+/// The process's resident memory now (`VmRSS`), bytes.
+pub fn rss_bytes() -> Option<u64> {
+    status_kib("VmRSS")
+}
+
 /// Reset the peak resident memory to the current one (Linux: `5` written to
 /// `/proc/self/clear_refs`). Returns whether it was reset.
 pub fn reset_peak_rss() -> bool {

@@ -30,19 +30,31 @@
 //!   partitions that listed jobs name without a definition, which count
 //!   with factor 1), the configuration and the cluster: the normalisation
 //!   maxima. `O(distinct values)` per change, typically a few dozen.
-//! - four `join_core` stages carry a job through its association, account,
-//!   QOS and partition contexts (one arrangement of jobs per stage), and a
-//!   fifth joins the globals and builds the [`PriorityRecord`]. A job event
-//!   touches one record per stage; a fair-share change touches that
-//!   association's jobs; a change of a QOS or partition priority touches
-//!   that QOS's or partition's jobs; a change of a maximum, the cluster or
-//!   the configuration touches every job (every normalised factor changes).
+//! - the context joins run over *combinations*, not jobs: the distinct
+//!   `(association, QOS, partition)` triples that active jobs name
+//!   ([`Combo`], `distinct_total`). Four `join_core` stages carry each
+//!   combination through its association, account, QOS and partition
+//!   contexts, a fifth joins the globals, giving one [`JobContext`] per
+//!   combination, arranged by combination. The job rows are arranged once,
+//!   by combination, and one `join_core` with the contexts builds each
+//!   [`PriorityRecord`]. A job event touches its record (and a combination
+//!   only when it is the first or last job naming it); a fair-share change
+//!   touches that association's combinations and jobs; a change of a QOS or
+//!   partition priority touches the combinations and jobs naming it; a
+//!   change of a maximum, the cluster or the configuration touches every
+//!   combination and job (every normalised factor changes).
 //! - `records`: the records by job id, pinned to worker 0 (`explain`: one
 //!   job's priority and factors, read by cursor seek).
-//! - two queue indexes (`topk::pinned_index`) of the pending, listed, not
+//! - two ranked indexes (`topk::pinned_index`) of the pending, listed, not
 //!   held jobs: *uncapped* (age or wait-time factor below its cap) ordered
 //!   by `K = S − r·origin` and *capped* ordered by `S + w` (see
-//!   [`record`]), highest first. Passing time changes no record.
+//!   [`record`]), highest first, each entry carrying the record so that a
+//!   read evaluates candidates without a lookup; and `fifo`, the ranked jobs'
+//!   ids by submit time. Passing time changes no record.
+//!
+//! Memory per active job: its row in the one job arrangement, its record,
+//! one ranked entry (pending jobs) and one submit-time entry of its id; the
+//! record's factor names are borrowed statics, not strings per job.
 //!
 //! [`TouchCounter`] counts every update leaving each stage (resolve,
 //! globals, the five joins, records, index entries), for the benchmark's
@@ -60,8 +72,8 @@
 //! model's floor (Slurm 1, Flux 0: e.g. all weights 0, where every job
 //! ties), the reader stops as soon as no unread job can exceed the floor and
 //! fills the rest from a third index, `fifo` (ranked jobs by submit time;
-//! jobs of the same second sorted by `QueueKey`): `O(k + jobs above the
-//! floor)`.
+//! jobs of the same second sorted by `QueueKey`; records fetched by id
+//! through one cursor): `O(k + jobs above the floor)` seeks.
 //!
 //! # Costs that are not incremental
 //! - **Slurm `INCR_ONLY`** (the oracle's definition, `fairflow_oracle::
@@ -128,7 +140,8 @@ use std::sync::Arc;
 
 use differential_dataflow::operators::arrange::arrangement::arrange_core;
 use differential_dataflow::operators::arrange::{Arranged, TraceAgent};
-use differential_dataflow::trace::cursor::{cursor_list, Cursor};
+use differential_dataflow::operators::ThresholdTotal;
+use differential_dataflow::trace::cursor::{cursor_list, BatchCursor, Cursor, CursorList};
 use differential_dataflow::trace::implementations::{ValBatcher, ValSpine};
 use differential_dataflow::trace::TraceReader;
 use differential_dataflow::VecCollection;
@@ -545,15 +558,57 @@ pub enum Side {
     UndefinedPartRef(u8),
 }
 
-/// A job on its way through the context joins.
+/// The context keys a job's record depends on besides the globals: its user
+/// association (and so its account), QOS and partition. Jobs that share a
+/// combination share one resolved context, so the context joins run over the
+/// distinct combinations, never over jobs.
 #[derive(
     Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
 )]
-pub struct JobCtx {
-    /// The job.
-    pub row: JobRow,
+pub struct Combo {
+    /// The account.
+    pub account: String,
+    /// The user.
+    pub user: String,
+    /// The QOS (`""` for none).
+    pub qos: String,
+    /// The partition (`""` for none).
+    pub partition: String,
+}
+
+impl Combo {
+    /// The combination `row` names.
+    pub fn of(row: &JobRow) -> Self {
+        Combo {
+            account: row.account.clone(),
+            user: row.user.clone(),
+            qos: row.qos.clone(),
+            partition: row.partition.clone(),
+        }
+    }
+}
+
+/// A combination on its way through the context joins.
+#[derive(
+    Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+pub struct ComboCtx {
+    /// The combination.
+    pub combo: Combo,
     /// Its context so far.
     pub ctx: KeyCtx,
+}
+
+/// A combination's resolved context and the globals: everything a job's
+/// record needs besides its row.
+#[derive(
+    Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+pub struct JobContext {
+    /// The combination's keys' contexts.
+    pub ctx: KeyCtx,
+    /// The globals.
+    pub globals: Globals,
 }
 
 /// Counts the updates leaving the priority operators (all workers).
@@ -592,8 +647,22 @@ pub struct PriorityInputs<'s> {
 /// The records trace: job id -> record, pinned to worker 0.
 pub type RecordTrace = TraceAgent<ValSpine<String, PriorityRecord, Time, isize>>;
 
-/// A queue index entry: highest bound first, then the record.
+/// A ranked index entry: highest bound first, then the record (the reader
+/// evaluates candidates straight from the index).
 pub type Entry = (Reverse<u64>, PriorityRecord);
+
+/// A submit-time index entry: latest-encoded submit time first, then the job
+/// id; the reader fetches the record by id (only jobs at the model's floor
+/// are read from here).
+#[derive(
+    Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+pub struct FifoEntry {
+    /// `u64::MAX` minus the order-preserving submit time, reversed: earliest first.
+    pub key: Reverse<u64>,
+    /// The job id.
+    pub job: String,
+}
 
 /// The output arrangements.
 pub struct PriorityOutputs<'s> {
@@ -605,7 +674,7 @@ pub struct PriorityOutputs<'s> {
     pub capped: Arranged<'s, QueueTrace<Entry>>,
     /// Every ranked job by submit time (then the record), on worker 0: the
     /// tie order of jobs at the model's floor priority.
-    pub fifo: Arranged<'s, QueueTrace<Entry>>,
+    pub fifo: Arranged<'s, QueueTrace<FifoEntry>>,
     /// The facts, on worker 0 (Moab's read-time context).
     pub facts: Arranged<'s, QueueTrace<Fact>>,
 }
@@ -640,23 +709,25 @@ fn counted<'s, D: differential_dataflow::Data>(
     collection.inspect(move |_| touched.add(1))
 }
 
-/// One enrichment stage: join the jobs (keyed by what they need next) with the
-/// keys' resolved context, let `fill` copy what it needs and name the next key.
+/// One enrichment stage: join the combinations (keyed by what they need
+/// next) with the keys' resolved context, let `fill` copy what it needs and
+/// name the next key.
 fn enrich<'s>(
-    stage: VecCollection<'s, Time, (Key, JobCtx), isize>,
+    stage: VecCollection<'s, Time, (Key, ComboCtx), isize>,
     sides: &Arranged<'s, TraceAgent<ValSpine<Key, Side, Time, isize>>>,
     touched: &TouchCounter,
-    fill: impl Fn(&mut JobCtx, &KeyCtx) -> Key + 'static,
-) -> VecCollection<'s, Time, (Key, JobCtx), isize> {
+    fill: impl Fn(&mut ComboCtx, &KeyCtx) -> Key + 'static,
+) -> VecCollection<'s, Time, (Key, ComboCtx), isize> {
     counted(
-        stage
-            .arrange_by_key()
-            .join_core(sides.clone(), move |_key, job: &JobCtx, side: &Side| {
+        stage.arrange_by_key().join_core(
+            sides.clone(),
+            move |_key, combo: &ComboCtx, side: &Side| {
                 let Side::Key(kc) = side else { return None };
-                let mut job = job.clone();
-                let next = fill(&mut job, kc);
-                Some((next, job))
-            }),
+                let mut combo = combo.clone();
+                let next = fill(&mut combo, kc);
+                Some((next, combo))
+            },
+        ),
         touched,
     )
 }
@@ -800,40 +871,62 @@ pub fn build<'s>(inputs: PriorityInputs<'s>, touched: &TouchCounter) -> Priority
         .concat(globals)
         .arrange_by_key();
 
-    // The context joins: association, account, QOS, partition, globals.
-    let stage = jobs.map(|row: JobRow| {
+    // The context joins run over the distinct combinations of keys that
+    // active jobs name: association, account, QOS, partition, globals.
+    let combos = jobs
+        .clone()
+        .map(|row: JobRow| Combo::of(&row))
+        .distinct_total();
+    let stage = combos.map(|combo: Combo| {
         (
-            Key::Assoc(row.account.clone(), row.user.clone()),
-            JobCtx {
-                row,
+            Key::Assoc(combo.account.clone(), combo.user.clone()),
+            ComboCtx {
+                combo,
                 ctx: KeyCtx::default(),
             },
         )
     });
-    // Each stage copies one key's context into the job, then re-keys it for the next.
-    let stage = enrich(stage, &sides, touched, |job, kc| {
-        job.ctx.fairshare_bits = kc.fairshare_bits;
-        job.ctx.assoc_priority = kc.assoc_priority;
-        Key::Account(job.row.account.clone())
+    // Each stage copies one key's context into the combination, then re-keys it for the next.
+    let stage = enrich(stage, &sides, touched, |cc, kc| {
+        cc.ctx.fairshare_bits = kc.fairshare_bits;
+        cc.ctx.assoc_priority = kc.assoc_priority;
+        Key::Account(cc.combo.account.clone())
     });
-    let stage = enrich(stage, &sides, touched, |job, kc| {
-        job.ctx.account_priority = kc.account_priority;
-        Key::Qos(job.row.qos.clone())
+    let stage = enrich(stage, &sides, touched, |cc, kc| {
+        cc.ctx.account_priority = kc.account_priority;
+        Key::Qos(cc.combo.qos.clone())
     });
-    let stage = enrich(stage, &sides, touched, |job, kc| {
-        job.ctx.qos_priority = kc.qos_priority;
-        Key::Partition(job.row.partition.clone())
+    let stage = enrich(stage, &sides, touched, |cc, kc| {
+        cc.ctx.qos_priority = kc.qos_priority;
+        Key::Partition(cc.combo.partition.clone())
     });
-    let stage = enrich(stage, &sides, touched, |job, kc| {
-        job.ctx.partition = kc.partition.clone();
+    let stage = enrich(stage, &sides, touched, |cc, kc| {
+        cc.ctx.partition = kc.partition.clone();
         Key::Unit
     });
-    let records = counted(
+    let contexts = counted(
         stage
             .arrange_by_key()
-            .join_core(sides, |_key, job: &JobCtx, side: &Side| {
+            .join_core(sides, |_key, cc: &ComboCtx, side: &Side| {
                 let Side::Globals(g) = side else { return None };
-                let record = record::build_record(job, g);
+                Some((
+                    cc.combo.clone(),
+                    JobContext {
+                        ctx: cc.ctx.clone(),
+                        globals: g.clone(),
+                    },
+                ))
+            }),
+        touched,
+    )
+    .arrange_by_key();
+
+    // The one arrangement of job rows: by combination, met by its context.
+    let records = counted(
+        jobs.map(|row: JobRow| (Combo::of(&row), row))
+            .arrange_by_key()
+            .join_core(contexts, |_combo, row: &JobRow, context: &JobContext| {
+                let record = record::build_record(row, &context.ctx, &context.globals);
                 Some((record.job.clone(), record))
             }),
         touched,
@@ -850,26 +943,34 @@ pub fn build<'s>(inputs: PriorityInputs<'s>, touched: &TouchCounter) -> Priority
         "PriorityRecords",
         ValBatcher::new,
     );
-    let entries = counted(
-        records.flat_map(|(_, r): (String, PriorityRecord)| {
-            (r.class != RankClass::Unranked).then_some((Reverse(r.key_hi), r))
-        }),
-        touched,
-    );
+    let ranked = records.filter(|(_, r): &(String, PriorityRecord)| r.class != RankClass::Unranked);
     let fifo = pinned_index(
-        entries
-            .clone()
-            .map(|(_, r)| (Reverse(u64::MAX - ordered_submit(r.submit_at)), r)),
+        counted(
+            ranked.clone().map(|(job, r)| FifoEntry {
+                key: Reverse(u64::MAX - ordered_submit(r.submit_at)),
+                job,
+            }),
+            touched,
+        ),
         "PriorityFifo",
     );
     let uncapped = pinned_index(
-        entries
-            .clone()
-            .filter(|(_, r)| r.class == RankClass::Uncapped),
+        counted(
+            ranked
+                .clone()
+                .filter(|(_, r)| r.class == RankClass::Uncapped)
+                .map(|(_, r)| (Reverse(r.key_hi), r)),
+            touched,
+        ),
         "PriorityUncapped",
     );
     let capped = pinned_index(
-        entries.filter(|(_, r)| r.class == RankClass::Capped),
+        counted(
+            ranked
+                .filter(|(_, r)| r.class == RankClass::Capped)
+                .map(|(_, r)| (Reverse(r.key_hi), r)),
+            touched,
+        ),
         "PriorityCapped",
     );
     PriorityOutputs {
@@ -903,20 +1004,61 @@ pub struct PriorityReader {
     records: RecordTrace,
     uncapped: QueueTrace<Entry>,
     capped: QueueTrace<Entry>,
-    fifo: QueueTrace<Entry>,
+    fifo: QueueTrace<FifoEntry>,
     facts: QueueTrace<Fact>,
     /// `INCR_ONLY` memory: job -> (stay, floor).
     floors: IncrFloors,
 }
 
+/// Point reads of the records arrangement through one cursor over its
+/// batches (as of everything the trace has): a rewind and a seek per job.
+struct RecordLookup {
+    cursor: CursorList<BatchCursor<RecordTrace>>,
+    storage: Vec<<RecordTrace as TraceReader>::Batch>,
+}
+
+impl RecordLookup {
+    fn new(records: &mut RecordTrace) -> Option<Self> {
+        let mut upper = Antichain::new();
+        records.read_upper(&mut upper);
+        let (cursor, storage) = cursor_list(records.batches_through(upper.borrow())?);
+        Some(RecordLookup { cursor, storage })
+    }
+
+    /// The job's live record, if any.
+    fn get(&mut self, job: &str) -> Option<PriorityRecord> {
+        self.cursor.rewind_keys(&self.storage);
+        self.seek_live(job)
+    }
+
+    /// Seek forward to `job` and return its live record, if any.
+    fn seek_live(&mut self, job: &str) -> Option<PriorityRecord> {
+        let key = job.to_string();
+        self.cursor.seek_key(&self.storage, &key);
+        if self.cursor.get_key(&self.storage) != Some(&key) {
+            return None;
+        }
+        while let Some(value) = self.cursor.get_val(&self.storage) {
+            let mut count = 0isize;
+            self.cursor
+                .map_times(&self.storage, |_, diff| count += *diff);
+            if count > 0 {
+                return Some(value.clone());
+            }
+            self.cursor.step_val(&self.storage);
+        }
+        None
+    }
+}
+
 /// A lazily grown prefix of a queue index.
-struct IndexPrefix {
-    entries: Vec<Entry>,
+struct IndexPrefix<E> {
+    entries: Vec<E>,
     position: usize,
     exhausted: bool,
 }
 
-impl IndexPrefix {
+impl<E: differential_dataflow::ExchangeData> IndexPrefix<E> {
     fn new() -> Self {
         IndexPrefix {
             entries: Vec::new(),
@@ -926,7 +1068,7 @@ impl IndexPrefix {
     }
 
     /// The next unread entry; grows the prefix (doubling) when needed.
-    fn peek(&mut self, trace: &mut QueueTrace<Entry>) -> Option<&Entry> {
+    fn peek(&mut self, trace: &mut QueueTrace<E>) -> Option<&E> {
         if self.position == self.entries.len() && !self.exhausted {
             let want = (2 * self.entries.len()).max(16);
             self.entries = first_live(trace, want);
@@ -942,7 +1084,7 @@ impl PriorityReader {
         records: RecordTrace,
         uncapped: QueueTrace<Entry>,
         capped: QueueTrace<Entry>,
-        fifo: QueueTrace<Entry>,
+        fifo: QueueTrace<FifoEntry>,
         facts: QueueTrace<Fact>,
     ) -> Self {
         PriorityReader {
@@ -1024,24 +1166,7 @@ impl PriorityReader {
 
     /// One job's record, if the job is active.
     pub fn record(&mut self, job: &str) -> Option<PriorityRecord> {
-        let mut upper = Antichain::new();
-        self.records.read_upper(&mut upper);
-        let batches = self.records.batches_through(upper.borrow())?;
-        let (mut cursor, storage) = cursor_list(batches);
-        let key = job.to_string();
-        cursor.seek_key(&storage, &key);
-        if cursor.get_key(&storage) != Some(&key) {
-            return None;
-        }
-        while let Some(value) = cursor.get_val(&storage) {
-            let mut count = 0isize;
-            cursor.map_times(&storage, |_, diff| count += *diff);
-            if count > 0 {
-                return Some(value.clone());
-            }
-            cursor.step_val(&storage);
-        }
-        None
+        RecordLookup::new(&mut self.records)?.get(job)
     }
 
     fn floor_of(&self, record: &PriorityRecord) -> Option<u64> {
@@ -1142,17 +1267,11 @@ impl PriorityReader {
         loop {
             let bound_u = u.peek(&mut self.uncapped).map(|(_, r)| r.upper_bound(now));
             let bound_c = c.peek(&mut self.capped).map(|(_, r)| r.upper_bound(now));
-            let (from_uncapped, bound) = match (bound_u, bound_c) {
-                (None, None) => break,
-                (Some(a), None) => (true, a),
-                (None, Some(b)) => (false, b),
-                (Some(a), Some(b)) => {
-                    if a >= b {
-                        (true, a)
-                    } else {
-                        (false, b)
-                    }
-                }
+            let (prefix, bound) = match (bound_u, bound_c) {
+                (None, None) => return best,
+                (Some(a), Some(b)) if a >= b => (&mut u, a),
+                (Some(a), None) => (&mut u, a),
+                (_, Some(b)) => (&mut c, b),
             };
             if best.len() >= k {
                 let kth = best[k - 1].priority;
@@ -1165,9 +1284,7 @@ impl PriorityReader {
                 // above it, and `best` holds them all.
                 return self.fill_from_floor(best, k, floor, now);
             }
-            let prefix = if from_uncapped { &mut u } else { &mut c };
-            let record = prefix.entries[prefix.position].1.clone();
-            prefix.position += 1;
+            let record = &prefix.entries[prefix.position].1;
             if let Some(p) = record.evaluate(now, None) {
                 let key = p.queue_key();
                 let at = best.partition_point(|q| q.queue_key() < key);
@@ -1176,8 +1293,8 @@ impl PriorityReader {
                     best.truncate(k);
                 }
             }
+            prefix.position += 1;
         }
-        best
     }
 
     /// Complete `best` (every ranked job above the floor, fewer than `k`)
@@ -1193,13 +1310,16 @@ impl PriorityReader {
         best.retain(|p| p.priority > floor);
         let above: std::collections::BTreeSet<String> =
             best.iter().map(|p| p.job.clone()).collect();
+        let Some(mut lookup) = RecordLookup::new(&mut self.records) else {
+            return best;
+        };
         let mut fifo = IndexPrefix::new();
         // Jobs submitted in the same second, ordered by job id when complete.
         let mut group: Vec<JobPriority> = Vec::new();
         let mut group_second: Option<u64> = None;
         loop {
             let next = fifo.peek(&mut self.fifo).cloned();
-            let second = next.as_ref().map(|(Reverse(key), _)| *key);
+            let second = next.as_ref().map(|entry| entry.key.0);
             if second != group_second {
                 group.sort_by_cached_key(JobPriority::queue_key);
                 best.append(&mut group);
@@ -1208,14 +1328,14 @@ impl PriorityReader {
                 }
                 group_second = second;
             }
-            let Some((_, record)) = next else {
+            let Some(entry) = next else {
                 break;
             };
             fifo.position += 1;
-            if above.contains(&record.job) {
+            if above.contains(&entry.job) {
                 continue;
             }
-            if let Some(p) = record.evaluate(now, None) {
+            if let Some(p) = lookup.get(&entry.job).and_then(|r| r.evaluate(now, None)) {
                 group.push(p);
             }
         }

@@ -87,9 +87,11 @@ fn ages_cross_the_cap_ties_break_by_submit_time_and_updates_touch_few_records() 
         h.jobs.remove(job("A", "ua", 0, 1500));
         h.jobs.insert(job("A", "ua", 0, 2500));
         let moved = h.step(worker);
-        // Moving A to the capped index: retract + insert in each of the five
-        // join stages (10) and in the index entries (2).
-        assert_eq!(moved, 12);
+        // Moving A to the capped index: its combination (association, QOS,
+        // partition) is still named, so no context moves; retract + insert of
+        // its record (2), of its submit-time entry (2), and of its ranked
+        // entry, out of `uncapped` and into `capped` (2).
+        assert_eq!(moved, 6);
         assert_eq!(
             top(&mut h.reader, 10, 2500),
             vec![("B".to_string(), 4500), ("A".to_string(), 4000)]
@@ -98,19 +100,21 @@ fn ages_cross_the_cap_ties_break_by_submit_time_and_updates_touch_few_records() 
         assert_eq!(explained.factor("age").unwrap().normalized, 1.0);
         assert_eq!(explained.factor("fairshare").unwrap().weighted, 2000.0);
 
-        // A submit into an association, account, QOS and partition that
-        // already have pending jobs of its kind: one record out of each of
-        // the five joins and one index entry (6); the reduces' outputs do not
-        // change.
+        // A submit into a combination (association, QOS, partition) that
+        // already has pending jobs of its kind: its record and its two index
+        // entries (submit time, uncapped): 3; no context and no reduce's
+        // output changes.
         h.jobs.insert(job("C", "ua", 2500, 2500));
-        assert_eq!(h.step(worker), 6);
+        assert_eq!(h.step(worker), 3);
 
-        // A fair-share change for ua (jobs A and C, both ranked): the
-        // association's context (retract + insert: 2), then 2 per job in each
-        // of the five joins (20) and in the index entries (4): 26.
+        // A fair-share change for ua (jobs A and C, both ranked, one
+        // combination): the association's context (retract + insert: 2),
+        // the combination through the four key joins and the globals join
+        // (2 each: 10), then per job its record and its two index entries
+        // (2 each: 6 per job, 12): 24.
         h.facts.remove(fairshare("ua", 0.5));
         h.facts.insert(fairshare("ua", 0.25));
-        assert_eq!(h.step(worker), 26);
+        assert_eq!(h.step(worker), 24);
         // At 2500: A = 1000 + 2000 = 3000; C = 1000 + 0 = 1000; B = 4500.
         assert_eq!(
             top(&mut h.reader, 10, 2500),

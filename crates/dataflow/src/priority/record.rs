@@ -30,7 +30,9 @@ use fairflow_model::report::{JobPriority, JobState, PriorityFactor};
 use fairflow_model::{PriorityModel, Time};
 
 use super::moab::MoabJob;
-use super::{Globals, JobCtx, Phase, PriorityParams, TresBits};
+use std::borrow::Cow;
+
+use super::{Globals, JobRow, KeyCtx, Phase, PriorityParams, TresBits};
 
 /// Relative slack on the floating-point error of the approximate sums: far
 /// above the `~1e-15` relative error of a dozen additions, so reading a few
@@ -78,8 +80,9 @@ pub enum RankClass {
     Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
 )]
 pub struct StoredFactor {
-    /// The factor's name, as the oracle names it.
-    pub name: String,
+    /// The factor's name, as the oracle names it (borrowed from
+    /// [`FACTOR_NAMES`] when it is one of them: no allocation per record).
+    pub name: Cow<'static, str>,
     /// `normalized` as bits.
     pub normalized: u64,
     /// `weight` as bits.
@@ -91,7 +94,7 @@ pub struct StoredFactor {
 impl StoredFactor {
     fn from_factor(f: &PriorityFactor) -> Self {
         StoredFactor {
-            name: f.name.clone(),
+            name: factor_name(&f.name),
             normalized: f.normalized.to_bits(),
             weight: f.weight.to_bits(),
             weighted: f.weighted.to_bits(),
@@ -100,13 +103,38 @@ impl StoredFactor {
 
     fn to_factor(&self) -> PriorityFactor {
         PriorityFactor {
-            name: self.name.clone(),
+            name: self.name.to_string(),
             component: None,
             normalized: f64::from_bits(self.normalized),
             weight: f64::from_bits(self.weight),
             weighted: f64::from_bits(self.weighted),
             cap: None,
         }
+    }
+}
+
+/// The factor names of Slurm's and Flux's records other than `tres/*`.
+pub const FACTOR_NAMES: [&str; 13] = [
+    "site",
+    "age",
+    "assoc",
+    "fairshare",
+    "jobsize",
+    "partition",
+    "qos",
+    "nice",
+    "queue",
+    "bank",
+    "urgency",
+    "wait_time",
+    "user",
+];
+
+/// `name` borrowed from [`FACTOR_NAMES`] when it is one of them, else owned.
+fn factor_name(name: &str) -> Cow<'static, str> {
+    match FACTOR_NAMES.iter().find(|known| **known == name) {
+        Some(known) => Cow::Borrowed(known),
+        None => Cow::Owned(name.to_string()),
     }
 }
 
@@ -212,11 +240,10 @@ pub fn listed(params: &PriorityParams, phase: Phase, begun: bool) -> Option<List
     }
 }
 
-/// Build a job's record from its context and the globals (a pure function:
-/// the dataflow re-runs it on retraction and gets the same bits).
-pub fn build_record(job: &JobCtx, globals: &Globals) -> PriorityRecord {
+/// Build a job's record from its row, its contexts and the globals (a pure
+/// function: the dataflow re-runs it on retraction and gets the same bits).
+pub fn build_record(row: &JobRow, ctx: &KeyCtx, globals: &Globals) -> PriorityRecord {
     let model = globals.params.model;
-    let row = &job.row;
     let listed = listed(&globals.params, row.phase, row.begun);
     let mut record = PriorityRecord {
         job: row.id.clone(),
@@ -244,13 +271,13 @@ pub fn build_record(job: &JobCtx, globals: &Globals) -> PriorityRecord {
         moab: None,
     };
     match model {
-        PriorityModel::Slurm => slurm_record(job, globals, &mut record),
-        PriorityModel::Flux => flux_record(job, globals, &mut record),
+        PriorityModel::Slurm => slurm_record(row, ctx, globals, &mut record),
+        PriorityModel::Flux => flux_record(row, ctx, globals, &mut record),
         // Moab is evaluated at read time (`priority::moab`): unranked here.
         PriorityModel::Moab => {
             record.moab = Some(Box::new(MoabJob {
                 row: row.clone(),
-                ctx: job.ctx.clone(),
+                ctx: ctx.clone(),
                 cluster_tres: globals.cluster_tres.clone(),
             }));
         }
@@ -258,10 +285,8 @@ pub fn build_record(job: &JobCtx, globals: &Globals) -> PriorityRecord {
     record
 }
 
-fn slurm_record(job: &JobCtx, globals: &Globals, record: &mut PriorityRecord) {
-    let row = &job.row;
+fn slurm_record(row: &JobRow, ctx: &KeyCtx, globals: &Globals, record: &mut PriorityRecord) {
     let p = &globals.params;
-    let ctx = &job.ctx;
     let gated = |weight: u32, value: &dyn Fn() -> f64| -> f64 {
         if weight == 0 {
             0.0
@@ -383,10 +408,8 @@ fn slurm_record(job: &JobCtx, globals: &Globals, record: &mut PriorityRecord) {
     );
 }
 
-fn flux_record(job: &JobCtx, globals: &Globals, record: &mut PriorityRecord) {
-    let row = &job.row;
+fn flux_record(row: &JobRow, ctx: &KeyCtx, globals: &Globals, record: &mut PriorityRecord) {
     let w = &globals.params;
-    let ctx = &job.ctx;
     let urgency = record.urgency;
     let fairshare = f64::from_bits(ctx.fairshare_bits);
     let queue = ctx.partition.priority as f64;
@@ -491,18 +514,25 @@ fn rank(
     record.key_hi = ordered_bits(key_hi);
 }
 
+/// An upper bound on the exact weighted sum at `now` of a job ranked in
+/// `class` with key `key_hi` and rate `rate_bits` ([`PriorityRecord::key_hi`],
+/// [`PriorityRecord::rate`]).
+pub fn upper_bound(class: RankClass, key_hi: u64, rate_bits: u64, now: Time) -> f64 {
+    let key_hi = from_ordered_bits(key_hi);
+    match class {
+        RankClass::Uncapped => {
+            let moved = f64::from_bits(rate_bits) * now as f64;
+            key_hi + moved + RELATIVE_SLACK * moved.abs()
+        }
+        _ => key_hi,
+    }
+}
+
 impl PriorityRecord {
     /// An upper bound on the job's exact weighted sum at `now` (see the
     /// module documentation); `+inf` for an expedited Flux job.
     pub fn upper_bound(&self, now: Time) -> f64 {
-        let key_hi = from_ordered_bits(self.key_hi);
-        match self.class {
-            RankClass::Uncapped => {
-                let moved = f64::from_bits(self.rate) * now as f64;
-                key_hi + moved + RELATIVE_SLACK * moved.abs()
-            }
-            _ => key_hi,
-        }
+        upper_bound(self.class, self.key_hi, self.rate, now)
     }
 
     /// The job's exact priority at `now`, bit-identical to the oracle's;
