@@ -87,8 +87,12 @@ pub struct Args {
     /// Batches of each kind whose full recomputation the oracle times.
     #[arg(long, value_name = "N", default_value_t = 3)]
     oracle_samples: usize,
-    /// Events per batch while loading the initial state.
-    #[arg(long, value_name = "N", default_value_t = 50_000)]
+    /// Events per batch while loading the initial state. Each batch is one
+    /// consistent state the engine computes in full (its fair-share factors
+    /// move as time passes during the history, re-deriving the jobs already
+    /// loaded), so fewer, larger batches load faster; the generator's
+    /// chunks bound the memory the load holds at once.
+    #[arg(long, value_name = "N", default_value_t = 250_000)]
     load_batch: usize,
     /// Print the report as JSON.
     #[arg(long)]
@@ -582,6 +586,7 @@ fn report(
         "running_jobs": params.running_jobs,
         "workers": args.workers.max(1),
         "seed": args.seed,
+        "load_batch": args.load_batch,
         "max_depth": params.max_depth,
         "calc_period_secs": engine.calc_period_secs,
         "initial_events": engine.initial_events,
