@@ -77,7 +77,7 @@ use fairflow_model::formula::{
 use fairflow_model::{Algorithm, Config, Shares};
 use timely::dataflow::operators::vec::Map as _;
 
-use crate::graph::{Diff, Epoch};
+use crate::graph::{ByKey, Diff, Epoch};
 use crate::ledger::{NodeId, ROOT};
 use crate::priority::{Fact as PFact, TouchCounter};
 
@@ -204,12 +204,17 @@ pub struct Placement {
 
 /// The collections the factor stages read (time [`Epoch`], diff [`Diff`]).
 pub struct FactorInputs<'s> {
-    /// `(node, (ancestor, distance))`, self included at distance 0.
-    pub closure: VecCollection<'s, Epoch, (NodeId, (NodeId, u32)), Diff>,
+    /// `(node, (ancestor, distance))`, self included at distance 0, by node
+    /// (the tree dataflow's one arrangement of the closure).
+    pub closure_by_node: ByKey<'s, NodeId, (NodeId, u32)>,
     /// `(node, fair-share parent)`.
     pub fs_parent: VecCollection<'s, Epoch, (NodeId, NodeId), Diff>,
+    /// The same, as the tree dataflow's arrangement by node.
+    pub fs_parent_by_node: ByKey<'s, NodeId, NodeId>,
     /// `(node, shares)`, one per live association.
     pub shares: VecCollection<'s, Epoch, (NodeId, Shares), Diff>,
+    /// The same, as the tree dataflow's arrangement by node.
+    pub shares_by_node: ByKey<'s, NodeId, Shares>,
     /// `(node, subtree usage)`, absent when 0.
     pub subtree_usage: VecCollection<'s, Epoch, (NodeId, i128), Diff>,
     /// `(fair-share parent, level shares)`.
@@ -248,9 +253,11 @@ fn counted<'s, D: differential_dataflow::Data>(
 /// fact, and the ticket-based tickets.
 pub fn build<'s>(inputs: FactorInputs<'s>, touched: &TouchCounter) -> FactorOutputs<'s> {
     let FactorInputs {
-        closure,
+        closure_by_node,
         fs_parent,
+        fs_parent_by_node,
         shares,
+        shares_by_node,
         subtree_usage,
         level_shares,
         users,
@@ -258,20 +265,17 @@ pub fn build<'s>(inputs: FactorInputs<'s>, touched: &TouchCounter) -> FactorOutp
         params,
         pending_jobs,
     } = inputs;
-    let scope = closure.inner.scope();
-    let shares_by_node = shares.clone().arrange_by_key();
+    let scope = closure_by_node.stream.scope();
     let users_by_self = users.clone().arrange_by_self();
 
     // Users in each subtree; the usage of each node's non-`parent` fs-children.
-    let users_below = closure
+    let users_below = closure_by_node
         .clone()
-        .arrange_by_key()
         .join_core(users_by_self.clone(), |_node, &(ancestor, _), &()| {
             Some(ancestor)
         })
         .count_total_core::<Diff>();
-    let child_usage = fs_parent
-        .clone()
+    let child_usage = fs_parent_by_node
         .join_core(shares_by_node, |&node, &parent, shares: &Shares| {
             (!shares.is_parent()).then_some((node, parent))
         })
@@ -324,9 +328,8 @@ pub fn build<'s>(inputs: FactorInputs<'s>, touched: &TouchCounter) -> FactorOutp
     let level_records = gated.filter(|(_, (_, params))| params.algorithm == Algorithm::LevelBased);
 
     // Each user with each of its ancestors (itself at distance 0), by ancestor.
-    let user_path_pairs = closure
+    let user_path_pairs = closure_by_node
         .clone()
-        .arrange_by_key()
         .join_core(users_by_self, |&node, &(ancestor, distance), &()| {
             Some((ancestor, (node, distance)))
         });
@@ -343,7 +346,7 @@ pub fn build<'s>(inputs: FactorInputs<'s>, touched: &TouchCounter) -> FactorOutp
                 .arrange_by_key(),
             |_name, &(), &node| Some(node),
         );
-    let tickets = ticket::build(closure, ticket_records, pending, touched);
+    let tickets = ticket::build(closure_by_node, ticket_records, pending, touched);
     let level_factors = level::build(user_path_pairs, level_records, touched);
 
     let placements = counted(place(scope, fair_tree), touched);
