@@ -246,6 +246,10 @@ impl Engine {
     /// tree, usage and fair-share parameter deltas, the job rows and the
     /// priority facts' differences (the fair-share factors are computed in
     /// the dataflow, in the same time). Returns the input records sent.
+    ///
+    /// With nothing to send, no logical time is used: every result already
+    /// reflects the last batch (the probe passed it), and an empty time
+    /// would only make every operator of the dataflow step for nothing.
     fn flush(&mut self) -> Result<usize, EngineError> {
         let deltas = self.ledger.take_deltas();
         let jobs = JobDeltas {
@@ -253,7 +257,9 @@ impl Engine {
             facts: self.jobs.fact_deltas(),
         };
         let records = deltas.len() + jobs.len();
-        self.send_batch(deltas, jobs)?;
+        if records > 0 {
+            self.send_batch(deltas, jobs)?;
+        }
         Ok(records)
     }
 

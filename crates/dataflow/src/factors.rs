@@ -33,7 +33,12 @@
 //!   [`Placement`]: its block, the *weight* (users in the subtree, a user 1) of
 //!   the blocks before its own (`prefix`), and the number of users in its
 //!   block. A usage event re-sorts the groups on its path; a placement
-//!   changes only where the order moved.
+//!   changes only where the order moved. A member's `LevelFs` needs its
+//!   fair-share parent's usage and level shares: the group's input holds
+//!   each member's own part and, once, each of its members' parents' part
+//!   (a [`GroupItem`]), so a usage event changes one parent item and one
+//!   member item per group on its path (the loop's groups likewise), not
+//!   every member below the parents whose usage moved.
 //! - **Ranks by path sums.** For a user `u` under fair-share ancestors
 //!   `a_1 .. a_k`, with `(b_i, prefix_i, users_i)` their placements and
 //!   `(b, prefix)` its own, the walk's position is
@@ -77,7 +82,7 @@ use fairflow_model::formula::{
 use fairflow_model::{Algorithm, Config, Shares};
 use timely::dataflow::operators::vec::Map as _;
 
-use crate::graph::{Diff, Epoch};
+use crate::graph::{ByKey, Diff, Epoch};
 use crate::ledger::{NodeId, ROOT};
 use crate::priority::{Fact as PFact, TouchCounter};
 
@@ -204,12 +209,17 @@ pub struct Placement {
 
 /// The collections the factor stages read (time [`Epoch`], diff [`Diff`]).
 pub struct FactorInputs<'s> {
-    /// `(node, (ancestor, distance))`, self included at distance 0.
-    pub closure: VecCollection<'s, Epoch, (NodeId, (NodeId, u32)), Diff>,
+    /// `(node, (ancestor, distance))`, self included at distance 0, by node
+    /// (the tree dataflow's one arrangement of the closure).
+    pub closure_by_node: ByKey<'s, NodeId, (NodeId, u32)>,
     /// `(node, fair-share parent)`.
     pub fs_parent: VecCollection<'s, Epoch, (NodeId, NodeId), Diff>,
+    /// The same, as the tree dataflow's arrangement by node.
+    pub fs_parent_by_node: ByKey<'s, NodeId, NodeId>,
     /// `(node, shares)`, one per live association.
     pub shares: VecCollection<'s, Epoch, (NodeId, Shares), Diff>,
+    /// The same, as the tree dataflow's arrangement by node.
+    pub shares_by_node: ByKey<'s, NodeId, Shares>,
     /// `(node, subtree usage)`, absent when 0.
     pub subtree_usage: VecCollection<'s, Epoch, (NodeId, i128), Diff>,
     /// `(fair-share parent, level shares)`.
@@ -248,9 +258,11 @@ fn counted<'s, D: differential_dataflow::Data>(
 /// fact, and the ticket-based tickets.
 pub fn build<'s>(inputs: FactorInputs<'s>, touched: &TouchCounter) -> FactorOutputs<'s> {
     let FactorInputs {
-        closure,
+        closure_by_node,
         fs_parent,
+        fs_parent_by_node,
         shares,
+        shares_by_node,
         subtree_usage,
         level_shares,
         users,
@@ -258,20 +270,17 @@ pub fn build<'s>(inputs: FactorInputs<'s>, touched: &TouchCounter) -> FactorOutp
         params,
         pending_jobs,
     } = inputs;
-    let scope = closure.inner.scope();
-    let shares_by_node = shares.clone().arrange_by_key();
+    let scope = closure_by_node.stream.scope();
     let users_by_self = users.clone().arrange_by_self();
 
     // Users in each subtree; the usage of each node's non-`parent` fs-children.
-    let users_below = closure
+    let users_below = closure_by_node
         .clone()
-        .arrange_by_key()
         .join_core(users_by_self.clone(), |_node, &(ancestor, _), &()| {
             Some(ancestor)
         })
         .count_total_core::<Diff>();
-    let child_usage = fs_parent
-        .clone()
+    let child_usage = fs_parent_by_node
         .join_core(shares_by_node, |&node, &parent, shares: &Shares| {
             (!shares.is_parent()).then_some((node, parent))
         })
@@ -324,9 +333,8 @@ pub fn build<'s>(inputs: FactorInputs<'s>, touched: &TouchCounter) -> FactorOutp
     let level_records = gated.filter(|(_, (_, params))| params.algorithm == Algorithm::LevelBased);
 
     // Each user with each of its ancestors (itself at distance 0), by ancestor.
-    let user_path_pairs = closure
+    let user_path_pairs = closure_by_node
         .clone()
-        .arrange_by_key()
         .join_core(users_by_self, |&node, &(ancestor, distance), &()| {
             Some((ancestor, (node, distance)))
         });
@@ -343,7 +351,7 @@ pub fn build<'s>(inputs: FactorInputs<'s>, touched: &TouchCounter) -> FactorOutp
                 .arrange_by_key(),
             |_name, &(), &node| Some(node),
         );
-    let tickets = ticket::build(closure, ticket_records, pending, touched);
+    let tickets = ticket::build(closure_by_node, ticket_records, pending, touched);
     let level_factors = level::build(user_path_pairs, level_records, touched);
 
     let placements = counted(place(scope, fair_tree), touched);
@@ -437,92 +445,176 @@ fn assemble(parts: &[(&Part, Diff)]) -> Option<NodeRec> {
     })
 }
 
+/// A ranked association's own part of a [`Member`] (its fair-share
+/// parent's part arrives as a [`GroupItem::Parent`]).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+struct Own {
+    shares: Shares,
+    usage: u128,
+    user: bool,
+    /// A user 1, an account the users in its subtree.
+    weight: u64,
+}
+
+/// One value of a Fair Tree group's reduce. A member's `LevelFs` needs its
+/// fair-share parent's usage and level shares; they travel once per parent
+/// (not once per member), so a usage event changes one item per parent on
+/// its path instead of every member below those parents.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+enum GroupItem {
+    /// A ranked association of the group, with its fair-share parent.
+    Member {
+        node: NodeId,
+        parent: NodeId,
+        own: Own,
+    },
+    /// A fair-share parent of members of the group: its subtree usage and
+    /// its fair-share children's level shares.
+    Parent {
+        parent: NodeId,
+        usage: u128,
+        child_level: u64,
+    },
+}
+
+/// The members of one group, with their parents' parts joined in: every
+/// `(node, Member)` whose parent's item is present (positive counts only).
+fn group_members(items: &[(&GroupItem, Diff)]) -> Vec<(NodeId, Member)> {
+    let mut parents: std::collections::BTreeMap<NodeId, (u128, u64)> =
+        std::collections::BTreeMap::new();
+    for (item, count) in items {
+        if let (
+            GroupItem::Parent {
+                parent,
+                usage,
+                child_level,
+            },
+            true,
+        ) = (**item, *count > 0)
+        {
+            parents.insert(parent, (usage, child_level));
+        }
+    }
+    items
+        .iter()
+        .filter(|(_, count)| *count > 0)
+        .filter_map(|(item, _)| match **item {
+            GroupItem::Member { node, parent, own } => {
+                let &(parent_usage, level_shares) = parents.get(&parent)?;
+                Some((
+                    node,
+                    Member {
+                        shares: own.shares,
+                        level_shares,
+                        usage: own.usage,
+                        parent_usage,
+                        user: own.user,
+                        weight: own.weight,
+                    },
+                ))
+            }
+            GroupItem::Parent { .. } => None,
+        })
+        .collect()
+}
+
+/// The items of every group: each member (a fair-share child of an
+/// association whose group-below key is known) and each such parent's part,
+/// keyed by the group. `$group_of` is `(account, key of the group below its
+/// block)`, root's `(root, root)`, arranged; `$children` the ranked
+/// `(parent, (node, Own))` and `$parent_parts` the `(account, (usage, level
+/// shares))`, arranged. A macro because the loop's arrangements (entered
+/// traces) and the outer ones have different types.
+macro_rules! group_items {
+    ($group_of:expr, $children:expr, $parent_parts:expr) => {{
+        let group_of = $group_of;
+        let members = group_of
+            .clone()
+            .join_core($children, |&parent, &group, &(node, own)| {
+                Some((group, GroupItem::Member { node, parent, own }))
+            });
+        let parents =
+            group_of.join_core($parent_parts, |&parent, &group, &(usage, child_level)| {
+                Some((
+                    group,
+                    GroupItem::Parent {
+                        parent,
+                        usage,
+                        child_level,
+                    },
+                ))
+            });
+        members.concat(parents)
+    }};
+}
+
 /// The Fair Tree placements of every ranked association (see the module
-/// documentation): an `iterate` whose variable is `(node, Placement)`.
+/// documentation): the groups' keys by an `iterate` over accounts, then a
+/// `reduce` per group.
 fn place<'s>(
     scope: timely::dataflow::Scope<'s, Epoch>,
     records: VecCollection<'s, Epoch, (NodeId, NodeRec), Diff>,
 ) -> VecCollection<'s, Epoch, (NodeId, Placement), Diff> {
-    // Ranked: every association but root and `FairShare=parent` accounts.
-    let ranked = records
+    // Ranked: every association but root and `FairShare=parent` accounts,
+    // by fair-share parent.
+    let ranked = records.clone().flat_map(|(node, record)| {
+        let is_ranked = node != ROOT && (record.user || !record.shares.is_parent());
+        let own = Own {
+            shares: record.shares,
+            usage: record.usage,
+            user: record.user,
+            weight: if record.user { 1 } else { record.users_below },
+        };
+        record
+            .fs_parent
+            .filter(|_| is_ranked)
+            .map(|parent| (parent, (node, own)))
+    });
+    // Every account (root included) as a possible fair-share parent.
+    let parent_parts = records
         .clone()
-        .filter(|(node, record)| *node != ROOT && (record.user || !record.shares.is_parent()))
-        .flat_map(|(node, record)| record.fs_parent.map(|parent| (parent, (node, record))));
-    let members = ranked.clone().arrange_by_key().join_core(
-        records.clone().arrange_by_key(),
-        |_parent, &(node, record), parent_record| {
-            Some((
-                node,
-                Member {
-                    shares: record.shares,
-                    level_shares: parent_record.child_level,
-                    usage: record.usage,
-                    parent_usage: parent_record.usage,
-                    user: record.user,
-                    weight: if record.user { 1 } else { record.users_below },
-                },
-            ))
-        },
-    );
-    let account_members = members
-        .clone()
-        .filter(|(_, member)| !member.user)
+        .flat_map(|(node, record)| {
+            (!record.user).then_some((node, (record.usage, record.child_level)))
+        })
         .arrange_by_key();
-    let members = members.arrange_by_key();
     let account_children = ranked
         .clone()
-        .filter(|(_, (_, record))| !record.user)
-        .map(|(parent, (node, _))| (parent, node))
+        .filter(|(_, (_, own))| !own.user)
         .arrange_by_key();
-    let children = ranked
-        .map(|(parent, (node, _))| (parent, node))
-        .arrange_by_key();
-    let root = records
-        .filter(|(node, _)| *node == ROOT)
-        .map(|(node, _)| (node, node));
+    let children = ranked.arrange_by_key();
+    let root = records.flat_map(|(node, _)| (node == ROOT).then_some((node, node)));
     // Only the accounts' group keys are found by iteration (users never key a
     // group, and a block's tied accounts do not depend on its users), so the
     // loop's reduce sees only account members and its output (the
     // representatives) changes only when a tie among accounts does.
     let root_for_loop = root.clone();
+    let parent_parts_for_loop = parent_parts.clone();
     let representatives =
         Iterate::<Epoch, (NodeId, NodeId), Diff>::iterate(scope, |subgraph, representatives| {
-            let members = account_members.enter(subgraph);
             let children = account_children.enter(subgraph);
+            let parent_parts = parent_parts_for_loop.enter(subgraph);
             let root = root_for_loop.enter(subgraph);
-            representatives
-                .concat(root)
-                .arrange_by_key()
-                .join_core(children, |_parent, &group, &node| Some((node, group)))
-                .arrange_by_key()
-                .join_core(members, |&node, &group, &member| {
-                    Some((group, (node, member)))
-                })
-                .reduce(|_group, members, output| represent_group(members, output))
+            let group_of = representatives.concat(root).arrange_by_key();
+            group_items!(group_of, children, parent_parts)
+                .reduce(|_group, items, output| represent_group(items, output))
                 .map(|(_group, represented)| represented)
         });
-    representatives
-        .concat(root)
-        .arrange_by_key()
-        .join_core(children, |_parent, &group, &node| Some((node, group)))
-        .arrange_by_key()
-        .join_core(members, |&node, &group, &member| {
-            Some((group, (node, member)))
-        })
-        .reduce(|_group, members, output| place_group(members, output))
+    let group_of = representatives.concat(root).arrange_by_key();
+    group_items!(group_of, children, parent_parts)
+        .reduce(|_group, items, output| place_group(items, output))
         .map(|(_group, placed)| placed)
 }
 
 /// The accounts of one group with their block's representative (the
 /// smallest account id among the accounts of equal `LF`).
-fn represent_group(
-    members: &[(&(NodeId, Member), Diff)],
-    output: &mut Vec<((NodeId, NodeId), Diff)>,
-) {
-    let mut sorted: Vec<(LevelFs, NodeId)> = members
+fn represent_group(items: &[(&GroupItem, Diff)], output: &mut Vec<((NodeId, NodeId), Diff)>) {
+    let mut sorted: Vec<(LevelFs, NodeId)> = group_members(items)
         .iter()
-        .filter(|(_, count)| *count > 0)
-        .map(|((node, member), _)| (member.level_fs(), *node))
+        .map(|(node, member)| (member.level_fs(), *node))
         .collect();
     sorted.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
     let mut start = 0;
@@ -541,14 +633,10 @@ fn represent_group(
 }
 
 /// Sort one group and place its members.
-fn place_group(
-    members: &[(&(NodeId, Member), Diff)],
-    output: &mut Vec<((NodeId, Placement), Diff)>,
-) {
-    let mut sorted: Vec<(LevelFs, NodeId, Member)> = members
-        .iter()
-        .filter(|(_, count)| *count > 0)
-        .map(|((node, member), _)| (member.level_fs(), *node, *member))
+fn place_group(items: &[(&GroupItem, Diff)], output: &mut Vec<((NodeId, Placement), Diff)>) {
+    let mut sorted: Vec<(LevelFs, NodeId, Member)> = group_members(items)
+        .into_iter()
+        .map(|(node, member)| (member.level_fs(), node, member))
         .collect();
     // LF descending, users first on equal LF, then id (the order inside a
     // block changes no rank).

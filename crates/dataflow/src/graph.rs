@@ -10,15 +10,16 @@
 //! also keeps the number of distinct `(K, V, T, R)` combinations small.
 
 use crossbeam_channel::{Receiver, Sender, TryRecvError};
+use differential_dataflow::hashable::Hashable;
 use differential_dataflow::input::{Input, InputSession};
 use differential_dataflow::operators::arrange::arrangement::arrange_core;
-use differential_dataflow::operators::arrange::TraceAgent;
+use differential_dataflow::operators::arrange::{Arranged, TraceAgent};
 use differential_dataflow::operators::iterate::Iterate;
 use differential_dataflow::operators::CountTotal;
 use differential_dataflow::trace::cursor::cursor_list;
-use differential_dataflow::trace::implementations::{ValBatcher, ValSpine};
+use differential_dataflow::trace::implementations::{ValBatcher, ValBuilder, ValSpine};
 use differential_dataflow::trace::{Cursor, TraceReader};
-use differential_dataflow::{AsCollection, VecCollection};
+use differential_dataflow::{AsCollection, ExchangeData, VecCollection};
 use fairflow_model::Shares;
 use timely::dataflow::channels::pact::Exchange;
 use timely::dataflow::operators::probe::Handle as ProbeHandle;
@@ -57,6 +58,40 @@ pub enum Fact {
 }
 
 type FactTrace = TraceAgent<ValSpine<NodeId, Fact, Epoch, Diff>>;
+
+/// A collection arranged by its key (time [`Epoch`], diff [`Diff`]): built
+/// once and shared by every operator that joins on that key.
+pub type ByKey<'s, K, V> = Arranged<'s, TraceAgent<ValSpine<K, V, Epoch, Diff>>>;
+
+/// `reduce`, with the output left arranged by the same key, so that an
+/// operator joining on that key reads the reduce's own output arrangement
+/// instead of arranging the output again.
+pub fn reduce_arranged<'s, K, V, V2, L>(
+    input: VecCollection<'s, Epoch, (K, V), Diff>,
+    name: &str,
+    mut logic: L,
+) -> ByKey<'s, K, V2>
+where
+    K: ExchangeData + Hashable,
+    V: ExchangeData,
+    V2: ExchangeData,
+    L: FnMut(&K, &[(&V, Diff)], &mut Vec<(V2, Diff)>) + 'static,
+{
+    input
+        .arrange_by_key_named(&format!("Arrange: {name}"))
+        .reduce_abelian::<_, ValBuilder<K, V2, Epoch, Diff>, ValSpine<K, V2, Epoch, Diff>, _, _>(
+            name,
+            move |key: &K, values, output| logic(key, values, output),
+            |buffer, key: &K, updates| {
+                buffer.clear();
+                buffer.extend(
+                    updates
+                        .drain(..)
+                        .map(|(value, time, diff)| ((key.clone(), value), time, diff)),
+                );
+            },
+        )
+}
 
 /// What the driver asks worker 0 to do.
 #[derive(Debug)]
@@ -195,11 +230,13 @@ fn build(
                     .consolidate()
             });
 
+        // The closure by node, arranged once: subtree usage here, users
+        // below, user paths and ticket paths in `factors` all join on it.
+        let closure_by_node = closure.clone().arrange_by_key();
+
         // Subtree usage: own usage (in the diff) joined to every ancestor, summed.
-        let closure_for_factors = closure.clone();
-        let subtree_usage_sums = closure
+        let subtree_usage_sums = closure_by_node
             .clone()
-            .arrange_by_key()
             .join_core(usage.arrange_by_self(), |_node, &(ancestor, _), &()| {
                 Some(ancestor)
             })
@@ -208,26 +245,34 @@ fn build(
             .clone()
             .map(|(node, usage)| (node, Fact::SubtreeUsage(usage)));
 
-        // Fair-share parent: the nearest proper ancestor not `parent`.
-        let fs_parent = closure
-            .filter(|(_, (_, distance))| *distance > 0)
-            .map(|(node, (ancestor, distance))| (ancestor, (node, distance)))
-            .join_core(
-                shares_by_node.clone(),
-                |&ancestor, &(node, distance), shares: &Shares| {
-                    (!shares.is_parent()).then_some((node, (distance, ancestor)))
-                },
-            )
-            .reduce(|_node, nearest_first, output| {
+        // Fair-share parent: the nearest proper ancestor not `parent`; its
+        // output arrangement (by node) is joined with the shares twice.
+        let fs_parent_by_node = reduce_arranged(
+            closure
+                .filter(|(_, (_, distance))| *distance > 0)
+                .map(|(node, (ancestor, distance))| (ancestor, (node, distance)))
+                .join_core(
+                    shares_by_node.clone(),
+                    |&ancestor, &(node, distance), shares: &Shares| {
+                        (!shares.is_parent()).then_some((node, (distance, ancestor)))
+                    },
+                ),
+            "FsParent",
+            |_node, nearest_first, output| {
                 output.push(((nearest_first[0].0).1, 1 as Diff));
-            });
+            },
+        );
+        let fs_parent = fs_parent_by_node
+            .clone()
+            .as_collection(|&node, &parent| (node, parent));
 
         // Level shares: the raw shares of each fair-share sibling group, summed.
-        let level_share_sums = fs_parent
+        let level_share_sums = fs_parent_by_node
             .clone()
-            .join_core(shares_by_node, |_node, &fs_parent, shares: &Shares| {
-                Some((fs_parent, shares.raw()))
-            })
+            .join_core(
+                shares_by_node.clone(),
+                |_node, &fs_parent, shares: &Shares| Some((fs_parent, shares.raw())),
+            )
             .explode(|(fs_parent, raw)| Some((fs_parent, Diff::from(raw))))
             .count_total_core::<Diff>();
         let level_shares = level_share_sums
@@ -244,9 +289,11 @@ fn build(
             .as_collection();
         let factors = crate::factors::build(
             FactorInputs {
-                closure: closure_for_factors,
+                closure_by_node,
                 fs_parent: fs_parent.clone(),
+                fs_parent_by_node,
                 shares: shares_for_factors,
+                shares_by_node,
                 subtree_usage: subtree_usage_sums.clone(),
                 level_shares: level_share_sums,
                 users,

@@ -49,7 +49,7 @@ use fairflow_model::formula::{
 use fairflow_oracle::fairshare::ticket::ROOT_TICKETS;
 
 use super::{counted, fs_chain, NodeRec};
-use crate::graph::{Diff, Epoch};
+use crate::graph::{reduce_arranged, ByKey, Diff, Epoch};
 use crate::ledger::{NodeId, ROOT};
 use crate::priority::TouchCounter;
 
@@ -86,13 +86,12 @@ pub(super) struct Tickets<'s> {
 /// Build the ticket stages over the ticket-gated `records`; `pending` holds
 /// one `(user association)` per pending job.
 pub(super) fn build<'s>(
-    closure: VecCollection<'s, Epoch, (NodeId, (NodeId, u32)), Diff>,
+    closure_by_node: ByKey<'s, NodeId, (NodeId, u32)>,
     records: VecCollection<'s, Epoch, (NodeId, NodeRec), Diff>,
     pending: VecCollection<'s, Epoch, NodeId, Diff>,
     touched: &TouchCounter,
 ) -> Tickets<'s> {
     let records_by_node = records.clone().arrange_by_key();
-    let closure_by_node = closure.arrange_by_key();
 
     // 1. Pending jobs per association (only while the records exist: gated).
     let pending = pending
@@ -154,11 +153,13 @@ pub(super) fn build<'s>(
         touched,
     );
 
-    // 5. Tickets.
-    let ticket_records = weights
-        .map(|(node, (fs_parent, weight_bits))| (node, Part::Weight(fs_parent, weight_bits)))
-        .concat(child_sums.map(|(node, sum_bits)| (node, Part::ChildSum(sum_bits))))
-        .reduce(|_node, parts, output| {
+    // 5. Tickets (the records' output arrangement is the join's input).
+    let ticket_records = reduce_arranged(
+        weights
+            .map(|(node, (fs_parent, weight_bits))| (node, Part::Weight(fs_parent, weight_bits)))
+            .concat(child_sums.map(|(node, sum_bits)| (node, Part::ChildSum(sum_bits)))),
+        "TicketRecords",
+        |_node, parts, output| {
             let (mut weight, mut child_sum_bits) = (None, 0.0f64.to_bits());
             for (part, count) in parts {
                 if *count <= 0 {
@@ -179,18 +180,23 @@ pub(super) fn build<'s>(
                     Diff::from(1u8),
                 ));
             }
-        });
+        },
+    );
+    let tickets_by_node = reduce_arranged(
+        active_paths.join_core(ticket_records, |&ancestor, &node, &record| {
+            Some((node, (ancestor, record)))
+        }),
+        "Tickets",
+        |&node, path, output| {
+            if let Some(tickets) = walk_tickets(node, path) {
+                output.push((tickets, 1 as Diff));
+            }
+        },
+    );
     let tickets = counted(
-        active_paths
-            .join_core(
-                ticket_records.arrange_by_key(),
-                |&ancestor, &node, &record| Some((node, (ancestor, record))),
-            )
-            .reduce(|&node, path, output| {
-                if let Some(tickets) = walk_tickets(node, path) {
-                    output.push((tickets, 1 as Diff));
-                }
-            }),
+        tickets_by_node
+            .clone()
+            .as_collection(|&node, &tickets| (node, tickets)),
         touched,
     );
 
@@ -198,8 +204,7 @@ pub(super) fn build<'s>(
     let user_nodes = records
         .filter(|(_, record)| record.user)
         .map(|(node, _)| node);
-    let user_tickets = tickets
-        .clone()
+    let user_tickets = tickets_by_node
         .join_core(user_nodes.clone().arrange_by_self(), |&node, &t, &()| {
             Some((node, t))
         })
