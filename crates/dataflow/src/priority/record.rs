@@ -514,25 +514,18 @@ fn rank(
     record.key_hi = ordered_bits(key_hi);
 }
 
-/// An upper bound on the exact weighted sum at `now` of a job ranked in
-/// `class` with key `key_hi` and rate `rate_bits` ([`PriorityRecord::key_hi`],
-/// [`PriorityRecord::rate`]).
-pub fn upper_bound(class: RankClass, key_hi: u64, rate_bits: u64, now: Time) -> f64 {
-    let key_hi = from_ordered_bits(key_hi);
-    match class {
-        RankClass::Uncapped => {
-            let moved = f64::from_bits(rate_bits) * now as f64;
-            key_hi + moved + RELATIVE_SLACK * moved.abs()
-        }
-        _ => key_hi,
-    }
-}
-
 impl PriorityRecord {
     /// An upper bound on the job's exact weighted sum at `now` (see the
     /// module documentation); `+inf` for an expedited Flux job.
     pub fn upper_bound(&self, now: Time) -> f64 {
-        upper_bound(self.class, self.key_hi, self.rate, now)
+        let key_hi = from_ordered_bits(self.key_hi);
+        match self.class {
+            RankClass::Uncapped => {
+                let moved = f64::from_bits(self.rate) * now as f64;
+                key_hi + moved + RELATIVE_SLACK * moved.abs()
+            }
+            _ => key_hi,
+        }
     }
 
     /// The job's exact priority at `now`, bit-identical to the oracle's;
