@@ -651,14 +651,15 @@ pub type RecordTrace = TraceAgent<ValSpine<String, PriorityRecord, Time, isize>>
 /// evaluates candidates straight from the index).
 pub type Entry = (Reverse<u64>, PriorityRecord);
 
-/// A submit-time index entry: latest-encoded submit time first, then the job
-/// id; the reader fetches the record by id (only jobs at the model's floor
-/// are read from here).
+/// A submit-time index entry: earliest submit time first, then the job id;
+/// the reader fetches the record by id (only jobs at the model's floor are
+/// read from here).
 #[derive(
     Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
 )]
 pub struct FifoEntry {
-    /// `u64::MAX` minus the order-preserving submit time, reversed: earliest first.
+    /// `Reverse(u64::MAX - s)` with `s` the order-preserving submit time, so
+    /// that ascending order is earliest first.
     pub key: Reverse<u64>,
     /// The job id.
     pub job: String,
