@@ -777,9 +777,23 @@ fn fs_chain(
     node: NodeId,
     records: &std::collections::BTreeMap<NodeId, NodeRec>,
 ) -> Option<Vec<NodeId>> {
+    fs_chain_by(node, records.len(), |id| {
+        records.get(&id).map(|r| r.fs_parent)
+    })
+}
+
+/// The fair-share chain of `node`, root first and `node` last, given each
+/// known node's fs-parent (`fs_parent(id)`: `None` for an unknown node,
+/// `Some(None)` for root) among `known` nodes; `None` if a link is missing
+/// or the links do not reach root within `known` steps.
+pub(crate) fn fs_chain_by(
+    node: NodeId,
+    known: usize,
+    fs_parent: impl Fn(NodeId) -> Option<Option<NodeId>>,
+) -> Option<Vec<NodeId>> {
     let mut chain = vec![node];
-    while let Some(parent) = records.get(chain.last()?)?.fs_parent {
-        if chain.len() > records.len() {
+    while let Some(parent) = fs_parent(*chain.last()?)? {
+        if chain.len() > known {
             return None;
         }
         chain.push(parent);

@@ -48,7 +48,7 @@ use fairflow_model::formula::{
 };
 use fairflow_oracle::fairshare::ticket::ROOT_TICKETS;
 
-use super::{counted, fs_chain, NodeRec};
+use super::{counted, fs_chain, fs_chain_by, NodeRec};
 use crate::graph::{reduce_arranged, ByKey, Diff, Epoch};
 use crate::ledger::{NodeId, ROOT};
 use crate::priority::TouchCounter;
@@ -295,17 +295,9 @@ fn walk_tickets(node: NodeId, path: &[(&(NodeId, TicketRec), Diff)]) -> Option<u
         .filter(|(_, count)| *count > 0)
         .map(|((ancestor, record), _)| (*ancestor, *record))
         .collect();
-    let mut chain = vec![node];
-    while let Some(parent) = records.get(chain.last()?)?.fs_parent {
-        if chain.len() > records.len() {
-            return None;
-        }
-        chain.push(parent);
-    }
-    chain.reverse();
-    if chain[0] != ROOT {
-        return None;
-    }
+    let chain = fs_chain_by(node, records.len(), |id| {
+        records.get(&id).map(|r| r.fs_parent)
+    })?;
     let mut tickets = ROOT_TICKETS;
     for pair in chain.windows(2) {
         if tickets == 0 {
