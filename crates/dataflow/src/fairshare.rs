@@ -51,6 +51,22 @@ struct View<'a> {
 }
 
 impl<'a> View<'a> {
+    /// The normalised shares row `index` (fs-parent `fs_parent`) shows: a
+    /// `parent` association shows its fs-parent's (root's is 0).
+    fn shown_norm_shares(&self, index: usize, fs_parent: usize) -> f64 {
+        let shown = if self.is_parent_shares(index) {
+            fs_parent
+        } else {
+            index
+        };
+        if shown == 0 {
+            0.0
+        } else {
+            let shown = &self.tree.nodes[shown];
+            share_fraction(shown.shares.raw(), shown.level_shares)
+        }
+    }
+
     fn new(tree: &'a EngineTree, factors: &'a Factors) -> Self {
         let mut fs_children = vec![Vec::new(); tree.nodes.len()];
         for (index, node) in tree.nodes.iter().enumerate() {
@@ -112,18 +128,7 @@ fn fair_tree(view: &View) -> Vec<FairshareRow> {
             continue;
         };
         let effective_usage = usage_ratio(node.usage, view.usage(fs_parent));
-        // A `parent` association shows its fs-parent's share (root's is 0).
-        let shown = if node.shares.is_parent() {
-            fs_parent
-        } else {
-            index
-        };
-        row.norm_shares = Some(if shown == 0 {
-            0.0
-        } else {
-            let shown = &view.tree.nodes[shown];
-            share_fraction(shown.shares.raw(), shown.level_shares)
-        });
+        row.norm_shares = Some(view.shown_norm_shares(index, fs_parent));
         row.norm_usage = Some(view.norm_usage(index));
         row.effective_usage = Some(effective_usage);
         row.level_fs = match (node.shares.is_parent(), node.is_user()) {
@@ -276,17 +281,7 @@ fn level(view: &View, levels: u32) -> Vec<FairshareRow> {
         } else {
             depths[fs_parent] + 1
         };
-        let shown = if node.shares.is_parent() {
-            fs_parent
-        } else {
-            index
-        };
-        row.norm_shares = Some(if shown == 0 {
-            0.0
-        } else {
-            let shown = &view.tree.nodes[shown];
-            share_fraction(shown.shares.raw(), shown.level_shares)
-        });
+        row.norm_shares = Some(view.shown_norm_shares(index, fs_parent));
         let effective_usage = usage_ratio(node.usage, view.usage(fs_parent));
         row.norm_usage = Some(view.norm_usage(index));
         row.effective_usage = Some(effective_usage);
