@@ -1,8 +1,9 @@
 //! Parsing and validating event lines: the cost every event pays on entry.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use fairflow_book::Book;
+use fairflow_ingest::parse_event;
 use fairflow_ingest::write::event_to_line;
-use fairflow_ingest::{parse_event, Validator};
 use fairflow_workload::{Generator, WorkloadParams};
 
 fn parse(c: &mut Criterion) {
@@ -24,15 +25,15 @@ fn parse(c: &mut Criterion) {
                 .count()
         })
     });
-    group.bench_function(format!("parse_validate/{}", lines.len()), |b| {
+    group.bench_function(format!("parse_apply/{}", lines.len()), |b| {
         b.iter(|| {
-            let mut validator = Validator::default();
+            let mut book = Book::default();
             lines
                 .iter()
                 .enumerate()
                 .filter(|(i, l)| {
                     parse_event(*i as u64, l)
-                        .map(|e| validator.check(*i as u64, &e).is_ok())
+                        .map(|e| book.apply(*i as u64, &e).is_ok())
                         .unwrap_or(false)
                 })
                 .count()

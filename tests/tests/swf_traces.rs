@@ -37,11 +37,11 @@ fn replay_trace(name: &str, expected_jobs: u64) {
         replay.report.applied
     );
     assert!(
-        replay.state.jobs.is_empty(),
+        replay.state().jobs.is_empty(),
         "{} jobs still active",
-        replay.state.jobs.len()
+        replay.state().jobs.len()
     );
-    assert!(replay.state.accounts.len() > 1 && !replay.state.users.is_empty());
+    assert!(replay.state().accounts.len() > 1 && !replay.state().users.is_empty());
 }
 
 #[test]

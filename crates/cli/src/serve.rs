@@ -10,9 +10,9 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use anyhow::{bail, Context};
+use fairflow_engine::EngineChoice;
 use fairflow_service::engine_backend::EngineBackend;
 use fairflow_service::run::{run_blocking, ServiceConfig};
-use fairflow_service::service_engine::{EngineChoice, ServiceEngine};
 
 use crate::state_args::{ConfigArgs, EngineKind};
 
@@ -106,9 +106,8 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         },
         EngineKind::Batch => EngineChoice::Batch,
     };
-    let notify = Box::new(|note: &str| eprintln!("fairflow serve: {note}"));
-    let engine = ServiceEngine::start(choice, args.config.initial_config()?, notify)
-        .map_err(anyhow::Error::msg)?;
+    let engine = fairflow_engine::start(choice, args.config.initial_config()?)
+        .context("cannot start the engine")?;
     let workers = args.workers;
     let backend = EngineBackend::new(engine);
     run_blocking(config, backend, |report, address| {

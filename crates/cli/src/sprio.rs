@@ -39,5 +39,5 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         // A non-zero process of the cluster mode: process 0 answers.
         return Ok(());
     };
-    emit(&render(&engine.priorities(), args.norm, format))
+    emit(&render(&engine.priorities()?, args.norm, format))
 }

@@ -29,5 +29,5 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         // A non-zero process of the cluster mode: process 0 answers.
         return Ok(());
     };
-    emit(&render(&engine.fairshare(), format))
+    emit(&render(&engine.fairshare()?, format))
 }

@@ -16,11 +16,11 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Context};
 use fairflow_dataflow::cluster::WorkerLayout;
+use fairflow_engine::{BatchEngine, Engine, IncrementalEngine};
 use fairflow_ingest::reader::{open_source, read_events};
 use fairflow_ingest::slurm_conf::apply_slurm_conf;
 use fairflow_ingest::{LogLine, Rejection};
 use fairflow_model::{Config, Time};
-use fairflow_serve::engine::{BatchEngine, Engine, IncrementalEngine};
 
 /// Which engine answers a query.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
@@ -232,7 +232,7 @@ impl StateArgs {
             while lines.peek().is_some() {
                 let chunk: Vec<LogLine> = lines.by_ref().take(BATCH_LINES).collect();
                 lines_read += chunk.len() as u64;
-                for rejection in engine.apply(chunk) {
+                for rejection in engine.apply(chunk)? {
                     reporter.report(&name, &rejection);
                 }
             }
@@ -251,7 +251,7 @@ impl StateArgs {
                 }
             }
             // Through the engine, so that INCR_ONLY remembers the last event time.
-            engine.advance_to(at);
+            engine.advance_to(at)?;
         }
         Ok(Some(engine))
     }

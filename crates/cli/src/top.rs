@@ -30,5 +30,5 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         // A non-zero process of the cluster mode: process 0 answers.
         return Ok(());
     };
-    emit(&render(&engine.top(args.k), args.k, format))
+    emit(&render(&engine.top(args.k)?, args.k, format))
 }

@@ -19,9 +19,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use fairflow_engine::{BatchEngine, Engine};
 use fairflow_ingest::reader::read_events;
 use fairflow_model::Config;
-use fairflow_serve::engine::{BatchEngine, Engine};
 use fairflow_serve::sshare;
 use service::Service;
 
@@ -161,12 +161,14 @@ fn sigkill_at_random_moments_loses_no_acknowledged_event() {
         "the writer never got an acknowledgement: the test proves nothing"
     );
     let mut oracle = BatchEngine::new(Config::default());
-    let rejected = oracle.apply(
-        read_events(applied_log.as_bytes())
-            .map(Result::unwrap)
-            .collect(),
-    );
+    let rejected = oracle
+        .apply(
+            read_events(applied_log.as_bytes())
+                .map(Result::unwrap)
+                .collect(),
+        )
+        .unwrap();
     assert!(rejected.is_empty(), "{rejected:?}");
-    assert_eq!(table, sshare::render_json(&oracle.fairshare()));
+    assert_eq!(table, sshare::render_json(&oracle.fairshare().unwrap()));
     service.kill();
 }

@@ -10,9 +10,9 @@ use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
+use fairflow_engine::{BatchEngine, Engine};
 use fairflow_ingest::reader::read_events;
 use fairflow_model::Config;
-use fairflow_serve::engine::{BatchEngine, Engine};
 use fairflow_serve::{explain, sprio, sshare, top, OutputFormat};
 use service::{free_port, Service};
 
@@ -43,7 +43,9 @@ fn oracle() -> BatchEngine {
         "{HTTP_EVENTS}{TAP_EVENTS}{}\n",
         r#"{"op":"usage","t":1700000400,"account":"chem","user":"bob","amount":7200}"#
     );
-    let rejected = engine.apply(read_events(all.as_bytes()).map(Result::unwrap).collect());
+    let rejected = engine
+        .apply(read_events(all.as_bytes()).map(Result::unwrap).collect())
+        .unwrap();
     assert!(rejected.is_empty(), "{rejected:?}");
     engine
 }
@@ -143,14 +145,17 @@ fn writes_from_every_source_and_reads_equal_to_the_oracle(
 
     let mut oracle = oracle();
     let (_, got) = service.request("GET", "/v1/sshare", None, "");
-    assert_eq!(got, sshare::render_json(&oracle.fairshare()));
+    assert_eq!(got, sshare::render_json(&oracle.fairshare().unwrap()));
     let (_, got) = service.request("GET", "/v1/sprio", None, "");
     assert_eq!(
         got,
-        sprio::render(&oracle.priorities(), false, OutputFormat::Json)
+        sprio::render(&oracle.priorities().unwrap(), false, OutputFormat::Json)
     );
     let (_, got) = service.request("GET", "/v1/top?k=2", None, "");
-    assert_eq!(got, top::render(&oracle.top(2), 2, OutputFormat::Json));
+    assert_eq!(
+        got,
+        top::render(&oracle.top(2).unwrap(), 2, OutputFormat::Json)
+    );
     let why = oracle.explain("2").unwrap();
     let (_, got) = service.request("GET", "/v1/jobs/2/explain", None, "");
     assert_eq!(
@@ -224,6 +229,9 @@ fn writes_from_every_source_and_reads_equal_to_the_oracle(
     );
     assert_eq!(service.request("GET", "/v1/sshare", None, "").1, before);
     let (_, got) = service.request("GET", "/v1/top?k=2", None, "");
-    assert_eq!(got, top::render(&oracle.top(2), 2, OutputFormat::Json));
+    assert_eq!(
+        got,
+        top::render(&oracle.top(2).unwrap(), 2, OutputFormat::Json)
+    );
     service.kill();
 }

@@ -1,23 +1,25 @@
 //! The engine as its callers see it: [`Engine::start`] launches the timely
-//! workers, [`Engine::apply_batch`] validates a batch of log lines, turns the
-//! accepted events into input deltas (through the [`Ledger`]) and waits until
-//! the dataflow reflects them; the read methods ask worker 0 for the result
-//! arrangement and assemble the tree and the fair-share table from it.
+//! workers, [`Engine::apply_batch`] checks and applies a batch of log lines to
+//! the book (`fairflow_book::Book`), turns what the book says changed into
+//! input deltas (through the [`TreeFeed`] and the [`JobFeed`]) and waits
+//! until the dataflow reflects them; the read methods ask worker 0 for the
+//! result arrangement and assemble the tree and the fair-share table from it.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crossbeam_channel::{Receiver, Sender};
-use fairflow_ingest::{LogLine, Rejection, Validator};
+use fairflow_book::Book;
+use fairflow_ingest::{LogLine, Rejection};
 use fairflow_model::report::{FairshareTable, JobPriority};
 use fairflow_model::usage::{DecayFrame, FrameUsage};
 use fairflow_model::{Config, Shares, Time};
 use timely::WorkerConfig;
 
 use crate::graph::{run_worker, Command, Epoch, Fact, Feeder, Reply};
-use crate::job_ledger::{JobDeltas, JobLedger};
-use crate::ledger::{Deltas, Ledger, NodeId, ROOT};
+use crate::job_feed::{JobDeltas, JobFeed};
 use crate::priority::TouchCounter;
+use crate::tree_feed::{Deltas, NodeId, TreeFeed, ROOT};
 
 /// Why the engine could not do what was asked.
 #[derive(Debug, thiserror::Error)]
@@ -32,7 +34,7 @@ pub enum EngineError {
     },
     /// A snapshot could not be restored (foreign, another version, damaged).
     #[error(transparent)]
-    Snapshot(#[from] crate::snapshot::SnapshotError),
+    Snapshot(#[from] fairflow_book::snapshot::SnapshotError),
     /// The workers stopped (a worker panicked); this is a bug.
     #[error("the timely workers stopped unexpectedly (this is a bug)")]
     WorkersGone,
@@ -94,9 +96,9 @@ pub struct EngineTree {
 
 /// The incremental engine; see the crate documentation.
 pub struct Engine {
-    validator: Validator,
-    ledger: Ledger,
-    jobs: JobLedger,
+    book: Book,
+    tree_feed: TreeFeed,
+    job_feed: JobFeed,
     applied: u64,
     epoch: Epoch,
     workers: usize,
@@ -154,10 +156,12 @@ impl Engine {
             Ok(Reply::Ready(thread)) => thread,
             _ => return Err(EngineError::WorkersGone),
         };
+        let mut book = Book::new(config);
+        book.track_changes(true);
         let mut engine = Engine {
-            validator: Validator::new(config.clone()),
-            ledger: Ledger::new(config.clone()),
-            jobs: JobLedger::new(config),
+            book,
+            tree_feed: TreeFeed::new(),
+            job_feed: JobFeed::new(),
             applied: 0,
             epoch: 0,
             workers,
@@ -214,9 +218,9 @@ impl Engine {
         self.workers
     }
 
-    /// The ledger (the driver's view of associations and usage).
-    pub fn ledger(&self) -> &Ledger {
-        &self.ledger
+    /// The book (every accepted event applied).
+    pub fn book(&self) -> &Book {
+        &self.book
     }
 
     fn send(&self, command: Command) -> Result<(), EngineError> {
@@ -251,10 +255,22 @@ impl Engine {
     /// reflects the last batch (the probe passed it), and an empty time
     /// would only make every operator of the dataflow step for nothing.
     fn flush(&mut self) -> Result<usize, EngineError> {
-        let deltas = self.ledger.take_deltas();
+        let changes = self.book.take_changes();
+        let deltas = self.tree_feed.deltas(&self.book, &changes);
+        self.send_changes(deltas, &changes)
+    }
+
+    /// Send `deltas` and the job feed's differences for `changes`.
+    fn send_changes(
+        &mut self,
+        deltas: Deltas,
+        changes: &fairflow_book::Changes,
+    ) -> Result<usize, EngineError> {
+        self.job_feed.note(changes);
+        let state = self.book.state();
         let jobs = JobDeltas {
-            jobs: self.jobs.job_deltas(),
-            facts: self.jobs.fact_deltas(),
+            jobs: self.job_feed.job_deltas(state),
+            facts: self.job_feed.fact_deltas(state),
         };
         let records = deltas.len() + jobs.len();
         if records > 0 {
@@ -267,7 +283,7 @@ impl Engine {
     /// the current event time, remember every listed job's priority at it
     /// (exactly where the oracle's `Replay` does).
     fn remember_before_moving_to(&mut self, t: Time) -> Result<usize, EngineError> {
-        let state = self.jobs.state();
+        let state = self.book.state();
         if !(self.applied > 0 && t > state.now && state.config.flags.incr_only) {
             return Ok(0);
         }
@@ -286,14 +302,15 @@ impl Engine {
         let mut report = BatchReport::default();
         for line in lines {
             let outcome = line.event.and_then(|event| {
-                self.validator.check(line.line, &event)?;
-                Ok(event)
+                self.book.check(line.line, &event)?;
+                Ok((line.line, event))
             });
             match outcome {
-                Ok(event) => {
+                Ok((number, event)) => {
                     report.input_records += self.remember_before_moving_to(event.t)?;
-                    self.ledger.apply(&event);
-                    self.jobs.apply(&event);
+                    self.book
+                        .apply(number, &event)
+                        .expect("checked just before");
                     self.applied += 1;
                     report.applied += 1;
                 }
@@ -309,12 +326,11 @@ impl Engine {
     /// last event time's priorities are remembered first. Earlier times
     /// change nothing.
     pub fn advance_to(&mut self, t: Time) -> Result<(), EngineError> {
-        if t <= self.ledger.now() {
+        if t <= self.now() {
             return Ok(());
         }
         self.remember_before_moving_to(t)?;
-        self.ledger.advance_to(t);
-        self.jobs.advance_to(t);
+        self.book.advance_to(t);
         self.flush()?;
         Ok(())
     }
@@ -334,23 +350,12 @@ impl Engine {
 
     /// The time the engine is at (the last event's, or `advance_to`'s).
     pub fn now(&self) -> Time {
-        self.ledger.now()
+        self.book.state().now
     }
 
     /// The configuration in force.
     pub fn config(&self) -> &Config {
-        self.ledger.config()
-    }
-
-    /// The validator (the catalog of what is possible, and the last event's time).
-    pub fn validator(&self) -> &Validator {
-        &self.validator
-    }
-
-    /// The job book (jobs, QOS, partitions and associations as the oracle
-    /// keeps them).
-    pub fn job_book(&self) -> &JobLedger {
-        &self.jobs
+        &self.book.state().config
     }
 
     fn read_facts(&self) -> Result<Vec<(NodeId, Fact)>, EngineError> {
@@ -384,11 +389,16 @@ impl Engine {
                 }
             }
         }
-        let records = self.ledger.nodes();
-        // Sshare order: an account, its users by name, then its child accounts by name.
+        let feed = &self.tree_feed;
+        let names = feed.names();
+        // Sshare order: an account, its users by name, then its child accounts
+        // by name (the book's accounts, in name order, as last sent).
         let mut child_accounts: BTreeMap<NodeId, Vec<NodeId>> = BTreeMap::new();
-        for (_, &id) in self.ledger.accounts().iter() {
-            if let Some(parent) = records[id as usize].parent {
+        for name in self.book.state().accounts.keys() {
+            let id = feed
+                .id_of(&fairflow_book::AssocKey::account(name))
+                .expect("every account was sent");
+            if let Some(parent) = feed.sent_parent(id) {
                 child_accounts.entry(parent).or_default().push(id);
             }
         }
@@ -397,14 +407,15 @@ impl Engine {
         while let Some((account, depth, parent)) = stack.pop() {
             let index = order.len();
             order.push((account, depth, parent));
-            let name = &records[account as usize].account;
-            let users = self
-                .ledger
+            let name = &names[account as usize].account;
+            let users = feed
                 .users()
                 .range((name.clone(), String::new())..)
                 .take_while(|((a, _), _)| a == name);
             for (_, &user) in users {
-                order.push((user, depth + 1, Some(index)));
+                if feed.sent_parent(user).is_some() {
+                    order.push((user, depth + 1, Some(index)));
+                }
             }
             if let Some(children) = child_accounts.get(&account) {
                 for &child in children.iter().rev() {
@@ -420,7 +431,7 @@ impl Engine {
         let nodes = order
             .iter()
             .map(|&(id, depth, parent)| {
-                let record = &records[id as usize];
+                let record = &names[id as usize];
                 let fs_parent_id = fs_parent_of.get(&id);
                 let fs_parent = fs_parent_id.map(|p| index_of[p]);
                 let level = fs_parent_id
@@ -433,7 +444,7 @@ impl Engine {
                     depth,
                     parent,
                     fs_parent,
-                    shares: record.shares,
+                    shares: feed.sent_shares(id).expect("a live association was sent"),
                     level_shares: u64::try_from(level).expect("level shares are non-negative"),
                     usage: u128::try_from(subtree_usage.get(&id).copied().unwrap_or(0))
                         .expect("usage is non-negative"),
@@ -443,8 +454,8 @@ impl Engine {
             .collect();
         Ok(EngineTree {
             nodes,
-            frame: self.ledger.frame(),
-            as_of: self.ledger.now(),
+            frame: self.book.state().frame,
+            as_of: self.now(),
         })
     }
 }
@@ -456,11 +467,7 @@ impl Engine {
     pub fn fairshare_table(&self) -> Result<FairshareTable, EngineError> {
         let factors = self.user_factors()?;
         let tree = self.tree()?;
-        Ok(crate::fairshare::table(
-            &tree,
-            self.ledger.config(),
-            &factors,
-        ))
+        Ok(crate::fairshare::table(&tree, self.config(), &factors))
     }
 
     /// Each user association's fair-share factor, `(account, user) -> factor`,
@@ -508,43 +515,58 @@ impl Engine {
 }
 
 impl Engine {
-    /// The engine's state as a snapshot (format in [`crate::snapshot`]):
-    /// the driver's books and the `INCR_ONLY` memory, not the dataflow.
+    /// The engine's state as a snapshot (format in `fairflow_book::snapshot`,
+    /// which the batch engine reads too): the book, with the `INCR_ONLY`
+    /// memory the dataflow keeps written into it, not the dataflow.
     pub fn snapshot(&self) -> Result<Vec<u8>, EngineError> {
         self.send(Command::ReadFloors)?;
         let floors = match self.replies.recv() {
             Ok(Reply::Floors(floors)) => floors,
             _ => return Err(EngineError::WorkersGone),
         };
-        Ok(crate::snapshot::encode(
-            &self.validator,
-            &self.ledger,
-            &self.jobs,
-            self.applied,
-            &floors,
-        ))
+        // The floors of the jobs' current stays in the queue, as the oracle keeps them.
+        let jobs = &self.book.state().jobs;
+        let floors = floors
+            .into_iter()
+            .filter(|(job, (stay, _))| {
+                jobs.get(job)
+                    .is_some_and(|j| (j.submit_at, j.start_count) == *stay)
+            })
+            .map(|(job, (_, floor))| (job, floor))
+            .collect();
+        let mut book = self.book.clone();
+        *book.priority_floor_mut() = floors;
+        Ok(fairflow_book::snapshot::encode(&book, self.applied))
     }
 
-    /// Replace the engine's state by a [`Engine::snapshot`] (of an engine
-    /// with any number of workers): the dataflow's inputs are rebuilt from
-    /// the snapshot's books as one batch. A foreign or damaged snapshot is
-    /// an error and changes nothing.
+    /// Replace the engine's state by a snapshot (of either engine, with any
+    /// number of workers): the dataflow's inputs are rebuilt from the book as
+    /// one batch. A foreign or damaged snapshot is an error and changes
+    /// nothing.
     pub fn restore(&mut self, snapshot: &[u8]) -> Result<(), EngineError> {
-        let books = crate::snapshot::decode(snapshot)?;
-        let mut ledger = books.ledger;
-        ledger.resend_replacing(&mut self.ledger);
-        let mut jobs = books.jobs;
-        jobs.resend_replacing(&mut self.jobs);
-        self.validator = books.validator;
-        self.ledger = ledger;
-        self.jobs = jobs;
-        self.applied = books.applied;
-        self.send(Command::SetFloors(books.floors))?;
+        let (mut book, applied) = fairflow_book::snapshot::decode(snapshot)?;
+        let jobs = &book.state().jobs;
+        let floors = book
+            .state()
+            .priority_floor
+            .iter()
+            .filter_map(|(id, floor)| {
+                let job = jobs.get(id)?;
+                Some((id.clone(), ((job.submit_at, job.start_count), *floor)))
+            })
+            .collect();
+        book.track_changes(true);
+        let changes = book.take_changes();
+        self.book = book;
+        self.applied = applied;
+        self.send(Command::SetFloors(floors))?;
         match self.replies.recv() {
             Ok(Reply::Done) => {}
             _ => return Err(EngineError::WorkersGone),
         }
-        self.flush()?;
+        let deltas = self.tree_feed.replace_with(&self.book);
+        self.job_feed.replace_all();
+        self.send_changes(deltas, &changes)?;
         Ok(())
     }
 }

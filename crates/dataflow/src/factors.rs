@@ -83,8 +83,8 @@ use fairflow_model::{Algorithm, Config, Shares};
 use timely::dataflow::operators::vec::Map as _;
 
 use crate::graph::{ByKey, Diff, Epoch};
-use crate::ledger::{NodeId, ROOT};
 use crate::priority::{Fact as PFact, TouchCounter};
+use crate::tree_feed::{NodeId, ROOT};
 
 mod level;
 mod ticket;

@@ -29,12 +29,12 @@ use timely::progress::frontier::{Antichain, AntichainRef};
 use timely::worker::Worker;
 
 use crate::factors::{FactorInputs, FsParams};
-use crate::job_ledger::JobDeltas;
-use crate::ledger::{Deltas, NodeId};
+use crate::job_feed::JobDeltas;
 use crate::priority::{
     build as build_priority, Fact as PFact, IncrFloors, JobRow, Phase, PriorityInputs,
     PriorityReader, Time64, TouchCounter,
 };
+use crate::tree_feed::{Deltas, NodeId};
 use fairflow_model::report::JobPriority;
 
 /// Logical time: one per batch.

@@ -14,17 +14,16 @@
 //! not depend on how workers were started.
 //!
 //! # The driver
-//! The caller's thread owns the `fairflow_ingest::Validator` and a
-//! [`ledger::Ledger`]: interned [`ledger::NodeId`]s for accounts and user
-//! associations, each one's current parent edge and shares (so a change
-//! retracts exactly the old record), own settled usage in exact frame units,
-//! running jobs' `(rate, accrual start)`, the decay frame and the next reset.
-//! It applies accepted events one by one with the oracle's usage semantics
-//! (point usage, running-job accrual `rate·(G(t) − G(since))`, settlement at
-//! `PriorityCalcPeriod` boundaries, resets, re-bases, removals absorbed by the
-//! parent, moves). After a batch it emits, for each touched association only,
-//! the differences from what it last sent: edge and shares retractions and
-//! insertions, and own-usage deltas. One batch is one logical time `u64`.
+//! The caller's thread owns the book (`fairflow_book::Book`: every rule about
+//! events and every effect of one, in one place, shared with the oracle) and
+//! two feeds that hold only what was sent to the dataflow: the
+//! [`tree_feed::TreeFeed`] (interned [`tree_feed::NodeId`]s for accounts and
+//! user associations, and each one's last sent parent edge, shares and
+//! visible own usage, so a change retracts exactly the old record) and the
+//! [`job_feed::JobFeed`] (each job's last sent row, the priority facts, the
+//! crossings). After a batch the book says what changed
+//! (`fairflow_book::Changes`) and each feed emits, for those only, the
+//! differences from what it last sent. One batch is one logical time `u64`.
 //!
 //! # Collections (time `u64`, diff `i128` everywhere; no floats)
 //! - inputs: `edges (child, parent)`, `shares (node, Shares)` (which also
@@ -51,7 +50,7 @@
 //! Between batches the driver sends `ReadFacts`; worker 0 reads the pinned
 //! arrangement with a cursor (`batches_through` + `cursor_list`) and returns
 //! the consolidated facts (pattern A: no dataflow runs per query). The driver
-//! joins them with the ledger's names and structure into an [`EngineTree`] in
+//! joins them with the tree feed's names and sent structure into an [`EngineTree`] in
 //! sshare order. Trace compaction follows each batch's time.
 //!
 //! # Fair-share (modules [`factors`] and [`fairshare`])
@@ -65,26 +64,26 @@
 //! dataflow. A read is `O(n)` in the associations; a batch costs what it
 //! touches.
 //!
-//! # Job priority (module [`priority`], driven by [`job_ledger`])
+//! # Job priority (module [`priority`], driven by [`job_feed`])
 //! The same dataflow holds the priority half: `jobs` ([`priority::JobRow`])
 //! and priority `facts` inputs, its records and queue indexes pinned to
 //! worker 0, where a [`priority::PriorityReader`] serves
 //! [`Engine::priorities`], [`Engine::top`] and [`Engine::job`] as of the
 //! engine's time. Per batch the driver sends the tree and usage deltas, the
 //! changed job rows and the changed priority facts as one logical time; the
-//! fair-share factors reach the priority stages inside the dataflow. Job attributes follow the oracle's job semantics through
-//! a job book ([`job_ledger::JobLedger`]); with `INCR_ONLY` the driver
+//! fair-share factors reach the priority stages inside the dataflow. Job
+//! attributes are the book's; with `INCR_ONLY` the driver
 //! flushes and remembers at each event-time boundary exactly where the
 //! oracle's `Replay` does. Every fair-share algorithm is maintained
 //! ([`factors`]).
 //!
-//! # Snapshots (module [`snapshot`])
-//! [`Engine::snapshot`] writes the driver's books (validator, ledger, job
-//! book, applied count, `INCR_ONLY` memory) in a versioned, checksummed
-//! format; [`Engine::restore`] replaces an engine's books by a snapshot's and
-//! rebuilds the dataflow's inputs from them as one batch (the old records
-//! retracted, every record of the books sent). The results are the snapshotting
-//! engine's, whatever either engine's worker count.
+//! # Snapshots
+//! [`Engine::snapshot`] writes the book (with the `INCR_ONLY` memory the
+//! dataflow keeps) in the one snapshot format both engines read
+//! (`fairflow_book::snapshot`); [`Engine::restore`] replaces the engine's book
+//! by a snapshot's and rebuilds the dataflow's inputs from it as one batch
+//! (the old records retracted, every record of the book sent). The results
+//! are the snapshotting engine's, whatever either engine's worker count.
 //!
 //! # Time
 //! With `PriorityCalcPeriod = 0` the driver settles running jobs' accrual
@@ -104,10 +103,9 @@ pub mod engine;
 pub mod factors;
 pub mod fairshare;
 pub mod graph;
-pub mod job_ledger;
-pub mod ledger;
+pub mod job_feed;
 pub mod priority;
-pub mod snapshot;
 pub mod topk;
+pub mod tree_feed;
 
 pub use engine::{BatchReport, Engine, EngineError, EngineTree, TreeNode};

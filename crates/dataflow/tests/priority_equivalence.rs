@@ -21,7 +21,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use fairflow_dataflow::job_ledger::{facts_of, row_of};
+use fairflow_dataflow::job_feed::{facts_of, row_of};
 use fairflow_dataflow::priority::crossings::{age_capped_at, begun_at, next_crossing, Crossings};
 use fairflow_dataflow::priority::{Fact, JobRow, PriorityParams};
 use fairflow_ingest::reader::read_events;
@@ -136,17 +136,17 @@ fn run(scenario: &Scenario, seed: u64, workers: usize, batches: usize) -> Result
             let lines = round_lines(
                 round,
                 &mut rng,
-                &replay.state,
+                &replay.state(),
                 &mut t,
                 &mut next_id,
                 &scenario,
             );
             // INCR_ONLY memory, exactly where `Replay::feed` takes it.
-            let remember = replay.state.config.flags.incr_only
+            let remember = replay.state().config.flags.incr_only
                 && replay.report.applied > 0
-                && t > replay.state.now;
+                && t > replay.state().now;
             let applied_before = replay.report.applied;
-            let prev_now = replay.state.now;
+            let prev_now = replay.state().now;
             let text = lines.join("\n") + "\n";
             replay.feed_all(read_events(text.as_bytes()).map(Result::unwrap));
             if round == 0 && !replay.report.rejected.is_empty() {
@@ -158,11 +158,11 @@ fn run(scenario: &Scenario, seed: u64, workers: usize, batches: usize) -> Result
             if remember && replay.report.applied > applied_before {
                 dataflow.reader.remember_incr_only(prev_now);
             }
-            let now = replay.state.now;
+            let now = replay.state().now;
 
             // Inputs: differences from what was sent.
-            let (jobs, facts) = derive(&replay.state, now, scenario.lazy_caps);
-            let params = PriorityParams::from_config(&replay.state.config);
+            let (jobs, facts) = derive(&replay.state(), now, scenario.lazy_caps);
+            let params = PriorityParams::from_config(&replay.state().config);
             let due: BTreeSet<String> = crossings.due(now).into_iter().collect();
             for (id, row) in &jobs {
                 if let Some(old) = sent_jobs.get(id) {
@@ -213,8 +213,8 @@ fn run(scenario: &Scenario, seed: u64, workers: usize, batches: usize) -> Result
             dataflow.reader.advance_compaction(dataflow.epoch - 1);
 
             // Compare with the oracle.
-            let fs = fairshare::user_factors(&replay.state);
-            let want_all = priority::evaluate(&replay.state, &fs);
+            let fs = fairshare::user_factors(&replay.state());
+            let want_all = priority::evaluate(&replay.state(), &fs);
             let want_queue = priority::queue(&want_all);
             let context = format!("{} seed {seed} round {round} t {now}", scenario.name);
             ranked_seen += want_queue.len();

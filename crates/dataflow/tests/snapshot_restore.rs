@@ -9,7 +9,7 @@
 //! holds another state replaces it; a foreign, damaged or truncated snapshot
 //! is an error that changes nothing.
 
-use fairflow_dataflow::snapshot::{oracle_replay, SnapshotError, MAGIC};
+use fairflow_book::snapshot::{SnapshotError, MAGIC};
 use fairflow_dataflow::{Engine, EngineError};
 use fairflow_ingest::reader::read_events;
 use fairflow_ingest::LogLine;
@@ -21,9 +21,9 @@ mod priority_stream;
 
 /// Everything both engines and the oracle must agree on, as of now.
 fn check(context: &str, engines: [&Engine; 2], oracle: &Replay) {
-    let table = fairshare::table(&oracle.state);
-    let factors = fairshare::user_factors(&oracle.state);
-    let all = priority::evaluate(&oracle.state, &factors);
+    let table = fairshare::table(&oracle.state());
+    let factors = fairshare::user_factors(&oracle.state());
+    let all = priority::evaluate(&oracle.state(), &factors);
     let queue = priority::queue(&all);
     for (which, engine) in ["original", "restored"].into_iter().zip(engines) {
         let context = format!("{context}, {which} engine");
@@ -101,7 +101,7 @@ impl Batches for PriorityStream {
         };
         lines(&priority_stream::batch(
             &mut self.rng,
-            &oracle.state,
+            &oracle.state(),
             self.t,
             &mut self.next_id,
             self.changes,
@@ -146,8 +146,8 @@ fn run(
             // The restored engine's snapshot is the same bytes: nothing lost.
             assert_eq!(fresh.snapshot().expect("snapshot"), snapshot, "{context}");
             // The batch engine's view of it is the oracle after the same events.
-            let replay = oracle_replay(&snapshot).expect("the oracle reads it");
-            assert_eq!(replay.state, oracle.state, "{context}: oracle_replay");
+            let replay = Replay::restore(&snapshot).expect("the oracle reads it");
+            assert_eq!(replay.state(), oracle.state(), "{context}: oracle_replay");
             assert_eq!(replay.report.applied, oracle.report.applied, "{context}");
             restored = Some(fresh);
         }
@@ -310,7 +310,6 @@ fn foreign_or_damaged_snapshots_are_errors_that_change_nothing() {
     flipped[middle] ^= 0x01;
     let cases: Vec<(&str, Vec<u8>)> = vec![
         ("empty", Vec::new()),
-        ("the oracle's format", oracle.snapshot()),
         ("JSON", b"{\"not\":\"a snapshot\"}".to_vec()),
         ("only the magic", MAGIC.to_vec()),
         ("another version", bad_version),
@@ -324,7 +323,7 @@ fn foreign_or_damaged_snapshots_are_errors_that_change_nothing() {
             panic!("{what}: not a snapshot error: {error}");
         };
         match what {
-            "empty" | "the oracle's format" | "JSON" => {
+            "empty" | "JSON" => {
                 assert_eq!(error, SnapshotError::Foreign, "{what}")
             }
             "another version" => assert!(matches!(error, SnapshotError::Version { .. })),
@@ -333,7 +332,7 @@ fn foreign_or_damaged_snapshots_are_errors_that_change_nothing() {
                 "{what}: {error}"
             ),
         }
-        assert!(oracle_replay(&bytes).is_err(), "{what}");
+        assert!(Replay::restore(&bytes).is_err(), "{what}");
         // Nothing changed.
         check(what, [&engine, &engine], &oracle);
     }

@@ -1,8 +1,9 @@
 //! Everything that enters fairflow passes through here: the event log reader
-//! (`.jsonl`, `.jsonl.gz`), the JSON-to-event parser, the validator that
-//! rejects impossible events (unknown account, time going backwards, a cycle,
-//! a job that is not pending, ...), and the converters from other systems'
-//! records (Slurm's `sacctmgr`/`sshare`/`slurm.conf`, Moab's `moab.cfg`).
+//! (`.jsonl`, `.jsonl.gz`), the JSON-to-event parser, and the converters from
+//! other systems' records (Slurm's `sacctmgr`/`sshare`/`slurm.conf`, Moab's
+//! `moab.cfg`, SWF traces, jobcomp files). Whether a well-formed event is
+//! *possible* (an unknown account, time going backwards, a cycle, a job that
+//! is not pending) is the book's question (`fairflow-book`).
 //!
 //! **Architecture invariant:** malformed input becomes a [`Rejection`] naming
 //! the line, the field and the reason; nothing here panics on input, and a
@@ -18,12 +19,10 @@ pub mod parse;
 pub mod reader;
 pub mod slurm_conf;
 pub mod swf;
-pub mod validate;
 pub mod write;
 
 pub use parse::parse_event;
 pub use reader::{read_log, LogLine};
-pub use validate::Validator;
 
 /// Why one line of input was not applied.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, serde::Serialize, serde::Deserialize)]

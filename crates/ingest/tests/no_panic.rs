@@ -1,11 +1,12 @@
 //! Property tests: no input, however malformed, makes a parser, converter or
 //! the validator panic; what parses round-trips through the writer.
 
+use fairflow_book::Book;
 use fairflow_ingest::jobcomp::record_to_event;
+use fairflow_ingest::parse_event;
 use fairflow_ingest::reader::read_events;
 use fairflow_ingest::swf::convert_swf;
 use fairflow_ingest::write::event_to_line;
-use fairflow_ingest::{parse_event, Validator};
 use proptest::prelude::*;
 
 /// Strings that look like events: JSON objects with known keys and random values.
@@ -90,15 +91,15 @@ proptest! {
     }
 
     #[test]
-    fn event_like_lines_parse_or_are_rejected_and_the_validator_never_panics(lines in prop::collection::vec(event_like(), 1..40)) {
-        let mut validator = Validator::default();
+    fn event_like_lines_parse_or_are_rejected_and_the_book_never_panics(lines in prop::collection::vec(event_like(), 1..40)) {
+        let mut book = Book::default();
         for (i, text) in lines.iter().enumerate() {
             let line = i as u64 + 1;
             match parse_event(line, text) {
                 Ok(event) => {
                     // What parses round-trips through the writer unchanged.
                     prop_assert_eq!(parse_event(line, &event_to_line(&event)).unwrap(), event.clone());
-                    let _ = validator.check(line, &event);
+                    let _ = book.apply(line, &event);
                 }
                 Err(rejection) => prop_assert_eq!(rejection.line, line),
             }

@@ -314,6 +314,10 @@ pub fn ticket_factor(norm_shares: f64, effective_usage: f64) -> f64 {
     }
 }
 
+/// The tickets root starts with under ticket-based fair-share (Slurm:
+/// `UINT32_MAX`).
+pub const ROOT_TICKETS: u64 = u32::MAX as u64;
+
 /// The tickets one active child receives:
 /// `round(parent_tickets * weight / weight_sum)`, where `weight = S * F` and
 /// `weight_sum` is the sum of the weights of the active siblings. 0 when the

@@ -173,11 +173,13 @@ mod tests {
             r#"{"op":"usage","t":2,"account":"b","user":"u5","amount":1}"#.to_string(),
             r#"{"op":"submit","t":3,"job":"1","user":"u3","account":"pa"}"#.to_string(),
         ];
-        let mut state = State::new(Config::default());
+        let mut book = fairflow_book::Book::new(Config::default());
         for (i, line) in lines.iter().enumerate() {
-            state.apply(&parse_event(i as u64 + 1, line).unwrap());
+            let number = i as u64 + 1;
+            book.apply(number, &parse_event(number, line).unwrap())
+                .unwrap();
         }
-        state
+        book.state().clone()
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! The batch oracle: a plain, from-scratch implementation of everything
-//! fairflow computes, written for clarity. `State` applies accepted events;
+//! fairflow computes, written for clarity. It reads the one book of what
+//! happened (`fairflow_book::Book`, which checks and applies events);
 //! `tree` derives the fair-share tree and its usage sums; `fairshare` runs each
 //! algorithm over it. The incremental engine is held equal to this crate.
 //!
@@ -12,7 +13,10 @@
 pub mod fairshare;
 pub mod priority;
 pub mod replay;
-pub mod state;
+/// The book's state, which the oracle aggregates over.
+pub mod state {
+    pub use fairflow_book::state::*;
+}
 pub mod tree;
 
 pub use replay::{Replay, ReplayReport};

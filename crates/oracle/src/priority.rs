@@ -66,27 +66,28 @@ pub fn queue(priorities: &[JobPriority]) -> Vec<JobPriority> {
     pending
 }
 
-/// Record `INCR_ONLY` memory at `state.now`: each pending job's floor
-/// becomes the larger of its floor and its priority now. Entries of jobs no
-/// longer queued are dropped. Does nothing (and forgets every floor) unless
-/// the Slurm model runs with `INCR_ONLY`.
-pub fn remember_incr_only(state: &mut State, fs: &FairshareFactors) {
+/// `INCR_ONLY` memory at `state.now`: each pending job's floor becomes the
+/// larger of its floor and its priority now; entries of jobs no longer queued
+/// are dropped. Empty (every floor forgotten) unless the Slurm model runs
+/// with `INCR_ONLY`. The caller stores it (`Book::priority_floor_mut`).
+pub fn remembered_incr_only(state: &State, fs: &FairshareFactors) -> BTreeMap<String, u64> {
     if !(state.config.flags.incr_only && state.config.model == PriorityModel::Slurm) {
-        state.priority_floor.clear();
-        return;
+        return BTreeMap::new();
     }
-    let priorities = evaluate(state, fs);
-    for p in priorities {
+    let mut floors = state.priority_floor.clone();
+    for p in evaluate(state, fs) {
         if p.state == JobState::Pending {
-            let floor = state.priority_floor.entry(p.job).or_insert(0);
+            let floor = floors.entry(p.job).or_insert(0);
             *floor = (*floor).max(p.priority);
         }
     }
-    let jobs = &state.jobs;
-    state.priority_floor.retain(|id, _| {
-        jobs.get(id)
+    floors.retain(|id, _| {
+        state
+            .jobs
+            .get(id)
             .is_some_and(|j| !matches!(j.phase, JobPhase::Running { .. }))
     });
+    floors
 }
 
 /// Where a job is, and whether the model evaluates it now.

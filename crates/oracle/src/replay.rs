@@ -1,7 +1,8 @@
-//! Replaying a log through the validator into the oracle's state: every line
-//! either applies or is rejected with its line, field and reason.
+//! Replaying a log through the book into the oracle: every line either
+//! applies or is rejected with its line, field and reason.
 
-use fairflow_ingest::{LogLine, Rejection, Validator};
+use fairflow_book::Book;
+use fairflow_ingest::{LogLine, Rejection};
 use fairflow_model::Config;
 
 use crate::State;
@@ -15,86 +16,113 @@ pub struct ReplayReport {
     pub rejected: Vec<Rejection>,
 }
 
-/// The validator and the oracle state, fed together.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+/// The book fed so far, and what was applied and rejected.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Replay {
-    /// The catalog deciding what is possible.
-    pub validator: Validator,
-    /// The oracle's state.
-    pub state: State,
-    /// What has been applied and rejected so far.
+    book: Book,
+    /// What was applied and rejected.
     pub report: ReplayReport,
 }
 
 impl Replay {
-    /// Start from an empty cluster under `config`.
+    /// A replay that has seen nothing, under `config` (the configuration in
+    /// force before the first event).
     pub fn new(config: Config) -> Self {
         Replay {
-            validator: Validator::new(config.clone()),
-            state: State::new(config),
+            book: Book::new(config),
             report: ReplayReport::default(),
         }
     }
 
-    /// Feed one line of a log.
+    /// A replay over an existing book that applied `applied` events.
+    pub fn from_book(book: Book, applied: u64) -> Self {
+        Replay {
+            book,
+            report: ReplayReport {
+                applied,
+                rejected: Vec::new(),
+            },
+        }
+    }
+
+    /// The book.
+    pub fn book(&self) -> &Book {
+        &self.book
+    }
+
+    /// The book's state.
+    pub fn state(&self) -> &State {
+        self.book.state()
+    }
+
+    /// Feed one line: apply it or record its rejection.
     pub fn feed(&mut self, line: LogLine) {
         let outcome = line.event.and_then(|event| {
-            self.validator.check(line.line, &event)?;
+            self.book.check(line.line, &event)?;
             Ok(event)
         });
         match outcome {
             Ok(event) => {
                 // INCR_ONLY: evaluate once per distinct event time, after
                 // every event of that time applied (`priority` module doc).
-                if event.t > self.state.now
+                if event.t > self.state().now
                     && self.report.applied > 0
-                    && self.state.config.flags.incr_only
+                    && self.state().config.flags.incr_only
                 {
-                    let fs = crate::fairshare::user_factors(&self.state);
-                    crate::priority::remember_incr_only(&mut self.state, &fs);
+                    self.remember_incr_only();
                 }
-                self.state.apply(&event);
+                self.book
+                    .apply(line.line, &event)
+                    .expect("checked just before");
                 self.report.applied += 1;
             }
             Err(rejection) => self.report.rejected.push(rejection),
         }
     }
 
-    /// Feed every line of a log.
+    /// Feed every line.
     pub fn feed_all(&mut self, lines: impl IntoIterator<Item = LogLine>) {
         lines.into_iter().for_each(|l| self.feed(l));
     }
 
-    /// Move a query's time forward to `t` (`--at`), as a `tick` would: with
-    /// `INCR_ONLY`, the last event time's priorities are remembered first.
-    /// Earlier times change nothing.
+    /// Answer as of `t` (a query's `--at`): with `INCR_ONLY`, remember the
+    /// last event time's priorities first. Earlier times change nothing.
     pub fn advance_to(&mut self, t: fairflow_model::Time) {
-        if t <= self.state.now {
+        if t <= self.state().now {
             return;
         }
-        if self.report.applied > 0 && self.state.config.flags.incr_only {
-            let fs = crate::fairshare::user_factors(&self.state);
-            crate::priority::remember_incr_only(&mut self.state, &fs);
+        if self.report.applied > 0 && self.state().config.flags.incr_only {
+            self.remember_incr_only();
         }
-        self.state.advance_to(t);
+        self.book.advance_to(t);
+    }
+
+    fn remember_incr_only(&mut self) {
+        let fs = crate::fairshare::user_factors(self.state());
+        let floors = crate::priority::remembered_incr_only(self.state(), &fs);
+        *self.book.priority_floor_mut() = floors;
     }
 }
 
 impl Replay {
-    /// The whole replay (validator, state, report) as bytes, for a checkpoint.
+    /// The book and the applied count as a snapshot, in the one format both
+    /// engines read (`fairflow_book::snapshot`; the rejected lines' history
+    /// is not kept).
     pub fn snapshot(&self) -> Vec<u8> {
-        postcard::to_stdvec(self).expect("the state is always serialisable")
+        fairflow_book::snapshot::encode(&self.book, self.report.applied)
     }
 
-    /// A replay from a [`Replay::snapshot`].
-    pub fn restore(bytes: &[u8]) -> Result<Replay, String> {
-        postcard::from_bytes(bytes).map_err(|e| format!("not a fairflow oracle snapshot: {e}"))
+    /// A replay from a snapshot of either engine.
+    pub fn restore(bytes: &[u8]) -> Result<Replay, fairflow_book::snapshot::SnapshotError> {
+        let (book, applied) = fairflow_book::snapshot::decode(bytes)?;
+        Ok(Replay::from_book(book, applied))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use fairflow_book::Book;
     use fairflow_ingest::reader::read_events;
 
     #[test]
@@ -110,15 +138,22 @@ mod tests {
         let mut replay = Replay::new(Config::default());
         replay.feed_all(read_events(log.as_bytes()).map(Result::unwrap));
         // Push a usage value beyond 64 bits of frame units through the snapshot.
-        replay
-            .state
+        let mut state = replay.state().clone();
+        state
             .users
             .values_mut()
             .for_each(|u| u.usage.settled += 1u128 << 100);
+        let replay = Replay::from_book(
+            Book::from_state(state, replay.book().last_event_at()).unwrap(),
+            replay.report.applied,
+        );
         let restored = Replay::restore(&replay.snapshot()).unwrap();
-        assert_eq!(restored.state, replay.state);
-        assert_eq!(restored.report, replay.report);
-        assert_eq!(restored.validator.now(), replay.validator.now());
+        assert_eq!(restored.state(), replay.state());
+        assert_eq!(restored.report.applied, replay.report.applied);
+        assert_eq!(
+            restored.book().last_event_at(),
+            replay.book().last_event_at()
+        );
         assert!(Replay::restore(b"{\"not\":1}").is_err());
     }
 }

@@ -76,7 +76,7 @@ proptest! {
             t += dt;
             let event = Event { t, op };
             let before = replay.report.applied;
-            let running_before: Vec<(String, i64, f64)> = replay.state.jobs.values().filter_map(|j| match j.phase {
+            let running_before: Vec<(String, i64, f64)> = replay.state().jobs.values().filter_map(|j| match j.phase {
                 fairflow_oracle::state::JobPhase::Running { since, rate } => Some((j.id.clone(), since, rate as f64 / 1024.0)),
                 _ => None,
             }).collect();
@@ -92,10 +92,10 @@ proptest! {
                 }
             }
         }
-        let tree = Tree::build(&replay.state);
+        let tree = Tree::build(&replay.state());
         // Running jobs' accrual so far is visible too (continuous accrual).
-        let running: f64 = replay.state.jobs.values().filter_map(|j| match j.phase {
-            fairflow_oracle::state::JobPhase::Running { since, rate } => Some(rate as f64 / 1024.0 * (replay.state.now - since) as f64),
+        let running: f64 = replay.state().jobs.values().filter_map(|j| match j.phase {
+            fairflow_oracle::state::JobPhase::Running { since, rate } => Some(rate as f64 / 1024.0 * (replay.state().now - since) as f64),
             _ => None,
         }).sum();
         prop_assert_eq!(tree.usage_tres_secs(0), charged + running);

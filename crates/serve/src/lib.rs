@@ -1,8 +1,7 @@
-//! The serving layer: one interface over both engines (`engine`), and the
-//! rendering of what an engine computed (`fairflow_model::report`) as
-//! Slurm-style tables, parsable `|` text and JSON, exactly as
-//! `../shared/spec/interfaces.md` specifies. The renderers know nothing of how
-//! the numbers were computed.
+//! The serving layer: the rendering of what an engine computed
+//! (`fairflow_model::report`) as Slurm-style tables, parsable `|` text and
+//! JSON. It depends on no engine: the renderers know nothing of how the
+//! numbers were computed.
 //!
 //! **API boundary:** the column names, their order and the number formats
 //! produced here are a contract with outside tools; columns are only ever
@@ -10,7 +9,6 @@
 
 #![warn(missing_docs)]
 
-pub mod engine;
 pub mod explain;
 pub mod format;
 pub mod sprio;

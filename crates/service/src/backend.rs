@@ -1,9 +1,8 @@
-//! What the service needs from an engine: apply a batch of log lines, answer
-//! queries, and snapshot and restore its state for checkpoints. Any
-//! `fairflow_serve::engine::Engine` implements it through
-//! `engine_backend::EngineBackend`; `fairflow serve` uses
-//! `service_engine::ServiceEngine` (the incremental engine, or the batch
-//! oracle when the incremental engine cannot answer).
+//! What the applier needs from what it drives: apply a batch of log lines,
+//! answer queries, and snapshot and restore its state for checkpoints. An
+//! engine (`fairflow_engine::Engine`) implements it through
+//! `engine_backend::EngineBackend`; the service's tests drive a recording
+//! double.
 
 use fairflow_ingest::{LogLine, Rejection};
 use fairflow_model::Time;

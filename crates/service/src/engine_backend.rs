@@ -1,53 +1,76 @@
-//! The service's backend over any [`Engine`]: writes apply to the engine,
-//! reads render its answers with the same renderers as the commands' `--json`.
+//! The service's backend over an engine (`Box<dyn fairflow_engine::Engine>`):
+//! writes apply to the engine, reads render its answers with the same
+//! renderers as the commands' `--json`.
 
+use fairflow_engine::Engine;
 use fairflow_ingest::{LogLine, Rejection};
-use fairflow_serve::engine::{Engine, ExplainError};
 use fairflow_serve::{explain, sprio, sshare, top};
 
 use crate::backend::{Backend, Gauges, Query, QueryError};
 
 /// An engine serving the service.
-pub struct EngineBackend<E> {
-    engine: E,
+pub struct EngineBackend {
+    engine: Box<dyn Engine>,
 }
 
-impl<E: Engine> EngineBackend<E> {
+impl EngineBackend {
     /// Serve `engine`.
-    pub fn new(engine: E) -> Self {
+    pub fn new(engine: Box<dyn Engine>) -> Self {
         EngineBackend { engine }
     }
 }
 
-impl<E: Engine + Send + 'static> Backend for EngineBackend<E> {
+/// An engine failure on the write path: the engine's state is unknown, so
+/// the applier cannot go on (the log holds every acknowledged event).
+fn engine_failed(e: fairflow_engine::EngineError) -> ! {
+    panic!("{e}")
+}
+
+impl Backend for EngineBackend {
     fn apply(&mut self, lines: Vec<LogLine>) -> Vec<Rejection> {
-        self.engine.apply(lines)
+        self.engine
+            .apply(lines)
+            .unwrap_or_else(|e| engine_failed(e))
     }
 
     fn query(&mut self, query: &Query) -> Result<String, QueryError> {
-        Ok(match query {
-            Query::Top { k, format } => top::render(&self.engine.top(*k), *k, *format),
-            Query::Sshare { format } => sshare::render(&self.engine.fairshare(), *format),
-            Query::Sprio { normalized, format } => {
-                sprio::render(&self.engine.priorities(), *normalized, *format)
+        let internal = |e: fairflow_engine::EngineError| {
+            if e.is_not_found() {
+                QueryError::NotFound(e.to_string())
+            } else {
+                QueryError::Internal(e.to_string())
             }
-            Query::Explain { job, json } => match self.engine.explain(job) {
-                Ok(why) if *json => explain::render_json(&why.job, why.algorithm, &why.path),
-                Ok(why) => explain::render_text(&why.job, why.algorithm, &why.path),
-                Err(e @ ExplainError::Unknown { .. })
-                | Err(e @ ExplainError::NoPriority { .. }) => {
-                    return Err(QueryError::NotFound(e.to_string()))
+        };
+        let engine = &mut self.engine;
+        Ok(match query {
+            Query::Top { k, format } => {
+                top::render(&engine.top(*k).map_err(internal)?, *k, *format)
+            }
+            Query::Sshare { format } => {
+                sshare::render(&engine.fairshare().map_err(internal)?, *format)
+            }
+            Query::Sprio { normalized, format } => sprio::render(
+                &engine.priorities().map_err(internal)?,
+                *normalized,
+                *format,
+            ),
+            Query::Explain { job, json } => {
+                let why = engine.explain(job).map_err(internal)?;
+                if *json {
+                    explain::render_json(&why.job, why.algorithm, &why.path)
+                } else {
+                    explain::render_text(&why.job, why.algorithm, &why.path)
                 }
-            },
+            }
         })
     }
 
     fn snapshot(&mut self) -> Vec<u8> {
-        self.engine.snapshot()
+        self.engine.snapshot().unwrap_or_else(|e| engine_failed(e))
     }
 
     fn restore(&mut self, snapshot: &[u8]) -> Result<(), String> {
-        self.engine.restore(snapshot)
+        self.engine.restore(snapshot).map_err(|e| e.to_string())
     }
 
     fn engine_name(&self) -> &'static str {

@@ -1,9 +1,10 @@
 //! `fairflow serve`: the live service. One applier thread owns the engine and
 //! the durable log (`applier`); the HTTP layer (`http`) and the taps (`taps`)
 //! turn requests into batches for it and reads into queries; `metrics`
-//! exports Prometheus text. The engine is anything implementing
-//! [`backend::Backend`]; `fairflow serve` runs [`service_engine::ServiceEngine`]
-//! (the incremental engine by default, or the batch engine) through [`engine_backend::EngineBackend`].
+//! exports Prometheus text. The applier drives anything implementing
+//! [`backend::Backend`]; `fairflow serve` gives it an engine
+//! (`Box<dyn fairflow_engine::Engine>`: the incremental engine by default, or
+//! the batch engine) through [`engine_backend::EngineBackend`].
 //!
 //! **Architecture invariant:** an event is acknowledged (HTTP 200, a socket
 //! answer line) only after its record is synced to the durable log; after a
@@ -18,5 +19,4 @@ pub mod engine_backend;
 pub mod http;
 pub mod metrics;
 pub mod run;
-pub mod service_engine;
 pub mod taps;

@@ -1,12 +1,13 @@
 //! The service's machinery end to end on loopback, with a small backend that
-//! validates events and remembers the applied ones: tokens, limits, malformed
+//! checks events against a book and remembers the applied ones: tokens, limits, malformed
 //! input, half-written requests, restart recovery and the socket tap.
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use fairflow_book::Book;
 use fairflow_ingest::write::event_to_line;
-use fairflow_ingest::{LogLine, Rejection, Validator};
+use fairflow_ingest::{LogLine, Rejection};
 use fairflow_service::applier::{self, ApplierConfig, ApplierHandle};
 use fairflow_service::backend::{Backend, Gauges, Query, QueryError};
 use fairflow_service::http::{self, HttpConfig};
@@ -18,7 +19,7 @@ use tokio::net::{TcpListener, TcpStream};
 
 #[derive(Default)]
 struct RecordingBackend {
-    validator: Validator,
+    book: Book,
     applied: Vec<String>,
 }
 
@@ -27,7 +28,7 @@ impl Backend for RecordingBackend {
         let mut rejected = Vec::new();
         for line in lines {
             let Ok(event) = line.event else { continue };
-            match self.validator.check(line.line, &event) {
+            match self.book.apply(line.line, &event) {
                 Ok(()) => self.applied.push(event_to_line(&event)),
                 Err(r) => rejected.push(r),
             }
@@ -63,7 +64,7 @@ impl Backend for RecordingBackend {
     }
     fn gauges(&mut self) -> Gauges {
         Gauges {
-            now: self.validator.now().unwrap_or(0),
+            now: self.book.last_event_at().unwrap_or(0),
             ..Gauges::default()
         }
     }

@@ -637,8 +637,8 @@ mod tests {
             "{:?}",
             &replay.report.rejected[..3.min(replay.report.rejected.len())]
         );
-        assert_eq!(replay.state.users.len(), params.user_associations);
-        let accounts = &replay.state.accounts;
+        assert_eq!(replay.state().users.len(), params.user_associations);
+        let accounts = &replay.state().accounts;
         let depth_of = |account: &str| {
             let (mut depth, mut current) = (0, account.to_string());
             while let Some(parent) = accounts[&current].parent.clone() {
@@ -648,13 +648,13 @@ mod tests {
             depth
         };
         let deepest = replay
-            .state
+            .state()
             .users
             .keys()
             .map(|(a, _)| depth_of(a) + 1)
             .max()
             .unwrap();
         assert!(deepest <= params.max_depth, "{deepest}");
-        assert!(replay.state.jobs.len() >= params.pending_jobs / 2);
+        assert!(replay.state().jobs.len() >= params.pending_jobs / 2);
     }
 }

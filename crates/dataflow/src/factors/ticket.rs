@@ -42,16 +42,16 @@ use std::collections::BTreeMap;
 
 use differential_dataflow::operators::CountTotal;
 use differential_dataflow::VecCollection;
+use fairflow_model::formula::ROOT_TICKETS;
 use fairflow_model::formula::{
     classic_norm_shares, norm_usage, ticket_effective_usage, ticket_factor, ticket_share,
     ticket_weight_sum,
 };
-use fairflow_oracle::fairshare::ticket::ROOT_TICKETS;
 
 use super::{counted, fs_chain, fs_chain_by, NodeRec};
 use crate::graph::{reduce_arranged, ByKey, Diff, Epoch};
-use crate::ledger::{NodeId, ROOT};
 use crate::priority::TouchCounter;
+use crate::tree_feed::{NodeId, ROOT};
 
 /// What the ticket walk knows about one active association.
 #[derive(

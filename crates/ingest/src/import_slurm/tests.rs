@@ -122,9 +122,9 @@ fn the_whole_import_in_valid_order() {
 #[test]
 fn the_import_replays_with_no_rejection() {
     let got = import(ASSOC, Some(SSHARE), Some(SLURM_CONF), Some(SQUEUE)).unwrap();
-    let mut validator = crate::Validator::default();
+    let mut book = fairflow_book::Book::default();
     for (i, event) in got.iter().enumerate() {
-        validator.check(i as u64 + 1, event).unwrap();
+        book.apply(i as u64 + 1, event).unwrap();
     }
 }
 

@@ -41,8 +41,7 @@ use super::{base_row, classic, node_norm_usage, user_key, Computed};
 use crate::tree::Tree;
 use crate::State;
 
-/// The tickets root starts with (Slurm: `UINT32_MAX`).
-pub const ROOT_TICKETS: u64 = u32::MAX as u64;
+pub use fairflow_model::formula::ROOT_TICKETS;
 
 /// Which nodes are active: have a pending, non-held job themselves or in
 /// their fair-share subtree.

@@ -1,7 +1,8 @@
-//! The oracle's state: the association tree, each association's own usage in
-//! exact frame units, QOS, partitions, the cluster, and the jobs. `apply` takes
-//! an event the validator accepted; time advancing applies usage resets and
-//! re-bases the decay frame (see `fairflow_model::usage`).
+//! The state of the book: the association tree, each association's own usage
+//! in exact frame units, QOS, partitions, the cluster, and the jobs.
+//! [`State::apply`] takes an event [`crate::Book::check`] accepted (it is the
+//! one place an event's effects are written); time advancing applies usage
+//! resets and re-bases the decay frame (see `fairflow_model::usage`).
 
 use std::collections::BTreeMap;
 
@@ -199,7 +200,7 @@ pub fn accrued_between(frame: &DecayFrame, rate: u128, from: Time, to: Time) -> 
     }
 }
 
-/// Everything the oracle knows at `now`.
+/// Everything the book knows at `now`.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct State {
     /// The time of the last event (or query).
@@ -490,8 +491,9 @@ impl State {
         }
     }
 
-    /// Apply an event the validator accepted.
-    pub fn apply(&mut self, event: &Event) {
+    /// Apply an event [`crate::Book::check`] accepted (through
+    /// [`crate::Book::apply`], which also keeps the book's indexes).
+    pub(crate) fn apply(&mut self, event: &Event) {
         let t = event.t;
         self.advance_to(t);
         match &event.op {
@@ -744,15 +746,25 @@ impl State {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Replay;
+    use crate::Book;
     use fairflow_ingest::reader::read_events;
     use fairflow_model::usage::FRAME_FRAC_BITS;
 
-    fn replay(log: &str) -> Replay {
-        let mut r = Replay::new(Config::default());
-        r.feed_all(read_events(log.as_bytes()).map(Result::unwrap));
-        assert!(r.report.rejected.is_empty(), "{:?}", r.report.rejected);
-        r
+    struct Replayed {
+        state: State,
+    }
+
+    fn replay(log: &str) -> Replayed {
+        let mut book = Book::new(Config::default());
+        for line in read_events(log.as_bytes()) {
+            let line = line.unwrap();
+            let number = line.line;
+            let event = line.event.unwrap();
+            book.apply(number, &event).unwrap();
+        }
+        Replayed {
+            state: book.state().clone(),
+        }
     }
 
     fn user_usage_tres_secs(state: &State, account: &str, user: &str) -> f64 {

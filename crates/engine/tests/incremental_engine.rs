@@ -8,10 +8,10 @@
 
 use std::path::PathBuf;
 
+use fairflow_engine::{BatchEngine, Engine, IncrementalEngine};
 use fairflow_ingest::reader::read_events;
 use fairflow_ingest::LogLine;
 use fairflow_model::Config;
-use fairflow_serve::engine::{BatchEngine, Engine, IncrementalEngine};
 
 fn logs() -> Vec<PathBuf> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../datasets/events");
@@ -34,37 +34,50 @@ fn compare(context: &str, batch: &mut BatchEngine, incremental: &mut Incremental
     assert_eq!(incremental.config(), batch.config(), "{context}: config");
     assert_eq!(incremental.applied(), batch.applied(), "{context}: applied");
     assert_eq!(
-        incremental.fairshare(),
-        batch.fairshare(),
+        incremental.fairshare().unwrap(),
+        batch.fairshare().unwrap(),
         "{context}: fairshare"
     );
-    let priorities = batch.priorities();
+    let priorities = batch.priorities().unwrap();
     assert_eq!(
-        incremental.priorities(),
+        incremental.priorities().unwrap(),
         priorities,
         "{context}: priorities"
     );
     for k in [0, 1, 5, usize::MAX] {
-        assert_eq!(incremental.top(k), batch.top(k), "{context}: top {k}");
+        assert_eq!(
+            incremental.top(k).unwrap(),
+            batch.top(k).unwrap(),
+            "{context}: top {k}"
+        );
     }
     for p in &priorities {
         assert_eq!(
-            incremental.explain(&p.job),
-            batch.explain(&p.job),
+            incremental.explain(&p.job).map_err(|e| e.to_string()),
+            batch.explain(&p.job).map_err(|e| e.to_string()),
             "{context}: explain {}",
             p.job
         );
     }
-    for job in batch.replay.state.jobs.keys().cloned().collect::<Vec<_>>() {
+    for job in batch
+        .replay
+        .state()
+        .jobs
+        .keys()
+        .cloned()
+        .collect::<Vec<_>>()
+    {
         assert_eq!(
-            incremental.explain(&job),
-            batch.explain(&job),
+            incremental.explain(&job).map_err(|e| e.to_string()),
+            batch.explain(&job).map_err(|e| e.to_string()),
             "{context}: explain {job}"
         );
     }
     assert_eq!(
-        incremental.explain("no-such-job"),
-        batch.explain("no-such-job"),
+        incremental
+            .explain("no-such-job")
+            .map_err(|e| e.to_string()),
+        batch.explain("no-such-job").map_err(|e| e.to_string()),
         "{context}: explain unknown"
     );
     assert_eq!(
@@ -90,8 +103,8 @@ fn incremental_answers_equal_batch_answers_on_the_example_logs() {
             let name = log.display().to_string();
             for (i, chunk) in all.chunks(7).enumerate() {
                 let chunk = chunk.join("\n") + "\n";
-                let want = batch.apply(lines(&chunk));
-                let got = incremental.apply(lines(&chunk));
+                let want = batch.apply(lines(&chunk)).unwrap();
+                let got = incremental.apply(lines(&chunk)).unwrap();
                 assert_eq!(got, want, "{name} chunk {i}: rejections");
                 compare(
                     &format!("{name} chunk {i} ({workers} workers)"),
@@ -100,8 +113,8 @@ fn incremental_answers_equal_batch_answers_on_the_example_logs() {
                 );
             }
             if let Some(now) = batch.now() {
-                batch.advance_to(now + 3600);
-                incremental.advance_to(now + 3600);
+                batch.advance_to(now + 3600).unwrap();
+                incremental.advance_to(now + 3600).unwrap();
                 compare(
                     &format!("{name} +1h ({workers} workers)"),
                     &mut batch,
@@ -126,15 +139,19 @@ fn ticket_and_level_based_answers_equal_batch_answers() {
         let all: Vec<&str> = text.lines().collect();
         for (i, chunk) in all.chunks(7).enumerate() {
             let chunk = chunk.join("\n") + "\n";
-            let want = batch.apply(lines(&chunk));
-            assert_eq!(incremental.apply(lines(&chunk)), want, "{flags} chunk {i}");
+            let want = batch.apply(lines(&chunk)).unwrap();
+            assert_eq!(
+                incremental.apply(lines(&chunk)).unwrap(),
+                want,
+                "{flags} chunk {i}"
+            );
             compare(&format!("{flags} chunk {i}"), &mut batch, &mut incremental);
         }
     }
 }
 
 #[test]
-fn incremental_snapshots_restore_in_the_batch_engine() {
+fn snapshots_of_either_engine_restore_in_the_other() {
     let log = logs()
         .into_iter()
         .find(|p| p.ends_with("priority.jsonl"))
@@ -142,13 +159,20 @@ fn incremental_snapshots_restore_in_the_batch_engine() {
     let text = std::fs::read_to_string(log).expect("log");
     let mut batch = BatchEngine::new(Config::default());
     let mut incremental = IncrementalEngine::start(1, Config::default()).unwrap();
-    batch.apply(lines(&text));
-    incremental.apply(lines(&text));
+    batch.apply(lines(&text)).unwrap();
+    incremental.apply(lines(&text)).unwrap();
     let mut restored = BatchEngine::new(Config::default());
-    restored.restore(&incremental.snapshot()).unwrap();
-    assert_eq!(restored.fairshare(), batch.fairshare());
-    assert_eq!(restored.priorities(), batch.priorities());
-    assert!(incremental.restore(&batch.snapshot()).is_err());
+    restored.restore(&incremental.snapshot().unwrap()).unwrap();
+    assert_eq!(restored.fairshare().unwrap(), batch.fairshare().unwrap());
+    assert_eq!(restored.priorities().unwrap(), batch.priorities().unwrap());
+    // One format: the incremental engine restores the batch engine's too.
+    let mut from_batch = IncrementalEngine::start(2, Config::default()).unwrap();
+    from_batch.restore(&batch.snapshot().unwrap()).unwrap();
+    compare(
+        "restored from the batch engine",
+        &mut batch,
+        &mut from_batch,
+    );
 }
 
 #[test]
@@ -162,21 +186,21 @@ fn incremental_snapshots_restore_in_the_incremental_engine() {
     let half = all.len() / 2;
     let mut batch = BatchEngine::new(Config::default());
     let mut incremental = IncrementalEngine::start(1, Config::default()).unwrap();
-    batch.apply(all[..half].to_vec());
-    incremental.apply(all[..half].to_vec());
+    batch.apply(all[..half].to_vec()).unwrap();
+    incremental.apply(all[..half].to_vec()).unwrap();
     // Restored on another worker count, then both fed the rest of the log.
     let mut restored = IncrementalEngine::start(2, Config::default()).unwrap();
-    restored.restore(&incremental.snapshot()).unwrap();
+    restored.restore(&incremental.snapshot().unwrap()).unwrap();
     assert_eq!(restored.applied(), batch.applied());
-    batch.apply(all[half..].to_vec());
-    restored.apply(all[half..].to_vec());
+    batch.apply(all[half..].to_vec()).unwrap();
+    restored.apply(all[half..].to_vec()).unwrap();
     compare(
         "restored, then the rest of the log",
         &mut batch,
         &mut restored,
     );
     // A damaged snapshot is an error and changes nothing.
-    let mut damaged = incremental.snapshot();
+    let mut damaged = incremental.snapshot().unwrap();
     let last = damaged.len() - 1;
     damaged[last] ^= 0xFF;
     assert!(restored.restore(&damaged).is_err());

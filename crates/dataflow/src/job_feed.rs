@@ -1,37 +1,34 @@
-//! The driver's job-priority bookkeeping (integration note of [`crate::priority`],
-//! steps 2 and 3): each job's last sent [`JobRow`], the [`Crossings`] of
-//! begin times and age caps, and the last sent priority [`PFact`]s, from which
-//! each batch sends only differences.
+//! The driver's job feed (integration note of [`crate::priority`], steps 2
+//! and 3): each job's last sent [`JobRow`], the [`Crossings`] of begin times
+//! and age caps, and the last sent priority [`PFact`]s, from which each batch
+//! sends only differences. The jobs, QOS, partitions and associations are
+//! the book's (`fairflow_book::Book`): this feed reads them, it applies no
+//! event itself. The fair-share factors are not facts sent from here: the
+//! dataflow computes them ([`crate::factors`]).
 //!
-//! The job attributes (queue entry time, held spans, starts, allocated TRES,
-//! wallclock accuracy, Moab credential usage) follow the oracle's job semantics
-//! exactly by applying every accepted event to a `fairflow_oracle::State`,
-//! kept here as the job book: one semantics, not two. The fair-share factors
-//! are *not* the oracle's: the engine passes the core's `user_factors`.
+//! Costs: per batch, only the jobs the book says changed and the jobs whose
+//! crossing is due are re-derived and compared with what was sent; a
+//! `config` event re-derives every job (crossings and rows move). The facts
+//! are grouped by [`Subject`] (the configuration, the cluster, one account,
+//! one user association, one QOS, one partition, Moab's usage facts); only
+//! the subjects a batch changed are re-derived and compared with what was
+//! sent. A change of an account's priority or parent re-derives the
+//! effective association priority of its subtree (found in one pass over the
+//! associations per batch, however many accounts moved); a share change
+//! re-derives nothing but the account. Under Moab the credential-usage facts
+//! are re-derived every batch (`O(credentials + running jobs)`).
 //!
-//! Costs: per batch, only the jobs an event named (submit, update, hold,
-//! release, cancel, start, end, requeue) and the jobs whose crossing is due
-//! are re-derived and compared with what was sent; a `config` event or an
-//! association's removal re-derives every job (crossings and rows move).
-//! The facts are grouped by [`Subject`] (the configuration, the cluster, one
-//! account, one user association, one QOS, one partition, Moab's usage
-//! facts); an event marks the subjects it can change, and only those are
-//! re-derived and compared with what was sent. A change of an account's
-//! priority or parent re-derives the effective association priority of its
-//! subtree (found in one pass over the associations per batch, however many
-//! accounts moved); a share change re-derives nothing but the account. Under
-//! Moab the credential-usage facts are re-derived every batch
-//! (`O(credentials)`). The fair-share factors are not facts sent from here:
-//! the dataflow computes them ([`crate::factors`]).
+//! The two aggregations this feed needs are its own, written apart from the
+//! oracle's: the effective association priority (the nearest priority up the
+//! account chain) and Moab's credential usage.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use fairflow_model::event::Op;
-use fairflow_model::{Config, Event, PriorityModel, Time};
-use fairflow_oracle::priority::moab::credential_usage;
-use fairflow_oracle::priority::slurm::assoc_priority;
-use fairflow_oracle::state::JobPhase;
-use fairflow_oracle::State;
+use fairflow_book::state::accrued_between;
+use fairflow_book::{Changes, JobPhase, State};
+use fairflow_model::moab::Credential;
+use fairflow_model::usage::FrameUsage;
+use fairflow_model::{PriorityModel, Time};
 
 use crate::priority::crossings::{age_capped_at, begun_at, next_crossing, Crossings};
 use crate::priority::{tres_bits, Fact as PFact, JobRow, PartitionRec, Phase, PriorityParams};
@@ -79,156 +76,81 @@ pub enum Subject {
     Moab,
 }
 
-/// The job book and what was last sent to the priority inputs.
-///
-/// It serialises (for [`crate::Engine::snapshot`]) only the book: a
-/// deserialised one has sent nothing and scheduled no crossing, so call
-/// [`JobLedger::resend_replacing`] before its next send.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
-pub struct JobLedger {
-    state: State,
-    #[serde(skip)]
+/// What was last sent to the priority inputs; see the module documentation.
+#[derive(Debug, Clone, Default)]
+pub struct JobFeed {
     sent_jobs: BTreeMap<String, JobRow>,
-    #[serde(skip)]
     sent_facts: BTreeMap<Subject, BTreeSet<PFact>>,
     /// Subjects to re-derive at the next send.
-    #[serde(skip)]
     dirty_subjects: BTreeSet<Subject>,
     /// Accounts whose whole subtree's association priorities to re-derive.
-    #[serde(skip)]
     dirty_subtrees: BTreeSet<String>,
     /// Re-derive every subject at the next send.
-    #[serde(skip)]
     all_subjects_dirty: bool,
-    #[serde(skip)]
     crossings: Crossings,
     /// Jobs to re-derive at the next send.
-    #[serde(skip)]
     dirty: BTreeSet<String>,
     /// Re-derive every job at the next send.
-    #[serde(skip)]
     all_dirty: bool,
 }
 
-impl JobLedger {
-    /// An empty book under `config`.
-    pub fn new(config: Config) -> Self {
-        JobLedger {
-            state: State::new(config),
-            sent_jobs: BTreeMap::new(),
-            sent_facts: BTreeMap::new(),
-            dirty_subjects: BTreeSet::new(),
-            dirty_subtrees: BTreeSet::new(),
-            all_subjects_dirty: true,
-            crossings: Crossings::new(),
-            dirty: BTreeSet::new(),
-            all_dirty: false,
+impl JobFeed {
+    /// A feed that has sent nothing.
+    pub fn new() -> Self {
+        JobFeed::default()
+    }
+
+    /// Mark what the book's `changes` make stale.
+    pub fn note(&mut self, changes: &Changes) {
+        self.dirty.extend(changes.jobs.iter().cloned());
+        if changes.all_jobs || changes.config {
+            self.all_dirty = true;
         }
-    }
-
-    /// The book (the oracle's state of jobs, QOS, partitions, associations).
-    pub fn state(&self) -> &State {
-        &self.state
-    }
-
-    /// Apply one accepted event.
-    pub fn apply(&mut self, event: &Event) {
-        let account_before = match &event.op {
-            Op::Account { name, .. } => self
-                .state
-                .accounts
-                .get(name)
-                .map(|a| (a.parent.clone(), a.priority)),
-            _ => None,
-        };
-        self.state.apply(event);
-        self.mark_subjects(&event.op, account_before);
-        match &event.op {
-            Op::Submit { job, .. }
-            | Op::Update { job, .. }
-            | Op::Hold { job }
-            | Op::Release { job }
-            | Op::Cancel { job }
-            | Op::Start { job, .. }
-            | Op::End { job }
-            | Op::Requeue { job } => {
-                self.dirty.insert(job.clone());
-            }
-            Op::Config { .. } | Op::RemoveUser { .. } => self.all_dirty = true,
-            _ => {}
+        if changes.config || changes.removed {
+            self.all_subjects_dirty = true;
         }
-    }
-
-    /// Mark the fact subjects `op` can change; `account_before` is an
-    /// account event's `(parent, priority)` before it applied.
-    fn mark_subjects(&mut self, op: &Op, account_before: Option<(Option<String>, Option<i64>)>) {
-        match op {
-            Op::Config { .. } | Op::RemoveAccount { .. } | Op::RemoveUser { .. } => {
-                self.all_subjects_dirty = true;
-            }
-            Op::Cluster { .. } => {
-                self.dirty_subjects.insert(Subject::Cluster);
-            }
-            Op::Account { name, .. } => {
-                let after = self
-                    .state
-                    .accounts
-                    .get(name)
-                    .map(|a| (a.parent.clone(), a.priority));
-                if account_before.is_some() && account_before != after {
-                    self.dirty_subtrees.insert(name.clone());
-                }
-                self.dirty_subjects.insert(Subject::Account(name.clone()));
-            }
-            Op::User { account, user, .. } => {
-                self.dirty_subjects
-                    .insert(Subject::User(account.clone(), user.clone()));
-            }
-            Op::Qos { name, .. } => {
-                self.dirty_subjects.insert(Subject::Qos(name.clone()));
-            }
-            Op::Partition { name, .. } => {
-                self.dirty_subjects.insert(Subject::Partition(name.clone()));
-            }
-            _ => {}
+        if changes.cluster {
+            self.dirty_subjects.insert(Subject::Cluster);
         }
+        self.dirty_subtrees
+            .extend(changes.moved_accounts.iter().cloned());
+        self.dirty_subjects
+            .extend(changes.accounts.iter().cloned().map(Subject::Account));
+        self.dirty_subjects.extend(
+            changes
+                .users
+                .iter()
+                .map(|(account, user)| Subject::User(account.clone(), user.clone())),
+        );
+        self.dirty_subjects
+            .extend(changes.qos.iter().cloned().map(Subject::Qos));
+        self.dirty_subjects
+            .extend(changes.partitions.iter().cloned().map(Subject::Partition));
     }
 
-    /// Take over the priority inputs `previous` fed (a restore): what it
-    /// sent becomes what this book sent (rows and facts are keyed by names,
-    /// not ids), every job is re-derived at the next send and its crossing
-    /// scheduled afresh, so the next sends bring the inputs to this book.
-    pub fn resend_replacing(&mut self, previous: &mut JobLedger) {
-        self.sent_jobs = std::mem::take(&mut previous.sent_jobs);
-        self.sent_facts = std::mem::take(&mut previous.sent_facts);
+    /// Retract everything sent and re-derive everything at the next send (a
+    /// restore): the next [`JobFeed::job_deltas`] and
+    /// [`JobFeed::fact_deltas`] bring the inputs to the new book.
+    pub fn replace_all(&mut self) {
         self.crossings = Crossings::new();
         self.dirty.clear();
         self.all_dirty = true;
         self.all_subjects_dirty = true;
-        previous.crossings = Crossings::new();
-        previous.dirty.clear();
-        previous.all_dirty = true;
-        previous.all_subjects_dirty = true;
     }
 
-    /// Move the book's time forward to `t` (a query's `--at`).
-    pub fn advance_to(&mut self, t: Time) {
-        self.state.advance_to(t);
-    }
-
-    /// The job rows' differences from what was sent, at the book's time.
-    pub fn job_deltas(&mut self) -> Vec<(JobRow, isize)> {
-        let now = self.state.now;
-        let params = PriorityParams::from_config(&self.state.config);
+    /// The job rows' differences from what was sent, at the state's time.
+    pub fn job_deltas(&mut self, state: &State) -> Vec<(JobRow, isize)> {
+        let now = state.now;
+        let params = PriorityParams::from_config(&state.config);
         let mut ids = std::mem::take(&mut self.dirty);
         ids.extend(self.crossings.due(now));
         if std::mem::take(&mut self.all_dirty) {
             ids.extend(self.sent_jobs.keys().cloned());
-            ids.extend(self.state.jobs.keys().cloned());
+            ids.extend(state.jobs.keys().cloned());
         }
         let mut deltas = Vec::new();
         for id in ids {
-            let row = self.state.jobs.get(&id).map(|job| {
+            let row = state.jobs.get(&id).map(|job| {
                 let mut row = row_of(job);
                 row.begun = begun_at(&row, now);
                 row.age_capped = age_capped_at(&params, &row, now);
@@ -260,22 +182,22 @@ impl JobLedger {
 
     /// The facts' differences from what was sent, for the subjects marked
     /// since the last send.
-    pub fn fact_deltas(&mut self) -> Vec<(PFact, isize)> {
+    pub fn fact_deltas(&mut self, state: &State) -> Vec<(PFact, isize)> {
         let mut subjects = std::mem::take(&mut self.dirty_subjects);
         if std::mem::take(&mut self.all_subjects_dirty) {
             subjects.extend(self.sent_facts.keys().cloned());
-            subjects.extend(all_subjects(&self.state));
+            subjects.extend(all_subjects(state));
         }
         let dirty_subtrees = std::mem::take(&mut self.dirty_subtrees);
         if !dirty_subtrees.is_empty() {
-            subjects.extend(subtree_subjects(&self.state, &dirty_subtrees));
+            subjects.extend(subtree_subjects(state, &dirty_subtrees));
         }
-        if self.state.config.model == PriorityModel::Moab {
+        if state.config.model == PriorityModel::Moab {
             subjects.insert(Subject::Moab);
         }
         let mut deltas = Vec::new();
         for subject in subjects {
-            let facts = subject_facts(&self.state, &subject);
+            let facts = subject_facts(state, &subject);
             let sent = self.sent_facts.remove(&subject).unwrap_or_default();
             deltas.extend(sent.difference(&facts).map(|f| (f.clone(), -1)));
             deltas.extend(facts.difference(&sent).map(|f| (f.clone(), 1)));
@@ -285,6 +207,77 @@ impl JobLedger {
         }
         deltas
     }
+}
+
+/// An association's effective Slurm association priority: its own, else the
+/// nearest account's up the chain, else 0.
+fn effective_assoc_priority(state: &State, account: &str, user: Option<&str>) -> i64 {
+    let own = user.and_then(|user| {
+        state
+            .users
+            .get(&(account.to_string(), user.to_string()))
+            .and_then(|u| u.priority)
+    });
+    if let Some(priority) = own {
+        return priority;
+    }
+    let mut current = state.accounts.get(account);
+    while let Some(record) = current {
+        if let Some(priority) = record.priority {
+            return priority;
+        }
+        current = record.parent.as_ref().and_then(|p| state.accounts.get(p));
+    }
+    0
+}
+
+/// Moab's credential usage at `state.now`, frame units: each credential's
+/// share of the associations' visible usage, the settled group/QOS/class
+/// usage, and running jobs' accrual so far; with the total over associations.
+fn moab_credential_usage(
+    state: &State,
+) -> (BTreeMap<(Credential, String), FrameUsage>, FrameUsage) {
+    let mut by_credential: BTreeMap<(Credential, String), FrameUsage> = BTreeMap::new();
+    let mut total: FrameUsage = 0;
+    for (name, account) in &state.accounts {
+        let usage = state.visible_usage(&account.usage);
+        *by_credential
+            .entry((Credential::Account, name.clone()))
+            .or_default() += usage;
+        total += usage;
+    }
+    for ((account, user), assoc) in &state.users {
+        let usage = state.visible_usage(&assoc.usage);
+        *by_credential
+            .entry((Credential::Account, account.clone()))
+            .or_default() += usage;
+        *by_credential
+            .entry((Credential::User, user.clone()))
+            .or_default() += usage;
+        total += usage;
+    }
+    for (credential, usage) in &state.credential_usage {
+        *by_credential.entry(credential.clone()).or_default() += *usage;
+    }
+    let period = state.config.calc_period_secs;
+    let visible_to: Time = if period > 0 {
+        state.now.div_euclid(period) * period
+    } else {
+        state.now
+    };
+    for job in state.jobs.values() {
+        if let JobPhase::Running { rate, .. } = job.phase {
+            let from = job
+                .started_at
+                .unwrap_or(state.now)
+                .max(state.last_reset_at.unwrap_or(Time::MIN));
+            let accrued = accrued_between(&state.frame, rate, from, visible_to);
+            for credential in job.extra_credentials() {
+                *by_credential.entry(credential).or_default() += accrued;
+            }
+        }
+    }
+    (by_credential, total)
 }
 
 /// Every subject `state` has facts about.
@@ -357,7 +350,7 @@ fn subject_facts(state: &State, subject: &Subject) -> BTreeSet<PFact> {
                 facts.insert(PFact::AssocPriority {
                     account: name.clone(),
                     user: None,
-                    priority: assoc_priority(state, name, None),
+                    priority: effective_assoc_priority(state, name, None),
                 });
                 if let Some(priority) = account.priority {
                     facts.insert(PFact::AccountPriority {
@@ -372,7 +365,7 @@ fn subject_facts(state: &State, subject: &Subject) -> BTreeSet<PFact> {
                 facts.insert(PFact::AssocPriority {
                     account: account.clone(),
                     user: Some(user.clone()),
-                    priority: assoc_priority(state, account, Some(user)),
+                    priority: effective_assoc_priority(state, account, Some(user)),
                 });
             }
         }
@@ -399,9 +392,9 @@ fn subject_facts(state: &State, subject: &Subject) -> BTreeSet<PFact> {
         }
         Subject::Moab => {
             if state.config.model == PriorityModel::Moab {
-                let usage = credential_usage(state);
-                facts.insert(PFact::MoabUsageTotal(usage.total));
-                for ((kind, name), usage) in usage.by_credential {
+                let (by_credential, total) = moab_credential_usage(state);
+                facts.insert(PFact::MoabUsageTotal(total));
+                for ((kind, name), usage) in by_credential {
                     facts.insert(PFact::MoabUsage { kind, name, usage });
                 }
                 for (user, (used, requested)) in &state.wallclock_accuracy {
@@ -435,7 +428,7 @@ pub fn facts_of(state: &State, factors: &UserFactors) -> BTreeSet<PFact> {
 }
 
 /// A job's row with the driver-kept flags (`begun`, `age_capped`) unset.
-pub fn row_of(job: &fairflow_oracle::state::Job) -> JobRow {
+pub fn row_of(job: &fairflow_book::Job) -> JobRow {
     let phase = match job.phase {
         JobPhase::Pending => Phase::Pending,
         JobPhase::Held => Phase::Held,

@@ -1,0 +1,301 @@
+//! The rules for events, in one place: [`Book::check`] decides whether an
+//! event is possible against the book's state (an unknown account or
+//! association, time going backwards, a cycle, a job not in the phase the
+//! event needs, a configuration value that does not parse). Both engines
+//! apply only what it accepts, so they agree on every acceptance by
+//! construction. A rejection names the line, the field and the reason, and
+//! changes nothing.
+
+use fairflow_ingest::Rejection;
+use fairflow_model::event::Op;
+use fairflow_model::Event;
+
+use crate::{Book, Phase};
+
+impl Book {
+    /// Is `event` possible now? `Err` names the line, field and reason; the
+    /// book is not changed either way ([`Book::apply`] checks, then applies).
+    pub fn check(&self, line: u64, event: &Event) -> Result<(), Rejection> {
+        let err = |field: &str, reason: String| Rejection::new(line, Some(field), reason);
+        if let Some(now) = self.last_event_at() {
+            if event.t < now {
+                return Err(err(
+                    "t",
+                    format!(
+                        "time goes backwards: {} is before the current time {now}",
+                        event.t
+                    ),
+                ));
+            }
+        }
+        let state = self.state();
+        let unknown_assoc = |account: &str, user: &str| {
+            err(
+                "user",
+                format!("no user association `{user}` in account `{account}`"),
+            )
+        };
+        match &event.op {
+            Op::Account { name, parent, .. } => {
+                if name == "root" {
+                    return Err(err("name", "root cannot be changed".into()));
+                }
+                if let Some(parent) = parent {
+                    if !state.accounts.contains_key(parent) {
+                        return Err(err("parent", format!("unknown account `{parent}`")));
+                    }
+                    let moves = state
+                        .accounts
+                        .get(name)
+                        .is_some_and(|a| a.parent.as_deref() != Some(parent.as_str()));
+                    if moves && self.is_ancestor_or_self(name, parent) {
+                        return Err(err(
+                            "parent",
+                            format!("moving `{name}` under `{parent}` would make a cycle"),
+                        ));
+                    }
+                }
+            }
+            Op::User { account, .. } => {
+                if !state.accounts.contains_key(account) {
+                    return Err(err("account", format!("unknown account `{account}`")));
+                }
+            }
+            Op::RemoveAccount { name } => {
+                if !state.accounts.contains_key(name) {
+                    return Err(err("name", format!("unknown account `{name}`")));
+                }
+                if name == "root" {
+                    return Err(err("name", "root cannot be removed".into()));
+                }
+                let (child_accounts, users) = (self.child_accounts(name), self.users_in(name));
+                if child_accounts > 0 || users > 0 {
+                    return Err(err(
+                        "name",
+                        format!(
+                            "account `{name}` still has {child_accounts} child accounts and {users} user associations"
+                        ),
+                    ));
+                }
+            }
+            Op::RemoveUser { user, account } => {
+                if !self.has_assoc(account, user) {
+                    return Err(unknown_assoc(account, user));
+                }
+                let running = self.running_jobs_of(account, user);
+                if running > 0 {
+                    return Err(err(
+                        "user",
+                        format!(
+                            "`{user}` in `{account}` has {running} running jobs; end them first"
+                        ),
+                    ));
+                }
+            }
+            Op::Usage { account, user, .. } => {
+                if !state.accounts.contains_key(account) {
+                    return Err(err("account", format!("unknown account `{account}`")));
+                }
+                if let Some(user) = user {
+                    if !self.has_assoc(account, user) {
+                        return Err(unknown_assoc(account, user));
+                    }
+                }
+            }
+            Op::Submit {
+                job, user, account, ..
+            } => {
+                if let Some(phase) = self.job_phase(job) {
+                    let phase = match phase {
+                        Phase::Running => "running",
+                        _ => "pending",
+                    };
+                    return Err(err("job", format!("job `{job}` is already {phase}")));
+                }
+                if !state.accounts.contains_key(account) {
+                    return Err(err("account", format!("unknown account `{account}`")));
+                }
+                if !self.has_assoc(account, user) {
+                    return Err(unknown_assoc(account, user));
+                }
+            }
+            Op::Update { job, account, .. } => {
+                let Some(entry) = state.jobs.get(job) else {
+                    return Err(err("job", format!("unknown job `{job}`")));
+                };
+                if self.job_phase(job) == Some(Phase::Running) {
+                    return Err(err(
+                        "job",
+                        format!("job `{job}` is running; only pending jobs change"),
+                    ));
+                }
+                if let Some(account) = account {
+                    if !self.has_assoc(account, &entry.user) {
+                        return Err(err(
+                            "account",
+                            format!(
+                                "no user association `{}` in account `{account}`",
+                                entry.user
+                            ),
+                        ));
+                    }
+                }
+            }
+            Op::Hold { job }
+            | Op::Release { job }
+            | Op::Cancel { job }
+            | Op::Start { job, .. }
+            | Op::End { job }
+            | Op::Requeue { job } => {
+                let Some(phase) = self.job_phase(job) else {
+                    return Err(err("job", format!("unknown job `{job}`")));
+                };
+                let (ok, what) = match &event.op {
+                    Op::Hold { .. } => (phase == Phase::Pending, "pending"),
+                    Op::Release { .. } => (phase == Phase::Held, "held"),
+                    Op::Cancel { .. } => (phase != Phase::Running, "pending or held"),
+                    Op::Start { .. } => (phase == Phase::Pending, "pending (not held)"),
+                    _ => (phase == Phase::Running, "running"),
+                };
+                if !ok {
+                    let now = match phase {
+                        Phase::Pending => "pending",
+                        Phase::Held => "held",
+                        Phase::Running => "running",
+                    };
+                    return Err(err(
+                        "job",
+                        format!(
+                            "job `{job}` is {now}; {} needs a {what} job",
+                            event.op.name()
+                        ),
+                    ));
+                }
+            }
+            Op::Config { set } => {
+                state.config.patched(set).map_err(|bad| {
+                    Rejection::new(line, Some(&format!("set.{}", bad.key)), bad.error.reason)
+                })?;
+            }
+            Op::Cluster { nodes, .. } => {
+                if *nodes == 0 {
+                    return Err(err("nodes", "a cluster has at least one node".into()));
+                }
+            }
+            Op::ResetUsage | Op::Qos { .. } | Op::Partition { .. } | Op::Tick => {}
+        }
+        Ok(())
+    }
+
+    /// Is `ancestor` on the account chain from `node` up to root (or `node` itself)?
+    fn is_ancestor_or_self<'a>(&'a self, ancestor: &str, mut node: &'a str) -> bool {
+        let accounts = &self.state().accounts;
+        loop {
+            if node == ancestor {
+                return true;
+            }
+            match accounts.get(node).and_then(|a| a.parent.as_deref()) {
+                Some(parent) => node = parent,
+                None => return false,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Book, Phase};
+    use fairflow_ingest::{parse_event, Rejection};
+    use fairflow_model::Config;
+
+    fn run(lines: &[&str]) -> (Book, Vec<Rejection>) {
+        let mut v = Book::new(Config::default());
+        let mut rejected = Vec::new();
+        for (i, text) in lines.iter().enumerate() {
+            let line = i as u64 + 1;
+            let event = parse_event(line, text).unwrap();
+            if let Err(r) = v.apply(line, &event) {
+                rejected.push(r);
+            }
+        }
+        (v, rejected)
+    }
+
+    fn field_and_reason(r: &Rejection) -> (u64, &str, &str) {
+        (r.line, r.field.as_deref().unwrap_or(""), r.reason.as_str())
+    }
+
+    #[test]
+    fn impossible_events_are_rejected_and_change_nothing() {
+        let (v, rejected) = run(&[
+            r#"{"op":"account","t":10,"name":"a"}"#,
+            r#"{"op":"account","t":10,"name":"b","parent":"a"}"#,
+            r#"{"op":"account","t":11,"name":"a","parent":"b"}"#,
+            r#"{"op":"account","t":11,"name":"c","parent":"nope"}"#,
+            r#"{"op":"usage","t":9,"account":"a","amount":1}"#,
+            r#"{"op":"user","t":12,"user":"u","account":"ghost"}"#,
+            r#"{"op":"user","t":12,"user":"u","account":"b"}"#,
+            r#"{"op":"remove_account","t":12,"name":"a"}"#,
+            r#"{"op":"submit","t":13,"job":"1","user":"u","account":"a"}"#,
+            r#"{"op":"submit","t":13,"job":"1","user":"u","account":"b"}"#,
+            r#"{"op":"submit","t":13,"job":"1","user":"u","account":"b"}"#,
+            r#"{"op":"end","t":14,"job":"1"}"#,
+            r#"{"op":"start","t":14,"job":"1"}"#,
+            r#"{"op":"start","t":14,"job":"1"}"#,
+            r#"{"op":"remove_user","t":15,"user":"u","account":"b"}"#,
+            r#"{"op":"config","t":15,"set":{"PriorityWeightAge":10,"PriorityFlags":"BOGUS"}}"#,
+            r#"{"op":"end","t":16,"job":"2"}"#,
+        ]);
+        let got: Vec<_> = rejected.iter().map(field_and_reason).collect();
+        assert_eq!(
+            got,
+            vec![
+                (3, "parent", "moving `a` under `b` would make a cycle"),
+                (4, "parent", "unknown account `nope`"),
+                (
+                    5,
+                    "t",
+                    "time goes backwards: 9 is before the current time 10"
+                ),
+                (6, "account", "unknown account `ghost`"),
+                (
+                    8,
+                    "name",
+                    "account `a` still has 1 child accounts and 0 user associations"
+                ),
+                (9, "user", "no user association `u` in account `a`"),
+                (11, "job", "job `1` is already pending"),
+                (12, "job", "job `1` is pending; end needs a running job"),
+                (
+                    14,
+                    "job",
+                    "job `1` is running; start needs a pending (not held) job"
+                ),
+                (15, "user", "`u` in `b` has 1 running jobs; end them first"),
+                (
+                    16,
+                    "set.PriorityFlags",
+                    "unknown PriorityFlags flag `BOGUS`"
+                ),
+                (17, "job", "unknown job `2`"),
+            ]
+        );
+        // The rejected config changed nothing, not even its valid key.
+        assert_eq!(v.state().config.weight_age, 0);
+        assert_eq!(v.last_event_at(), Some(14));
+        assert_eq!(v.job_phase("1"), Some(Phase::Running));
+    }
+
+    #[test]
+    fn removing_a_user_cancels_its_pending_jobs() {
+        let (v, rejected) = run(&[
+            r#"{"op":"user","t":1,"user":"u","account":"root"}"#,
+            r#"{"op":"submit","t":2,"job":"7","user":"u","account":"root"}"#,
+            r#"{"op":"remove_user","t":3,"user":"u","account":"root"}"#,
+            r#"{"op":"hold","t":4,"job":"7"}"#,
+        ]);
+        assert_eq!(rejected.len(), 1);
+        assert_eq!(rejected[0].reason, "unknown job `7`");
+        assert_eq!(v.job_phase("7"), None);
+    }
+}

@@ -1,0 +1,432 @@
+//! One book of what happened: the cluster's [`State`] (the association tree,
+//! shares, each association's own usage in exact frame units, jobs, QOS,
+//! partitions, the cluster, Moab's credential usage) together with the rules
+//! that decide which events are possible ([`Book::check`], in `check`).
+//! [`Book::apply`] checks an event and applies it; a rejected event changes
+//! nothing.
+//!
+//! Both engines read this one book. The oracle aggregates over it from
+//! scratch; the incremental engine's driver asks it what a batch changed
+//! ([`Book::take_changes`], [`Changes`]) and keeps only its interning and
+//! what it has sent to the dataflow.
+//!
+//! **Architecture invariant:** every rule about events lives here once (the
+//! checks in `check`, the effects in [`State::apply`]); no engine applies an
+//! event itself. The book's derived indexes (child-account and running-job
+//! counts) are rebuilt from the state on restore, so a snapshot is just the
+//! state and the last event's time.
+
+#![warn(missing_docs)]
+
+mod changes;
+mod check;
+pub mod snapshot;
+pub mod state;
+
+use std::collections::BTreeMap;
+
+use fairflow_ingest::{LogLine, Rejection};
+use fairflow_model::event::Op;
+use fairflow_model::{Config, Event, Time};
+
+pub use changes::{AssocKey, Changes};
+pub use state::{Job, JobPhase, State};
+
+/// Where a job is in its life, as the checks see it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// Waiting in the queue.
+    Pending,
+    /// In the queue, held.
+    Held,
+    /// Running.
+    Running,
+}
+
+/// The book; see the crate documentation.
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+#[serde(try_from = "BookParts")]
+pub struct Book {
+    state: State,
+    /// The time of the last accepted event (`None` before the first).
+    last_event_at: Option<Time>,
+    /// Accounts with child accounts, and how many.
+    child_accounts: BTreeMap<String, u32>,
+    /// User associations with running jobs, and how many.
+    running: BTreeMap<(String, String), u32>,
+    /// What changed since the last [`Book::take_changes`], when tracked.
+    changes: Option<Changes>,
+}
+
+/// What a book serialises: the state and the last event's time; the indexes
+/// are derived again (and the state checked) when it is read back.
+#[derive(serde::Deserialize)]
+struct BookParts {
+    state: State,
+    last_event_at: Option<Time>,
+}
+
+/// [`BookParts`] by reference (serialising a book copies nothing).
+#[derive(serde::Serialize)]
+struct BookPartsRef<'a> {
+    state: &'a State,
+    last_event_at: Option<Time>,
+}
+
+impl serde::Serialize for Book {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        BookPartsRef {
+            state: &self.state,
+            last_event_at: self.last_event_at,
+        }
+        .serialize(serializer)
+    }
+}
+
+impl TryFrom<BookParts> for Book {
+    type Error = String;
+
+    fn try_from(parts: BookParts) -> Result<Self, String> {
+        Book::from_state(parts.state, parts.last_event_at)
+    }
+}
+
+impl Default for Book {
+    fn default() -> Self {
+        Book::new(Config::default())
+    }
+}
+
+/// The effects of one event on the book's time-driven state, to tell what
+/// time passing changed.
+#[derive(PartialEq)]
+struct Clockwork {
+    frame: fairflow_model::usage::DecayFrame,
+    next_reset: Option<Time>,
+    last_reset_at: Option<Time>,
+    accrual_settled_to: Time,
+    now: Time,
+}
+
+impl Book {
+    /// A book holding only `root`, under `config` (the configuration in force
+    /// before the first event), at time 0.
+    pub fn new(config: Config) -> Self {
+        Book {
+            state: State::new(config),
+            last_event_at: None,
+            child_accounts: BTreeMap::new(),
+            running: BTreeMap::new(),
+            changes: None,
+        }
+    }
+
+    /// A book over an existing state (a restore): the state is checked (every
+    /// parent exists, the tree has no cycle, every job's association exists)
+    /// and the indexes are derived from it.
+    pub fn from_state(state: State, last_event_at: Option<Time>) -> Result<Book, String> {
+        match state.accounts.get("root") {
+            Some(root) if root.parent.is_none() => {}
+            _ => return Err("the state has no root account".into()),
+        }
+        let mut child_accounts: BTreeMap<String, u32> = BTreeMap::new();
+        for (name, account) in &state.accounts {
+            if name == "root" {
+                continue;
+            }
+            let Some(parent) = account.parent.as_deref() else {
+                return Err(format!("account `{name}` has no parent"));
+            };
+            if !state.accounts.contains_key(parent) {
+                return Err(format!("account `{name}` has an unknown parent `{parent}`"));
+            }
+            *child_accounts.entry(parent.to_string()).or_default() += 1;
+        }
+        // Every account reaches root in fewer steps than there are accounts.
+        let mut reaches_root: BTreeMap<&str, bool> = BTreeMap::new();
+        reaches_root.insert("root", true);
+        for name in state.accounts.keys() {
+            let mut chain = Vec::new();
+            let mut current = name.as_str();
+            loop {
+                if reaches_root.contains_key(current) {
+                    break;
+                }
+                if chain.len() > state.accounts.len() {
+                    return Err(format!("the account tree has a cycle through `{name}`"));
+                }
+                chain.push(current);
+                current = state.accounts[current].parent.as_deref().expect("checked");
+            }
+            reaches_root.extend(chain.into_iter().map(|c| (c, true)));
+        }
+        for account in state.users.keys().map(|(a, _)| a) {
+            if !state.accounts.contains_key(account) {
+                return Err(format!(
+                    "a user association names unknown account `{account}`"
+                ));
+            }
+        }
+        let mut running: BTreeMap<(String, String), u32> = BTreeMap::new();
+        for (id, job) in &state.jobs {
+            let key = (job.account.clone(), job.user.clone());
+            if !state.users.contains_key(&key) {
+                return Err(format!("job `{id}` names an unknown association"));
+            }
+            if job.id != *id {
+                return Err(format!("job `{id}` is filed under another id"));
+            }
+            if matches!(job.phase, JobPhase::Running { .. }) {
+                *running.entry(key).or_default() += 1;
+            }
+        }
+        Ok(Book {
+            state,
+            last_event_at,
+            child_accounts,
+            running,
+            changes: None,
+        })
+    }
+
+    /// The state.
+    pub fn state(&self) -> &State {
+        &self.state
+    }
+
+    /// The `INCR_ONLY` memory (the oracle's remembered priorities), the one
+    /// part of the state an engine writes itself.
+    pub fn priority_floor_mut(&mut self) -> &mut BTreeMap<String, u64> {
+        &mut self.state.priority_floor
+    }
+
+    /// The time of the last accepted event (`None` before the first).
+    pub fn last_event_at(&self) -> Option<Time> {
+        self.last_event_at
+    }
+
+    /// The phase of an active job.
+    pub fn job_phase(&self, job: &str) -> Option<Phase> {
+        self.state.jobs.get(job).map(|j| match j.phase {
+            JobPhase::Pending => Phase::Pending,
+            JobPhase::Held => Phase::Held,
+            JobPhase::Running { .. } => Phase::Running,
+        })
+    }
+
+    /// Does this user association exist?
+    pub fn has_assoc(&self, account: &str, user: &str) -> bool {
+        self.state
+            .users
+            .contains_key(&(account.to_string(), user.to_string()))
+    }
+
+    /// How many child accounts `account` has.
+    pub fn child_accounts(&self, account: &str) -> u32 {
+        self.child_accounts.get(account).copied().unwrap_or(0)
+    }
+
+    /// How many user associations `account` has.
+    pub fn users_in(&self, account: &str) -> usize {
+        self.state
+            .users
+            .range((account.to_string(), String::new())..)
+            .take_while(|((a, _), _)| a == account)
+            .count()
+    }
+
+    /// How many running jobs a user association has.
+    pub fn running_jobs_of(&self, account: &str, user: &str) -> u32 {
+        self.running
+            .get(&(account.to_string(), user.to_string()))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// The user associations with running jobs.
+    pub fn running_assocs(&self) -> impl Iterator<Item = &(String, String)> {
+        self.running.keys()
+    }
+
+    /// Start (or stop) recording what changes, for [`Book::take_changes`].
+    pub fn track_changes(&mut self, on: bool) {
+        self.changes = on.then(|| Changes::everything());
+    }
+
+    /// What changed since the last call (everything, the first time after
+    /// tracking started); empty when changes are not tracked.
+    pub fn take_changes(&mut self) -> Changes {
+        match &mut self.changes {
+            Some(changes) => std::mem::take(changes),
+            None => Changes::default(),
+        }
+    }
+
+    /// Check `event` and apply it, or reject it changing nothing.
+    pub fn apply(&mut self, line: u64, event: &Event) -> Result<(), Rejection> {
+        self.check(line, event)?;
+        self.apply_checked(event);
+        Ok(())
+    }
+
+    /// Check and apply one line of a log (a line that did not parse is
+    /// rejected as it is).
+    pub fn apply_line(&mut self, line: LogLine) -> Result<Event, Rejection> {
+        let event = line.event?;
+        self.apply(line.line, &event)?;
+        Ok(event)
+    }
+
+    /// Move time forward to `t` without an event (a query's `--at`): usage
+    /// resets, re-bases and calc-period settlements that fall due apply.
+    /// Earlier times change nothing.
+    pub fn advance_to(&mut self, t: Time) {
+        let before = self.clockwork();
+        self.state.advance_to(t);
+        self.note_time(&before);
+    }
+
+    fn clockwork(&self) -> Clockwork {
+        Clockwork {
+            frame: self.state.frame,
+            next_reset: self.state.next_reset,
+            last_reset_at: self.state.last_reset_at,
+            accrual_settled_to: self.state.accrual_settled_to,
+            now: self.state.now,
+        }
+    }
+
+    /// Record what time passing changed: a reset or re-base moves every
+    /// association's usage; a settlement or (with continuous accrual) any
+    /// time passing moves the usage of every association with running jobs.
+    fn note_time(&mut self, before: &Clockwork) {
+        let Some(changes) = &mut self.changes else {
+            return;
+        };
+        let state = &self.state;
+        if state.frame != before.frame
+            || state.next_reset != before.next_reset
+            || state.last_reset_at != before.last_reset_at
+        {
+            changes.all_assocs = true;
+        }
+        let settled = state.accrual_settled_to != before.accrual_settled_to;
+        let accruing = state.now > before.now && state.config.calc_period_secs <= 0;
+        if settled || accruing {
+            changes
+                .assocs
+                .extend(self.running.keys().map(|(a, u)| AssocKey::user(a, u)));
+        }
+    }
+
+    /// Apply an event [`Book::check`] accepted.
+    fn apply_checked(&mut self, event: &Event) {
+        // What the indexes and the change record need from before the event.
+        let before = self.clockwork();
+        let job_assoc = |state: &State, job: &str| {
+            state
+                .jobs
+                .get(job)
+                .map(|j| (j.account.clone(), j.user.clone()))
+        };
+        let account_before = match &event.op {
+            Op::Account { name, .. } => self
+                .state
+                .accounts
+                .get(name)
+                .map(|a| (a.parent.clone(), a.priority)),
+            _ => None,
+        };
+        let assoc_of_job = match &event.op {
+            Op::Start { job, .. } | Op::End { job } | Op::Requeue { job } => {
+                job_assoc(&self.state, job)
+            }
+            _ => None,
+        };
+        let removed_jobs: Vec<String> = match &event.op {
+            Op::RemoveUser { user, account } => self
+                .state
+                .jobs
+                .values()
+                .filter(|j| j.account == *account && j.user == *user)
+                .map(|j| j.id.clone())
+                .collect(),
+            _ => Vec::new(),
+        };
+        let removed_parent = match &event.op {
+            Op::RemoveAccount { name } => self.state.accounts[name].parent.clone(),
+            _ => None,
+        };
+
+        // The state first advances to the event's time, then applies it.
+        self.state.advance_to(event.t);
+        self.note_time(&before);
+        let time_before = self.clockwork();
+        self.state.apply(event);
+        self.last_event_at = Some(event.t);
+
+        // Indexes.
+        match &event.op {
+            Op::Account { name, .. } => {
+                let old_parent = account_before.as_ref().and_then(|(p, _)| p.clone());
+                let new_parent = self.state.accounts[name].parent.clone();
+                if account_before.is_none() || old_parent != new_parent {
+                    if let Some(old) = old_parent.filter(|_| account_before.is_some()) {
+                        self.uncount_child(&old);
+                    }
+                    if let Some(new) = new_parent {
+                        *self.child_accounts.entry(new).or_default() += 1;
+                    }
+                }
+            }
+            Op::RemoveAccount { .. } => {
+                if let Some(parent) = &removed_parent {
+                    self.uncount_child(parent);
+                }
+            }
+            Op::Start { .. } => {
+                let key = assoc_of_job.clone().expect("checked: the job exists");
+                *self.running.entry(key).or_default() += 1;
+            }
+            Op::End { .. } | Op::Requeue { .. } => {
+                let key = assoc_of_job.clone().expect("checked: the job exists");
+                if let Some(count) = self.running.get_mut(&key) {
+                    *count -= 1;
+                    if *count == 0 {
+                        self.running.remove(&key);
+                    }
+                }
+            }
+            _ => {}
+        }
+
+        // The change record.
+        let Some(changes) = &mut self.changes else {
+            return;
+        };
+        // A config event can settle, re-base or reset inside `apply`.
+        if self.state.frame != time_before.frame
+            || self.state.last_reset_at != time_before.last_reset_at
+            || self.state.accrual_settled_to != time_before.accrual_settled_to
+        {
+            changes.all_assocs = true;
+        }
+        changes.note(
+            &event.op,
+            &self.state,
+            account_before,
+            assoc_of_job,
+            removed_jobs,
+            removed_parent,
+        );
+    }
+
+    fn uncount_child(&mut self, parent: &str) {
+        if let Some(count) = self.child_accounts.get_mut(parent) {
+            *count -= 1;
+            if *count == 0 {
+                self.child_accounts.remove(parent);
+            }
+        }
+    }
+}

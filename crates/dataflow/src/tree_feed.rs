@@ -1,0 +1,326 @@
+//! The driver's tree feed: what the dataflow's tree inputs were last sent,
+//! and the interning of associations as [`NodeId`]s. Everything else (the
+//! tree, shares, usage in exact frame units, jobs) is the book's
+//! (`fairflow_book::Book`); after a batch, [`TreeFeed::deltas`] reads the
+//! associations the book says changed and sends the differences from what it
+//! sent before.
+//!
+//! An association's *visible* own usage is the book's
+//! (`State::visible_usage`): with `PriorityCalcPeriod = 0`, settled usage
+//! plus what its running jobs accrued so far; with a period, the usage
+//! settled at the last period boundary.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use fairflow_book::{AssocKey, Book, Changes};
+use fairflow_model::usage::FrameUsage;
+use fairflow_model::Shares;
+
+use crate::factors::FsParams;
+
+/// An interned association: an account or a user association.
+pub type NodeId = u32;
+
+/// `root`'s id.
+pub const ROOT: NodeId = 0;
+
+/// What was last sent to the dataflow for one association.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Sent {
+    alive: bool,
+    parent: Option<NodeId>,
+    shares: Option<Shares>,
+    usage: FrameUsage,
+}
+
+/// A user association's `(id, (account, user))`.
+pub type UserName = (NodeId, (String, String));
+
+/// Input deltas for one batch, each with its DD diff.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Deltas {
+    /// `(child, parent)` edges.
+    pub edges: Vec<((NodeId, NodeId), i128)>,
+    /// `(node, shares)`; every live association has exactly one.
+    pub shares: Vec<((NodeId, Shares), i128)>,
+    /// Own-usage changes in frame units, in the diff.
+    pub usage: Vec<(NodeId, i128)>,
+    /// User associations (as opposed to accounts) appearing and disappearing.
+    pub users: Vec<(NodeId, i128)>,
+    /// The same, with their `(account, user)` names.
+    pub user_names: Vec<(UserName, i128)>,
+    /// The fair-share parameters (on a configuration change).
+    pub fs_params: Vec<(FsParams, i128)>,
+}
+
+impl Deltas {
+    /// Number of input records.
+    pub fn len(&self) -> usize {
+        self.edges.len()
+            + self.shares.len()
+            + self.usage.len()
+            + self.users.len()
+            + self.user_names.len()
+            + self.fs_params.len()
+    }
+
+    /// Nothing to send?
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Append `other`'s records after this one's.
+    fn extend(&mut self, other: Deltas) {
+        self.edges.extend(other.edges);
+        self.shares.extend(other.shares);
+        self.usage.extend(other.usage);
+        self.users.extend(other.users);
+        self.user_names.extend(other.user_names);
+        self.fs_params.extend(other.fs_params);
+    }
+}
+
+/// The feed; see the module documentation.
+#[derive(Debug, Clone)]
+pub struct TreeFeed {
+    accounts: BTreeMap<String, NodeId>,
+    users: BTreeMap<(String, String), NodeId>,
+    /// Each id's association.
+    names: Vec<AssocKey>,
+    /// What each id was last sent as.
+    sent: Vec<Sent>,
+    sent_fs_params: Option<FsParams>,
+}
+
+impl Default for TreeFeed {
+    fn default() -> Self {
+        TreeFeed::new()
+    }
+}
+
+/// Usage as a diff; absurd amounts (beyond 2^127 frame units) saturate
+/// rather than panic.
+fn as_diff(usage: FrameUsage) -> i128 {
+    i128::try_from(usage).unwrap_or(i128::MAX)
+}
+
+impl TreeFeed {
+    /// A feed that has sent nothing, with only `root` interned (as [`ROOT`]).
+    pub fn new() -> Self {
+        let mut feed = TreeFeed {
+            accounts: BTreeMap::new(),
+            users: BTreeMap::new(),
+            names: Vec::new(),
+            sent: Vec::new(),
+            sent_fs_params: None,
+        };
+        let root = feed.intern(&AssocKey::account("root"));
+        debug_assert_eq!(root, ROOT);
+        feed
+    }
+
+    /// The id of an association, interning it if it has none yet.
+    fn intern(&mut self, key: &AssocKey) -> NodeId {
+        if let Some(id) = self.id_of(key) {
+            return id;
+        }
+        let id = NodeId::try_from(self.names.len()).expect("fewer than 2^32 associations");
+        match &key.user {
+            None => self.accounts.insert(key.account.clone(), id),
+            Some(user) => self.users.insert((key.account.clone(), user.clone()), id),
+        };
+        self.names.push(key.clone());
+        self.sent.push(Sent::default());
+        id
+    }
+
+    /// The id of an association, if it was ever interned.
+    pub fn id_of(&self, key: &AssocKey) -> Option<NodeId> {
+        match &key.user {
+            None => self.accounts.get(&key.account).copied(),
+            Some(user) => self
+                .users
+                .get(&(key.account.clone(), user.clone()))
+                .copied(),
+        }
+    }
+
+    /// Each id's association (removed ones keep their id).
+    pub fn names(&self) -> &[AssocKey] {
+        &self.names
+    }
+
+    /// The interned user associations by `(account, user)`.
+    pub fn users(&self) -> &BTreeMap<(String, String), NodeId> {
+        &self.users
+    }
+
+    /// The deltas that bring the dataflow from what was last sent to the
+    /// book, for the associations `changes` names.
+    pub fn deltas(&mut self, book: &Book, changes: &Changes) -> Deltas {
+        let state = book.state();
+        let keys: BTreeSet<AssocKey> = if changes.all_assocs {
+            let mut all: BTreeSet<AssocKey> = self.names.iter().cloned().collect();
+            all.extend(state.accounts.keys().map(|a| AssocKey::account(a)));
+            all.extend(state.users.keys().map(|(a, u)| AssocKey::user(a, u)));
+            all
+        } else {
+            changes.assocs.clone()
+        };
+        let mut deltas = Deltas::default();
+        for key in keys {
+            // What the association is now, if it exists.
+            let current = match &key.user {
+                None => state.accounts.get(&key.account).map(|account| {
+                    let parent = account.parent.as_deref().map(AssocKey::account);
+                    (parent, account.shares, state.visible_usage(&account.usage))
+                }),
+                Some(user) => state
+                    .users
+                    .get(&(key.account.clone(), user.clone()))
+                    .map(|assoc| {
+                        let parent = Some(AssocKey::account(&key.account));
+                        (parent, assoc.shares, state.visible_usage(&assoc.usage))
+                    }),
+            };
+            let (id, now) = match current {
+                Some((parent, shares, usage)) => {
+                    let id = self.intern(&key);
+                    let parent = parent.map(|p| self.intern(&p));
+                    let now = Sent {
+                        alive: true,
+                        parent,
+                        shares: Some(shares),
+                        usage,
+                    };
+                    (id, now)
+                }
+                None => match self.id_of(&key) {
+                    Some(id) => (id, Sent::default()),
+                    None => continue,
+                },
+            };
+            self.send(id, now, &mut deltas);
+        }
+        let fs_params = FsParams::from_config(&state.config);
+        if self.sent_fs_params != Some(fs_params) {
+            if let Some(old) = self.sent_fs_params.replace(fs_params) {
+                deltas.fs_params.push((old, -1));
+            }
+            deltas.fs_params.push((fs_params, 1));
+        }
+        deltas
+    }
+
+    /// Record that `id` is now `now`, pushing the differences from what it
+    /// was sent as.
+    fn send(&mut self, id: NodeId, now: Sent, deltas: &mut Deltas) {
+        let before = self.sent[id as usize];
+        if let (true, Some(user)) = (before.alive != now.alive, &self.names[id as usize].user) {
+            let diff = if now.alive { 1 } else { -1 };
+            deltas.users.push((id, diff));
+            let name = (self.names[id as usize].account.clone(), user.clone());
+            deltas.user_names.push(((id, name), diff));
+        }
+        if before.parent != now.parent {
+            if let Some(p) = before.parent {
+                deltas.edges.push(((id, p), -1));
+            }
+            if let Some(p) = now.parent {
+                deltas.edges.push(((id, p), 1));
+            }
+        }
+        if before.shares != now.shares {
+            if let Some(s) = before.shares {
+                deltas.shares.push(((id, s), -1));
+            }
+            if let Some(s) = now.shares {
+                deltas.shares.push(((id, s), 1));
+            }
+        }
+        if before.usage != now.usage {
+            let change = as_diff(now.usage).saturating_sub(as_diff(before.usage));
+            deltas.usage.push((id, change));
+        }
+        self.sent[id as usize] = now;
+    }
+
+    /// The deltas that replace everything sent by the contents of `book` (a
+    /// restore): every sent record is retracted and every record of the book
+    /// sent, as one batch (records that did not change cancel in the
+    /// dataflow).
+    pub fn replace_with(&mut self, book: &Book) -> Deltas {
+        let mut deltas = Deltas::default();
+        for id in 0..self.names.len() {
+            let id = NodeId::try_from(id).expect("interned");
+            self.send(id, Sent::default(), &mut deltas);
+        }
+        if let Some(params) = self.sent_fs_params.take() {
+            deltas.fs_params.push((params, -1));
+        }
+        deltas.extend(self.deltas(book, &Changes::everything()));
+        deltas
+    }
+
+    /// The usage each association was last sent with (sshare's own usage).
+    pub fn sent_usage(&self, id: NodeId) -> FrameUsage {
+        self.sent[id as usize].usage
+    }
+
+    /// The shares each association was last sent with.
+    pub fn sent_shares(&self, id: NodeId) -> Option<Shares> {
+        self.sent[id as usize].shares
+    }
+
+    /// The parent each association was last sent with.
+    pub fn sent_parent(&self, id: NodeId) -> Option<NodeId> {
+        self.sent[id as usize].parent
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fairflow_model::event::Op;
+    use fairflow_model::{Config, Event};
+
+    #[test]
+    fn a_usage_event_becomes_one_usage_delta() {
+        let mut book = Book::new(Config {
+            decay_half_life_secs: 0,
+            ..Config::default()
+        });
+        book.track_changes(true);
+        let mut feed = TreeFeed::new();
+        let first = feed.deltas(&book, &book.clone().take_changes());
+        assert_eq!(first.shares, vec![((ROOT, Shares::Value(1)), 1)]);
+        book.take_changes();
+        let event = |op| Event { t: 10, op };
+        book.apply(
+            1,
+            &event(Op::Account {
+                name: "a".into(),
+                parent: None,
+                shares: Some(Shares::Value(5)),
+                priority: None,
+            }),
+        )
+        .unwrap();
+        book.apply(
+            2,
+            &event(Op::Usage {
+                account: "a".into(),
+                user: None,
+                amount: 3.0,
+            }),
+        )
+        .unwrap();
+        let deltas = feed.deltas(&book, &book.clone().take_changes());
+        assert_eq!(deltas.edges, vec![((1, ROOT), 1)]);
+        assert_eq!(deltas.shares, vec![((1, Shares::Value(5)), 1)]);
+        // No decay: 3 TRES-seconds are 3 * 2^20 frame units.
+        assert_eq!(deltas.usage, vec![(1, 3 << 20)]);
+        book.take_changes();
+        assert!(feed.deltas(&book, &book.clone().take_changes()).is_empty());
+    }
+}

@@ -1,0 +1,84 @@
+//! The incremental engine (`fairflow_dataflow::Engine`: timely workers
+//! maintaining the tree, the fair-share factors and job priorities) as an
+//! [`Engine`].
+
+use fairflow_book::Book;
+use fairflow_ingest::{LogLine, Rejection};
+use fairflow_model::report::{FairshareTable, JobPriority};
+use fairflow_model::{Config, Time};
+
+use crate::{Engine, EngineError, WorkerLayout};
+
+/// The incremental engine; see the module documentation.
+#[derive(Debug)]
+pub struct IncrementalEngine {
+    /// The dataflow engine.
+    pub engine: fairflow_dataflow::Engine,
+}
+
+impl IncrementalEngine {
+    /// Start `workers` timely workers in this process under `config`.
+    pub fn start(workers: usize, config: Config) -> Result<IncrementalEngine, EngineError> {
+        Ok(IncrementalEngine {
+            engine: fairflow_dataflow::Engine::start(workers, config)?,
+        })
+    }
+
+    /// Start under a command-line layout (`--workers`, `--processes`,
+    /// `--process`, `--hostfile`): the process hosting worker 0 gets the
+    /// engine; any other process runs its workers until the computation
+    /// ends and gets `None`.
+    pub fn start_layout(
+        layout: &WorkerLayout,
+        config: Config,
+    ) -> Result<Option<IncrementalEngine>, EngineError> {
+        Ok(fairflow_dataflow::Engine::start_layout(layout, config)?
+            .map(|engine| IncrementalEngine { engine }))
+    }
+}
+
+impl Engine for IncrementalEngine {
+    fn name(&self) -> &'static str {
+        "incremental"
+    }
+
+    fn book(&self) -> &Book {
+        self.engine.book()
+    }
+
+    fn applied(&self) -> u64 {
+        self.engine.applied()
+    }
+
+    fn apply(&mut self, lines: Vec<LogLine>) -> Result<Vec<Rejection>, EngineError> {
+        Ok(self.engine.apply_batch(lines)?.rejected)
+    }
+
+    fn advance_to(&mut self, t: Time) -> Result<(), EngineError> {
+        Ok(self.engine.advance_to(t)?)
+    }
+
+    fn fairshare(&mut self) -> Result<FairshareTable, EngineError> {
+        Ok(self.engine.fairshare_table()?)
+    }
+
+    fn priorities(&mut self) -> Result<Vec<JobPriority>, EngineError> {
+        Ok(self.engine.priorities()?)
+    }
+
+    fn top(&mut self, k: usize) -> Result<Vec<JobPriority>, EngineError> {
+        Ok(self.engine.top(k)?)
+    }
+
+    fn job(&mut self, id: &str) -> Result<Option<JobPriority>, EngineError> {
+        Ok(self.engine.job(id)?)
+    }
+
+    fn snapshot(&self) -> Result<Vec<u8>, EngineError> {
+        Ok(self.engine.snapshot()?)
+    }
+
+    fn restore(&mut self, snapshot: &[u8]) -> Result<(), EngineError> {
+        Ok(self.engine.restore(snapshot)?)
+    }
+}

@@ -1,0 +1,209 @@
+//! One interface over fairflow's engines, so that every command and the live
+//! service run on either: the batch oracle ([`BatchEngine`], which recomputes
+//! everything from scratch for each answer) or the incremental engine
+//! ([`IncrementalEngine`], over `fairflow_dataflow::Engine`, which maintains
+//! the answers as events arrive). Both must give equal answers; `--engine
+//! batch` exists so anyone can compare.
+//!
+//! Both engines hold one book (`fairflow_book::Book`) and write the same
+//! snapshot format (`fairflow_book::snapshot`), so a checkpoint written by
+//! either is restored by either.
+//!
+//! **API boundary:** [`Engine`] and [`EngineError`] are everything the
+//! commands and the service know of an engine; they hold one as
+//! `Box<dyn Engine>` ([`start`]).
+
+#![warn(missing_docs)]
+
+mod batch;
+mod incremental;
+
+use fairflow_book::Book;
+use fairflow_ingest::{LogLine, Rejection};
+use fairflow_model::report::{FairshareRow, FairshareTable, JobPriority};
+use fairflow_model::{Algorithm, Config, Time};
+
+pub use batch::BatchEngine;
+pub use fairflow_dataflow::cluster::WorkerLayout;
+pub use incremental::IncrementalEngine;
+
+/// Why an engine has no answer.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// The job is active but has no priority now (running without
+    /// `CALCULATE_RUNNING`, or before its begin time).
+    #[error("job {job} has no priority as of {now}: it is running (PriorityFlags=CALCULATE_RUNNING evaluates running jobs) or not yet past its begin time")]
+    NoPriority {
+        /// The job.
+        job: String,
+        /// The time asked about.
+        now: Time,
+    },
+    /// No such job is pending, held or running.
+    #[error("job {job} is not pending, held or running as of {now}")]
+    UnknownJob {
+        /// The job.
+        job: String,
+        /// The time asked about.
+        now: Time,
+    },
+    /// A snapshot could not be restored (foreign, another version, damaged);
+    /// the engine is unchanged.
+    #[error(transparent)]
+    Snapshot(#[from] fairflow_book::snapshot::SnapshotError),
+    /// The incremental engine failed (its workers could not start, or
+    /// stopped: a bug).
+    #[error("the incremental engine failed: {0}")]
+    Dataflow(fairflow_dataflow::EngineError),
+}
+
+impl From<fairflow_dataflow::EngineError> for EngineError {
+    fn from(e: fairflow_dataflow::EngineError) -> Self {
+        match e {
+            fairflow_dataflow::EngineError::Snapshot(e) => EngineError::Snapshot(e),
+            other => EngineError::Dataflow(other),
+        }
+    }
+}
+
+impl EngineError {
+    /// Is this about the question (an unknown job, a job without a
+    /// priority) rather than the engine?
+    pub fn is_not_found(&self) -> bool {
+        matches!(
+            self,
+            EngineError::NoPriority { .. } | EngineError::UnknownJob { .. }
+        )
+    }
+}
+
+/// Why a job has its priority: the job's priority, the algorithm, and the
+/// fair-share rows from `root` to its user association.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Explanation {
+    /// The job's priority and factors.
+    pub job: JobPriority,
+    /// The fair-share algorithm in force.
+    pub algorithm: Algorithm,
+    /// The fair-share path, root first.
+    pub path: Vec<FairshareRow>,
+}
+
+/// An engine: applies batches of log lines and answers queries as of its time.
+pub trait Engine: Send {
+    /// `batch` or `incremental`.
+    fn name(&self) -> &'static str;
+    /// The book every accepted event was applied to.
+    fn book(&self) -> &Book;
+    /// Events applied so far.
+    fn applied(&self) -> u64;
+    /// Check and apply a batch in order; returns the rejected lines.
+    fn apply(&mut self, lines: Vec<LogLine>) -> Result<Vec<Rejection>, EngineError>;
+    /// Answer as of `t` from now on (never moves backwards).
+    fn advance_to(&mut self, t: Time) -> Result<(), EngineError>;
+    /// The fair-share table.
+    fn fairshare(&mut self) -> Result<FairshareTable, EngineError>;
+    /// Every listed job's priority (the rows of `sprio`).
+    fn priorities(&mut self) -> Result<Vec<JobPriority>, EngineError>;
+    /// The first `k` jobs of the ranked pending queue.
+    fn top(&mut self, k: usize) -> Result<Vec<JobPriority>, EngineError>;
+    /// One listed job's priority (`None`: not listed now).
+    fn job(&mut self, id: &str) -> Result<Option<JobPriority>, EngineError>;
+    /// The whole state as bytes, for a checkpoint (`fairflow_book::snapshot`).
+    fn snapshot(&self) -> Result<Vec<u8>, EngineError>;
+    /// Replace the state by a snapshot of either engine; a foreign or
+    /// damaged one is an error and changes nothing.
+    fn restore(&mut self, snapshot: &[u8]) -> Result<(), EngineError>;
+
+    /// The time answers are as of (`None` before any event).
+    fn now(&self) -> Option<Time> {
+        let book = self.book();
+        book.last_event_at().map(|t| t.max(book.state().now))
+    }
+
+    /// The configuration in force.
+    fn config(&self) -> &Config {
+        &self.book().state().config
+    }
+
+    /// Why `job` has its priority.
+    fn explain(&mut self, job: &str) -> Result<Explanation, EngineError> {
+        let now = self.book().state().now;
+        let Some(found) = self.job(job)? else {
+            let known = self.book().state().jobs.contains_key(job);
+            let job = job.to_string();
+            return Err(if known {
+                EngineError::NoPriority { job, now }
+            } else {
+                EngineError::UnknownJob { job, now }
+            });
+        };
+        let table = self.fairshare()?;
+        let path = path_to(&table.rows, &found.account, &found.user);
+        Ok(Explanation {
+            job: found,
+            algorithm: table.algorithm,
+            path,
+        })
+    }
+
+    /// Pending, non-held jobs (the queue's length).
+    fn queue_len(&self) -> u64 {
+        let jobs = &self.book().state().jobs;
+        jobs.values().filter(|j| j.is_pending()).count() as u64
+    }
+
+    /// Accounts and user associations.
+    fn associations(&self) -> u64 {
+        let state = self.book().state();
+        (state.accounts.len() + state.users.len()) as u64
+    }
+}
+
+/// Which engine to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EngineChoice {
+    /// The incremental engine on this many timely workers (in this process).
+    Incremental {
+        /// Timely workers.
+        workers: usize,
+    },
+    /// The batch oracle.
+    Batch,
+}
+
+/// Start the chosen engine under `config` (the configuration in force before
+/// the first event).
+pub fn start(choice: EngineChoice, config: Config) -> Result<Box<dyn Engine>, EngineError> {
+    Ok(match choice {
+        EngineChoice::Batch => Box::new(BatchEngine::new(config)),
+        EngineChoice::Incremental { workers } => {
+            Box::new(IncrementalEngine::start(workers, config)?)
+        }
+    })
+}
+
+/// The rows from `root` down to the user association `(account, user)`, in
+/// that order, from a table in tree order; empty when it is not there.
+pub fn path_to(rows: &[FairshareRow], account: &str, user: &str) -> Vec<FairshareRow> {
+    let Some(index) = rows
+        .iter()
+        .position(|r| r.account == account && r.user.as_deref() == Some(user))
+    else {
+        return Vec::new();
+    };
+    // In tree order, each ancestor is the nearest earlier account row one level up.
+    let mut path = vec![rows[index].clone()];
+    let mut depth = rows[index].depth;
+    for row in rows[..index].iter().rev() {
+        if depth == 0 {
+            break;
+        }
+        if row.user.is_none() && row.depth + 1 == depth {
+            path.push(row.clone());
+            depth = row.depth;
+        }
+    }
+    path.reverse();
+    path
+}
