@@ -288,6 +288,12 @@ pub struct Config {
     /// Slurm and Moab models (the Flux model always merges tied banks).
     #[serde(default)]
     pub fair_tree_ties: FairTreeTies,
+    /// `RequeueDelay` (fairflow's; Slurm's `SchedulerParameters=requeue_delay=`,
+    /// seconds): when set, a requeued job may begin `delay + 1` seconds after
+    /// its requeue, as Slurm sets it (`priority_formula::slurm_requeue_begin`;
+    /// Slurm's default is 120). Unset, the default: eligible at once.
+    #[serde(default)]
+    pub requeue_delay_secs: Option<i64>,
     /// Moab `moab.cfg` parameters, by name as written (e.g. `FSWEIGHT`,
     /// `USERCFG[john]`), with their values as written.
     pub moab: BTreeMap<String, String>,
@@ -314,6 +320,7 @@ impl Default for Config {
             model: PriorityModel::Slurm,
             flux: FluxWeights::default(),
             fair_tree_ties: FairTreeTies::Slurm,
+            requeue_delay_secs: None,
             moab: BTreeMap::new(),
         }
     }
@@ -446,6 +453,13 @@ impl Config {
                         )))
                     }
                 }
+            }
+            "requeuedelay" => {
+                let secs = parse_i64(text)?;
+                if secs < 0 {
+                    return Err(InvalidValue::new("RequeueDelay must be 0 or more seconds"));
+                }
+                self.requeue_delay_secs = Some(secs);
             }
             "fluxweightfairshare" => self.flux.fairshare = parse_i64(text)?,
             "fluxweightqueue" => self.flux.queue = parse_i64(text)?,

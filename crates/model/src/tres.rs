@@ -176,8 +176,10 @@ mod tests {
     }
 
     // tres.shtml's MAX_TRES_GRES section (Slurm 25.05): "Adding a GPU to the
-    // example job": (1*2.0) + MAX(1*1.0, 8*0.25) + (0*1.5) = 3.0; the GRES
-    // are summed outside the maximum. MAX_TRES puts the GPU inside it:
+    // example job": (1*2.0) + MAX(1*1.0, 8*0.25) + (0*1.5), which the page
+    // sums to 3.0 but is 2 + 2 + 0 = 4.0, what `assoc_mgr_tres_weighted`
+    // computes (billable_gres added to the node maximum); the GRES are
+    // summed outside the maximum. MAX_TRES puts the GPU inside it:
     // MAX(1, 2, 2) = 2.0; SUM: 1 + 2 + 2 = 5.0. Two GPUs: MAX_TRES_GRES
     // 4 + 2 = 6, MAX_TRES MAX(1, 2, 4) = 4; a license (global) is added
     // outside in both: + 1.5.
@@ -194,7 +196,7 @@ mod tests {
         };
         assert_eq!(
             billable_tres(&job(1.0, 0.0), &w, BillingMode::MaxTresGres),
-            3.0
+            4.0
         );
         assert_eq!(billable_tres(&job(1.0, 0.0), &w, BillingMode::MaxTres), 2.0);
         assert_eq!(billable_tres(&job(1.0, 0.0), &w, BillingMode::Sum), 5.0);

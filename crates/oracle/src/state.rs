@@ -676,6 +676,13 @@ impl State {
                 let entry = self.jobs.get_mut(job).expect("validated job");
                 entry.phase = JobPhase::Pending;
                 entry.queued_at = t;
+                if let Some(delay) = self.config.requeue_delay_secs {
+                    entry.spec.begin = fairflow_model::priority_formula::slurm_requeue_begin(
+                        entry.spec.begin,
+                        t,
+                        delay,
+                    );
+                }
                 // A new stay in the queue: earlier holds are before it.
                 entry.held_spans.clear();
                 entry.held_since = None;

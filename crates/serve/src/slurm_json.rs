@@ -160,3 +160,204 @@ pub fn render_shares(table: &FairshareTable) -> String {
     text.push('\n');
     text
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use fairflow_model::report::{FairshareRow, FairshareTable};
+    use fairflow_model::{Algorithm, Shares};
+    use serde_json::Value;
+
+    use super::render_shares;
+
+    /// The fields of one share, read from Slurm's
+    /// `src/plugins/data_parser/v0.0.46/parsers.c`,
+    /// `PARSER_ARRAY(ASSOC_SHARES_OBJ_WRAP)` (`add_parse`/`add_cparse` paths;
+    /// a `/` nests), `add_skip`ped fields left out.
+    const SHARE_FIELDS: [&str; 16] = [
+        "id",
+        "cluster",
+        "name",
+        "parent",
+        "partition",
+        "shares_normalized",
+        "shares",
+        "tres/run_seconds",
+        "tres/group_minutes",
+        "effective_usage",
+        "usage_normalized",
+        "usage",
+        "tres/usage",
+        "fairshare/factor",
+        "fairshare/level",
+        "type",
+    ];
+    /// `PARSER_ARRAY(SHARES_RESP_MSG)`.
+    const RESP_MSG_FIELDS: [&str; 2] = ["shares", "total_shares"];
+    /// `add_openapi_response_single(OPENAPI_SHARES_RESP, ..., "shares", ...)`
+    /// with the meta, errors and warnings every response has.
+    const RESPONSE_FIELDS: [&str; 4] = ["shares", "meta", "errors", "warnings"];
+    /// `PARSER_ARRAY(OPENAPI_META)`.
+    const META_FIELDS: [&str; 13] = [
+        "plugin/type",
+        "plugin/name",
+        "plugin/data_parser",
+        "plugin/accounting_storage",
+        "client/source",
+        "client/user",
+        "client/group",
+        "command",
+        "slurm/version/major",
+        "slurm/version/micro",
+        "slurm/version/minor",
+        "slurm/release",
+        "slurm/cluster",
+    ];
+    /// `PARSER_ARRAY(FLOAT64_NO_VAL_STRUCT)` (and the `UINT32`/`UINT64` ones).
+    const NO_VAL_FIELDS: [&str; 3] = ["set", "infinite", "number"];
+    /// `PARSER_ARRAY(SHARES_UINT64_TRES)` / `SHARES_FLOAT128_TRES`.
+    const TRES_FIELDS: [&str; 2] = ["name", "value"];
+
+    /// Every leaf path of a JSON object (`a/b`), arrays and scalars as leaves.
+    fn paths(value: &Value, prefix: &str, out: &mut BTreeSet<String>) {
+        match value {
+            Value::Object(map) => {
+                for (key, inner) in map {
+                    let path = if prefix.is_empty() {
+                        key.clone()
+                    } else {
+                        format!("{prefix}/{key}")
+                    };
+                    if inner.is_object() && !is_no_val(inner) {
+                        paths(inner, &path, out);
+                    } else {
+                        out.insert(path);
+                    }
+                }
+            }
+            _ => {
+                out.insert(prefix.to_string());
+            }
+        }
+    }
+
+    fn is_no_val(value: &Value) -> bool {
+        keys(value) == set(&NO_VAL_FIELDS)
+    }
+
+    fn keys(value: &Value) -> BTreeSet<String> {
+        value
+            .as_object()
+            .map(|m| m.keys().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    fn set(fields: &[&str]) -> BTreeSet<String> {
+        fields.iter().map(|f| f.to_string()).collect()
+    }
+
+    /// Root, an account, a `FairShare=parent` user and a plain user.
+    fn table() -> FairshareTable {
+        let mut root = FairshareRow::new("root", None, 0);
+        root.norm_shares = Some(0.0);
+        root.raw_usage = 240;
+        root.effective_usage = Some(1.0);
+        let mut a = FairshareRow::new("a", None, 1);
+        a.raw_shares = Some(Shares::Value(40));
+        a.norm_shares = Some(0.4);
+        a.raw_usage = 108;
+        a.norm_usage = Some(0.45);
+        a.effective_usage = Some(0.45);
+        a.level_fs = Some(0.4 / 0.45);
+        let mut p = FairshareRow::new("a", Some("p"), 2);
+        p.raw_shares = Some(Shares::Parent);
+        p.norm_shares = Some(0.4);
+        p.norm_usage = Some(0.0);
+        p.effective_usage = Some(0.0);
+        p.fairshare = Some(1.0);
+        let mut u = FairshareRow::new("a", Some("u"), 2);
+        u.raw_shares = Some(Shares::Value(1));
+        u.norm_shares = Some(0.5);
+        u.raw_usage = 108;
+        u.norm_usage = Some(0.45);
+        u.effective_usage = Some(1.0);
+        u.fairshare = Some(0.5);
+        u.level_fs = Some(0.5);
+        FairshareTable {
+            algorithm: Algorithm::FairTree,
+            as_of: 0,
+            rows: vec![root, a, p, u],
+        }
+    }
+
+    #[test]
+    fn the_shape_is_data_parser_v0_0_46s() {
+        let json: Value = serde_json::from_str(&render_shares(&table())).unwrap();
+        assert_eq!(keys(&json), set(&RESPONSE_FIELDS));
+        assert_eq!(keys(&json["shares"]), set(&RESP_MSG_FIELDS));
+        assert_eq!(json["shares"]["total_shares"], 0);
+        let mut meta = BTreeSet::new();
+        paths(&json["meta"], "", &mut meta);
+        assert_eq!(meta, set(&META_FIELDS));
+        assert_eq!(json["errors"], Value::Array(vec![]));
+        assert_eq!(json["warnings"], Value::Array(vec![]));
+        let shares = json["shares"]["shares"].as_array().unwrap();
+        assert_eq!(shares.len(), 4);
+        for share in shares {
+            let mut fields = BTreeSet::new();
+            paths(share, "", &mut fields);
+            assert_eq!(fields, set(&SHARE_FIELDS), "{share}");
+            for list in ["run_seconds", "group_minutes", "usage"] {
+                for entry in share["tres"][list].as_array().unwrap() {
+                    assert_eq!(keys(entry), set(&TRES_FIELDS));
+                }
+            }
+            for no_val in [
+                &share["shares_normalized"],
+                &share["shares"],
+                &share["effective_usage"],
+                &share["usage_normalized"],
+                &share["fairshare"]["factor"],
+                &share["fairshare"]["level"],
+            ] {
+                assert!(is_no_val(no_val), "{no_val}");
+            }
+        }
+    }
+
+    #[test]
+    fn rows_map_as_assoc_mgr_get_shares_fills_them() {
+        let json: Value = serde_json::from_str(&render_shares(&table())).unwrap();
+        let shares = json["shares"]["shares"].as_array().unwrap();
+        let unset = serde_json::json!({"set": false, "infinite": false, "number": 0});
+        let infinite = serde_json::json!({"set": false, "infinite": true, "number": 0});
+        // Root: no parent, shares NO_VAL, usage_normalized and the
+        // fair-share values unset, effective usage 1.
+        assert_eq!(shares[0]["name"], "root");
+        assert_eq!(shares[0]["parent"], "");
+        assert_eq!(shares[0]["shares"], unset);
+        assert_eq!(shares[0]["usage_normalized"], unset);
+        assert_eq!(shares[0]["effective_usage"]["number"], 1.0);
+        assert_eq!(shares[0]["usage"], 240);
+        assert_eq!(shares[0]["type"], serde_json::json!(["ASSOCIATION"]));
+        // The account: its parent is root; shares 40 set.
+        assert_eq!(shares[1]["name"], "a");
+        assert_eq!(shares[1]["parent"], "root");
+        assert_eq!(
+            shares[1]["shares"],
+            serde_json::json!({"set": true, "infinite": false, "number": 40})
+        );
+        // A `parent` user: name the user, parent its account, shares
+        // SLURMDB_FS_USE_PARENT (0x7FFFFFFF), level infinite.
+        assert_eq!(shares[2]["name"], "p");
+        assert_eq!(shares[2]["parent"], "a");
+        assert_eq!(shares[2]["shares"]["number"], 2_147_483_647u64);
+        assert_eq!(shares[2]["fairshare"]["level"], infinite);
+        assert_eq!(shares[2]["type"], serde_json::json!(["USER"]));
+        // A plain user: factor and level set.
+        assert_eq!(shares[3]["fairshare"]["factor"]["number"], 0.5);
+        assert_eq!(shares[3]["fairshare"]["level"]["set"], true);
+        assert_eq!(shares[3]["id"], 4);
+    }
+}
