@@ -18,7 +18,7 @@ pub mod time;
 pub mod tres;
 pub mod usage;
 
-pub use config::{Algorithm, Config, PriorityModel};
+pub use config::{Algorithm, Config, FairTreeTies, PriorityModel};
 pub use event::{Event, JobSpec, Shares};
 
 /// Unix seconds, UTC: the time of every event and every query.

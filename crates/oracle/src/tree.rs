@@ -36,6 +36,9 @@ pub struct Node {
     pub level_shares: u64,
     /// The subtree's usage at the tree's time, in frame units.
     pub usage: FrameUsage,
+    /// An account's creation order ([`crate::state::Account::created`]);
+    /// 0 for user associations.
+    pub created: u64,
 }
 
 impl Node {
@@ -84,6 +87,7 @@ impl Tree {
                 shares: record.shares,
                 level_shares: 0,
                 usage: 0,
+                created: record.created,
             });
             order.push(index);
             if let Some(p) = parent {
@@ -106,6 +110,7 @@ impl Tree {
                     shares: assoc.shares,
                     level_shares: 0,
                     usage: 0,
+                    created: 0,
                 });
                 nodes[index].children.push(u);
                 order.push(u);

@@ -1,5 +1,7 @@
-//! Fair Tree, Slurm's default algorithm (notes §3.1-3.3), with exact,
-//! order-independent tie rules.
+//! Fair Tree, Slurm's default algorithm (notes §3.1-3.3): the sshare cells,
+//! and the ranking with exact, order-independent tie rules as Slurm's
+//! documentation states them (`FairTreeTies=documented`; the default,
+//! Slurm's code, is `super::fair_tree_slurm`).
 //!
 //! # Definition
 //! Per association, over the fair-share tree:
@@ -36,12 +38,13 @@
 //! NormShares `S` (a `parent` association shows its fs-parent's
 //! `shares / level_shares`; root 0.000000), NormUsage `usage / root usage`
 //! (empty on root), EffectvUsage `U` (root 1.000000), FairShare on users
-//! only, LevelFS `S / U` (`inf` allowed; empty on root and `parent` accounts).
+//! only, LevelFS `S / U` (`inf` allowed; empty on root and every `parent` row).
 
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
 
 use fairflow_model::formula::{level_fs_value, rank_factor, share_fraction, LevelFs};
+use fairflow_model::FairTreeTies;
 
 use super::{
     base_row, node_local_shares, node_norm_usage, node_usage_in_parent, user_key, Computed,
@@ -153,9 +156,12 @@ fn user_first(tree: &Tree, a: usize, b: usize) -> Ordering {
     tree.nodes[b].is_user().cmp(&tree.nodes[a].is_user())
 }
 
-/// The sshare rows and user factors.
-pub fn compute(tree: &Tree) -> Computed {
-    let ranks = ranks(tree);
+/// The sshare rows and user factors, ties decided by `ties`.
+pub fn compute(tree: &Tree, ties: FairTreeTies) -> Computed {
+    let ranks = match ties {
+        FairTreeTies::Documented => ranks(tree),
+        FairTreeTies::Slurm => super::fair_tree_slurm::ranks(tree),
+    };
     let n = tree.user_count() as u64;
     let mut rows = Vec::with_capacity(tree.nodes.len());
     let mut user_factors = BTreeMap::new();
@@ -171,14 +177,14 @@ pub fn compute(tree: &Tree) -> Computed {
         row.norm_shares = Some(node_local_shares(tree, index));
         row.norm_usage = Some(node_norm_usage(tree, index));
         row.effective_usage = Some(effective_usage);
-        row.level_fs = match (node.shares.is_parent(), node.is_user()) {
-            (true, true) => Some(f64::INFINITY),
-            (true, false) => None,
-            (false, _) => Some(level_fs_value(
+        // sshare leaves every `parent` row's LevelFS empty (a `parent` user
+        // still ranks with `+inf`).
+        row.level_fs = (!node.shares.is_parent()).then(|| {
+            level_fs_value(
                 share_fraction(node.shares.raw(), node.level_shares),
                 effective_usage,
-            )),
-        };
+            )
+        });
         if let Some(key) = user_key(tree, index) {
             let factor = rank_factor(ranks[index].unwrap_or(0), n);
             row.fairshare = Some(factor);
