@@ -18,7 +18,9 @@ mod demo;
 mod explain;
 mod gen;
 mod import;
+mod input_check;
 mod loadtest;
+mod logging;
 mod measure;
 mod output;
 mod remote;
@@ -38,6 +40,11 @@ static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 #[derive(Debug, Parser)]
 #[command(name = "fairflow", version, about, long_about = None)]
 struct Cli {
+    /// How log records on standard error are written: `text` or `json` (one
+    /// object a line). `RUST_LOG` chooses what is logged (default `info` for
+    /// fairflow, `warn` for its libraries).
+    #[arg(long, global = true, value_enum, default_value = "text")]
+    log_format: logging::LogFormat,
     #[command(subcommand)]
     command: Command,
 }
@@ -70,6 +77,7 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    logging::init(cli.log_format);
     let outcome = match cli.command {
         Command::Sshare(args) => sshare::run(&args),
         Command::Sprio(args) => sprio::run(&args),

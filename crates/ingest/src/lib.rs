@@ -17,6 +17,7 @@ pub mod moab_cfg;
 pub mod parse;
 pub mod reader;
 pub mod slurm_conf;
+pub mod slurm_time;
 pub mod swf;
 pub mod validate;
 pub mod write;
