@@ -49,6 +49,12 @@ const BATCH_LINES: usize = 10_000;
 /// Logs of at least this many lines show a progress bar on a terminal.
 const PROGRESS_FROM_LINES: u64 = 100_000;
 
+/// A time on the command line, as Slurm takes it (see
+/// `fairflow_ingest::slurm_time::parse_time_arg`).
+pub fn parse_slurm_time_arg(text: &str) -> Result<Time, String> {
+    fairflow_ingest::slurm_time::parse_time_arg(text)
+}
+
 /// The state flags of every query command.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct StateArgs {
@@ -68,9 +74,11 @@ pub struct StateArgs {
     /// With `--server`: the token to send, for a service whose reads need it.
     #[arg(long, value_name = "FILE", requires = "server")]
     pub token_file: Option<PathBuf>,
-    /// Answer as of this time (Unix seconds) instead of the last event's; it
-    /// may not be earlier than the last event.
-    #[arg(long, value_name = "T", conflicts_with = "server")]
+    /// Answer as of this time instead of the last event's; it may not be
+    /// earlier than the last event. As Slurm takes times: `2026-11-24T10:00:00`
+    /// (local time: `TZ`, else the system's zone), `now`, `now-1hour`,
+    /// `now+2days`, or Unix seconds.
+    #[arg(long, value_name = "T", conflicts_with = "server", value_parser = parse_slurm_time_arg)]
     pub at: Option<Time>,
     /// The engine answering; both give equal answers. `auto` (the default)
     /// takes the batch oracle, which loads a log several times faster and in
