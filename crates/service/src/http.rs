@@ -231,7 +231,7 @@ async fn get_metrics(State(state): State<AppState>, headers: HeaderMap) -> Respo
     }
     let gauges = state.applier.gauges().await;
     let text = state.metrics.render(gauges, state.applier.queued());
-    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response()
+    ([(header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)], text).into_response()
 }
 
 async fn get_healthz(State(state): State<AppState>) -> Response {
