@@ -63,7 +63,7 @@ fn writes_from_every_source_and_reads_equal_to_the_oracle_incremental() {
     writes_from_every_source_and_reads_equal_to_the_oracle(
         &["--workers", "2"],
         "engine incremental, 2 workers",
-        &["--engine", "batch"],
+        (&["--engine", "batch"], "engine batch"),
     );
 }
 
@@ -72,18 +72,18 @@ fn writes_from_every_source_and_reads_equal_to_the_oracle_batch() {
     writes_from_every_source_and_reads_equal_to_the_oracle(
         &["--engine", "batch"],
         "engine batch",
-        &[],
+        (&[], "engine incremental, 1 worker"),
     );
 }
 
 /// The whole exchange on the engine `engine` selects; after a clean stop the
 /// data directory is served again by the same engine (its start line says
-/// `banner`), then by `other` (the batch engine, which reads either
-/// engine's checkpoints; the incremental engine hands a batch checkpoint to it).
+/// `banner`), then by the other engine (`other`: its flags and start line;
+/// both engines read one checkpoint format).
 fn writes_from_every_source_and_reads_equal_to_the_oracle(
     engine: &[&str],
     banner: &str,
-    other: &[&str],
+    other: (&[&str], &str),
 ) {
     let dir = tempfile::tempdir().unwrap();
     let token_file = dir.path().join("token");
@@ -220,16 +220,11 @@ fn writes_from_every_source_and_reads_equal_to_the_oracle(
     assert!(service.terminate().success());
     let service = Service::start(&data, &token_file, engine);
     assert_eq!(service.request("GET", "/v1/sshare", None, "").1, before);
-    // The other engine serves the same data directory with the same state
-    // (the batch engine reads the incremental engine's checkpoints; the
-    // incremental engine hands a batch checkpoint to the batch engine).
+    // The other engine serves the same data directory with the same state:
+    // both engines write and read one checkpoint format.
     assert!(service.terminate().success());
-    let service = Service::start(&data, &token_file, other);
-    assert!(
-        service.banner.contains("engine batch"),
-        "{}",
-        service.banner
-    );
+    let service = Service::start(&data, &token_file, other.0);
+    assert!(service.banner.contains(other.1), "{}", service.banner);
     assert_eq!(service.request("GET", "/v1/sshare", None, "").1, before);
     let (_, got) = service.request("GET", "/v1/top?k=2", None, "");
     assert_eq!(

@@ -784,7 +784,7 @@ fn moab_wallclock_accuracy_active_usage_targets_and_user_priority() {
     assert_eq!(p.priority, (2425.0 + 1038.0 + target).trunc() as u64);
     assert_eq!(p.priority, 3643);
     // The running job is listed too (USAGE applies to it), never ranked.
-    assert_eq!(job(&all, "a2").state(), JobState::Running);
+    assert_eq!(job(&all, "a2").state, JobState::Running);
     assert_eq!(queue(&all).len(), 1);
     // Without ENABLEPOSUSERPRIORITY user priorities stop at 0: 3643 - 1023.
     let r = moab(&config.replace("\"TRUE\"", "\"FALSE\""), events);
