@@ -6,9 +6,9 @@
 //! reject the same lines and give the same answers. Bounded: 48 cases of at
 //! most 40 lines.
 
+use fairflow_engine::{BatchEngine, Engine, IncrementalEngine};
 use fairflow_ingest::reader::read_events;
 use fairflow_model::Config;
-use fairflow_engine::{BatchEngine, Engine, IncrementalEngine};
 use proptest::prelude::*;
 
 fn example_lines() -> Vec<String> {

@@ -4,10 +4,10 @@
 //! and field), and a property test feeds random traces through the converter,
 //! the writer, the parser and the book's checks: zero rejections after conversion.
 
-use fairflow_ingest::swf::convert_swf;
-use fairflow_ingest::write::event_to_line;
 use fairflow_book::Book;
 use fairflow_ingest::parse_event;
+use fairflow_ingest::swf::convert_swf;
+use fairflow_ingest::write::event_to_line;
 use proptest::prelude::*;
 
 /// Convert, write every event as a log line, parse it back and validate it:
@@ -46,7 +46,11 @@ fn row(job: i64, submit: i64, wait: i64, run: i64, user: i64, group: i64) -> Str
 fn rows_out_of_submit_order_create_the_account_first() {
     // Job 1 of group 7 is on the first line but submitted after job 2 of the
     // same group: before, `g7` was created at 500, after job 2's submit at 100.
-    let trace = format!("; UnixStartTime: 1000\n{}{}", row(1, 500, 0, 10, 3, 7), row(2, 100, 0, 10, 3, 7));
+    let trace = format!(
+        "; UnixStartTime: 1000\n{}{}",
+        row(1, 500, 0, 10, 3, 7),
+        row(2, 100, 0, 10, 3, 7)
+    );
     let (converter, replay) = convert_and_replay(&trace);
     assert!(converter.is_empty(), "{converter:?}");
     assert!(replay.is_empty(), "{replay:?}");

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use axum::body::Body;
 use axum::http::Request;
-use fairflow_model::Config;
 use fairflow_engine::{BatchEngine, IncrementalEngine};
+use fairflow_model::Config;
 use fairflow_serve::OutputFormat;
 use fairflow_service::applier::{self, ApplierConfig, ApplierHandle};
 use fairflow_service::backend::{Backend, Query};
@@ -80,10 +80,12 @@ fn start_with<B: Backend>(backend: B) -> Running {
 
 fn start(engine: &str) -> Running {
     match engine {
-        "batch" => start_with(EngineBackend::new(Box::new(BatchEngine::new(Config::default())))),
-        _ => start_with(EngineBackend::new(
-            Box::new(IncrementalEngine::start(1, Config::default()).unwrap()),
-        )),
+        "batch" => start_with(EngineBackend::new(Box::new(BatchEngine::new(
+            Config::default(),
+        )))),
+        _ => start_with(EngineBackend::new(Box::new(
+            IncrementalEngine::start(1, Config::default()).unwrap(),
+        ))),
     }
 }
 

@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use axum::http::{header, Request};
-use fairflow_model::Config;
 use fairflow_engine::BatchEngine;
+use fairflow_model::Config;
 use fairflow_service::applier::{self, ApplierConfig};
 use fairflow_service::engine_backend::EngineBackend;
 use fairflow_service::http::{self, HttpConfig};

@@ -78,12 +78,14 @@ struct Scan {
 }
 
 /// Is there a whole frame with a matching checksum at `offset` of `bytes`?
-/// Returns its length.
+/// Returns its length. An empty frame is 8 zero bytes (its CRC-32 is 0):
+/// what a file extended with zeros holds, and never a record (the log holds
+/// no empty records), so it is not a frame.
 fn frame_at(bytes: &[u8], offset: usize) -> Option<usize> {
     let header = bytes.get(offset..offset + 8)?;
     let len = u32::from_le_bytes(header[..4].try_into().ok()?) as usize;
     let crc = u32::from_le_bytes(header[4..].try_into().ok()?);
-    if len > MAX_RECORD_BYTES {
+    if len == 0 || len > MAX_RECORD_BYTES {
         return None;
     }
     let payload = bytes.get(offset + 8..offset + 8 + len)?;
@@ -94,12 +96,9 @@ fn frame_at(bytes: &[u8], offset: usize) -> Option<usize> {
 /// any later offset where its length and checksum hold; from there on frames
 /// are followed by their lengths.
 fn valid_frames_after(bytes: &[u8], from: usize) -> u64 {
-    // An empty frame is 8 zero bytes: what a file extended with zeros holds,
-    // so only non-empty frames count (the log never holds empty records).
-    let real_frame = |offset| frame_at(bytes, offset).filter(|len| *len > 8);
     let mut offset = from + 1;
     while offset + 8 <= bytes.len() {
-        if real_frame(offset).is_some() {
+        if frame_at(bytes, offset).is_some() {
             let mut count = 0;
             while let Some(len) = frame_at(bytes, offset) {
                 count += 1;
@@ -434,7 +433,11 @@ mod tests {
         assert_eq!(recovery.records, records(1));
         let dropped = recovery.dropped.unwrap();
         assert_eq!(
-            (dropped.offset, dropped.first_lost_sequence, dropped.valid_frames),
+            (
+                dropped.offset,
+                dropped.first_lost_sequence,
+                dropped.valid_frames
+            ),
             (second as u64, 1, 2)
         );
         assert_eq!(dropped.bytes, (bytes.len() - second) as u64);
@@ -457,7 +460,10 @@ mod tests {
         bytes.extend(vec![0u8; 4096]);
         std::fs::write(&path, &bytes).unwrap();
         let (_, recovery) = EventLog::open(dir.path()).unwrap();
-        assert_eq!((recovery.records.len(), recovery.truncated_bytes), (2, 4096));
+        assert_eq!(
+            (recovery.records.len(), recovery.truncated_bytes),
+            (2, 4096)
+        );
         assert_eq!(std::fs::metadata(&path).unwrap().len(), len as u64);
     }
 
@@ -488,7 +494,11 @@ mod tests {
         drop(log);
         let (log, recovery) = EventLog::open(dir.path()).unwrap();
         assert_eq!(
-            (recovery.first_kept, recovery.records.len(), log.next_sequence()),
+            (
+                recovery.first_kept,
+                recovery.records.len(),
+                log.next_sequence()
+            ),
             (40, 1, 41)
         );
     }

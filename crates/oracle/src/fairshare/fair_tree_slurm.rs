@@ -61,57 +61,68 @@ pub fn level_fs(tree: &Tree) -> Vec<Option<f64>> {
         .collect()
 }
 
-/// The two counters of the walk.
-struct Counter {
-    rank: u64,
-    rnt: u64,
-}
-
 /// Rank every user association as Slurm does: `rank[i]` in `1..=N` for
-/// users, `None` otherwise.
+/// users, `None` otherwise. `_calc_tree_fs`'s recursion is walked with an
+/// explicit stack, so a tree of any depth is fine.
 pub fn ranks(tree: &Tree) -> Vec<Option<u64>> {
     let lf = level_fs(tree);
     let n = tree.user_count() as u64;
     let mut ranks = vec![None; tree.nodes.len()];
-    let mut counter = Counter { rank: n, rnt: n };
-    if !tree.nodes.is_empty() {
-        walk(tree, &lf, 0, false, &mut counter, &mut ranks);
+    if tree.nodes.is_empty() {
+        return ranks;
     }
-    ranks
-}
-
-/// `_calc_tree_fs` over the fair-share children of `parent`.
-fn walk(
-    tree: &Tree,
-    lf: &[Option<f64>],
-    parent: usize,
-    account_tied: bool,
-    counter: &mut Counter,
-    ranks: &mut [Option<u64>],
-) {
-    let mut members: Vec<(f64, usize)> = tree.nodes[parent]
-        .fs_children
-        .iter()
-        .filter_map(|&m| lf[m].map(|value| (value, m)))
-        .collect();
-    let key = |&(value, m): &(f64, usize)| {
-        let node = &tree.nodes[m];
-        (value, node.is_user(), node.created)
+    // The fair-share children of `parent` that are ranked, in Slurm's order.
+    let sorted = |parent: usize| {
+        let mut members: Vec<(f64, usize)> = tree.nodes[parent]
+            .fs_children
+            .iter()
+            .filter_map(|&m| lf[m].map(|value| (value, m)))
+            .collect();
+        let key = |&(value, m): &(f64, usize)| {
+            let node = &tree.nodes[m];
+            (value, node.is_user(), node.created)
+        };
+        // Stable: tied users stay in tree order (which changes no rank).
+        members.sort_by(|a, b| slurm_sibling_order(key(a), key(b)));
+        members
     };
-    // Stable: tied users stay in tree order (which changes no rank).
-    members.sort_by(|a, b| slurm_sibling_order(key(a), key(b)));
-    let mut prev = NO_VAL_LEVEL_FS;
-    for (i, &(value, member)) in members.iter().enumerate() {
-        let tied = (i == 0 && account_tied) || prev == value;
+    /// One level of `_calc_tree_fs`: its sorted members, the next one to
+    /// visit, the previous member's LevelFS and whether its account was tied.
+    struct Frame {
+        members: Vec<(f64, usize)>,
+        next: usize,
+        prev: f64,
+        account_tied: bool,
+    }
+    let (mut rank, mut rnt) = (n, n);
+    let mut stack = vec![Frame {
+        members: sorted(0),
+        next: 0,
+        prev: NO_VAL_LEVEL_FS,
+        account_tied: false,
+    }];
+    while let Some(frame) = stack.last_mut() {
+        let Some(&(value, member)) = frame.members.get(frame.next) else {
+            stack.pop();
+            continue;
+        };
+        let tied = (frame.next == 0 && frame.account_tied) || frame.prev == value;
+        frame.next += 1;
+        frame.prev = value;
         if tree.nodes[member].is_user() {
             if !tied {
-                counter.rank = counter.rnt;
+                rank = rnt;
             }
-            ranks[member] = Some(counter.rank);
-            counter.rnt = counter.rnt.saturating_sub(1);
+            ranks[member] = Some(rank);
+            rnt = rnt.saturating_sub(1);
         } else {
-            walk(tree, lf, member, tied, counter, ranks);
+            stack.push(Frame {
+                members: sorted(member),
+                next: 0,
+                prev: NO_VAL_LEVEL_FS,
+                account_tied: tied,
+            });
         }
-        prev = value;
     }
+    ranks
 }
