@@ -250,7 +250,7 @@ impl Book {
 
     /// Start (or stop) recording what changes, for [`Book::take_changes`].
     pub fn track_changes(&mut self, on: bool) {
-        self.changes = on.then(|| Changes::everything());
+        self.changes = on.then(Changes::everything);
     }
 
     /// What changed since the last call (everything, the first time after

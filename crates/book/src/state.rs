@@ -13,7 +13,7 @@ use fairflow_model::tres::{billable_tres, BillingMode, TresCounts, WeightList};
 use fairflow_model::usage::{fixed_rate, DecayFrame, FrameUsage, OwnUsage};
 use fairflow_model::{Config, Event, Shares, Time};
 
-use fairflow_model::reset::next_reset_after;
+use fairflow_model::reset::{next_reset_after, reset_at_or_before};
 
 /// An account.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -26,6 +26,11 @@ pub struct Account {
     pub priority: Option<i64>,
     /// Usage charged to the account itself.
     pub usage: OwnUsage,
+    /// Creation order: root 0, then 1, 2, ... as accounts are created (a
+    /// re-created account is new). Slurm's Fair Tree walks tied accounts
+    /// newest first.
+    #[serde(default)]
+    pub created: u64,
 }
 
 /// A user association (a user in an account).
@@ -245,6 +250,10 @@ pub struct State {
     /// settlement), so settling to an earlier boundary is a no-op.
     #[serde(default = "time_min")]
     pub accrual_settled_to: Time,
+    /// Accounts created so far (root excluded): the next account's
+    /// [`Account::created`] is one more.
+    #[serde(default)]
+    pub accounts_created: u64,
 }
 
 /// The serde default of [`State::accrual_settled_to`]: nothing settled yet.
@@ -263,6 +272,7 @@ impl State {
                 shares: Shares::Value(1),
                 priority: None,
                 usage: OwnUsage::default(),
+                created: 0,
             },
         );
         let frame = DecayFrame::new(config.decay_half_life_secs, 0);
@@ -282,6 +292,7 @@ impl State {
             wallclock_accuracy: BTreeMap::new(),
             priority_floor: BTreeMap::new(),
             accrual_settled_to: Time::MIN,
+            accounts_created: 0,
         }
     }
 
@@ -311,11 +322,12 @@ impl State {
         if t < self.now {
             return;
         }
-        if let Some(mut boundary) = self.next_reset.filter(|b| *b <= t) {
+        if let Some(first) = self.next_reset.filter(|b| *b <= t) {
             let period = self.config.usage_reset_period;
-            while let Some(next) = next_reset_after(period, boundary).filter(|n| *n <= t) {
-                boundary = next;
-            }
+            // The last boundary passed, in closed form (no walk over the gap).
+            let boundary = reset_at_or_before(period, t)
+                .filter(|b| *b >= first)
+                .unwrap_or(first);
             self.reset_usage_at(boundary);
             self.next_reset = next_reset_after(period, boundary);
         }
@@ -503,6 +515,10 @@ impl State {
                 shares,
                 priority,
             } => {
+                if !self.accounts.contains_key(name) {
+                    self.accounts_created += 1;
+                }
+                let created = self.accounts_created;
                 let entry = self
                     .accounts
                     .entry(name.clone())
@@ -511,6 +527,7 @@ impl State {
                         shares: Shares::Value(1),
                         priority: None,
                         usage: OwnUsage::default(),
+                        created,
                     });
                 if let Some(parent) = parent {
                     entry.parent = Some(parent.clone());
@@ -662,6 +679,13 @@ impl State {
                 let entry = self.jobs.get_mut(job).expect("validated job");
                 entry.phase = JobPhase::Pending;
                 entry.queued_at = t;
+                if let Some(delay) = self.config.requeue_delay_secs {
+                    entry.spec.begin = fairflow_model::priority_formula::slurm_requeue_begin(
+                        entry.spec.begin,
+                        t,
+                        delay,
+                    );
+                }
                 // A new stay in the queue: earlier holds are before it.
                 entry.held_spans.clear();
                 entry.held_since = None;

@@ -57,8 +57,9 @@ struct SlurmArgs {
     /// Only this cluster's associations (needed when the output has several).
     #[arg(long, value_name = "NAME")]
     cluster: Option<String>,
-    /// The time of every event, Unix seconds (default: now).
-    #[arg(long, value_name = "T")]
+    /// The time of every event (default: now): `2026-11-24T10:00:00` (local
+    /// time), `now-1hour`, or Unix seconds.
+    #[arg(long, value_name = "T", value_parser = crate::state_args::parse_slurm_time_arg)]
     time: Option<Time>,
     /// Write the log here instead of standard output.
     #[arg(short = 'o', long = "output", value_name = "OUT")]

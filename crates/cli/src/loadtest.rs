@@ -49,6 +49,53 @@ pub struct Args {
     /// A JSON report instead of text.
     #[arg(long)]
     json: bool,
+    /// Load a service that already holds associations, jobs or events. Its
+    /// synthetic events go into the service's durable log for good, mixed
+    /// with the real ones: without this flag such a service is refused.
+    #[arg(long = "i-know")]
+    i_know: bool,
+}
+
+/// A gauge or counter of the `/metrics` text (0 when absent).
+fn metric(text: &str, name: &str) -> u64 {
+    text.lines()
+        .find_map(|l| {
+            l.strip_prefix(name)?
+                .strip_prefix(' ')?
+                .trim()
+                .parse::<f64>()
+                .ok()
+        })
+        .map_or(0, |v| v as u64)
+}
+
+/// Refuse a service that holds anything unless `--i-know`: the load test
+/// writes permanently into its log. The service's own `/metrics` say whether
+/// it is empty (its associations and pending jobs, which a restart keeps, and
+/// the events it applied since it started).
+fn refuse_unless_empty(metrics: &str, server: &str, i_know: bool) -> anyhow::Result<()> {
+    let held = [
+        ("associations", metric(metrics, "fairflow_associations")),
+        ("pending jobs", metric(metrics, "fairflow_pending_jobs")),
+        (
+            "events applied",
+            metric(metrics, "fairflow_events_applied_total"),
+        ),
+    ];
+    let what: Vec<String> = held
+        .iter()
+        .filter(|(_, n)| *n > 0)
+        .map(|(name, n)| format!("{n} {name}"))
+        .collect();
+    if what.is_empty() || i_know {
+        return Ok(());
+    }
+    bail!(
+        "the service at {server} already holds data ({}); the load test would write its synthetic \
+         events into that service's durable log for good. Run it against a service of its own \
+         (`fairflow serve --data-dir $(mktemp -d) ...`), or pass --i-know",
+        what.join(", ")
+    )
 }
 
 fn loopback_only(server: &str) -> anyhow::Result<()> {
@@ -149,6 +196,10 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         running_jobs: args.jobs / 10,
         ..WorkloadParams::default()
     });
+    let metrics = client
+        .get("/metrics")
+        .with_context(|| format!("cannot read {}/metrics", client.server))?;
+    refuse_unless_empty(&metrics, &args.server, args.i_know)?;
     let initial = generator.initial_events();
     let load_started = Instant::now();
     let mut loaded = 0;
@@ -245,7 +296,23 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::loopback_only;
+    use super::{loopback_only, refuse_unless_empty};
+
+    #[test]
+    fn a_service_holding_data_is_refused_without_i_know() {
+        let empty = "# TYPE fairflow_associations gauge\nfairflow_associations 0\nfairflow_pending_jobs 0\nfairflow_events_applied_total 0\n";
+        assert!(refuse_unless_empty(empty, "http://127.0.0.1:1", false).is_ok());
+        let busy =
+            "fairflow_associations 12\nfairflow_pending_jobs 0\nfairflow_events_applied_total 0\n";
+        let error = refuse_unless_empty(busy, "http://127.0.0.1:1", false)
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("12 associations"), "{error}");
+        assert!(error.contains("--i-know"), "{error}");
+        assert!(refuse_unless_empty(busy, "http://127.0.0.1:1", true).is_ok());
+        let written = "fairflow_events_applied_total 5\n";
+        assert!(refuse_unless_empty(written, "http://127.0.0.1:1", false).is_err());
+    }
 
     #[test]
     fn only_loopback_servers_are_targets() {

@@ -2,7 +2,8 @@
 //! answer. The only place that uses `anyhow` and prints to stdout.
 //!
 //! One module per subcommand (`sshare`, `sprio`, `top`, `explain`, `demo`,
-//! `import`, `serve`, `loadtest`, `gen`, `replay`, `bench`); `measure` holds
+//! `import`, `serve`, `loadtest`, `gen`, `replay`, `bench`, `man` and
+//! `completions` in `manpage`); `measure` holds
 //! the latency, memory and machine helpers `bench` and `demo` share; what every query
 //! command shares lives in `state_args` (where state comes from: `--events`,
 //! `--at`, `--slurm-conf`, `--moab-cfg`) and `output` (`-P`, `--json`, and
@@ -11,19 +12,23 @@
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 mod bench;
 mod demo;
 mod explain;
 mod gen;
 mod import;
+mod input_check;
 mod loadtest;
+mod logging;
+mod manpage;
 mod measure;
 mod output;
 mod remote;
 mod replay;
 mod serve;
+mod slurm_flags;
 mod sprio;
 mod sshare;
 mod state_args;
@@ -38,6 +43,11 @@ static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 #[derive(Debug, Parser)]
 #[command(name = "fairflow", version, about, long_about = None)]
 struct Cli {
+    /// How log records on standard error are written: `text` or `json` (one
+    /// object a line). `RUST_LOG` chooses what is logged (default `info` for
+    /// fairflow, `warn` for its libraries).
+    #[arg(long, global = true, value_enum, default_value = "text")]
+    log_format: logging::LogFormat,
     #[command(subcommand)]
     command: Command,
 }
@@ -66,10 +76,15 @@ enum Command {
     Replay(replay::Args),
     /// Measure the incremental engine at cluster scale against full recomputation.
     Bench(bench::Args),
+    /// The man page (roff), generated from these definitions.
+    Man(manpage::ManArgs),
+    /// Shell completions (bash, zsh, fish, elvish, powershell).
+    Completions(manpage::CompletionsArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    logging::init(cli.log_format);
     let outcome = match cli.command {
         Command::Sshare(args) => sshare::run(&args),
         Command::Sprio(args) => sprio::run(&args),
@@ -82,6 +97,8 @@ fn main() -> ExitCode {
         Command::Import(args) => import::run(&args),
         Command::Replay(args) => replay::run(&args),
         Command::Bench(args) => bench::run(&args),
+        Command::Man(args) => manpage::run_man(&args, Cli::command()),
+        Command::Completions(args) => manpage::run_completions(&args, Cli::command()),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,

@@ -10,7 +10,7 @@ use fairflow_serve::OutputFormat;
 /// The `format` query parameter for an output form.
 pub fn format_param(format: OutputFormat) -> &'static str {
     match format {
-        OutputFormat::Json => "json",
+        OutputFormat::Json | OutputFormat::SlurmJson => "json",
         OutputFormat::Parsable => "parsable",
         OutputFormat::Table => "table",
     }

@@ -5,11 +5,10 @@
 //! reports events applied and rejected, events per second and the latency of
 //! each batch's update (p50, p99, p99.9, max, from an HDR histogram).
 //! `--top N` prints the top of the queue at the end, `--sshare` the
-//! fair-share table. On a terminal, large inputs show their progress on
-//! standard error.
+//! fair-share table. On a terminal, inputs of 100,000 events or more show an
+//! `indicatif` progress bar on standard error.
 
-use std::io::IsTerminal;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::Context;
 use fairflow_dataflow::Engine;
@@ -17,6 +16,7 @@ use fairflow_ingest::reader::{open_source, read_events};
 use fairflow_ingest::LogLine;
 use fairflow_serve::OutputFormat;
 
+use crate::input_check::InputTally;
 use crate::output::{emit, OutputArgs};
 use crate::state_args::ConfigArgs;
 
@@ -42,10 +42,14 @@ pub struct Args {
     /// The most events in one batch.
     #[arg(long, value_name = "N", default_value_t = 10_000)]
     batch_cap: usize,
+    /// Fail (exit status 1) at the first rejected line. Without it, only an
+    /// input whose every line is rejected is an error.
+    #[arg(long)]
+    strict: bool,
 }
 
 /// Inputs at least this large show their progress on a terminal.
-const PROGRESS_FROM_EVENTS: usize = 100_000;
+const PROGRESS_FROM_EVENTS: u64 = 100_000;
 
 fn is_swf(path: &str) -> bool {
     path.ends_with(".swf") || path.ends_with(".swf.gz")
@@ -99,20 +103,25 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         .context("cannot start the incremental engine")?;
     let mut inputs = Vec::new();
     for path in &args.files {
-        inputs.push((path.clone(), batches(read_input(path)?, args.batch_cap)));
+        let reading = fairflow_service::progress::spinner(&format!("reading {path}"));
+        let lines = read_input(path)?;
+        reading.finish_and_clear();
+        inputs.push((path.clone(), batches(lines, args.batch_cap)));
     }
     let total: usize = inputs
         .iter()
         .map(|(_, b)| b.iter().map(Vec::len).sum::<usize>())
         .sum();
-    let progress = std::io::stderr().is_terminal() && total >= PROGRESS_FROM_EVENTS;
+    let progress =
+        fairflow_service::progress::bar(total as u64, "events", "replaying", PROGRESS_FROM_EVENTS);
     let mut latency = hdrhistogram::Histogram::<u64>::new(3).context("histogram")?;
-    let (mut applied, mut rejected, mut batch_count, mut done) = (0u64, 0u64, 0u64, 0usize);
-    let mut last_progress = Instant::now();
+    let (mut applied, mut rejected, mut batch_count) = (0u64, 0u64, 0u64);
     let started = Instant::now();
     for (path, batches) in inputs {
+        let mut tally = InputTally::new(&path, args.strict);
+        progress.set_message(format!("replaying {path}"));
         for batch in batches {
-            done += batch.len();
+            let count = batch.len();
             let before = Instant::now();
             let report = engine.apply_batch(batch)?;
             let micros = u64::try_from(before.elapsed().as_micros()).unwrap_or(u64::MAX);
@@ -124,21 +133,19 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             for rejection in &report.rejected {
                 rejected += 1;
                 if rejected <= 20 {
-                    eprintln!("{path}: {rejection}");
+                    progress.suspend(|| eprintln!("{path}: {rejection}"));
                 } else if rejected == 21 {
-                    eprintln!("fairflow: further rejected lines are only counted");
+                    progress
+                        .suspend(|| eprintln!("fairflow: further rejected lines are only counted"));
                 }
             }
-            if progress && last_progress.elapsed() >= Duration::from_millis(250) {
-                last_progress = Instant::now();
-                eprint!("\r{path}: {done}/{total} events");
-            }
+            progress.inc(count as u64);
+            tally.record(count, &report.rejected)?;
         }
+        tally.finish()?;
     }
     let elapsed = started.elapsed();
-    if progress {
-        eprintln!();
-    }
+    progress.finish_and_clear();
     let per_second = if elapsed.as_secs_f64() > 0.0 {
         (applied + rejected) as f64 / elapsed.as_secs_f64()
     } else {

@@ -56,8 +56,8 @@ pub struct Args {
     /// Largest line of a body or stream, bytes.
     #[arg(long, default_value_t = 64 << 10)]
     max_line_bytes: usize,
-    /// The engine: `incremental` (default) or `batch`; both give equal
-    /// answers.
+    /// The engine: `incremental` (the default; `auto` is the same here, as a
+    /// service updates its answers) or `batch`; both give equal answers.
     #[arg(long, value_enum, default_value = "incremental")]
     engine: EngineKind,
     /// Timely workers of the incremental engine.
@@ -101,7 +101,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         bail!("--workers must be at least 1");
     }
     let choice = match args.engine {
-        EngineKind::Incremental => EngineChoice::Incremental {
+        EngineKind::Incremental | EngineKind::Auto => EngineChoice::Incremental {
             workers: args.workers,
         },
         EngineKind::Batch => EngineChoice::Batch,

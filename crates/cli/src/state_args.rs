@@ -3,14 +3,18 @@
 //! the last event or `--at T`, with the configuration of `--slurm-conf` and
 //! `--moab-cfg` in force before the log's own `config` events.
 //!
-//! The answers come from the incremental engine (`--engine incremental`, the
-//! default, with `--workers N` timely workers) or the batch oracle
-//! (`--engine batch`); both are fed the same lines, under every fair-share
-//! algorithm.
+//! The answers come from the batch oracle (`--engine batch`) or the
+//! incremental engine (`--engine incremental`, with `--workers N` timely
+//! workers); both are fed the same lines, under every fair-share algorithm,
+//! and give equal answers. `--engine auto`, the default, takes the oracle for
+//! these one-off answers (loading is several times cheaper: see
+//! `perf/results/`), and the incremental engine when its layout is asked for.
 //!
 //! Rejected lines are reported on standard error as
-//! `FILE: line N: field `F`: reason`, followed by their count; they never stop
-//! the replay. Only a file that cannot be read is an error.
+//! `FILE: line N: field `F`: reason`, followed by their count; they do not
+//! stop the replay, unless `--strict` is given. A file that cannot be read, a
+//! file every line of which was rejected, and under `--strict` any rejected
+//! line, are errors (exit status 1).
 
 use std::path::PathBuf;
 
@@ -22,11 +26,18 @@ use fairflow_ingest::slurm_conf::apply_slurm_conf;
 use fairflow_ingest::{LogLine, Rejection};
 use fairflow_model::{Config, Time};
 
+use crate::input_check::InputTally;
+
 /// Which engine answers a query.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum EngineKind {
-    /// The incremental engine (timely/differential dataflow).
+    /// The batch oracle for a one-off answer (nothing will be updated, so
+    /// maintaining incremental state would be wasted), unless the incremental
+    /// engine's layout is asked for (`--workers`/`--processes` above 1, or
+    /// `--hostfile`).
     #[default]
+    Auto,
+    /// The incremental engine (timely/differential dataflow).
     Incremental,
     /// The batch oracle (recomputes from scratch).
     Batch,
@@ -34,6 +45,15 @@ pub enum EngineKind {
 
 /// Lines fed to an engine per batch (one logical time of the incremental engine).
 const BATCH_LINES: usize = 10_000;
+
+/// Logs of at least this many lines show a progress bar on a terminal.
+const PROGRESS_FROM_LINES: u64 = 100_000;
+
+/// A time on the command line, as Slurm takes it (see
+/// `fairflow_ingest::slurm_time::parse_time_arg`).
+pub fn parse_slurm_time_arg(text: &str) -> Result<Time, String> {
+    fairflow_ingest::slurm_time::parse_time_arg(text)
+}
 
 /// The state flags of every query command.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -54,18 +74,19 @@ pub struct StateArgs {
     /// With `--server`: the token to send, for a service whose reads need it.
     #[arg(long, value_name = "FILE", requires = "server")]
     pub token_file: Option<PathBuf>,
-    /// Answer as of this time (Unix seconds) instead of the last event's; it
-    /// may not be earlier than the last event.
-    #[arg(long, value_name = "T", conflicts_with = "server")]
+    /// Answer as of this time instead of the last event's; it may not be
+    /// earlier than the last event. As Slurm takes times: `2026-11-24T10:00:00`
+    /// (local time: `TZ`, else the system's zone), `now`, `now-1hour`,
+    /// `now+2days`, or Unix seconds.
+    #[arg(long, value_name = "T", conflicts_with = "server", value_parser = parse_slurm_time_arg)]
     pub at: Option<Time>,
-    /// The engine answering: `incremental` (default) or `batch`; both give
-    /// equal answers.
-    #[arg(
-        long,
-        value_enum,
-        default_value = "incremental",
-        conflicts_with = "server"
-    )]
+    /// The engine answering; both give equal answers. `auto` (the default)
+    /// takes the batch oracle, which loads a log several times faster and in
+    /// less memory than the incremental engine when the answer is asked once
+    /// (as here: nothing is updated after loading), and the incremental
+    /// engine when `--workers`/`--processes` above 1 or `--hostfile` ask for
+    /// its layout.
+    #[arg(long, value_enum, default_value = "auto", conflicts_with = "server")]
     pub engine: EngineKind,
     /// Timely workers of the incremental engine.
     #[arg(long, value_name = "N", default_value_t = 1, conflicts_with = "server")]
@@ -81,6 +102,11 @@ pub struct StateArgs {
     /// (default `localhost:2101`, `localhost:2102`, ...).
     #[arg(long, value_name = "FILE", conflicts_with = "server")]
     pub hostfile: Option<PathBuf>,
+    /// Fail (exit status 1) at the first rejected line instead of reporting
+    /// it and going on. Without it, only an input whose every line is
+    /// rejected is an error.
+    #[arg(long, conflicts_with = "server")]
+    pub strict: bool,
     #[command(flatten)]
     pub config: ConfigArgs,
 }
@@ -189,6 +215,26 @@ impl StateArgs {
         }
     }
 
+    /// The engine `--engine` resolves to: never `Auto`.
+    pub fn resolved_engine(&self) -> EngineKind {
+        match self.engine {
+            EngineKind::Auto
+                if self.workers > 1 || self.processes > 1 || self.hostfile.is_some() =>
+            {
+                EngineKind::Incremental
+            }
+            EngineKind::Auto => EngineKind::Batch,
+            chosen => chosen,
+        }
+    }
+
+    fn engine_name(&self) -> &'static str {
+        match self.resolved_engine() {
+            EngineKind::Incremental => "incremental",
+            _ => "batch",
+        }
+    }
+
     /// The engine answering this command (`--engine`), loaded with the
     /// logs and brought to `--at`, every rejected line reported on standard
     /// error; `None` in a process of the incremental engine's cluster mode
@@ -209,8 +255,8 @@ impl StateArgs {
             }
             logs.push((name.to_string(), lines));
         }
-        let mut engine: Box<dyn Engine> = match self.engine {
-            EngineKind::Batch => Box::new(BatchEngine::new(config)),
+        let mut engine: Box<dyn Engine> = match self.resolved_engine() {
+            EngineKind::Batch | EngineKind::Auto => Box::new(BatchEngine::new(config)),
             EngineKind::Incremental => {
                 let layout = WorkerLayout {
                     workers: self.workers,
@@ -227,16 +273,32 @@ impl StateArgs {
             }
         };
         let mut lines_read = 0u64;
+        let total: usize = logs.iter().map(|(_, lines)| lines.len()).sum();
+        let progress = fairflow_service::progress::bar(
+            total as u64,
+            "events",
+            &format!("loading ({} engine)", self.engine_name()),
+            PROGRESS_FROM_LINES,
+        );
         for (name, lines) in logs {
+            let mut tally = InputTally::new(&name, self.strict);
             let mut lines = lines.into_iter().peekable();
             while lines.peek().is_some() {
                 let chunk: Vec<LogLine> = lines.by_ref().take(BATCH_LINES).collect();
-                lines_read += chunk.len() as u64;
-                for rejection in engine.apply(chunk)? {
-                    reporter.report(&name, &rejection);
-                }
+                let count = chunk.len();
+                lines_read += count as u64;
+                let rejections = engine.apply(chunk)?;
+                progress.suspend(|| {
+                    for rejection in &rejections {
+                        reporter.report(&name, rejection);
+                    }
+                });
+                progress.inc(count as u64);
+                tally.record(count, &rejections)?;
             }
+            tally.finish()?;
         }
+        progress.finish_and_clear();
         if reporter.rejected > 0 {
             eprintln!(
                 "fairflow: {} rejected ({lines_read} lines read, {} applied)",

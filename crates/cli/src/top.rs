@@ -1,10 +1,13 @@
 //! `fairflow top`: the first `-k` jobs of the ranked queue, in the order a
-//! scheduler would visit them.
+//! scheduler would visit them; `squeue`-style `-A ACCOUNTS`, `-u USERS`,
+//! `-p PARTITIONS` keep only those jobs (ranks stay the queue's ranks among
+//! the jobs shown).
 
 use fairflow_serve::top::render;
 
 use crate::output::{emit, OutputArgs};
 use crate::remote::format_param;
+use crate::slurm_flags::filter_jobs;
 use crate::state_args::StateArgs;
 
 /// `fairflow top` flags.
@@ -17,6 +20,33 @@ pub struct Args {
     /// How many jobs to show.
     #[arg(short = 'k', value_name = "N", default_value_t = 10)]
     k: usize,
+    /// Only these accounts' jobs (comma-separated), as `squeue -A`.
+    #[arg(
+        short = 'A',
+        long = "account",
+        value_name = "ACCOUNTS",
+        value_delimiter = ',',
+        conflicts_with = "server"
+    )]
+    accounts: Vec<String>,
+    /// Only these users' jobs (comma-separated), as `squeue -u`.
+    #[arg(
+        short = 'u',
+        long = "user",
+        value_name = "USERS",
+        value_delimiter = ',',
+        conflicts_with = "server"
+    )]
+    users: Vec<String>,
+    /// Only jobs in these partitions (comma-separated), as `squeue -p`.
+    #[arg(
+        short = 'p',
+        long = "partition",
+        value_name = "PARTITIONS",
+        value_delimiter = ',',
+        conflicts_with = "server"
+    )]
+    partitions: Vec<String>,
 }
 
 /// Load the state, take the first `k` of the ranked queue, print them.
@@ -30,5 +60,17 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         // A non-zero process of the cluster mode: process 0 answers.
         return Ok(());
     };
-    emit(&render(&engine.top(args.k)?, args.k, format))
+    if args.accounts.is_empty() && args.users.is_empty() && args.partitions.is_empty() {
+        return emit(&render(&engine.top(args.k)?, args.k, format));
+    }
+    let mut queue = engine.top(usize::MAX)?;
+    filter_jobs(
+        &mut queue,
+        &[],
+        &args.users,
+        &args.accounts,
+        &args.partitions,
+    );
+    queue.truncate(args.k);
+    emit(&render(&queue, args.k, format))
 }

@@ -106,6 +106,36 @@ fn bad_lines_are_reported_with_their_numbers_and_the_rest_still_applies() {
     );
 }
 
+/// `sshare --json --slurm` writes Slurm's shares response (data_parser
+/// v0.0.46; the field list is checked in `fairflow_serve::slurm_json`), and
+/// `--slurm` needs `--json`.
+#[test]
+fn sshare_json_slurm_is_slurms_shares_response() {
+    let out = fairflow(&[
+        "sshare",
+        "--json",
+        "--slurm",
+        "--events",
+        &dataset("events/test24_4.jsonl"),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let shares = json["shares"]["shares"].as_array().expect("an array");
+    // test24.4's tree: root, 13 accounts, 21 users.
+    assert_eq!(shares.len(), 35);
+    let ud2 = shares.iter().find(|s| s["name"] == "uD2").unwrap();
+    assert_eq!(ud2["parent"], "aD");
+    // 5 / 21, test24.4's 0.238095.
+    assert_eq!(ud2["fairshare"]["factor"]["number"], 5.0 / 21.0);
+    let out = fairflow(&[
+        "sshare",
+        "--slurm",
+        "--events",
+        &dataset("events/small.jsonl"),
+    ]);
+    assert!(!out.status.success());
+}
+
 #[test]
 fn sshare_json_is_an_array_of_snake_case_objects() {
     let out = fairflow(&[

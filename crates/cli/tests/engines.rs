@@ -1,6 +1,6 @@
 //! Every query command (`sshare`, `sprio`, `top`, `explain`) prints exactly
 //! the same thing (standard output, standard error, exit status) under
-//! `--engine batch` and `--engine incremental` (the default's 1 worker, and 2), on the
+//! `--engine batch` and `--engine incremental` (1 worker, and 2) and the default (`auto`), on the
 //! example logs (`datasets/events/*.jsonl`) and on a `fairflow gen` log, as
 //! of the last event and an hour later (`--at`); and with two processes
 //! (timely's cluster mode over localhost).
@@ -74,7 +74,10 @@ fn check_log(log: &Path) {
             ]
             .concat());
             assert_eq!(got, want, "{args:?} with 2 workers");
-            // The default is the incremental engine with 1 worker.
+            // The incremental engine with 1 worker, and the default (`auto`,
+            // which takes the batch oracle for a one-off answer).
+            let one = run(&[args.as_slice(), &["--engine", "incremental"]].concat());
+            assert_eq!(one, want, "{args:?} with 1 worker");
             assert_eq!(run(&args), want, "{args:?} by default");
         }
     }

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use fairflow_engine::{BatchEngine, Engine};
 use fairflow_ingest::reader::read_events;
 use fairflow_model::Config;
-use fairflow_serve::{explain, sprio, sshare, top, OutputFormat};
+use fairflow_serve::{explain, slurm_json, sprio, sshare, top, OutputFormat};
 use service::{free_port, Service};
 
 const TOKEN: &str = "a-long-enough-token";
@@ -146,6 +146,9 @@ fn writes_from_every_source_and_reads_equal_to_the_oracle(
     let mut oracle = oracle();
     let (_, got) = service.request("GET", "/v1/sshare", None, "");
     assert_eq!(got, sshare::render_json(&oracle.fairshare().unwrap()));
+    // slurmrestd's path answers Slurm's own JSON of the same table.
+    let (_, got) = service.request("GET", slurm_json::SHARES_PATH, None, "");
+    assert_eq!(got, slurm_json::render_shares(&oracle.fairshare().unwrap()));
     let (_, got) = service.request("GET", "/v1/sprio", None, "");
     assert_eq!(
         got,

@@ -17,8 +17,14 @@
 //! by the configured algorithm (a join with the one [`FsParams`] record), so
 //! only the configured algorithm's stages do any work.
 //!
-//! # Fair Tree: groups, placements, path sums
-//! Slurm's ranking is a depth-first walk of *groups*: a group's members are
+//! # Fair Tree
+//! Two tie rules (`FsParams::fair_tree_ties`): Slurm's code
+//! (`fair_tree_slurm`, the default: `f64` `LevelFS`, no merging, tied
+//! accounts newest first, references to earlier positions resolved by an
+//! `iterate`) and Slurm's documentation (below).
+//!
+//! # Fair Tree, documented rule: groups, placements, path sums
+//! The documented ranking is a depth-first walk of *groups*: a group's members are
 //! sorted by exact level fair-share (`LevelFs`, descending; users first on
 //! ties) into blocks of equal `LF`; a block's users are ranked, then the
 //! fair-share children of the block's accounts form one merged child group.
@@ -79,13 +85,14 @@ use fairflow_model::formula::{
     classic_effective_usage, classic_factor, classic_norm_shares, depth_oblivious_effective_usage,
     norm_usage, rank_factor, LevelFs,
 };
-use fairflow_model::{Algorithm, Config, Shares};
+use fairflow_model::{Algorithm, Config, FairTreeTies, Shares};
 use timely::dataflow::operators::vec::Map as _;
 
 use crate::graph::{ByKey, Diff, Epoch};
 use crate::priority::{Fact as PFact, TouchCounter};
 use crate::tree_feed::{NodeId, ROOT};
 
+mod fair_tree_slurm;
 mod level;
 mod ticket;
 
@@ -100,6 +107,8 @@ pub struct FsParams {
     pub dampening_factor: u32,
     /// `PriorityLevels` (level-based).
     pub levels: u32,
+    /// Fair Tree's tie rule in force (`Config::fair_tree_ties`).
+    pub fair_tree_ties: FairTreeTies,
 }
 
 impl FsParams {
@@ -109,6 +118,7 @@ impl FsParams {
             algorithm: config.algorithm(),
             dampening_factor: config.dampening_factor,
             levels: config.levels,
+            fair_tree_ties: config.fair_tree_ties(),
         }
     }
 }
@@ -318,7 +328,16 @@ pub fn build<'s>(inputs: FactorInputs<'s>, touched: &TouchCounter) -> FactorOutp
         );
     let fair_tree = gated
         .clone()
-        .filter(|(_, (_, params))| params.algorithm == Algorithm::FairTree)
+        .filter(|(_, (_, params))| {
+            params.algorithm == Algorithm::FairTree
+                && params.fair_tree_ties == FairTreeTies::Documented
+        })
+        .map(|(node, (record, _))| (node, record));
+    let fair_tree_slurm_records = gated
+        .clone()
+        .filter(|(_, (_, params))| {
+            params.algorithm == Algorithm::FairTree && params.fair_tree_ties == FairTreeTies::Slurm
+        })
         .map(|(node, (record, _))| (node, record));
     let classic = gated.clone().filter(|(_, (_, params))| {
         matches!(
@@ -369,8 +388,26 @@ pub fn build<'s>(inputs: FactorInputs<'s>, touched: &TouchCounter) -> FactorOutp
             }),
         touched,
     );
+    // Slurm's ties: placements, walks, references resolved by position.
+    let slurm_placements = counted(fair_tree_slurm::place(fair_tree_slurm_records), touched);
+    let slurm_walks = counted(
+        user_paths
+            .clone()
+            .join_core(
+                slurm_placements.arrange_by_key(),
+                |_ancestor, &(user, distance), &placement| Some((user, (distance, placement))),
+            )
+            .reduce(|_user, path, output| {
+                if let Some(walk) = fair_tree_slurm::walk(path) {
+                    output.push((walk, 1));
+                }
+            }),
+        touched,
+    );
+    let slurm_positions = fair_tree_slurm::resolve(scope, slurm_walks);
     let user_count = users.map(|_| ()).count_total_core::<Diff>();
     let fair_tree_factors = positions
+        .concat(slurm_positions)
         .map(|(user, position)| ((), (user, position)))
         .arrange_by_key()
         .join_core(

@@ -1,6 +1,7 @@
 //! The fair-share table from the engine's tree: the per-association columns
 //! under every algorithm (NormShares, NormUsage, EffectvUsage; LevelFS under
-//! Fair Tree; FairShare `F` on every row under ticket-based; level value and
+//! Fair Tree; FairShare `F` on every row under ticket-based, and on account
+//! and root rows under classic and depth-oblivious; level value and
 //! `fairshare_raw` under level-based), computed at read time from the
 //! dataflow's per-node results (subtree usage, fair-share parents, level
 //! shares, tickets) with the per-node formulas of `fairflow_model::formula`,
@@ -13,7 +14,7 @@
 use std::collections::BTreeMap;
 
 use fairflow_model::formula::{
-    classic_effective_usage, classic_norm_shares, depth_oblivious_effective_usage,
+    classic_effective_usage, classic_factor, classic_norm_shares, depth_oblivious_effective_usage,
     level_bucket_value, level_fs_value, norm_usage, share_fraction, ticket_effective_usage,
     ticket_factor, usage_ratio, LevelLayout,
 };
@@ -31,8 +32,8 @@ pub fn table(tree: &EngineTree, config: &Config, factors: &Factors) -> Fairshare
     let view = View::new(tree, factors);
     let rows = match config.algorithm() {
         Algorithm::FairTree => fair_tree(&view),
-        Algorithm::Classic => classic(&view, false),
-        Algorithm::DepthOblivious => classic(&view, true),
+        Algorithm::Classic => classic(&view, false, config.dampening_factor),
+        Algorithm::DepthOblivious => classic(&view, true, config.dampening_factor),
         Algorithm::TicketBased => ticket(&view),
         Algorithm::LevelBased => level(&view, config.levels),
     };
@@ -131,21 +132,21 @@ fn fair_tree(view: &View) -> Vec<FairshareRow> {
         row.norm_shares = Some(view.shown_norm_shares(index, fs_parent));
         row.norm_usage = Some(view.norm_usage(index));
         row.effective_usage = Some(effective_usage);
-        row.level_fs = match (node.shares.is_parent(), node.is_user()) {
-            (true, true) => Some(f64::INFINITY),
-            (true, false) => None,
-            (false, _) => Some(level_fs_value(
+        // sshare leaves every `parent` row's LevelFS empty (a `parent` user
+        // still ranks with `+inf`).
+        row.level_fs = (!node.shares.is_parent()).then(|| {
+            level_fs_value(
                 share_fraction(node.shares.raw(), node.level_shares),
                 effective_usage,
-            )),
-        };
+            )
+        });
         row.fairshare = view.factor(index);
         rows.push(row);
     }
     rows
 }
 
-fn classic(view: &View, depth_oblivious: bool) -> Vec<FairshareRow> {
+fn classic(view: &View, depth_oblivious: bool, dampening_factor: u32) -> Vec<FairshareRow> {
     let count = view.len();
     let mut norm_shares = vec![1.0; count];
     let mut effective = vec![1.0; count];
@@ -194,7 +195,20 @@ fn classic(view: &View, depth_oblivious: bool) -> Vec<FairshareRow> {
         if index != 0 {
             row.norm_usage = Some(norm_usages[index]);
         }
-        row.fairshare = view.factor(index);
+        // Users: the dataflow's factor; accounts and root: their own `F`
+        // (a `parent` account its fs-parent's), as the oracle's.
+        row.fairshare = view.factor(index).or_else(|| {
+            let node = &view.tree.nodes[index];
+            let source = match node.fs_parent {
+                Some(parent) if node.shares.is_parent() => parent,
+                _ => index,
+            };
+            Some(classic_factor(
+                effective[source],
+                norm_shares[source],
+                dampening_factor,
+            ))
+        });
         rows.push(row);
     }
     rows

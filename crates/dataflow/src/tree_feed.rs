@@ -5,6 +5,11 @@
 //! associations the book says changed and sends the differences from what it
 //! sent before.
 //!
+//! Accounts are interned in the book's creation order (`Account::created`),
+//! so a larger [`NodeId`] is a newer account (Slurm's Fair Tree walks tied
+//! accounts newest first); an account removed and created again gets a new
+//! id, and a restore interns everything afresh in that order.
+//!
 //! An association's *visible* own usage is the book's
 //! (`State::visible_usage`): with `PriorityCalcPeriod = 0`, settled usage
 //! plus what its running jobs accrued so far; with a period, the usage
@@ -87,6 +92,8 @@ pub struct TreeFeed {
     users: BTreeMap<(String, String), NodeId>,
     /// Each id's association.
     names: Vec<AssocKey>,
+    /// Each account id's creation number in the book (0 for users and root).
+    created: Vec<u64>,
     /// What each id was last sent as.
     sent: Vec<Sent>,
     sent_fs_params: Option<FsParams>,
@@ -111,20 +118,26 @@ impl TreeFeed {
             accounts: BTreeMap::new(),
             users: BTreeMap::new(),
             names: Vec::new(),
+            created: Vec::new(),
             sent: Vec::new(),
             sent_fs_params: None,
         };
-        let root = feed.intern(&AssocKey::account("root"));
+        let root = feed.intern(&AssocKey::account("root"), 0);
         debug_assert_eq!(root, ROOT);
         feed
     }
 
-    /// The id of an association, interning it if it has none yet.
-    fn intern(&mut self, key: &AssocKey) -> NodeId {
+    /// The id of an association, interning it if it has none yet (or, for an
+    /// account, if the id it has was interned for an earlier account of the
+    /// same name: `created` tells them apart).
+    fn intern(&mut self, key: &AssocKey, created: u64) -> NodeId {
         if let Some(id) = self.id_of(key) {
-            return id;
+            if key.user.is_some() || self.created[id as usize] == created {
+                return id;
+            }
         }
         let id = NodeId::try_from(self.names.len()).expect("fewer than 2^32 associations");
+        self.created.push(created);
         match &key.user {
             None => self.accounts.insert(key.account.clone(), id),
             Some(user) => self.users.insert((key.account.clone(), user.clone()), id),
@@ -168,6 +181,28 @@ impl TreeFeed {
             changes.assocs.clone()
         };
         let mut deltas = Deltas::default();
+        // New (or re-created) accounts are interned first, oldest first, so
+        // that ids follow creation; an id left behind by a re-creation is
+        // retracted.
+        let mut new_accounts: Vec<(u64, &str)> = keys
+            .iter()
+            .filter(|key| key.user.is_none())
+            .filter_map(|key| {
+                let account = state.accounts.get(&key.account)?;
+                let known = self
+                    .id_of(key)
+                    .is_some_and(|id| self.created[id as usize] == account.created);
+                (!known).then_some((account.created, key.account.as_str()))
+            })
+            .collect();
+        new_accounts.sort_unstable();
+        for (created, name) in new_accounts {
+            let key = AssocKey::account(name);
+            if let Some(old) = self.id_of(&key) {
+                self.send(old, Sent::default(), &mut deltas);
+            }
+            self.intern(&key, created);
+        }
         for key in keys {
             // What the association is now, if it exists.
             let current = match &key.user {
@@ -185,8 +220,12 @@ impl TreeFeed {
             };
             let (id, now) = match current {
                 Some((parent, shares, usage)) => {
-                    let id = self.intern(&key);
-                    let parent = parent.map(|p| self.intern(&p));
+                    let id = match &key.user {
+                        None => self.id_of(&key).expect("accounts are interned above"),
+                        Some(_) => self.intern(&key, 0),
+                    };
+                    // Accounts (and so every parent) were interned above or before.
+                    let parent = parent.map(|p| self.id_of(&p).expect("parents are interned"));
                     let now = Sent {
                         alive: true,
                         parent,
@@ -258,6 +297,8 @@ impl TreeFeed {
         if let Some(params) = self.sent_fs_params.take() {
             deltas.fs_params.push((params, -1));
         }
+        // A fresh interning, in the new book's creation order.
+        *self = TreeFeed::new();
         deltas.extend(self.deltas(book, &Changes::everything()));
         deltas
     }

@@ -27,7 +27,12 @@ const FLAGS: &[&str] = &[
 const LEVELS: &[u32] = &[4, 1, 3, 16, 2];
 
 fn config(flags: &str, levels: u32) -> Config {
+    config_with_ties(flags, levels, "slurm")
+}
+
+fn config_with_ties(flags: &str, levels: u32, ties: &str) -> Config {
     let mut set = std::collections::BTreeMap::new();
+    set.insert("FairTreeTies".to_string(), serde_json::Value::from(ties));
     set.insert("PriorityFlags".to_string(), serde_json::Value::from(flags));
     set.insert(
         "PriorityLevels".to_string(),
@@ -41,8 +46,13 @@ fn run(seed: u64, batches: usize, workers: usize, flags: &str) {
 }
 
 fn run_with_levels(seed: u64, batches: usize, workers: usize, flags: &str, levels: u32) {
-    let mut engine = Engine::start(workers, config(flags, levels)).expect("workers start");
-    let mut oracle = Replay::new(config(flags, levels));
+    run_with_config(seed, batches, workers, config(flags, levels));
+}
+
+fn run_with_config(seed: u64, batches: usize, workers: usize, config: Config) {
+    let (flags, levels) = (config.flags, config.levels);
+    let mut engine = Engine::start(workers, config.clone()).expect("workers start");
+    let mut oracle = Replay::new(config);
     let shape = StreamShape {
         flags: FLAGS,
         levels_changes: true,
@@ -100,6 +110,15 @@ fn tables_equal_the_oracle_two_workers() {
 fn tables_equal_the_oracle_four_workers() {
     run(31, 40, 4, "");
     run(32, 40, 4, "DEPTH_OBLIVIOUS");
+}
+
+/// The documented tie rule (`FairTreeTies=documented`) on 1, 2 and 4
+/// workers; the default (Slurm's ties) runs above.
+#[test]
+fn documented_ties_equal_the_oracle() {
+    for (seed, workers) in [(70, 1), (71, 2), (72, 4)] {
+        run_with_config(seed, 40, workers, config_with_ties("", 4, "documented"));
+    }
 }
 
 #[test]

@@ -65,6 +65,44 @@ pub enum PriorityModel {
     Moab,
 }
 
+/// How Fair Tree orders siblings whose level fair-share ties
+/// (`FairTreeTies`, fairflow's key).
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    serde::Serialize,
+    serde::Deserialize,
+)]
+pub enum FairTreeTies {
+    /// As Slurm's code (`fair_tree.c`) does it, the default: `LevelFS` is the
+    /// `f64` quotient Slurm computes, compared for exact equality; tied
+    /// accounts are never merged but walked one after the other, the newest
+    /// association (the latest created) first; a tie reaches only the
+    /// ranking of users.
+    #[default]
+    Slurm,
+    /// As Slurm's documentation states the rules: `LevelFS` compared as an
+    /// exact rational, tied accounts' children merged before ranking.
+    Documented,
+}
+
+impl FairTreeTies {
+    /// The value's name in the `FairTreeTies` parameter.
+    pub fn name(self) -> &'static str {
+        match self {
+            FairTreeTies::Slurm => "slurm",
+            FairTreeTies::Documented => "documented",
+        }
+    }
+}
+
 impl PriorityModel {
     /// The name used in reports and in the `PriorityModel` parameter.
     pub fn name(self) -> &'static str {
@@ -246,6 +284,16 @@ pub struct Config {
     pub model: PriorityModel,
     /// The Flux model's weights.
     pub flux: FluxWeights,
+    /// `FairTreeTies` (fairflow's): how Fair Tree decides ties under the
+    /// Slurm and Moab models (the Flux model always merges tied banks).
+    #[serde(default)]
+    pub fair_tree_ties: FairTreeTies,
+    /// `RequeueDelay` (fairflow's; Slurm's `SchedulerParameters=requeue_delay=`,
+    /// seconds): when set, a requeued job may begin `delay + 1` seconds after
+    /// its requeue, as Slurm sets it (`priority_formula::slurm_requeue_begin`;
+    /// Slurm's default is 120). Unset, the default: eligible at once.
+    #[serde(default)]
+    pub requeue_delay_secs: Option<i64>,
     /// Moab `moab.cfg` parameters, by name as written (e.g. `FSWEIGHT`,
     /// `USERCFG[john]`), with their values as written.
     pub moab: BTreeMap<String, String>,
@@ -271,6 +319,8 @@ impl Default for Config {
             levels: 4,
             model: PriorityModel::Slurm,
             flux: FluxWeights::default(),
+            fair_tree_ties: FairTreeTies::Slurm,
+            requeue_delay_secs: None,
             moab: BTreeMap::new(),
         }
     }
@@ -331,6 +381,12 @@ impl Config {
     pub fn set_text(&mut self, key: &str, text: &str) -> Result<(), InvalidValue> {
         let duration = |t: &str| -> Result<i64, InvalidValue> {
             let secs = parse_slurm_duration_secs(t)?;
+            if secs as u64 > crate::limits::MAX_DURATION_SECS {
+                return Err(InvalidValue::new(format!(
+                    "`{t}` is longer than {} seconds (the range of event times)",
+                    crate::limits::MAX_DURATION_SECS
+                )));
+            }
             Ok(secs)
         };
         match key.to_ascii_lowercase().as_str() {
@@ -393,6 +449,24 @@ impl Config {
                     }
                 }
             }
+            "fairtreeties" => {
+                self.fair_tree_ties = match text.trim().to_ascii_lowercase().as_str() {
+                    "slurm" => FairTreeTies::Slurm,
+                    "documented" => FairTreeTies::Documented,
+                    _ => {
+                        return Err(InvalidValue::new(format!(
+                            "`{text}` is not slurm or documented"
+                        )))
+                    }
+                }
+            }
+            "requeuedelay" => {
+                let secs = parse_i64(text)?;
+                if secs < 0 {
+                    return Err(InvalidValue::new("RequeueDelay must be 0 or more seconds"));
+                }
+                self.requeue_delay_secs = Some(secs);
+            }
             "fluxweightfairshare" => self.flux.fairshare = parse_i64(text)?,
             "fluxweightqueue" => self.flux.queue = parse_i64(text)?,
             "fluxweightbank" => self.flux.bank = parse_i64(text)?,
@@ -444,6 +518,16 @@ impl Config {
     /// The fair-share algorithm in force.
     pub fn algorithm(&self) -> Algorithm {
         self.flags.algorithm()
+    }
+
+    /// The Fair Tree tie rule in force: `FairTreeTies` under the Slurm and
+    /// Moab models; under the Flux model always the documented merge
+    /// (flux-accounting's weighted tree merges tied banks).
+    pub fn fair_tree_ties(&self) -> FairTreeTies {
+        match self.model {
+            PriorityModel::Flux => FairTreeTies::Documented,
+            PriorityModel::Slurm | PriorityModel::Moab => self.fair_tree_ties,
+        }
     }
 }
 

@@ -286,6 +286,39 @@ pub fn level_fs_value(norm_shares: f64, effective_usage: f64) -> f64 {
     }
 }
 
+/// The `LevelFS` Slurm's `fair_tree.c` gives a `FairShare=parent` account,
+/// `(long double) NO_VAL`: it still sorts among its siblings (its children
+/// were moved up, so it ranks nobody) and can tie with the next one.
+pub const SLURM_PARENT_ACCOUNT_LEVEL_FS: f64 = 4_294_967_294.0;
+
+/// Fair Tree's level fair-share as Slurm's `_calc_assoc_fs` computes it,
+/// the value `FairTreeTies=slurm` sorts by and compares for equality: the
+/// operations in Slurm's order on the exact operands,
+/// `S = (double) shares / (double) level_shares` (0 when `level_shares` is
+/// 0), `U = usage / parent_usage` (0 when `parent_usage` is 0), then `0` if
+/// `S == 0`, else `S / U` (`+inf` when `U == 0`). Slurm keeps `U` and the
+/// quotient in `long double` (80-bit on x86-64); fairflow uses `f64`
+/// throughout, so both engines and every platform agree bit for bit. Two
+/// associations equal in exact arithmetic can differ here (test24.4's uD2
+/// and uD3, 40/170 / (20/110) and 50/170 / (25/110)).
+pub fn slurm_level_fs(shares: u64, level_shares: u64, usage: u128, parent_usage: u128) -> f64 {
+    level_fs_value(
+        share_fraction(shares, level_shares),
+        usage_ratio(usage, parent_usage),
+    )
+}
+
+/// Slurm's order of a Fair Tree sibling group, `(LevelFS, is a user,
+/// newness)`: `_cmp_level_fs` (`LevelFS` descending, then users before
+/// accounts), then, among equal ones, Slurm's association-list order, the
+/// newest association first (the larger `newness`: an engine's creation
+/// order). The order among tied users changes no rank.
+pub fn slurm_sibling_order(a: (f64, bool, u64), b: (f64, bool, u64)) -> Ordering {
+    b.0.total_cmp(&a.0)
+        .then_with(|| b.1.cmp(&a.1))
+        .then_with(|| b.2.cmp(&a.2))
+}
+
 /// A rank turned into a factor: `rank / n` (Fair Tree: ranks `1..=N`;
 /// level-based: `0..n`). 0 when there is nobody to rank.
 pub fn rank_factor(rank: u64, n: u64) -> f64 {

@@ -272,6 +272,22 @@ pub fn moab_target_closeness(requested: f64, target: f64) -> f64 {
     }
 }
 
+/// Slurm's default requeue delay: `requeue_delay=` of `SchedulerParameters`
+/// unset, the credential lifetime (`cred_expire`, 120 s).
+pub const SLURM_REQUEUE_DELAY_SECS: i64 = 120;
+
+/// A requeued job's begin time as Slurm sets it (`batch_requeue_fini` in
+/// `job_mgr.c`): a begin time not in the future becomes
+/// `now + requeue_delay + 1`, so the job's age starts again from there; a
+/// later one is kept. Since 24.05.5 (and 24.11) Slurm also recomputes the
+/// priority at once, which fairflow always does.
+pub fn slurm_requeue_begin(begin_at: Option<i64>, now: i64, delay_secs: i64) -> Option<i64> {
+    match begin_at {
+        Some(begin) if begin > now => Some(begin),
+        _ => Some(now + delay_secs + 1),
+    }
+}
+
 /// When a job became eligible in its current stay in the queue: its last
 /// queue entry (submit or requeue), or its begin time if later. Slurm's age,
 /// Flux's wait time and Moab's queue time all count from here.
@@ -365,6 +381,19 @@ pub fn moab_final_priority(weighted_sum: f64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn requeue_begin_as_slurm_sets_it() {
+        let delay = SLURM_REQUEUE_DELAY_SECS;
+        // Requeued at 1000 with no begin time: eligible at 1000 + 120 + 1.
+        assert_eq!(slurm_requeue_begin(None, 1000, delay), Some(1121));
+        // A begin time already passed (or now) moves too.
+        assert_eq!(slurm_requeue_begin(Some(1000), 1000, delay), Some(1121));
+        // A begin time still ahead is kept.
+        assert_eq!(slurm_requeue_begin(Some(5000), 1000, delay), Some(5000));
+        // requeue_delay=0: the next second.
+        assert_eq!(slurm_requeue_begin(None, 1000, 0), Some(1001));
+    }
 
     #[test]
     fn slurm_bounds_and_truncation() {

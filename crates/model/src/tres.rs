@@ -175,6 +175,46 @@ mod tests {
         );
     }
 
+    // tres.shtml's MAX_TRES_GRES section (Slurm 25.05): "Adding a GPU to the
+    // example job": (1*2.0) + MAX(1*1.0, 8*0.25) + (0*1.5), which the page
+    // sums to 3.0 but is 2 + 2 + 0 = 4.0, what `assoc_mgr_tres_weighted`
+    // computes (billable_gres added to the node maximum); the GRES are
+    // summed outside the maximum. MAX_TRES puts the GPU inside it:
+    // MAX(1, 2, 2) = 2.0; SUM: 1 + 2 + 2 = 5.0. Two GPUs: MAX_TRES_GRES
+    // 4 + 2 = 6, MAX_TRES MAX(1, 2, 4) = 4; a license (global) is added
+    // outside in both: + 1.5.
+    #[test]
+    fn slurm_documentation_max_tres_gres_with_gpus() {
+        let w = parse_weight_list("CPU=1.0,Mem=0.25G,GRES/gpu=2.0,license/licA=1.5").unwrap();
+        let job = |gpus: f64, licenses: f64| {
+            counts(&[
+                ("cpu", 1.0),
+                ("mem", 8192.0),
+                ("gres/gpu", gpus),
+                ("license/lica", licenses),
+            ])
+        };
+        assert_eq!(
+            billable_tres(&job(1.0, 0.0), &w, BillingMode::MaxTresGres),
+            4.0
+        );
+        assert_eq!(billable_tres(&job(1.0, 0.0), &w, BillingMode::MaxTres), 2.0);
+        assert_eq!(billable_tres(&job(1.0, 0.0), &w, BillingMode::Sum), 5.0);
+        assert_eq!(
+            billable_tres(&job(2.0, 0.0), &w, BillingMode::MaxTresGres),
+            6.0
+        );
+        assert_eq!(billable_tres(&job(2.0, 0.0), &w, BillingMode::MaxTres), 4.0);
+        assert_eq!(
+            billable_tres(&job(2.0, 1.0), &w, BillingMode::MaxTresGres),
+            7.5
+        );
+        assert_eq!(billable_tres(&job(2.0, 1.0), &w, BillingMode::MaxTres), 5.5);
+        // Slurm tests MAX_TRES_GRES before MAX_TRES (a substring of it).
+        let flags = crate::config::PriorityFlags::parse("MAX_TRES_GRES").unwrap();
+        assert!(flags.max_tres_gres && !flags.max_tres);
+    }
+
     // priority_multifactor.shtml: CPU=1.0,Mem=0.25G on 16-CPU / 64 GiB nodes.
     #[test]
     fn slurm_documentation_sum_mode_jobs() {

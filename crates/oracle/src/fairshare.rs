@@ -20,7 +20,9 @@
 //!
 //! # Algorithms
 //! - [`classic`]: `NO_FAIR_TREE` and `DEPTH_OBLIVIOUS` (notes §2.1-2.3, §2.7).
-//! - [`fair_tree`]: the default (notes §3), with exact, documented tie rules.
+//! - [`fair_tree`]: the default (notes §3); ties as Slurm's code decides them
+//!   ([`fair_tree_slurm`], `FairTreeTies=slurm`, the default) or by the
+//!   exact, documented rules (`FairTreeTies=documented`, and the Flux model).
 //! - [`ticket`]: `TICKET_BASED` (the seed document's formulas).
 //! - [`level`]: `LEVEL_BASED` (Slurm 14.11pre5, notes §4.2).
 //!
@@ -30,6 +32,7 @@
 
 pub mod classic;
 pub mod fair_tree;
+pub mod fair_tree_slurm;
 pub mod level;
 pub mod ticket;
 
@@ -58,7 +61,7 @@ pub fn compute(state: &State) -> Computed {
     match state.config.algorithm() {
         Algorithm::Classic => classic::compute(&tree, state.config.dampening_factor, false),
         Algorithm::DepthOblivious => classic::compute(&tree, state.config.dampening_factor, true),
-        Algorithm::FairTree => fair_tree::compute(&tree),
+        Algorithm::FairTree => fair_tree::compute(&tree, state.config.fair_tree_ties()),
         Algorithm::TicketBased => ticket::compute(state, &tree, ticket::ROOT_TICKETS),
         Algorithm::LevelBased => level::compute(&tree, state.config.levels),
     }
@@ -220,8 +223,12 @@ mod tests {
             for (row, node) in table.rows.iter().zip(&tree.nodes) {
                 assert_eq!((&row.account, &row.user), (&node.account, &node.user));
                 assert!(row.effective_usage.is_some(), "{flags}: {row:?}");
-                // FairShare on users; ticket-based shows it on accounts too.
-                let shown = node.is_user() || (flags == "TICKET_BASED" && node.parent.is_some());
+                // FairShare on users; ticket-based shows it on accounts too,
+                // classic and depth-oblivious on every row (root included).
+                let shown = node.is_user()
+                    || (flags == "TICKET_BASED" && node.parent.is_some())
+                    || flags == "NO_FAIR_TREE"
+                    || flags == "DEPTH_OBLIVIOUS";
                 assert_eq!(row.fairshare.is_some(), shown, "{flags}: {row:?}");
                 if node.is_user() {
                     assert!(row.fairshare.unwrap().is_finite(), "{flags}: {row:?}");

@@ -9,6 +9,7 @@ mod fairshare {
     mod classic;
     mod decay;
     mod fair_tree;
+    mod fair_tree_slurm;
     mod level_based;
     mod ticket;
 }

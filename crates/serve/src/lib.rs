@@ -11,6 +11,7 @@
 
 pub mod explain;
 pub mod format;
+pub mod slurm_json;
 pub mod sprio;
 pub mod sshare;
 pub mod top;
@@ -25,4 +26,7 @@ pub enum OutputFormat {
     Parsable,
     /// `--json`: an array of objects with snake_case keys.
     Json,
+    /// `sshare --json --slurm`: Slurm's own JSON (`slurm_json`); the other
+    /// commands write their `Json` for it.
+    SlurmJson,
 }

@@ -259,7 +259,7 @@ pub fn render(jobs: &[JobPriority], normalized: bool, format: OutputFormat) -> S
     let listed = listed(jobs);
     let model = model_of(&listed);
     match format {
-        OutputFormat::Json => {
+        OutputFormat::Json | OutputFormat::SlurmJson => {
             let rows: Vec<Value> = listed.iter().map(|j| job_json(j)).collect();
             let mut text =
                 serde_json::to_string_pretty(&rows).expect("rows of plain values always serialize");

@@ -186,6 +186,7 @@ pub fn render(table: &FairshareTable, format: OutputFormat) -> String {
         OutputFormat::Table => render_table(table),
         OutputFormat::Parsable => render_parsable(table),
         OutputFormat::Json => render_json(table),
+        OutputFormat::SlurmJson => crate::slurm_json::render_shares(table),
     }
 }
 

@@ -42,7 +42,7 @@ pub const COLUMNS: [Column; 5] = [
 pub fn render(queue: &[JobPriority], k: usize, format: OutputFormat) -> String {
     let first = queue.iter().take(k).enumerate();
     match format {
-        OutputFormat::Json => {
+        OutputFormat::Json | OutputFormat::SlurmJson => {
             let rows: Vec<Value> = first
                 .map(|(i, job)| {
                     json!({

@@ -14,7 +14,7 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use fairflow_ingest::write::event_to_line;
 use fairflow_ingest::{parse_event, LogLine, Rejection};
@@ -22,6 +22,7 @@ use fairflow_store::{Checkpoints, EventLog};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::backend::{Backend, Gauges, Query, QueryError};
+use crate::log_limit::LogLimit;
 use crate::metrics::Metrics;
 
 /// The answer to a write.
@@ -179,6 +180,30 @@ pub fn parse_body(body: &[u8], max_line_bytes: usize) -> Vec<LogLine> {
     lines
 }
 
+/// The counts of one applied batch: every line received is either accepted
+/// or rejected, exactly once. `unparsed` are the lines that did not parse;
+/// `backend_rejected` is what the engine rejected, which may repeat the
+/// unparsed lines (the engines report every line they did not apply), so a
+/// line already rejected as unparsed is not counted again. Returns the
+/// accepted count and the rejections in line order.
+pub fn tally(
+    parsed: u64,
+    unparsed: Vec<Rejection>,
+    backend_rejected: Vec<Rejection>,
+) -> (u64, Vec<Rejection>) {
+    let unparsed_lines: std::collections::BTreeSet<u64> = unparsed.iter().map(|r| r.line).collect();
+    let mut rejected = unparsed;
+    let mut refused = 0u64;
+    for r in backend_rejected {
+        if !unparsed_lines.contains(&r.line) {
+            refused += 1;
+            rejected.push(r);
+        }
+    }
+    rejected.sort_by_key(|r| r.line);
+    (parsed.saturating_sub(refused), rejected)
+}
+
 /// A write waiting in a commit group, with where its answer goes.
 type PendingWrite = (Vec<LogLine>, oneshot::Sender<Result<WriteOutcome, String>>);
 
@@ -190,6 +215,7 @@ struct Applier<B: Backend> {
     since_checkpoint: u64,
     metrics: Arc<Metrics>,
     failed: Option<String>,
+    reject_log: LogLimit,
 }
 
 impl<B: Backend> Applier<B> {
@@ -219,6 +245,12 @@ impl<B: Backend> Applier<B> {
             ));
         }
         let skip = (report.checkpoint_sequence - recovery.first_kept) as usize;
+        let progress = crate::progress::bar(
+            recovery.records.len().saturating_sub(skip) as u64,
+            "records",
+            "recovering the log",
+            100_000,
+        );
         let mut chunk = Vec::new();
         for (offset, record) in recovery.records.into_iter().enumerate().skip(skip) {
             let sequence = recovery.first_kept + offset as u64;
@@ -229,10 +261,12 @@ impl<B: Backend> Applier<B> {
             });
             if chunk.len() == 10_000 {
                 report.replay_rejected += backend.apply(std::mem::take(&mut chunk)).len() as u64;
+                progress.inc(10_000);
             }
             report.replayed += 1;
         }
         report.replay_rejected += backend.apply(chunk).len() as u64;
+        progress.finish_and_clear();
         report.engine = backend.engine_name();
         let since_checkpoint = log.next_sequence() - report.checkpoint_sequence;
         Ok((
@@ -244,6 +278,7 @@ impl<B: Backend> Applier<B> {
                 since_checkpoint,
                 metrics,
                 failed: None,
+                reject_log: LogLimit::new(20, Duration::from_secs(10)),
             },
             report,
         ))
@@ -276,14 +311,13 @@ impl<B: Backend> Applier<B> {
         };
         for (lines, reply) in group {
             let parsed = lines.iter().filter(|l| l.event.is_ok()).count() as u64;
-            let mut rejected: Vec<Rejection> = lines
+            let unparsed: Vec<Rejection> = lines
                 .iter()
                 .filter_map(|l| l.event.as_ref().err().cloned())
                 .collect();
             let backend_rejected = self.backend.apply(lines);
-            let accepted = parsed - backend_rejected.len() as u64;
-            rejected.extend(backend_rejected);
-            rejected.sort_by_key(|r| r.line);
+            let (accepted, rejected) = tally(parsed, unparsed, backend_rejected);
+            self.log_rejected(&rejected);
             self.metrics
                 .record_batch(accepted, rejected.len() as u64, started.elapsed());
             let outcome = WriteOutcome {
@@ -297,6 +331,20 @@ impl<B: Backend> Applier<B> {
         self.since_checkpoint += records.len() as u64;
         if self.since_checkpoint >= self.config.checkpoint_every {
             self.checkpoint();
+        }
+    }
+
+    /// Log rejected lines, at most 20 every 10 seconds (the rest counted).
+    fn log_rejected(&mut self, rejected: &[Rejection]) {
+        let now = Instant::now();
+        for r in rejected {
+            match self.reject_log.admit(now) {
+                Some(0) => tracing::warn!("rejected input: {r}"),
+                Some(n) => {
+                    tracing::warn!("rejected input: {r} ({n} more rejected lines not logged)")
+                }
+                None => {}
+            }
         }
     }
 
@@ -347,6 +395,10 @@ impl<B: Backend> Applier<B> {
         // Shutting down: leave a checkpoint so the next start is quick.
         if self.since_checkpoint > 0 && self.failed.is_none() {
             self.checkpoint();
+            tracing::info!(
+                "final checkpoint written at record {}",
+                self.log.next_sequence()
+            );
         }
     }
 

@@ -1,5 +1,6 @@
 //! The HTTP face of the service (interfaces.md): `POST /v1/events`,
-//! `GET /v1/top`, `/v1/sshare`, `/v1/sprio`, `/v1/jobs/{id}/explain`,
+//! `GET /v1/top`, `/v1/sshare`, `/v1/sprio`, `/v1/jobs/{id}/explain`, slurmrestd's
+//! `/slurm/v0.0.46/shares` (Slurm's own JSON),
 //! `/metrics`, `/healthz`. Writing needs the bearer token (compared in
 //! constant time); reading needs it only when configured. Bodies, lines,
 //! headers and whole requests have limits, so a slow or stuck client cannot
@@ -187,6 +188,12 @@ async fn get_sshare(
     }
 }
 
+/// slurmrestd's `GET /slurm/v0.0.46/shares`: the table in Slurm's own JSON.
+async fn get_slurm_shares(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    let format = OutputFormat::SlurmJson;
+    read(state, headers, Query::Sshare { format }).await
+}
+
 async fn get_sprio(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -224,7 +231,7 @@ async fn get_metrics(State(state): State<AppState>, headers: HeaderMap) -> Respo
     }
     let gauges = state.applier.gauges().await;
     let text = state.metrics.render(gauges, state.applier.queued());
-    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response()
+    ([(header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)], text).into_response()
 }
 
 async fn get_healthz(State(state): State<AppState>) -> Response {
@@ -245,6 +252,10 @@ pub fn router(applier: ApplierHandle, metrics: Arc<Metrics>, config: HttpConfig)
         .route("/v1/events", post(post_events))
         .route("/v1/top", get(get_top))
         .route("/v1/sshare", get(get_sshare))
+        .route(
+            fairflow_serve::slurm_json::SHARES_PATH,
+            get(get_slurm_shares),
+        )
         .route("/v1/sprio", get(get_sprio))
         .route("/v1/jobs/{id}/explain", get(get_explain))
         .route("/metrics", get(get_metrics))

@@ -17,6 +17,8 @@ pub mod applier;
 pub mod backend;
 pub mod engine_backend;
 pub mod http;
+pub mod log_limit;
 pub mod metrics;
+pub mod progress;
 pub mod run;
 pub mod taps;

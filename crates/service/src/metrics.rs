@@ -1,17 +1,116 @@
-//! The service's Prometheus metrics: events applied and rejected, batches,
-//! checkpoints, the latency of applying a batch (from its commit start to its
-//! answer), and gauges read at scrape time (pending jobs, associations, queued
-//! batches, resident memory).
+//! The service's Prometheus metrics, served as OpenMetrics text (see
+//! [`CONTENT_TYPE`]): events applied and rejected, batches, checkpoints (all
+//! counters, whose samples end in `_total`), the latency of applying a batch
+//! (from its commit start to its answer) and the events per batch
+//! (histograms), `fairflow_build_info`, gauges read at scrape time (pending
+//! jobs, associations, queued batches, resident memory, the engine's event
+//! time and the ingest lag behind the wall clock), and the standard
+//! `process_*` metrics of the process (CPU seconds, resident and virtual
+//! memory, open file descriptors, start time; Linux `/proc`).
 
+use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::Registry;
 
 use crate::backend::Gauges;
+
+/// The content type of [`Metrics::render`]'s text: OpenMetrics 1.0.0, which
+/// is what the encoder writes (`# EOF` last, counters typed as counters).
+pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// The standard `process_*` metrics, set at scrape time.
+struct ProcessMetrics {
+    cpu_seconds: Counter<f64, AtomicU64>,
+    resident_memory: Gauge,
+    virtual_memory: Gauge,
+    open_fds: Gauge,
+    start_time: Gauge<f64, AtomicU64>,
+}
+
+/// `(cpu seconds, virtual bytes, start time since boot in seconds)` of this
+/// process from `/proc/self/stat` (Linux), with `USER_HZ` = 100.
+fn proc_stat() -> Option<(f64, u64, f64)> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the command name (which may hold spaces), from field 3 on.
+    let rest = stat.rsplit_once(')')?.1;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i)?.parse::<f64>().ok();
+    // utime is field 14 and stime 15 (1-based), so 11 and 12 here; starttime
+    // is field 22 (19 here) and vsize 23 (20 here).
+    let cpu = (ticks(11)? + ticks(12)?) / 100.0;
+    let start = ticks(19)? / 100.0;
+    let virtual_bytes = fields.get(20)?.parse::<u64>().ok()?;
+    Some((cpu, virtual_bytes, start))
+}
+
+/// The boot time, Unix seconds (`btime` of `/proc/stat`).
+fn boot_time() -> Option<f64> {
+    std::fs::read_to_string("/proc/stat")
+        .ok()?
+        .lines()
+        .find_map(|l| l.strip_prefix("btime ")?.trim().parse::<f64>().ok())
+}
+
+impl ProcessMetrics {
+    fn register(registry: &mut Registry) -> Self {
+        let metrics = ProcessMetrics {
+            cpu_seconds: Counter::default(),
+            resident_memory: Gauge::default(),
+            virtual_memory: Gauge::default(),
+            open_fds: Gauge::default(),
+            start_time: Gauge::default(),
+        };
+        registry.register(
+            "process_cpu_seconds",
+            "Total user and system CPU time spent in seconds",
+            metrics.cpu_seconds.clone(),
+        );
+        registry.register(
+            "process_resident_memory_bytes",
+            "Resident memory size in bytes",
+            metrics.resident_memory.clone(),
+        );
+        registry.register(
+            "process_virtual_memory_bytes",
+            "Virtual memory size in bytes",
+            metrics.virtual_memory.clone(),
+        );
+        registry.register(
+            "process_open_fds",
+            "Number of open file descriptors",
+            metrics.open_fds.clone(),
+        );
+        registry.register(
+            "process_start_time_seconds",
+            "Start time of the process since the Unix epoch in seconds",
+            metrics.start_time.clone(),
+        );
+        metrics
+    }
+
+    fn refresh(&self) {
+        if let Some((cpu, virtual_bytes, start)) = proc_stat() {
+            let seen = self.cpu_seconds.get();
+            if cpu > seen {
+                self.cpu_seconds.inc_by(cpu - seen);
+            }
+            self.virtual_memory.set(virtual_bytes as i64);
+            if let Some(boot) = boot_time() {
+                self.start_time.set(boot + start);
+            }
+        }
+        self.resident_memory.set(resident_memory_bytes() as i64);
+        if let Ok(entries) = std::fs::read_dir("/proc/self/fd") {
+            self.open_fds.set(entries.count() as i64);
+        }
+    }
+}
 
 /// Every metric the service exports.
 pub struct Metrics {
@@ -30,6 +129,11 @@ pub struct Metrics {
     associations: Gauge,
     queued_batches: Gauge,
     resident_memory: Gauge,
+    /// Events per committed batch.
+    pub batch_events: Histogram,
+    event_time: Gauge,
+    ingest_lag: Gauge,
+    process: ProcessMetrics,
 }
 
 impl Default for Metrics {
@@ -53,7 +157,35 @@ pub fn resident_memory_bytes() -> u64 {
 impl Metrics {
     /// A fresh registry.
     pub fn new() -> Self {
-        let mut registry = Registry::with_prefix("fairflow");
+        let mut root = Registry::default();
+        let process = ProcessMetrics::register(&mut root);
+        let registry = root.sub_registry_with_prefix("fairflow");
+        let batch_events = Histogram::new(exponential_buckets(1.0, 4.0, 10));
+        let event_time = Gauge::default();
+        let ingest_lag = Gauge::default();
+        registry.register(
+            "batch_events",
+            "Lines in each committed batch (accepted and rejected)",
+            batch_events.clone(),
+        );
+        registry.register(
+            "event_time_seconds",
+            "The engine's current event time (Unix seconds): the latest event applied",
+            event_time.clone(),
+        );
+        registry.register(
+            "ingest_lag_seconds",
+            "Wall-clock time minus the engine's event time (how far the state is behind now)",
+            ingest_lag.clone(),
+        );
+        registry.register(
+            "build",
+            "The fairflow build",
+            Info::new(vec![(
+                "version".to_string(),
+                env!("CARGO_PKG_VERSION").to_string(),
+            )]),
+        );
         let events_applied = Counter::default();
         let events_rejected = Counter::default();
         let batches = Counter::default();
@@ -97,7 +229,7 @@ impl Metrics {
             resident_memory.clone(),
         );
         Metrics {
-            registry,
+            registry: root,
             events_applied,
             events_rejected,
             batches,
@@ -107,6 +239,10 @@ impl Metrics {
             associations,
             queued_batches,
             resident_memory,
+            batch_events,
+            event_time,
+            ingest_lag,
+            process,
         }
     }
 
@@ -116,6 +252,7 @@ impl Metrics {
         self.events_rejected.inc_by(rejected);
         self.batches.inc();
         self.update_latency.observe(latency.as_secs_f64());
+        self.batch_events.observe((applied + rejected) as f64);
     }
 
     /// The text exposition, with gauges set from `gauges` and `queued`.
@@ -123,9 +260,17 @@ impl Metrics {
         if let Some(g) = gauges {
             self.pending_jobs.set(g.pending_jobs as i64);
             self.associations.set(g.associations as i64);
+            if g.now > 0 {
+                let wall = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_secs() as i64);
+                self.event_time.set(g.now);
+                self.ingest_lag.set(wall - g.now);
+            }
         }
         self.queued_batches.set(queued as i64);
         self.resident_memory.set(resident_memory_bytes() as i64);
+        self.process.refresh();
         let mut text = String::new();
         encode(&mut text, &self.registry).expect("writing to a String cannot fail");
         text

@@ -90,6 +90,7 @@ pub fn run_blocking<B: Backend>(
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the runtime: {e}"))?;
+    check_tap_sources(&config)?;
     let metrics = Arc::new(Metrics::new());
     let applier_config = ApplierConfig {
         data_dir: config.data_dir.clone(),
@@ -98,6 +99,15 @@ pub fn run_blocking<B: Backend>(
         max_group: 256,
     };
     let (handle, report, thread) = applier::start(backend, applier_config, metrics.clone())?;
+    tracing::info!(
+        data_dir = %config.data_dir.display(),
+        engine = report.engine,
+        checkpoint = report.checkpoint_sequence,
+        replayed = report.replayed,
+        replay_rejected = report.replay_rejected,
+        truncated_bytes = report.truncated_bytes,
+        "recovered"
+    );
     runtime.block_on(async {
         let listener = TcpListener::bind(config.listen)
             .await
@@ -112,6 +122,7 @@ pub fn run_blocking<B: Backend>(
             let tap_listener = TcpListener::bind(tap)
                 .await
                 .map_err(|e| format!("cannot listen on {tap}: {e}"))?;
+            tracing::info!(tap = "tcp", address = %tap, "stream tap listening");
             let (handle, token, limits) = (handle.clone(), token.clone(), limits.clone());
             tokio::spawn(async move {
                 while let Ok((stream, _)) = tap_listener.accept().await {
@@ -129,6 +140,7 @@ pub fn run_blocking<B: Backend>(
             let _ = std::fs::remove_file(path);
             let tap_listener = tokio::net::UnixListener::bind(path)
                 .map_err(|e| format!("cannot listen on {}: {e}", path.display()))?;
+            tracing::info!(tap = "unix", path = %path.display(), "stream tap listening");
             let (handle, token, limits) = (handle.clone(), token.clone(), limits.clone());
             tokio::spawn(async move {
                 while let Ok((stream, _)) = tap_listener.accept().await {
@@ -142,6 +154,7 @@ pub fn run_blocking<B: Backend>(
             });
         }
         if let Some(path) = config.follow_jobcomp.clone() {
+            tracing::info!(tap = "jobcomp", path = %path.display(), "following");
             tokio::spawn(taps::follow_jobcomp(
                 path,
                 handle.clone(),
@@ -150,12 +163,15 @@ pub fn run_blocking<B: Backend>(
         }
         if let Some((path, speed)) = config.replay.clone() {
             let handle = handle.clone();
+            tracing::info!(tap = "replay", path = %path.display(), speed, "replaying");
             tokio::spawn(async move {
-                if let Err(e) = taps::replay_file(path.clone(), handle, speed).await {
-                    tracing::warn!("replaying {}: {e}", path.display());
+                match taps::replay_file(path.clone(), handle, speed).await {
+                    Ok(()) => tracing::info!(tap = "replay", path = %path.display(), "replay done"),
+                    Err(e) => tracing::warn!(tap = "replay", "replaying {}: {e}", path.display()),
                 }
             });
         }
+        tracing::info!(address = %address, "listening");
         ready(&report, address);
         let router = http::router(handle, metrics, config.http.clone());
         http::serve(
@@ -166,6 +182,7 @@ pub fn run_blocking<B: Backend>(
             Duration::from_secs(10),
         )
         .await;
+        tracing::info!("shutting down: requests finished, the applier drains");
         Ok::<(), String>(())
     })?;
     // Every handle is gone with the runtime's tasks: the applier drains,
@@ -173,5 +190,24 @@ pub fn run_blocking<B: Backend>(
     runtime.shutdown_timeout(Duration::from_secs(5));
     thread
         .join()
-        .map_err(|_| "the applier thread panicked".to_string())
+        .map_err(|_| "the applier thread panicked".to_string())?;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+/// The taps' sources must exist at start: a missing `jobcomp` file or
+/// replay file is an error, not a silent tap that never charges anything.
+pub fn check_tap_sources(config: &ServiceConfig) -> Result<(), String> {
+    let sources = [
+        ("--follow-jobcomp", config.follow_jobcomp.as_ref()),
+        ("--replay", config.replay.as_ref().map(|(path, _)| path)),
+    ];
+    for (flag, path) in sources {
+        if let Some(path) = path {
+            if let Err(e) = std::fs::metadata(path) {
+                return Err(format!("{flag} {}: {e}", path.display()));
+            }
+        }
+    }
+    Ok(())
 }

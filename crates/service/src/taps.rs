@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use fairflow_ingest::follow::Follower;
-use fairflow_ingest::jobcomp::record_to_event;
+use fairflow_ingest::jobcomp::record_to_event_in;
 use fairflow_ingest::reader::{open_source, read_events};
 use fairflow_ingest::swf::convert_swf;
 use fairflow_ingest::{LogLine, Rejection};
@@ -163,14 +163,34 @@ pub async fn serve_stream<S: AsyncRead + AsyncWrite + Unpin>(
 }
 
 /// Follow a `jobcomp/filetxt` file forever (until the applier stops), polling
-/// every `interval`.
+/// every `interval`; its times are read in the site's zone (`TZ`, else the
+/// system's).
 pub async fn follow_jobcomp(path: PathBuf, applier: ApplierHandle, interval: Duration) {
+    follow_jobcomp_in(path, applier, interval, chrono::Local).await
+}
+
+/// [`follow_jobcomp`] with the records' times read in `tz`.
+pub async fn follow_jobcomp_in<Tz: chrono::TimeZone + Send + Sync + 'static>(
+    path: PathBuf,
+    applier: ApplierHandle,
+    interval: Duration,
+    tz: Tz,
+) {
     let mut follower = Follower::new(&path);
+    // Log the follower's state when it changes, not every poll.
+    let mut failing = false;
     loop {
         let lines = match follower.poll() {
-            Ok(lines) => lines,
+            Ok(lines) => {
+                if std::mem::take(&mut failing) {
+                    tracing::info!(tap = "jobcomp", path = %path.display(), "readable again");
+                }
+                lines
+            }
             Err(e) => {
-                tracing::warn!("following {}: {e}", path.display());
+                if !std::mem::replace(&mut failing, true) {
+                    tracing::warn!(tap = "jobcomp", "following {}: {e}", path.display());
+                }
                 tokio::time::sleep(interval).await;
                 continue;
             }
@@ -181,7 +201,7 @@ pub async fn follow_jobcomp(path: PathBuf, applier: ApplierHandle, interval: Dur
                 .into_iter()
                 .filter_map(|(number, bytes)| {
                     let text = String::from_utf8_lossy(&bytes).to_string();
-                    match record_to_event(number, &text) {
+                    match record_to_event_in(number, &text, &tz) {
                         Ok(None) => None,
                         Ok(Some(mut event)) => {
                             event.t = event.t.max(now);
@@ -198,19 +218,10 @@ pub async fn follow_jobcomp(path: PathBuf, applier: ApplierHandle, interval: Dur
                 })
                 .collect();
             if !batch.is_empty() {
-                match applier.write(batch).await {
-                    Ok(outcome) => {
-                        for r in outcome.rejected {
-                            tracing::warn!(
-                                "{}: line {}: {:?}: {}",
-                                path.display(),
-                                r.line,
-                                r.field,
-                                r.reason
-                            );
-                        }
-                    }
-                    Err(_) => return,
+                // The applier logs rejected lines (rate-limited) and counts them.
+                if applier.write(batch).await.is_err() {
+                    tracing::info!(tap = "jobcomp", path = %path.display(), "stopped following");
+                    return;
                 }
             }
         }

@@ -296,7 +296,8 @@ pub const SLURM_INCR_ONLY: Scenario = Scenario {
 /// read every tie.
 pub const SLURM_TIES: Scenario = Scenario {
     name: "slurm-ties",
-    config: r#"{"PriorityWeightAge":3,"PriorityMaxAge":"0:30:00","PriorityWeightQOS":1000,"PriorityWeightPartition":1000}"#,
+    // RequeueDelay: a requeued job's begin time moves (Slurm's requeue_delay).
+    config: r#"{"PriorityWeightAge":3,"PriorityMaxAge":"0:30:00","PriorityWeightQOS":1000,"PriorityWeightPartition":1000,"RequeueDelay":120}"#,
     changes: &[
         r#"{"PriorityWeightAge":1}"#,
         r#"{"PriorityWeightAge":2000}"#,

@@ -20,7 +20,12 @@
 //!   `UE` and `S` (directly under root: root's `UE = 1`, `S = 1`, so 0.5).
 //!
 //! # sshare cells
-//! FairShare on user rows only; LevelFS empty. Root: RawShares empty,
+//! FairShare on every row, as Slurm 22.05 to 25.05 print it (sshare's
+//! `process.c` calls `priority_g_calc_fs_factor(usage_efctv, shares_norm)`
+//! for every row that is not Fair Tree): an account's own `F` from its own
+//! `UE` and `S`, a `FairShare=parent` account its fs-parent's, root
+//! `2^(-1/1) = 0.5` (`UE = S = 1`). Slurm 25.11 prints it on users only
+//! (README, "Which Slurm"). LevelFS empty. Root: RawShares empty,
 //! NormShares 1.000000, NormUsage empty, EffectvUsage 1.000000.
 
 use std::collections::BTreeMap;
@@ -140,8 +145,10 @@ pub fn compute(tree: &Tree, dampening_factor: u32, depth_oblivious: bool) -> Com
         if index != 0 {
             row.norm_usage = Some(values.norm_usage[index]);
         }
+        // Every row, root and accounts included, as sshare prints it from
+        // Slurm 22.05 to 25.05 (`priority_g_calc_fs_factor(UE, S)` per row).
+        row.fairshare = Some(values.factor[index]);
         if let Some(key) = user_key(tree, index) {
-            row.fairshare = Some(values.factor[index]);
             user_factors.insert(key, values.factor[index]);
         }
         rows.push(row);

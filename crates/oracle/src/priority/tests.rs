@@ -1016,3 +1016,25 @@ fn moab_group_fs_weight_adjusts_the_fs_component_weight() {
     let all = evaluate(&r.state(), &FairshareFactors::new());
     assert_eq!(job(&all, "1").priority, 257);
 }
+
+/// `RequeueDelay=120` (Slurm's default `requeue_delay`, the credential
+/// lifetime): a job requeued at 60000 may begin at 60000 + 120 + 1 = 60121,
+/// so it is not listed at 60100, and at 81600 its age is
+/// (81600 - 60121) / 86400 * 1000 = 248.59 -> 248 (without the delay: 250).
+#[test]
+fn slurm_requeue_delays_the_begin_time() {
+    let log = r#"{"op":"config","t":0,"set":{"PriorityWeightAge":1000,"PriorityMaxAge":"1-0","RequeueDelay":120}}
+{"op":"account","t":0,"name":"a"}
+{"op":"user","t":0,"user":"u","account":"a"}
+{"op":"submit","t":0,"job":"1","user":"u","account":"a"}
+{"op":"start","t":50000,"job":"1"}
+{"op":"requeue","t":60000,"job":"1"}
+"#;
+    let r = replay(&format!("{log}{{\"op\":\"tick\",\"t\":60100}}\n"));
+    assert!(evaluate(&r.state(), &FairshareFactors::new()).is_empty());
+    let r = replay(&format!("{log}{{\"op\":\"tick\",\"t\":81600}}\n"));
+    assert_eq!(
+        evaluate(&r.state(), &FairshareFactors::new())[0].priority,
+        248
+    );
+}

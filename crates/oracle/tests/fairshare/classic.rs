@@ -76,8 +76,25 @@ fn the_seed_example_effective_usage_and_factors() {
             &format!("FairShare {user}"),
         );
     }
-    // Accounts show no FairShare and classic shows no LevelFS.
-    assert_eq!(row(&table, "A", None).fairshare, None);
+    // Accounts show their own F = 2^(-UE/S), as Slurm 22.05 prints them:
+    // A 2^(-.45/.4) = 2^-1.125 = 0.458502; B 2^(-.3875/.3) = 0.408479 (as
+    // user1); C 2^(-.3/.1) = 0.125; D 2^(-.25/.6) = 2^(-5/12) = 0.749154;
+    // E 2^(-.25/.25) = 0.5; F 2^(-(.25 * 35/60)/.35) = 2^(-5/12) = 0.749154.
+    for (account, factor) in [
+        ("A", "0.458502"),
+        ("B", "0.408479"),
+        ("C", "0.125000"),
+        ("D", "0.749154"),
+        ("E", "0.500000"),
+        ("F", "0.749154"),
+    ] {
+        assert_6dp(
+            row(&table, account, None).fairshare,
+            factor,
+            &format!("FairShare {account}"),
+        );
+    }
+    // Classic shows no LevelFS.
     assert!(table.rows.iter().all(|r| r.level_fs.is_none()));
     // NormUsage and RawUsage: user1 .2 of 1000; A 450 in all.
     assert_close(
@@ -96,7 +113,8 @@ fn the_seed_example_effective_usage_and_factors() {
     assert_eq!(root.norm_shares, Some(1.0));
     assert_eq!(root.norm_usage, None);
     assert_eq!(root.effective_usage, Some(1.0));
-    assert_eq!(root.fairshare, None);
+    // Root: UE = S = 1, so 2^-1 = 0.5 (a real Slurm 22.05 prints 0.500000).
+    assert_eq!(root.fairshare, Some(0.5));
     assert_eq!(row(&table, "A", None).raw_shares, Some(Shares::Value(40)));
 
     // user_factors agrees with the table.
@@ -381,5 +399,59 @@ fn depth_oblivious_by_hand() {
         row(&classic, "A", Some("a1")).fairshare,
         "0.088388",
         "classic a1",
+    );
+}
+
+/// Account rows of a `FairShare=parent` account (Slurm 22.05's sshare computes
+/// every row's `F` from the row's own `UE` and `S`; a `parent` account holds its
+/// fs-parent's). root -> A (1) -> P (parent) -> u (1); root -> B (1) -> v (1);
+/// usage u 3, v 1 (root 4).
+/// S: A = B = 1/2; P copies A's .5; u's fair-share group is A's children
+/// {P (adds 0), u (1)}, so S_u = 1/1 * .5 = .5; v = .5.
+/// UE: A = .75, B = .25 (top tier); P = UE_A = .75; u = .75 + (.75 - .75) = .75.
+/// F: A = P = u = 2^(-.75/.5) = 2^-1.5 = 0.353553; B = v = 2^-0.5 = 0.707107;
+/// root 2^-1 = 0.5. Dampening 2 halves each exponent: A 2^-0.75 = 0.594604,
+/// root 2^-0.5 = 0.707107.
+#[test]
+fn account_rows_show_their_own_factor_parent_accounts_their_parents() {
+    let tree = |damp: &str| {
+        vec![
+            config(
+                T0,
+                &[
+                    ("PriorityFlags", "NO_FAIR_TREE"),
+                    ("FairShareDampeningFactor", damp),
+                ],
+            ),
+            account(T0, "A", "root", "1"),
+            account(T0, "B", "root", "1"),
+            account(T0, "P", "A", "parent"),
+            user(T0, "u", "P", "1"),
+            user(T0, "v", "B", "1"),
+            usage(T0, "P", "u", 3.0),
+            usage(T0, "B", "v", 1.0),
+        ]
+    };
+    let table = table_of(&tree("1"));
+    for (account, user, factor) in [
+        ("root", None, "0.500000"),
+        ("A", None, "0.353553"),
+        ("P", None, "0.353553"),
+        ("P", Some("u"), "0.353553"),
+        ("B", None, "0.707107"),
+        ("B", Some("v"), "0.707107"),
+    ] {
+        assert_6dp(
+            row(&table, account, user).fairshare,
+            factor,
+            &format!("FairShare {account}/{user:?}"),
+        );
+    }
+    let damped = table_of(&tree("2"));
+    assert_6dp(row(&damped, "A", None).fairshare, "0.594604", "A, d = 2");
+    assert_6dp(
+        row(&damped, "root", None).fairshare,
+        "0.707107",
+        "root, d = 2",
     );
 }

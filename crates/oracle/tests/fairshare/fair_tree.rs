@@ -1,5 +1,5 @@
 //! Fair Tree: per-level values, the global ranking, the three documented tie
-//! rules with exact ties, zero-share users, `FairShare=parent` users and
+//! rules with exact ties (`FairTreeTies=documented`), zero-share users, `FairShare=parent` users and
 //! accounts, and independence from input order.
 
 use std::collections::BTreeMap;
@@ -9,6 +9,11 @@ use fairflow_oracle::fairshare;
 
 fn factors(lines: &[String]) -> BTreeMap<(String, String), f64> {
     fairshare::user_factors(&replay(lines).state())
+}
+
+/// `FairTreeTies=documented`: the tie rules of Slurm's documentation.
+fn documented() -> String {
+    config(T0, &[("FairTreeTies", "documented")])
 }
 
 fn factor(factors: &BTreeMap<(String, String), f64>, account: &str, user: &str) -> f64 {
@@ -130,6 +135,7 @@ fn tie_rule_1_tied_sibling_users_share_a_rank() {
 #[test]
 fn ties_are_exact_rationals_not_floating_point() {
     let f = factors(&[
+        documented(),
         account(T0, "D", "root", "1"),
         user(T0, "d1", "D", "80"),
         user(T0, "d2", "D", "40"),
@@ -150,6 +156,7 @@ fn ties_are_exact_rationals_not_floating_point() {
 /// N = 4: x1 4 -> 1.0; y1 3 -> .75; y2 tied 3 -> .75; x2 1 -> .25.
 fn xy_example(x: &str, y: &str, reversed: bool) -> Vec<String> {
     let mut lines = vec![
+        documented(),
         account(T0, x, "root", "10"),
         account(T0, y, "root", "10"),
         user(T0, "x1", x, "1"),
@@ -197,11 +204,14 @@ fn permuting_the_input_changes_nothing() {
     assert_eq!(reversed, expected);
     // The ranked tree, built in reverse creation order, gives the same table.
     let mut lines = ranked_tree();
-    let (creations, usages) = lines.split_at_mut(10);
-    creations[..2].reverse();
-    creations[3..].reverse();
+    lines.insert(0, documented());
+    let (creations, usages) = lines.split_at_mut(11);
+    creations[1..3].reverse();
+    creations[4..].reverse();
     usages.reverse();
-    assert_eq!(table_of(&lines), table_of(&ranked_tree()));
+    let mut forward = ranked_tree();
+    forward.insert(0, documented());
+    assert_eq!(table_of(&lines), table_of(&forward));
 }
 
 /// Rule 3: root -> A (1) -> u (1), v (1), Sub (1) -> s1 (1), s2 (1).
@@ -274,9 +284,11 @@ fn fairshare_parent_users_and_accounts() {
     assert_eq!(pa.level_fs, None);
     assert_close(pa.norm_shares, 0.5, eps, "S PA");
     assert_close(pa.effective_usage, 5.0 / 11.0, eps, "U PA");
-    // The parent user: LevelFS inf, NormShares A's 1/2, EffectvUsage 5/11.
+    // The parent user: ranked with LevelFS inf, but the cell is empty as
+    // Slurm's sshare prints every `parent` row's (test24.4's uD1);
+    // NormShares A's 1/2, EffectvUsage 5/11.
     let p = row(&table, "A", Some("p"));
-    assert_eq!(p.level_fs, Some(f64::INFINITY));
+    assert_eq!(p.level_fs, None);
     assert_close(p.norm_shares, 0.5, eps, "S p");
     assert_close(p.effective_usage, 5.0 / 11.0, eps, "U p");
     // r, moved up: S 1/3, U 2/11, LF 11/6.

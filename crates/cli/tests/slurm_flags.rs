@@ -1,0 +1,161 @@
+//! Slurm's command-line habits: `sshare -a -l -A -u -o -n -P`, `sprio -j -u
+//! -A -p -o -h`, `top -A -u -p`, and times as Slurm takes them (`--at
+//! 2023-11-14T22:15:00`, `now`), each against the plain command's own output
+//! on the example logs (the rows and cells are the same; only the selection
+//! and shape change).
+
+#[path = "support/binary.rs"]
+mod binary;
+use binary::{dataset, run};
+
+fn ok(args: &[&str]) -> String {
+    let (success, stdout, stderr) = run(args);
+    assert!(success, "{args:?}: {stderr}");
+    stdout
+}
+
+#[test]
+fn sshare_takes_slurms_flags() {
+    let log = dataset("events/small.jsonl");
+    let all = ok(&["sshare", "-P", "--events", &log]);
+    // -a and -l are accepted and change nothing.
+    assert_eq!(ok(&["sshare", "-a", "-l", "-P", "--events", &log]), all);
+    let lines: Vec<&str> = all.lines().collect();
+    // -n drops the header only.
+    let no_header = ok(&["sshare", "-n", "-P", "--events", &log]);
+    assert_eq!(no_header.lines().collect::<Vec<_>>(), lines[1..]);
+    // -A phys: phys's own row and its users (alice, bob), not chem's nor theory's.
+    let phys = ok(&["sshare", "-P", "-A", "phys", "--events", &log]);
+    let rows: Vec<&str> = phys.lines().skip(1).collect();
+    let want: Vec<&str> = lines[1..]
+        .iter()
+        .copied()
+        .filter(|l| l.starts_with("phys|"))
+        .collect();
+    assert_eq!(rows, want, "{phys}");
+    assert_eq!(rows.len(), 3, "{phys}");
+    // -u carol: her association only (and root for the tree's top).
+    let carol = ok(&["sshare", "-P", "--users", "carol", "--events", &log]);
+    let users: Vec<&str> = carol
+        .lines()
+        .skip(1)
+        .map(|l| l.split('|').nth(1).unwrap())
+        .collect();
+    assert_eq!(users, ["", "carol"], "{carol}");
+    // -o by name, any case, in the order given.
+    let picked = ok(&[
+        "sshare",
+        "-P",
+        "-o",
+        "user,RAWUSAGE,Account",
+        "--events",
+        &log,
+    ]);
+    let mut picked = picked.lines();
+    assert_eq!(picked.next(), Some("User|RawUsage|Account"));
+    let alice = picked.find(|l| l.starts_with("alice|")).unwrap();
+    assert_eq!(alice, "alice|3600|phys");
+    // The table form with -o is aligned, and a bad field is an error naming it.
+    let table = ok(&["sshare", "-o", "Account,User", "--events", &log]);
+    assert!(
+        table.lines().next().unwrap().starts_with("Account"),
+        "{table}"
+    );
+    let (success, _, stderr) = run(&["sshare", "-o", "Bogus", "--events", &log]);
+    assert!(
+        !success && stderr.contains("unknown field `Bogus`"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn sprio_and_top_select_jobs_like_slurm() {
+    let log = dataset("events/priority.jsonl");
+    let all = ok(&["sprio", "-P", "--events", &log]);
+    let header = all.lines().next().unwrap();
+    assert!(
+        header.starts_with("JOBID|PARTITION|USER|ACCOUNT|PRIORITY"),
+        "{header}"
+    );
+    let bob: Vec<String> = all
+        .lines()
+        .skip(1)
+        .filter(|l| l.split('|').nth(2) == Some("bob"))
+        .map(str::to_string)
+        .collect();
+    assert!(!bob.is_empty());
+    let got = ok(&["sprio", "-P", "-u", "bob", "--events", &log]);
+    assert_eq!(got.lines().skip(1).collect::<Vec<_>>(), bob);
+    let got = ok(&[
+        "sprio",
+        "-P",
+        "-h",
+        "-j",
+        "2,3",
+        "-o",
+        "jobid,user",
+        "--events",
+        &log,
+    ]);
+    // The plain output's rows of jobs 2 and 3 (those still listed), id and user only.
+    let want: Vec<String> = all
+        .lines()
+        .skip(1)
+        .map(|l| l.split('|').collect::<Vec<_>>())
+        .filter(|c| c[0] == "2" || c[0] == "3")
+        .map(|c| format!("{}|{}", c[0], c[2]))
+        .collect();
+    assert!(!want.is_empty());
+    assert_eq!(got.lines().collect::<Vec<_>>(), want, "{got}");
+    let got = ok(&["sprio", "-P", "-A", "nowhere", "--events", &log]);
+    assert_eq!(got.lines().count(), 1, "only the header: {got}");
+    // top -u keeps the queue's order among the user's jobs.
+    let top = ok(&["top", "-P", "-k", "100", "--events", &log]);
+    let want: Vec<String> = top
+        .lines()
+        .skip(1)
+        .filter(|l| l.split('|').nth(2) == Some("alice"))
+        .map(|l| l.split('|').nth(1).unwrap().to_string())
+        .collect();
+    let got = ok(&["top", "-P", "-k", "100", "-u", "alice", "--events", &log]);
+    let got: Vec<String> = got
+        .lines()
+        .skip(1)
+        .map(|l| l.split('|').nth(1).unwrap().to_string())
+        .collect();
+    assert_eq!(got, want);
+    let got = ok(&["top", "-P", "-A", "nowhere", "--events", &log]);
+    assert_eq!(got.lines().count(), 1, "{got}");
+}
+
+#[test]
+fn times_are_taken_as_slurm_writes_them() {
+    let log = dataset("events/small.jsonl");
+    // 1700000300 is 2023-11-14T22:18:20Z; under TZ=UTC the two forms agree.
+    let unix = run(&["sshare", "-P", "--events", &log, "--at", "1700000300"]);
+    let (success, slurm, stderr) = {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_fairflow"))
+            .args([
+                "sshare",
+                "-P",
+                "--events",
+                &log,
+                "--at",
+                "2023-11-14T22:18:20",
+            ])
+            .env("TZ", "UTC")
+            .output()
+            .unwrap();
+        (
+            output.status.success(),
+            String::from_utf8(output.stdout).unwrap(),
+            String::from_utf8(output.stderr).unwrap(),
+        )
+    };
+    assert!(unix.0 && success, "{} {stderr}", unix.2);
+    assert_eq!(slurm, unix.1);
+    // `now` is later than the log's last event, so it is accepted.
+    ok(&["sshare", "-P", "--events", &log, "--at", "now-1hour"]);
+    let (success, _, stderr) = run(&["sshare", "--events", &log, "--at", "yesterday"]);
+    assert!(!success && stderr.contains("is not a time"), "{stderr}");
+}
