@@ -36,12 +36,12 @@ fn recompute(c: &mut Criterion) {
     for associations in [1_000, 10_000] {
         let replay = state(associations);
         group.bench_with_input(BenchmarkId::new("tree", associations), &replay, |b, r| {
-            b.iter(|| Tree::build(&r.state()))
+            b.iter(|| Tree::build(r.state()))
         });
         group.bench_with_input(
             BenchmarkId::new("fairshare_table", associations),
             &replay,
-            |b, r| b.iter(|| fairshare::table(&r.state())),
+            |b, r| b.iter(|| fairshare::table(r.state())),
         );
     }
     group.finish();

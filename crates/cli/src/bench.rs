@@ -483,7 +483,7 @@ fn oracle_phase(
             let started = Instant::now();
             replay.feed_all(batch);
             let applied = started.elapsed();
-            black_box(full_recompute(&replay.state(), k));
+            black_box(full_recompute(replay.state(), k));
             let measured = &mut engine.measured[index];
             measured
                 .full_recompute_us
@@ -500,7 +500,7 @@ fn oracle_phase(
     let mut top = Vec::new();
     for _ in 0..args.oracle_samples.max(1) {
         let started = Instant::now();
-        let queue = full_recompute(&replay.state(), k);
+        let queue = full_recompute(replay.state(), k);
         read_recompute_us.push(duration_us(started.elapsed()));
         top = queue.into_iter().map(|p| p.job).collect();
     }

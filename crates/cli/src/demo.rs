@@ -186,7 +186,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     };
     for shown in &ALGORITHMS {
         let replay = replay(shown.flags, shown.extra)?;
-        let table = fairflow_oracle::fairshare::table(&replay.state());
+        let table = fairflow_oracle::fairshare::table(replay.state());
         text.push_str(&format!("\n== {}\n", shown.title));
         text.push_str(&render(&table, format));
     }
@@ -375,8 +375,8 @@ mod tests {
             replay.feed_all(numbered(batch, &mut next_line));
         }
         assert!(replay.report.rejected.is_empty());
-        let factors = fairflow_oracle::fairshare::user_factors(&replay.state());
-        let all = fairflow_oracle::priority::evaluate(&replay.state(), &factors);
+        let factors = fairflow_oracle::fairshare::user_factors(replay.state());
+        let all = fairflow_oracle::priority::evaluate(replay.state(), &factors);
         let queue = fairflow_oracle::priority::queue(&all);
         let first = &queue[0];
         assert_eq!(run.top[0].job, first.job);

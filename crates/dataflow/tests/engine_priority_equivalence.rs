@@ -99,7 +99,7 @@ fn run(scenario: &Scenario, seed: u64, workers: usize, batches: usize) -> Result
         let lines = round_lines(
             round,
             &mut rng,
-            &replay.state(),
+            replay.state(),
             &mut t,
             &mut next_id,
             scenario,
@@ -117,8 +117,8 @@ fn run(scenario: &Scenario, seed: u64, workers: usize, batches: usize) -> Result
                 replay.report.applied
             ));
         }
-        let fs = fairshare::user_factors(&replay.state());
-        let want_all = priority::evaluate(&replay.state(), &fs);
+        let fs = fairshare::user_factors(replay.state());
+        let want_all = priority::evaluate(replay.state(), &fs);
         let want_queue = priority::queue(&want_all);
         ranked_seen += want_queue.len();
         let got_all = engine.priorities().map_err(|e| e.to_string())?;

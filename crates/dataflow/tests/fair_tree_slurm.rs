@@ -74,7 +74,7 @@ fn slurms_test24_4_on_one_two_and_four_workers() {
         }
         assert_eq!(
             engine.fairshare_table().expect("table"),
-            fairshare::table(&oracle.state()),
+            fairshare::table(oracle.state()),
             "{workers} workers"
         );
     }
@@ -167,7 +167,7 @@ fn ties_that_come_and_go_match_the_oracle() {
             oracle.feed_all(lines(batch));
             assert_eq!(
                 engine.user_factors().expect("factors"),
-                fairshare::user_factors(&oracle.state()),
+                fairshare::user_factors(oracle.state()),
                 "batch {i}, {workers} workers"
             );
         }

@@ -68,12 +68,12 @@ fn run_with_config(seed: u64, batches: usize, workers: usize, config: Config) {
         );
         let lines_in_batch = report.applied + report.rejected.len() as u64;
         assert!(lines_in_batch > 0, "{context}");
-        let expected = fairshare::table(&oracle.state());
+        let expected = fairshare::table(oracle.state());
         let actual = engine.fairshare_table().expect("table reads");
         assert_eq!(actual, expected, "{context}");
         assert_eq!(
             engine.user_factors().expect("factors read"),
-            fairshare::user_factors(&oracle.state()),
+            fairshare::user_factors(oracle.state()),
             "{context}"
         );
     }

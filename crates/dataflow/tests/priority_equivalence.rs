@@ -136,7 +136,7 @@ fn run(scenario: &Scenario, seed: u64, workers: usize, batches: usize) -> Result
             let lines = round_lines(
                 round,
                 &mut rng,
-                &replay.state(),
+                replay.state(),
                 &mut t,
                 &mut next_id,
                 &scenario,
@@ -161,7 +161,7 @@ fn run(scenario: &Scenario, seed: u64, workers: usize, batches: usize) -> Result
             let now = replay.state().now;
 
             // Inputs: differences from what was sent.
-            let (jobs, facts) = derive(&replay.state(), now, scenario.lazy_caps);
+            let (jobs, facts) = derive(replay.state(), now, scenario.lazy_caps);
             let params = PriorityParams::from_config(&replay.state().config);
             let due: BTreeSet<String> = crossings.due(now).into_iter().collect();
             for (id, row) in &jobs {
@@ -213,8 +213,8 @@ fn run(scenario: &Scenario, seed: u64, workers: usize, batches: usize) -> Result
             dataflow.reader.advance_compaction(dataflow.epoch - 1);
 
             // Compare with the oracle.
-            let fs = fairshare::user_factors(&replay.state());
-            let want_all = priority::evaluate(&replay.state(), &fs);
+            let fs = fairshare::user_factors(replay.state());
+            let want_all = priority::evaluate(replay.state(), &fs);
             let want_queue = priority::queue(&want_all);
             let context = format!("{} seed {seed} round {round} t {now}", scenario.name);
             ranked_seen += want_queue.len();

@@ -21,9 +21,9 @@ mod priority_stream;
 
 /// Everything both engines and the oracle must agree on, as of now.
 fn check(context: &str, engines: [&Engine; 2], oracle: &Replay) {
-    let table = fairshare::table(&oracle.state());
-    let factors = fairshare::user_factors(&oracle.state());
-    let all = priority::evaluate(&oracle.state(), &factors);
+    let table = fairshare::table(oracle.state());
+    let factors = fairshare::user_factors(oracle.state());
+    let all = priority::evaluate(oracle.state(), &factors);
     let queue = priority::queue(&all);
     for (which, engine) in ["original", "restored"].into_iter().zip(engines) {
         let context = format!("{context}, {which} engine");
@@ -101,7 +101,7 @@ impl Batches for PriorityStream {
         };
         lines(&priority_stream::batch(
             &mut self.rng,
-            &oracle.state(),
+            oracle.state(),
             self.t,
             &mut self.next_id,
             self.changes,

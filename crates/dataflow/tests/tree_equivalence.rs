@@ -39,7 +39,7 @@ fn run(seed: u64, batches: usize, workers: usize) {
         engine.apply_batch(lines).expect("batch applies");
         let context = format!("seed {seed}, batch {batch}, {workers} workers");
         let tree = engine.tree().expect("tree reads");
-        assert_same_tree(&tree, &Tree::build(&oracle.state()), &context);
+        assert_same_tree(&tree, &Tree::build(oracle.state()), &context);
         most_nodes = most_nodes.max(tree.nodes.len());
         batches_with_usage += usize::from(tree.nodes[0].usage > 0);
     }

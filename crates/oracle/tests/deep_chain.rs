@@ -48,7 +48,7 @@ fn run(depth: usize) {
     assert_eq!(replay.report.rejected, vec![], "depth {depth}");
     let loaded = started.elapsed();
     let started = Instant::now();
-    let table = fairshare::table(&replay.state());
+    let table = fairshare::table(replay.state());
     let table_time = started.elapsed();
     // root, the chain, and the user.
     assert_eq!(table.rows.len(), depth + 2);
@@ -59,8 +59,8 @@ fn run(depth: usize) {
     let usages: std::collections::BTreeSet<u64> = table.rows.iter().map(|r| r.raw_usage).collect();
     assert_eq!(usages, std::collections::BTreeSet::from([3600]));
     let started = Instant::now();
-    let factors = fairshare::user_factors(&replay.state());
-    let jobs = priority::evaluate(&replay.state(), &factors);
+    let factors = fairshare::user_factors(replay.state());
+    let jobs = priority::evaluate(replay.state(), &factors);
     let priority_time = started.elapsed();
     assert_eq!(jobs.len(), 1);
     println!(

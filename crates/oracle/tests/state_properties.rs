@@ -92,7 +92,7 @@ proptest! {
                 }
             }
         }
-        let tree = Tree::build(&replay.state());
+        let tree = Tree::build(replay.state());
         // Running jobs' accrual so far is visible too (continuous accrual).
         let running: f64 = replay.state().jobs.values().filter_map(|j| match j.phase {
             fairflow_oracle::state::JobPhase::Running { since, rate } => Some(rate as f64 / 1024.0 * (replay.state().now - since) as f64),

@@ -77,7 +77,7 @@ fn slurm_every_factor_weighted_and_summed() {
     // Two days after the submit.
     let log = format!("{SLURM_BASE}{{\"op\":\"tick\",\"t\":173800}}\n");
     let r = replay(&log);
-    let all = evaluate(&r.state(), &factors(&[("a", "alice", 0.25)]));
+    let all = evaluate(r.state(), &factors(&[("a", "alice", 0.25)]));
     let p = job(&all, "1");
     // age: 172800 s of a 4-day (345600 s) max age = 0.5 -> 500.
     close(normalized(p, "age"), 0.5);
@@ -116,7 +116,7 @@ fn slurm_no_normal_all_uses_raw_values() {
         "{SLURM_BASE}{{\"op\":\"config\",\"t\":173800,\"set\":{{\"PriorityFlags\":\"NO_NORMAL_ALL\"}}}}\n"
     );
     let r = replay(&log);
-    let all = evaluate(&r.state(), &factors(&[("a", "alice", 0.25)]));
+    let all = evaluate(r.state(), &factors(&[("a", "alice", 0.25)]));
     let p = job(&all, "1");
     // assoc 80 * 2000 = 160000; partition 10 * 5000 = 50000; qos 25 * 3000 =
     // 75000; cpu 32 * 800 = 25600; mem 64000 * 2048 = 131072000.
@@ -140,7 +140,7 @@ fn slurm_zero_weights_zero_factors_and_inherited_assoc() {
 {"op":"tick","t":100000}
 "#;
     let r = replay(log);
-    let p = evaluate(&r.state(), &factors(&[("b", "bob", 0.9)]))
+    let p = evaluate(r.state(), &factors(&[("b", "bob", 0.9)]))
         .into_iter()
         .next()
         .unwrap();
@@ -160,10 +160,7 @@ fn slurm_integer_bounds() {
 {"op":"submit","t":0,"job":"1","user":"u","account":"a","nice":100000}
 "#;
     let r = replay(low);
-    assert_eq!(
-        evaluate(&r.state(), &FairshareFactors::new())[0].priority,
-        1
-    );
+    assert_eq!(evaluate(r.state(), &FairshareFactors::new())[0].priority, 1);
     // Raw CPU count 64 * 100000000 = 6.4e9 > 2^32 - 1 -> 4294967295.
     let high = r#"{"op":"config","t":0,"set":{"PriorityWeightTRES":"CPU=100000000","PriorityFlags":"NO_NORMAL_TRES"}}
 {"op":"account","t":0,"name":"a"}
@@ -172,7 +169,7 @@ fn slurm_integer_bounds() {
 "#;
     let r = replay(high);
     assert_eq!(
-        evaluate(&r.state(), &FairshareFactors::new())[0].priority,
+        evaluate(r.state(), &FairshareFactors::new())[0].priority,
         4_294_967_295
     );
 }
@@ -187,7 +184,7 @@ fn slurm_held_jobs_are_zero_and_not_ranked() {
 {"op":"hold","t":5,"job":"2"}
 "#;
     let r = replay(log);
-    let all = evaluate(&r.state(), &factors(&[("a", "u", 0.5)]));
+    let all = evaluate(r.state(), &factors(&[("a", "u", 0.5)]));
     // 0.5 * 1000 = 500 for the pending job; the held job is 0.
     assert_eq!(job(&all, "1").priority, 500);
     let held = job(&all, "2");
@@ -207,19 +204,19 @@ fn slurm_age_begin_time_accrue_always_and_requeue() {
 "#;
     // At 40000 the job may not begin yet: not listed.
     let r = replay(&format!("{base}{{\"op\":\"tick\",\"t\":40000}}\n"));
-    assert!(evaluate(&r.state(), &FairshareFactors::new()).is_empty());
+    assert!(evaluate(r.state(), &FairshareFactors::new()).is_empty());
     // ACCRUE_ALWAYS lists it, aged from its submit: 40000/86400 * 1000 = 462.96 -> 462.
     let r = replay(&format!(
         "{base}{{\"op\":\"config\",\"t\":40000,\"set\":{{\"PriorityFlags\":\"ACCRUE_ALWAYS\"}}}}\n"
     ));
     assert_eq!(
-        evaluate(&r.state(), &FairshareFactors::new())[0].priority,
+        evaluate(r.state(), &FairshareFactors::new())[0].priority,
         462
     );
     // At 86400: eligible since 43200, age (86400-43200)/86400 = 0.5 -> 500.
     let r = replay(&format!("{base}{{\"op\":\"tick\",\"t\":86400}}\n"));
     assert_eq!(
-        evaluate(&r.state(), &FairshareFactors::new())[0].priority,
+        evaluate(r.state(), &FairshareFactors::new())[0].priority,
         500
     );
     // With ACCRUE_ALWAYS: from the submit, 86400/86400 = 1 -> 1000.
@@ -227,7 +224,7 @@ fn slurm_age_begin_time_accrue_always_and_requeue() {
         "{base}{{\"op\":\"config\",\"t\":86400,\"set\":{{\"PriorityFlags\":\"ACCRUE_ALWAYS\"}}}}\n"
     ));
     assert_eq!(
-        evaluate(&r.state(), &FairshareFactors::new())[0].priority,
+        evaluate(r.state(), &FairshareFactors::new())[0].priority,
         1000
     );
     // Started at 50000, requeued at 60000: at 81600 its age is 21600/86400 = 0.25 -> 250.
@@ -235,7 +232,7 @@ fn slurm_age_begin_time_accrue_always_and_requeue() {
         "{base}{{\"op\":\"start\",\"t\":50000,\"job\":\"1\"}}\n{{\"op\":\"requeue\",\"t\":60000,\"job\":\"1\"}}\n{{\"op\":\"tick\",\"t\":81600}}\n"
     ));
     assert_eq!(
-        evaluate(&r.state(), &FairshareFactors::new())[0].priority,
+        evaluate(r.state(), &FairshareFactors::new())[0].priority,
         250
     );
 }
@@ -256,7 +253,7 @@ fn slurm_job_size_favor_small_and_relative_to_time() {
         let r = replay(&format!(
             "{base}{{\"op\":\"config\",\"t\":1,\"set\":{set}}}\n"
         ));
-        evaluate(&r.state(), &FairshareFactors::new()).remove(0)
+        evaluate(r.state(), &FairshareFactors::new()).remove(0)
     };
     // Default: (2/8 + 32/256)/2 = (0.25 + 0.125)/2 = 0.1875 -> 96000.
     assert_eq!(at("{}").priority, 96000);
@@ -275,7 +272,7 @@ fn slurm_job_size_favor_small_and_relative_to_time() {
          {{\"op\":\"config\",\"t\":1,\"set\":{{\"PriorityFlags\":\"SMALL_RELATIVE_TO_TIME\"}}}}\n"
     ));
     assert_eq!(
-        evaluate(&own.state(), &FairshareFactors::new())[0].priority,
+        evaluate(own.state(), &FairshareFactors::new())[0].priority,
         2000
     );
 }
@@ -294,7 +291,7 @@ fn slurm_partition_tres_totals_and_calculate_running() {
 {"op":"start","t":10,"job":"3"}
 "#;
     let r = replay(log);
-    let all = evaluate(&r.state(), &FairshareFactors::new());
+    let all = evaluate(r.state(), &FairshareFactors::new());
     // Job 1: 2/8 = 0.25 -> 250; job 2 (no partition totals): 2/32 -> 62.5 -> 62.
     assert_eq!(job(&all, "1").priority, 250);
     assert_eq!(job(&all, "2").priority, 62);
@@ -303,7 +300,7 @@ fn slurm_partition_tres_totals_and_calculate_running() {
     let r = replay(&format!(
         "{log}{{\"op\":\"config\",\"t\":20,\"set\":{{\"PriorityFlags\":\"CALCULATE_RUNNING\"}}}}\n"
     ));
-    let all = evaluate(&r.state(), &FairshareFactors::new());
+    let all = evaluate(r.state(), &FairshareFactors::new());
     let running = job(&all, "3");
     // 4/32 = 0.125 -> 125.
     assert_eq!((running.priority, running.state), (125, JobState::Running));
@@ -326,7 +323,7 @@ fn slurm_incr_only_never_decreases_while_queued() {
     let mut r = replay(log);
     let fs = FairshareFactors::new();
     // The priority at t=10 (500) is remembered.
-    assert_eq!(evaluate(&r.state(), &fs)[0].priority, 500);
+    assert_eq!(evaluate(r.state(), &fs)[0].priority, 500);
     // Without the flag: 250.
     let plain = replay(&log.replace(",\"PriorityFlags\":\"INCR_ONLY\"", ""));
     assert_eq!(evaluate(plain.state(), &fs)[0].priority, 250);
@@ -337,7 +334,7 @@ fn slurm_incr_only_never_decreases_while_queued() {
         )
         .map(Result::unwrap),
     );
-    assert_eq!(evaluate(&r.state(), &fs)[0].priority, 250);
+    assert_eq!(evaluate(r.state(), &fs)[0].priority, 250);
     // Remembering directly with hand-chosen fair-share factors.
     let mut state = plain.state().clone();
     state.config.flags.incr_only = true;
@@ -366,7 +363,7 @@ fn flux_accounting_documented_example() {
         "{FLUX_BASE}{{\"op\":\"submit\",\"t\":0,\"job\":\"1\",\"user\":\"u\",\"account\":\"A\",\"partition\":\"bronze\"}}\n"
     );
     let r = replay(&log);
-    let all = evaluate(&r.state(), &factors(&[("A", "u", 0.5)]));
+    let all = evaluate(r.state(), &factors(&[("A", "u", 0.5)]));
     let p = &all[0];
     assert_eq!(p.priority, 160_000);
     assert_eq!(p.model, PriorityModel::Flux);
@@ -384,7 +381,7 @@ fn flux_urgency_hold_expedite_and_bounds() {
          {{\"op\":\"submit\",\"t\":0,\"job\":\"u20\",\"user\":\"u\",\"account\":\"A\",\"urgency\":20}}\n"
     );
     let r = replay(&log);
-    let all = evaluate(&r.state(), &factors(&[("A", "u", 0.5)]));
+    let all = evaluate(r.state(), &factors(&[("A", "u", 0.5)]));
     // Urgency 0: held, 0, not ranked.
     let held = job(&all, "held");
     assert_eq!((held.priority, held.state), (0, JobState::Held));
@@ -402,7 +399,7 @@ fn flux_urgency_hold_expedite_and_bounds() {
 "#;
     let r = replay(negative);
     // 100000*0.5 - 1000000 < 0 -> 0.
-    let all = evaluate(&r.state(), &factors(&[("B", "u", 0.5)]));
+    let all = evaluate(r.state(), &factors(&[("B", "u", 0.5)]));
     assert_eq!(all[0].priority, 0);
     assert_eq!(queue(&all).len(), 1);
 }
@@ -417,11 +414,11 @@ fn flux_rounds_half_away_from_zero() {
     let r = replay(log);
     // 2 * 0.25 = 0.5 -> 1; 2 * 0.2 = 0.4 -> 0.
     assert_eq!(
-        evaluate(&r.state(), &factors(&[("A", "u", 0.25)]))[0].priority,
+        evaluate(r.state(), &factors(&[("A", "u", 0.25)]))[0].priority,
         1
     );
     assert_eq!(
-        evaluate(&r.state(), &factors(&[("A", "u", 0.2)]))[0].priority,
+        evaluate(r.state(), &factors(&[("A", "u", 0.2)]))[0].priority,
         0
     );
 }
@@ -439,7 +436,7 @@ fn flux_design_factors_wait_qos_size_user() {
 {"op":"tick","t":43200}
 "#;
     let r = replay(log);
-    let all = evaluate(&r.state(), &FairshareFactors::new());
+    let all = evaluate(r.state(), &FairshareFactors::new());
     let p = job(&all, "1");
     // wait 43200/86400 = 0.5 -> 500; qos 50/100 = 0.5 -> 1000; size 2/10 -> 2000;
     // user -256/1024 = -0.25 -> -1000. Sum 2500.
@@ -475,7 +472,7 @@ fn moab_defaults_are_fifo_by_queue_minutes() {
         "{\"op\":\"submit\",\"t\":0,\"job\":\"1\",\"user\":\"alice\",\"account\":\"a\"}\n\
          {\"op\":\"tick\",\"t\":5400}\n",
     );
-    let p = &evaluate(&r.state(), &FairshareFactors::new())[0];
+    let p = &evaluate(r.state(), &FairshareFactors::new())[0];
     assert_eq!(p.priority, 90);
     assert_eq!(p.model, PriorityModel::Moab);
     close(normalized(p, "QUEUETIME"), 90.0);
@@ -503,7 +500,7 @@ fn moab_xfactor_table_through_the_model() {
                     queue_hours * 3600
                 ),
             );
-            let p = &evaluate(&r.state(), &FairshareFactors::new())[0];
+            let p = &evaluate(r.state(), &FairshareFactors::new())[0];
             assert_eq!(
                 p.priority, priority,
                 "{limit_hours} h job queued {queue_hours} h"
@@ -517,7 +514,7 @@ fn moab_xfactor_table_through_the_model() {
          {\"op\":\"tick\",\"t\":7200}\n",
     );
     assert_eq!(
-        evaluate(&r.state(), &FairshareFactors::new())[0].priority,
+        evaluate(r.state(), &FairshareFactors::new())[0].priority,
         150
     );
 }
@@ -535,7 +532,7 @@ fn moab_cred_component_of_the_seed_and_caps() {
                 {\"op\":\"submit\",\"t\":0,\"job\":\"2\",\"user\":\"paul\",\"account\":\"a\",\"group\":\"staff\"}\n\
                 {\"op\":\"submit\",\"t\":0,\"job\":\"3\",\"user\":\"paul\",\"account\":\"a\"}\n";
     let r = moab(config, jobs);
-    let all = evaluate(&r.state(), &FairshareFactors::new());
+    let all = evaluate(r.state(), &FairshareFactors::new());
     // john in staff: 2000 + 10000 = 12000; paul in staff: -1000 + 10000 = 9000;
     // paul in his default group a (no GROUPCFG): -1000 -> clamped to 0.
     assert_eq!(job(&all, "1").priority, 12000);
@@ -546,12 +543,12 @@ fn moab_cred_component_of_the_seed_and_caps() {
     // USERCAP 300 bounds both ways: john 300 + 10000; paul -300 + 10000.
     // CREDCAP 5000 then bounds the sums: 5000 and 5000.
     let r = moab(&format!("{config},\"USERCAP\":300"), jobs);
-    let all = evaluate(&r.state(), &FairshareFactors::new());
+    let all = evaluate(r.state(), &FairshareFactors::new());
     assert_eq!(job(&all, "1").priority, 10300);
     assert_eq!(job(&all, "2").priority, 9700);
     close(weighted(job(&all, "3"), "USER"), -300.0);
     let r = moab(&format!("{config},\"USERCAP\":300,\"CREDCAP\":5000"), jobs);
-    let all = evaluate(&r.state(), &FairshareFactors::new());
+    let all = evaluate(r.state(), &FairshareFactors::new());
     assert_eq!(job(&all, "1").priority, 5000);
     assert_eq!(job(&all, "1").factor("CRED").unwrap().cap, Some(5000.0));
     // Credential defaults: the QOS event's priority, the account event's,
@@ -565,7 +562,7 @@ fn moab_cred_component_of_the_seed_and_caps() {
     );
     // 2*100 + 3*10 + 5*7 = 265.
     assert_eq!(
-        evaluate(&r.state(), &FairshareFactors::new())[0].priority,
+        evaluate(r.state(), &FairshareFactors::new())[0].priority,
         265
     );
 }
@@ -584,7 +581,7 @@ fn moab_fairshare_targets_floors_and_ceilings() {
                   {\"op\":\"submit\",\"t\":500,\"job\":\"2\",\"user\":\"bob\",\"account\":\"b\",\"qos\":\"hi\",\"partition\":\"batch\"}\n\
                   {\"op\":\"submit\",\"t\":500,\"job\":\"1\",\"user\":\"alice\",\"account\":\"a\"}\n";
     let check = |r: &Replay| {
-        let all = evaluate(&r.state(), &FairshareFactors::new());
+        let all = evaluate(r.state(), &FairshareFactors::new());
         let bob = job(&all, "2");
         // bob: floor 50+ under by 25 -> +25 * 10 = 250; QOS hi 40 - 25 = 15 * 1;
         // class ceiling 10- over by 15 -> -15 * 2 = -30; group b has no target.
@@ -637,7 +634,7 @@ fn moab_service_resource_target_usage_and_attribute_subcomponents() {
          {\"op\":\"requeue\",\"t\":200,\"job\":\"5\"}\n\
          {\"op\":\"tick\",\"t\":2000}\n",
     );
-    let p = &evaluate(&r.state(), &FairshareFactors::new())[0];
+    let p = &evaluate(r.state(), &FairshareFactors::new())[0];
     // Queued since the requeue at 200: 1800 s = 30 min; QUEUETIME weight
     // 0 + QTWEIGHT 2 -> 60.
     close(normalized(p, "QUEUETIME"), 30.0);
@@ -678,7 +675,7 @@ fn moab_usage_component_of_running_jobs_and_held_jobs() {
          {\"op\":\"start\",\"t\":100,\"job\":\"12\"}\n\
          {\"op\":\"tick\",\"t\":350}\n",
     );
-    let all = evaluate(&r.state(), &FairshareFactors::new());
+    let all = evaluate(r.state(), &FairshareFactors::new());
     let p = job(&all, "12");
     assert_eq!(p.state, JobState::Running);
     // 250 s run on 4 CPUs of a 1000 s limit: consumed 1000, remaining
@@ -739,7 +736,7 @@ fn slurm_partition_defaults_and_zero_factor() {
 {"op":"submit","t":0,"job":"3","user":"u","account":"a","partition":"big"}
 "#;
     let r = replay(log);
-    let all = evaluate(&r.state(), &FairshareFactors::new());
+    let all = evaluate(r.state(), &FairshareFactors::new());
     // An undefined partition has the default factor 1: 1/4 -> 250; factor 0
     // -> 0 -> the minimum 1; big 4/4 -> 1000.
     assert_eq!(job(&all, "1").priority, 250);
@@ -749,7 +746,7 @@ fn slurm_partition_defaults_and_zero_factor() {
     let r = replay(&format!(
         "{log}{{\"op\":\"config\",\"t\":1,\"set\":{{\"PriorityFlags\":\"NO_NORMAL_PART\"}}}}\n"
     ));
-    let all = evaluate(&r.state(), &FairshareFactors::new());
+    let all = evaluate(r.state(), &FairshareFactors::new());
     assert_eq!(job(&all, "1").priority, 1000);
     assert_eq!(job(&all, "3").priority, 4000);
 }
@@ -767,7 +764,7 @@ fn moab_wallclock_accuracy_active_usage_targets_and_user_priority() {
                   {\"op\":\"submit\",\"t\":250,\"job\":\"p\",\"user\":\"alice\",\"account\":\"a\",\"qos\":\"q\",\"time_limit\":3600,\"user_priority\":2000}\n\
                   {\"op\":\"tick\",\"t\":2050}\n";
     let r = moab(config, events);
-    let all = evaluate(&r.state(), &FairshareFactors::new());
+    let all = evaluate(r.state(), &FairshareFactors::new());
     let p = job(&all, "p");
     // WCACCURACY: a1 used 2*250 of 2*1000 CPU-seconds: 0.25 -> 25.
     close(weighted(p, "WCACCURACY"), 25.0);
@@ -789,7 +786,7 @@ fn moab_wallclock_accuracy_active_usage_targets_and_user_priority() {
     // Without ENABLEPOSUSERPRIORITY user priorities stop at 0: 3643 - 1023.
     let r = moab(&config.replace("\"TRUE\"", "\"FALSE\""), events);
     assert_eq!(
-        job(&evaluate(&r.state(), &FairshareFactors::new()), "p").priority,
+        job(&evaluate(r.state(), &FairshareFactors::new()), "p").priority,
         2620
     );
 }
@@ -801,7 +798,7 @@ fn moab_credential_usage_is_reset_with_all_usage() {
                   {\"op\":\"start\",\"t\":0,\"job\":\"1\"}\n\
                   {\"op\":\"requeue\",\"t\":300,\"job\":\"1\"}\n";
     let r = moab("", events);
-    let usage = super::moab::credential_usage(&r.state());
+    let usage = super::moab::credential_usage(r.state());
     // No decay: 100 + 300 = 400 in all; QOS hi has bob's 300: 75 %.
     close(
         usage.percent(fairflow_model::moab::Credential::Qos, "hi"),
@@ -815,7 +812,7 @@ fn moab_credential_usage_is_reset_with_all_usage() {
         "",
         &format!("{events}{{\"op\":\"reset_usage\",\"t\":400}}\n"),
     );
-    let usage = super::moab::credential_usage(&r.state());
+    let usage = super::moab::credential_usage(r.state());
     assert_eq!(usage.total, 0);
     assert!(usage.by_credential.values().all(|u| *u == 0));
 }
@@ -831,7 +828,7 @@ fn moab_priority_targets_reward_closeness_to_the_ideal() {
                 {\"op\":\"submit\",\"t\":0,\"job\":\"3\",\"user\":\"alice\",\"account\":\"a\",\"tres\":{\"cpu\":96},\"time_limit\":7200}\n\
                 {\"op\":\"submit\",\"t\":0,\"job\":\"4\",\"user\":\"alice\",\"account\":\"a\",\"tres\":{\"cpu\":200},\"time_limit\":10800}\n";
     let r = moab(config, jobs);
-    let all = evaluate(&r.state(), &FairshareFactors::new());
+    let all = evaluate(r.state(), &FairshareFactors::new());
     // Job 1 is ideal: PROC 64 -> 640, WALLTIME 3600 -> 3600: 4240.
     let p1 = job(&all, "1");
     close(normalized(p1, "PROC"), 64.0);
@@ -859,7 +856,7 @@ fn moab_priority_targets_reward_closeness_to_the_ideal() {
         ",\"QUEUETIMEWEIGHT\":0,\"PROCWEIGHT\":10,\"WALLTIMEWEIGHT\":1",
         jobs,
     );
-    let all = evaluate(&r.state(), &FairshareFactors::new());
+    let all = evaluate(r.state(), &FairshareFactors::new());
     assert_eq!(job(&all, "3").priority, 8160);
     assert_eq!(job(&all, "4").priority, 12800);
     let order: Vec<String> = queue(&all).into_iter().map(|p| p.job).collect();
@@ -867,7 +864,7 @@ fn moab_priority_targets_reward_closeness_to_the_ideal() {
     // A positive PROCCAP bounds the targeted value both ways: job 4's
     // -720 becomes -500, job 1's 640 becomes 500.
     let r = moab(&format!("{config},\"PROCCAP\":500"), jobs);
-    let all = evaluate(&r.state(), &FairshareFactors::new());
+    let all = evaluate(r.state(), &FairshareFactors::new());
     close(weighted(job(&all, "4"), "PROC"), -500.0);
     assert_eq!(job(&all, "1").priority, 500 + 3600);
 }
@@ -905,7 +902,7 @@ fn moab_accrual_policy_default_does_not_count_held_time() {
         ",\"JOBPRIOACCRUALPOLICY\":\"FULLPOLICY\"",
     ] {
         let r = moab(&format!("{config}{policy}"), ACCRUAL_EVENTS);
-        let all = evaluate(&r.state(), &FairshareFactors::new());
+        let all = evaluate(r.state(), &FairshareFactors::new());
         // Job 1: queued 0..6000, held 600..4200: 6000 - 3600 = 2400 s = 40 min.
         let p1 = job(&all, "1");
         close(normalized(p1, "QUEUETIME"), 40.0);
@@ -942,7 +939,7 @@ fn moab_accrual_policy_default_does_not_count_held_time() {
 fn moab_accrual_policy_always_counts_from_the_queue_entry() {
     let config = ",\"QOSCFG[q]\":\"QTTARGET=1:00:00\",\"JOBPRIOACCRUALPOLICY\":\"ALWAYS\"";
     let r = moab(config, ACCRUAL_EVENTS);
-    let all = evaluate(&r.state(), &FairshareFactors::new());
+    let all = evaluate(r.state(), &FairshareFactors::new());
     // Job 1: 6000 s = 100 min, the hold included.
     let p1 = job(&all, "1");
     assert_eq!(p1.priority, 100);
@@ -991,7 +988,7 @@ fn moab_group_fs_weight_adjusts_the_fs_component_weight() {
                 {\"op\":\"submit\",\"t\":0,\"job\":\"2\",\"user\":\"alice\",\"account\":\"a\",\"group\":\"other\"}\n\
                 {\"op\":\"submit\",\"t\":0,\"job\":\"3\",\"user\":\"alice\",\"account\":\"a\"}\n";
     let r = moab(config, jobs);
-    let all = evaluate(&r.state(), &FairshareFactors::new());
+    let all = evaluate(r.state(), &FairshareFactors::new());
     // staff: (2 + 3) * 50 = 250; the FS row shows the summed weight 5.
     let p1 = job(&all, "1");
     assert_eq!(p1.priority, 250);
@@ -1002,7 +999,7 @@ fn moab_group_fs_weight_adjusts_the_fs_component_weight() {
     close(weighted(job(&all, "3"), "FS"), 0.0);
     // FSCAP 20 caps the sum before the weight: staff 5 * 20 = 100.
     let r = moab(&format!("{config},\"FSCAP\":20"), jobs);
-    let all = evaluate(&r.state(), &FairshareFactors::new());
+    let all = evaluate(r.state(), &FairshareFactors::new());
     assert_eq!(job(&all, "1").priority, 100);
     // The other components' weights are not adjusted: CRED with a group
     // priority 7 stays CREDWEIGHT 1: 250 + 7. (A second `config` event adds
@@ -1013,7 +1010,7 @@ fn moab_group_fs_weight_adjusts_the_fs_component_weight() {
             "{{\"op\":\"config\",\"t\":0,\"set\":{{\"GROUPCFG[staff]\":\"PRIORITY=7\"}}}}\n{jobs}"
         ),
     );
-    let all = evaluate(&r.state(), &FairshareFactors::new());
+    let all = evaluate(r.state(), &FairshareFactors::new());
     assert_eq!(job(&all, "1").priority, 257);
 }
 
@@ -1031,10 +1028,10 @@ fn slurm_requeue_delays_the_begin_time() {
 {"op":"requeue","t":60000,"job":"1"}
 "#;
     let r = replay(&format!("{log}{{\"op\":\"tick\",\"t\":60100}}\n"));
-    assert!(evaluate(&r.state(), &FairshareFactors::new()).is_empty());
+    assert!(evaluate(r.state(), &FairshareFactors::new()).is_empty());
     let r = replay(&format!("{log}{{\"op\":\"tick\",\"t\":81600}}\n"));
     assert_eq!(
-        evaluate(&r.state(), &FairshareFactors::new())[0].priority,
+        evaluate(r.state(), &FairshareFactors::new())[0].priority,
         248
     );
 }

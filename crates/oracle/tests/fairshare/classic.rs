@@ -119,7 +119,7 @@ fn the_seed_example_effective_usage_and_factors() {
 
     // user_factors agrees with the table.
     let replayed = replay(&seed_tree("NO_FAIR_TREE"));
-    let factors = fairshare::user_factors(&replayed.state());
+    let factors = fairshare::user_factors(replayed.state());
     assert_eq!(factors.len(), 5);
     let user5 = factors[&("F".to_string(), "user5".to_string())];
     assert_eq!(Some(user5), row(&table, "F", Some("user5")).fairshare);

@@ -8,7 +8,7 @@ use super::support::*;
 use fairflow_oracle::fairshare;
 
 fn factors(lines: &[String]) -> BTreeMap<(String, String), f64> {
-    fairshare::user_factors(&replay(lines).state())
+    fairshare::user_factors(replay(lines).state())
 }
 
 fn factor(factors: &BTreeMap<(String, String), f64>, account: &str, user: &str) -> f64 {

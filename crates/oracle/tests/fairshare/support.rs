@@ -121,7 +121,7 @@ pub fn replay(lines: &[String]) -> Replay {
 
 /// Replay `lines` and return the fair-share table.
 pub fn table_of(lines: &[String]) -> FairshareTable {
-    fairshare::table(&replay(lines).state())
+    fairshare::table(replay(lines).state())
 }
 
 /// The row of an account (`user` `None`) or user association.

@@ -19,8 +19,8 @@ fn seed_lines() -> Vec<String> {
 #[test]
 fn the_seed_example_with_1000_tickets() {
     let replayed = replay(&seed_lines());
-    let tree = Tree::build(&replayed.state());
-    let computed = ticket::compute(&replayed.state(), &tree, 1000);
+    let tree = Tree::build(replayed.state());
+    let computed = ticket::compute(replayed.state(), &tree, 1000);
     let find = |account: &str, user: Option<&str>| {
         computed
             .rows
@@ -109,7 +109,7 @@ fn the_full_distribution_and_activity() {
     let lines = seed_lines();
     let table = table_of(&lines);
     assert_eq!(row(&table, "root", None).tickets, Some(u64::from(u32::MAX)));
-    let factors = fairshare::user_factors(&replay(&lines).state());
+    let factors = fairshare::user_factors(replay(&lines).state());
     assert_close(
         Some(factors[&("C".to_string(), "user2".to_string())]),
         (0.4 * 0.4 / 0.45) / (0.6 * 2.4),
@@ -129,7 +129,7 @@ fn the_full_distribution_and_activity() {
         row(&table, "C", Some("user2")).tickets,
         Some(u64::from(u32::MAX))
     );
-    let factors = fairshare::user_factors(&replay(&held).state());
+    let factors = fairshare::user_factors(replay(&held).state());
     assert_eq!(factors[&("C".to_string(), "user2".to_string())], 1.0);
     assert_eq!(factors[&("F".to_string(), "user5".to_string())], 0.0);
 
@@ -139,6 +139,6 @@ fn the_full_distribution_and_activity() {
     idle.push(job_op(T0 + 1, "cancel", "5"));
     let table = table_of(&idle);
     assert!(table.rows.iter().all(|r| r.tickets == Some(0)));
-    let factors = fairshare::user_factors(&replay(&idle).state());
+    let factors = fairshare::user_factors(replay(&idle).state());
     assert!(factors.values().all(|f| *f == 0.0));
 }
