@@ -308,6 +308,9 @@ impl EventLog {
     pub fn append(&mut self, records: &[Vec<u8>]) -> Result<u64> {
         let mut buffer = Vec::new();
         for record in records {
+            if record.is_empty() {
+                return Err(StoreError::EmptyRecord);
+            }
             if record.len() > MAX_RECORD_BYTES {
                 return Err(StoreError::RecordTooLarge {
                     len: record.len(),
