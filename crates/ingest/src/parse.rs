@@ -5,6 +5,9 @@
 use std::collections::BTreeMap;
 
 use fairflow_model::event::{JobSpec, Op};
+use fairflow_model::limits::{
+    MAX_DURATION_SECS, MAX_TIME, MAX_TRES_COUNT, MAX_USAGE_AMOUNT_TRES_SECS, MAX_USAGE_FACTOR,
+};
 use fairflow_model::tres::{parse_weight_list, tres_name, TresCounts};
 use fairflow_model::{Event, Shares};
 use serde_json::{Map, Value};
@@ -100,6 +103,45 @@ impl<'a> Fields<'a> {
         }
     }
 
+    /// A number from 0 to `max` (the exact arithmetic's range, `model::limits`).
+    fn bounded(&self, field: &str, max: f64) -> Result<Option<f64>, Rejection> {
+        match self.non_negative(field)? {
+            Some(x) if x > max => Err(self.err(
+                field,
+                format!("{x:e} is out of range (at most {max:e})"),
+            )),
+            other => Ok(other),
+        }
+    }
+
+    /// A time in Unix seconds, from 0 to `MAX_TIME` (9999-12-31T23:59:59Z).
+    fn opt_time(&self, field: &str) -> Result<Option<i64>, Rejection> {
+        match self.get(field) {
+            None => Ok(None),
+            Some(v) => v
+                .as_i64()
+                .filter(|t| fairflow_model::limits::time_in_range(*t))
+                .map(Some)
+                .ok_or_else(|| {
+                    self.err(
+                        field,
+                        format!("must be an integer number of Unix seconds from 0 to {MAX_TIME}"),
+                    )
+                }),
+        }
+    }
+
+    /// A duration in seconds, from 0 to `MAX_DURATION_SECS`.
+    fn opt_duration(&self, field: &str) -> Result<Option<u64>, Rejection> {
+        match self.opt_u64(field)? {
+            Some(d) if d > MAX_DURATION_SECS => Err(self.err(
+                field,
+                format!("must be a number of seconds from 0 to {MAX_DURATION_SECS}"),
+            )),
+            other => Ok(other),
+        }
+    }
+
     fn shares(&self, field: &str) -> Result<Option<Shares>, Rejection> {
         match self.get(field) {
             None => Ok(None),
@@ -125,6 +167,12 @@ impl<'a> Fields<'a> {
                         .as_f64()
                         .filter(|c| c.is_finite() && *c >= 0.0)
                         .ok_or_else(|| self.err(&path, "must be a number >= 0"))?;
+                    if count > MAX_TRES_COUNT {
+                        return Err(self.err(
+                            &path,
+                            format!("{count:e} is out of range (at most {MAX_TRES_COUNT:e})"),
+                        ));
+                    }
                     if counts.insert(tres_name(name), count).is_some() {
                         return Err(self.err(&path, "is given twice"));
                     }
@@ -167,15 +215,15 @@ impl<'a> Fields<'a> {
             partition,
             qos: self.opt_name("qos")?,
             tres: self.tres("tres")?,
-            time_limit_secs: self.opt_u64("time_limit")?,
+            time_limit_secs: self.opt_duration("time_limit")?,
             nice: self.opt_i64("nice")?,
             urgency,
-            begin: self.opt_i64("begin")?,
+            begin: self.opt_time("begin")?,
             site_factor: self.opt_i64("site_factor")?,
             user_priority: self.opt_i64("user_priority")?,
             group: self.opt_name("group")?,
             bypass_count: self.opt_u64("bypass_count")?,
-            deadline: self.opt_i64("deadline")?,
+            deadline: self.opt_time("deadline")?,
             soft_policy_violation: self.opt_bool("soft_policy_violation")?,
             attributes,
         })
@@ -197,13 +245,7 @@ pub fn parse_event(line: u64, text: &str) -> Result<Event, Rejection> {
         Some(Value::String(op)) => op.as_str(),
         Some(_) => return Err(f.err("op", "must be a string")),
     };
-    let t = match f.get("t") {
-        None => return Err(f.err("t", "missing")),
-        Some(v) => v
-            .as_i64()
-            .filter(|t| *t >= 0)
-            .ok_or_else(|| f.err("t", "must be an integer number of Unix seconds >= 0"))?,
-    };
+    let t = f.opt_time("t")?.ok_or_else(|| f.err("t", "missing"))?;
     let job = || f.name("job");
     let op = match op {
         "account" => Op::Account {
@@ -229,7 +271,7 @@ pub fn parse_event(line: u64, text: &str) -> Result<Event, Rejection> {
             account: f.name("account")?,
             user: f.opt_name("user")?,
             amount: f
-                .non_negative("amount")?
+                .bounded("amount", MAX_USAGE_AMOUNT_TRES_SECS)?
                 .ok_or_else(|| f.err("amount", "missing"))?,
         },
         "reset_usage" => Op::ResetUsage,
@@ -271,7 +313,7 @@ pub fn parse_event(line: u64, text: &str) -> Result<Event, Rejection> {
         "qos" => Op::Qos {
             name: f.name("name")?,
             priority: f.opt_i64("priority")?,
-            usage_factor: f.non_negative("usage_factor")?,
+            usage_factor: f.bounded("usage_factor", MAX_USAGE_FACTOR)?,
         },
         "partition" => Op::Partition {
             name: f.name("name")?,
@@ -290,7 +332,7 @@ pub fn parse_event(line: u64, text: &str) -> Result<Event, Rejection> {
             },
             priority: f.opt_i64("priority")?,
             tres: f.tres("tres")?,
-            max_time_secs: f.opt_u64("max_time")?,
+            max_time_secs: f.opt_duration("max_time")?,
         },
         "cluster" => Op::Cluster {
             nodes: f

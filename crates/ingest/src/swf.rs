@@ -4,12 +4,18 @@
 //! `u<U>` in account `g<G>` (created just before its first job); the header's
 //! `MaxNodes`/`MaxProcs` become the `cluster` event; usage is charged by the
 //! running jobs. Unknown waits (`-1`) count as 0; a job with an unknown run
-//! time is cancelled at its submit time. The events come out in time order.
+//! time is cancelled at its submit time. The events come out in time order:
+//! jobs are taken by submit time (then line), whatever the file's order, so an
+//! account or user is created before its first job. A job whose number was
+//! already seen, or whose times or sizes fall outside what the engines hold
+//! (`model::limits`), is rejected naming the line and field: whatever this
+//! writes replays with no rejection.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::BufRead;
 
 use fairflow_model::event::{JobSpec, Op};
+use fairflow_model::limits::{time_in_range, MAX_DURATION_SECS, MAX_TRES_COUNT};
 use fairflow_model::tres::TresCounts;
 use fairflow_model::{Event, Shares, Time};
 
@@ -72,9 +78,13 @@ pub fn convert_swf<R: BufRead>(reader: R) -> Result<Vec<LogLine>, std::io::Error
             if let Some((key, value)) = comment.split_once(':') {
                 let value = value.trim();
                 match key.trim() {
-                    "UnixStartTime" => header.unix_start_time = value.parse().unwrap_or(0),
-                    "MaxNodes" => header.max_nodes = value.parse().ok(),
-                    "MaxProcs" => header.max_procs = value.parse().ok(),
+                    "UnixStartTime" => {
+                        header.unix_start_time =
+                            value.parse().ok().filter(|t| time_in_range(*t)).unwrap_or(0)
+                    }
+                    // Sizes beyond what a TRES count holds are taken as unknown.
+                    "MaxNodes" => header.max_nodes = parse_size(value),
+                    "MaxProcs" => header.max_procs = parse_size(value),
                     _ => {}
                 }
             }
@@ -122,9 +132,11 @@ pub fn convert_swf<R: BufRead>(reader: R) -> Result<Vec<LogLine>, std::io::Error
 
     let base = header.unix_start_time;
     let mut events: Vec<(Time, u64, Event)> = Vec::new();
+    // By submit time, then line: creations come before their first job.
+    jobs.sort_by_key(|(line, v)| (v[1], *line));
     let first_submit = jobs
         .iter()
-        .map(|(_, v)| base + v[1].max(0))
+        .filter_map(|(_, v)| base.checked_add(v[1].max(0)).filter(|t| time_in_range(*t)))
         .min()
         .unwrap_or(base);
     let procs = header.max_procs.or(header.max_nodes).unwrap_or(1);
@@ -142,6 +154,7 @@ pub fn convert_swf<R: BufRead>(reader: R) -> Result<Vec<LogLine>, std::io::Error
     ));
     let mut known_groups = BTreeSet::new();
     let mut known_users = BTreeSet::new();
+    let mut known_jobs: BTreeMap<i64, u64> = BTreeMap::new();
     for (line, v) in jobs {
         let reject = |field: usize, reason: &str| LogLine {
             line,
@@ -163,10 +176,30 @@ pub fn convert_swf<R: BufRead>(reader: R) -> Result<Vec<LogLine>, std::io::Error
             ));
             continue;
         }
+        if cpus as f64 > MAX_TRES_COUNT {
+            lines.push(reject(4, &format!("{cpus} processors is out of range")));
+            continue;
+        }
+        if v[8] > 0 && v[8] as u64 > MAX_DURATION_SECS {
+            lines.push(reject(8, &format!("{} s is out of range", v[8])));
+            continue;
+        }
+        let Some((submit, start, end)) = job_times(base, &v) else {
+            lines.push(reject(
+                1,
+                "the submit, start or end time falls outside 1970..9999 (UnixStartTime + \
+                 submit time + wait time + run time)",
+            ));
+            continue;
+        };
+        if let Some(first) = known_jobs.get(&v[0]) {
+            lines.push(reject(0, &format!("job {} is already on line {first}", v[0])));
+            continue;
+        }
+        known_jobs.insert(v[0], line);
         let (user, group) = (v[11], v[12]);
         let account = format!("g{}", group.max(0));
         let user = format!("u{}", user.max(0));
-        let submit = base + v[1];
         if known_groups.insert(account.clone()) {
             events.push((
                 submit,
@@ -217,7 +250,7 @@ pub fn convert_swf<R: BufRead>(reader: R) -> Result<Vec<LogLine>, std::io::Error
                 },
             },
         ));
-        if v[3] < 0 {
+        let Some((start, end)) = start.zip(end) else {
             events.push((
                 submit,
                 line,
@@ -227,9 +260,7 @@ pub fn convert_swf<R: BufRead>(reader: R) -> Result<Vec<LogLine>, std::io::Error
                 },
             ));
             continue;
-        }
-        let start = submit + v[2].max(0);
-        let end = start + v[3];
+        };
         events.push((
             start,
             line,
@@ -257,6 +288,28 @@ pub fn convert_swf<R: BufRead>(reader: R) -> Result<Vec<LogLine>, std::io::Error
         event: Ok(event),
     }));
     Ok(lines)
+}
+
+/// A header size, if it is a count a TRES can hold.
+fn parse_size(value: &str) -> Option<u64> {
+    value
+        .parse::<u64>()
+        .ok()
+        .filter(|n| *n as f64 <= MAX_TRES_COUNT)
+}
+
+/// A job's submit time and, unless its run time is unknown, its start and end
+/// times; `None` if any falls outside the range of times.
+#[allow(clippy::type_complexity)]
+fn job_times(base: Time, v: &[i64; 18]) -> Option<(Time, Option<Time>, Option<Time>)> {
+    let in_range = |t: Option<Time>| t.filter(|t| time_in_range(*t));
+    let submit = in_range(base.checked_add(v[1]))?;
+    if v[3] < 0 {
+        return Some((submit, None, None));
+    }
+    let start = in_range(submit.checked_add(v[2].max(0)))?;
+    let end = in_range(start.checked_add(v[3]))?;
+    Some((submit, Some(start), Some(end)))
 }
 
 #[cfg(test)]

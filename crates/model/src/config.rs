@@ -331,6 +331,12 @@ impl Config {
     pub fn set_text(&mut self, key: &str, text: &str) -> Result<(), InvalidValue> {
         let duration = |t: &str| -> Result<i64, InvalidValue> {
             let secs = parse_slurm_duration_secs(t)?;
+            if secs as u64 > crate::limits::MAX_DURATION_SECS {
+                return Err(InvalidValue::new(format!(
+                    "`{t}` is longer than {} seconds (the range of event times)",
+                    crate::limits::MAX_DURATION_SECS
+                )));
+            }
             Ok(secs)
         };
         match key.to_ascii_lowercase().as_str() {

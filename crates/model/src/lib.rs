@@ -1,6 +1,7 @@
 //! The domain of fairflow, shared by every other crate: the events of the log
 //! (`event`), the configuration they carry (`config`, `tres`, `time`), the exact
-//! fixed-point usage arithmetic both engines must agree on (`usage`), and the
+//! fixed-point usage arithmetic both engines must agree on (`usage`) and the
+//! range of inputs it holds (`limits`), and the
 //! result types the engines produce and the serving layer renders (`report`).
 //!
 //! Nothing here does IO, starts threads, or reads a clock.
@@ -10,6 +11,7 @@
 pub mod config;
 pub mod event;
 pub mod formula;
+pub mod limits;
 pub mod moab;
 pub mod priority_formula;
 pub mod report;

@@ -4,46 +4,65 @@
 
 use crate::config::ResetPeriod;
 use crate::Time;
-use chrono::{DateTime, Datelike, Duration, NaiveDate, Utc};
+use chrono::{DateTime, Datelike, NaiveDate, Utc};
 
-fn midnight(date: NaiveDate) -> Time {
-    date.and_hms_opt(0, 0, 0)
-        .expect("midnight exists")
-        .and_utc()
-        .timestamp()
+const DAY_SECS: Time = 86_400;
+const WEEK_SECS: Time = 7 * DAY_SECS;
+/// 1970-01-04, the first Sunday of the Unix epoch, at 00:00 UTC.
+const FIRST_SUNDAY: Time = 3 * DAY_SECS;
+
+fn midnight(date: NaiveDate) -> Option<Time> {
+    Some(date.and_hms_opt(0, 0, 0)?.and_utc().timestamp())
 }
 
-/// The first reset boundary strictly after `t`, or `None` for `NONE`/`NOW`.
-pub fn next_reset_after(period: ResetPeriod, t: Time) -> Option<Time> {
-    let date = DateTime::<Utc>::from_timestamp(t, 0)?.date_naive();
-    let first_of = |year: i32, month: u32| NaiveDate::from_ymd_opt(year, month, 1);
-    let next = match period {
-        ResetPeriod::None | ResetPeriod::Now => return None,
-        ResetPeriod::Daily => date + Duration::days(1),
-        ResetPeriod::Weekly => {
-            let days_to_sunday = 7 - i64::from(date.weekday().num_days_from_sunday());
-            date + Duration::days(days_to_sunday)
-        }
-        ResetPeriod::Monthly => {
-            let (y, m) = if date.month() == 12 {
-                (date.year() + 1, 1)
-            } else {
-                (date.year(), date.month() + 1)
-            };
-            first_of(y, m)?
-        }
-        ResetPeriod::Quarterly => {
-            let quarter_start = (date.month0() / 3) * 3 + 1;
-            let (y, m) = if quarter_start == 10 {
-                (date.year() + 1, 1)
-            } else {
-                (date.year(), quarter_start + 3)
-            };
-            first_of(y, m)?
-        }
-        ResetPeriod::Yearly => first_of(date.year() + 1, 1)?,
+/// The first day of month `month0` (0-based, may exceed 11) counted from January of `year`.
+fn first_of(year: i32, month0: u32) -> Option<Time> {
+    let year = year.checked_add(i32::try_from(month0 / 12).ok()?)?;
+    midnight(NaiveDate::from_ymd_opt(year, month0 % 12 + 1, 1)?)
+}
+
+/// The reset boundary at or before `t` (the start of the period holding `t`),
+/// in closed form; `None` for `NONE`/`NOW` or outside the calendar's range.
+pub fn reset_at_or_before(period: ResetPeriod, t: Time) -> Option<Time> {
+    let floor_to = |origin: Time, step: Time| {
+        t.checked_sub(origin)
+            .map(|x| x.div_euclid(step) * step)
+            .and_then(|x| x.checked_add(origin))
     };
-    Some(midnight(next))
+    match period {
+        ResetPeriod::None | ResetPeriod::Now => None,
+        ResetPeriod::Daily => floor_to(0, DAY_SECS),
+        ResetPeriod::Weekly => floor_to(FIRST_SUNDAY, WEEK_SECS),
+        ResetPeriod::Monthly | ResetPeriod::Quarterly | ResetPeriod::Yearly => {
+            let date = DateTime::<Utc>::from_timestamp(t, 0)?.date_naive();
+            let month0 = match period {
+                ResetPeriod::Monthly => date.month0(),
+                ResetPeriod::Quarterly => date.month0() / 3 * 3,
+                _ => 0,
+            };
+            first_of(date.year(), month0)
+        }
+    }
+}
+
+/// The first reset boundary strictly after `t`, or `None` for `NONE`/`NOW`
+/// (or when it would fall outside the calendar's range). Closed form: no
+/// walking, no overflow.
+pub fn next_reset_after(period: ResetPeriod, t: Time) -> Option<Time> {
+    match period {
+        ResetPeriod::None | ResetPeriod::Now => None,
+        ResetPeriod::Daily => reset_at_or_before(period, t)?.checked_add(DAY_SECS),
+        ResetPeriod::Weekly => reset_at_or_before(period, t)?.checked_add(WEEK_SECS),
+        ResetPeriod::Monthly | ResetPeriod::Quarterly | ResetPeriod::Yearly => {
+            let date = DateTime::<Utc>::from_timestamp(t, 0)?.date_naive();
+            let month0 = match period {
+                ResetPeriod::Monthly => date.month0() + 1,
+                ResetPeriod::Quarterly => date.month0() / 3 * 3 + 3,
+                _ => 12,
+            };
+            first_of(date.year(), month0)
+        }
+    }
 }
 
 #[cfg(test)]
@@ -92,6 +111,67 @@ mod tests {
 
     // 2023-11-14T22:13:20Z is a Tuesday (1_700_000_000).
     const T2: Time = 1_700_000_000;
+
+    /// 9999-12-31T23:59:59Z, the last second of year 9999 (253_402_300_800 is
+    /// 10000-01-01: 2932897 days after the epoch, 2932897 * 86400).
+    const Y9999_END: Time = 253_402_300_799;
+
+    #[test]
+    fn boundaries_near_the_end_of_the_calendar_do_not_panic() {
+        let y10000 = Y9999_END + 1;
+        assert_eq!(next_reset_after(ResetPeriod::Daily, Y9999_END), Some(y10000));
+        // 10000-01-01 is a Saturday: (2932897 - 3) % 7 = 6 days after a Sunday.
+        let last_sunday = y10000 - 6 * 86_400;
+        assert_eq!(
+            reset_at_or_before(ResetPeriod::Weekly, Y9999_END),
+            Some(last_sunday)
+        );
+        assert_eq!(next_reset_after(ResetPeriod::Yearly, Y9999_END), Some(y10000));
+        // chrono's last representable day and beyond: no panic, and no boundary
+        // where the calendar ends.
+        for t in [i64::MAX, i64::MAX - 1, 8_210_298_412_799, 8_210_298_412_800] {
+            for period in [
+                ResetPeriod::Daily,
+                ResetPeriod::Weekly,
+                ResetPeriod::Monthly,
+                ResetPeriod::Quarterly,
+                ResetPeriod::Yearly,
+            ] {
+                let _ = next_reset_after(period, t);
+                let _ = reset_at_or_before(period, t);
+            }
+        }
+        assert_eq!(next_reset_after(ResetPeriod::Daily, i64::MAX), None);
+    }
+
+    #[test]
+    fn the_period_holding_a_far_time_is_found_without_walking() {
+        // 9999-12-31 23:59:59: the day started 86_399 s before.
+        assert_eq!(
+            reset_at_or_before(ResetPeriod::Daily, Y9999_END),
+            Some(Y9999_END - 86_399)
+        );
+        // Its quarter started 9999-10-01, 92 days (Oct 31 + Nov 30 + Dec 31) before 10000-01-01.
+        assert_eq!(
+            reset_at_or_before(ResetPeriod::Quarterly, Y9999_END),
+            Some(Y9999_END + 1 - 92 * 86_400)
+        );
+        // A boundary is its own period's start.
+        assert_eq!(
+            reset_at_or_before(ResetPeriod::Daily, 1_700_006_400),
+            Some(1_700_006_400)
+        );
+        // 2023-11-14 (Tuesday): the week started Sunday 2023-11-12, 2 days before 2023-11-14 00:00.
+        assert_eq!(
+            reset_at_or_before(ResetPeriod::Weekly, T2),
+            Some(1_700_006_400 - 3 * 86_400)
+        );
+        assert_eq!(
+            reset_at_or_before(ResetPeriod::Monthly, T2),
+            Some(1_700_006_400 - 14 * 86_400) // 2023-11-01
+        );
+        assert_eq!(reset_at_or_before(ResetPeriod::Now, T2), None);
+    }
 
     #[test]
     fn boundaries_counted_in_days() {

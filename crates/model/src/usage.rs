@@ -99,7 +99,7 @@ impl DecayFrame {
 
     /// Usage accrued by a job running at fixed-point `rate` from `since` to `until`.
     pub fn accrued(&self, rate: u128, since: Time, until: Time) -> FrameUsage {
-        rate * self.clock(until).saturating_sub(self.clock(since))
+        rate.saturating_mul(self.clock(until).saturating_sub(self.clock(since)))
     }
 
     /// Convert frame units to decayed TRES-seconds as seen at `t`.
@@ -125,9 +125,17 @@ impl DecayFrame {
     }
 }
 
-/// A billable rate (TRES per second) as a fixed-point integer.
+/// The largest fixed-point rate one job accrues at: 2^50 (2^40, about 1.1e12,
+/// billable TRES per second). A larger product of counts, weights and usage
+/// factor is clamped here, identically in both engines. With a half-life of at
+/// most `limits::MAX_DURATION_SECS` (< 2^38 s) the clock stays below 2^65, so
+/// one job's accrual term stays below 2^115.
+pub const MAX_FIXED_RATE: u128 = 1 << 50;
+
+/// A billable rate (TRES per second) as a fixed-point integer, at most
+/// [`MAX_FIXED_RATE`].
 pub fn fixed_rate(rate_tres_per_sec: f64) -> u128 {
-    round_to_u128(rate_tres_per_sec * (1u64 << RATE_FRAC_BITS) as f64)
+    round_to_u128(rate_tres_per_sec * (1u64 << RATE_FRAC_BITS) as f64).min(MAX_FIXED_RATE)
 }
 
 /// An association's own usage: what was charged to it directly, plus the
@@ -159,7 +167,9 @@ pub struct OwnUsage {
 impl OwnUsage {
     /// The usage in frame units at time `t` of this frame.
     pub fn at(&self, frame: &DecayFrame, t: Time) -> FrameUsage {
-        (self.settled + self.rate * frame.clock(t)).saturating_sub(self.rate_offset)
+        self.settled
+            .saturating_add(self.rate.saturating_mul(frame.clock(t)))
+            .saturating_sub(self.rate_offset)
     }
 
     /// Field-wise sum.

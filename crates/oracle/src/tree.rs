@@ -60,17 +60,18 @@ impl Tree {
     /// Derive the tree from the state at `state.now`.
     pub fn build(state: &State) -> Tree {
         let mut nodes = Vec::new();
-        let mut stack_order = Vec::new();
-        // Depth-first, each account then its users then its child accounts.
-        fn visit(
-            state: &State,
-            child_accounts: &BTreeMap<&str, Vec<&str>>,
-            account: &str,
-            depth: usize,
-            parent: Option<usize>,
-            nodes: &mut Vec<Node>,
-            order: &mut Vec<usize>,
-        ) {
+        // Child accounts by parent, each list in name order (accounts iterate sorted).
+        let mut child_accounts: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+        for (name, account) in &state.accounts {
+            if let Some(parent) = account.parent.as_deref() {
+                child_accounts.entry(parent).or_default().push(name);
+            }
+        }
+        // Depth-first, each account then its users then its child accounts,
+        // with an explicit stack (any depth, no recursion): children are
+        // pushed in reverse name order so they pop in name order.
+        let mut stack: Vec<(&str, usize, Option<usize>)> = vec![("root", 0, None)];
+        while let Some((account, depth, parent)) = stack.pop() {
             let record = &state.accounts[account];
             let index = nodes.len();
             nodes.push(Node {
@@ -85,7 +86,6 @@ impl Tree {
                 level_shares: 0,
                 usage: 0,
             });
-            order.push(index);
             if let Some(p) = parent {
                 nodes[p].children.push(index);
             }
@@ -108,36 +108,11 @@ impl Tree {
                     usage: 0,
                 });
                 nodes[index].children.push(u);
-                order.push(u);
             }
-            for child in child_accounts.get(account).into_iter().flatten() {
-                visit(
-                    state,
-                    child_accounts,
-                    child,
-                    depth + 1,
-                    Some(index),
-                    nodes,
-                    order,
-                );
+            for child in child_accounts.get(account).into_iter().flatten().rev() {
+                stack.push((child, depth + 1, Some(index)));
             }
         }
-        // Child accounts by parent, each list in name order (accounts iterate sorted).
-        let mut child_accounts: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-        for (name, account) in &state.accounts {
-            if let Some(parent) = account.parent.as_deref() {
-                child_accounts.entry(parent).or_default().push(name);
-            }
-        }
-        visit(
-            state,
-            &child_accounts,
-            "root",
-            0,
-            None,
-            &mut nodes,
-            &mut stack_order,
-        );
 
         // Fair-share parents and children.
         for i in 1..nodes.len() {

@@ -1,8 +1,9 @@
 //! Durability for the live service: an append-only log of accepted events in
 //! segment files, every record framed with its length and CRC-32 and synced to
-//! disk before it is acknowledged, and atomically written checkpoints. On
-//! open, a torn or corrupt tail (a crash mid-write) is detected by its frame
-//! and cut, never applied.
+//! disk before it is acknowledged, and atomically written checkpoints (several
+//! kept, each checksummed). On open, a torn tail (a crash mid-write) is cut,
+//! never applied; damage anywhere else stops the open naming file and offset
+//! (or, asked to recover, is set aside and reported).
 //!
 //! **Architecture invariant:** a record is acknowledged only after
 //! [`EventLog::append`] returned, and `append` returns only after the data is
@@ -15,7 +16,7 @@ pub mod checkpoint;
 pub mod wal;
 
 pub use checkpoint::Checkpoints;
-pub use wal::{EventLog, Recovery};
+pub use wal::{Dropped, EventLog, OpenMode, Recovery};
 
 /// Errors of the durable store.
 #[derive(Debug, thiserror::Error)]
@@ -29,6 +30,23 @@ pub enum StoreError {
         path: String,
         /// The underlying error.
         source: std::io::Error,
+    },
+    /// The log is damaged somewhere other than a torn tail.
+    #[error("{path}: damaged at byte offset {offset}: {reason}")]
+    Corrupt {
+        /// The segment.
+        path: String,
+        /// The offset of the damaged frame.
+        offset: u64,
+        /// What was found.
+        reason: String,
+    },
+    /// A failed append could not be rolled back: the segment may end with
+    /// part of a refused write, and nothing more is appended to it.
+    #[error("{path}: a failed append could not be rolled back; restart the service")]
+    Damaged {
+        /// The segment.
+        path: String,
     },
     /// A record is larger than the log accepts.
     #[error("a record of {len} bytes is larger than the limit of {limit} bytes")]
@@ -80,4 +98,28 @@ pub(crate) fn numbered_files(
     }
     found.sort();
     Ok(found)
+}
+
+/// Create `dir` (and its parents) if needed and make it private to its owner
+/// (mode 0700 on Unix): the log and checkpoints hold every event.
+pub fn private_dir(dir: &std::path::Path) -> Result<()> {
+    std::fs::create_dir_all(dir).map_err(io_error("creating", dir))?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+            .map_err(io_error("setting the permissions of", dir))?;
+    }
+    Ok(())
+}
+
+/// Options creating files private to their owner (mode 0600 on Unix).
+pub(crate) fn private_file() -> std::fs::OpenOptions {
+    let mut options = std::fs::OpenOptions::new();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    options
 }

@@ -82,49 +82,84 @@ pub fn ranks(tree: &Tree) -> Vec<Option<u64>> {
     let mut ranks = vec![None; tree.nodes.len()];
     let mut counter = Counter { rank: n, next: n };
     if let Some(root) = tree.nodes.first() {
-        rank_group(
-            tree,
-            &lf,
-            root.fs_children.clone(),
-            false,
-            &mut counter,
-            &mut ranks,
-        );
+        // Depth-first over (merged) sibling groups with an explicit stack, so
+        // any depth of tree ranks without recursion.
+        let mut stack = vec![Group::new(tree, &lf, root.fs_children.clone(), false)];
+        while let Some(group) = stack.last_mut() {
+            match group.rank_next_block(tree, &mut counter, &mut ranks) {
+                Step::Done => {
+                    stack.pop();
+                }
+                Step::Continue => {}
+                Step::Descend(merged, tied) => stack.push(Group::new(tree, &lf, merged, tied)),
+            }
+        }
     }
     ranks
 }
 
-/// Rank one (possibly merged) sibling group; `entered_tied` says the group's
-/// first block is tied with what was ranked just before it.
-fn rank_group(
-    tree: &Tree,
-    lf: &[Option<LevelFs>],
-    members: Vec<usize>,
+/// One (possibly merged) sibling group being ranked, block by block of equal
+/// LevelFS; `entered_tied` says its first block is tied with what was ranked
+/// just before it.
+struct Group {
+    members: Vec<(usize, LevelFs)>,
+    start: usize,
     entered_tied: bool,
-    counter: &mut Counter,
-    ranks: &mut [Option<u64>],
-) {
-    // `parent` accounts are not ranked: their children are already here.
-    let mut members: Vec<(usize, LevelFs)> = members
-        .into_iter()
-        .filter_map(|m| lf[m].map(|value| (m, value)))
-        .collect();
-    // LF descending, users first on equal LF; the index only fixes the order
-    // of members whose relative order does not change any rank.
-    members.sort_by(|(a, lf_a), (b, lf_b)| {
-        lf_b.cmp(lf_a)
-            .then_with(|| user_first(tree, *a, *b))
-            .then_with(|| a.cmp(b))
-    });
-    let mut start = 0;
-    while start < members.len() {
+}
+
+/// What ranking one block asks for next.
+enum Step {
+    /// The group is ranked.
+    Done,
+    /// Go on with the group's next block.
+    Continue,
+    /// Rank the merged children of the block's tied accounts (entered tied or
+    /// not) before the group's next block.
+    Descend(Vec<usize>, bool),
+}
+
+impl Group {
+    fn new(tree: &Tree, lf: &[Option<LevelFs>], members: Vec<usize>, entered_tied: bool) -> Self {
+        // `parent` accounts are not ranked: their children are already here.
+        let mut members: Vec<(usize, LevelFs)> = members
+            .into_iter()
+            .filter_map(|m| lf[m].map(|value| (m, value)))
+            .collect();
+        // LF descending, users first on equal LF; the index only fixes the order
+        // of members whose relative order does not change any rank.
+        members.sort_by(|(a, lf_a), (b, lf_b)| {
+            lf_b.cmp(lf_a)
+                .then_with(|| user_first(tree, *a, *b))
+                .then_with(|| a.cmp(b))
+        });
+        Group {
+            members,
+            start: 0,
+            entered_tied,
+        }
+    }
+
+    /// Rank the next block of equal LevelFS: its users now, its accounts'
+    /// merged children next (`Step::Descend`).
+    fn rank_next_block(
+        &mut self,
+        tree: &Tree,
+        counter: &mut Counter,
+        ranks: &mut [Option<u64>],
+    ) -> Step {
+        let members = &self.members;
+        let start = self.start;
+        if start >= members.len() {
+            return Step::Done;
+        }
         let value = members[start].1;
         let end = start
             + members[start..]
                 .iter()
                 .take_while(|(_, v)| *v == value)
                 .count();
-        let mut tied = start == 0 && entered_tied;
+        self.start = end;
+        let mut tied = start == 0 && self.entered_tied;
         let mut tied_accounts = Vec::new();
         for &(member, _) in &members[start..end] {
             if tree.nodes[member].is_user() {
@@ -138,14 +173,14 @@ fn rank_group(
                 tied_accounts.push(member);
             }
         }
-        if !tied_accounts.is_empty() {
-            let merged: Vec<usize> = tied_accounts
-                .iter()
-                .flat_map(|&account| tree.nodes[account].fs_children.iter().copied())
-                .collect();
-            rank_group(tree, lf, merged, tied, counter, ranks);
+        if tied_accounts.is_empty() {
+            return Step::Continue;
         }
-        start = end;
+        let merged: Vec<usize> = tied_accounts
+            .iter()
+            .flat_map(|&account| tree.nodes[account].fs_children.iter().copied())
+            .collect();
+        Step::Descend(merged, tied)
     }
 }
 

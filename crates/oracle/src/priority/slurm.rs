@@ -74,14 +74,12 @@ struct Maxima {
 }
 
 fn maxima(state: &State, jobs: &[&Job]) -> Maxima {
-    let accounts = state
-        .accounts
-        .keys()
-        .map(|a| assoc_priority(state, a, None));
-    let users = state
-        .users
-        .keys()
-        .map(|(a, u)| assoc_priority(state, a, Some(u)));
+    // Every association's priority is its own, an ancestor account's, or 0,
+    // and every priority set is some association's own: so the maximum over
+    // associations is the maximum of the priorities set, without a walk up
+    // the tree per account (O(accounts x depth) on a deep tree).
+    let accounts = state.accounts.values().filter_map(|a| a.priority);
+    let users = state.users.values().filter_map(|u| u.priority);
     let assoc = accounts.chain(users).max().unwrap_or(0).max(0);
     let defined = state.partitions.values().map(|p| p.priority_job_factor);
     let referenced = jobs
