@@ -27,7 +27,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use fairflow_model::config::ResetPeriod;
 use fairflow_model::event::{JobSpec, Op};
-use fairflow_model::reset::next_reset_after;
+use fairflow_model::reset::{next_reset_after, reset_at_or_before};
 use fairflow_model::tres::{billable_tres, BillingMode, TresCounts, WeightList};
 use fairflow_model::usage::{fixed_rate, DecayFrame, FrameUsage};
 use fairflow_model::{Config, Event, Shares, Time};
@@ -258,11 +258,12 @@ impl Ledger {
         if t < self.now {
             return;
         }
-        if let Some(mut boundary) = self.next_reset.filter(|b| *b <= t) {
+        if let Some(first) = self.next_reset.filter(|b| *b <= t) {
             let period = self.config.usage_reset_period;
-            while let Some(next) = next_reset_after(period, boundary).filter(|n| *n <= t) {
-                boundary = next;
-            }
+            // The last boundary passed, in closed form (no walk over the gap).
+            let boundary = reset_at_or_before(period, t)
+                .filter(|b| *b >= first)
+                .unwrap_or(first);
             self.reset_usage_at(boundary);
             self.next_reset = next_reset_after(period, boundary);
         }

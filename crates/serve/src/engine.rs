@@ -15,7 +15,7 @@
 //! incremental engine cannot read the batch engine's snapshots (an oracle
 //! `State` does not hold its ledger's frame-unit books).
 
-use fairflow_ingest::{LogLine, Rejection};
+use fairflow_ingest::{LogLine, Rejection, Validator};
 use fairflow_model::report::{FairshareRow, FairshareTable, JobPriority};
 use fairflow_model::{Algorithm, Config, Time};
 use fairflow_oracle::{fairshare, priority, Replay};
@@ -84,6 +84,9 @@ pub trait Engine {
     fn snapshot(&self) -> Vec<u8>;
     /// Replace the state by a snapshot.
     fn restore(&mut self, snapshot: &[u8]) -> Result<(), String>;
+    /// The validator in force: a copy decides, before an event is logged,
+    /// whether this engine will accept it.
+    fn validator(&self) -> &Validator;
 }
 
 /// Was `snapshot` written by the incremental engine (its header)? The batch
@@ -163,6 +166,10 @@ impl BatchEngine {
 impl Engine for BatchEngine {
     fn name(&self) -> &'static str {
         "batch"
+    }
+
+    fn validator(&self) -> &Validator {
+        &self.replay.validator
     }
 
     fn apply(&mut self, lines: Vec<LogLine>) -> Vec<Rejection> {
@@ -282,6 +289,10 @@ impl IncrementalEngine {
 impl Engine for IncrementalEngine {
     fn name(&self) -> &'static str {
         "incremental"
+    }
+
+    fn validator(&self) -> &Validator {
+        self.engine.validator()
     }
 
     fn apply(&mut self, lines: Vec<LogLine>) -> Vec<Rejection> {

@@ -5,7 +5,7 @@
 //! `service_engine::ServiceEngine` (the incremental engine, or the batch
 //! oracle when the incremental engine cannot answer).
 
-use fairflow_ingest::{LogLine, Rejection};
+use fairflow_ingest::{LogLine, Rejection, Validator};
 use fairflow_model::Time;
 use fairflow_serve::OutputFormat;
 
@@ -77,5 +77,11 @@ pub trait Backend: Send + 'static {
     /// The engine answering (`incremental`, `batch`), for the operator.
     fn engine_name(&self) -> &'static str {
         "custom"
+    }
+    /// A copy of the validator in force, which the applier uses to check each
+    /// event before it is logged (so nothing the engine would reject is ever
+    /// logged or acknowledged). `None`: the backend validates only in `apply`.
+    fn validator(&self) -> Option<Validator> {
+        None
     }
 }

@@ -1,7 +1,7 @@
 //! The service's backend over any [`Engine`]: writes apply to the engine,
 //! reads render its answers with the same renderers as the commands' `--json`.
 
-use fairflow_ingest::{LogLine, Rejection};
+use fairflow_ingest::{LogLine, Rejection, Validator};
 use fairflow_serve::engine::{Engine, ExplainError};
 use fairflow_serve::{explain, sprio, sshare, top};
 
@@ -52,6 +52,10 @@ impl<E: Engine + Send + 'static> Backend for EngineBackend<E> {
 
     fn engine_name(&self) -> &'static str {
         self.engine.name()
+    }
+
+    fn validator(&self) -> Option<Validator> {
+        Some(self.engine.validator().clone())
     }
 
     fn gauges(&mut self) -> Gauges {

@@ -15,8 +15,11 @@
 pub mod applier;
 pub mod backend;
 pub mod engine_backend;
+pub mod exactly_once;
+pub mod health;
 pub mod http;
 pub mod metrics;
+pub mod quarantine;
 pub mod run;
 pub mod service_engine;
 pub mod taps;

@@ -1,6 +1,7 @@
 //! Running the whole service: recover from the data directory, start the
 //! applier, the HTTP listener and the configured taps, and stop gracefully on
-//! SIGTERM or SIGINT (finish requests in flight, write a final checkpoint).
+//! SIGTERM or SIGINT (finish requests in flight, write a final checkpoint), or
+//! with an error when the engine failed (`health`).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -36,6 +37,9 @@ pub struct ServiceConfig {
     pub follow_jobcomp: Option<PathBuf>,
     /// A file to replay into the service, and its speed (0 = at once).
     pub replay: Option<(PathBuf, f64)>,
+    /// Open a damaged log anyway, keeping what is provably intact
+    /// (`--recover`; see `fairflow_store::wal`).
+    pub recover: bool,
 }
 
 impl ServiceConfig {
@@ -51,6 +55,7 @@ impl ServiceConfig {
             tap_unix: None,
             follow_jobcomp: None,
             replay: None,
+            recover: false,
         }
     }
 }
@@ -96,8 +101,10 @@ pub fn run_blocking<B: Backend>(
         checkpoint_every: config.checkpoint_every.max(1),
         queue_capacity: config.queue_capacity.max(1),
         max_group: 256,
+        recover: config.recover,
     };
     let (handle, report, thread) = applier::start(backend, applier_config, metrics.clone())?;
+    let health = handle.health().clone();
     runtime.block_on(async {
         let listener = TcpListener::bind(config.listen)
             .await
@@ -158,11 +165,18 @@ pub fn run_blocking<B: Backend>(
         }
         ready(&report, address);
         let router = http::router(handle, metrics, config.http.clone());
+        // A failed engine stops the service too (a non-zero exit status).
+        let stop = async {
+            tokio::select! {
+                _ = shutdown_signal() => {}
+                _ = health.failed() => {}
+            }
+        };
         http::serve(
             listener,
             router,
             &config.http,
-            shutdown_signal(),
+            stop,
             Duration::from_secs(10),
         )
         .await;
@@ -173,5 +187,9 @@ pub fn run_blocking<B: Backend>(
     runtime.shutdown_timeout(Duration::from_secs(5));
     thread
         .join()
-        .map_err(|_| "the applier thread panicked".to_string())
+        .map_err(|_| "the applier thread panicked".to_string())?;
+    match health.failure() {
+        Some(reason) => Err(reason),
+        None => Ok(()),
+    }
 }

@@ -13,7 +13,7 @@
 //! Notes go to the `notify` callback (the command line prints them on
 //! standard error).
 
-use fairflow_ingest::{LogLine, Rejection};
+use fairflow_ingest::{LogLine, Rejection, Validator};
 use fairflow_model::report::{FairshareTable, JobPriority};
 use fairflow_model::{Config, Time};
 use fairflow_serve::engine::{
@@ -87,6 +87,10 @@ impl ServiceEngine {
 impl Engine for ServiceEngine {
     fn name(&self) -> &'static str {
         self.engine().name()
+    }
+
+    fn validator(&self) -> &Validator {
+        self.engine().validator()
     }
 
     fn apply(&mut self, lines: Vec<LogLine>) -> Vec<Rejection> {
