@@ -318,6 +318,7 @@ fn progress(args: &Args, text: &str) {
 
 fn engine_phase(args: &Args, params: &WorkloadParams) -> anyhow::Result<EnginePhase> {
     let k = args.k;
+    crate::state_args::check_layout(args.workers.max(1), 1, 0)?;
     let mut engine = Engine::start(args.workers.max(1), Config::default())
         .context("cannot start the incremental engine")?;
     let mut lines = Lines::default();

@@ -95,6 +95,7 @@ fn millis(micros: u64) -> String {
 /// Replay the inputs, print the report (and `--top`, `--sshare`).
 pub fn run(args: &Args) -> anyhow::Result<()> {
     let config = args.config.initial_config()?;
+    crate::state_args::check_layout(args.workers.max(1), 1, 0)?;
     let mut engine = Engine::start(args.workers.max(1), config)
         .context("cannot start the incremental engine")?;
     let mut inputs = Vec::new();

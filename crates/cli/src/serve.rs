@@ -32,6 +32,10 @@ pub struct Args {
     /// Make reads need the token too.
     #[arg(long)]
     reads_need_token: bool,
+    /// Serve reads without a token on an address other than loopback (by
+    /// default such a `--listen` needs `--reads-need-token`).
+    #[arg(long)]
+    allow_remote_reads: bool,
     /// Accept JSON-lines event streams on this TCP address.
     #[arg(long, value_name = "ADDR")]
     tap_tcp: Option<SocketAddr>,
@@ -56,6 +60,13 @@ pub struct Args {
     /// Largest line of a body or stream, bytes.
     #[arg(long, default_value_t = 64 << 10)]
     max_line_bytes: usize,
+    /// Most bytes of write bodies held at once; more writers wait.
+    #[arg(long, default_value_t = 64 << 20)]
+    max_inflight_bytes: usize,
+    /// Most concurrent connections from one client address (behind a proxy,
+    /// every client has the proxy's address).
+    #[arg(long, default_value_t = 64)]
+    max_connections_per_client: usize,
     /// The engine: `incremental` (default) or `batch`; both give equal
     /// answers.
     #[arg(long, value_enum, default_value = "incremental")]
@@ -63,6 +74,10 @@ pub struct Args {
     /// Timely workers of the incremental engine.
     #[arg(long, value_name = "N", default_value_t = 1)]
     workers: usize,
+    /// Start even if the log is damaged (not just a torn tail): keep the
+    /// records before the damage, move the rest aside and say what was dropped.
+    #[arg(long)]
+    recover: bool,
     #[command(flatten)]
     config: ConfigArgs,
 }
@@ -72,6 +87,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     let token = match &args.token_file {
         None => None,
         Some(path) => {
+            check_token_file_permissions(path)?;
             let text = std::fs::read_to_string(path)
                 .with_context(|| format!("cannot read {}", path.display()))?;
             let token = text.trim().to_string();
@@ -87,19 +103,34 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     if args.reads_need_token && token.is_none() {
         bail!("--reads-need-token needs --token-file");
     }
+    if !args.listen.ip().is_loopback() && !args.reads_need_token {
+        if !args.allow_remote_reads {
+            bail!(
+                "--listen {} is reachable from other machines and reads need no token: add \
+                 --reads-need-token (with --token-file), or --allow-remote-reads to serve them \
+                 to anyone who can connect",
+                args.listen
+            );
+        }
+        eprintln!(
+            "fairflow serve: warning: reads are open to anyone who can reach {} (--allow-remote-reads)",
+            args.listen
+        );
+    }
     let mut config = ServiceConfig::new(args.listen, args.data_dir.clone());
     config.http.write_token = token;
     config.http.reads_need_token = args.reads_need_token;
     config.http.max_body_bytes = args.max_body_bytes;
     config.http.max_line_bytes = args.max_line_bytes;
+    config.http.max_inflight_bytes = args.max_inflight_bytes.max(args.max_body_bytes);
+    config.http.max_connections_per_client = args.max_connections_per_client.max(1);
     config.checkpoint_every = args.checkpoint_every;
     config.tap_tcp = args.tap_tcp;
     config.tap_unix = args.tap_unix.clone();
     config.follow_jobcomp = args.follow_jobcomp.clone();
     config.replay = args.replay.clone().map(|path| (path, args.replay_speed));
-    if args.workers == 0 {
-        bail!("--workers must be at least 1");
-    }
+    config.recover = args.recover;
+    crate::state_args::check_layout(args.workers, 1, 0)?;
     let choice = match args.engine {
         EngineKind::Incremental => EngineChoice::Incremental {
             workers: args.workers,
@@ -121,6 +152,51 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             "fairflow serve: listening on http://{address} ({engine}; recovered: checkpoint {}, {} log records replayed, {} bytes of torn tail cut)",
             report.checkpoint_sequence, report.replayed, report.truncated_bytes
         );
+        print_recovery_warnings(report);
     })
     .map_err(anyhow::Error::msg)
+}
+
+/// What recovery dropped or skipped, loudly, on standard error.
+fn print_recovery_warnings(report: &fairflow_service::applier::RecoveryReport) {
+    if let Some(dropped) = &report.dropped {
+        eprintln!("fairflow serve: WARNING: {dropped}");
+    }
+    if report.quarantined > 0 {
+        eprintln!(
+            "fairflow serve: WARNING: {} quarantined log record(s) skipped (see the data \
+             directory's quarantine/)",
+            report.quarantined
+        );
+    }
+}
+
+/// Refuse a token file others can change (mode `g+w` or `o+w` on Unix):
+/// whoever can change it can write events. Warn when anyone can read it.
+fn check_token_file_permissions(path: &std::path::Path) -> anyhow::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(path)
+            .with_context(|| format!("cannot read {}", path.display()))?
+            .permissions()
+            .mode();
+        if mode & 0o022 != 0 {
+            bail!(
+                "the token file {} has mode {:o}: other users can change it; make it private \
+                 (chmod 600)",
+                path.display(),
+                mode & 0o777
+            );
+        }
+        if mode & 0o004 != 0 {
+            eprintln!(
+                "fairflow serve: warning: the token file {} is readable by every user (mode {:o}); \
+                 chmod 600 makes it private",
+                path.display(),
+                mode & 0o777
+            );
+        }
+    }
+    Ok(())
 }

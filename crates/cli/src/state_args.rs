@@ -196,18 +196,17 @@ impl StateArgs {
     pub fn engine(&self) -> anyhow::Result<Option<Box<dyn Engine>>> {
         let mut reporter = Reporter { rejected: 0 };
         let config = self.config.initial_config_reporting(&mut reporter)?;
-        let mut logs: Vec<(String, Vec<LogLine>)> = Vec::new();
+        check_layout(self.workers, self.processes, self.process)?;
+        // Every source is opened first (a missing file fails before anything
+        // starts), then read as a stream, one batch in memory at a time.
+        let mut logs = Vec::new();
         for path in &self.events {
             let name = if path == "-" {
                 "<stdin>"
             } else {
                 path.as_str()
             };
-            let mut lines = Vec::new();
-            for line in read_events(open_source(path)?) {
-                lines.push(line.with_context(|| format!("cannot read {name}"))?);
-            }
-            logs.push((name.to_string(), lines));
+            logs.push((name.to_string(), read_events(open_source(path)?)));
         }
         let mut engine: Box<dyn Engine> = match self.engine {
             EngineKind::Batch => Box::new(BatchEngine::new(config)),
@@ -228,9 +227,13 @@ impl StateArgs {
         };
         let mut lines_read = 0u64;
         for (name, lines) in logs {
-            let mut lines = lines.into_iter().peekable();
+            let mut lines = lines.peekable();
             while lines.peek().is_some() {
-                let chunk: Vec<LogLine> = lines.by_ref().take(BATCH_LINES).collect();
+                let chunk = lines
+                    .by_ref()
+                    .take(BATCH_LINES)
+                    .collect::<Result<Vec<LogLine>, _>>()
+                    .with_context(|| format!("cannot read {name}"))?;
                 lines_read += chunk.len() as u64;
                 for rejection in engine.apply(chunk) {
                     reporter.report(&name, &rejection);
@@ -281,4 +284,22 @@ mod tests {
             ]
         );
     }
+}
+
+/// The most timely workers per process, and processes, a command accepts.
+pub const MAX_WORKERS: usize = 256;
+
+/// Refuse a worker layout that cannot run: no workers or processes, absurd
+/// counts, or a process index outside `0..processes`.
+pub fn check_layout(workers: usize, processes: usize, process: usize) -> anyhow::Result<()> {
+    if !(1..=MAX_WORKERS).contains(&workers) {
+        bail!("--workers must be from 1 to {MAX_WORKERS}, not {workers}");
+    }
+    if !(1..=MAX_WORKERS).contains(&processes) {
+        bail!("--processes must be from 1 to {MAX_WORKERS}, not {processes}");
+    }
+    if process >= processes {
+        bail!("--process must be below --processes ({processes}), not {process}");
+    }
+    Ok(())
 }
