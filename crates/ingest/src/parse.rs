@@ -106,10 +106,9 @@ impl<'a> Fields<'a> {
     /// A number from 0 to `max` (the exact arithmetic's range, `model::limits`).
     fn bounded(&self, field: &str, max: f64) -> Result<Option<f64>, Rejection> {
         match self.non_negative(field)? {
-            Some(x) if x > max => Err(self.err(
-                field,
-                format!("{x:e} is out of range (at most {max:e})"),
-            )),
+            Some(x) if x > max => {
+                Err(self.err(field, format!("{x:e} is out of range (at most {max:e})")))
+            }
             other => Ok(other),
         }
     }

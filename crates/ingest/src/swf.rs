@@ -79,8 +79,11 @@ pub fn convert_swf<R: BufRead>(reader: R) -> Result<Vec<LogLine>, std::io::Error
                 let value = value.trim();
                 match key.trim() {
                     "UnixStartTime" => {
-                        header.unix_start_time =
-                            value.parse().ok().filter(|t| time_in_range(*t)).unwrap_or(0)
+                        header.unix_start_time = value
+                            .parse()
+                            .ok()
+                            .filter(|t| time_in_range(*t))
+                            .unwrap_or(0)
                     }
                     // Sizes beyond what a TRES count holds are taken as unknown.
                     "MaxNodes" => header.max_nodes = parse_size(value),
@@ -193,7 +196,10 @@ pub fn convert_swf<R: BufRead>(reader: R) -> Result<Vec<LogLine>, std::io::Error
             continue;
         };
         if let Some(first) = known_jobs.get(&v[0]) {
-            lines.push(reject(0, &format!("job {} is already on line {first}", v[0])));
+            lines.push(reject(
+                0,
+                &format!("job {} is already on line {first}", v[0]),
+            ));
             continue;
         }
         known_jobs.insert(v[0], line);

@@ -45,7 +45,11 @@ fn row(job: i64, submit: i64, wait: i64, run: i64, user: i64, group: i64) -> Str
 fn rows_out_of_submit_order_create_the_account_first() {
     // Job 1 of group 7 is on the first line but submitted after job 2 of the
     // same group: before, `g7` was created at 500, after job 2's submit at 100.
-    let trace = format!("; UnixStartTime: 1000\n{}{}", row(1, 500, 0, 10, 3, 7), row(2, 100, 0, 10, 3, 7));
+    let trace = format!(
+        "; UnixStartTime: 1000\n{}{}",
+        row(1, 500, 0, 10, 3, 7),
+        row(2, 100, 0, 10, 3, 7)
+    );
     let (converter, replay) = convert_and_replay(&trace);
     assert!(converter.is_empty(), "{converter:?}");
     assert!(replay.is_empty(), "{replay:?}");

@@ -119,14 +119,20 @@ mod tests {
     #[test]
     fn boundaries_near_the_end_of_the_calendar_do_not_panic() {
         let y10000 = Y9999_END + 1;
-        assert_eq!(next_reset_after(ResetPeriod::Daily, Y9999_END), Some(y10000));
+        assert_eq!(
+            next_reset_after(ResetPeriod::Daily, Y9999_END),
+            Some(y10000)
+        );
         // 10000-01-01 is a Saturday: (2932897 - 3) % 7 = 6 days after a Sunday.
         let last_sunday = y10000 - 6 * 86_400;
         assert_eq!(
             reset_at_or_before(ResetPeriod::Weekly, Y9999_END),
             Some(last_sunday)
         );
-        assert_eq!(next_reset_after(ResetPeriod::Yearly, Y9999_END), Some(y10000));
+        assert_eq!(
+            next_reset_after(ResetPeriod::Yearly, Y9999_END),
+            Some(y10000)
+        );
         // chrono's last representable day and beyond: no panic, and no boundary
         // where the calendar ends.
         for t in [i64::MAX, i64::MAX - 1, 8_210_298_412_799, 8_210_298_412_800] {

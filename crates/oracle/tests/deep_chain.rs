@@ -12,7 +12,8 @@
 
 use std::time::Instant;
 
-use fairflow_ingest::{parse_event, LogLine};
+use fairflow_ingest::reader::read_events;
+use fairflow_ingest::LogLine;
 use fairflow_model::Config;
 use fairflow_oracle::{fairshare, priority, Replay};
 
@@ -35,12 +36,8 @@ fn chain(depth: usize) -> Vec<LogLine> {
     text.push(format!(
         r#"{{"op":"submit","t":1700000000,"job":"1","user":"u","account":"{parent}"}}"#
     ));
-    text.iter()
-        .enumerate()
-        .map(|(i, t)| LogLine {
-            line: i as u64 + 1,
-            event: parse_event(i as u64 + 1, t),
-        })
+    read_events(text.join("\n").as_bytes())
+        .map(|line| line.expect("in memory"))
         .collect()
 }
 

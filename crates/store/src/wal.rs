@@ -434,7 +434,11 @@ mod tests {
         assert_eq!(recovery.records, records(1));
         let dropped = recovery.dropped.unwrap();
         assert_eq!(
-            (dropped.offset, dropped.first_lost_sequence, dropped.valid_frames),
+            (
+                dropped.offset,
+                dropped.first_lost_sequence,
+                dropped.valid_frames
+            ),
             (second as u64, 1, 2)
         );
         assert_eq!(dropped.bytes, (bytes.len() - second) as u64);
@@ -457,7 +461,10 @@ mod tests {
         bytes.extend(vec![0u8; 4096]);
         std::fs::write(&path, &bytes).unwrap();
         let (_, recovery) = EventLog::open(dir.path()).unwrap();
-        assert_eq!((recovery.records.len(), recovery.truncated_bytes), (2, 4096));
+        assert_eq!(
+            (recovery.records.len(), recovery.truncated_bytes),
+            (2, 4096)
+        );
         assert_eq!(std::fs::metadata(&path).unwrap().len(), len as u64);
     }
 
@@ -488,7 +495,11 @@ mod tests {
         drop(log);
         let (log, recovery) = EventLog::open(dir.path()).unwrap();
         assert_eq!(
-            (recovery.first_kept, recovery.records.len(), log.next_sequence()),
+            (
+                recovery.first_kept,
+                recovery.records.len(),
+                log.next_sequence()
+            ),
             (40, 1, 41)
         );
     }
