@@ -52,9 +52,9 @@ fn field_of(rejections: &[Rejection], line: u64) -> Option<&str> {
 fn huge_usage_amounts_are_rejected_by_both_engines() {
     let log = format!(
         "{TREE}{}\n{}\n{}\n",
-        r#"{"op":"usage","t":1700000100,"account":"a","user":"u","amount":1e35}"#,
-        r#"{"op":"usage","t":1700000100,"account":"b","user":"v","amount":1e303}"#,
-        r#"{"op":"usage","t":1700000100,"account":"a","user":"u","amount":3600}"#,
+        r#"{"op":"usage","t":1700000000,"account":"a","user":"u","amount":1e35}"#,
+        r#"{"op":"usage","t":1700000000,"account":"b","user":"v","amount":1e303}"#,
+        r#"{"op":"usage","t":1700000000,"account":"a","user":"u","amount":3600}"#,
     );
     let (rejections, mut batch) = both(&log);
     assert_eq!(rejections.len(), 2, "{rejections:?}");
@@ -66,7 +66,7 @@ fn huge_usage_amounts_are_rejected_by_both_engines() {
         rejections[0]
     );
     // Only the 3600 TRES-seconds were charged: root's raw usage is 3600
-    // (no decay between t=1700000100 and the last event's time).
+    // (charged at the frame's epoch and read at that time: no decay).
     assert_eq!(root_raw_usage(&mut batch), 3600);
 }
 

@@ -688,6 +688,12 @@ impl<B: Backend> Applier<B> {
         });
         match written {
             Ok(()) => {
+                // The remembered idempotency keys are logged again after the
+                // checkpoint, so they outlive the segments it lets go.
+                let keys: Vec<Vec<u8>> = self.keys.names().map(key_record).collect();
+                if let Err(e) = self.log.append(&keys) {
+                    tracing::warn!("re-logging idempotency keys failed: {e}");
+                }
                 self.since_checkpoint = 0;
                 self.metrics.checkpoints.inc();
             }

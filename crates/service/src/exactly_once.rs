@@ -8,7 +8,9 @@
 //! - [`Keys`]: the idempotency keys of recent writes with their outcomes. A
 //!   key is logged with its write (a `#idempotency <key>` record before the
 //!   write's events, skipped as an event at replay), so it survives a
-//!   restart; the newest [`MAX_KEYS`] keys are remembered.
+//!   restart, and all remembered keys are logged again after each checkpoint
+//!   (so they outlive the segments it lets go); the newest [`MAX_KEYS`] keys
+//!   are remembered.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -89,6 +91,11 @@ impl Keys {
     /// The outcome of the write that carried `key`, if it is remembered.
     pub fn get(&self, key: &str) -> Option<&WriteOutcome> {
         self.outcomes.get(key)
+    }
+
+    /// The keys remembered, oldest first.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.order.iter().map(String::as_str)
     }
 
     /// Remember `key`'s outcome, forgetting the oldest key beyond [`MAX_KEYS`].
