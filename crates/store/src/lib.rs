@@ -48,6 +48,9 @@ pub enum StoreError {
         /// The segment.
         path: String,
     },
+    /// An empty record (the log's framing reserves it for zero-filled space).
+    #[error("an empty record cannot be logged")]
+    EmptyRecord,
     /// A record is larger than the log accepts.
     #[error("a record of {len} bytes is larger than the limit of {limit} bytes")]
     RecordTooLarge {

@@ -83,7 +83,9 @@ fn frame_at(bytes: &[u8], offset: usize) -> Option<usize> {
     let header = bytes.get(offset..offset + 8)?;
     let len = u32::from_le_bytes(header[..4].try_into().ok()?) as usize;
     let crc = u32::from_le_bytes(header[4..].try_into().ok()?);
-    if len > MAX_RECORD_BYTES {
+    // An empty frame is 8 zero bytes, what a file extended with zeros holds:
+    // never a record (`append` refuses empty records).
+    if len == 0 || len > MAX_RECORD_BYTES {
         return None;
     }
     let payload = bytes.get(offset + 8..offset + 8 + len)?;
@@ -94,12 +96,9 @@ fn frame_at(bytes: &[u8], offset: usize) -> Option<usize> {
 /// any later offset where its length and checksum hold; from there on frames
 /// are followed by their lengths.
 fn valid_frames_after(bytes: &[u8], from: usize) -> u64 {
-    // An empty frame is 8 zero bytes: what a file extended with zeros holds,
-    // so only non-empty frames count (the log never holds empty records).
-    let real_frame = |offset| frame_at(bytes, offset).filter(|len| *len > 8);
     let mut offset = from + 1;
     while offset + 8 <= bytes.len() {
-        if real_frame(offset).is_some() {
+        if frame_at(bytes, offset).is_some() {
             let mut count = 0;
             while let Some(len) = frame_at(bytes, offset) {
                 count += 1;
@@ -309,6 +308,9 @@ impl EventLog {
     pub fn append(&mut self, records: &[Vec<u8>]) -> Result<u64> {
         let mut buffer = Vec::new();
         for record in records {
+            if record.is_empty() {
+                return Err(StoreError::EmptyRecord);
+            }
             if record.len() > MAX_RECORD_BYTES {
                 return Err(StoreError::RecordTooLarge {
                     len: record.len(),
