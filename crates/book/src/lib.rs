@@ -343,8 +343,9 @@ impl Book {
             }
             _ => None,
         };
+        // Only the change record needs the removed jobs' ids (a scan of the jobs).
         let removed_jobs: Vec<String> = match &event.op {
-            Op::RemoveUser { user, account } => self
+            Op::RemoveUser { user, account } if self.changes.is_some() => self
                 .state
                 .jobs
                 .values()
