@@ -10,12 +10,21 @@ use fairflow_ingest::Rejection;
 use fairflow_model::event::Op;
 use fairflow_model::Event;
 
-use crate::{Book, Phase};
+use crate::{Book, Checked, Phase};
 
 impl Book {
     /// Is `event` possible now? `Err` names the line, field and reason; the
-    /// book is not changed either way ([`Book::apply`] checks, then applies).
-    pub fn check(&self, line: u64, event: &Event) -> Result<(), Rejection> {
+    /// book is not changed either way ([`Book::apply`] checks, then applies;
+    /// [`Book::apply_checked`] applies with the token this returns, without
+    /// checking twice).
+    pub fn check(&self, line: u64, event: &Event) -> Result<Checked, Rejection> {
+        self.check_rules(line, event)?;
+        Ok(Checked {
+            version: self.version,
+        })
+    }
+
+    pub(crate) fn check_rules(&self, line: u64, event: &Event) -> Result<(), Rejection> {
         let err = |field: &str, reason: String| Rejection::new(line, Some(field), reason);
         if let Some(now) = self.last_event_at() {
             if event.t < now {

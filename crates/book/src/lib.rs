@@ -43,8 +43,9 @@ pub enum Phase {
     Running,
 }
 
-/// The book; see the crate documentation.
-#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+/// The book; see the crate documentation. Two books are equal when they
+/// hold the same state (whatever their [`Checked`] versions).
+#[derive(Debug, Clone, serde::Deserialize)]
 #[serde(try_from = "BookParts")]
 pub struct Book {
     state: State,
@@ -56,6 +57,27 @@ pub struct Book {
     running: BTreeMap<(String, String), u32>,
     /// What changed since the last [`Book::take_changes`], when tracked.
     changes: Option<Changes>,
+    /// Counts the changes to the state (events and time), so that a
+    /// [`Checked`] token is known to be current.
+    version: u64,
+}
+
+impl PartialEq for Book {
+    fn eq(&self, other: &Book) -> bool {
+        self.state == other.state
+            && self.last_event_at == other.last_event_at
+            && self.child_accounts == other.child_accounts
+            && self.running == other.running
+            && self.changes == other.changes
+    }
+}
+
+/// An event [`Book::check`] found possible, for [`Book::apply_checked`]:
+/// valid while the book's state is the one it was checked against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[must_use = "apply the event with Book::apply_checked"]
+pub struct Checked {
+    version: u64,
 }
 
 /// What a book serialises: the state and the last event's time; the indexes
@@ -118,6 +140,7 @@ impl Book {
             child_accounts: BTreeMap::new(),
             running: BTreeMap::new(),
             changes: None,
+            version: 0,
         }
     }
 
@@ -186,6 +209,7 @@ impl Book {
             child_accounts,
             running,
             changes: None,
+            version: 0,
         })
     }
 
@@ -264,8 +288,23 @@ impl Book {
 
     /// Check `event` and apply it, or reject it changing nothing.
     pub fn apply(&mut self, line: u64, event: &Event) -> Result<(), Rejection> {
-        self.check(line, event)?;
-        self.apply_checked(event);
+        let checked = self.check(line, event)?;
+        self.apply_checked(line, event, checked)
+    }
+
+    /// Apply `event`, which [`Book::check`] accepted (`checked`): checked
+    /// again only if the book changed since.
+    pub fn apply_checked(
+        &mut self,
+        line: u64,
+        event: &Event,
+        checked: Checked,
+    ) -> Result<(), Rejection> {
+        if checked.version != self.version {
+            self.check_rules(line, event)?;
+        }
+        self.apply_effects(event);
+        self.version += 1;
         Ok(())
     }
 
@@ -281,6 +320,7 @@ impl Book {
     /// resets, re-bases and calc-period settlements that fall due apply.
     /// Earlier times change nothing.
     pub fn advance_to(&mut self, t: Time) {
+        self.version += 1;
         let before = self.clockwork();
         self.state.advance_to(t);
         self.note_time(&before);
@@ -320,7 +360,7 @@ impl Book {
     }
 
     /// Apply an event [`Book::check`] accepted.
-    fn apply_checked(&mut self, event: &Event) {
+    fn apply_effects(&mut self, event: &Event) {
         // What the indexes and the change record need from before the event.
         let before = self.clockwork();
         let job_assoc = |state: &State, job: &str| {

@@ -28,7 +28,10 @@
 //! 4. **Top-k read**: `top(k)` alone, repeated.
 //! 5. **Peak memory**: `VmHWM` after the engine phase (`peak_rss_bytes`);
 //!    the engine is then dropped. `load_peak_rss_bytes` and
-//!    `rss_after_load_bytes` are `VmHWM` and `VmRSS` right after the load.
+//!    `rss_after_load_bytes` are `VmHWM` and `VmRSS` right after the load;
+//!    `allocated_after_load_bytes` is the live data then (jemalloc's
+//!    `stats.allocated`: without the pages the allocator keeps and its
+//!    fragmentation), and both are also given per active job.
 //! 6. **Full recomputation.** An oracle `Replay` is built from the same
 //!    seed and fed the same updates in the same order; for the first
 //!    `--oracle-samples` batches of each kind, `full_recompute_us` times
@@ -169,6 +172,8 @@ const TOPK_P99_TARGET_US: f64 = 50.0;
 const RATIO_TARGET: f64 = 100.0;
 const LOAD_TARGET_SECS: f64 = 60.0;
 const PEAK_TARGET_BYTES: u64 = 8_000_000_000;
+/// Issue 10: memory right after the load below 4 GB at 100,000 / 1,000,000.
+const AFTER_LOAD_TARGET_BYTES: u64 = 4_000_000_000;
 
 fn scaled(count: usize, scale: f64) -> usize {
     ((count as f64 * scale).round() as usize).max(1)
@@ -307,6 +312,8 @@ struct EnginePhase {
     /// `VmHWM` and `VmRSS` right after the load.
     load_peak_rss_bytes: Option<u64>,
     rss_after_load_bytes: Option<u64>,
+    /// Live allocated bytes right after the load (jemalloc).
+    allocated_after_load_bytes: Option<u64>,
     calc_period_secs: i64,
 }
 
@@ -346,6 +353,7 @@ fn engine_phase(args: &Args, params: &WorkloadParams) -> anyhow::Result<EnginePh
     let load_wall_secs = wall.elapsed().as_secs_f64();
     let load_peak_rss_bytes = measure::peak_rss_bytes();
     let rss_after_load_bytes = measure::rss_bytes();
+    let allocated_after_load_bytes = measure::allocated_bytes();
     let calc_period_secs = engine.config().calc_period_secs;
     progress(
         args,
@@ -431,6 +439,7 @@ fn engine_phase(args: &Args, params: &WorkloadParams) -> anyhow::Result<EnginePh
         peak_rss_bytes,
         load_peak_rss_bytes,
         rss_after_load_bytes,
+        allocated_after_load_bytes,
         calc_period_secs,
     })
 }
@@ -595,6 +604,14 @@ fn report(
         "peak_rss_bytes": engine.peak_rss_bytes,
         "load_peak_rss_bytes": engine.load_peak_rss_bytes,
         "rss_after_load_bytes": engine.rss_after_load_bytes,
+        "rss_after_load_bytes_per_job": engine.rss_after_load_bytes.map(|rss| {
+            rss as f64 / (params.pending_jobs + params.running_jobs).max(1) as f64
+        }),
+        "rss_after_load_target_bytes": AFTER_LOAD_TARGET_BYTES,
+        "allocated_after_load_bytes": engine.allocated_after_load_bytes,
+        "allocated_after_load_bytes_per_job": engine.allocated_after_load_bytes.map(|bytes| {
+            bytes as f64 / (params.pending_jobs + params.running_jobs).max(1) as f64
+        }),
         "oracle_peak_rss_bytes": oracle.and_then(|o| o.peak_rss_bytes),
         "oracle_peak_rss_is_phase_only": oracle.map(|o| o.peak_was_reset),
         "topk_matches_oracle": oracle.map(|o| o.top == engine.last_top),
@@ -663,6 +680,21 @@ fn table(report: &Value) -> String {
             met(peak < PEAK_TARGET_BYTES)
         )),
         None => text.push_str("peak memory: unknown (no /proc)\n"),
+    }
+    if let Some(after) = report["rss_after_load_bytes"].as_u64() {
+        text.push_str(&format!(
+            "memory after the load: {} ({:.0} bytes per active job)   target < 4 GB: {}\n",
+            human_bytes(after),
+            number(&report["rss_after_load_bytes_per_job"]).unwrap_or(f64::NAN),
+            met(after < AFTER_LOAD_TARGET_BYTES)
+        ));
+    }
+    if let Some(live) = report["allocated_after_load_bytes"].as_u64() {
+        text.push_str(&format!(
+            "live data after the load: {} ({:.0} bytes per active job)\n",
+            human_bytes(live),
+            number(&report["allocated_after_load_bytes_per_job"]).unwrap_or(f64::NAN),
+        ));
     }
     if let Some(peak) = report["oracle_peak_rss_bytes"].as_u64() {
         text.push_str(&format!(

@@ -94,6 +94,24 @@ pub fn rss_bytes() -> Option<u64> {
     status_kib("VmRSS")
 }
 
+/// The bytes the program has allocated and not freed (jemalloc's
+/// `stats.allocated`): live data, without the allocator's retained pages
+/// and fragmentation that the resident size includes. `None` without
+/// jemalloc.
+pub fn allocated_bytes() -> Option<u64> {
+    #[cfg(not(target_env = "msvc"))]
+    {
+        tikv_jemalloc_ctl::epoch::advance().ok()?;
+        tikv_jemalloc_ctl::stats::allocated::read()
+            .ok()
+            .and_then(|bytes| u64::try_from(bytes).ok())
+    }
+    #[cfg(target_env = "msvc")]
+    {
+        None
+    }
+}
+
 /// Reset the peak resident memory to the current one (Linux: `5` written to
 /// `/proc/self/clear_refs`). Returns whether it was reset.
 pub fn reset_peak_rss() -> bool {

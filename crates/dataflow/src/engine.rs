@@ -18,6 +18,7 @@ use timely::WorkerConfig;
 
 use crate::graph::{run_worker, Command, Epoch, Fact, Feeder, Reply};
 use crate::job_feed::{JobDeltas, JobFeed};
+use crate::names::{JobNames, Names};
 use crate::priority::TouchCounter;
 use crate::tree_feed::{Deltas, NodeId, TreeFeed, ROOT};
 
@@ -97,6 +98,8 @@ pub struct EngineTree {
 /// The incremental engine; see the crate documentation.
 pub struct Engine {
     book: Book,
+    /// The interned names of accounts, associations, partitions and QOS.
+    names: Names,
     tree_feed: TreeFeed,
     job_feed: JobFeed,
     applied: u64,
@@ -147,9 +150,11 @@ impl Engine {
         };
         let touched = TouchCounter::new();
         let worker_touched = touched.clone();
+        let job_names = JobNames::default();
+        let worker_names = job_names.clone();
         let guards = timely::execute(timely_config, move |worker| {
             let feeder = (worker.index() == 0).then(|| feeder.clone());
-            run_worker(worker, feeder, worker_touched.clone());
+            run_worker(worker, feeder, worker_touched.clone(), worker_names.clone());
         })
         .map_err(|reason| EngineError::Start { workers, reason })?;
         let worker0 = match reply_rx.recv() {
@@ -160,8 +165,9 @@ impl Engine {
         book.track_changes(true);
         let mut engine = Engine {
             book,
+            names: Names::default(),
             tree_feed: TreeFeed::new(),
-            job_feed: JobFeed::new(),
+            job_feed: JobFeed::new(job_names),
             applied: 0,
             epoch: 0,
             workers,
@@ -204,7 +210,7 @@ impl Engine {
     pub fn run_follower(timely_config: timely::Config) -> Result<(), EngineError> {
         let touched = TouchCounter::new();
         let guards = timely::execute(timely_config, move |worker| {
-            run_worker(worker, None, touched.clone())
+            run_worker(worker, None, touched.clone(), JobNames::default())
         })
         .map_err(|reason| EngineError::Start { workers: 0, reason })?;
         if guards.join().iter().any(Result::is_err) {
@@ -256,7 +262,7 @@ impl Engine {
     /// would only make every operator of the dataflow step for nothing.
     fn flush(&mut self) -> Result<usize, EngineError> {
         let changes = self.book.take_changes();
-        let deltas = self.tree_feed.deltas(&self.book, &changes);
+        let deltas = self.tree_feed.deltas(&self.book, &changes, &mut self.names);
         self.send_changes(deltas, &changes)
     }
 
@@ -269,8 +275,8 @@ impl Engine {
         self.job_feed.note(changes);
         let state = self.book.state();
         let jobs = JobDeltas {
-            jobs: self.job_feed.job_deltas(state),
-            facts: self.job_feed.fact_deltas(state),
+            jobs: self.job_feed.job_deltas(state, &mut self.names),
+            facts: self.job_feed.fact_deltas(state, &mut self.names),
         };
         let records = deltas.len() + jobs.len();
         if records > 0 {
@@ -302,14 +308,16 @@ impl Engine {
         let mut report = BatchReport::default();
         for line in lines {
             let outcome = line.event.and_then(|event| {
-                self.book.check(line.line, &event)?;
-                Ok((line.line, event))
+                let checked = self.book.check(line.line, &event)?;
+                Ok((line.line, event, checked))
             });
             match outcome {
-                Ok((number, event)) => {
+                Ok((number, event, checked)) => {
+                    // Remembering sends and reads; it changes no state, so
+                    // the token stays current.
                     report.input_records += self.remember_before_moving_to(event.t)?;
                     self.book
-                        .apply(number, &event)
+                        .apply_checked(number, &event, checked)
                         .expect("checked just before");
                     self.applied += 1;
                     report.applied += 1;
@@ -475,7 +483,12 @@ impl Engine {
     pub fn user_factors(&self) -> Result<BTreeMap<(String, String), f64>, EngineError> {
         self.send(Command::ReadFactors)?;
         match self.replies.recv() {
-            Ok(Reply::Factors(factors)) => Ok(factors),
+            Ok(Reply::Factors(factors)) => Ok(factors
+                .into_iter()
+                .filter_map(|(assoc, factor)| {
+                    Some((self.names.assocs.name(assoc)?.clone(), factor))
+                })
+                .collect()),
             _ => Err(EngineError::WorkersGone),
         }
     }
@@ -487,11 +500,18 @@ impl Engine {
         self.replies.recv().map_err(|_| EngineError::WorkersGone)
     }
 
+    /// Name a result's user, account, partition and QOS from the book (the
+    /// dataflow's records carry only ids).
+    fn identify(&self, mut priority: JobPriority) -> JobPriority {
+        crate::job_feed::identify(self.book.state(), &mut priority);
+        priority
+    }
+
     /// Every listed job's priority as of the engine's time, in the oracle's
     /// `priority::evaluate` order (sprio).
     pub fn priorities(&self) -> Result<Vec<JobPriority>, EngineError> {
         match self.priority_read(Command::EvaluateAll(self.now()))? {
-            Reply::Priorities(all) => Ok(all),
+            Reply::Priorities(all) => Ok(all.into_iter().map(|p| self.identify(p)).collect()),
             _ => Err(EngineError::WorkersGone),
         }
     }
@@ -500,15 +520,18 @@ impl Engine {
     /// the oracle's `priority::queue` order.
     pub fn top(&self, k: usize) -> Result<Vec<JobPriority>, EngineError> {
         match self.priority_read(Command::Top(k, self.now()))? {
-            Reply::Priorities(top) => Ok(top),
+            Reply::Priorities(top) => Ok(top.into_iter().map(|p| self.identify(p)).collect()),
             _ => Err(EngineError::WorkersGone),
         }
     }
 
     /// One listed job's priority as of the engine's time.
     pub fn job(&self, id: &str) -> Result<Option<JobPriority>, EngineError> {
-        match self.priority_read(Command::Job(id.to_string(), self.now()))? {
-            Reply::Job(job) => Ok(job),
+        let Some(id) = self.job_feed.job_id(id) else {
+            return Ok(None);
+        };
+        match self.priority_read(Command::Job(id, self.now()))? {
+            Reply::Job(job) => Ok(job.map(|p| self.identify(p))),
             _ => Err(EngineError::WorkersGone),
         }
     }
@@ -564,7 +587,7 @@ impl Engine {
             Ok(Reply::Done) => {}
             _ => return Err(EngineError::WorkersGone),
         }
-        let deltas = self.tree_feed.replace_with(&self.book);
+        let deltas = self.tree_feed.replace_with(&self.book, &mut self.names);
         self.job_feed.replace_all();
         self.send_changes(deltas, &changes)?;
         Ok(())

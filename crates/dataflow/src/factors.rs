@@ -89,6 +89,7 @@ use fairflow_model::{Algorithm, Config, FairTreeTies, Shares};
 use timely::dataflow::operators::vec::Map as _;
 
 use crate::graph::{ByKey, Diff, Epoch};
+use crate::names::AssocId;
 use crate::priority::{Fact as PFact, TouchCounter};
 use crate::tree_feed::{NodeId, ROOT};
 
@@ -236,13 +237,13 @@ pub struct FactorInputs<'s> {
     pub level_shares: VecCollection<'s, Epoch, (NodeId, i128), Diff>,
     /// User associations.
     pub users: VecCollection<'s, Epoch, NodeId, Diff>,
-    /// `(user association, (account, user))`.
-    pub user_names: VecCollection<'s, Epoch, (NodeId, (String, String)), Diff>,
+    /// `(user association, its interned name)`.
+    pub user_names: VecCollection<'s, Epoch, (NodeId, AssocId), Diff>,
     /// The one [`FsParams`] record.
     pub params: VecCollection<'s, Epoch, FsParams, Diff>,
-    /// `(account, user)` of every pending (not held, not running) job, one
+    /// The user association (interned name) of every pending (not held, not running) job, one
     /// record per job (ticket-based: which associations are active).
-    pub pending_jobs: VecCollection<'s, Epoch, (String, String), Diff>,
+    pub pending_jobs: VecCollection<'s, Epoch, AssocId, Diff>,
 }
 
 /// What the factor stages produce.
@@ -436,16 +437,12 @@ pub fn build<'s>(inputs: FactorInputs<'s>, touched: &TouchCounter) -> FactorOutp
         touched,
     );
     let fairshare_facts = factors
-        .join_core(
-            user_names.arrange_by_key(),
-            |_node, &bits, (account, user)| {
-                Some(PFact::Fairshare {
-                    account: account.clone(),
-                    user: user.clone(),
-                    factor_bits: bits,
-                })
-            },
-        )
+        .join_core(user_names.arrange_by_key(), |_node, &bits, &assoc| {
+            Some(PFact::Fairshare {
+                assoc,
+                factor_bits: bits,
+            })
+        })
         .inner
         .map(|(fact, time, diff)| (fact, time, diff as isize))
         .as_collection();

@@ -30,6 +30,7 @@ use timely::worker::Worker;
 
 use crate::factors::{FactorInputs, FsParams};
 use crate::job_feed::JobDeltas;
+use crate::names::{AssocId, JobId, JobNames};
 use crate::priority::{
     build as build_priority, Fact as PFact, IncrFloors, JobRow, Phase, PriorityInputs,
     PriorityReader, Time64, TouchCounter,
@@ -107,7 +108,7 @@ pub enum Command {
     },
     /// Send every fact of the result arrangement (consolidated).
     ReadFacts,
-    /// Send every user association's fair-share factor.
+    /// Send every user association's fair-share factor (by interned name).
     ReadFactors,
     /// `INCR_ONLY`: remember every listed job's priority at this time
     /// (`PriorityReader::remember_incr_only`).
@@ -121,7 +122,7 @@ pub enum Command {
     /// The first `k` of the queue at this time.
     Top(usize, Time64),
     /// One job's priority at this time.
-    Job(String, Time64),
+    Job(JobId, Time64),
 }
 
 /// What worker 0 answers.
@@ -133,8 +134,8 @@ pub enum Reply {
     BatchDone,
     /// Every `(node, fact)` with a positive count.
     Facts(Vec<(NodeId, Fact)>),
-    /// Fair-share factors by `(account, user)`.
-    Factors(std::collections::BTreeMap<(String, String), f64>),
+    /// Fair-share factors by interned `(account, user)`.
+    Factors(std::collections::BTreeMap<AssocId, f64>),
     /// Job priorities (`EvaluateAll`, `Top`).
     Priorities(Vec<JobPriority>),
     /// One job's priority, if it is listed.
@@ -159,7 +160,7 @@ struct Inputs {
     shares: InputSession<Epoch, (NodeId, Shares), Diff>,
     usage: InputSession<Epoch, NodeId, Diff>,
     users: InputSession<Epoch, NodeId, Diff>,
-    user_names: InputSession<Epoch, (NodeId, (String, String)), Diff>,
+    user_names: InputSession<Epoch, (NodeId, AssocId), Diff>,
     fs_params: InputSession<Epoch, FsParams, Diff>,
     jobs: InputSession<Epoch, JobRow, isize>,
     priority_facts: InputSession<Epoch, PFact, isize>,
@@ -192,14 +193,14 @@ impl Inputs {
 fn build(
     worker: &mut Worker,
     touched: &TouchCounter,
+    names: JobNames,
 ) -> (Inputs, FactTrace, PriorityReader, ProbeHandle<Epoch>) {
     worker.dataflow::<Epoch, _, _>(|scope| {
         let (edges_input, edges) = scope.new_collection::<(NodeId, NodeId), Diff>();
         let (shares_input, shares) = scope.new_collection::<(NodeId, Shares), Diff>();
         let (usage_input, usage) = scope.new_collection::<NodeId, Diff>();
         let (users_input, users) = scope.new_collection::<NodeId, Diff>();
-        let (user_names_input, user_names) =
-            scope.new_collection::<(NodeId, (String, String)), Diff>();
+        let (user_names_input, user_names) = scope.new_collection::<(NodeId, AssocId), Diff>();
         let (fs_params_input, fs_params) = scope.new_collection::<FsParams, Diff>();
         let (jobs_input, jobs) = scope.new_collection::<JobRow, isize>();
         let (priority_facts_input, priority_facts) = scope.new_collection::<PFact, isize>();
@@ -283,7 +284,7 @@ fn build(
         let pending_jobs = jobs
             .clone()
             .filter(|row| row.phase == Phase::Pending)
-            .map(|row| (row.account, row.user))
+            .map(|row| row.assoc)
             .inner
             .map(|(name, time, diff)| (name, time, diff as Diff))
             .as_collection();
@@ -338,6 +339,7 @@ fn build(
         priority.fifo.stream.clone().probe_with(&probe);
         priority.facts.stream.clone().probe_with(&probe);
         let reader = PriorityReader::new(
+            names,
             priority.records.trace,
             priority.uncapped.trace,
             priority.capped.trace,
@@ -379,8 +381,13 @@ fn read_facts(trace: &mut FactTrace) -> Vec<(NodeId, Fact)> {
 
 /// The loop of one worker. `feeder` is `Some` only for the worker the driver
 /// talks to; `touched` is the process's one record counter (shared by its workers).
-pub fn run_worker(worker: &mut Worker, feeder: Option<Feeder>, touched: TouchCounter) {
-    let (mut inputs, mut trace, mut reader, probe) = build(worker, &touched);
+pub fn run_worker(
+    worker: &mut Worker,
+    feeder: Option<Feeder>,
+    touched: TouchCounter,
+    names: JobNames,
+) {
+    let (mut inputs, mut trace, mut reader, probe) = build(worker, &touched, names);
     let Some(feeder) = feeder else {
         // Not fed: close the inputs so only the feeding worker drives progress.
         drop(inputs);
@@ -474,7 +481,7 @@ pub fn run_worker(worker: &mut Worker, feeder: Option<Feeder>, touched: TouchCou
                 }
             }
             Ok(Command::Job(id, now)) => {
-                let job = reader.job(&id, now);
+                let job = reader.job(id, now);
                 if feeder.replies.send(Reply::Job(job)).is_err() {
                     break;
                 }

@@ -22,19 +22,21 @@
 //! oracle's: the effective association priority (the nearest priority up the
 //! account chain) and Moab's credential usage.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use fairflow_book::state::accrued_between;
 use fairflow_book::{Changes, JobPhase, State};
 use fairflow_model::moab::Credential;
+use fairflow_model::priority_formula::FLUX_URGENCY_DEFAULT;
+use fairflow_model::report::JobPriority;
 use fairflow_model::usage::FrameUsage;
 use fairflow_model::{PriorityModel, Time};
 
+use crate::names::{JobId, JobIds, JobNames, Names};
 use crate::priority::crossings::{age_capped_at, begun_at, next_crossing, Crossings};
-use crate::priority::{tres_bits, Fact as PFact, JobRow, PartitionRec, Phase, PriorityParams};
-
-/// Fair-share factors by `(account, user)`.
-pub type UserFactors = BTreeMap<(String, String), f64>;
+use crate::priority::{
+    tres_bits, AssocRef, Fact as PFact, JobRow, MoabRow, PartitionRec, Phase, PriorityParams,
+};
 
 /// Input changes for the priority dataflow.
 #[derive(Debug, Clone, Default)]
@@ -77,9 +79,11 @@ pub enum Subject {
 }
 
 /// What was last sent to the priority inputs; see the module documentation.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Default)]
 pub struct JobFeed {
-    sent_jobs: BTreeMap<String, JobRow>,
+    /// The active jobs' ids.
+    job_ids: JobIds,
+    sent_jobs: HashMap<JobId, JobRow>,
     sent_facts: BTreeMap<Subject, BTreeSet<PFact>>,
     /// Subjects to re-derive at the next send.
     dirty_subjects: BTreeSet<Subject>,
@@ -95,9 +99,17 @@ pub struct JobFeed {
 }
 
 impl JobFeed {
-    /// A feed that has sent nothing.
-    pub fn new() -> Self {
-        JobFeed::default()
+    /// A feed that has sent nothing, publishing job names in `names`.
+    pub fn new(names: JobNames) -> Self {
+        JobFeed {
+            job_ids: JobIds::new(names),
+            ..JobFeed::default()
+        }
+    }
+
+    /// The id of the active job `name`.
+    pub fn job_id(&self, name: &str) -> Option<JobId> {
+        self.job_ids.get(name)
     }
 
     /// Mark what the book's `changes` make stale.
@@ -139,28 +151,42 @@ impl JobFeed {
     }
 
     /// The job rows' differences from what was sent, at the state's time.
-    pub fn job_deltas(&mut self, state: &State) -> Vec<(JobRow, isize)> {
+    pub fn job_deltas(&mut self, state: &State, names: &mut Names) -> Vec<(JobRow, isize)> {
+        self.job_ids.next_batch();
         let now = state.now;
         let params = PriorityParams::from_config(&state.config);
-        let mut ids = std::mem::take(&mut self.dirty);
-        ids.extend(self.crossings.due(now));
+        let mut jobs = std::mem::take(&mut self.dirty);
+        let due = self.crossings.due(now);
+        let job_names = self.job_ids.names().clone();
+        jobs.extend(
+            due.into_iter()
+                .filter_map(|id| job_names.get(id).map(|name| name.to_string())),
+        );
         if std::mem::take(&mut self.all_dirty) {
-            ids.extend(self.sent_jobs.keys().cloned());
-            ids.extend(state.jobs.keys().cloned());
+            jobs.extend(
+                self.sent_jobs
+                    .keys()
+                    .filter_map(|id| job_names.get(*id).map(|name| name.to_string())),
+            );
+            jobs.extend(state.jobs.keys().cloned());
         }
         let mut deltas = Vec::new();
-        for id in ids {
-            let row = state.jobs.get(&id).map(|job| {
-                let mut row = row_of(job);
+        for name in jobs {
+            let row = state.jobs.get(&name).map(|job| {
+                let id = self.job_ids.intern(&name);
+                let mut row = row_of(job, id, names, &params);
                 row.begun = begun_at(&row, now);
                 row.age_capped = age_capped_at(&params, &row, now);
                 row
             });
+            let Some(id) = self.job_ids.get(&name) else {
+                continue;
+            };
             let old = self.sent_jobs.get(&id);
             if old == row.as_ref() {
                 if let Some(row) = &row {
                     self.crossings
-                        .schedule(&id, next_crossing(&params, row, now));
+                        .schedule(id, next_crossing(&params, row, now));
                 }
                 continue;
             }
@@ -170,11 +196,14 @@ impl JobFeed {
             match row {
                 Some(row) => {
                     self.crossings
-                        .schedule(&id, next_crossing(&params, &row, now));
+                        .schedule(id, next_crossing(&params, &row, now));
                     deltas.push((row.clone(), 1));
                     self.sent_jobs.insert(id, row);
                 }
-                None => self.crossings.cancel(&id),
+                None => {
+                    self.crossings.cancel(id);
+                    self.job_ids.release(&name);
+                }
             }
         }
         deltas
@@ -182,7 +211,7 @@ impl JobFeed {
 
     /// The facts' differences from what was sent, for the subjects marked
     /// since the last send.
-    pub fn fact_deltas(&mut self, state: &State) -> Vec<(PFact, isize)> {
+    pub fn fact_deltas(&mut self, state: &State, names: &mut Names) -> Vec<(PFact, isize)> {
         let mut subjects = std::mem::take(&mut self.dirty_subjects);
         if std::mem::take(&mut self.all_subjects_dirty) {
             subjects.extend(self.sent_facts.keys().cloned());
@@ -197,7 +226,7 @@ impl JobFeed {
         }
         let mut deltas = Vec::new();
         for subject in subjects {
-            let facts = subject_facts(state, &subject);
+            let facts = subject_facts(state, &subject, names);
             let sent = self.sent_facts.remove(&subject).unwrap_or_default();
             deltas.extend(sent.difference(&facts).map(|f| (f.clone(), -1)));
             deltas.extend(facts.difference(&sent).map(|f| (f.clone(), 1)));
@@ -333,7 +362,7 @@ fn subtree_subjects(state: &State, roots: &BTreeSet<String>) -> Vec<Subject> {
 }
 
 /// The facts about one subject.
-fn subject_facts(state: &State, subject: &Subject) -> BTreeSet<PFact> {
+fn subject_facts(state: &State, subject: &Subject, names: &mut Names) -> BTreeSet<PFact> {
     let mut facts = BTreeSet::new();
     match subject {
         Subject::Config => {
@@ -347,24 +376,24 @@ fn subject_facts(state: &State, subject: &Subject) -> BTreeSet<PFact> {
         }
         Subject::Account(name) => {
             if let Some(account) = state.accounts.get(name) {
+                let id = names.accounts.intern_str(name);
                 facts.insert(PFact::AssocPriority {
-                    account: name.clone(),
-                    user: None,
+                    of: AssocRef::Account(id),
                     priority: effective_assoc_priority(state, name, None),
                 });
                 if let Some(priority) = account.priority {
                     facts.insert(PFact::AccountPriority {
-                        account: name.clone(),
+                        account: id,
                         priority,
                     });
                 }
             }
         }
         Subject::User(account, user) => {
-            if state.users.contains_key(&(account.clone(), user.clone())) {
+            let key = (account.clone(), user.clone());
+            if state.users.contains_key(&key) {
                 facts.insert(PFact::AssocPriority {
-                    account: account.clone(),
-                    user: Some(user.clone()),
+                    of: AssocRef::User(names.assocs.intern(&key)),
                     priority: effective_assoc_priority(state, account, Some(user)),
                 });
             }
@@ -372,7 +401,7 @@ fn subject_facts(state: &State, subject: &Subject) -> BTreeSet<PFact> {
         Subject::Qos(name) => {
             if let Some(qos) = state.qos.get(name) {
                 facts.insert(PFact::Qos {
-                    name: name.clone(),
+                    name: names.labels.intern_str(name),
                     priority: qos.priority,
                 });
             }
@@ -380,7 +409,7 @@ fn subject_facts(state: &State, subject: &Subject) -> BTreeSet<PFact> {
         Subject::Partition(name) => {
             if let Some(p) = state.partitions.get(name) {
                 facts.insert(PFact::Partition {
-                    name: name.clone(),
+                    name: names.labels.intern_str(name),
                     rec: PartitionRec {
                         job_factor: p.priority_job_factor,
                         priority: p.priority,
@@ -411,59 +440,105 @@ fn subject_facts(state: &State, subject: &Subject) -> BTreeSet<PFact> {
 }
 
 /// Every priority fact of `state`, with `factors` as the user associations'
-/// fair-share factors.
-pub fn facts_of(state: &State, factors: &UserFactors) -> BTreeSet<PFact> {
+/// fair-share factors by `(account, user)` (tests drive the priority
+/// dataflow with these, apart from the engine).
+pub fn facts_of(
+    state: &State,
+    factors: &BTreeMap<(String, String), f64>,
+    names: &mut Names,
+) -> BTreeSet<PFact> {
     let mut facts: BTreeSet<PFact> = all_subjects(state)
         .iter()
-        .flat_map(|subject| subject_facts(state, subject))
+        .flat_map(|subject| subject_facts(state, subject, names))
         .collect();
-    for ((account, user), factor) in factors {
+    for (assoc, factor) in factors {
         facts.insert(PFact::Fairshare {
-            account: account.clone(),
-            user: user.clone(),
+            assoc: names.assocs.intern(assoc),
             factor_bits: factor.to_bits(),
         });
     }
     facts
 }
 
-/// A job's row with the driver-kept flags (`begun`, `age_capped`) unset.
-pub fn row_of(job: &fairflow_book::Job) -> JobRow {
+/// Name a priority result's user, account, partition and QOS from the book
+/// (the dataflow's records carry only ids).
+pub fn identify(state: &State, priority: &mut JobPriority) {
+    if let Some(job) = state.jobs.get(&priority.job) {
+        priority.user.clone_from(&job.user);
+        priority.account.clone_from(&job.account);
+        job.partition().clone_into(&mut priority.partition);
+        job.qos().clone_into(&mut priority.qos);
+    }
+}
+
+/// A job's row with the driver-kept flags (`begun`, `age_capped`) unset:
+/// interned ids and only what priority needs (under Moab, its credentials
+/// and Moab's attributes too).
+pub fn row_of(
+    job: &fairflow_book::Job,
+    id: JobId,
+    names: &mut Names,
+    params: &PriorityParams,
+) -> JobRow {
     let phase = match job.phase {
         JobPhase::Pending => Phase::Pending,
         JobPhase::Held => Phase::Held,
         JobPhase::Running { .. } => Phase::Running,
     };
     let tres = match (&job.phase, &job.allocated) {
-        (JobPhase::Running { .. }, Some(allocated)) => allocated.clone(),
-        _ => job.spec.tres.clone().unwrap_or_default(),
+        (JobPhase::Running { .. }, Some(allocated)) => allocated,
+        _ => job.spec.tres.as_ref().unwrap_or(&EMPTY_TRES),
     };
+    let count = |name: &str, default: f64| tres.get(name).copied().unwrap_or(default).to_bits();
+    let moab = (params.model == PriorityModel::Moab).then(|| {
+        Box::new(MoabRow {
+            id: job.id.clone(),
+            user: job.user.clone(),
+            account: job.account.clone(),
+            partition: job.partition().to_string(),
+            qos: job.qos().to_string(),
+            tres: tres_bits(tres),
+            group: job.spec.group.clone(),
+            bypass_count: job.spec.bypass_count,
+            deadline: job.spec.deadline,
+            soft_policy_violation: job.spec.soft_policy_violation,
+            attributes: job.spec.attributes.clone(),
+            started_at: job.started_at,
+            held_spans: job.held_spans.clone(),
+            held_since: job.held_since,
+            user_priority: job.spec.user_priority,
+        })
+    });
     JobRow {
-        id: job.id.clone(),
-        user: job.user.clone(),
-        account: job.account.clone(),
-        partition: job.partition().to_string(),
-        qos: job.qos().to_string(),
+        job: id,
+        assoc: names
+            .assocs
+            .intern(&(job.account.clone(), job.user.clone())),
+        account: names.accounts.intern_str(&job.account),
+        partition: names.labels.intern_str(job.partition()),
+        qos: names.labels.intern_str(job.qos()),
         phase,
+        begun: false,
+        age_capped: false,
+        urgency: job.spec.urgency.unwrap_or(FLUX_URGENCY_DEFAULT),
+        start_count: job.start_count,
         submit_at: job.submit_at,
         queued_at: job.queued_at,
         begin: job.spec.begin,
-        begun: false,
-        age_capped: false,
-        start_count: job.start_count,
-        tres: tres_bits(&tres),
-        time_limit_secs: job.spec.time_limit_secs,
-        nice: job.spec.nice,
-        site_factor: job.spec.site_factor,
-        urgency: job.spec.urgency,
-        user_priority: job.spec.user_priority,
-        group: job.spec.group.clone(),
-        bypass_count: job.spec.bypass_count,
-        deadline: job.spec.deadline,
-        soft_policy_violation: job.spec.soft_policy_violation,
-        attributes: job.spec.attributes.clone(),
-        started_at: job.started_at,
-        held_spans: job.held_spans.clone(),
-        held_since: job.held_since,
+        nodes_bits: count("node", 1.0),
+        cpus_bits: count("cpu", 1.0),
+        weighted_tres: params
+            .weight_tres
+            .iter()
+            .map(|(name, _)| count(name, 0.0))
+            .collect(),
+        time_limit_secs: job.spec.time_limit_secs.unwrap_or(0),
+        nice: job.spec.nice.unwrap_or(0),
+        site_factor: job.spec.site_factor.unwrap_or(0),
+        user_priority: job.spec.user_priority.unwrap_or(0),
+        moab,
     }
 }
+
+/// The TRES of a job that gives none.
+static EMPTY_TRES: fairflow_model::tres::TresCounts = fairflow_model::tres::TresCounts::new();

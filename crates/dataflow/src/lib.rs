@@ -21,7 +21,8 @@
 //! user associations, and each one's last sent parent edge, shares and
 //! visible own usage, so a change retracts exactly the old record) and the
 //! [`job_feed::JobFeed`] (each job's last sent row, the priority facts, the
-//! crossings). After a batch the book says what changed
+//! crossings). Dataflow records carry interned integers, never strings
+//! ([`names`]). After a batch the book says what changed
 //! (`fairflow_book::Changes`) and each feed emits, for those only, the
 //! differences from what it last sent. One batch is one logical time `u64`.
 //!
@@ -104,6 +105,7 @@ pub mod factors;
 pub mod fairshare;
 pub mod graph;
 pub mod job_feed;
+pub mod names;
 pub mod priority;
 pub mod topk;
 pub mod tree_feed;

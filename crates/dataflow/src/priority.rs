@@ -52,9 +52,15 @@
 //!   read evaluates candidates without a lookup; and `fifo`, the ranked jobs'
 //!   ids by submit time. Passing time changes no record.
 //!
-//! Memory per active job: its row in the one job arrangement, its record,
-//! one ranked entry (pending jobs) and one submit-time entry of its id; the
-//! record's factor names are borrowed statics, not strings per job.
+//! Records carry no strings: jobs, associations, accounts, partitions and
+//! QOS are interned integers ([`crate::names`]); a [`JobRow`] holds only what
+//! priority needs (the job's name and other attributes stay in the book),
+//! and a record is its row plus its combination's shared context (one
+//! `Arc` per combination). Memory per active job: its row in the one job
+//! arrangement, its record, one ranked entry (pending jobs) and one
+//! submit-time entry of its id. Results name their job from the shared
+//! [`JobNames`] table (the queue breaks ties by name); the driver fills in
+//! the other names from the book.
 //!
 //! [`TouchCounter`] counts every update leaving each stage (resolve,
 //! globals, the five joins, records, index entries), for the benchmark's
@@ -152,8 +158,10 @@ use fairflow_model::{Config, PriorityModel};
 use timely::dataflow::channels::pact::Exchange;
 use timely::progress::frontier::{Antichain, AntichainRef};
 
+use crate::names::{AccountId, AssocId, JobId, JobNames, NameId};
 use crate::topk::{advance_compaction, first_live, pinned_index, QueueTrace, Time};
 
+pub use crate::names::NONE;
 pub use record::{Listed, PriorityRecord, RankClass};
 
 /// TRES counts as `(name, f64 bits)`, sorted by name.
@@ -191,7 +199,9 @@ pub enum Phase {
     Running,
 }
 
-/// One active job, as the priority dataflow needs it.
+/// One active job, as the priority dataflow needs it: interned ids and only
+/// what the job's priority depends on (its name, user and other attributes
+/// stay in the book).
 #[derive(
     Debug,
     Clone,
@@ -205,42 +215,78 @@ pub enum Phase {
     serde::Deserialize,
 )]
 pub struct JobRow {
-    /// The job id.
-    pub id: String,
-    /// The user.
-    pub user: String,
-    /// The account.
-    pub account: String,
-    /// The partition (`""` for none).
-    pub partition: String,
-    /// The QOS (`""` for none).
-    pub qos: String,
+    /// The job.
+    pub job: JobId,
+    /// Its user association.
+    pub assoc: AssocId,
+    /// Its account.
+    pub account: AccountId,
+    /// Its partition ([`NONE`] for none).
+    pub partition: NameId,
+    /// Its QOS ([`NONE`] for none).
+    pub qos: NameId,
     /// Where it is.
     pub phase: Phase,
+    /// Driver-kept: has `begin` passed at the batch's time? ([`crossings`])
+    pub begun: bool,
+    /// Driver-kept: is the age (wait-time) factor at its cap? ([`crossings`])
+    pub age_capped: bool,
+    /// Flux urgency (16, Flux's default, when the job does not say).
+    pub urgency: u8,
+    /// How many times it started (identifies a stay in the queue).
+    pub start_count: u32,
     /// When it was submitted.
     pub submit_at: Time64,
     /// When it last entered the queue (submit or requeue).
     pub queued_at: Time64,
     /// Its begin time, if any.
     pub begin: Option<Time64>,
-    /// Driver-kept: has `begin` passed at the batch's time? ([`crossings`])
-    pub begun: bool,
-    /// Driver-kept: is the age (wait-time) factor at its cap? ([`crossings`])
-    pub age_capped: bool,
-    /// How many times it started (identifies a stay in the queue).
-    pub start_count: u32,
+    /// Its node count (`f64` bits; 1 when its TRES do not say).
+    pub nodes_bits: u64,
+    /// Its CPU count (`f64` bits; 1 when its TRES do not say).
+    pub cpus_bits: u64,
+    /// Its count of each `PriorityWeightTRES` entry, in that order (`f64`
+    /// bits, 0 when absent): allocated while running, else requested.
+    pub weighted_tres: Box<[u64]>,
+    /// Its own time limit, seconds (0: none, as a limit of 0 counts).
+    pub time_limit_secs: u64,
+    /// Slurm nice (0 when the job does not say).
+    pub nice: i64,
+    /// Slurm site factor (0 when the job does not say).
+    pub site_factor: i64,
+    /// User priority, Flux's user factor (0 when the job does not say).
+    pub user_priority: i64,
+    /// Under Moab, the job's credentials and Moab-only attributes.
+    pub moab: Option<Box<MoabRow>>,
+}
+
+/// What Moab's read-time evaluation needs beyond a [`JobRow`] (sent only
+/// under the Moab model).
+#[derive(
+    Debug,
+    Clone,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    serde::Serialize,
+    serde::Deserialize,
+)]
+pub struct MoabRow {
+    /// The job id.
+    pub id: String,
+    /// The user.
+    pub user: String,
+    /// The account.
+    pub account: String,
+    /// The partition (`""` for none): Moab's class.
+    pub partition: String,
+    /// The QOS (`""` for none).
+    pub qos: String,
     /// The TRES it counts: allocated while running, else requested.
     pub tres: TresBits,
-    /// Its own time limit, seconds.
-    pub time_limit_secs: Option<u64>,
-    /// Slurm nice.
-    pub nice: Option<i64>,
-    /// Slurm site factor.
-    pub site_factor: Option<i64>,
-    /// Flux urgency.
-    pub urgency: Option<u8>,
-    /// User priority (Flux's user factor, Moab USERPRIO).
-    pub user_priority: Option<i64>,
     /// Moab group credential (default: the account).
     pub group: Option<String>,
     /// Moab BYPASS.
@@ -257,6 +303,8 @@ pub struct JobRow {
     pub held_spans: Vec<(Time64, Time64)>,
     /// When its current hold began, if it is held.
     pub held_since: Option<Time64>,
+    /// Moab USERPRIO, as the job gives it.
+    pub user_priority: Option<i64>,
 }
 
 /// Unix seconds (the model's time, not the logical time).
@@ -375,6 +423,17 @@ impl Default for PriorityParams {
     }
 }
 
+/// Whose effective association priority an [`Fact::AssocPriority`] is.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+pub enum AssocRef {
+    /// An account.
+    Account(AccountId),
+    /// A user association.
+    User(AssocId),
+}
+
 /// Everything besides jobs that priority depends on.
 #[derive(
     Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
@@ -391,41 +450,36 @@ pub enum Fact {
     },
     /// A user association's fair-share factor.
     Fairshare {
-        /// The account.
-        account: String,
-        /// The user.
-        user: String,
+        /// The user association.
+        assoc: AssocId,
         /// The factor's `f64` bits.
         factor_bits: u64,
     },
-    /// An association's effective Slurm priority (every association,
-    /// accounts with `user: None`).
+    /// An association's effective Slurm priority (every association).
     AssocPriority {
-        /// The account.
-        account: String,
-        /// The user, for a user association.
-        user: Option<String>,
+        /// The association.
+        of: AssocRef,
         /// The priority (own, else the nearest account's, else 0).
         priority: i64,
     },
     /// An account's own priority, when set (Flux's bank priority).
     AccountPriority {
         /// The account.
-        account: String,
+        account: AccountId,
         /// Its priority.
         priority: i64,
     },
     /// A defined QOS.
     Qos {
         /// Its name.
-        name: String,
+        name: NameId,
         /// Its priority.
         priority: i64,
     },
     /// A defined partition.
     Partition {
         /// Its name.
-        name: String,
+        name: NameId,
         /// Its attributes.
         rec: PartitionRec,
     },
@@ -459,14 +513,14 @@ pub enum Fact {
 pub enum Key {
     /// The globals.
     Unit,
-    /// A user association `(account, user)`.
-    Assoc(String, String),
+    /// A user association.
+    Assoc(AssocId),
     /// An account.
-    Account(String),
+    Account(AccountId),
     /// A QOS.
-    Qos(String),
+    Qos(NameId),
     /// A partition.
-    Partition(String),
+    Partition(NameId),
 }
 
 /// The values the `resolve` and `globals` reduces group.
@@ -563,27 +617,27 @@ pub enum Side {
 /// combination share one resolved context, so the context joins run over the
 /// distinct combinations, never over jobs.
 #[derive(
-    Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
 )]
 pub struct Combo {
+    /// The user association.
+    pub assoc: AssocId,
     /// The account.
-    pub account: String,
-    /// The user.
-    pub user: String,
-    /// The QOS (`""` for none).
-    pub qos: String,
-    /// The partition (`""` for none).
-    pub partition: String,
+    pub account: AccountId,
+    /// The QOS.
+    pub qos: NameId,
+    /// The partition.
+    pub partition: NameId,
 }
 
 impl Combo {
     /// The combination `row` names.
     pub fn of(row: &JobRow) -> Self {
         Combo {
-            account: row.account.clone(),
-            user: row.user.clone(),
-            qos: row.qos.clone(),
-            partition: row.partition.clone(),
+            assoc: row.assoc,
+            account: row.account,
+            qos: row.qos,
+            partition: row.partition,
         }
     }
 }
@@ -600,7 +654,8 @@ pub struct ComboCtx {
 }
 
 /// A combination's resolved context and the globals: everything a job's
-/// record needs besides its row.
+/// record needs besides its row. Records share it (`Arc`): one per
+/// combination, not one per job.
 #[derive(
     Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
 )]
@@ -645,7 +700,7 @@ pub struct PriorityInputs<'s> {
 }
 
 /// The records trace: job id -> record, pinned to worker 0.
-pub type RecordTrace = TraceAgent<ValSpine<String, PriorityRecord, Time, isize>>;
+pub type RecordTrace = TraceAgent<ValSpine<JobId, PriorityRecord, Time, isize>>;
 
 /// A ranked index entry: highest bound first, then the record (the reader
 /// evaluates candidates straight from the index).
@@ -661,8 +716,8 @@ pub struct FifoEntry {
     /// `Reverse(u64::MAX - s)` with `s` the order-preserving submit time, so
     /// that ascending order is earliest first.
     pub key: Reverse<u64>,
-    /// The job id.
-    pub job: String,
+    /// The job.
+    pub job: JobId,
 }
 
 /// The output arrangements.
@@ -816,26 +871,20 @@ pub fn build<'s>(inputs: PriorityInputs<'s>, touched: &TouchCounter) -> Priority
     let refs = jobs.clone().flat_map(|row: JobRow| {
         let cat = category(row.phase, row.begun);
         [
-            (
-                Key::Assoc(row.account.clone(), row.user.clone()),
-                Val::Ref(0),
-            ),
-            (Key::Account(row.account.clone()), Val::Ref(0)),
-            (Key::Qos(row.qos.clone()), Val::Ref(0)),
+            (Key::Assoc(row.assoc), Val::Ref(0)),
+            (Key::Account(row.account), Val::Ref(0)),
+            (Key::Qos(row.qos), Val::Ref(0)),
             (Key::Partition(row.partition), Val::Ref(cat)),
         ]
     });
     let defs = facts.clone().flat_map(|fact: Fact| match fact {
-        Fact::Fairshare {
-            account,
-            user,
-            factor_bits,
-        } => Some((Key::Assoc(account, user), Val::Fairshare(factor_bits))),
+        Fact::Fairshare { assoc, factor_bits } => {
+            Some((Key::Assoc(assoc), Val::Fairshare(factor_bits)))
+        }
         Fact::AssocPriority {
-            account,
-            user: Some(user),
+            of: AssocRef::User(assoc),
             priority,
-        } => Some((Key::Assoc(account, user), Val::AssocPriority(priority))),
+        } => Some((Key::Assoc(assoc), Val::AssocPriority(priority))),
         Fact::AccountPriority { account, priority } => {
             Some((Key::Account(account), Val::AccountPriority(priority)))
         }
@@ -880,7 +929,7 @@ pub fn build<'s>(inputs: PriorityInputs<'s>, touched: &TouchCounter) -> Priority
         .distinct_total();
     let stage = combos.map(|combo: Combo| {
         (
-            Key::Assoc(combo.account.clone(), combo.user.clone()),
+            Key::Assoc(combo.assoc),
             ComboCtx {
                 combo,
                 ctx: KeyCtx::default(),
@@ -891,15 +940,15 @@ pub fn build<'s>(inputs: PriorityInputs<'s>, touched: &TouchCounter) -> Priority
     let stage = enrich(stage, &sides, touched, |cc, kc| {
         cc.ctx.fairshare_bits = kc.fairshare_bits;
         cc.ctx.assoc_priority = kc.assoc_priority;
-        Key::Account(cc.combo.account.clone())
+        Key::Account(cc.combo.account)
     });
     let stage = enrich(stage, &sides, touched, |cc, kc| {
         cc.ctx.account_priority = kc.account_priority;
-        Key::Qos(cc.combo.qos.clone())
+        Key::Qos(cc.combo.qos)
     });
     let stage = enrich(stage, &sides, touched, |cc, kc| {
         cc.ctx.qos_priority = kc.qos_priority;
-        Key::Partition(cc.combo.partition.clone())
+        Key::Partition(cc.combo.partition)
     });
     let stage = enrich(stage, &sides, touched, |cc, kc| {
         cc.ctx.partition = kc.partition.clone();
@@ -911,11 +960,11 @@ pub fn build<'s>(inputs: PriorityInputs<'s>, touched: &TouchCounter) -> Priority
             .join_core(sides, |_key, cc: &ComboCtx, side: &Side| {
                 let Side::Globals(g) = side else { return None };
                 Some((
-                    cc.combo.clone(),
-                    JobContext {
+                    cc.combo,
+                    Arc::new(JobContext {
                         ctx: cc.ctx.clone(),
                         globals: g.clone(),
-                    },
+                    }),
                 ))
             }),
         touched,
@@ -926,29 +975,27 @@ pub fn build<'s>(inputs: PriorityInputs<'s>, touched: &TouchCounter) -> Priority
     let records = counted(
         jobs.map(|row: JobRow| (Combo::of(&row), row))
             .arrange_by_key()
-            .join_core(contexts, |_combo, row: &JobRow, context: &JobContext| {
-                let record = record::build_record(row, &context.ctx, &context.globals);
-                Some((record.job.clone(), record))
-            }),
+            .join_core(
+                contexts,
+                |_combo, row: &JobRow, context: &Arc<JobContext>| {
+                    Some((row.job, record::build_record(row, context)))
+                },
+            ),
         touched,
     );
 
-    let pinned_records = arrange_core::<
-        _,
-        _,
-        ValBatcher<String, PriorityRecord, Time, isize>,
-        ValSpine<_, _, _, _>,
-    >(
-        records.inner.clone(),
-        Exchange::new(|_: &((String, PriorityRecord), Time, isize)| 0u64),
-        "PriorityRecords",
-        ValBatcher::new,
-    );
-    let ranked = records.filter(|(_, r): &(String, PriorityRecord)| r.class != RankClass::Unranked);
+    let pinned_records =
+        arrange_core::<_, _, ValBatcher<JobId, PriorityRecord, Time, isize>, ValSpine<_, _, _, _>>(
+            records.inner.clone(),
+            Exchange::new(|_: &((JobId, PriorityRecord), Time, isize)| 0u64),
+            "PriorityRecords",
+            ValBatcher::new,
+        );
+    let ranked = records.filter(|(_, r): &(JobId, PriorityRecord)| r.class != RankClass::Unranked);
     let fifo = pinned_index(
         counted(
             ranked.clone().map(|(job, r)| FifoEntry {
-                key: Reverse(u64::MAX - ordered_submit(r.submit_at)),
+                key: Reverse(u64::MAX - ordered_submit(r.row.submit_at)),
                 job,
             }),
             touched,
@@ -1002,6 +1049,8 @@ pub type IncrFloors = BTreeMap<String, ((Time64, u32), u64)>;
 /// Reads the priority outputs on worker 0 (after the probe passed the
 /// batch); keeps Slurm's `INCR_ONLY` memory.
 pub struct PriorityReader {
+    /// The active jobs' names (ties in the queue are broken by name).
+    names: JobNames,
     records: RecordTrace,
     uncapped: QueueTrace<Entry>,
     capped: QueueTrace<Entry>,
@@ -1027,14 +1076,14 @@ impl RecordLookup {
     }
 
     /// The job's live record, if any.
-    fn get(&mut self, job: &str) -> Option<PriorityRecord> {
+    fn get(&mut self, job: JobId) -> Option<PriorityRecord> {
         self.cursor.rewind_keys(&self.storage);
         self.seek_live(job)
     }
 
     /// Seek forward to `job` and return its live record, if any.
-    fn seek_live(&mut self, job: &str) -> Option<PriorityRecord> {
-        let key = job.to_string();
+    fn seek_live(&mut self, job: JobId) -> Option<PriorityRecord> {
+        let key = job;
         self.cursor.seek_key(&self.storage, &key);
         if self.cursor.get_key(&self.storage) != Some(&key) {
             return None;
@@ -1080,8 +1129,10 @@ impl<E: differential_dataflow::ExchangeData> IndexPrefix<E> {
 }
 
 impl PriorityReader {
-    /// A reader over worker 0's traces of [`PriorityOutputs`].
+    /// A reader over worker 0's traces of [`PriorityOutputs`], naming jobs
+    /// from `names`.
     pub fn new(
+        names: JobNames,
         records: RecordTrace,
         uncapped: QueueTrace<Entry>,
         capped: QueueTrace<Entry>,
@@ -1089,6 +1140,7 @@ impl PriorityReader {
         facts: QueueTrace<Fact>,
     ) -> Self {
         PriorityReader {
+            names,
             records,
             uncapped,
             capped,
@@ -1122,27 +1174,25 @@ impl PriorityReader {
     }
 
     /// Every user association's fair-share factor as the priority dataflow
-    /// sees it, `(account, user) -> factor`.
-    pub fn fairshare_factors(&mut self) -> BTreeMap<(String, String), f64> {
+    /// sees it.
+    pub fn fairshare_factors(&mut self) -> BTreeMap<AssocId, f64> {
         all_live(&mut self.facts)
             .into_iter()
             .filter_map(|fact| match fact {
-                Fact::Fairshare {
-                    account,
-                    user,
-                    factor_bits,
-                } => Some(((account, user), f64::from_bits(factor_bits))),
+                Fact::Fairshare { assoc, factor_bits } => {
+                    Some((assoc, f64::from_bits(factor_bits)))
+                }
                 _ => None,
             })
             .collect()
     }
 
-    /// Every record with a positive count, in job-id order.
+    /// Every record with a positive count, in id order.
     pub fn records(&mut self) -> Vec<PriorityRecord> {
         self.scan_records(usize::MAX)
     }
 
-    /// The first `limit` records with a positive count, in job-id order.
+    /// The first `limit` records with a positive count, in id order.
     fn scan_records(&mut self, limit: usize) -> Vec<PriorityRecord> {
         let mut upper = Antichain::new();
         self.records.read_upper(&mut upper);
@@ -1166,44 +1216,60 @@ impl PriorityReader {
     }
 
     /// One job's record, if the job is active.
-    pub fn record(&mut self, job: &str) -> Option<PriorityRecord> {
+    pub fn record(&mut self, job: JobId) -> Option<PriorityRecord> {
         RecordLookup::new(&mut self.records)?.get(job)
     }
 
-    fn floor_of(&self, record: &PriorityRecord) -> Option<u64> {
+    /// The record's job's name (`""` if the table no longer has it, which a
+    /// driver that publishes names before each batch never lets happen).
+    fn name_of(&self, record: &PriorityRecord) -> Arc<str> {
+        self.names
+            .get(record.job())
+            .unwrap_or_else(|| Arc::from(""))
+    }
+
+    fn floor_of(&self, name: &str, record: &PriorityRecord) -> Option<u64> {
         self.floors
-            .get(&record.job)
-            .filter(|(stay, _)| *stay == record.stay)
+            .get(name)
+            .filter(|(stay, _)| *stay == record.stay())
             .map(|(_, floor)| *floor)
+    }
+
+    /// The record evaluated at `now`, named, with its `INCR_ONLY` floor.
+    fn evaluate(&self, record: &PriorityRecord, now: Time64) -> Option<JobPriority> {
+        let name = self.name_of(record);
+        record.evaluate(&name, now, self.floor_of(&name, record))
     }
 
     /// One job's priority and factors at `now` (`explain`, `sprio -j`):
     /// `None` when the job is not active or not listed. Slurm and Flux: one
     /// cursor seek; Moab: `O(active jobs)` (per-user running totals).
-    pub fn job(&mut self, job: &str, now: Time64) -> Option<JobPriority> {
+    pub fn job(&mut self, job: JobId, now: Time64) -> Option<JobPriority> {
         let record = self.record(job)?;
-        if record.model == PriorityModel::Moab {
-            return self.evaluate_all(now).into_iter().find(|p| p.job == job);
+        if record.model() == PriorityModel::Moab {
+            let name = self.name_of(&record);
+            return self.evaluate_all(now).into_iter().find(|p| *p.job == *name);
         }
-        let floor = self.floor_of(&record);
-        record.evaluate(now, floor)
+        self.evaluate(&record, now)
     }
 
-    /// Every listed job's priority at `now`, in job-id order (the oracle's
+    /// Every listed job's priority at `now`, in job-name order (the oracle's
     /// `priority::evaluate`). `O(active jobs)`.
     pub fn evaluate_all(&mut self, now: Time64) -> Vec<JobPriority> {
         let records = self.records();
         if records
             .first()
-            .is_some_and(|r| r.model == PriorityModel::Moab)
+            .is_some_and(|r| r.model() == PriorityModel::Moab)
         {
             let facts = all_live(&mut self.facts);
             return moab::evaluate(&records, &facts, now);
         }
-        records
+        let mut all: Vec<JobPriority> = records
             .iter()
-            .filter_map(|r| r.evaluate(now, self.floor_of(r)))
-            .collect()
+            .filter_map(|r| self.evaluate(r, now))
+            .collect();
+        all.sort_by(|a, b| a.job.cmp(&b.job));
+        all
     }
 
     /// The oracle's `remember_incr_only` at `now`: each pending job's floor
@@ -1212,25 +1278,24 @@ impl PriorityReader {
     /// forgotten. `O(active jobs)`.
     pub fn remember_incr_only(&mut self, now: Time64) {
         let records = self.records();
-        let on = records
-            .first()
-            .is_some_and(|r| r.incr_only && r.model == PriorityModel::Slurm);
+        let on = records.first().is_some_and(PriorityRecord::incr_only);
         if !on {
             self.floors.clear();
             return;
         }
-        let mut next: BTreeMap<String, ((Time64, u32), u64)> = BTreeMap::new();
+        let mut next: IncrFloors = BTreeMap::new();
         for record in &records {
-            let floor = self.floor_of(record);
+            let name = self.name_of(record);
+            let floor = self.floor_of(&name, record);
             let mut kept = floor;
-            if let Some(p) = record.evaluate(now, floor) {
+            if let Some(p) = record.evaluate(&name, now, floor) {
                 if p.state == JobState::Pending {
                     kept = Some(floor.map_or(p.priority, |f| f.max(p.priority)));
                 }
             }
             if let Some(value) = kept {
-                if record.phase != Phase::Running {
-                    next.insert(record.job.clone(), (record.stay, value));
+                if record.row.phase != Phase::Running {
+                    next.insert(name.to_string(), (record.stay(), value));
                 }
             }
         }
@@ -1246,8 +1311,7 @@ impl PriorityReader {
         let Some(first) = self.scan_records(1).pop() else {
             return Vec::new();
         };
-        let full_scan = first.model == PriorityModel::Moab
-            || (first.incr_only && first.model == PriorityModel::Slurm);
+        let full_scan = first.model() == PriorityModel::Moab || first.incr_only();
         if full_scan {
             let mut all: Vec<JobPriority> = self
                 .evaluate_all(now)
@@ -1258,7 +1322,7 @@ impl PriorityReader {
             all.truncate(k);
             return all;
         }
-        let floor = match first.model {
+        let floor = match first.model() {
             PriorityModel::Slurm => 1,
             _ => 0,
         };
@@ -1286,7 +1350,7 @@ impl PriorityReader {
                 return self.fill_from_floor(best, k, floor, now);
             }
             let record = &prefix.entries[prefix.position].1;
-            if let Some(p) = record.evaluate(now, None) {
+            if let Some(p) = record.evaluate(&self.name_of(record), now, None) {
                 let key = p.queue_key();
                 let at = best.partition_point(|q| q.queue_key() < key);
                 if at < k {
@@ -1311,6 +1375,7 @@ impl PriorityReader {
         best.retain(|p| p.priority > floor);
         let above: std::collections::BTreeSet<String> =
             best.iter().map(|p| p.job.clone()).collect();
+        let names = self.names.clone();
         let Some(mut lookup) = RecordLookup::new(&mut self.records) else {
             return best;
         };
@@ -1333,10 +1398,16 @@ impl PriorityReader {
                 break;
             };
             fifo.position += 1;
-            if above.contains(&entry.job) {
+            let Some(name) = names.get(entry.job) else {
+                continue;
+            };
+            if above.contains(&*name) {
                 continue;
             }
-            if let Some(p) = lookup.get(&entry.job).and_then(|r| r.evaluate(now, None)) {
+            if let Some(p) = lookup
+                .get(entry.job)
+                .and_then(|r| r.evaluate(&name, now, None))
+            {
                 group.push(p);
             }
         }

@@ -22,6 +22,7 @@ use fairflow_model::usage::FrameUsage;
 use fairflow_model::Shares;
 
 use crate::factors::FsParams;
+use crate::names::{AssocId, Names};
 
 /// An interned association: an account or a user association.
 pub type NodeId = u32;
@@ -38,8 +39,8 @@ struct Sent {
     usage: FrameUsage,
 }
 
-/// A user association's `(id, (account, user))`.
-pub type UserName = (NodeId, (String, String));
+/// A user association's id and its interned name.
+pub type UserName = (NodeId, AssocId);
 
 /// Input deltas for one batch, each with its DD diff.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -52,7 +53,7 @@ pub struct Deltas {
     pub usage: Vec<(NodeId, i128)>,
     /// User associations (as opposed to accounts) appearing and disappearing.
     pub users: Vec<(NodeId, i128)>,
-    /// The same, with their `(account, user)` names.
+    /// The same, with their interned `(account, user)` names.
     pub user_names: Vec<(UserName, i128)>,
     /// The fair-share parameters (on a configuration change).
     pub fs_params: Vec<(FsParams, i128)>,
@@ -92,6 +93,8 @@ pub struct TreeFeed {
     users: BTreeMap<(String, String), NodeId>,
     /// Each id's association.
     names: Vec<AssocKey>,
+    /// Each user association id's interned name (accounts: unused).
+    assoc_ids: Vec<AssocId>,
     /// Each account id's creation number in the book (0 for users and root).
     created: Vec<u64>,
     /// What each id was last sent as.
@@ -118,11 +121,12 @@ impl TreeFeed {
             accounts: BTreeMap::new(),
             users: BTreeMap::new(),
             names: Vec::new(),
+            assoc_ids: Vec::new(),
             created: Vec::new(),
             sent: Vec::new(),
             sent_fs_params: None,
         };
-        let root = feed.intern(&AssocKey::account("root"), 0);
+        let root = feed.intern(&AssocKey::account("root"), 0, &mut Names::default());
         debug_assert_eq!(root, ROOT);
         feed
     }
@@ -130,7 +134,7 @@ impl TreeFeed {
     /// The id of an association, interning it if it has none yet (or, for an
     /// account, if the id it has was interned for an earlier account of the
     /// same name: `created` tells them apart).
-    fn intern(&mut self, key: &AssocKey, created: u64) -> NodeId {
+    fn intern(&mut self, key: &AssocKey, created: u64, interner: &mut Names) -> NodeId {
         if let Some(id) = self.id_of(key) {
             if key.user.is_some() || self.created[id as usize] == created {
                 return id;
@@ -138,10 +142,18 @@ impl TreeFeed {
         }
         let id = NodeId::try_from(self.names.len()).expect("fewer than 2^32 associations");
         self.created.push(created);
-        match &key.user {
-            None => self.accounts.insert(key.account.clone(), id),
-            Some(user) => self.users.insert((key.account.clone(), user.clone()), id),
+        let assoc_id = match &key.user {
+            None => {
+                self.accounts.insert(key.account.clone(), id);
+                AssocId::MAX
+            }
+            Some(user) => {
+                let name = (key.account.clone(), user.clone());
+                self.users.insert(name.clone(), id);
+                interner.assocs.intern(&name)
+            }
         };
+        self.assoc_ids.push(assoc_id);
         self.names.push(key.clone());
         self.sent.push(Sent::default());
         id
@@ -170,7 +182,7 @@ impl TreeFeed {
 
     /// The deltas that bring the dataflow from what was last sent to the
     /// book, for the associations `changes` names.
-    pub fn deltas(&mut self, book: &Book, changes: &Changes) -> Deltas {
+    pub fn deltas(&mut self, book: &Book, changes: &Changes, interner: &mut Names) -> Deltas {
         let state = book.state();
         let keys: BTreeSet<AssocKey> = if changes.all_assocs {
             let mut all: BTreeSet<AssocKey> = self.names.iter().cloned().collect();
@@ -201,7 +213,7 @@ impl TreeFeed {
             if let Some(old) = self.id_of(&key) {
                 self.send(old, Sent::default(), &mut deltas);
             }
-            self.intern(&key, created);
+            self.intern(&key, created, interner);
         }
         for key in keys {
             // What the association is now, if it exists.
@@ -222,7 +234,7 @@ impl TreeFeed {
                 Some((parent, shares, usage)) => {
                     let id = match &key.user {
                         None => self.id_of(&key).expect("accounts are interned above"),
-                        Some(_) => self.intern(&key, 0),
+                        Some(_) => self.intern(&key, 0, interner),
                     };
                     // Accounts (and so every parent) were interned above or before.
                     let parent = parent.map(|p| self.id_of(&p).expect("parents are interned"));
@@ -255,11 +267,12 @@ impl TreeFeed {
     /// was sent as.
     fn send(&mut self, id: NodeId, now: Sent, deltas: &mut Deltas) {
         let before = self.sent[id as usize];
-        if let (true, Some(user)) = (before.alive != now.alive, &self.names[id as usize].user) {
+        if before.alive != now.alive && self.names[id as usize].user.is_some() {
             let diff = if now.alive { 1 } else { -1 };
             deltas.users.push((id, diff));
-            let name = (self.names[id as usize].account.clone(), user.clone());
-            deltas.user_names.push(((id, name), diff));
+            deltas
+                .user_names
+                .push(((id, self.assoc_ids[id as usize]), diff));
         }
         if before.parent != now.parent {
             if let Some(p) = before.parent {
@@ -288,7 +301,7 @@ impl TreeFeed {
     /// restore): every sent record is retracted and every record of the book
     /// sent, as one batch (records that did not change cancel in the
     /// dataflow).
-    pub fn replace_with(&mut self, book: &Book) -> Deltas {
+    pub fn replace_with(&mut self, book: &Book, interner: &mut Names) -> Deltas {
         let mut deltas = Deltas::default();
         for id in 0..self.names.len() {
             let id = NodeId::try_from(id).expect("interned");
@@ -299,7 +312,7 @@ impl TreeFeed {
         }
         // A fresh interning, in the new book's creation order.
         *self = TreeFeed::new();
-        deltas.extend(self.deltas(book, &Changes::everything()));
+        deltas.extend(self.deltas(book, &Changes::everything(), interner));
         deltas
     }
 
@@ -333,7 +346,8 @@ mod tests {
         });
         book.track_changes(true);
         let mut feed = TreeFeed::new();
-        let first = feed.deltas(&book, &book.clone().take_changes());
+        let mut names = Names::default();
+        let first = feed.deltas(&book, &book.clone().take_changes(), &mut names);
         assert_eq!(first.shares, vec![((ROOT, Shares::Value(1)), 1)]);
         book.take_changes();
         let event = |op| Event { t: 10, op };
@@ -356,12 +370,14 @@ mod tests {
             }),
         )
         .unwrap();
-        let deltas = feed.deltas(&book, &book.clone().take_changes());
+        let deltas = feed.deltas(&book, &book.clone().take_changes(), &mut names);
         assert_eq!(deltas.edges, vec![((1, ROOT), 1)]);
         assert_eq!(deltas.shares, vec![((1, Shares::Value(5)), 1)]);
         // No decay: 3 TRES-seconds are 3 * 2^20 frame units.
         assert_eq!(deltas.usage, vec![(1, 3 << 20)]);
         book.take_changes();
-        assert!(feed.deltas(&book, &book.clone().take_changes()).is_empty());
+        assert!(feed
+            .deltas(&book, &book.clone().take_changes(), &mut names)
+            .is_empty());
     }
 }

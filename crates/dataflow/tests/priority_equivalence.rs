@@ -21,7 +21,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use fairflow_dataflow::job_feed::{facts_of, row_of};
+use fairflow_dataflow::job_feed::{facts_of, identify, row_of};
+use fairflow_dataflow::names::{JobIds, JobNames, Names};
 use fairflow_dataflow::priority::crossings::{age_capped_at, begun_at, next_crossing, Crossings};
 use fairflow_dataflow::priority::{Fact, JobRow, PriorityParams};
 use fairflow_ingest::reader::read_events;
@@ -35,16 +36,36 @@ use priority_stream::{compare, round_lines, Rng, Scenario, FLUX, SLURM_INCR_ONLY
 
 /// The dataflow's inputs derived from the oracle's state at `now`, as the
 /// engine's job book derives them.
-fn derive(state: &State, now: i64, lazy_caps: bool) -> (BTreeMap<String, JobRow>, BTreeSet<Fact>) {
+fn derive(
+    state: &State,
+    now: i64,
+    lazy_caps: bool,
+    names: &mut Names,
+    ids: &mut JobIds,
+) -> (BTreeMap<String, JobRow>, BTreeSet<Fact>) {
     let params = PriorityParams::from_config(&state.config);
     let mut jobs = BTreeMap::new();
     for job in state.jobs.values() {
-        let mut row = row_of(job);
+        let mut row = row_of(job, ids.intern(&job.id), names, &params);
         row.begun = begun_at(&row, now);
         row.age_capped = !lazy_caps && age_capped_at(&params, &row, now);
-        jobs.insert(row.id.clone(), row);
+        jobs.insert(job.id.clone(), row);
     }
-    (jobs, facts_of(state, &fairshare::user_factors(state)))
+    (
+        jobs,
+        facts_of(state, &fairshare::user_factors(state), names),
+    )
+}
+
+/// The reader's results named from the oracle's state (records carry ids).
+fn identified(
+    state: &State,
+    mut all: Vec<fairflow_model::report::JobPriority>,
+) -> Vec<fairflow_model::report::JobPriority> {
+    for p in &mut all {
+        identify(state, p);
+    }
+    all
 }
 
 fn scenarios() -> Vec<Scenario> {
@@ -116,7 +137,10 @@ fn scenarios() -> Vec<Scenario> {
 fn run(scenario: &Scenario, seed: u64, workers: usize, batches: usize) -> Result<f64, String> {
     let scenario = scenario.clone();
     let guards = timely::execute(timely::Config::process(workers), move |worker| {
-        let mut dataflow = PriorityDataflow::build(worker);
+        let job_names = JobNames::default();
+        let mut dataflow = PriorityDataflow::build(worker, job_names.clone());
+        let mut names = Names::default();
+        let mut ids = JobIds::new(job_names.clone());
         if worker.index() != 0 {
             drop(dataflow);
             while worker.step_or_park(None) {}
@@ -161,9 +185,20 @@ fn run(scenario: &Scenario, seed: u64, workers: usize, batches: usize) -> Result
             let now = replay.state().now;
 
             // Inputs: differences from what was sent.
-            let (jobs, facts) = derive(replay.state(), now, scenario.lazy_caps);
+            ids.next_batch();
+            let (jobs, facts) = derive(
+                replay.state(),
+                now,
+                scenario.lazy_caps,
+                &mut names,
+                &mut ids,
+            );
             let params = PriorityParams::from_config(&replay.state().config);
-            let due: BTreeSet<String> = crossings.due(now).into_iter().collect();
+            let due: BTreeSet<String> = crossings
+                .due(now)
+                .into_iter()
+                .filter_map(|id| job_names.get(id).map(|name| name.to_string()))
+                .collect();
             for (id, row) in &jobs {
                 if let Some(old) = sent_jobs.get(id) {
                     let only_time = JobRow {
@@ -183,11 +218,11 @@ fn run(scenario: &Scenario, seed: u64, workers: usize, batches: usize) -> Result
                         ));
                     }
                 }
-                crossings.schedule(id, next_crossing(&params, row, now));
+                crossings.schedule(row.job, next_crossing(&params, row, now));
             }
-            for id in sent_jobs.keys() {
+            for (id, old) in &sent_jobs {
                 if !jobs.contains_key(id) {
-                    crossings.cancel(id);
+                    crossings.cancel(old.job);
                 }
             }
             sent_params = Some(params);
@@ -207,6 +242,11 @@ fn run(scenario: &Scenario, seed: u64, workers: usize, batches: usize) -> Result
             for new in facts.difference(&sent_facts) {
                 dataflow.facts.insert(new.clone());
             }
+            for id in sent_jobs.keys() {
+                if !jobs.contains_key(id) {
+                    ids.release(id);
+                }
+            }
             sent_jobs = jobs;
             sent_facts = facts;
             touched_total += dataflow.step(worker);
@@ -218,15 +258,21 @@ fn run(scenario: &Scenario, seed: u64, workers: usize, batches: usize) -> Result
             let want_queue = priority::queue(&want_all);
             let context = format!("{} seed {seed} round {round} t {now}", scenario.name);
             ranked_seen += want_queue.len();
-            let got_all = dataflow.reader.evaluate_all(now);
+            let got_all = identified(replay.state(), dataflow.reader.evaluate_all(now));
             compare(&format!("{context}: evaluate"), &got_all, &want_all)?;
             for k in [1, 10, want_queue.len().max(1)] {
-                let got = dataflow.reader.top(k, now);
+                let got = identified(replay.state(), dataflow.reader.top(k, now));
                 let want = &want_queue[..k.min(want_queue.len())];
                 compare(&format!("{context}: top {k}"), &got, want)?;
             }
             if let Some(p) = want_all.first() {
-                let got = dataflow.reader.job(&p.job, now);
+                let got = ids
+                    .get(&p.job)
+                    .and_then(|id| dataflow.reader.job(id, now))
+                    .map(|mut got| {
+                        identify(replay.state(), &mut got);
+                        got
+                    });
                 if got.as_ref() != Some(p) {
                     return Err(format!("{context}: job {} read {got:?}, want {p:?}", p.job));
                 }

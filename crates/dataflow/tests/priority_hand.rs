@@ -2,6 +2,7 @@
 //! jobs whose order flips as one reaches the age cap and the other does not,
 //! a tie broken by submit time, and the number of records an update touches.
 
+use fairflow_dataflow::names::{AssocId, JobIds, JobNames};
 use fairflow_dataflow::priority::crossings::{age_capped_at, next_crossing, Crossings};
 use fairflow_dataflow::priority::{Fact, JobRow, Phase, PriorityParams, PriorityReader};
 use fairflow_model::Config;
@@ -18,25 +19,31 @@ fn params() -> PriorityParams {
     })
 }
 
-fn fairshare(user: &str, factor: f64) -> Fact {
+/// The user associations `(a, ua)` and `(a, ub)`, interned.
+const UA: AssocId = 0;
+const UB: AssocId = 1;
+
+fn fairshare(assoc: AssocId, factor: f64) -> Fact {
     Fact::Fairshare {
-        account: "a".into(),
-        user: user.into(),
+        assoc,
         factor_bits: factor.to_bits(),
     }
 }
 
-fn job(id: &str, user: &str, queued_at: i64, now: i64) -> JobRow {
+/// A pending job of account 0, partition 1 and QOS 2, named `id` in `ids`.
+fn job(ids: &mut JobIds, id: &str, assoc: AssocId, queued_at: i64, now: i64) -> JobRow {
     let mut row = JobRow {
-        id: id.into(),
-        user: user.into(),
-        account: "a".into(),
-        partition: "p".into(),
-        qos: "q".into(),
+        job: ids.intern(id),
+        assoc,
+        account: 0,
+        partition: 1,
+        qos: 2,
         phase: Phase::Pending,
         submit_at: queued_at,
         queued_at,
         begun: true,
+        nodes_bits: 1f64.to_bits(),
+        cpus_bits: 1f64.to_bits(),
         ..JobRow::default()
     };
     row.age_capped = age_capped_at(&params(), &row, now);
@@ -55,15 +62,17 @@ fn top(reader: &mut PriorityReader, k: usize, now: i64) -> Vec<(String, u64)> {
 #[test]
 fn ages_cross_the_cap_ties_break_by_submit_time_and_updates_touch_few_records() {
     timely::execute_directly(|worker| {
-        let mut h = PriorityDataflow::build(worker);
+        let names = JobNames::default();
+        let mut h = PriorityDataflow::build(worker, names.clone());
+        let ids = &mut JobIds::new(names);
 
         // Fair-share weight 4000, age weight 2000 over 2000 s.
         // A: factor 0.5 (2000), queued at 0. B: factor 0.75 (3000), queued at 1000.
         h.facts.insert(Fact::Config(params()));
-        h.facts.insert(fairshare("ua", 0.5));
-        h.facts.insert(fairshare("ub", 0.75));
-        h.jobs.insert(job("A", "ua", 0, 1500));
-        h.jobs.insert(job("B", "ub", 1000, 1500));
+        h.facts.insert(fairshare(UA, 0.5));
+        h.facts.insert(fairshare(UB, 0.75));
+        h.jobs.insert(job(ids, "A", UA, 0, 1500));
+        h.jobs.insert(job(ids, "B", UB, 1000, 1500));
         h.step(worker);
 
         // At 1500: A = 2000 + 2000·1500/2000 = 3500; B = 3000 + 2000·500/2000 = 3500.
@@ -80,12 +89,12 @@ fn ages_cross_the_cap_ties_break_by_submit_time_and_updates_touch_few_records() 
         );
         // The driver's schedule: A crosses at 0 + 2000, B at 1000 + 2000.
         let mut crossings = Crossings::new();
-        for row in [job("A", "ua", 0, 1500), job("B", "ub", 1000, 1500)] {
-            crossings.schedule(&row.id, next_crossing(&params(), &row, 1500));
+        for row in [job(ids, "A", UA, 0, 1500), job(ids, "B", UB, 1000, 1500)] {
+            crossings.schedule(row.job, next_crossing(&params(), &row, 1500));
         }
-        assert_eq!(crossings.due(2500), vec!["A".to_string()]);
-        h.jobs.remove(job("A", "ua", 0, 1500));
-        h.jobs.insert(job("A", "ua", 0, 2500));
+        assert_eq!(crossings.due(2500), vec![ids.get("A").unwrap()]);
+        h.jobs.remove(job(ids, "A", UA, 0, 1500));
+        h.jobs.insert(job(ids, "A", UA, 0, 2500));
         let moved = h.step(worker);
         // Moving A to the capped index: its combination (association, QOS,
         // partition) is still named, so no context moves; retract + insert of
@@ -96,7 +105,7 @@ fn ages_cross_the_cap_ties_break_by_submit_time_and_updates_touch_few_records() 
             top(&mut h.reader, 10, 2500),
             vec![("B".to_string(), 4500), ("A".to_string(), 4000)]
         );
-        let explained = h.reader.job("A", 2500).unwrap();
+        let explained = h.reader.job(ids.get("A").unwrap(), 2500).unwrap();
         assert_eq!(explained.factor("age").unwrap().normalized, 1.0);
         assert_eq!(explained.factor("fairshare").unwrap().weighted, 2000.0);
 
@@ -104,7 +113,7 @@ fn ages_cross_the_cap_ties_break_by_submit_time_and_updates_touch_few_records() 
         // already has pending jobs of its kind: its record and its two index
         // entries (submit time, uncapped): 3; no context and no reduce's
         // output changes.
-        h.jobs.insert(job("C", "ua", 2500, 2500));
+        h.jobs.insert(job(ids, "C", UA, 2500, 2500));
         assert_eq!(h.step(worker), 3);
 
         // A fair-share change for ua (jobs A and C, both ranked, one
@@ -112,8 +121,8 @@ fn ages_cross_the_cap_ties_break_by_submit_time_and_updates_touch_few_records() 
         // the combination through the four key joins and the globals join
         // (2 each: 10), then per job its record and its two index entries
         // (2 each: 6 per job, 12): 24.
-        h.facts.remove(fairshare("ua", 0.5));
-        h.facts.insert(fairshare("ua", 0.25));
+        h.facts.remove(fairshare(UA, 0.5));
+        h.facts.insert(fairshare(UA, 0.25));
         assert_eq!(h.step(worker), 24);
         // At 2500: A = 1000 + 2000 = 3000; C = 1000 + 0 = 1000; B = 4500.
         assert_eq!(
@@ -141,17 +150,17 @@ fn ages_cross_the_cap_ties_break_by_submit_time_and_updates_touch_few_records() 
 #[test]
 fn jobs_at_the_floor_are_read_in_submit_then_id_order() {
     timely::execute_directly(|worker| {
-        let mut h = PriorityDataflow::build(worker);
+        let names = JobNames::default();
+        let mut h = PriorityDataflow::build(worker, names.clone());
+        let mut ids = JobIds::new(names);
         // Slurm with every weight 0: the priority is site - nice, at least 1.
         h.facts.insert(Fact::Config(PriorityParams::default()));
-        let row = |id: &str, submit_at: i64, site: Option<i64>| JobRow {
-            id: id.into(),
-            user: "u".into(),
-            account: "a".into(),
+        let mut row = |id: &str, submit_at: i64, site: Option<i64>| JobRow {
+            job: ids.intern(id),
             submit_at,
             queued_at: submit_at,
             begun: true,
-            site_factor: site,
+            site_factor: site.unwrap_or(0),
             ..JobRow::default()
         };
         h.jobs.insert(row("10", 100, None));

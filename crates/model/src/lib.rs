@@ -11,6 +11,7 @@
 pub mod config;
 pub mod event;
 pub mod formula;
+pub mod job_priority;
 pub mod limits;
 pub mod moab;
 pub mod priority_formula;

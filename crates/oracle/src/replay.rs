@@ -58,11 +58,11 @@ impl Replay {
     /// Feed one line: apply it or record its rejection.
     pub fn feed(&mut self, line: LogLine) {
         let outcome = line.event.and_then(|event| {
-            self.book.check(line.line, &event)?;
-            Ok(event)
+            let checked = self.book.check(line.line, &event)?;
+            Ok((event, checked))
         });
         match outcome {
-            Ok(event) => {
+            Ok((event, checked)) => {
                 // INCR_ONLY: evaluate once per distinct event time, after
                 // every event of that time applied (`priority` module doc).
                 if event.t > self.state().now
@@ -71,8 +71,9 @@ impl Replay {
                 {
                     self.remember_incr_only();
                 }
+                // Remembering changes no state: the token stays current.
                 self.book
-                    .apply(line.line, &event)
+                    .apply_checked(line.line, &event, checked)
                     .expect("checked just before");
                 self.report.applied += 1;
             }

@@ -29,17 +29,18 @@
 //!
 //! Cost: `O(log n)` per schedule, cancel and due job; nothing per tick.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeSet, HashMap};
 
 use fairflow_model::{PriorityModel, Time};
 
 use super::{JobRow, Phase, PriorityParams};
+use crate::names::JobId;
 
 /// Pending crossings, by time.
 #[derive(Debug, Clone, Default)]
 pub struct Crossings {
-    by_time: BTreeSet<(Time, String)>,
-    by_job: BTreeMap<String, Time>,
+    by_time: BTreeSet<(Time, JobId)>,
+    by_job: HashMap<JobId, Time>,
 }
 
 impl Crossings {
@@ -50,25 +51,25 @@ impl Crossings {
 
     /// Schedule `job`'s next crossing at `at` (replacing any earlier one);
     /// `None` cancels it.
-    pub fn schedule(&mut self, job: &str, at: Option<Time>) {
+    pub fn schedule(&mut self, job: JobId, at: Option<Time>) {
         self.cancel(job);
         if let Some(at) = at {
-            self.by_time.insert((at, job.to_string()));
-            self.by_job.insert(job.to_string(), at);
+            self.by_time.insert((at, job));
+            self.by_job.insert(job, at);
         }
     }
 
     /// Forget `job`'s crossing.
-    pub fn cancel(&mut self, job: &str) {
-        if let Some(at) = self.by_job.remove(job) {
-            self.by_time.remove(&(at, job.to_string()));
+    pub fn cancel(&mut self, job: JobId) {
+        if let Some(at) = self.by_job.remove(&job) {
+            self.by_time.remove(&(at, job));
         }
     }
 
     /// The jobs whose crossing is at or before `now`, in time order (then
     /// job id); they are removed from the schedule (the driver re-schedules
     /// them with their next crossing when it re-sends their rows).
-    pub fn due(&mut self, now: Time) -> Vec<String> {
+    pub fn due(&mut self, now: Time) -> Vec<JobId> {
         let mut out = Vec::new();
         while let Some((at, _)) = self.by_time.first() {
             if *at > now {
@@ -156,17 +157,17 @@ mod tests {
     #[test]
     fn due_returns_crossed_jobs_once_in_time_order() {
         let mut c = Crossings::new();
-        c.schedule("b", Some(200));
-        c.schedule("a", Some(100));
-        c.schedule("c", Some(300));
-        c.schedule("c", Some(150)); // replaces 300
-        c.schedule("d", Some(400));
-        c.cancel("d");
+        c.schedule(2, Some(200));
+        c.schedule(1, Some(100));
+        c.schedule(3, Some(300));
+        c.schedule(3, Some(150)); // replaces 300
+        c.schedule(4, Some(400));
+        c.cancel(4);
         assert_eq!(c.len(), 3);
-        assert_eq!(c.due(99), Vec::<String>::new());
-        assert_eq!(c.due(150), vec!["a".to_string(), "c".to_string()]);
-        assert_eq!(c.due(150), Vec::<String>::new());
-        assert_eq!(c.due(1000), vec!["b".to_string()]);
+        assert_eq!(c.due(99), Vec::<JobId>::new());
+        assert_eq!(c.due(150), vec![1, 3]);
+        assert_eq!(c.due(150), Vec::<JobId>::new());
+        assert_eq!(c.due(1000), vec![2]);
         assert!(c.is_empty());
     }
 

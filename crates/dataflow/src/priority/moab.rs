@@ -32,20 +32,7 @@ use fairflow_model::report::JobPriority;
 use fairflow_model::{PriorityModel, Time};
 
 use super::record::PriorityRecord;
-use super::{Fact, JobRow, KeyCtx, Phase, TresBits};
-
-/// What a Moab record keeps besides the common fields.
-#[derive(
-    Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
-)]
-pub struct MoabJob {
-    /// The job.
-    pub row: JobRow,
-    /// Its contexts (account, QOS and partition priorities, partition).
-    pub ctx: KeyCtx,
-    /// The cluster's TRES totals.
-    pub cluster_tres: TresBits,
-}
+use super::{Fact, MoabRow, Phase, TresBits};
 
 /// The read-time context: parameters, credential usage, accuracy, and the
 /// per-user running totals.
@@ -63,17 +50,30 @@ fn tres_pairs(tres: &TresBits) -> Vec<(&str, f64)> {
         .collect()
 }
 
-fn time_limit_secs(job: &MoabJob) -> Option<u64> {
-    job.row.time_limit_secs.filter(|l| *l > 0).or(job
-        .ctx
-        .partition
-        .max_time_secs
-        .filter(|l| *l > 0))
+fn time_limit_secs(record: &PriorityRecord) -> Option<u64> {
+    Some(record.row.time_limit_secs)
+        .filter(|l| *l > 0)
+        .or(record
+            .context
+            .ctx
+            .partition
+            .max_time_secs
+            .filter(|l| *l > 0))
 }
 
-/// Every listed job's Moab priority at `now`, in job-id order (`records` in
-/// job-id order).
+/// The record's Moab attributes, if it was built under Moab.
+fn moab_row(record: &PriorityRecord) -> Option<&MoabRow> {
+    record.row.moab.as_deref()
+}
+
+/// Every listed job's Moab priority at `now`, in job-id order (the oracle's
+/// order: `records` are sorted here by the job's name).
 pub fn evaluate(records: &[PriorityRecord], facts: &[Fact], now: Time) -> Vec<JobPriority> {
+    let mut records: Vec<(&MoabRow, &PriorityRecord)> = records
+        .iter()
+        .filter_map(|r| moab_row(r).map(|m| (m, r)))
+        .collect();
+    records.sort_by(|a, b| a.0.id.cmp(&b.0.id));
     let mut context = Context {
         params: MoabParams::default(),
         usage: CredentialUsage::default(),
@@ -108,65 +108,62 @@ pub fn evaluate(records: &[PriorityRecord], facts: &[Fact], now: Time) -> Vec<Jo
         }
     }
     // The oracle sums each user's running jobs in job-id order.
-    for record in records {
-        let Some(job) = record.moab.as_deref() else {
-            continue;
-        };
-        if job.row.phase == Phase::Running {
-            let cpus = fairflow_model::moab::tres_count(&tres_pairs(&job.row.tres), "cpu", 1.0);
+    for (moab, record) in &records {
+        if record.row.phase == Phase::Running {
+            let cpus = fairflow_model::moab::tres_count(&tres_pairs(&moab.tres), "cpu", 1.0);
             context
                 .running
-                .entry(job.row.user.clone())
+                .entry(moab.user.clone())
                 .or_default()
-                .add_job(cpus, time_limit_secs(job), job.row.started_at, now);
+                .add_job(cpus, time_limit_secs(record), moab.started_at, now);
         }
     }
     records
         .iter()
-        .filter_map(|record| {
+        .filter_map(|(moab, record)| {
             let listed = record.listed?;
-            let job = record.moab.as_deref()?;
-            let row = &job.row;
-            let group = row.group.as_deref().unwrap_or(&row.account);
+            let row = &record.row;
+            let ctx = &record.context.ctx;
+            let group = moab.group.as_deref().unwrap_or(&moab.account);
             let inputs = MoabJobInputs {
-                id: &row.id,
-                user: &row.user,
+                id: &moab.id,
+                user: &moab.user,
                 group,
-                account: &row.account,
-                qos: &row.qos,
-                class: &row.partition,
-                account_priority: job.ctx.account_priority,
-                qos_priority: Some(job.ctx.qos_priority),
-                class_priority: job.ctx.partition.priority,
+                account: &moab.account,
+                qos: &moab.qos,
+                class: &moab.partition,
+                account_priority: ctx.account_priority,
+                qos_priority: Some(ctx.qos_priority),
+                class_priority: ctx.partition.priority,
                 state: listed.job_state(),
                 running: row.phase == Phase::Running,
-                started_at: row.started_at,
+                started_at: moab.started_at,
                 start_count: row.start_count,
                 queued_at: row.queued_at,
                 begin_at: row.begin,
-                held_spans: &row.held_spans,
-                held_since: row.held_since,
-                time_limit_secs: time_limit_secs(job),
-                tres: &tres_pairs(&row.tres),
-                cluster_tres: &tres_pairs(&job.cluster_tres),
-                bypass_count: row.bypass_count,
-                deadline: row.deadline,
-                soft_policy_violation: row.soft_policy_violation.unwrap_or(false),
-                user_priority: row.user_priority,
-                attributes: row.attributes.as_deref().unwrap_or(&[]),
+                held_spans: &moab.held_spans,
+                held_since: moab.held_since,
+                time_limit_secs: time_limit_secs(record),
+                tres: &tres_pairs(&moab.tres),
+                cluster_tres: &tres_pairs(&record.context.globals.cluster_tres),
+                bypass_count: moab.bypass_count,
+                deadline: moab.deadline,
+                soft_policy_violation: moab.soft_policy_violation.unwrap_or(false),
+                user_priority: moab.user_priority,
+                attributes: moab.attributes.as_deref().unwrap_or(&[]),
                 credential_usage: &context.usage,
-                user_running: context.running.get(&row.user).copied().unwrap_or_default(),
-                wallclock_accuracy: context.accuracy.get(&row.user).copied(),
+                user_running: context.running.get(&moab.user).copied().unwrap_or_default(),
+                wallclock_accuracy: context.accuracy.get(&moab.user).copied(),
                 now,
             };
             let (factors, priority) = job_factors(&context.params, &inputs);
             Some(JobPriority {
-                job: record.job.clone(),
-                user: record.user.clone(),
-                account: record.account.clone(),
-                partition: record.partition.clone(),
-                qos: record.qos.clone(),
-                submit_at: record.submit_at,
+                job: moab.id.clone(),
+                user: moab.user.clone(),
+                account: moab.account.clone(),
+                partition: moab.partition.clone(),
+                qos: moab.qos.clone(),
+                submit_at: row.submit_at,
                 priority,
                 state: listed.job_state(),
                 model: PriorityModel::Moab,

@@ -1,14 +1,13 @@
 //! One job's time-invariant priority record (built inside the dataflow when
 //! the job meets its context) and its exact evaluation at a query time.
 //!
-//! The record keeps every factor that does not depend on `now` as exact
-//! `f64` bits, computed with the shared scalar formulas of
-//! `fairflow_model::priority_formula` from exactly the inputs the oracle uses
-//! (`fairflow_oracle::priority::{slurm, flux}`), in the oracle's factor
-//! order. The one factor that moves with time (Slurm's age, Flux's wait time)
-//! is a placeholder filled in by [`PriorityRecord::evaluate`], which then sums
-//! in the oracle's order, so the integer priority and every factor are
-//! bit-identical to the oracle's.
+//! A record is the job's compact [`JobRow`] and its combination's
+//! [`JobContext`] (shared, one per combination), plus how the model lists
+//! the job and its rank key. Evaluating it calls the per-job assembly the
+//! oracle calls (`fairflow_model::job_priority`), with the same inputs, so
+//! the integer priority and every factor are bit-identical to the oracle's;
+//! the time factor (Slurm's age, Flux's wait time) is the only one that moves
+//! with `now`.
 //!
 //! The record also carries its *rank key* for the queue indexes: with `S` the
 //! weighted sum without the time factor, `w` the time factor's weight and
@@ -20,19 +19,19 @@
 //! of the approximate sum, so that reading in `key_hi` order bounds every
 //! unread job's exact sum (see `priority::reader`).
 
-use fairflow_model::priority_formula::{
-    eligible_at, flux_final_priority, flux_user_contribution, flux_user_factor,
-    flux_wait_time_factor, slurm_age_factor, slurm_final_priority, slurm_job_size_factor,
-    slurm_normalize, slurm_priority_sum, slurm_tres_factor, JobSizeInputs, FLUX_URGENCY_DEFAULT,
-    FLUX_URGENCY_EXPEDITE,
+use std::sync::Arc;
+
+use fairflow_model::job_priority::{
+    flux_job_factors, flux_job_priority, slurm_job_factors, slurm_job_priority, FluxJobInputs,
+    FluxWeights, SlurmJobInputs, SlurmRawFactors, SlurmTresInput, SlurmWeights, FLUX_WAIT_FACTOR,
+    SLURM_AGE_FACTOR,
 };
+use fairflow_model::priority_formula::{eligible_at, JobSizeInputs, FLUX_URGENCY_EXPEDITE};
 use fairflow_model::report::{JobPriority, JobState, PriorityFactor};
 use fairflow_model::{PriorityModel, Time};
 
-use super::moab::MoabJob;
-use std::borrow::Cow;
-
-use super::{Globals, JobRow, KeyCtx, Phase, PriorityParams, TresBits};
+use super::{JobContext, JobRow, Phase, PriorityParams, TresBits};
+use crate::names::JobId;
 
 /// Relative slack on the floating-point error of the approximate sums: far
 /// above the `~1e-15` relative error of a dozen additions, so reading a few
@@ -75,122 +74,21 @@ pub enum RankClass {
     Capped,
 }
 
-/// One factor with its values as exact `f64` bits.
-#[derive(
-    Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
-)]
-pub struct StoredFactor {
-    /// The factor's name, as the oracle names it (borrowed from
-    /// [`FACTOR_NAMES`] when it is one of them: no allocation per record).
-    pub name: Cow<'static, str>,
-    /// `normalized` as bits.
-    pub normalized: u64,
-    /// `weight` as bits.
-    pub weight: u64,
-    /// `weighted` as bits.
-    pub weighted: u64,
-}
-
-impl StoredFactor {
-    fn from_factor(f: &PriorityFactor) -> Self {
-        StoredFactor {
-            name: factor_name(&f.name),
-            normalized: f.normalized.to_bits(),
-            weight: f.weight.to_bits(),
-            weighted: f.weighted.to_bits(),
-        }
-    }
-
-    fn to_factor(&self) -> PriorityFactor {
-        PriorityFactor {
-            name: self.name.to_string(),
-            component: None,
-            normalized: f64::from_bits(self.normalized),
-            weight: f64::from_bits(self.weight),
-            weighted: f64::from_bits(self.weighted),
-            cap: None,
-        }
-    }
-}
-
-/// The factor names of Slurm's and Flux's records other than `tres/*`.
-pub const FACTOR_NAMES: [&str; 13] = [
-    "site",
-    "age",
-    "assoc",
-    "fairshare",
-    "jobsize",
-    "partition",
-    "qos",
-    "nice",
-    "queue",
-    "bank",
-    "urgency",
-    "wait_time",
-    "user",
-];
-
-/// `name` borrowed from [`FACTOR_NAMES`] when it is one of them, else owned.
-fn factor_name(name: &str) -> Cow<'static, str> {
-    match FACTOR_NAMES.iter().find(|known| **known == name) {
-        Some(known) => Cow::Borrowed(known),
-        None => Cow::Owned(name.to_string()),
-    }
-}
-
 /// A job's time-invariant priority record; see the module documentation.
 #[derive(
     Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
 )]
 pub struct PriorityRecord {
-    /// The job id.
-    pub job: String,
-    /// The user.
-    pub user: String,
-    /// The account.
-    pub account: String,
-    /// The partition (`""` for none).
-    pub partition: String,
-    /// The QOS (`""` for none).
-    pub qos: String,
-    /// Submit time.
-    pub submit_at: Time,
+    /// The job's row.
+    pub row: JobRow,
+    /// Its combination's context and the globals.
+    pub context: Arc<JobContext>,
     /// How the model lists the job (`None`: not evaluated).
     pub listed: Option<Listed>,
-    /// The model.
-    pub model: PriorityModel,
-    /// Every factor in the oracle's order; the time factor's values are
-    /// placeholders (0).
-    pub factors: Vec<StoredFactor>,
-    /// The index of the time factor in `factors`.
-    pub time_factor: usize,
-    /// The time factor's weight.
-    pub time_weight: u64,
-    /// When the time factor starts counting (Slurm `accrue_at`, Flux eligible).
-    pub time_origin: Time,
-    /// The time factor's maximum, seconds (`PriorityMaxAge`, `FluxMaxWaitTime`).
-    pub time_max_secs: i64,
-    /// Slurm's site factor.
-    pub site: i64,
-    /// Slurm's nice.
-    pub nice: i64,
-    /// Flux's urgency.
-    pub urgency: u8,
-    /// Where the job is (whatever the model lists).
-    pub phase: Phase,
-    /// Slurm `INCR_ONLY` in force.
-    pub incr_only: bool,
-    /// Identifies one stay in the queue, for `INCR_ONLY` memory:
-    /// `(submit_at, start_count)`.
-    pub stay: (Time, u32),
     /// Which queue index the job is in.
     pub class: RankClass,
     /// The rank key plus its error bound (ordered `f64` bits, see [`ordered_bits`]).
     pub key_hi: u64,
-    /// The common rate `w/m` of uncapped jobs (bits).
-    pub rate: u64,
-    /// Under Moab, what the read-time evaluation needs ([`super::moab`]).
-    pub moab: Option<Box<MoabJob>>,
 }
 
 /// An order-preserving map of non-NaN `f64` to `u64`.
@@ -210,12 +108,6 @@ pub fn from_ordered_bits(bits: u64) -> f64 {
     } else {
         f64::from_bits(!bits)
     }
-}
-
-fn tres_count(tres: &TresBits, name: &str, default: f64) -> f64 {
-    tres.iter()
-        .find(|(n, _)| n == name)
-        .map_or(default, |(_, bits)| f64::from_bits(*bits))
 }
 
 fn tres_get(tres: &TresBits, name: &str) -> Option<f64> {
@@ -240,240 +132,190 @@ pub fn listed(params: &PriorityParams, phase: Phase, begun: bool) -> Option<List
     }
 }
 
-/// Build a job's record from its row, its contexts and the globals (a pure
-/// function: the dataflow re-runs it on retraction and gets the same bits).
-pub fn build_record(row: &JobRow, ctx: &KeyCtx, globals: &Globals) -> PriorityRecord {
-    let model = globals.params.model;
-    let listed = listed(&globals.params, row.phase, row.begun);
-    let mut record = PriorityRecord {
-        job: row.id.clone(),
-        user: row.user.clone(),
-        account: row.account.clone(),
-        partition: row.partition.clone(),
-        qos: row.qos.clone(),
-        submit_at: row.submit_at,
-        listed,
-        model,
-        factors: Vec::new(),
-        time_factor: 0,
-        time_weight: 0f64.to_bits(),
-        time_origin: 0,
-        time_max_secs: 0,
-        site: row.site_factor.unwrap_or(0),
-        nice: row.nice.unwrap_or(0),
-        urgency: row.urgency.unwrap_or(FLUX_URGENCY_DEFAULT),
-        phase: row.phase,
-        incr_only: false,
-        stay: (row.submit_at, row.start_count),
-        class: RankClass::Unranked,
-        key_hi: ordered_bits(0.0),
-        rate: 0f64.to_bits(),
-        moab: None,
-    };
-    match model {
-        PriorityModel::Slurm => slurm_record(row, ctx, globals, &mut record),
-        PriorityModel::Flux => flux_record(row, ctx, globals, &mut record),
-        // Moab is evaluated at read time (`priority::moab`): unranked here.
-        PriorityModel::Moab => {
-            record.moab = Some(Box::new(MoabJob {
-                row: row.clone(),
-                ctx: ctx.clone(),
-                cluster_tres: globals.cluster_tres.clone(),
-            }));
+/// The time factor's common rate `r = w/m`, its value at the cap, and
+/// whether every job is at the cap (weight 0 or maximum not positive).
+fn time_rate(params: &PriorityParams) -> (f64, f64, bool) {
+    match params.model {
+        PriorityModel::Slurm => {
+            let weight_age = f64::from(params.weight_age);
+            // Slurm gates a weight of 0 (age 0); a max age of 0 or less is always 1.
+            if params.weight_age == 0 {
+                (0.0, 0.0, true)
+            } else if params.max_age_secs <= 0 {
+                (0.0, weight_age, true)
+            } else {
+                (weight_age / params.max_age_secs as f64, weight_age, false)
+            }
         }
+        PriorityModel::Flux => {
+            let weight_wait = params.flux_wait_time as f64;
+            // The wait factor is 0 when the maximum is not positive.
+            if params.flux_max_wait_secs <= 0 {
+                (0.0, 0.0, true)
+            } else {
+                (
+                    weight_wait / params.flux_max_wait_secs as f64,
+                    weight_wait,
+                    false,
+                )
+            }
+        }
+        PriorityModel::Moab => (0.0, 0.0, true),
     }
-    record
 }
 
-fn slurm_record(row: &JobRow, ctx: &KeyCtx, globals: &Globals, record: &mut PriorityRecord) {
+/// The job's factors under Slurm's multifactor model (`now = None`: age 0).
+fn slurm_factors(row: &JobRow, context: &JobContext, now: Option<Time>) -> Vec<PriorityFactor> {
+    let (ctx, globals) = (&context.ctx, &context.globals);
     let p = &globals.params;
-    let gated = |weight: u32, value: &dyn Fn() -> f64| -> f64 {
-        if weight == 0 {
-            0.0
-        } else {
-            value()
-        }
-    };
-    let accrue_at = if p.accrue_always {
-        row.queued_at
-    } else {
-        eligible_at(row.queued_at, row.begin)
-    };
-    let assoc = gated(p.weight_assoc, &|| {
-        slurm_normalize(
-            ctx.assoc_priority as f64,
-            globals.max_assoc as f64,
-            p.no_normal_assoc,
-        )
-    });
-    let fairshare = gated(p.weight_fairshare, &|| f64::from_bits(ctx.fairshare_bits));
     let partition = &ctx.partition;
-    let time_limit_secs = row
-        .time_limit_secs
+    let tres: Vec<SlurmTresInput> = p
+        .weight_tres
+        .iter()
+        .enumerate()
+        .map(|(i, (name, weight_bits))| SlurmTresInput {
+            name,
+            weight: f64::from_bits(*weight_bits),
+            count: row.weighted_tres.get(i).map_or(0.0, |b| f64::from_bits(*b)),
+            total: partition
+                .tres
+                .as_ref()
+                .and_then(|t| tres_get(t, name))
+                .or_else(|| tres_get(&globals.cluster_tres, name)),
+        })
+        .collect();
+    let time_limit_secs = Some(row.time_limit_secs)
         .filter(|l| *l > 0)
         .or(partition.max_time_secs.filter(|l| *l > 0));
-    let job_size = gated(p.weight_job_size, &|| {
-        slurm_job_size_factor(&JobSizeInputs {
-            min_nodes: tres_count(&row.tres, "node", 1.0),
-            cpus: tres_count(&row.tres, "cpu", 1.0),
+    let inputs = SlurmJobInputs {
+        weights: SlurmWeights {
+            age: p.weight_age,
+            assoc: p.weight_assoc,
+            fairshare: p.weight_fairshare,
+            job_size: p.weight_job_size,
+            partition: p.weight_partition,
+            qos: p.weight_qos,
+        },
+        raw: SlurmRawFactors {
+            assoc: p.no_normal_assoc,
+            partition: p.no_normal_part,
+            qos: p.no_normal_qos,
+            tres: p.no_normal_tres,
+        },
+        max_age_secs: p.max_age_secs,
+        accrue_at: time_origin(row, p),
+        assoc_priority: ctx.assoc_priority,
+        max_assoc: globals.max_assoc,
+        fairshare: f64::from_bits(ctx.fairshare_bits),
+        size: JobSizeInputs {
+            min_nodes: f64::from_bits(row.nodes_bits),
+            cpus: f64::from_bits(row.cpus_bits),
             cluster_nodes: globals.cluster_nodes as f64,
-            cluster_cpus: tres_count(&globals.cluster_tres, "cpu", 0.0),
+            cluster_cpus: tres_get(&globals.cluster_tres, "cpu").unwrap_or(0.0),
             time_limit_mins: time_limit_secs.map(|s| s as f64 / 60.0),
             favor_small: p.favor_small,
             small_relative_to_time: p.small_relative_to_time,
-        })
-    });
-    let part = gated(p.weight_partition, &|| {
-        let factor = partition.job_factor;
-        if factor == 0 {
-            0.0
-        } else {
-            slurm_normalize(
-                f64::from(factor),
-                f64::from(globals.max_partition),
-                p.no_normal_part,
-            )
-        }
-    });
-    let qos = gated(p.weight_qos, &|| {
-        if ctx.qos_priority == 0 {
-            0.0
-        } else {
-            slurm_normalize(
-                ctx.qos_priority as f64,
-                globals.max_qos as f64,
-                p.no_normal_qos,
-            )
-        }
-    });
-    let site = record.site;
-    let nice = record.nice;
-    let mut factors = vec![
-        PriorityFactor::new("site", site as f64, 1.0),
-        PriorityFactor::new("age", 0.0, f64::from(p.weight_age)),
-        PriorityFactor::new("assoc", assoc, f64::from(p.weight_assoc)),
-        PriorityFactor::new("fairshare", fairshare, f64::from(p.weight_fairshare)),
-        PriorityFactor::new("jobsize", job_size, f64::from(p.weight_job_size)),
-        PriorityFactor::new("partition", part, f64::from(p.weight_partition)),
-        PriorityFactor::new("qos", qos, f64::from(p.weight_qos)),
-        PriorityFactor::new("nice", nice as f64, -1.0),
-    ];
-    for (name, weight_bits) in &p.weight_tres {
-        let weight = f64::from_bits(*weight_bits);
-        if weight == 0.0 {
-            continue;
-        }
-        let count = tres_count(&row.tres, name, 0.0);
-        let total = partition
-            .tres
-            .as_ref()
-            .and_then(|t| tres_get(t, name))
-            .or_else(|| tres_get(&globals.cluster_tres, name));
-        let value = slurm_tres_factor(count, total, p.no_normal_tres);
-        factors.push(PriorityFactor::new(&format!("tres/{name}"), value, weight));
-    }
-    record.factors = factors.iter().map(StoredFactor::from_factor).collect();
-    record.time_factor = 1;
-    record.time_weight = f64::from(p.weight_age).to_bits();
-    record.time_origin = accrue_at;
-    record.time_max_secs = p.max_age_secs;
-    record.incr_only = p.incr_only;
-    // The rank key: everything but age, plus site - nice.
-    let mut static_sum = site as f64 - nice as f64;
-    let mut magnitude = (site as f64).abs() + (nice as f64).abs();
-    for f in factors
-        .iter()
-        .filter(|f| !matches!(f.name.as_str(), "site" | "nice" | "age"))
-    {
-        static_sum += f.weighted;
-        magnitude += f.weighted.abs();
-    }
-    let weight_age = f64::from(p.weight_age);
-    // Slurm gates a weight of 0 (age 0); a max age of 0 or less is always 1.
-    let (rate, cap_value, always_capped) = if p.weight_age == 0 {
-        (0.0, 0.0, true)
-    } else if p.max_age_secs <= 0 {
-        (0.0, weight_age, true)
-    } else {
-        (weight_age / p.max_age_secs as f64, weight_age, false)
+        },
+        partition_job_factor: partition.job_factor,
+        max_partition: globals.max_partition,
+        qos_priority: ctx.qos_priority,
+        max_qos: globals.max_qos,
+        site: row.site_factor,
+        nice: row.nice,
+        tres: &tres,
     };
-    rank(
-        record,
-        static_sum,
-        magnitude,
-        rate,
-        cap_value,
-        always_capped || row.age_capped,
-        false,
-    );
+    slurm_job_factors(&inputs, now)
 }
 
-fn flux_record(row: &JobRow, ctx: &KeyCtx, globals: &Globals, record: &mut PriorityRecord) {
+/// The job's factors under the Flux model (`now = None`: wait time 0).
+fn flux_factors(row: &JobRow, context: &JobContext, now: Option<Time>) -> Vec<PriorityFactor> {
+    let (ctx, globals) = (&context.ctx, &context.globals);
     let w = &globals.params;
-    let urgency = record.urgency;
-    let fairshare = f64::from_bits(ctx.fairshare_bits);
-    let queue = ctx.partition.priority as f64;
-    let bank = ctx.account_priority.unwrap_or(0) as f64;
-    let qos = slurm_normalize(ctx.qos_priority as f64, globals.max_qos as f64, false);
-    let size = if globals.cluster_nodes > 0 {
-        (tres_count(&row.tres, "node", 1.0) / globals.cluster_nodes as f64).clamp(0.0, 1.0)
-    } else {
-        0.0
+    let inputs = FluxJobInputs {
+        weights: FluxWeights {
+            fairshare: w.flux_fairshare,
+            queue: w.flux_queue,
+            bank: w.flux_bank,
+            urgency: w.flux_urgency,
+            wait_time: w.flux_wait_time,
+            qos: w.flux_qos,
+            job_size: w.flux_job_size,
+            user: w.flux_user,
+            max_wait_secs: w.flux_max_wait_secs,
+        },
+        fairshare: f64::from_bits(ctx.fairshare_bits),
+        queue_priority: ctx.partition.priority,
+        bank_priority: ctx.account_priority.unwrap_or(0),
+        urgency: row.urgency,
+        eligible_at: time_origin(row, w),
+        qos_priority: ctx.qos_priority,
+        max_qos: globals.max_qos,
+        nodes: f64::from_bits(row.nodes_bits),
+        cluster_nodes: globals.cluster_nodes,
+        user_priority: Some(row.user_priority),
     };
-    let user = flux_user_factor(row.user_priority);
-    let mut user_factor = PriorityFactor::new("user", user, w.flux_user as f64);
-    user_factor.weighted = flux_user_contribution(w.flux_user as f64, user);
-    let factors = [
-        PriorityFactor::new("fairshare", fairshare, w.flux_fairshare as f64),
-        PriorityFactor::new("queue", queue, w.flux_queue as f64),
-        PriorityFactor::new("bank", bank, w.flux_bank as f64),
-        PriorityFactor::new(
-            "urgency",
-            f64::from(urgency) - f64::from(FLUX_URGENCY_DEFAULT),
-            w.flux_urgency as f64,
-        ),
-        PriorityFactor::new("wait_time", 0.0, w.flux_wait_time as f64),
-        PriorityFactor::new("qos", qos, w.flux_qos as f64),
-        PriorityFactor::new("jobsize", size, w.flux_job_size as f64),
-        user_factor,
-    ];
-    record.factors = factors.iter().map(StoredFactor::from_factor).collect();
-    record.time_factor = 4;
-    record.time_weight = (w.flux_wait_time as f64).to_bits();
-    record.time_origin = eligible_at(row.queued_at, row.begin);
-    record.time_max_secs = w.flux_max_wait_secs;
+    flux_job_factors(&inputs, now)
+}
+
+/// When the time factor starts counting: Slurm's `accrue_at` (the last
+/// queue entry with `ACCRUE_ALWAYS`, else eligibility), Flux's eligibility.
+fn time_origin(row: &JobRow, params: &PriorityParams) -> Time {
+    if params.model == PriorityModel::Slurm && params.accrue_always {
+        row.queued_at
+    } else {
+        eligible_at(row.queued_at, row.begin)
+    }
+}
+
+/// Build a job's record from its row and its combination's context (a pure
+/// function: the dataflow re-runs it on retraction and gets the same bits).
+pub fn build_record(row: &JobRow, context: &Arc<JobContext>) -> PriorityRecord {
+    let params = &context.globals.params;
+    let mut record = PriorityRecord {
+        row: row.clone(),
+        context: context.clone(),
+        listed: listed(params, row.phase, row.begun),
+        class: RankClass::Unranked,
+        key_hi: ordered_bits(0.0),
+    };
+    let (factors, time_factor, expedite) = match params.model {
+        PriorityModel::Slurm => (slurm_factors(row, context, None), SLURM_AGE_FACTOR, false),
+        PriorityModel::Flux => {
+            let urgency = row.urgency;
+            // Urgency 0 holds the job; urgency 31 (expedite) is the maximum whatever the sum.
+            if urgency == 0 && record.listed == Some(Listed::Pending) {
+                record.listed = Some(Listed::Held);
+            }
+            (
+                flux_factors(row, context, None),
+                FLUX_WAIT_FACTOR,
+                urgency >= FLUX_URGENCY_EXPEDITE,
+            )
+        }
+        // Moab is evaluated at read time (`priority::moab`): unranked here.
+        PriorityModel::Moab => return record,
+    };
+    // The rank key: everything but the time factor (Slurm: site and nice
+    // enter as `+ site - nice`, which their factors' weights 1 and -1 give).
     let mut static_sum = 0.0;
     let mut magnitude = 0.0;
     for (i, f) in factors.iter().enumerate() {
-        if i != 4 {
+        if i != time_factor {
             static_sum += f.weighted;
             magnitude += f.weighted.abs();
         }
     }
-    let weight_wait = w.flux_wait_time as f64;
-    // The wait factor is 0 when the maximum is not positive.
-    let (rate, cap_value, always_capped) = if w.flux_max_wait_secs <= 0 {
-        (0.0, 0.0, true)
-    } else {
-        (
-            weight_wait / w.flux_max_wait_secs as f64,
-            weight_wait,
-            false,
-        )
-    };
-    // Urgency 0 holds the job; urgency 31 (expedite) is the maximum whatever the sum.
-    if urgency == 0 && record.listed == Some(Listed::Pending) {
-        record.listed = Some(Listed::Held);
-    }
+    let (rate, cap_value, always_capped) = time_rate(params);
     rank(
-        record,
+        &mut record,
         static_sum,
         magnitude,
         rate,
         cap_value,
         always_capped || row.age_capped,
-        urgency >= FLUX_URGENCY_EXPEDITE,
+        expedite,
     );
+    record
 }
 
 /// Set the record's rank class and key (see the module documentation).
@@ -486,7 +328,6 @@ fn rank(
     capped: bool,
     expedite: bool,
 ) {
-    record.rate = rate.to_bits();
     if record.listed != Some(Listed::Pending) {
         record.class = RankClass::Unranked;
         return;
@@ -498,7 +339,7 @@ fn rank(
             magnitude + cap_value.abs(),
         )
     } else {
-        let shift = rate * record.time_origin as f64;
+        let shift = rate * time_origin(&record.row, &record.context.globals.params) as f64;
         (
             RankClass::Uncapped,
             static_sum - shift,
@@ -515,75 +356,84 @@ fn rank(
 }
 
 impl PriorityRecord {
+    /// The job.
+    pub fn job(&self) -> JobId {
+        self.row.job
+    }
+
+    /// The model the record was built under.
+    pub fn model(&self) -> PriorityModel {
+        self.context.globals.params.model
+    }
+
+    /// Is Slurm's `INCR_ONLY` in force?
+    pub fn incr_only(&self) -> bool {
+        self.model() == PriorityModel::Slurm && self.context.globals.params.incr_only
+    }
+
+    /// Identifies one stay in the queue, for `INCR_ONLY` memory:
+    /// `(submit_at, start_count)`.
+    pub fn stay(&self) -> (Time, u32) {
+        (self.row.submit_at, self.row.start_count)
+    }
+
     /// An upper bound on the job's exact weighted sum at `now` (see the
     /// module documentation); `+inf` for an expedited Flux job.
     pub fn upper_bound(&self, now: Time) -> f64 {
         let key_hi = from_ordered_bits(self.key_hi);
         match self.class {
             RankClass::Uncapped => {
-                let moved = f64::from_bits(self.rate) * now as f64;
+                let (rate, _, _) = time_rate(&self.context.globals.params);
+                let moved = rate * now as f64;
                 key_hi + moved + RELATIVE_SLACK * moved.abs()
             }
             _ => key_hi,
         }
     }
 
-    /// The job's exact priority at `now`, bit-identical to the oracle's;
-    /// `floor` is its `INCR_ONLY` memory (used only when that flag is on).
-    /// `None` when the job is not listed or the model is not maintained here.
-    pub fn evaluate(&self, now: Time, floor: Option<u64>) -> Option<JobPriority> {
+    /// The job's exact priority at `now`, bit-identical to the oracle's,
+    /// named `job` (its other names are left empty: the driver fills them
+    /// from the book); `floor` is its `INCR_ONLY` memory (used only when that
+    /// flag is on). `None` when the job is not listed or the model is not
+    /// maintained here.
+    pub fn evaluate(&self, job: &str, now: Time, floor: Option<u64>) -> Option<JobPriority> {
         let listed = self.listed?;
-        let mut factors: Vec<PriorityFactor> =
-            self.factors.iter().map(StoredFactor::to_factor).collect();
-        let weight = f64::from_bits(self.time_weight);
-        let (state, priority) = match self.model {
+        let row = &self.row;
+        let (state, priority, factors) = match self.model() {
             PriorityModel::Slurm => {
-                let age = if weight == 0.0 {
-                    0.0
-                } else {
-                    slurm_age_factor(now, self.time_origin, self.time_max_secs)
-                };
-                factors[self.time_factor] = PriorityFactor::new("age", age, weight);
-                let weighted: Vec<f64> = factors
-                    .iter()
-                    .filter(|f| !matches!(f.name.as_str(), "site" | "nice"))
-                    .map(|f| f.weighted)
-                    .collect();
-                let computed =
-                    slurm_final_priority(slurm_priority_sum(&weighted, self.site, self.nice));
+                let factors = slurm_factors(row, &self.context, Some(now));
+                let computed = slurm_job_priority(&factors, row.site_factor, row.nice);
                 let priority = match listed {
                     Listed::Held => 0,
-                    Listed::Pending if self.incr_only => {
+                    Listed::Pending if self.incr_only() => {
                         floor.map_or(computed, |f| computed.max(f))
                     }
                     _ => computed,
                 };
-                (listed.job_state(), priority)
+                (listed.job_state(), priority, factors)
             }
             PriorityModel::Flux => {
-                let wait = flux_wait_time_factor(now - self.time_origin, self.time_max_secs);
-                factors[self.time_factor] = PriorityFactor::new("wait_time", wait, weight);
-                let mut sum = 0.0;
-                for factor in &factors {
-                    sum += factor.weighted;
-                }
+                let factors = flux_factors(row, &self.context, Some(now));
                 match listed {
-                    Listed::Held => (JobState::Held, 0),
-                    other => (other.job_state(), flux_final_priority(sum, self.urgency)),
+                    Listed::Held => (JobState::Held, 0, factors),
+                    other => {
+                        let priority = flux_job_priority(&factors, row.urgency);
+                        (other.job_state(), priority, factors)
+                    }
                 }
             }
             PriorityModel::Moab => return None,
         };
         Some(JobPriority {
-            job: self.job.clone(),
-            user: self.user.clone(),
-            account: self.account.clone(),
-            partition: self.partition.clone(),
-            qos: self.qos.clone(),
-            submit_at: self.submit_at,
+            job: job.to_string(),
+            user: String::new(),
+            account: String::new(),
+            partition: String::new(),
+            qos: String::new(),
+            submit_at: row.submit_at,
             priority,
             state,
-            model: self.model,
+            model: self.model(),
             factors,
         })
     }

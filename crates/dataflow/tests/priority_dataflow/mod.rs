@@ -6,6 +6,7 @@
 #![allow(dead_code)]
 
 use differential_dataflow::input::{Input, InputSession};
+use fairflow_dataflow::names::JobNames;
 use fairflow_dataflow::priority::{
     build, Fact, JobRow, PriorityInputs, PriorityReader, TouchCounter,
 };
@@ -30,7 +31,7 @@ pub struct PriorityDataflow {
 
 impl PriorityDataflow {
     /// Build the dataflow on `worker`, probing every output.
-    pub fn build(worker: &mut Worker) -> Self {
+    pub fn build(worker: &mut Worker, names: JobNames) -> Self {
         let probe = Handle::new();
         let touched = TouchCounter::new();
         let (jobs, facts, records, uncapped, capped, fifo, pinned_facts) = worker
@@ -56,7 +57,7 @@ impl PriorityDataflow {
         PriorityDataflow {
             jobs,
             facts,
-            reader: PriorityReader::new(records, uncapped, capped, fifo, pinned_facts),
+            reader: PriorityReader::new(names, records, uncapped, capped, fifo, pinned_facts),
             touched,
             epoch: 0,
             probe,

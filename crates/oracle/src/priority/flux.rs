@@ -20,11 +20,11 @@
 //! - user: from the job's `user_priority`, `-1024..=0` scaled to `-1..=0`
 //!   (`priority_formula::flux_user_factor`); it can only lower a job.
 
-use fairflow_model::priority_formula::{
-    flux_final_priority, flux_user_contribution, flux_user_factor, flux_wait_time_factor,
-    slurm_normalize, FLUX_URGENCY_DEFAULT,
+use fairflow_model::job_priority::{
+    flux_job_factors, flux_job_priority, FluxJobInputs, FluxWeights,
 };
-use fairflow_model::report::{JobPriority, JobState, PriorityFactor};
+use fairflow_model::priority_formula::FLUX_URGENCY_DEFAULT;
+use fairflow_model::report::{JobPriority, JobState};
 use fairflow_model::PriorityModel;
 
 use super::{
@@ -41,7 +41,7 @@ pub fn evaluate(state: &State, fs: &FairshareFactors) -> Vec<JobPriority> {
         .map(|q| q.priority)
         .max()
         .unwrap_or(0)
-        .max(0) as f64;
+        .max(0);
     state
         .jobs
         .values()
@@ -53,57 +53,48 @@ pub fn evaluate(state: &State, fs: &FairshareFactors) -> Vec<JobPriority> {
 fn job_priority(
     state: &State,
     fs: &FairshareFactors,
-    max_qos: f64,
+    max_qos: i64,
     job: &Job,
     job_state: JobState,
 ) -> JobPriority {
     let weights = &state.config.flux;
     let urgency = job.spec.urgency.unwrap_or(FLUX_URGENCY_DEFAULT);
-    let fairshare = fs
-        .get(&(job.account.clone(), job.user.clone()))
-        .copied()
-        .unwrap_or(0.0);
-    let queue = partition_of(state, job).priority as f64;
-    let bank = state
-        .accounts
-        .get(&job.account)
-        .and_then(|a| a.priority)
-        .unwrap_or(0) as f64;
-    let wait = flux_wait_time_factor(state.now - eligible_at(job), weights.max_wait_time_secs);
-    let qos_priority = state.qos.get(job.qos()).map_or(0, |q| q.priority) as f64;
-    let qos = slurm_normalize(qos_priority, max_qos, false);
-    let size = if state.cluster.nodes > 0 {
-        (tres_count(&job_tres(job), "node", 1.0) / state.cluster.nodes as f64).clamp(0.0, 1.0)
-    } else {
-        0.0
+    let inputs = FluxJobInputs {
+        weights: FluxWeights {
+            fairshare: weights.fairshare,
+            queue: weights.queue,
+            bank: weights.bank,
+            urgency: weights.urgency,
+            wait_time: weights.wait_time,
+            qos: weights.qos,
+            job_size: weights.job_size,
+            user: weights.user,
+            max_wait_secs: weights.max_wait_time_secs,
+        },
+        fairshare: fs
+            .get(&(job.account.clone(), job.user.clone()))
+            .copied()
+            .unwrap_or(0.0),
+        queue_priority: partition_of(state, job).priority,
+        bank_priority: state
+            .accounts
+            .get(&job.account)
+            .and_then(|a| a.priority)
+            .unwrap_or(0),
+        urgency,
+        eligible_at: eligible_at(job),
+        qos_priority: state.qos.get(job.qos()).map_or(0, |q| q.priority),
+        max_qos,
+        nodes: tres_count(&job_tres(job), "node", 1.0),
+        cluster_nodes: state.cluster.nodes,
+        user_priority: job.spec.user_priority,
     };
-    let user = flux_user_factor(job.spec.user_priority);
-    let mut user_factor = PriorityFactor::new("user", user, weights.user as f64);
-    user_factor.weighted = flux_user_contribution(weights.user as f64, user);
-
-    let factors = vec![
-        PriorityFactor::new("fairshare", fairshare, weights.fairshare as f64),
-        PriorityFactor::new("queue", queue, weights.queue as f64),
-        PriorityFactor::new("bank", bank, weights.bank as f64),
-        PriorityFactor::new(
-            "urgency",
-            f64::from(urgency) - f64::from(FLUX_URGENCY_DEFAULT),
-            weights.urgency as f64,
-        ),
-        PriorityFactor::new("wait_time", wait, weights.wait_time as f64),
-        PriorityFactor::new("qos", qos, weights.qos as f64),
-        PriorityFactor::new("jobsize", size, weights.job_size as f64),
-        user_factor,
-    ];
-    let mut sum = 0.0;
-    for factor in &factors {
-        sum += factor.weighted;
-    }
+    let factors = flux_job_factors(&inputs, Some(state.now));
     let held = job_state == JobState::Held || urgency == 0;
     let (job_state, priority) = if held && job_state != JobState::Running {
         (JobState::Held, 0)
     } else {
-        (job_state, flux_final_priority(sum, urgency))
+        (job_state, flux_job_priority(&factors, urgency))
     };
     priority_row(job, PriorityModel::Flux, job_state, priority, factors)
 }

@@ -27,11 +27,12 @@
 //! - Site and nice: the job's `site_factor` and `nice` (0 by default); the
 //!   nice factor is listed with weight -1.
 
-use fairflow_model::priority_formula::{
-    slurm_age_factor, slurm_final_priority, slurm_job_size_factor, slurm_normalize,
-    slurm_priority_sum, slurm_tres_factor, JobSizeInputs,
+use fairflow_model::job_priority::{
+    slurm_job_factors, slurm_job_priority, SlurmJobInputs, SlurmRawFactors, SlurmTresInput,
+    SlurmWeights,
 };
-use fairflow_model::report::{JobPriority, JobState, PriorityFactor};
+use fairflow_model::priority_formula::JobSizeInputs;
+use fairflow_model::report::{JobPriority, JobState};
 use fairflow_model::PriorityModel;
 
 use super::{
@@ -68,9 +69,9 @@ pub fn assoc_priority(state: &State, account: &str, user: Option<&str>) -> i64 {
 
 /// The maxima Slurm normalises by.
 struct Maxima {
-    assoc: f64,
-    partition: f64,
-    qos: f64,
+    assoc: i64,
+    partition: u32,
+    qos: i64,
 }
 
 fn maxima(state: &State, jobs: &[&Job]) -> Maxima {
@@ -94,9 +95,9 @@ fn maxima(state: &State, jobs: &[&Job]) -> Maxima {
         .unwrap_or(0)
         .max(0);
     Maxima {
-        assoc: assoc as f64,
-        partition: f64::from(partition),
-        qos: qos as f64,
+        assoc,
+        partition,
+        qos,
     }
 }
 
@@ -129,34 +130,53 @@ fn job_priority(
     let flags = config.flags;
     let partition = partition_of(state, job);
     let tres = job_tres(job);
-    // A factor with weight 0 is not computed (0), as in Slurm.
-    let gated = |weight: u32, value: &dyn Fn() -> f64| -> f64 {
-        if weight == 0 {
-            0.0
+    let weighted_tres: Vec<SlurmTresInput> = config
+        .weight_tres
+        .weights
+        .iter()
+        .filter(|(_, weight)| *weight != 0.0)
+        .map(|(name, weight)| SlurmTresInput {
+            name,
+            weight: *weight,
+            count: tres_count(&tres, name, 0.0),
+            total: partition
+                .tres
+                .as_ref()
+                .and_then(|t| t.get(name))
+                .or_else(|| state.cluster.tres.get(name))
+                .copied(),
+        })
+        .collect();
+    let site = job.spec.site_factor.unwrap_or(0);
+    let nice = job.spec.nice.unwrap_or(0);
+    let inputs = SlurmJobInputs {
+        weights: SlurmWeights {
+            age: config.weight_age,
+            assoc: config.weight_assoc,
+            fairshare: config.weight_fairshare,
+            job_size: config.weight_job_size,
+            partition: config.weight_partition,
+            qos: config.weight_qos,
+        },
+        raw: SlurmRawFactors {
+            assoc: flags.no_normal_assoc,
+            partition: flags.no_normal_part,
+            qos: flags.no_normal_qos,
+            tres: flags.no_normal_tres,
+        },
+        max_age_secs: config.max_age_secs,
+        accrue_at: if flags.accrue_always {
+            job.queued_at
         } else {
-            value()
-        }
-    };
-
-    let accrue_at = if flags.accrue_always {
-        job.queued_at
-    } else {
-        eligible_at(job)
-    };
-    let age = gated(config.weight_age, &|| {
-        slurm_age_factor(state.now, accrue_at, config.max_age_secs)
-    });
-    let assoc = gated(config.weight_assoc, &|| {
-        let p = assoc_priority(state, &job.account, Some(&job.user)) as f64;
-        slurm_normalize(p, maxima.assoc, flags.no_normal_assoc)
-    });
-    let fairshare = gated(config.weight_fairshare, &|| {
-        fs.get(&(job.account.clone(), job.user.clone()))
+            eligible_at(job)
+        },
+        assoc_priority: assoc_priority(state, &job.account, Some(&job.user)),
+        max_assoc: maxima.assoc,
+        fairshare: fs
+            .get(&(job.account.clone(), job.user.clone()))
             .copied()
-            .unwrap_or(0.0)
-    });
-    let job_size = gated(config.weight_job_size, &|| {
-        slurm_job_size_factor(&JobSizeInputs {
+            .unwrap_or(0.0),
+        size: JobSizeInputs {
             min_nodes: tres_count(&tres, "node", 1.0),
             cpus: tres_count(&tres, "cpu", 1.0),
             cluster_nodes: state.cluster.nodes as f64,
@@ -164,59 +184,17 @@ fn job_priority(
             time_limit_mins: time_limit_secs(job, &partition).map(|s| s as f64 / 60.0),
             favor_small: config.favor_small,
             small_relative_to_time: flags.small_relative_to_time,
-        })
-    });
-    let part = gated(config.weight_partition, &|| {
-        let factor = partition.priority_job_factor;
-        if factor == 0 {
-            0.0
-        } else {
-            slurm_normalize(f64::from(factor), maxima.partition, flags.no_normal_part)
-        }
-    });
-    let qos = gated(config.weight_qos, &|| {
-        let priority = state.qos.get(job.qos()).map_or(0, |q| q.priority);
-        if priority == 0 {
-            0.0
-        } else {
-            slurm_normalize(priority as f64, maxima.qos, flags.no_normal_qos)
-        }
-    });
-    let site = job.spec.site_factor.unwrap_or(0);
-    let nice = job.spec.nice.unwrap_or(0);
-
-    let mut factors = vec![
-        PriorityFactor::new("site", site as f64, 1.0),
-        PriorityFactor::new("age", age, f64::from(config.weight_age)),
-        PriorityFactor::new("assoc", assoc, f64::from(config.weight_assoc)),
-        PriorityFactor::new("fairshare", fairshare, f64::from(config.weight_fairshare)),
-        PriorityFactor::new("jobsize", job_size, f64::from(config.weight_job_size)),
-        PriorityFactor::new("partition", part, f64::from(config.weight_partition)),
-        PriorityFactor::new("qos", qos, f64::from(config.weight_qos)),
-        PriorityFactor::new("nice", nice as f64, -1.0),
-    ];
-    for (name, weight) in &config.weight_tres.weights {
-        if *weight == 0.0 {
-            continue;
-        }
-        let count = tres_count(&tres, name, 0.0);
-        let total = partition
-            .tres
-            .as_ref()
-            .and_then(|t| t.get(name))
-            .or_else(|| state.cluster.tres.get(name))
-            .copied();
-        let value = slurm_tres_factor(count, total, flags.no_normal_tres);
-        factors.push(PriorityFactor::new(&format!("tres/{name}"), value, *weight));
-    }
-
-    // Slurm's order: age, assoc, fs, job size, partition, QOS, TRES; then site - nice.
-    let weighted: Vec<f64> = factors
-        .iter()
-        .filter(|f| !matches!(f.name.as_str(), "site" | "nice"))
-        .map(|f| f.weighted)
-        .collect();
-    let computed = slurm_final_priority(slurm_priority_sum(&weighted, site, nice));
+        },
+        partition_job_factor: partition.priority_job_factor,
+        max_partition: maxima.partition,
+        qos_priority: state.qos.get(job.qos()).map_or(0, |q| q.priority),
+        max_qos: maxima.qos,
+        site,
+        nice,
+        tres: &weighted_tres,
+    };
+    let factors = slurm_job_factors(&inputs, Some(state.now));
+    let computed = slurm_job_priority(&factors, site, nice);
     let priority = match job_state {
         JobState::Held => 0,
         JobState::Pending if flags.incr_only => state

@@ -1,0 +1,398 @@
+//! One job's Slurm multifactor and Flux priority, assembled from its inputs:
+//! the factor list in each model's order and the final integer priority.
+//! Both engines call these functions (the batch oracle with values read from
+//! its state, the incremental engine with values from its records), so that
+//! only aggregation (maxima, fair-share, the queue's order) is written twice;
+//! Moab's counterpart is [`crate::moab::job_factors`].
+//!
+//! The time factor (Slurm's age, Flux's wait time) is the one input that
+//! moves with `now`: with `now = None` it is left at 0 (weight kept), so an
+//! engine can keep the time-invariant part and fill it in later with the
+//! same bits. Its position in the list is [`SLURM_AGE_FACTOR`] and
+//! [`FLUX_WAIT_FACTOR`].
+
+use crate::priority_formula::{
+    flux_final_priority, flux_user_contribution, flux_user_factor, flux_wait_time_factor,
+    slurm_age_factor, slurm_final_priority, slurm_job_size_factor, slurm_normalize,
+    slurm_priority_sum, slurm_tres_factor, JobSizeInputs, FLUX_URGENCY_DEFAULT,
+};
+use crate::report::PriorityFactor;
+use crate::Time;
+
+/// The index of the age factor in [`slurm_job_factors`]' list.
+pub const SLURM_AGE_FACTOR: usize = 1;
+
+/// The index of the wait-time factor in [`flux_job_factors`]' list.
+pub const FLUX_WAIT_FACTOR: usize = 4;
+
+/// Slurm's `PriorityWeight*` (besides TRES), as configured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SlurmWeights {
+    /// `PriorityWeightAge`.
+    pub age: u32,
+    /// `PriorityWeightAssoc`.
+    pub assoc: u32,
+    /// `PriorityWeightFairshare`.
+    pub fairshare: u32,
+    /// `PriorityWeightJobSize`.
+    pub job_size: u32,
+    /// `PriorityWeightPartition`.
+    pub partition: u32,
+    /// `PriorityWeightQOS`.
+    pub qos: u32,
+}
+
+/// The `NO_NORMAL_*` flags: a factor taken raw instead of normalised.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SlurmRawFactors {
+    /// `NO_NORMAL_ASSOC`.
+    pub assoc: bool,
+    /// `NO_NORMAL_PART`.
+    pub partition: bool,
+    /// `NO_NORMAL_QOS`.
+    pub qos: bool,
+    /// `NO_NORMAL_TRES`.
+    pub tres: bool,
+}
+
+/// One TRES with a nonzero `PriorityWeightTRES` weight, as the job counts it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SlurmTresInput<'a> {
+    /// The TRES name (`cpu`, `mem`, `gres/gpu`, ...).
+    pub name: &'a str,
+    /// Its weight.
+    pub weight: f64,
+    /// The job's count (allocated while running, else requested; 0 when absent).
+    pub count: f64,
+    /// The partition's total of it, else the cluster's; `None` when neither says.
+    pub total: Option<f64>,
+}
+
+/// Everything Slurm's multifactor priority reads about one job, with the
+/// maxima the engine aggregated.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SlurmJobInputs<'a> {
+    /// The weights.
+    pub weights: SlurmWeights,
+    /// The `NO_NORMAL_*` flags.
+    pub raw: SlurmRawFactors,
+    /// `PriorityMaxAge`, seconds.
+    pub max_age_secs: i64,
+    /// When the age starts counting (the last queue entry with `ACCRUE_ALWAYS`,
+    /// else that or the begin time, whichever is later).
+    pub accrue_at: Time,
+    /// The association priority (the user association's own, else the nearest
+    /// account's, else 0).
+    pub assoc_priority: i64,
+    /// The largest association priority (at least 0).
+    pub max_assoc: i64,
+    /// The user association's fair-share factor.
+    pub fairshare: f64,
+    /// The job-size inputs (the time limit already the job's or its partition's).
+    pub size: JobSizeInputs,
+    /// The partition's `PriorityJobFactor`.
+    pub partition_job_factor: u32,
+    /// The largest partition factor.
+    pub max_partition: u32,
+    /// The QOS's priority (0 when none).
+    pub qos_priority: i64,
+    /// The largest QOS priority (at least 0).
+    pub max_qos: i64,
+    /// The job's site factor.
+    pub site: i64,
+    /// The job's nice.
+    pub nice: i64,
+    /// The TRES with a nonzero weight, in `PriorityWeightTRES` order.
+    pub tres: &'a [SlurmTresInput<'a>],
+}
+
+/// Slurm's factors of one job, in Slurm's order: site, age, assoc,
+/// fair-share, job size, partition, QOS, nice (weight -1), then one
+/// `tres/<name>` per weighted TRES. A factor whose weight is 0 is 0 (Slurm's
+/// `set_priority_factors` does not compute it). With `now = None` the age is
+/// 0 (see the module documentation).
+pub fn slurm_job_factors(job: &SlurmJobInputs, now: Option<Time>) -> Vec<PriorityFactor> {
+    let w = job.weights;
+    let gated = |weight: u32, value: &dyn Fn() -> f64| -> f64 {
+        if weight == 0 {
+            0.0
+        } else {
+            value()
+        }
+    };
+    let age = match now {
+        Some(now) => gated(w.age, &|| {
+            slurm_age_factor(now, job.accrue_at, job.max_age_secs)
+        }),
+        None => 0.0,
+    };
+    let assoc = gated(w.assoc, &|| {
+        slurm_normalize(
+            job.assoc_priority as f64,
+            job.max_assoc as f64,
+            job.raw.assoc,
+        )
+    });
+    let fairshare = gated(w.fairshare, &|| job.fairshare);
+    let job_size = gated(w.job_size, &|| slurm_job_size_factor(&job.size));
+    let partition = gated(w.partition, &|| {
+        if job.partition_job_factor == 0 {
+            0.0
+        } else {
+            slurm_normalize(
+                f64::from(job.partition_job_factor),
+                f64::from(job.max_partition),
+                job.raw.partition,
+            )
+        }
+    });
+    let qos = gated(w.qos, &|| {
+        if job.qos_priority == 0 {
+            0.0
+        } else {
+            slurm_normalize(job.qos_priority as f64, job.max_qos as f64, job.raw.qos)
+        }
+    });
+    let mut factors = Vec::with_capacity(8 + job.tres.len());
+    factors.extend([
+        PriorityFactor::new("site", job.site as f64, 1.0),
+        PriorityFactor::new("age", age, f64::from(w.age)),
+        PriorityFactor::new("assoc", assoc, f64::from(w.assoc)),
+        PriorityFactor::new("fairshare", fairshare, f64::from(w.fairshare)),
+        PriorityFactor::new("jobsize", job_size, f64::from(w.job_size)),
+        PriorityFactor::new("partition", partition, f64::from(w.partition)),
+        PriorityFactor::new("qos", qos, f64::from(w.qos)),
+        PriorityFactor::new("nice", job.nice as f64, -1.0),
+    ]);
+    for tres in job.tres.iter().filter(|t| t.weight != 0.0) {
+        let value = slurm_tres_factor(tres.count, tres.total, job.raw.tres);
+        factors.push(PriorityFactor::new(
+            &format!("tres/{}", tres.name),
+            value,
+            tres.weight,
+        ));
+    }
+    factors
+}
+
+/// Slurm's priority from [`slurm_job_factors`]' list (before `INCR_ONLY` and
+/// holds): the weighted factors summed in Slurm's order (age, assoc,
+/// fair-share, job size, partition, QOS, TRES), then `+ site - nice`,
+/// truncated into `1..=2^32-1`.
+pub fn slurm_job_priority(factors: &[PriorityFactor], site: i64, nice: i64) -> u64 {
+    let weighted: Vec<f64> = factors
+        .iter()
+        .filter(|f| !matches!(f.name.as_str(), "site" | "nice"))
+        .map(|f| f.weighted)
+        .collect();
+    slurm_final_priority(slurm_priority_sum(&weighted, site, nice))
+}
+
+/// The Flux model's weights (`priority_factor_weight_table` and the Flux
+/// design's additions) and its wait-time maximum.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct FluxWeights {
+    /// Fair-share.
+    pub fairshare: i64,
+    /// Queue (partition) priority.
+    pub queue: i64,
+    /// Bank (account) priority.
+    pub bank: i64,
+    /// Urgency.
+    pub urgency: i64,
+    /// Wait time.
+    pub wait_time: i64,
+    /// QOS.
+    pub qos: i64,
+    /// Job size.
+    pub job_size: i64,
+    /// User factor.
+    pub user: i64,
+    /// `FluxMaxWaitTime`, seconds.
+    pub max_wait_secs: i64,
+}
+
+/// Everything the Flux model reads about one job.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FluxJobInputs {
+    /// The weights.
+    pub weights: FluxWeights,
+    /// The association's fair-share factor.
+    pub fairshare: f64,
+    /// The job's queue (partition) priority, 0 when none.
+    pub queue_priority: i64,
+    /// The job's bank (account) priority, 0 when none.
+    pub bank_priority: i64,
+    /// The job's urgency.
+    pub urgency: u8,
+    /// When the job became eligible (last queue entry, or begin time if later).
+    pub eligible_at: Time,
+    /// The QOS's priority (0 when none).
+    pub qos_priority: i64,
+    /// The largest QOS priority (at least 0).
+    pub max_qos: i64,
+    /// The job's node count (1 when it does not say).
+    pub nodes: f64,
+    /// The cluster's node count.
+    pub cluster_nodes: u64,
+    /// The job's user priority.
+    pub user_priority: Option<i64>,
+}
+
+/// The Flux model's factors of one job, in its order: fair-share, queue,
+/// bank, urgency (`urgency - 16`), wait time, QOS, job size, user (whose
+/// weighted value is never positive). With `now = None` the wait time is 0.
+pub fn flux_job_factors(job: &FluxJobInputs, now: Option<Time>) -> Vec<PriorityFactor> {
+    let w = job.weights;
+    let wait = now.map_or(0.0, |now| {
+        flux_wait_time_factor(now - job.eligible_at, w.max_wait_secs)
+    });
+    let qos = slurm_normalize(job.qos_priority as f64, job.max_qos as f64, false);
+    let size = if job.cluster_nodes > 0 {
+        (job.nodes / job.cluster_nodes as f64).clamp(0.0, 1.0)
+    } else {
+        0.0
+    };
+    let user = flux_user_factor(job.user_priority);
+    let mut user_factor = PriorityFactor::new("user", user, w.user as f64);
+    user_factor.weighted = flux_user_contribution(w.user as f64, user);
+    vec![
+        PriorityFactor::new("fairshare", job.fairshare, w.fairshare as f64),
+        PriorityFactor::new("queue", job.queue_priority as f64, w.queue as f64),
+        PriorityFactor::new("bank", job.bank_priority as f64, w.bank as f64),
+        PriorityFactor::new(
+            "urgency",
+            f64::from(job.urgency) - f64::from(FLUX_URGENCY_DEFAULT),
+            w.urgency as f64,
+        ),
+        PriorityFactor::new("wait_time", wait, w.wait_time as f64),
+        PriorityFactor::new("qos", qos, w.qos as f64),
+        PriorityFactor::new("jobsize", size, w.job_size as f64),
+        user_factor,
+    ]
+}
+
+/// The Flux priority from [`flux_job_factors`]' list: the weighted values
+/// summed in order, rounded (urgency 0: 0, urgency 31: `2^32-1`).
+pub fn flux_job_priority(factors: &[PriorityFactor], urgency: u8) -> u64 {
+    let mut sum = 0.0;
+    for factor in factors {
+        sum += factor.weighted;
+    }
+    flux_final_priority(sum, urgency)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn slurm_job<'a>(tres: &'a [SlurmTresInput<'a>]) -> SlurmJobInputs<'a> {
+        SlurmJobInputs {
+            weights: SlurmWeights {
+                age: 1000,
+                assoc: 0,
+                fairshare: 10_000,
+                job_size: 0,
+                partition: 1000,
+                qos: 0,
+            },
+            raw: SlurmRawFactors::default(),
+            max_age_secs: 7 * 86_400,
+            accrue_at: 0,
+            assoc_priority: 5,
+            max_assoc: 10,
+            fairshare: 0.5,
+            size: JobSizeInputs {
+                min_nodes: 1.0,
+                cpus: 1.0,
+                cluster_nodes: 10.0,
+                cluster_cpus: 100.0,
+                time_limit_mins: None,
+                favor_small: false,
+                small_relative_to_time: false,
+            },
+            partition_job_factor: 1,
+            max_partition: 2,
+            qos_priority: 0,
+            max_qos: 0,
+            site: 7,
+            nice: 3,
+            tres,
+        }
+    }
+
+    #[test]
+    fn slurm_factors_by_hand() {
+        // Half a week of age at weight 1000 is 500; fair-share 0.5 at 10000 is
+        // 5000; partition 1/2 at 1000 is 500; site 7, nice 3; assoc and job
+        // size are weighted 0 and so 0 (not computed).
+        let tres = [SlurmTresInput {
+            name: "cpu",
+            weight: 2000.0,
+            count: 25.0,
+            total: Some(100.0),
+        }];
+        let job = slurm_job(&tres);
+        let factors = slurm_job_factors(&job, Some(7 * 86_400 / 2));
+        let names: Vec<&str> = factors.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "site",
+                "age",
+                "assoc",
+                "fairshare",
+                "jobsize",
+                "partition",
+                "qos",
+                "nice",
+                "tres/cpu"
+            ]
+        );
+        assert_eq!(factors[SLURM_AGE_FACTOR].weighted, 500.0);
+        assert_eq!(factors[2].normalized, 0.0);
+        assert_eq!(factors[3].weighted, 5000.0);
+        assert_eq!(factors[5].weighted, 500.0);
+        assert_eq!(factors[8].weighted, 500.0);
+        // 500 + 5000 + 500 + 500 + 7 - 3.
+        assert_eq!(slurm_job_priority(&factors, 7, 3), 6504);
+        // Without `now` the age is a placeholder 0 and nothing else moves.
+        let placeholder = slurm_job_factors(&job, None);
+        assert_eq!(placeholder[SLURM_AGE_FACTOR].normalized, 0.0);
+        assert_eq!(placeholder[3..], factors[3..]);
+    }
+
+    #[test]
+    fn flux_factors_by_hand() {
+        // flux-accounting's defaults: fair-share 100000, queue 10000; the
+        // job's fair-share 0.25, queue priority 2, urgency 16: 25000 + 20000.
+        let job = FluxJobInputs {
+            weights: FluxWeights {
+                fairshare: 100_000,
+                queue: 10_000,
+                wait_time: 100,
+                max_wait_secs: 1000,
+                user: 1024,
+                ..FluxWeights::default()
+            },
+            fairshare: 0.25,
+            queue_priority: 2,
+            bank_priority: 0,
+            urgency: 16,
+            eligible_at: 0,
+            qos_priority: 0,
+            max_qos: 0,
+            nodes: 1.0,
+            cluster_nodes: 0,
+            user_priority: Some(-512),
+        };
+        let factors = flux_job_factors(&job, Some(500));
+        assert_eq!(factors[FLUX_WAIT_FACTOR].name, "wait_time");
+        assert_eq!(factors[FLUX_WAIT_FACTOR].weighted, 50.0);
+        // The user factor -512/1024 at weight 1024 lowers the job by 512.
+        assert_eq!(factors[7].weighted, -512.0);
+        assert_eq!(flux_job_priority(&factors, 16), 25_000 + 20_000 + 50 - 512);
+        assert_eq!(flux_job_priority(&factors, 0), 0);
+        assert_eq!(flux_job_priority(&factors, 31), 0xFFFF_FFFF);
+    }
+}
