@@ -29,6 +29,10 @@ struct Case {
     title: String,
     /// Where the expected values come from, unless a step or check says.
     source: String,
+    /// A recorded defect: the case must still fail (its mismatches are
+    /// printed, not reported); once every check passes, the runner asks for
+    /// this marker to be removed.
+    known_defect: Option<String>,
     /// Event batches with the checks after each.
     #[serde(rename = "step")]
     steps: Vec<Step>,
@@ -499,7 +503,20 @@ fn run_case(path: &Path) -> Vec<String> {
             }
         }
     }
-    failures
+    match &case.known_defect {
+        None => failures,
+        Some(_) if failures.is_empty() => vec![format!(
+            "{file}: every check passes now: remove its `known_defect`"
+        )],
+        Some(defect) => {
+            println!(
+                "{file}: known defect ({defect}), {} mismatches, e.g. {}",
+                failures.len(),
+                failures[0]
+            );
+            Vec::new()
+        }
+    }
 }
 
 fn cases_dir() -> PathBuf {
