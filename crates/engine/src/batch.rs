@@ -1,6 +1,8 @@
 //! The batch oracle as an [`Engine`]: every answer is recomputed from the
 //! book by `fairflow_oracle`.
 
+use std::collections::BTreeMap;
+
 use fairflow_book::Book;
 use fairflow_ingest::{LogLine, Rejection};
 use fairflow_model::report::{FairshareTable, JobPriority};
@@ -51,6 +53,10 @@ impl Engine for BatchEngine {
 
     fn fairshare(&mut self) -> Result<FairshareTable, EngineError> {
         Ok(fairshare::table(self.replay.state()))
+    }
+
+    fn user_factors(&mut self) -> Result<BTreeMap<(String, String), f64>, EngineError> {
+        Ok(fairshare::user_factors(self.replay.state()))
     }
 
     fn priorities(&mut self) -> Result<Vec<JobPriority>, EngineError> {

@@ -2,6 +2,8 @@
 //! maintaining the tree, the fair-share factors and job priorities) as an
 //! [`Engine`].
 
+use std::collections::BTreeMap;
+
 use fairflow_book::Book;
 use fairflow_ingest::{LogLine, Rejection};
 use fairflow_model::report::{FairshareTable, JobPriority};
@@ -60,6 +62,10 @@ impl Engine for IncrementalEngine {
 
     fn fairshare(&mut self) -> Result<FairshareTable, EngineError> {
         Ok(self.engine.fairshare_table()?)
+    }
+
+    fn user_factors(&mut self) -> Result<BTreeMap<(String, String), f64>, EngineError> {
+        Ok(self.engine.user_factors()?)
     }
 
     fn priorities(&mut self) -> Result<Vec<JobPriority>, EngineError> {

@@ -18,6 +18,8 @@
 mod batch;
 mod incremental;
 
+use std::collections::BTreeMap;
+
 use fairflow_book::Book;
 use fairflow_ingest::{LogLine, Rejection};
 use fairflow_model::report::{FairshareRow, FairshareTable, JobPriority};
@@ -103,6 +105,12 @@ pub trait Engine: Send {
     fn advance_to(&mut self, t: Time) -> Result<(), EngineError>;
     /// The fair-share table.
     fn fairshare(&mut self) -> Result<FairshareTable, EngineError>;
+    /// Every user association's fair-share factor (the value the priority
+    /// formulas read), by `(account, user)`. Under Fair Tree and the classic
+    /// algorithm it is the user row's `FairShare`; under the ticket-based
+    /// algorithm it is the tickets over the most any user holds, which no
+    /// table cell shows.
+    fn user_factors(&mut self) -> Result<BTreeMap<(String, String), f64>, EngineError>;
     /// Every listed job's priority (the rows of `sprio`).
     fn priorities(&mut self) -> Result<Vec<JobPriority>, EngineError>;
     /// The first `k` jobs of the ranked pending queue.

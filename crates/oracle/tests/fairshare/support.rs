@@ -142,10 +142,3 @@ pub fn assert_close(actual: Option<f64>, expected: f64, tolerance: f64, what: &s
         "{what}: {actual} is not within {tolerance} of {expected}"
     );
 }
-
-/// Assert a cell prints as `expected` with six decimals, as sshare does.
-#[track_caller]
-pub fn assert_6dp(actual: Option<f64>, expected: &str, what: &str) {
-    let actual = actual.unwrap_or_else(|| panic!("{what}: empty cell, expected {expected}"));
-    assert_eq!(format!("{actual:.6}"), expected, "{what}");
-}

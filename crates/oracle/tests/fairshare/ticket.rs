@@ -1,8 +1,10 @@
-//! Ticket-based fair-share: the seed document's example (tickets from 1000,
-//! factors), the full `u32::MAX` distribution, and activity.
+//! Ticket-based fair-share: the seed document's example with its 1000
+//! tickets (`ticket::compute`, the oracle's own API). The full `u32::MAX`
+//! distribution and activity run on both engines from data:
+//! `crates/engine/tests/cases/ticket_seed_example.toml`.
 
 use super::support::*;
-use fairflow_oracle::fairshare::{self, ticket};
+use fairflow_oracle::fairshare::ticket;
 use fairflow_oracle::tree::Tree;
 use serde_json::json;
 
@@ -100,45 +102,4 @@ fn the_seed_example_with_1000_tickets() {
     );
     assert_eq!(factors[&("B".to_string(), "user1".to_string())], 0.0);
     assert_eq!(factors[&("C".to_string(), "user3".to_string())], 0.0);
-}
-
-#[test]
-fn the_full_distribution_and_activity() {
-    // With u32::MAX tickets the ratio is the unrounded one:
-    // (.4 * .4/.45) / (.6 * 2.4) = .355556 / 1.44 = 0.246914.
-    let lines = seed_lines();
-    let table = table_of(&lines);
-    assert_eq!(row(&table, "root", None).tickets, Some(u64::from(u32::MAX)));
-    let factors = fairshare::user_factors(replay(&lines).state());
-    assert_close(
-        Some(factors[&("C".to_string(), "user2".to_string())]),
-        (0.4 * 0.4 / 0.45) / (0.6 * 2.4),
-        1e-9,
-        "user2",
-    );
-    assert_eq!(factors[&("F".to_string(), "user5".to_string())], 1.0);
-
-    // A held job does not make its user active: hold user5's job and user2
-    // is the only active user, with every ticket.
-    let mut held = lines.clone();
-    held.push(job_op(T0 + 1, "hold", "5"));
-    let table = table_of(&held);
-    assert_eq!(row(&table, "F", Some("user5")).tickets, Some(0));
-    assert_eq!(row(&table, "D", None).tickets, Some(0));
-    assert_eq!(
-        row(&table, "C", Some("user2")).tickets,
-        Some(u64::from(u32::MAX))
-    );
-    let factors = fairshare::user_factors(replay(&held).state());
-    assert_eq!(factors[&("C".to_string(), "user2".to_string())], 1.0);
-    assert_eq!(factors[&("F".to_string(), "user5".to_string())], 0.0);
-
-    // No pending job at all: no tickets anywhere, every factor 0.
-    let mut idle = lines.clone();
-    idle.push(job_op(T0 + 1, "cancel", "2"));
-    idle.push(job_op(T0 + 1, "cancel", "5"));
-    let table = table_of(&idle);
-    assert!(table.rows.iter().all(|r| r.tickets == Some(0)));
-    let factors = fairshare::user_factors(replay(&idle).state());
-    assert!(factors.values().all(|f| *f == 0.0));
 }
