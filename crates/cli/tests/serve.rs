@@ -88,6 +88,12 @@ fn writes_from_every_source_and_reads_equal_to_the_oracle(
     let dir = tempfile::tempdir().unwrap();
     let token_file = dir.path().join("token");
     std::fs::write(&token_file, TOKEN).unwrap();
+    // The service refuses a token file other users can read.
+    std::fs::set_permissions(
+        &token_file,
+        std::os::unix::fs::PermissionsExt::from_mode(0o600),
+    )
+    .unwrap();
     let jobcomp = dir.path().join("jobcomp.log");
     std::fs::write(&jobcomp, "").unwrap();
     let tap_port = free_port();

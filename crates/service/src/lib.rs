@@ -16,9 +16,12 @@
 pub mod applier;
 pub mod backend;
 pub mod engine_backend;
+pub mod exactly_once;
+pub mod health;
 pub mod http;
 pub mod log_limit;
 pub mod metrics;
 pub mod progress;
+pub mod quarantine;
 pub mod run;
 pub mod taps;

@@ -24,7 +24,7 @@ struct RecordingBackend {
 }
 
 impl Backend for RecordingBackend {
-    fn apply(&mut self, lines: Vec<LogLine>) -> Vec<Rejection> {
+    fn apply(&mut self, lines: Vec<LogLine>) -> Result<Vec<Rejection>, String> {
         let mut rejected = Vec::new();
         for line in lines {
             let Ok(event) = line.event else { continue };
@@ -33,7 +33,7 @@ impl Backend for RecordingBackend {
                 Err(r) => rejected.push(r),
             }
         }
-        rejected
+        Ok(rejected)
     }
     fn query(&mut self, query: &Query) -> Result<String, QueryError> {
         match query {
@@ -41,8 +41,8 @@ impl Backend for RecordingBackend {
             _ => Ok(json!({ "applied": self.applied }).to_string()),
         }
     }
-    fn snapshot(&mut self) -> Vec<u8> {
-        serde_json::to_vec(&self.applied).unwrap()
+    fn snapshot(&mut self) -> Result<Vec<u8>, String> {
+        serde_json::to_vec(&self.applied).map_err(|e| e.to_string())
     }
     fn restore(&mut self, snapshot: &[u8]) -> Result<(), String> {
         let lines: Vec<String> = serde_json::from_slice(snapshot).map_err(|e| e.to_string())?;
@@ -55,7 +55,7 @@ impl Backend for RecordingBackend {
                 event: fairflow_ingest::parse_event(i as u64, l),
             })
             .collect();
-        let rejected = self.apply(parsed);
+        let rejected = self.apply(parsed)?;
         if rejected.is_empty() {
             Ok(())
         } else {
@@ -87,6 +87,7 @@ async fn start(dir: &std::path::Path, config: HttpConfig) -> Running {
         checkpoint_every: 4,
         queue_capacity: 8,
         max_group: 16,
+        recover: false,
     };
     let (handle, _report, thread) =
         applier::start(RecordingBackend::default(), applier_config, metrics.clone()).unwrap();
