@@ -865,15 +865,16 @@ impl<B: Backend> Applier<B> {
                     "the durable log cannot be written ({e}); nothing of this write was applied, \
                      retry later"
                 );
+                // Unhealthy before anyone hears of the refusal.
+                self.health.set_degraded(Some(format!(
+                    "writes are refused: the durable log cannot be written ({e})"
+                )));
+                self.log_failing = Some(e.to_string());
                 for write in applied {
                     let _ = write
                         .reply
                         .send(Err(WriteError::Unavailable(reason.clone())));
                 }
-                self.health.set_degraded(Some(format!(
-                    "writes are refused: the durable log cannot be written ({e})"
-                )));
-                self.log_failing = Some(e.to_string());
                 self.rebuild(&format!("an append to the durable log failed ({e})"));
                 return;
             }
