@@ -7,9 +7,11 @@
 //! the batch engine) through [`engine_backend::EngineBackend`].
 //!
 //! **Architecture invariant:** an event is acknowledged (HTTP 200, a socket
-//! answer line) only after its record is synced to the durable log; after a
-//! crash, recovery applies exactly the logged records after the newest
-//! checkpoint, so every acknowledged event is applied exactly once.
+//! answer line) only after its record is synced to the durable log, and the
+//! engine answers nothing while it holds events the log does not (`applier`:
+//! apply, then log, then answer; roll back by rebuilding); after a crash,
+//! recovery applies exactly the logged records after the newest checkpoint,
+//! so every acknowledged event is applied exactly once and a refused one never.
 
 #![warn(missing_docs)]
 
