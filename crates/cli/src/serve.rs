@@ -65,7 +65,7 @@ pub struct Args {
     /// Most bytes of write bodies held at once (read, parsed or waiting for
     /// the applier); more writers wait (backpressure in bytes). At least
     /// `--max-body-bytes`.
-    #[arg(long, default_value_t = 64 << 20)]
+    #[arg(long, default_value_t = 16 << 20)]
     max_inflight_bytes: usize,
     /// Most concurrent connections from one client address; more are closed
     /// at once (behind a proxy, every client has the proxy's address).

@@ -241,6 +241,11 @@ impl ApplierHandle {
         answer.await.ok()
     }
 
+    /// Is the applier thread gone (stopped or failed)?
+    pub fn stopped(&self) -> bool {
+        self.sender.is_closed()
+    }
+
     /// Batches waiting in the queue.
     pub fn queued(&self) -> usize {
         self.sender.max_capacity() - self.sender.capacity()
@@ -858,7 +863,13 @@ impl<B: Backend> Applier<B> {
             .iter()
             .flat_map(|w| w.records.iter().cloned())
             .collect();
-        let mut sequence = match self.log.append(&records) {
+        // A group whose every line was rejected logs nothing (and syncs nothing).
+        let appended = if records.is_empty() {
+            Ok(self.log.next_sequence())
+        } else {
+            self.log.append(&records)
+        };
+        let mut sequence = match appended {
             Ok(first) => first,
             Err(e) => {
                 let reason = format!(

@@ -18,6 +18,7 @@
 //!   never applied. Before: the timeout layer answered 408 and the queued
 //!   write was applied anyway.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -37,8 +38,8 @@ use fairflow_store::EventLog;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// The batch engine, except that an account named `poison` makes `apply`
-/// fail and one named `slow` takes 1.5 s.
-struct Faulty(BatchEngine);
+/// fail and one named `slow` takes 1.5 s; with its flag set, `restore` fails.
+struct Faulty(BatchEngine, Arc<AtomicBool>);
 
 fn names(lines: &[LogLine]) -> Vec<String> {
     lines
@@ -93,12 +94,24 @@ impl Engine for Faulty {
         self.0.snapshot()
     }
     fn restore(&mut self, snapshot: &[u8]) -> Result<(), EngineError> {
+        if self.1.load(Ordering::SeqCst) {
+            return Err(EngineError::Dataflow(
+                fairflow_dataflow::EngineError::WorkersGone,
+            ));
+        }
         self.0.restore(snapshot)
     }
 }
 
 fn backend() -> EngineBackend {
-    EngineBackend::new(Box::new(Faulty(BatchEngine::new(Config::default()))))
+    backend_with(Arc::default())
+}
+
+fn backend_with(restore_fails: Arc<AtomicBool>) -> EngineBackend {
+    EngineBackend::new(Box::new(Faulty(
+        BatchEngine::new(Config::default()),
+        restore_fails,
+    )))
 }
 
 fn config(dir: &std::path::Path) -> ApplierConfig {
@@ -186,6 +199,45 @@ async fn a_poison_write_is_refused_and_the_service_goes_on() {
     let (handle, report, thread) = start(dir.path());
     assert_eq!(report.quarantined, 0);
     assert_eq!(account_names(&handle).await, ["root", "a", "d"]);
+    stop(handle, thread).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_rebuild_fails_the_service_instead_of_serving_an_unknown_state() {
+    let dir = tempfile::tempdir().unwrap();
+    let restore_fails = Arc::new(AtomicBool::new(false));
+    let (handle, _, thread) = applier::start(
+        backend_with(restore_fails.clone()),
+        config(dir.path()),
+        Arc::new(Metrics::new()),
+    )
+    .unwrap();
+    handle.write(lines(&account("a", 10))).await.unwrap();
+    restore_fails.store(true, Ordering::SeqCst);
+    let refused = handle.write(lines(&account("poison", 11))).await;
+    assert!(matches!(refused, Err(WriteError::Engine(_))), "{refused:?}");
+    // The rebuild failed: the service failed (`run` exits non-zero on it),
+    // and nothing more is answered from the engine.
+    tokio::task::spawn_blocking(move || thread.join().unwrap())
+        .await
+        .unwrap();
+    let failure = handle.health().failure().expect("failed");
+    assert!(failure.contains("could not be rebuilt"), "{failure}");
+    assert!(handle.stopped());
+    assert!(matches!(
+        handle.write(lines(&account("b", 12))).await,
+        Err(WriteError::Stopped)
+    ));
+    assert!(handle
+        .read(Query::Sshare {
+            format: OutputFormat::Json
+        })
+        .await
+        .is_err());
+    drop(handle);
+    // A restart serves exactly the acknowledged write.
+    let (handle, _, thread) = start(dir.path());
+    assert_eq!(account_names(&handle).await, ["root", "a"]);
     stop(handle, thread).await;
 }
 
