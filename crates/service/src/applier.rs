@@ -682,6 +682,7 @@ impl<B: Backend> Applier<B> {
             return false;
         }
         tracing::warn!("{why}: rebuilding the engine from the checkpoint and the durable log");
+        self.metrics.engine_rebuilds.inc();
         let started = Instant::now();
         let rebuilt = EventLog::open(self.config.data_dir.join("log"))
             .map_err(|e| e.to_string())
@@ -717,6 +718,12 @@ impl<B: Backend> Applier<B> {
         }
     }
 
+    /// Refuse a write: nothing of it was applied.
+    fn refuse(&self, reply: oneshot::Sender<Result<WriteOutcome, WriteError>>, error: WriteError) {
+        self.metrics.writes_refused.inc();
+        let _ = reply.send(Err(error));
+    }
+
     fn fail(&mut self, reason: String) {
         self.failed = true;
         self.health.fail(reason);
@@ -736,9 +743,7 @@ impl<B: Backend> Applier<B> {
                      write was applied, retry later"
                 );
                 for write in group {
-                    let _ = write
-                        .reply
-                        .send(Err(WriteError::Unavailable(reason.clone())));
+                    self.refuse(write.reply, WriteError::Unavailable(reason.clone()));
                 }
                 if self.log.is_damaged() {
                     self.fail(reason);
@@ -758,20 +763,22 @@ impl<B: Backend> Applier<B> {
                 Err((reason, reply)) => {
                     // The engine failed: this write is refused, the ones
                     // applied before it (not logged yet) are rolled back too.
-                    let _ = reply.send(Err(WriteError::Engine(format!(
+                    let error = WriteError::Engine(format!(
                         "the engine failed applying this write ({reason}); nothing of it was \
                          applied"
-                    ))));
-                    for done in applied.drain(..) {
-                        let _ = done.reply.send(Err(WriteError::Unavailable(
+                    ));
+                    self.refuse(reply, error);
+                    for done in std::mem::take(&mut applied) {
+                        let error = WriteError::Unavailable(
                             "another write committed with this one made the engine fail; \
                              nothing of this write was applied, retry it"
                                 .to_string(),
-                        )));
+                        );
+                        self.refuse(done.reply, error);
                     }
                     if !self.rebuild(&format!("the engine failed applying a write ({reason})")) {
                         for write in rest {
-                            let _ = write.reply.send(Err(shutting_down()));
+                            self.refuse(write.reply, shutting_down());
                         }
                         return;
                     }
@@ -796,11 +803,12 @@ impl<B: Backend> Applier<B> {
                     continue;
                 }
                 if !in_group.insert(key.clone()) {
-                    let _ = write.reply.send(Err(WriteError::Unavailable(
+                    let error = WriteError::Unavailable(
                         "a write with this Idempotency-Key is being applied: retry to get its \
                          outcome"
                             .to_string(),
-                    )));
+                    );
+                    self.refuse(write.reply, error);
                     continue;
                 }
             }
@@ -882,9 +890,7 @@ impl<B: Backend> Applier<B> {
                 )));
                 self.log_failing = Some(e.to_string());
                 for write in applied {
-                    let _ = write
-                        .reply
-                        .send(Err(WriteError::Unavailable(reason.clone())));
+                    self.refuse(write.reply, WriteError::Unavailable(reason.clone()));
                 }
                 self.rebuild(&format!("an append to the durable log failed ({e})"));
                 return;

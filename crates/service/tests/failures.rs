@@ -175,7 +175,9 @@ async fn account_names(handle: &ApplierHandle) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_poison_write_is_refused_and_the_service_goes_on() {
     let dir = tempfile::tempdir().unwrap();
-    let (handle, _, thread) = start(dir.path());
+    let metrics = Arc::new(Metrics::new());
+    let (handle, _, thread) =
+        applier::start(backend(), config(dir.path()), metrics.clone()).unwrap();
     let good = handle.write(lines(&account("a", 10))).await.unwrap();
     assert_eq!((good.accepted, good.first_sequence), (1, 0));
     // The engine fails on the second event, after applying the first.
@@ -194,6 +196,14 @@ async fn a_poison_write_is_refused_and_the_service_goes_on() {
     // Nothing of the refused write was logged: the next record is number 1.
     assert_eq!((next.accepted, next.first_sequence), (1, 1));
     assert_eq!(account_names(&handle).await, ["root", "a", "d"]);
+    // The operator sees it: one write refused, one rebuild.
+    let text = metrics.render(None, 0);
+    for line in [
+        "fairflow_writes_refused_total 1",
+        "fairflow_engine_rebuilds_total 1",
+    ] {
+        assert!(text.lines().any(|l| l == line), "{line} in\n{text}");
+    }
     stop(handle, thread).await;
     // A restart replays exactly the acknowledged events.
     let (handle, report, thread) = start(dir.path());
