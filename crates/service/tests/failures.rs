@@ -466,3 +466,45 @@ async fn a_write_answered_408_is_never_applied() {
     assert_eq!(account_names(&handle).await, ["root", "slow"]);
     stop(handle, thread).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_damaged_log_stops_the_start_unless_recover_keeps_what_is_intact() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut log, _) = EventLog::open(dir.path().join("log")).unwrap();
+    let records: Vec<Vec<u8>> = [account("a", 10), account("b", 11), account("c", 12)]
+        .iter()
+        .map(|r| r.clone().into_bytes())
+        .collect();
+    log.append(&records).unwrap();
+    drop(log);
+    // Flip a byte in the second record's payload: damage, not a torn tail.
+    let segment = dir.path().join("log/events-00000000000000000000.wal");
+    let mut bytes = std::fs::read(&segment).unwrap();
+    let second = 8 + records[0].len();
+    bytes[second + 8 + 3] ^= 0x20;
+    std::fs::write(&segment, &bytes).unwrap();
+    let error = applier::start(backend(), config(dir.path()), Arc::new(Metrics::new()))
+        .err()
+        .expect("a damaged log stops the start");
+    assert!(error.contains(&segment.display().to_string()), "{error}");
+    assert!(error.contains(&format!("offset {second}")), "{error}");
+    assert!(error.contains("--recover"), "{error}");
+    // --recover keeps the record before the damage and says what it dropped.
+    let recover = ApplierConfig {
+        recover: true,
+        ..config(dir.path())
+    };
+    let (handle, report, thread) =
+        applier::start(backend(), recover, Arc::new(Metrics::new())).unwrap();
+    let dropped = report.dropped.expect("what was dropped");
+    assert!(
+        dropped.contains(&format!("byte offset {second}")),
+        "{dropped}"
+    );
+    assert!(dropped.contains("before record 1"), "{dropped}");
+    assert_eq!(account_names(&handle).await, ["root", "a"]);
+    // The log goes on from the kept records.
+    let next = handle.write(lines(&account("d", 13))).await.unwrap();
+    assert_eq!(next.first_sequence, 1);
+    stop(handle, thread).await;
+}
