@@ -4,7 +4,9 @@
 //! durable log and checkpoints in `--data-dir`. It runs on the incremental
 //! engine (`--engine incremental`, the default, on `--workers N` timely
 //! workers) or the batch oracle (`--engine batch`); see
-//! `fairflow_service::service_engine` for the engine choice.
+//! `fairflow_engine::start` for the engine choice. Safe defaults: a token file
+//! others can read or change is refused, and a `--listen` address other than
+//! loopback with reads open to anyone needs `--allow-remote-reads`.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -32,6 +34,10 @@ pub struct Args {
     /// Make reads need the token too.
     #[arg(long)]
     reads_need_token: bool,
+    /// Serve reads without a token on an address other than loopback (by
+    /// default such a `--listen` needs `--reads-need-token`).
+    #[arg(long)]
+    allow_remote_reads: bool,
     /// Accept JSON-lines event streams on this TCP address.
     #[arg(long, value_name = "ADDR")]
     tap_tcp: Option<SocketAddr>,
@@ -56,6 +62,19 @@ pub struct Args {
     /// Largest line of a body or stream, bytes.
     #[arg(long, default_value_t = 64 << 10)]
     max_line_bytes: usize,
+    /// Most bytes of write bodies held at once (read, parsed or waiting for
+    /// the applier); more writers wait (backpressure in bytes). At least
+    /// `--max-body-bytes`.
+    #[arg(long, default_value_t = 16 << 20)]
+    max_inflight_bytes: usize,
+    /// Most concurrent connections from one client address; more are closed
+    /// at once (behind a proxy, every client has the proxy's address).
+    #[arg(long, default_value_t = 64)]
+    max_connections_per_client: usize,
+    /// Start even if the log is damaged (not just a torn tail): keep the
+    /// records before the damage, move the rest aside and say what was dropped.
+    #[arg(long)]
+    recover: bool,
     /// The engine: `incremental` (the default; `auto` is the same here, as a
     /// service updates its answers) or `batch`; both give equal answers.
     #[arg(long, value_enum, default_value = "incremental")]
@@ -72,6 +91,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     let token = match &args.token_file {
         None => None,
         Some(path) => {
+            check_token_file_permissions(path)?;
             let text = std::fs::read_to_string(path)
                 .with_context(|| format!("cannot read {}", path.display()))?;
             let token = text.trim().to_string();
@@ -87,11 +107,29 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     if args.reads_need_token && token.is_none() {
         bail!("--reads-need-token needs --token-file");
     }
+    if !args.listen.ip().is_loopback() && !args.reads_need_token {
+        if !args.allow_remote_reads {
+            bail!(
+                "--listen {} is reachable from other machines and reads need no token: add \
+                 --reads-need-token (with --token-file), or --allow-remote-reads to serve reads \
+                 to anyone who can connect",
+                args.listen
+            );
+        }
+        eprintln!(
+            "fairflow serve: warning: reads are open to anyone who can reach {} \
+             (--allow-remote-reads)",
+            args.listen
+        );
+    }
     let mut config = ServiceConfig::new(args.listen, args.data_dir.clone());
     config.http.write_token = token;
     config.http.reads_need_token = args.reads_need_token;
     config.http.max_body_bytes = args.max_body_bytes;
     config.http.max_line_bytes = args.max_line_bytes;
+    config.http.max_inflight_bytes = args.max_inflight_bytes.max(args.max_body_bytes);
+    config.http.max_connections_per_client = args.max_connections_per_client.max(1);
+    config.recover = args.recover;
     config.checkpoint_every = args.checkpoint_every;
     config.tap_tcp = args.tap_tcp;
     config.tap_unix = args.tap_unix.clone();
@@ -120,6 +158,47 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             "fairflow serve: listening on http://{address} ({engine}; recovered: checkpoint {}, {} log records replayed, {} bytes of torn tail cut)",
             report.checkpoint_sequence, report.replayed, report.truncated_bytes
         );
+        print_recovery_warnings(report);
     })
     .map_err(anyhow::Error::msg)
+}
+
+/// What recovery dropped, quarantined or skipped, loudly, on standard error.
+fn print_recovery_warnings(report: &fairflow_service::applier::RecoveryReport) {
+    if let Some(dropped) = &report.dropped {
+        eprintln!("fairflow serve: WARNING: {dropped}");
+    }
+    for message in &report.newly_quarantined {
+        eprintln!("fairflow serve: WARNING: {message}");
+    }
+    if report.quarantined > 0 {
+        eprintln!(
+            "fairflow serve: WARNING: {} quarantined log record(s) skipped (see the data \
+             directory's quarantine/)",
+            report.quarantined
+        );
+    }
+}
+
+/// Refuse a token file that users other than its owner can read or change
+/// (any group or other permission bit, on Unix): whoever can read it can
+/// write events, whoever can change it can choose the token.
+fn check_token_file_permissions(path: &std::path::Path) -> anyhow::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(path)
+            .with_context(|| format!("cannot read {}", path.display()))?
+            .permissions()
+            .mode();
+        if mode & 0o077 != 0 {
+            bail!(
+                "the token file {} has mode {:o}: other users can read or change it; make it \
+                 private to its owner (chmod 600)",
+                path.display(),
+                mode & 0o777
+            );
+        }
+    }
+    Ok(())
 }

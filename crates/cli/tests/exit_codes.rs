@@ -67,6 +67,12 @@ fn loadtest_refuses_a_service_that_holds_data_unless_told_i_know() {
     let dir = tempfile::tempdir().unwrap();
     let token_file = dir.path().join("token");
     std::fs::write(&token_file, "loadtest-token").unwrap();
+    // The service refuses a token file other users can read.
+    std::fs::set_permissions(
+        &token_file,
+        std::os::unix::fs::PermissionsExt::from_mode(0o600),
+    )
+    .unwrap();
     let service = Service::start(
         &dir.path().join("data"),
         &token_file,

@@ -88,6 +88,12 @@ fn writes_from_every_source_and_reads_equal_to_the_oracle(
     let dir = tempfile::tempdir().unwrap();
     let token_file = dir.path().join("token");
     std::fs::write(&token_file, TOKEN).unwrap();
+    // The service refuses a token file other users can read.
+    std::fs::set_permissions(
+        &token_file,
+        std::os::unix::fs::PermissionsExt::from_mode(0o600),
+    )
+    .unwrap();
     let jobcomp = dir.path().join("jobcomp.log");
     std::fs::write(&jobcomp, "").unwrap();
     let tap_port = free_port();
@@ -232,4 +238,87 @@ fn writes_from_every_source_and_reads_equal_to_the_oracle(
         top::render(&oracle.top(2).unwrap(), 2, OutputFormat::Json)
     );
     service.kill();
+}
+
+/// Run `fairflow serve` with `args` and expect it to refuse to start: it must
+/// exit non-zero within 20 s (one still running is killed and fails the
+/// test). Returns its standard error.
+fn refused_start(args: &[&str]) -> String {
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_fairflow"))
+        .arg("serve")
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("fairflow serve {args:?} started instead of refusing");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert!(!status.success(), "{stderr}");
+    stderr
+}
+
+#[test]
+fn a_token_file_others_can_read_or_change_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let token_file = dir.path().join("token");
+    std::fs::write(&token_file, TOKEN).unwrap();
+    let listen = format!("127.0.0.1:{}", free_port());
+    let data = dir.path().join("data");
+    for mode in [0o640, 0o604, 0o620, 0o666] {
+        std::fs::set_permissions(
+            &token_file,
+            std::os::unix::fs::PermissionsExt::from_mode(mode),
+        )
+        .unwrap();
+        let stderr = refused_start(&[
+            "--listen",
+            &listen,
+            "--data-dir",
+            data.to_str().unwrap(),
+            "--token-file",
+            token_file.to_str().unwrap(),
+        ]);
+        assert!(stderr.contains("chmod 600"), "mode {mode:o}: {stderr}");
+        assert!(
+            stderr.contains(&format!("{mode:o}")),
+            "mode {mode:o}: {stderr}"
+        );
+    }
+}
+
+#[test]
+fn a_listen_beyond_loopback_with_open_reads_needs_allow_remote_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    // 192.0.2.1 (TEST-NET-1) is not this machine's: nothing is ever bound.
+    let listen = ["--listen", "192.0.2.1:7471", "--data-dir"];
+    let stderr = refused_start(&[&listen[..], &[data.to_str().unwrap()]].concat());
+    assert!(stderr.contains("--allow-remote-reads"), "{stderr}");
+    assert!(stderr.contains("--reads-need-token"), "{stderr}");
+    // With the flag, the refusal is gone (it gets as far as binding, which
+    // fails here) and a warning says reads are open.
+    let stderr = refused_start(
+        &[
+            &listen[..],
+            &[data.to_str().unwrap(), "--allow-remote-reads"],
+        ]
+        .concat(),
+    );
+    assert!(stderr.contains("reads are open to anyone"), "{stderr}");
+    assert!(
+        stderr.contains("cannot listen on 192.0.2.1:7471"),
+        "{stderr}"
+    );
 }

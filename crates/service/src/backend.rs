@@ -63,12 +63,14 @@ pub struct Gauges {
 
 /// An engine the service can drive.
 pub trait Backend: Send + 'static {
-    /// Validate and apply a batch, in order; returns the rejected lines.
-    fn apply(&mut self, lines: Vec<LogLine>) -> Vec<Rejection>;
+    /// Validate and apply a batch, in order; returns the rejected lines. An
+    /// error means the engine failed: its state is unknown, and the applier
+    /// rebuilds it from the durable state ([`Backend::restore`] and replay).
+    fn apply(&mut self, lines: Vec<LogLine>) -> Result<Vec<Rejection>, String>;
     /// Answer a read as text in the asked form (the same content as the command's).
     fn query(&mut self, query: &Query) -> Result<String, QueryError>;
-    /// The whole state, for a checkpoint.
-    fn snapshot(&mut self) -> Vec<u8>;
+    /// The whole state, for a checkpoint; an error means the engine failed.
+    fn snapshot(&mut self) -> Result<Vec<u8>, String>;
     /// Replace the state by a snapshot.
     fn restore(&mut self, snapshot: &[u8]) -> Result<(), String>;
     /// Current gauges.

@@ -1,6 +1,7 @@
 //! The service's backend over an engine (`Box<dyn fairflow_engine::Engine>`):
 //! writes apply to the engine, reads render its answers with the same
-//! renderers as the commands' `--json`.
+//! renderers as the commands' `--json`. An engine error is returned, never
+//! a panic: the applier rebuilds the engine from the durable state.
 
 use fairflow_engine::Engine;
 use fairflow_ingest::{LogLine, Rejection};
@@ -20,17 +21,9 @@ impl EngineBackend {
     }
 }
 
-/// An engine failure on the write path: the engine's state is unknown, so
-/// the applier cannot go on (the log holds every acknowledged event).
-fn engine_failed(e: fairflow_engine::EngineError) -> ! {
-    panic!("{e}")
-}
-
 impl Backend for EngineBackend {
-    fn apply(&mut self, lines: Vec<LogLine>) -> Vec<Rejection> {
-        self.engine
-            .apply(lines)
-            .unwrap_or_else(|e| engine_failed(e))
+    fn apply(&mut self, lines: Vec<LogLine>) -> Result<Vec<Rejection>, String> {
+        self.engine.apply(lines).map_err(|e| e.to_string())
     }
 
     fn query(&mut self, query: &Query) -> Result<String, QueryError> {
@@ -65,8 +58,8 @@ impl Backend for EngineBackend {
         })
     }
 
-    fn snapshot(&mut self) -> Vec<u8> {
-        self.engine.snapshot().unwrap_or_else(|e| engine_failed(e))
+    fn snapshot(&mut self) -> Result<Vec<u8>, String> {
+        self.engine.snapshot().map_err(|e| e.to_string())
     }
 
     fn restore(&mut self, snapshot: &[u8]) -> Result<(), String> {

@@ -11,7 +11,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::body::Bytes;
+use axum::body::{Body, Bytes};
 use axum::extract::{DefaultBodyLimit, Path, Query as UrlQuery, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -25,8 +25,9 @@ use tokio::sync::Semaphore;
 use tower::ServiceExt;
 use tower_http::timeout::TimeoutLayer;
 
-use crate::applier::{parse_body, ApplierHandle};
+use crate::applier::{parse_body, ApplierHandle, WriteError};
 use crate::backend::{Query, QueryError};
+use crate::exactly_once::{valid_key, AbandonOnDrop, Ticket, MAX_KEY_BYTES};
 use crate::metrics::Metrics;
 use fairflow_serve::OutputFormat;
 
@@ -47,6 +48,12 @@ pub struct HttpConfig {
     pub header_timeout: Duration,
     /// Time allowed for a whole request.
     pub request_timeout: Duration,
+    /// Most bytes of write bodies held at once (read, parsed or waiting for
+    /// the applier); further writes wait (backpressure in bytes).
+    pub max_inflight_bytes: usize,
+    /// Most concurrent connections from one client address; more are closed
+    /// at once, so one client cannot take every connection.
+    pub max_connections_per_client: usize,
 }
 
 impl Default for HttpConfig {
@@ -59,6 +66,8 @@ impl Default for HttpConfig {
             max_connections: 512,
             header_timeout: Duration::from_secs(10),
             request_timeout: Duration::from_secs(30),
+            max_inflight_bytes: 16 << 20,
+            max_connections_per_client: 64,
         }
     }
 }
@@ -68,19 +77,30 @@ struct AppState {
     applier: ApplierHandle,
     metrics: Arc<Metrics>,
     config: Arc<HttpConfig>,
+    /// One permit per byte of write bodies in flight.
+    inflight: Arc<Semaphore>,
 }
 
 /// Does `headers` carry `Authorization: Bearer <token>` with the right token?
-/// The comparison takes the same time wherever the tokens differ.
+/// The scheme is case-insensitive (RFC 7235: `bearer`, `BEARER`); the
+/// comparison takes the same time wherever the tokens differ.
 pub fn token_matches(headers: &HeaderMap, token: &str) -> bool {
     let Some(given) = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
+        .and_then(bearer_token)
     else {
         return false;
     };
     given.as_bytes().ct_eq(token.as_bytes()).into()
+}
+
+/// The token of an `Authorization` value with the `Bearer` scheme, in any case.
+fn bearer_token(value: &str) -> Option<&str> {
+    let (scheme, token) = value.trim().split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then(|| token.trim_start())
 }
 
 fn error(status: StatusCode, message: impl Into<String>) -> Response {
@@ -101,7 +121,10 @@ fn refuse_read(state: &AppState, headers: &HeaderMap) -> Option<Response> {
     }
 }
 
-async fn post_events(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
+async fn post_events(State(state): State<AppState>, headers: HeaderMap, body: Body) -> Response {
+    // This route is outside the timeout layer: it keeps its own deadline, so
+    // that a 408 is answered only for a write that is never applied.
+    let deadline = tokio::time::Instant::now() + state.config.request_timeout;
     match &state.config.write_token {
         None => {
             return error(
@@ -117,10 +140,109 @@ async fn post_events(State(state): State<AppState>, headers: HeaderMap, body: By
         }
         Some(_) => {}
     }
-    let lines = parse_body(&body, state.config.max_line_bytes);
-    match state.applier.write(lines).await {
+    let key = match idempotency_key(&headers) {
+        Ok(key) => key,
+        Err(refusal) => return *refusal,
+    };
+    let body = match read_body(&state, &headers, body, deadline).await {
+        Ok(body) => body,
+        Err(refusal) => return *refusal,
+    };
+    let lines = parse_body(&body.0, state.config.max_line_bytes);
+    submit_before(&state, lines, key, deadline).await
+}
+
+/// The `Idempotency-Key` header, if given and well formed.
+fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, Box<Response>> {
+    let Some(value) = headers.get("idempotency-key") else {
+        return Ok(None);
+    };
+    match value.to_str() {
+        Ok(key) if valid_key(key) => Ok(Some(key.to_string())),
+        _ => Err(Box::new(error(
+            StatusCode::BAD_REQUEST,
+            format!("Idempotency-Key must be 1 to {MAX_KEY_BYTES} visible ASCII characters"),
+        ))),
+    }
+}
+
+/// A write body and the permits (one per byte) it holds while in flight.
+struct HeldBody(Bytes, #[allow(dead_code)] tokio::sync::OwnedSemaphorePermit);
+
+/// Read a write's body before `deadline`, first taking as many in-flight
+/// byte permits as it can be long (backpressure in bytes).
+async fn read_body(
+    state: &AppState,
+    headers: &HeaderMap,
+    body: Body,
+    deadline: tokio::time::Instant,
+) -> Result<HeldBody, Box<Response>> {
+    let limit = state.config.max_body_bytes;
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok());
+    let too_large = || {
+        Box::new(error(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("the body is larger than {limit} bytes"),
+        ))
+    };
+    if declared.is_some_and(|len| len > limit) {
+        return Err(too_large());
+    }
+    let timed_out = || {
+        Box::new(error(
+            StatusCode::REQUEST_TIMEOUT,
+            "the request did not complete in time; nothing of it was applied",
+        ))
+    };
+    let cap = state.config.max_inflight_bytes.clamp(1, u32::MAX as usize);
+    let wanted = declared.unwrap_or(limit).clamp(1, cap) as u32;
+    let permit =
+        tokio::time::timeout_at(deadline, state.inflight.clone().acquire_many_owned(wanted))
+            .await
+            .map_err(|_| timed_out())?
+            .expect("the semaphore is never closed");
+    match tokio::time::timeout_at(deadline, axum::body::to_bytes(body, limit)).await {
+        Err(_) => Err(timed_out()),
+        Ok(Err(_)) => Err(too_large()),
+        Ok(Ok(bytes)) => Ok(HeldBody(bytes, permit)),
+    }
+}
+
+/// Hand `lines` to the applier and answer: the outcome, or 408 if the
+/// deadline passed before the applier took the write (then it never will:
+/// nothing of it is applied, and retrying is safe).
+async fn submit_before(
+    state: &AppState,
+    lines: Vec<fairflow_ingest::LogLine>,
+    key: Option<String>,
+    deadline: tokio::time::Instant,
+) -> Response {
+    let ticket = Ticket::default();
+    // A request cancelled by its connection abandons the write too.
+    let _abandon = AbandonOnDrop(ticket.clone());
+    let write = state.applier.write_with(lines, key, Some(ticket.clone()));
+    tokio::pin!(write);
+    let answer = match tokio::time::timeout_at(deadline, &mut write).await {
+        Ok(answer) => answer,
+        Err(_) if ticket.abandon() => {
+            return error(
+                StatusCode::REQUEST_TIMEOUT,
+                "the write timed out before it was applied: nothing of it was applied",
+            )
+        }
+        // Taken: it is being committed, and its answer is on its way.
+        Err(_) => write.await,
+    };
+    match answer {
         Ok(outcome) => (StatusCode::OK, Json(outcome)).into_response(),
-        Err(reason) => error(StatusCode::SERVICE_UNAVAILABLE, reason),
+        Err(WriteError::Unavailable(reason)) => error(StatusCode::SERVICE_UNAVAILABLE, reason),
+        Err(stopped @ WriteError::Stopped) => {
+            error(StatusCode::SERVICE_UNAVAILABLE, stopped.to_string())
+        }
+        Err(WriteError::Engine(reason)) => error(StatusCode::INTERNAL_SERVER_ERROR, reason),
     }
 }
 
@@ -234,11 +356,21 @@ async fn get_metrics(State(state): State<AppState>, headers: HeaderMap) -> Respo
     ([(header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)], text).into_response()
 }
 
+/// Healthy unless the service failed, writes are refused (`health`) or the
+/// applier stopped. It does not wait behind the queue of writes, so it answers
+/// at once under a write overload too (a slow service is not an unhealthy one).
 async fn get_healthz(State(state): State<AppState>) -> Response {
-    match state.applier.gauges().await {
-        Some(_) => (StatusCode::OK, "ok\n").into_response(),
-        None => (StatusCode::SERVICE_UNAVAILABLE, "applier stopped\n").into_response(),
+    if let Some(problem) = state.applier.health().problem() {
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("unhealthy: {problem}\n"),
+        )
+            .into_response();
     }
+    if state.applier.stopped() {
+        return (StatusCode::SERVICE_UNAVAILABLE, "applier stopped\n").into_response();
+    }
+    (StatusCode::OK, "ok\n").into_response()
 }
 
 /// The router with every route and limit.
@@ -247,9 +379,13 @@ pub fn router(applier: ApplierHandle, metrics: Arc<Metrics>, config: HttpConfig)
         applier,
         metrics,
         config: Arc::new(config.clone()),
+        inflight: Arc::new(Semaphore::new(
+            config.max_inflight_bytes.clamp(1, u32::MAX as usize),
+        )),
     };
+    // Writes keep their own deadline (`post_events`); reads have the layer's.
+    let writes = Router::new().route("/v1/events", post(post_events));
     Router::new()
-        .route("/v1/events", post(post_events))
         .route("/v1/top", get(get_top))
         .route("/v1/sshare", get(get_sshare))
         .route(
@@ -265,6 +401,7 @@ pub fn router(applier: ApplierHandle, metrics: Arc<Metrics>, config: HttpConfig)
             StatusCode::REQUEST_TIMEOUT,
             config.request_timeout,
         ))
+        .merge(writes)
         .with_state(state)
 }
 
@@ -278,6 +415,7 @@ pub async fn serve(
     grace: Duration,
 ) {
     let permits = Arc::new(Semaphore::new(config.max_connections.max(1)));
+    let clients = ClientSlots::new(config.max_connections_per_client.max(1));
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder
@@ -289,7 +427,7 @@ pub async fn serve(
             _ = &mut shutdown => break,
             permit = permits.clone().acquire_owned() => permit.expect("the semaphore is never closed"),
         };
-        let (stream, _peer): (_, SocketAddr) = tokio::select! {
+        let (stream, peer): (_, SocketAddr) = tokio::select! {
             _ = &mut shutdown => break,
             accepted = listener.accept() => match accepted {
                 Ok(pair) => pair,
@@ -305,16 +443,69 @@ pub async fn serve(
                 router.clone().oneshot(request.map(axum::body::Body::new))
             }
         });
+        let Some(client) = clients.admit(peer.ip()) else {
+            // Over this client's limit: closed at once, its permit released.
+            drop(stream);
+            continue;
+        };
         let connection = builder.serve_connection(TokioIo::new(stream), service);
         let connection = graceful.watch(connection);
         tokio::spawn(async move {
             let _ = connection.await;
-            drop(permit);
+            drop((permit, client));
         });
     }
     drop(listener);
     tokio::select! {
         _ = graceful.shutdown() => {}
         _ = tokio::time::sleep(grace) => tracing::warn!("connections still open after the grace period"),
+    }
+}
+
+/// Open connections per client address, each held by a [`ClientSlot`].
+#[derive(Clone)]
+struct ClientSlots {
+    limit: usize,
+    open: Arc<std::sync::Mutex<std::collections::HashMap<std::net::IpAddr, usize>>>,
+}
+
+/// One open connection of a client; dropping it frees the slot.
+struct ClientSlot {
+    slots: ClientSlots,
+    ip: std::net::IpAddr,
+}
+
+impl ClientSlots {
+    fn new(limit: usize) -> Self {
+        ClientSlots {
+            limit,
+            open: Arc::default(),
+        }
+    }
+
+    /// A slot for a new connection from `ip`, unless it has `limit` open.
+    fn admit(&self, ip: std::net::IpAddr) -> Option<ClientSlot> {
+        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        let count = open.entry(ip).or_insert(0);
+        if *count >= self.limit {
+            return None;
+        }
+        *count += 1;
+        Some(ClientSlot {
+            slots: self.clone(),
+            ip,
+        })
+    }
+}
+
+impl Drop for ClientSlot {
+    fn drop(&mut self) {
+        let mut open = self.slots.open.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(count) = open.get_mut(&self.ip) {
+            *count -= 1;
+            if *count == 0 {
+                open.remove(&self.ip);
+            }
+        }
     }
 }

@@ -7,18 +7,23 @@
 //! the batch engine) through [`engine_backend::EngineBackend`].
 //!
 //! **Architecture invariant:** an event is acknowledged (HTTP 200, a socket
-//! answer line) only after its record is synced to the durable log; after a
-//! crash, recovery applies exactly the logged records after the newest
-//! checkpoint, so every acknowledged event is applied exactly once.
+//! answer line) only after its record is synced to the durable log, and the
+//! engine answers nothing while it holds events the log does not (`applier`:
+//! apply, then log, then answer; roll back by rebuilding); after a crash,
+//! recovery applies exactly the logged records after the newest checkpoint,
+//! so every acknowledged event is applied exactly once and a refused one never.
 
 #![warn(missing_docs)]
 
 pub mod applier;
 pub mod backend;
 pub mod engine_backend;
+pub mod exactly_once;
+pub mod health;
 pub mod http;
 pub mod log_limit;
 pub mod metrics;
 pub mod progress;
+pub mod quarantine;
 pub mod run;
 pub mod taps;

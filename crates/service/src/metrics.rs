@@ -123,6 +123,12 @@ pub struct Metrics {
     pub batches: Counter,
     /// Checkpoints written.
     pub checkpoints: Counter,
+    /// Writes refused with nothing of them applied (the log could not be
+    /// written, the engine failed on them or on a write committed with them).
+    pub writes_refused: Counter,
+    /// Rebuilds of the engine from the checkpoint and the log (after a
+    /// refused append or an engine error).
+    pub engine_rebuilds: Counter,
     /// Seconds to make a batch durable and apply it.
     pub update_latency: Histogram,
     pending_jobs: Gauge,
@@ -190,6 +196,8 @@ impl Metrics {
         let events_rejected = Counter::default();
         let batches = Counter::default();
         let checkpoints = Counter::default();
+        let writes_refused = Counter::default();
+        let engine_rebuilds = Counter::default();
         let update_latency = Histogram::new(exponential_buckets(50e-6, 2.0, 18));
         let pending_jobs = Gauge::default();
         let associations = Gauge::default();
@@ -203,6 +211,16 @@ impl Metrics {
         );
         registry.register("batches", "Batches committed", batches.clone());
         registry.register("checkpoints", "Checkpoints written", checkpoints.clone());
+        registry.register(
+            "writes_refused",
+            "Writes refused with nothing of them applied (the log could not be written, or the engine failed)",
+            writes_refused.clone(),
+        );
+        registry.register(
+            "engine_rebuilds",
+            "Rebuilds of the engine from the newest checkpoint and the durable log",
+            engine_rebuilds.clone(),
+        );
         registry.register(
             "update_latency_seconds",
             "Time to make a batch durable and apply it",
@@ -234,6 +252,8 @@ impl Metrics {
             events_rejected,
             batches,
             checkpoints,
+            writes_refused,
+            engine_rebuilds,
             update_latency,
             pending_jobs,
             associations,

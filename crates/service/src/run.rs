@@ -1,6 +1,9 @@
 //! Running the whole service: recover from the data directory, start the
 //! applier, the HTTP listener and the configured taps, and stop gracefully on
-//! SIGTERM or SIGINT (finish requests in flight, write a final checkpoint).
+//! SIGTERM or SIGINT (finish requests in flight, write a final checkpoint), or
+//! with an error when the service failed (`health`: the engine could not be
+//! rebuilt), so that `fairflow serve` exits non-zero and a supervisor
+//! restarts it.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -36,6 +39,9 @@ pub struct ServiceConfig {
     pub follow_jobcomp: Option<PathBuf>,
     /// A file to replay into the service, and its speed (0 = at once).
     pub replay: Option<(PathBuf, f64)>,
+    /// Open a damaged log anyway, keeping what is provably intact
+    /// (`--recover`; see `fairflow_store::wal`).
+    pub recover: bool,
 }
 
 impl ServiceConfig {
@@ -51,6 +57,7 @@ impl ServiceConfig {
             tap_unix: None,
             follow_jobcomp: None,
             replay: None,
+            recover: false,
         }
     }
 }
@@ -97,6 +104,7 @@ pub fn run_blocking<B: Backend>(
         checkpoint_every: config.checkpoint_every.max(1),
         queue_capacity: config.queue_capacity.max(1),
         max_group: 256,
+        recover: config.recover,
     };
     let (handle, report, thread) = applier::start(backend, applier_config, metrics.clone())?;
     tracing::info!(
@@ -106,8 +114,10 @@ pub fn run_blocking<B: Backend>(
         replayed = report.replayed,
         replay_rejected = report.replay_rejected,
         truncated_bytes = report.truncated_bytes,
+        quarantined = report.quarantined,
         "recovered"
     );
+    let health = handle.health().clone();
     runtime.block_on(async {
         let listener = TcpListener::bind(config.listen)
             .await
@@ -174,11 +184,20 @@ pub fn run_blocking<B: Backend>(
         tracing::info!(address = %address, "listening");
         ready(&report, address);
         let router = http::router(handle, metrics, config.http.clone());
+        let stop = {
+            let health = health.clone();
+            async move {
+                tokio::select! {
+                    _ = shutdown_signal() => {}
+                    _ = health.failed() => {}
+                }
+            }
+        };
         http::serve(
             listener,
             router,
             &config.http,
-            shutdown_signal(),
+            stop,
             Duration::from_secs(10),
         )
         .await;
@@ -191,6 +210,9 @@ pub fn run_blocking<B: Backend>(
     thread
         .join()
         .map_err(|_| "the applier thread panicked".to_string())?;
+    if let Some(failure) = health.failure() {
+        return Err(failure);
+    }
     tracing::info!("stopped");
     Ok(())
 }

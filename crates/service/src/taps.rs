@@ -21,7 +21,7 @@ use fairflow_ingest::{LogLine, Rejection};
 use subtle::ConstantTimeEq;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 
-use crate::applier::{parse_body, ApplierHandle};
+use crate::applier::{parse_body, ApplierHandle, WriteError};
 
 /// Limits of a socket tap connection.
 #[derive(Debug, Clone)]
@@ -155,7 +155,7 @@ pub async fn serve_stream<S: AsyncRead + AsyncWrite + Unpin>(
         }
         let answer = match applier.write(lines).await {
             Ok(outcome) => serde_json::to_string(&outcome).expect("serialisable"),
-            Err(reason) => serde_json::json!({ "error": reason }).to_string(),
+            Err(reason) => serde_json::json!({ "error": reason.to_string() }).to_string(),
         };
         write_half.write_all(answer.as_bytes()).await?;
         write_half.write_all(b"\n").await?;
@@ -217,11 +217,24 @@ pub async fn follow_jobcomp_in<Tz: chrono::TimeZone + Send + Sync + 'static>(
                     }
                 })
                 .collect();
-            if !batch.is_empty() {
-                // The applier logs rejected lines (rate-limited) and counts them.
-                if applier.write(batch).await.is_err() {
-                    tracing::info!(tap = "jobcomp", path = %path.display(), "stopped following");
-                    return;
+            // The applier logs rejected lines (rate-limited) and counts them.
+            // A write refused for now (a full disk) is tried again: the
+            // follower has moved past these records.
+            while !batch.is_empty() {
+                match applier.write(batch.clone()).await {
+                    Ok(_) => break,
+                    Err(WriteError::Stopped) => {
+                        tracing::info!(tap = "jobcomp", path = %path.display(), "stopped following");
+                        return;
+                    }
+                    Err(WriteError::Unavailable(reason)) => {
+                        tracing::warn!(tap = "jobcomp", "write refused, retrying: {reason}");
+                        tokio::time::sleep(interval.max(Duration::from_secs(1))).await;
+                    }
+                    Err(WriteError::Engine(reason)) => {
+                        tracing::error!(tap = "jobcomp", "records not applied: {reason}");
+                        break;
+                    }
                 }
             }
         }
@@ -251,7 +264,10 @@ pub async fn replay_file(path: PathBuf, applier: ApplierHandle, speed: f64) -> R
     for line in lines {
         let t = line.event.as_ref().ok().map(|e| e.t);
         if t.is_some() && t != batch_t && !batch.is_empty() {
-            applier.write(std::mem::take(&mut batch)).await?;
+            applier
+                .write(std::mem::take(&mut batch))
+                .await
+                .map_err(|e| e.to_string())?;
         }
         if let (Some(t), true) = (t, speed > 0.0) {
             if t != batch_t.unwrap_or(i64::MIN) {
@@ -265,7 +281,7 @@ pub async fn replay_file(path: PathBuf, applier: ApplierHandle, speed: f64) -> R
         batch.push(line);
     }
     if !batch.is_empty() {
-        applier.write(batch).await?;
+        applier.write(batch).await.map_err(|e| e.to_string())?;
     }
     Ok(())
 }

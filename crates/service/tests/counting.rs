@@ -68,6 +68,7 @@ fn start_with<B: Backend>(backend: B) -> Running {
         checkpoint_every: 1_000,
         queue_capacity: 8,
         max_group: 16,
+        recover: false,
     };
     let (applier, _report, thread) = applier::start(backend, config, metrics.clone()).unwrap();
     Running {

@@ -69,6 +69,7 @@ async fn metrics_parse_as_openmetrics_with_process_build_and_lag() {
         checkpoint_every: 1_000,
         queue_capacity: 8,
         max_group: 16,
+        recover: false,
     };
     let (handle, _report, thread) = applier::start(
         EngineBackend::new(Box::new(BatchEngine::new(Config::default()))),

@@ -24,7 +24,7 @@ struct RecordingBackend {
 }
 
 impl Backend for RecordingBackend {
-    fn apply(&mut self, lines: Vec<LogLine>) -> Vec<Rejection> {
+    fn apply(&mut self, lines: Vec<LogLine>) -> Result<Vec<Rejection>, String> {
         let mut rejected = Vec::new();
         for line in lines {
             let Ok(event) = line.event else { continue };
@@ -33,7 +33,7 @@ impl Backend for RecordingBackend {
                 Err(r) => rejected.push(r),
             }
         }
-        rejected
+        Ok(rejected)
     }
     fn query(&mut self, query: &Query) -> Result<String, QueryError> {
         match query {
@@ -41,8 +41,8 @@ impl Backend for RecordingBackend {
             _ => Ok(json!({ "applied": self.applied }).to_string()),
         }
     }
-    fn snapshot(&mut self) -> Vec<u8> {
-        serde_json::to_vec(&self.applied).unwrap()
+    fn snapshot(&mut self) -> Result<Vec<u8>, String> {
+        serde_json::to_vec(&self.applied).map_err(|e| e.to_string())
     }
     fn restore(&mut self, snapshot: &[u8]) -> Result<(), String> {
         let lines: Vec<String> = serde_json::from_slice(snapshot).map_err(|e| e.to_string())?;
@@ -55,7 +55,7 @@ impl Backend for RecordingBackend {
                 event: fairflow_ingest::parse_event(i as u64, l),
             })
             .collect();
-        let rejected = self.apply(parsed);
+        let rejected = self.apply(parsed)?;
         if rejected.is_empty() {
             Ok(())
         } else {
@@ -87,6 +87,7 @@ async fn start(dir: &std::path::Path, config: HttpConfig) -> Running {
         checkpoint_every: 4,
         queue_capacity: 8,
         max_group: 16,
+        recover: false,
     };
     let (handle, _report, thread) =
         applier::start(RecordingBackend::default(), applier_config, metrics.clone()).unwrap();
@@ -328,5 +329,109 @@ async fn the_socket_tap_logs_in_and_answers_each_batch() {
             )
         });
     assert_eq!(totals, (1, 1), "{answer}");
+    service.shutdown().await;
+}
+
+fn post_keyed(body: &[u8], scheme: &str, key: &str) -> Vec<u8> {
+    let mut raw = format!(
+        "POST /v1/events HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: {scheme} {TOKEN}\r\nIdempotency-Key: {key}\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
+    raw.extend_from_slice(body);
+    raw
+}
+
+async fn applied_count(address: &str) -> usize {
+    let (_, body) = request(address, &get("/v1/sshare")).await;
+    serde_json::from_str::<Value>(&body).unwrap()["applied"]
+        .as_array()
+        .unwrap()
+        .len()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idempotency_key_applies_a_retried_write_once_even_across_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let service = start(dir.path(), config()).await;
+    let body = b"{\"op\":\"account\",\"t\":10,\"name\":\"a\"}\n";
+    // The scheme is case-insensitive (RFC 7235).
+    let (status, answer) = request(&service.address, &post_keyed(body, "bearer", "k-1")).await;
+    assert_eq!(status, 200, "{answer}");
+    let answer: Value = serde_json::from_str(&answer).unwrap();
+    assert_eq!(
+        (answer["accepted"].as_u64(), answer.get("duplicate")),
+        (Some(1), None)
+    );
+    let (status, answer) = request(&service.address, &post_keyed(body, "BEARER", "k-1")).await;
+    assert_eq!(status, 200, "{answer}");
+    let answer: Value = serde_json::from_str(&answer).unwrap();
+    assert_eq!(answer["duplicate"], true);
+    assert_eq!(answer["accepted"], 1, "the first write's counts");
+    assert_eq!(applied_count(&service.address).await, 1);
+    // A malformed key is refused whole.
+    let (status, _) = request(&service.address, &post_keyed(body, "Bearer", "two words")).await;
+    assert_eq!(status, 400);
+    service.shutdown().await;
+    let service = start(dir.path(), config()).await;
+    let (status, answer) = request(&service.address, &post_keyed(body, "Bearer", "k-1")).await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(
+        serde_json::from_str::<Value>(&answer).unwrap()["duplicate"],
+        true
+    );
+    assert_eq!(applied_count(&service.address).await, 1);
+    // A new key is a new write.
+    let (status, _) = request(&service.address, &post_keyed(body, "Bearer", "k-2")).await;
+    assert_eq!(status, 200);
+    assert_eq!(applied_count(&service.address).await, 2);
+    service.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn healthz_answers_under_a_half_open_connection_flood() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = HttpConfig {
+        max_connections: 64,
+        max_connections_per_client: 16,
+        header_timeout: Duration::from_secs(10),
+        ..config()
+    };
+    let service = start(dir.path(), config).await;
+    // 200 connections from 127.0.0.1 that never send a byte: before, they
+    // held every connection slot for the 10 s header timeout.
+    let mut flood = Vec::new();
+    for _ in 0..200 {
+        if let Ok(Ok(stream)) =
+            tokio::time::timeout(Duration::from_secs(1), TcpStream::connect(&service.address)).await
+        {
+            flood.push(stream);
+        }
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    // Another client (127.0.0.2 is loopback too on Linux).
+    let port = service.address.rsplit(':').next().unwrap();
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind("127.0.0.2:0".parse().unwrap()).unwrap();
+    let started = std::time::Instant::now();
+    let mut stream = socket
+        .connect(format!("127.0.0.1:{port}").parse().unwrap())
+        .await
+        .unwrap();
+    stream.write_all(&get("/healthz")).await.unwrap();
+    let mut response = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(5), stream.read_to_end(&mut response)).await;
+    let elapsed = started.elapsed();
+    let text = String::from_utf8_lossy(&response);
+    println!(
+        "healthz under a flood of {} half-open connections: {:.1} ms",
+        flood.len(),
+        elapsed.as_secs_f64() * 1000.0
+    );
+    assert!(
+        text.starts_with("HTTP/1.1 200"),
+        "{text:?} after {elapsed:?}"
+    );
+    drop(flood);
     service.shutdown().await;
 }

@@ -290,6 +290,17 @@ impl EventLog {
         self.rotate(sequence)
     }
 
+    /// The segment that holds record `sequence` (the one with the greatest
+    /// first sequence not after it), for messages naming a record's file.
+    pub fn segment_of(&self, sequence: u64) -> Option<PathBuf> {
+        list_segments(&self.dir)
+            .ok()?
+            .into_iter()
+            .rev()
+            .find(|(first, _)| *first <= sequence)
+            .map(|(_, path)| path)
+    }
+
     /// Did a failed append leave the log unable to take more (see `append`)?
     pub fn is_damaged(&self) -> bool {
         self.damaged
