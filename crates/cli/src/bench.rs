@@ -31,7 +31,9 @@
 //!    `rss_after_load_bytes` are `VmHWM` and `VmRSS` right after the load;
 //!    `allocated_after_load_bytes` is the live data then (jemalloc's
 //!    `stats.allocated`: without the pages the allocator keeps and its
-//!    fragmentation), and both are also given per active job.
+//!    fragmentation), and both are also given per active job;
+//!    `book_bytes_after_load` is the live data of the oracle's book after
+//!    the same load (what the batch engine holds), for comparison.
 //! 6. **Full recomputation.** An oracle `Replay` is built from the same
 //!    seed and fed the same updates in the same order; for the first
 //!    `--oracle-samples` batches of each kind, `full_recompute_us` times
@@ -87,6 +89,11 @@ pub struct Args {
     /// 1 000 top-k reads.
     #[arg(long, value_name = "F", default_value_t = 1.0)]
     samples_scale: f64,
+    /// Seconds to leave the engine idle after the load before measuring its
+    /// memory again (`*_settled_*`): the arrangements merge their batches
+    /// while idle, so this is the memory a loaded service settles at.
+    #[arg(long, value_name = "SECS", default_value_t = 0)]
+    settle_secs: u64,
     /// Batches of each kind whose full recomputation the oracle times.
     #[arg(long, value_name = "N", default_value_t = 3)]
     oracle_samples: usize,
@@ -314,6 +321,9 @@ struct EnginePhase {
     rss_after_load_bytes: Option<u64>,
     /// Live allocated bytes right after the load (jemalloc).
     allocated_after_load_bytes: Option<u64>,
+    /// `VmRSS` and live bytes after `--settle-secs` idle.
+    rss_settled_bytes: Option<u64>,
+    allocated_settled_bytes: Option<u64>,
     calc_period_secs: i64,
 }
 
@@ -354,6 +364,12 @@ fn engine_phase(args: &Args, params: &WorkloadParams) -> anyhow::Result<EnginePh
     let load_peak_rss_bytes = measure::peak_rss_bytes();
     let rss_after_load_bytes = measure::rss_bytes();
     let allocated_after_load_bytes = measure::allocated_bytes();
+    let (rss_settled_bytes, allocated_settled_bytes) = if args.settle_secs > 0 {
+        std::thread::sleep(Duration::from_secs(args.settle_secs));
+        (measure::rss_bytes(), measure::allocated_bytes())
+    } else {
+        (None, None)
+    };
     let calc_period_secs = engine.config().calc_period_secs;
     progress(
         args,
@@ -440,6 +456,8 @@ fn engine_phase(args: &Args, params: &WorkloadParams) -> anyhow::Result<EnginePh
         load_peak_rss_bytes,
         rss_after_load_bytes,
         allocated_after_load_bytes,
+        rss_settled_bytes,
+        allocated_settled_bytes,
         calc_period_secs,
     })
 }
@@ -463,6 +481,8 @@ struct OraclePhase {
     top: Vec<String>,
     peak_rss_bytes: Option<u64>,
     peak_was_reset: bool,
+    /// Live bytes of the oracle's book after the load.
+    book_bytes: Option<u64>,
 }
 
 fn oracle_phase(
@@ -472,6 +492,7 @@ fn oracle_phase(
 ) -> anyhow::Result<OraclePhase> {
     let peak_was_reset = measure::reset_peak_rss();
     progress(args, "oracle: replaying the same state");
+    let allocated_before = measure::allocated_bytes();
     let mut replay = Replay::new(Config::default());
     let mut lines = Lines::default();
     generate_initial(params, args.load_batch, |chunk| {
@@ -481,6 +502,10 @@ fn oracle_phase(
         }
         Ok(())
     })?;
+    // The book alone, as the batch engine holds it after the same load.
+    let book_bytes = measure::allocated_bytes()
+        .zip(allocated_before)
+        .map(|(after, before)| after.saturating_sub(before));
     let k = args.k;
     let mut timed = vec![0usize; Kind::ALL.len()];
     for (kind, events) in std::mem::take(&mut engine.batches) {
@@ -518,6 +543,7 @@ fn oracle_phase(
         top,
         peak_rss_bytes: measure::peak_rss_bytes(),
         peak_was_reset,
+        book_bytes,
     })
 }
 
@@ -614,6 +640,16 @@ fn report(
         }),
         "oracle_peak_rss_bytes": oracle.and_then(|o| o.peak_rss_bytes),
         "oracle_peak_rss_is_phase_only": oracle.map(|o| o.peak_was_reset),
+        "settle_secs": args.settle_secs,
+        "rss_settled_bytes": engine.rss_settled_bytes,
+        "allocated_settled_bytes": engine.allocated_settled_bytes,
+        "allocated_settled_bytes_per_job": engine.allocated_settled_bytes.map(|bytes| {
+            bytes as f64 / (params.pending_jobs + params.running_jobs).max(1) as f64
+        }),
+        "book_bytes_after_load": oracle.and_then(|o| o.book_bytes),
+        "book_bytes_after_load_per_job": oracle.and_then(|o| o.book_bytes).map(|bytes| {
+            bytes as f64 / (params.pending_jobs + params.running_jobs).max(1) as f64
+        }),
         "topk_matches_oracle": oracle.map(|o| o.top == engine.last_top),
         "topk_read": topk,
         "updates": updates,

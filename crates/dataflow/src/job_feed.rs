@@ -84,7 +84,9 @@ pub struct JobFeed {
     /// The active jobs' ids.
     job_ids: JobIds,
     sent_jobs: HashMap<JobId, JobRow>,
-    sent_facts: BTreeMap<Subject, BTreeSet<PFact>>,
+    /// Per subject, the facts sent (sorted; a subject has a handful, so a
+    /// vector, not a set whose every node has room for eleven).
+    sent_facts: BTreeMap<Subject, Vec<PFact>>,
     /// Subjects to re-derive at the next send.
     dirty_subjects: BTreeSet<Subject>,
     /// Accounts whose whole subtree's association priorities to re-derive.
@@ -227,11 +229,16 @@ impl JobFeed {
         let mut deltas = Vec::new();
         for subject in subjects {
             let facts = subject_facts(state, &subject, names);
-            let sent = self.sent_facts.remove(&subject).unwrap_or_default();
+            let sent: BTreeSet<PFact> = self
+                .sent_facts
+                .remove(&subject)
+                .unwrap_or_default()
+                .into_iter()
+                .collect();
             deltas.extend(sent.difference(&facts).map(|f| (f.clone(), -1)));
             deltas.extend(facts.difference(&sent).map(|f| (f.clone(), 1)));
             if !facts.is_empty() {
-                self.sent_facts.insert(subject, facts);
+                self.sent_facts.insert(subject, facts.into_iter().collect());
             }
         }
         deltas
@@ -366,7 +373,9 @@ fn subject_facts(state: &State, subject: &Subject, names: &mut Names) -> BTreeSe
     let mut facts = BTreeSet::new();
     match subject {
         Subject::Config => {
-            facts.insert(PFact::Config(PriorityParams::from_config(&state.config)));
+            facts.insert(PFact::Config(Box::new(PriorityParams::from_config(
+                &state.config,
+            ))));
         }
         Subject::Cluster => {
             facts.insert(PFact::Cluster {

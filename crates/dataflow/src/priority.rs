@@ -439,8 +439,8 @@ pub enum AssocRef {
     Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
 )]
 pub enum Fact {
-    /// The configuration (exactly one).
-    Config(PriorityParams),
+    /// The configuration (exactly one; boxed, so that facts stay small).
+    Config(Box<PriorityParams>),
     /// The cluster's size (at most one; none is 0 nodes).
     Cluster {
         /// Nodes.
@@ -539,13 +539,13 @@ pub enum Val {
     /// QOS priority.
     QosPriority(i64),
     /// A partition.
-    Partition(PartitionRec),
+    Partition(Box<PartitionRec>),
     /// A partition factor (for the maximum).
     PartFactor(u32),
     /// A job category referring to an undefined partition.
     UndefinedPartRef(u8),
     /// The configuration.
-    Config(PriorityParams),
+    Config(Box<PriorityParams>),
     /// The cluster.
     Cluster(u64, TresBits),
 }
@@ -606,8 +606,8 @@ pub struct Globals {
 pub enum Side {
     /// A context key's values.
     Key(KeyCtx),
-    /// The globals (key `Unit`).
-    Globals(Globals),
+    /// The globals (key `Unit`), shared by every combination's context.
+    Globals(Arc<Globals>),
     /// A job category naming an undefined partition (to the globals).
     UndefinedPartRef(u8),
 }
@@ -662,8 +662,8 @@ pub struct ComboCtx {
 pub struct JobContext {
     /// The combination's keys' contexts.
     pub ctx: KeyCtx,
-    /// The globals.
-    pub globals: Globals,
+    /// The globals (one for all combinations).
+    pub globals: Arc<Globals>,
 }
 
 /// Counts the updates leaving the priority operators (all workers).
@@ -804,7 +804,7 @@ fn resolve(key: &Key, values: &[(&Val, isize)], out: &mut Vec<(Side, isize)>) {
             Val::AccountPriority(p) => ctx.account_priority = Some(*p),
             Val::QosPriority(p) => ctx.qos_priority = *p,
             Val::Partition(rec) => {
-                ctx.partition = rec.clone();
+                ctx.partition = (**rec).clone();
                 defined = true;
             }
             _ => {}
@@ -833,7 +833,7 @@ fn globals(values: &[(&Val, isize)], out: &mut Vec<(Side, isize)>) {
             continue;
         }
         match value {
-            Val::Config(p) => params = Some(p.clone()),
+            Val::Config(p) => params = Some((**p).clone()),
             Val::Cluster(n, t) => {
                 nodes = *n;
                 tres = t.clone();
@@ -852,14 +852,14 @@ fn globals(values: &[(&Val, isize)], out: &mut Vec<(Side, isize)>) {
         max_partition = Some(max_partition.map_or(1, |m| m.max(1)));
     }
     out.push((
-        Side::Globals(Globals {
+        Side::Globals(Arc::new(Globals {
             params,
             max_assoc,
             max_qos,
             max_partition: max_partition.unwrap_or(0),
             cluster_nodes: nodes,
             cluster_tres: tres,
-        }),
+        })),
         1,
     ));
 }
@@ -889,7 +889,9 @@ pub fn build<'s>(inputs: PriorityInputs<'s>, touched: &TouchCounter) -> Priority
             Some((Key::Account(account), Val::AccountPriority(priority)))
         }
         Fact::Qos { name, priority } => Some((Key::Qos(name), Val::QosPriority(priority))),
-        Fact::Partition { name, rec } => Some((Key::Partition(name), Val::Partition(rec))),
+        Fact::Partition { name, rec } => {
+            Some((Key::Partition(name), Val::Partition(Box::new(rec))))
+        }
         _ => None,
     });
     let resolved = counted(defs.concat(refs).reduce(resolve), touched);

@@ -68,7 +68,7 @@ fn ages_cross_the_cap_ties_break_by_submit_time_and_updates_touch_few_records() 
 
         // Fair-share weight 4000, age weight 2000 over 2000 s.
         // A: factor 0.5 (2000), queued at 0. B: factor 0.75 (3000), queued at 1000.
-        h.facts.insert(Fact::Config(params()));
+        h.facts.insert(Fact::Config(Box::new(params())));
         h.facts.insert(fairshare(UA, 0.5));
         h.facts.insert(fairshare(UB, 0.75));
         h.jobs.insert(job(ids, "A", UA, 0, 1500));
@@ -154,7 +154,7 @@ fn jobs_at_the_floor_are_read_in_submit_then_id_order() {
         let mut h = PriorityDataflow::build(worker, names.clone());
         let mut ids = JobIds::new(names);
         // Slurm with every weight 0: the priority is site - nice, at least 1.
-        h.facts.insert(Fact::Config(PriorityParams::default()));
+        h.facts.insert(Fact::Config(Box::default()));
         let mut row = |id: &str, submit_at: i64, site: Option<i64>| JobRow {
             job: ids.intern(id),
             submit_at,

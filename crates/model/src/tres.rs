@@ -8,8 +8,133 @@ use std::collections::BTreeMap;
 use crate::InvalidValue;
 
 /// TRES counts by lower-case name (`cpu`, `node`, `mem` in MiB, `gres/gpu`,
-/// `license/x`, ...).
-pub type TresCounts = BTreeMap<String, f64>;
+/// `license/x`, ...), sorted by name.
+///
+/// A map with the API of a `BTreeMap<String, f64>` (and its serialised
+/// form: a map in name order), kept as a sorted vector: a job names a
+/// handful of TRES, and a tree node has room for eleven, so a million jobs'
+/// counts take a third of the memory this way.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TresCounts(Vec<(String, f64)>);
+
+/// The entries of a [`TresCounts`], in name order.
+pub type TresIter<'a> = std::iter::Map<
+    std::slice::Iter<'a, (String, f64)>,
+    fn(&'a (String, f64)) -> (&'a String, &'a f64),
+>;
+
+impl TresCounts {
+    /// No counts.
+    pub const fn new() -> Self {
+        TresCounts(Vec::new())
+    }
+
+    fn position(&self, name: &str) -> Result<usize, usize> {
+        self.0.binary_search_by(|(n, _)| n.as_str().cmp(name))
+    }
+
+    /// The count of `name`, if given.
+    pub fn get(&self, name: &str) -> Option<&f64> {
+        self.position(name).ok().map(|i| &self.0[i].1)
+    }
+
+    /// Is `name` given?
+    pub fn contains_key(&self, name: &str) -> bool {
+        self.position(name).is_ok()
+    }
+
+    /// Set the count of `name`, returning the one it replaces.
+    pub fn insert(&mut self, name: String, count: f64) -> Option<f64> {
+        match self.position(&name) {
+            Ok(i) => Some(std::mem::replace(&mut self.0[i].1, count)),
+            Err(i) => {
+                self.0.insert(i, (name, count));
+                None
+            }
+        }
+    }
+
+    /// Remove `name`'s count, returning it.
+    pub fn remove(&mut self, name: &str) -> Option<f64> {
+        self.position(name).ok().map(|i| self.0.remove(i).1)
+    }
+
+    /// `(name, count)` in name order.
+    pub fn iter(&self) -> TresIter<'_> {
+        fn pair((name, count): &(String, f64)) -> (&String, &f64) {
+            (name, count)
+        }
+        self.0
+            .iter()
+            .map(pair as fn(&(String, f64)) -> (&String, &f64))
+    }
+
+    /// The names, in order.
+    pub fn keys(&self) -> impl Iterator<Item = &String> {
+        self.0.iter().map(|(name, _)| name)
+    }
+
+    /// The counts, in name order.
+    pub fn values(&self) -> impl Iterator<Item = &f64> {
+        self.0.iter().map(|(_, count)| count)
+    }
+
+    /// How many TRES are given.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Are none given?
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl FromIterator<(String, f64)> for TresCounts {
+    /// Later counts of a name replace earlier ones, as a map's would.
+    fn from_iter<I: IntoIterator<Item = (String, f64)>>(items: I) -> Self {
+        let mut counts = TresCounts::new();
+        for (name, count) in items {
+            counts.insert(name, count);
+        }
+        counts.0.shrink_to_fit();
+        counts
+    }
+}
+
+impl<const N: usize> From<[(String, f64); N]> for TresCounts {
+    fn from(items: [(String, f64); N]) -> Self {
+        items.into_iter().collect()
+    }
+}
+
+impl<'a> IntoIterator for &'a TresCounts {
+    type Item = (&'a String, &'a f64);
+    type IntoIter = TresIter<'a>;
+    fn into_iter(self) -> TresIter<'a> {
+        self.iter()
+    }
+}
+
+impl std::ops::Index<&str> for TresCounts {
+    type Output = f64;
+    fn index(&self, name: &str) -> &f64 {
+        self.get(name).expect("no such TRES")
+    }
+}
+
+impl serde::Serialize for TresCounts {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_map(self.iter())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for TresCounts {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let map = BTreeMap::<String, f64>::deserialize(deserializer)?;
+        Ok(map.into_iter().collect())
+    }
+}
 
 /// A parsed weight list: per lower-case TRES name, the weight per base unit
 /// (memory's base unit is the MiB, every other TRES's is one count).
@@ -153,6 +278,24 @@ pub fn billable_tres(counts: &TresCounts, weights: &WeightList, mode: BillingMod
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn counts_are_a_sorted_map() {
+        let mut counts: TresCounts = [("mem".to_string(), 2.0), ("cpu".to_string(), 1.0)].into();
+        assert_eq!(counts.insert("gres/gpu".to_string(), 4.0), None);
+        assert_eq!(counts.insert("cpu".to_string(), 8.0), Some(1.0));
+        let names: Vec<&String> = counts.keys().collect();
+        assert_eq!(names, ["cpu", "gres/gpu", "mem"]);
+        assert_eq!(counts.get("cpu"), Some(&8.0));
+        assert_eq!(counts.get("node"), None);
+        assert_eq!(counts["mem"], 2.0);
+        // Serialised as the map it stands for, in name order.
+        let json = serde_json::to_string(&counts).unwrap();
+        assert_eq!(json, r#"{"cpu":8.0,"gres/gpu":4.0,"mem":2.0}"#);
+        let back: TresCounts =
+            serde_json::from_str(r#"{"mem":2.0,"cpu":8.0,"gres/gpu":4.0}"#).unwrap();
+        assert_eq!(back, counts);
+    }
 
     fn counts(items: &[(&str, f64)]) -> TresCounts {
         items.iter().map(|(n, c)| (n.to_string(), *c)).collect()

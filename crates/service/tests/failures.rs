@@ -18,6 +18,7 @@
 //!   never applied. Before: the timeout layer answered 408 and the queued
 //!   write was applied anyway.
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -80,6 +81,9 @@ impl Engine for Faulty {
     }
     fn fairshare(&mut self) -> Result<FairshareTable, EngineError> {
         self.0.fairshare()
+    }
+    fn user_factors(&mut self) -> Result<BTreeMap<(String, String), f64>, EngineError> {
+        self.0.user_factors()
     }
     fn priorities(&mut self) -> Result<Vec<JobPriority>, EngineError> {
         self.0.priorities()
