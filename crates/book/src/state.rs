@@ -4,7 +4,7 @@
 //! one place an event's effects are written); time advancing applies usage
 //! resets and re-bases the decay frame (see `fairflow_model::usage`).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use fairflow_model::config::ResetPeriod;
 use fairflow_model::event::{JobSpec, Op};
@@ -227,7 +227,9 @@ pub struct State {
     /// The cluster.
     pub cluster: Cluster,
     /// Active jobs by id.
-    pub jobs: BTreeMap<String, Job>,
+    /// (Boxed: a B-tree node holds eleven entries, half of them empty on
+    /// average, so a job inline would leave hundreds of bytes unused.)
+    pub jobs: BTreeMap<String, Box<Job>>,
     /// Moab fair-share usage settled to group, QOS and class credentials
     /// (usage events charge the account's group; ended and requeued jobs
     /// their group, QOS and class), in frame units. Running jobs' share is
@@ -254,6 +256,28 @@ pub struct State {
     /// [`Account::created`] is one more.
     #[serde(default)]
     pub accounts_created: u64,
+    /// Derived: the jobs that may be running (see [`RunningIndex`]).
+    #[serde(skip)]
+    running_index: RunningIndex,
+}
+
+/// The ids of every running job and perhaps some that stopped running: a
+/// job enters at its start and leaves when a settlement finds it no longer
+/// running, so a settlement at a calc-period boundary visits the running
+/// jobs, not every job. Not serialised: a state read back (or built any
+/// other way) finds it unknown and rebuilds it from its jobs at the first
+/// settlement. It takes no part in equality.
+#[derive(Debug, Clone, Default)]
+struct RunningIndex {
+    ids: BTreeSet<String>,
+    /// Does `ids` hold every running job?
+    complete: bool,
+}
+
+impl PartialEq for RunningIndex {
+    fn eq(&self, _: &RunningIndex) -> bool {
+        true
+    }
 }
 
 /// The serde default of [`State::accrual_settled_to`]: nothing settled yet.
@@ -293,6 +317,10 @@ impl State {
             priority_floor: BTreeMap::new(),
             accrual_settled_to: Time::MIN,
             accounts_created: 0,
+            running_index: RunningIndex {
+                ids: BTreeSet::new(),
+                complete: true,
+            },
         }
     }
 
@@ -395,7 +423,27 @@ impl State {
         self.accrual_settled_to = boundary;
         let frame = self.frame;
         let mut settled: Vec<((String, String), u128, u128, u128)> = Vec::new();
-        for job in self.jobs.values_mut() {
+        if !self.running_index.complete {
+            self.running_index = RunningIndex {
+                ids: self
+                    .jobs
+                    .iter()
+                    .filter(|(_, job)| matches!(job.phase, JobPhase::Running { .. }))
+                    .map(|(id, _)| id.clone())
+                    .collect(),
+                complete: true,
+            };
+        }
+        let jobs = &mut self.jobs;
+        // Jobs no longer running leave the index; the others are settled in id order.
+        self.running_index.ids.retain(|id| {
+            jobs.get(id)
+                .is_some_and(|job| matches!(job.phase, JobPhase::Running { .. }))
+        });
+        for id in &self.running_index.ids {
+            let Some(job) = jobs.get_mut(id) else {
+                continue;
+            };
             if let JobPhase::Running { since, rate } = &mut job.phase {
                 if *since < boundary {
                     let accrued = frame.accrued(*rate, *since, boundary);
@@ -596,7 +644,7 @@ impl State {
             } => {
                 self.jobs.insert(
                     job.clone(),
-                    Job {
+                    Box::new(Job {
                         id: job.clone(),
                         user: user.clone(),
                         account: account.clone(),
@@ -609,7 +657,7 @@ impl State {
                         started_at: None,
                         held_spans: Vec::new(),
                         held_since: None,
-                    },
+                    }),
                 );
                 self.priority_floor.remove(job);
             }
@@ -650,6 +698,9 @@ impl State {
                 let entry = self.jobs.get_mut(job).expect("validated job");
                 entry.phase = JobPhase::Running { since: t, rate };
                 entry.allocated = Some(allocated);
+                if self.running_index.complete {
+                    self.running_index.ids.insert(job.clone());
+                }
                 entry.start_count += 1;
                 entry.started_at = Some(t);
                 self.priority_floor.remove(job);

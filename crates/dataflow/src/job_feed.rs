@@ -22,7 +22,7 @@
 //! oracle's: the effective association priority (the nearest priority up the
 //! account chain) and Moab's credential usage.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 
 use fairflow_book::state::accrued_between;
 use fairflow_book::{Changes, JobPhase, State};
@@ -78,12 +78,44 @@ pub enum Subject {
     Moab,
 }
 
+/// The rows sent, by job id: active jobs' ids are dense, so a vector (a hash
+/// map would spend about as much again on empty buckets at a million jobs).
+#[derive(Debug, Default)]
+struct SentRows(Vec<Option<JobRow>>);
+
+impl SentRows {
+    fn get(&self, id: JobId) -> Option<&JobRow> {
+        self.0.get(id as usize).and_then(Option::as_ref)
+    }
+
+    fn remove(&mut self, id: JobId) -> Option<JobRow> {
+        self.0.get_mut(id as usize).and_then(Option::take)
+    }
+
+    fn insert(&mut self, id: JobId, row: JobRow) {
+        let slot = id as usize;
+        if self.0.len() <= slot {
+            self.0.resize_with(slot + 1, || None);
+        }
+        self.0[slot] = Some(row);
+    }
+
+    /// The ids with a row sent.
+    fn ids(&self) -> impl Iterator<Item = JobId> + '_ {
+        self.0
+            .iter()
+            .enumerate()
+            .filter(|(_, row)| row.is_some())
+            .map(|(id, _)| JobId::try_from(id).expect("ids are u32"))
+    }
+}
+
 /// What was last sent to the priority inputs; see the module documentation.
 #[derive(Debug, Default)]
 pub struct JobFeed {
     /// The active jobs' ids.
     job_ids: JobIds,
-    sent_jobs: HashMap<JobId, JobRow>,
+    sent_jobs: SentRows,
     /// Per subject, the facts sent (sorted; a subject has a handful, so a
     /// vector, not a set whose every node has room for eleven).
     sent_facts: BTreeMap<Subject, Vec<PFact>>,
@@ -167,8 +199,8 @@ impl JobFeed {
         if std::mem::take(&mut self.all_dirty) {
             jobs.extend(
                 self.sent_jobs
-                    .keys()
-                    .filter_map(|id| job_names.get(*id).map(|name| name.to_string())),
+                    .ids()
+                    .filter_map(|id| job_names.get(id).map(|name| name.to_string())),
             );
             jobs.extend(state.jobs.keys().cloned());
         }
@@ -184,7 +216,7 @@ impl JobFeed {
             let Some(id) = self.job_ids.get(&name) else {
                 continue;
             };
-            let old = self.sent_jobs.get(&id);
+            let old = self.sent_jobs.get(id);
             if old == row.as_ref() {
                 if let Some(row) = &row {
                     self.crossings
@@ -192,7 +224,7 @@ impl JobFeed {
                 }
                 continue;
             }
-            if let Some(old) = self.sent_jobs.remove(&id) {
+            if let Some(old) = self.sent_jobs.remove(id) {
                 deltas.push((old, -1));
             }
             match row {

@@ -108,7 +108,8 @@ pub fn evaluate(state: &State, fs: &FairshareFactors) -> Vec<JobPriority> {
         .jobs
         .values()
         .filter_map(|job| {
-            listed_state(state, job, flags.calculate_running, flags.accrue_always).map(|s| (job, s))
+            listed_state(state, job, flags.calculate_running, flags.accrue_always)
+                .map(|s| (&**job, s))
         })
         .collect();
     let jobs: Vec<&Job> = listed.iter().map(|(j, _)| *j).collect();
