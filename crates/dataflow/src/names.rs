@@ -113,12 +113,6 @@ impl JobNames {
         table.get(id as usize).cloned().flatten()
     }
 
-    /// Run `read` with the table locked for reading (many lookups, one lock).
-    pub fn with<R>(&self, read: impl FnOnce(&dyn Fn(JobId) -> Option<Arc<str>>) -> R) -> R {
-        let table = self.0.read().unwrap_or_else(PoisonError::into_inner);
-        read(&|id| table.get(id as usize).cloned().flatten())
-    }
-
     fn set(&self, id: JobId, name: Option<Arc<str>>) {
         let mut table = self.0.write().unwrap_or_else(PoisonError::into_inner);
         let slot = id as usize;
@@ -190,15 +184,5 @@ impl JobIds {
     /// A batch was sent: the ids released before it may be reused.
     pub fn next_batch(&mut self) {
         self.free.append(&mut self.released);
-    }
-
-    /// Forget every job.
-    pub fn clear(&mut self) {
-        let names = self.names.clone();
-        {
-            let mut table = names.0.write().unwrap_or_else(PoisonError::into_inner);
-            table.clear();
-        }
-        *self = JobIds::new(names);
     }
 }
