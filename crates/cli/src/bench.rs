@@ -615,6 +615,9 @@ fn report(
         json!(read_full.map(|f| f / engine.topk.quantile_us(0.5))),
     );
     topk_object.insert("p99_target_us".into(), json!(TOPK_P99_TARGET_US));
+    // Bytes per active job (pending and running).
+    let jobs = (params.pending_jobs + params.running_jobs).max(1) as f64;
+    let per_job = |bytes: Option<u64>| bytes.map(|bytes| bytes as f64 / jobs);
     json!({
         "associations": params.user_associations,
         "jobs": params.pending_jobs,
@@ -630,26 +633,18 @@ fn report(
         "peak_rss_bytes": engine.peak_rss_bytes,
         "load_peak_rss_bytes": engine.load_peak_rss_bytes,
         "rss_after_load_bytes": engine.rss_after_load_bytes,
-        "rss_after_load_bytes_per_job": engine.rss_after_load_bytes.map(|rss| {
-            rss as f64 / (params.pending_jobs + params.running_jobs).max(1) as f64
-        }),
+        "rss_after_load_bytes_per_job": per_job(engine.rss_after_load_bytes),
         "rss_after_load_target_bytes": AFTER_LOAD_TARGET_BYTES,
         "allocated_after_load_bytes": engine.allocated_after_load_bytes,
-        "allocated_after_load_bytes_per_job": engine.allocated_after_load_bytes.map(|bytes| {
-            bytes as f64 / (params.pending_jobs + params.running_jobs).max(1) as f64
-        }),
+        "allocated_after_load_bytes_per_job": per_job(engine.allocated_after_load_bytes),
         "oracle_peak_rss_bytes": oracle.and_then(|o| o.peak_rss_bytes),
         "oracle_peak_rss_is_phase_only": oracle.map(|o| o.peak_was_reset),
         "settle_secs": args.settle_secs,
         "rss_settled_bytes": engine.rss_settled_bytes,
         "allocated_settled_bytes": engine.allocated_settled_bytes,
-        "allocated_settled_bytes_per_job": engine.allocated_settled_bytes.map(|bytes| {
-            bytes as f64 / (params.pending_jobs + params.running_jobs).max(1) as f64
-        }),
+        "allocated_settled_bytes_per_job": per_job(engine.allocated_settled_bytes),
         "book_bytes_after_load": oracle.and_then(|o| o.book_bytes),
-        "book_bytes_after_load_per_job": oracle.and_then(|o| o.book_bytes).map(|bytes| {
-            bytes as f64 / (params.pending_jobs + params.running_jobs).max(1) as f64
-        }),
+        "book_bytes_after_load_per_job": per_job(oracle.and_then(|o| o.book_bytes)),
         "topk_matches_oracle": oracle.map(|o| o.top == engine.last_top),
         "topk_read": topk,
         "updates": updates,

@@ -155,6 +155,19 @@ fn account(name: &str, t: u64) -> String {
     format!("{{\"op\":\"account\",\"t\":{t},\"name\":\"{name}\"}}")
 }
 
+/// A log in `dir/log` holding one record per account of `names` (at times
+/// 10, 11, ...), as a service that logged them would leave it; the records.
+fn write_log(dir: &std::path::Path, names: &[&str]) -> Vec<Vec<u8>> {
+    let (mut log, _) = EventLog::open(dir.join("log")).unwrap();
+    let records: Vec<Vec<u8>> = names
+        .iter()
+        .zip(10..)
+        .map(|(name, t)| account(name, t).into_bytes())
+        .collect();
+    log.append(&records).unwrap();
+    records
+}
+
 /// The account names of a `sshare` JSON answer (root included).
 fn accounts(sshare_json: &str) -> Vec<String> {
     let rows: serde_json::Value = serde_json::from_str(sshare_json).unwrap();
@@ -259,13 +272,7 @@ async fn a_failed_rebuild_fails_the_service_instead_of_serving_an_unknown_state(
 async fn a_poison_record_in_an_old_log_is_quarantined_not_replayed_forever() {
     let dir = tempfile::tempdir().unwrap();
     // A log as a service that logged before applying could leave it.
-    let (mut log, _) = EventLog::open(dir.path().join("log")).unwrap();
-    let records: Vec<Vec<u8>> = [account("a", 10), account("poison", 11), account("c", 12)]
-        .iter()
-        .map(|r| r.clone().into_bytes())
-        .collect();
-    log.append(&records).unwrap();
-    drop(log);
+    write_log(dir.path(), &["a", "poison", "c"]);
     let segment = dir.path().join("log/events-00000000000000000000.wal");
     assert!(segment.exists());
 
@@ -474,13 +481,7 @@ async fn a_write_answered_408_is_never_applied() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_damaged_log_stops_the_start_unless_recover_keeps_what_is_intact() {
     let dir = tempfile::tempdir().unwrap();
-    let (mut log, _) = EventLog::open(dir.path().join("log")).unwrap();
-    let records: Vec<Vec<u8>> = [account("a", 10), account("b", 11), account("c", 12)]
-        .iter()
-        .map(|r| r.clone().into_bytes())
-        .collect();
-    log.append(&records).unwrap();
-    drop(log);
+    let records = write_log(dir.path(), &["a", "b", "c"]);
     // Flip a byte in the second record's payload: damage, not a torn tail.
     let segment = dir.path().join("log/events-00000000000000000000.wal");
     let mut bytes = std::fs::read(&segment).unwrap();
