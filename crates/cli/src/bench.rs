@@ -104,9 +104,52 @@ pub struct Args {
     /// chunks bound the memory the load holds at once.
     #[arg(long, value_name = "N", default_value_t = 250_000)]
     load_batch: usize,
+    /// The fair-share algorithm (`PriorityFlags` in the generated
+    /// configuration), so that every algorithm's cost is measured.
+    #[arg(long, value_enum, default_value_t = BenchAlgorithm::FairTree)]
+    algorithm: BenchAlgorithm,
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
+}
+
+/// The fair-share algorithms `--algorithm` selects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum BenchAlgorithm {
+    /// Fair Tree (Slurm's default).
+    FairTree,
+    /// Classic (`NO_FAIR_TREE`).
+    Classic,
+    /// Classic, depth-oblivious (`DEPTH_OBLIVIOUS`).
+    DepthOblivious,
+    /// Ticket-based (`TICKET_BASED`).
+    TicketBased,
+    /// Level-based (`LEVEL_BASED`).
+    LevelBased,
+}
+
+impl BenchAlgorithm {
+    /// Its `PriorityFlags` value (`None`: no flag, Fair Tree).
+    fn priority_flags(self) -> Option<&'static str> {
+        match self {
+            BenchAlgorithm::FairTree => None,
+            BenchAlgorithm::Classic => Some("NO_FAIR_TREE"),
+            BenchAlgorithm::DepthOblivious => Some("NO_FAIR_TREE,DEPTH_OBLIVIOUS"),
+            BenchAlgorithm::TicketBased => Some("TICKET_BASED"),
+            BenchAlgorithm::LevelBased => Some("LEVEL_BASED"),
+        }
+    }
+
+    /// The report's name.
+    fn name(self) -> &'static str {
+        match self {
+            BenchAlgorithm::FairTree => "fair-tree",
+            BenchAlgorithm::Classic => "classic",
+            BenchAlgorithm::DepthOblivious => "depth-oblivious",
+            BenchAlgorithm::TicketBased => "ticket-based",
+            BenchAlgorithm::LevelBased => "level-based",
+        }
+    }
 }
 
 /// The most running jobs by default: the generated cluster has 64,000
@@ -235,13 +278,16 @@ fn workload(args: &Args) -> WorkloadParams {
     }
 }
 
-/// Pin `PriorityCalcPeriod` to Slurm's default in the generator's
-/// configuration event (the first event).
-fn pin_calc_period(events: &mut [Event]) {
+/// Pin `PriorityCalcPeriod` to Slurm's default and select the algorithm in
+/// the generator's configuration event (the first event).
+fn pin_config(events: &mut [Event], algorithm: BenchAlgorithm) {
     for event in events.iter_mut() {
         if let Op::Config { set } = &mut event.op {
             // A bare number is minutes in Slurm's syntax: 5 minutes = 300 s.
             set.insert("PriorityCalcPeriod".to_string(), Value::from(5));
+            if let Some(flags) = algorithm.priority_flags() {
+                set.insert("PriorityFlags".to_string(), Value::from(flags));
+            }
         }
     }
 }
@@ -249,6 +295,7 @@ fn pin_calc_period(events: &mut [Event]) {
 /// Feed the initial state in chunks through `feed`, stopping at its first error.
 fn generate_initial(
     params: &WorkloadParams,
+    algorithm: BenchAlgorithm,
     chunk_len: usize,
     mut feed: impl FnMut(Vec<Event>) -> anyhow::Result<()>,
 ) -> anyhow::Result<Generator> {
@@ -260,7 +307,7 @@ fn generate_initial(
             return;
         }
         if first {
-            pin_calc_period(&mut chunk);
+            pin_config(&mut chunk, algorithm);
             first = false;
         }
         outcome = feed(chunk);
@@ -348,7 +395,7 @@ fn engine_phase(args: &Args, params: &WorkloadParams) -> anyhow::Result<EnginePh
         ),
     );
     let wall = Instant::now();
-    let mut generator = generate_initial(params, args.load_batch, |chunk| {
+    let mut generator = generate_initial(params, args.algorithm, args.load_batch, |chunk| {
         let sent = chunk.len();
         initial_events += sent as u64;
         let batch = lines.of(chunk);
@@ -495,7 +542,7 @@ fn oracle_phase(
     let allocated_before = measure::allocated_bytes();
     let mut replay = Replay::new(Config::default());
     let mut lines = Lines::default();
-    generate_initial(params, args.load_batch, |chunk| {
+    generate_initial(params, args.algorithm, args.load_batch, |chunk| {
         replay.feed_all(lines.of(chunk));
         if let Some(rejection) = replay.report.rejected.first() {
             bail!("the oracle rejected the initial state: {rejection}");
@@ -623,6 +670,7 @@ fn report(
         "jobs": params.pending_jobs,
         "running_jobs": params.running_jobs,
         "workers": args.workers.max(1),
+        "algorithm": args.algorithm.name(),
         "seed": args.seed,
         "load_batch": args.load_batch,
         "max_depth": params.max_depth,
@@ -676,11 +724,12 @@ fn number(value: &Value) -> Option<f64> {
 /// The report as a readable table with the targets.
 fn table(report: &Value) -> String {
     let mut text = format!(
-        "fairflow bench: {} associations, {} pending and {} running jobs, {} worker(s), seed {}, k {}\n",
+        "fairflow bench: {} associations, {} pending and {} running jobs, {} worker(s), {}, seed {}, k {}\n",
         report["associations"],
         report["jobs"],
         report["running_jobs"],
         report["workers"],
+        report["algorithm"],
         report["seed"],
         report["topk_read"]["k"],
     );

@@ -16,11 +16,13 @@ use fairflow_model::usage::{DecayFrame, FrameUsage};
 use fairflow_model::{Config, Shares, Time};
 use timely::WorkerConfig;
 
-use crate::graph::{run_worker, Command, Epoch, Fact, Feeder, Reply};
+use crate::graph::Fact;
 use crate::job_feed::{JobDeltas, JobFeed};
 use crate::names::{JobNames, Names};
 use crate::priority::TouchCounter;
-use crate::tree_feed::{Deltas, NodeId, TreeFeed, ROOT};
+use crate::tree_feed::{Deltas, TreeFeed};
+use crate::types::{Epoch, NodeId, ROOT};
+use crate::worker::{run_worker, Command, Feeder, Reply};
 
 /// Why the engine could not do what was asked.
 #[derive(Debug, thiserror::Error)]

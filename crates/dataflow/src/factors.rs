@@ -88,10 +88,8 @@ use fairflow_model::formula::{
 use fairflow_model::{Algorithm, Config, FairTreeTies, Shares};
 use timely::dataflow::operators::vec::Map as _;
 
-use crate::graph::{ByKey, Diff, Epoch};
-use crate::names::AssocId;
 use crate::priority::{Fact as PFact, TouchCounter};
-use crate::tree_feed::{NodeId, ROOT};
+use crate::types::{AssocId, ByKey, Diff, Epoch, NodeId, ROOT};
 
 mod fair_tree_slurm;
 mod level;

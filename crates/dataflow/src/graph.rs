@@ -1,47 +1,37 @@
-//! The timely worker: the dataflow every worker builds (identically, in the
-//! same order), and the loop each worker runs. Worker 0 of the process that
-//! hosts the driver receives [`Command`]s on a channel and feeds the inputs;
-//! every other worker closes its (empty) inputs at once and only steps, so the
-//! worker logic does not depend on how the workers were started (threads of
-//! one process, or timely's multi-process cluster mode).
+//! The dataflow every timely worker builds (identically, in the same
+//! order): the tree half (ancestor closure, subtree usage, fair-share
+//! parents, level shares), the fair-share factors (`factors`) and the
+//! priority half (`priority`), with their inputs and the probe. The loop
+//! that drives it is `worker`.
 //!
 //! All collections have time `u64` (one logical time per batch) and diff
 //! `i128`, so that usage can travel in the diff and be summed exactly; this
 //! also keeps the number of distinct `(K, V, T, R)` combinations small.
 
-use crossbeam_channel::{Receiver, Sender, TryRecvError};
 use differential_dataflow::hashable::Hashable;
 use differential_dataflow::input::{Input, InputSession};
 use differential_dataflow::operators::arrange::arrangement::arrange_core;
-use differential_dataflow::operators::arrange::{Arranged, TraceAgent};
+use differential_dataflow::operators::arrange::TraceAgent;
 use differential_dataflow::operators::iterate::Iterate;
 use differential_dataflow::operators::CountTotal;
-use differential_dataflow::trace::cursor::cursor_list;
 use differential_dataflow::trace::implementations::{ValBatcher, ValBuilder, ValSpine};
-use differential_dataflow::trace::{Cursor, TraceReader};
 use differential_dataflow::{AsCollection, ExchangeData, VecCollection};
 use fairflow_model::Shares;
 use timely::dataflow::channels::pact::Exchange;
 use timely::dataflow::operators::probe::Handle as ProbeHandle;
 use timely::dataflow::operators::vec::Map as _;
 use timely::dataflow::operators::Probe;
-use timely::progress::frontier::{Antichain, AntichainRef};
 use timely::worker::Worker;
 
 use crate::factors::{FactorInputs, FsParams};
 use crate::job_feed::JobDeltas;
-use crate::names::{AssocId, JobId, JobNames};
+use crate::names::JobNames;
 use crate::priority::{
-    build as build_priority, Fact as PFact, IncrFloors, JobRow, Phase, PriorityInputs,
-    PriorityReader, Time64, TouchCounter,
+    build as build_priority, Fact as PFact, JobRow, Phase, PriorityInputs, PriorityReader,
+    TouchCounter,
 };
-use crate::tree_feed::{Deltas, NodeId};
-use fairflow_model::report::JobPriority;
-
-/// Logical time: one per batch.
-pub type Epoch = u64;
-/// The diff of every collection.
-pub type Diff = i128;
+use crate::tree_feed::Deltas;
+use crate::types::{AssocId, ByKey, Diff, Epoch, NodeId};
 
 /// One derived fact about an association, as read from the result arrangement.
 #[derive(
@@ -58,11 +48,7 @@ pub enum Fact {
     Tickets(u64),
 }
 
-type FactTrace = TraceAgent<ValSpine<NodeId, Fact, Epoch, Diff>>;
-
-/// A collection arranged by its key (time [`Epoch`], diff [`Diff`]): built
-/// once and shared by every operator that joins on that key.
-pub type ByKey<'s, K, V> = Arranged<'s, TraceAgent<ValSpine<K, V, Epoch, Diff>>>;
+pub(crate) type FactTrace = TraceAgent<ValSpine<NodeId, Fact, Epoch, Diff>>;
 
 /// `reduce`, with the output left arranged by the same key, so that an
 /// operator joining on that key reads the reduce's own output arrangement
@@ -94,68 +80,7 @@ where
         )
 }
 
-/// What the driver asks worker 0 to do.
-#[derive(Debug)]
-pub enum Command {
-    /// Insert the deltas at `epoch`, then step until every result reflects it.
-    Batch {
-        /// The batch's logical time.
-        epoch: Epoch,
-        /// The input changes.
-        deltas: Deltas,
-        /// The priority inputs' changes.
-        jobs: JobDeltas,
-    },
-    /// Send every fact of the result arrangement (consolidated).
-    ReadFacts,
-    /// Send every user association's fair-share factor (by interned name).
-    ReadFactors,
-    /// `INCR_ONLY`: remember every listed job's priority at this time
-    /// (`PriorityReader::remember_incr_only`).
-    RememberIncrOnly(Time64),
-    /// Every listed job's priority at this time (`evaluate_all`).
-    EvaluateAll(Time64),
-    /// Send the `INCR_ONLY` memory (a snapshot).
-    ReadFloors,
-    /// Replace the `INCR_ONLY` memory (a restore).
-    SetFloors(IncrFloors),
-    /// The first `k` of the queue at this time.
-    Top(usize, Time64),
-    /// One job's priority at this time.
-    Job(JobId, Time64),
-}
-
-/// What worker 0 answers.
-#[derive(Debug)]
-pub enum Reply {
-    /// Worker 0 is running on this thread (unpark it after sending a command).
-    Ready(std::thread::Thread),
-    /// The batch is reflected in the result arrangement.
-    BatchDone,
-    /// Every `(node, fact)` with a positive count.
-    Facts(Vec<(NodeId, Fact)>),
-    /// Fair-share factors by interned `(account, user)`.
-    Factors(std::collections::BTreeMap<AssocId, f64>),
-    /// Job priorities (`EvaluateAll`, `Top`).
-    Priorities(Vec<JobPriority>),
-    /// One job's priority, if it is listed.
-    Job(Option<JobPriority>),
-    /// The `INCR_ONLY` memory.
-    Floors(IncrFloors),
-    /// A command without a result is done.
-    Done,
-}
-
-/// The channels worker 0 is driven through.
-#[derive(Debug, Clone)]
-pub struct Feeder {
-    /// Commands from the driver.
-    pub commands: Receiver<Command>,
-    /// Replies to the driver.
-    pub replies: Sender<Reply>,
-}
-
-struct Inputs {
+pub(crate) struct Inputs {
     edges: InputSession<Epoch, (NodeId, NodeId), Diff>,
     shares: InputSession<Epoch, (NodeId, Shares), Diff>,
     usage: InputSession<Epoch, NodeId, Diff>,
@@ -167,7 +92,38 @@ struct Inputs {
 }
 
 impl Inputs {
-    fn advance_and_flush(&mut self, epoch: Epoch) {
+    /// Insert one batch's changes at `epoch` (not before the inputs' time).
+    pub(crate) fn feed(&mut self, epoch: Epoch, deltas: Deltas, jobs: JobDeltas) {
+        debug_assert!(epoch >= *self.usage.time());
+        self.advance_and_flush(epoch);
+        for (record, diff) in deltas.edges {
+            self.edges.update(record, diff);
+        }
+        for (record, diff) in deltas.shares {
+            self.shares.update(record, diff);
+        }
+        for (record, diff) in deltas.usage {
+            self.usage.update(record, diff);
+        }
+        for (record, diff) in deltas.users {
+            self.users.update(record, diff);
+        }
+        for (record, diff) in deltas.user_names {
+            self.user_names.update(record, diff);
+        }
+        for (record, diff) in deltas.fs_params {
+            self.fs_params.update(record, diff);
+        }
+        for (record, diff) in jobs.jobs {
+            self.jobs.update(record, diff);
+        }
+        for (record, diff) in jobs.facts {
+            self.priority_facts.update(record, diff);
+        }
+    }
+
+    /// Advance every input to `epoch` and flush.
+    pub(crate) fn advance_and_flush(&mut self, epoch: Epoch) {
         self.edges.advance_to(epoch);
         self.shares.advance_to(epoch);
         self.usage.advance_to(epoch);
@@ -190,7 +146,7 @@ impl Inputs {
 /// Build the dataflow on this worker. See the crate documentation for the
 /// collections and what each update touches. `touched` counts the records
 /// the stages emit (the tree part's facts and every priority stage).
-fn build(
+pub(crate) fn build(
     worker: &mut Worker,
     touched: &TouchCounter,
     names: JobNames,
@@ -333,19 +289,10 @@ fn build(
             },
             touched,
         );
-        priority.records.stream.clone().probe_with(&probe);
-        priority.uncapped.stream.clone().probe_with(&probe);
-        priority.capped.stream.clone().probe_with(&probe);
-        priority.fifo.stream.clone().probe_with(&probe);
-        priority.facts.stream.clone().probe_with(&probe);
-        let reader = PriorityReader::new(
-            names,
-            priority.records.trace,
-            priority.uncapped.trace,
-            priority.capped.trace,
-            priority.fifo.trace,
-            priority.facts.trace,
-        );
+        for stream in priority.captured {
+            stream.probe_with(&probe);
+        }
+        let reader = PriorityReader::new(names, priority.capture, touched.clone());
         let inputs = Inputs {
             edges: edges_input,
             shares: shares_input,
@@ -358,157 +305,4 @@ fn build(
         };
         (inputs, pinned.trace, reader, probe)
     })
-}
-
-/// Everything in the trace, consolidated, with positive counts.
-fn read_facts(trace: &mut FactTrace) -> Vec<(NodeId, Fact)> {
-    let mut upper = Antichain::new();
-    trace.read_upper(&mut upper);
-    let Some(batches) = trace.batches_through(upper.borrow()) else {
-        return Vec::new();
-    };
-    let (mut cursor, storage) = cursor_list(batches);
-    let mut facts = Vec::new();
-    for ((node, fact), times) in cursor.to_vec(&storage, |k| *k, |v| *v) {
-        let count: Diff = times.iter().map(|(_, d)| *d).sum();
-        debug_assert!(count == 0 || count == 1, "a fact is present at most once");
-        if count > 0 {
-            facts.push((node, fact));
-        }
-    }
-    facts
-}
-
-/// The loop of one worker. `feeder` is `Some` only for the worker the driver
-/// talks to; `touched` is the process's one record counter (shared by its workers).
-pub fn run_worker(
-    worker: &mut Worker,
-    feeder: Option<Feeder>,
-    touched: TouchCounter,
-    names: JobNames,
-) {
-    let (mut inputs, mut trace, mut reader, probe) = build(worker, &touched, names);
-    let Some(feeder) = feeder else {
-        // Not fed: close the inputs so only the feeding worker drives progress.
-        drop(inputs);
-        drop(trace);
-        drop(reader);
-        while worker.step_or_park(None) {}
-        return;
-    };
-    // Nothing is sent for epoch 0: results start at epoch 1.
-    inputs.advance_and_flush(1);
-    if feeder
-        .replies
-        .send(Reply::Ready(std::thread::current()))
-        .is_err()
-    {
-        return;
-    }
-    loop {
-        match feeder.commands.try_recv() {
-            Ok(Command::Batch {
-                epoch,
-                deltas,
-                jobs,
-            }) => {
-                debug_assert!(epoch >= *inputs.usage.time());
-                inputs.advance_and_flush(epoch);
-                for (record, diff) in deltas.edges {
-                    inputs.edges.update(record, diff);
-                }
-                for (record, diff) in deltas.shares {
-                    inputs.shares.update(record, diff);
-                }
-                for (record, diff) in deltas.usage {
-                    inputs.usage.update(record, diff);
-                }
-                for (record, diff) in deltas.users {
-                    inputs.users.update(record, diff);
-                }
-                for (record, diff) in deltas.user_names {
-                    inputs.user_names.update(record, diff);
-                }
-                for (record, diff) in deltas.fs_params {
-                    inputs.fs_params.update(record, diff);
-                }
-                for (record, diff) in jobs.jobs {
-                    inputs.jobs.update(record, diff);
-                }
-                for (record, diff) in jobs.facts {
-                    inputs.priority_facts.update(record, diff);
-                }
-                inputs.advance_and_flush(epoch + 1);
-                while probe.less_than(&(epoch + 1)) {
-                    worker.step();
-                }
-                let frontier = [epoch];
-                trace.set_logical_compaction(AntichainRef::new(&frontier));
-                trace.set_physical_compaction(AntichainRef::new(&frontier));
-                reader.advance_compaction(epoch);
-                if feeder.replies.send(Reply::BatchDone).is_err() {
-                    break;
-                }
-            }
-            Ok(Command::RememberIncrOnly(now)) => {
-                reader.remember_incr_only(now);
-                if feeder.replies.send(Reply::Done).is_err() {
-                    break;
-                }
-            }
-            Ok(Command::ReadFloors) => {
-                let floors = reader.floors().clone();
-                if feeder.replies.send(Reply::Floors(floors)).is_err() {
-                    break;
-                }
-            }
-            Ok(Command::SetFloors(floors)) => {
-                reader.set_floors(floors);
-                if feeder.replies.send(Reply::Done).is_err() {
-                    break;
-                }
-            }
-            Ok(Command::EvaluateAll(now)) => {
-                let all = reader.evaluate_all(now);
-                if feeder.replies.send(Reply::Priorities(all)).is_err() {
-                    break;
-                }
-            }
-            Ok(Command::Top(k, now)) => {
-                let top = reader.top(k, now);
-                if feeder.replies.send(Reply::Priorities(top)).is_err() {
-                    break;
-                }
-            }
-            Ok(Command::Job(id, now)) => {
-                let job = reader.job(id, now);
-                if feeder.replies.send(Reply::Job(job)).is_err() {
-                    break;
-                }
-            }
-            Ok(Command::ReadFactors) => {
-                let factors = reader.fairshare_factors();
-                if feeder.replies.send(Reply::Factors(factors)).is_err() {
-                    break;
-                }
-            }
-            Ok(Command::ReadFacts) => {
-                if feeder
-                    .replies
-                    .send(Reply::Facts(read_facts(&mut trace)))
-                    .is_err()
-                {
-                    break;
-                }
-            }
-            Err(TryRecvError::Empty) => {
-                worker.step_or_park(None);
-            }
-            Err(TryRecvError::Disconnected) => break,
-        }
-    }
-    drop(inputs);
-    drop(trace);
-    drop(reader);
-    while worker.step_or_park(None) {}
 }

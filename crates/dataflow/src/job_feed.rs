@@ -32,11 +32,12 @@ use fairflow_model::report::JobPriority;
 use fairflow_model::usage::FrameUsage;
 use fairflow_model::{PriorityModel, Time};
 
-use crate::names::{JobId, JobIds, JobNames, Names};
+use crate::names::{JobIds, JobNames, Names};
 use crate::priority::crossings::{age_capped_at, begun_at, next_crossing, Crossings};
 use crate::priority::{
     tres_bits, AssocRef, Fact as PFact, JobRow, MoabRow, PartitionRec, Phase, PriorityParams,
 };
+use crate::types::JobId;
 
 /// Input changes for the priority dataflow.
 #[derive(Debug, Clone, Default)]

@@ -8,7 +8,7 @@
 //! `timely::Config` ([`Engine::start_layout`] from a `cluster::WorkerLayout`:
 //! process 0 gets the engine, the others run [`Engine::run_follower`]; tested
 //! with two processes over TCP on localhost). Every worker builds the same dataflow
-//! (`graph::run_worker`); the worker with global index 0 is *fed* by the
+//! (`worker::run_worker`); the worker with global index 0 is *fed* by the
 //! driver over crossbeam channels, every other worker closes its empty input
 //! sessions at once and only steps (`step_or_park`), so the worker closure does
 //! not depend on how workers were started.
@@ -17,7 +17,7 @@
 //! The caller's thread owns the book (`fairflow_book::Book`: every rule about
 //! events and every effect of one, in one place, shared with the oracle) and
 //! two feeds that hold only what was sent to the dataflow: the
-//! [`tree_feed::TreeFeed`] (interned [`tree_feed::NodeId`]s for accounts and
+//! [`tree_feed::TreeFeed`] (interned [`types::NodeId`]s for accounts and
 //! user associations, and each one's last sent parent edge, shares and
 //! visible own usage, so a change retracts exactly the old record) and the
 //! [`job_feed::JobFeed`] (each job's last sent row, the priority facts, the
@@ -101,13 +101,14 @@
 
 pub mod cluster;
 pub mod engine;
-pub mod factors;
-pub mod fairshare;
-pub mod graph;
+mod factors;
+mod fairshare;
+mod graph;
 pub mod job_feed;
 pub mod names;
 pub mod priority;
-pub mod topk;
-pub mod tree_feed;
+mod tree_feed;
+pub mod types;
+mod worker;
 
 pub use engine::{BatchReport, Engine, EngineError, EngineTree, TreeNode};

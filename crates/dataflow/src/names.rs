@@ -17,17 +17,7 @@ use std::collections::HashMap;
 use std::hash::Hash;
 use std::sync::{Arc, PoisonError, RwLock};
 
-/// An interned job (see [`JobIds`]).
-pub type JobId = u32;
-/// An interned account name.
-pub type AccountId = u32;
-/// An interned user association `(account, user)`.
-pub type AssocId = u32;
-/// An interned partition or QOS name; [`NONE`] is "none" (`""`).
-pub type NameId = u32;
-
-/// The id of the empty name (a job without a partition or QOS).
-pub const NONE: NameId = 0;
+use crate::types::JobId;
 
 /// Append-only interning of names: the same name always gets the same id.
 #[derive(Debug, Clone)]
@@ -85,7 +75,7 @@ pub struct Names {
     pub accounts: Interner<String>,
     /// User associations by `(account, user)`.
     pub assocs: Interner<(String, String)>,
-    /// Partition and QOS names (`""` is [`NONE`]).
+    /// Partition and QOS names (`""` is `types::NONE`).
     pub labels: Interner<String>,
 }
 

@@ -1,6 +1,7 @@
 //! Job priority, maintained incrementally: each job's time-invariant
-//! priority record (Slurm's multifactor, the Flux model, Moab's inputs), and the ranked
-//! pending queue as two indexes pinned to worker 0 from which
+//! priority record (Slurm's multifactor, the Flux model, Moab's inputs),
+//! built in the dataflow, and the ranked pending queue ([`queue`]) the
+//! records meet their users' fair-share factors in, from which
 //! [`PriorityReader::top`] returns exactly the oracle's first `k`
 //! `JobPriority` values (`fairflow_oracle::priority::queue`), at any `now`.
 //!
@@ -22,9 +23,9 @@
 //! - `resolve`: one `reduce` per context key (association, account, QOS,
 //!   partition) over that key's facts and one *reference* value per job
 //!   category (counts consolidated), giving the key's context with the
-//!   oracle's defaults for what no fact defines (fair-share 0, QOS priority
-//!   0, partition factor 1, ...). A job change re-runs four groups of at most
-//!   a handful of distinct values: `O(1)`.
+//!   oracle's defaults for what no fact defines (QOS priority 0, partition
+//!   factor 1, ...). A job change re-runs four groups of at most a handful
+//!   of distinct values: `O(1)`. Fair-share factors do not enter here.
 //! - `globals`: one `reduce` on the unit key over the *distinct* values of
 //!   association priorities, QOS priorities, partition factors (plus the
 //!   partitions that listed jobs name without a definition, which count
@@ -38,49 +39,49 @@
 //!   combination, arranged by combination. The job rows are arranged once,
 //!   by combination, and one `join_core` with the contexts builds each
 //!   [`PriorityRecord`]. A job event touches its record (and a combination
-//!   only when it is the first or last job naming it); a fair-share change
-//!   touches that association's combinations and jobs; a change of a QOS or
+//!   only when it is the first or last job naming it); a change of a QOS or
 //!   partition priority touches the combinations and jobs naming it; a
 //!   change of a maximum, the cluster or the configuration touches every
-//!   combination and job (every normalised factor changes).
-//! - `records`: the records by job id, pinned to worker 0 (`explain`: one
-//!   job's priority and factors, read by cursor seek).
-//! - two ranked indexes (`topk::pinned_index`) of the pending, listed, not
-//!   held jobs: *uncapped* (age or wait-time factor below its cap) ordered
-//!   by `K = S − r·origin` and *capped* ordered by `S + w` (see
-//!   [`record`]), highest first, each entry carrying the record so that a
-//!   read evaluates candidates without a lookup; and `fifo`, the ranked jobs'
-//!   ids by submit time. Passing time changes no record.
+//!   combination and job (every normalised factor changes). **A fair-share
+//!   change touches no record**: the records' keys leave the fair-share
+//!   term out ([`record`]).
+//! - the records' and the facts' updates are exchanged to worker 0 and
+//!   captured there (`capture_on_worker_0`); after each batch the reader
+//!   applies them to its [`queue::Queue`]: records by job id (`explain`),
+//!   per user association its ranked jobs by key, the users ordered by
+//!   their best key plus their fair-share term, and the ranked jobs by
+//!   submit time. A fair-share change re-keys that user's two entries.
+//!   Passing time changes nothing.
 //!
 //! Records carry no strings: jobs, associations, accounts, partitions and
 //! QOS are interned integers ([`crate::names`]); a [`JobRow`] holds only what
 //! priority needs (the job's name and other attributes stay in the book),
 //! and a record is its row plus its combination's shared context (one
 //! `Arc` per combination). Memory per active job: its row in the one job
-//! arrangement, its record, one ranked entry (pending jobs) and one
-//! submit-time entry of its id. Results name their job from the shared
-//! [`JobNames`] table (the queue breaks ties by name); the driver fills in
-//! the other names from the book.
+//! arrangement, its record in the queue, one entry in its user's ranked
+//! jobs and one submit-time entry (pending jobs). Results name their job
+//! from the shared [`JobNames`] table (the queue breaks ties by name); the
+//! driver fills in the other names from the book.
 //!
 //! [`TouchCounter`] counts every update leaving each stage (resolve,
-//! globals, the five joins, records, index entries), for the benchmark's
-//! `touched_records_mean`.
+//! globals, the five joins, records) and every job and user entry the
+//! queue changes, for the benchmark's `touched_records_mean`.
 //!
 //! # Reading (`PriorityReader`, worker 0, after the probe passed the batch)
-//! `top(k, now)` merges the two indexes by their upper bound at `now`
-//! (uncapped: `K + r·now`; capped: `S + w`; both plus a floating-point
-//! error bound), computes each candidate's exact priority with the shared
-//! formulas ([`PriorityRecord::evaluate`], bit-identical to the oracle), keeps
-//! the best `k` by `QueueKey`, and stops when the next bound is more than 1
-//! below the `k`-th priority (so no unread job can reach or tie it: the
-//! final priority is truncated or rounded). Cost: `O(k + ties)` record
-//! evaluations plus the index reads. When fewer than `k` jobs are above the
-//! model's floor (Slurm 1, Flux 0: e.g. all weights 0, where every job
-//! ties), the reader stops as soon as no unread job can exceed the floor and
-//! fills the rest from a third index, `fifo` (ranked jobs by submit time;
-//! jobs of the same second sorted by `QueueKey`; records fetched by id
-//! through one cursor): `O(k + jobs above the floor)` seeks.
-//!
+//! `top(k, now)` takes candidates from the queue in non-increasing order of
+//! their upper bound at `now` (a best-first merge over the users, see
+//! [`queue`]), computes each candidate's exact priority with the shared
+//! formulas ([`PriorityRecord::evaluate`], bit-identical to the oracle),
+//! keeps the best `k` by `QueueKey`, and stops when the next bound is more
+//! than 1 below the `k`-th priority (so no unread job can reach or tie it:
+//! the final priority is truncated or rounded). Cost: `O(k + ties)` record
+//! evaluations plus `O(log n)` per candidate. When fewer than `k` jobs are
+//! above the model's floor (Slurm 1, Flux 0: e.g. all weights 0, where
+//! every job ties), the reader stops as soon as no unread job can exceed
+//! the floor and fills the rest from the submit-time order:
+//! `O(k + jobs above the floor)`. The result is kept until the next batch:
+//! a read at the same `now` copies it.
+
 //! # Costs that are not incremental
 //! - **Slurm `INCR_ONLY`** (the oracle's definition, `fairflow_oracle::
 //!   priority`): a pending job's priority is the maximum of the priorities
@@ -98,7 +99,7 @@
 //! - **Moab**: its XFACTOR, TARGET, USAGE and DEADLINE terms move every job
 //!   at its own rate and its caps make even QUEUETIME non-linear, so no
 //!   time-invariant key exists and the exact plan is to evaluate every job at
-//!   read time: [`moab`] does, over the arranged records and the pinned
+//!   read time: [`moab`] does, over the queue's records and its
 //!   facts (configuration, credential usage, wallclock accuracy), computing
 //!   the per-user running totals from the records: `O(listed jobs)` per
 //!   read whatever the XFACTOR weight; updates stay incremental.
@@ -106,10 +107,11 @@
 //! # Plugging into the engine
 //! 1. In `graph::build`, create two more inputs (`new_collection::<JobRow,
 //!    isize>()`, `new_collection::<Fact, isize>()`), call [`build`] with a
-//!    [`TouchCounter`], `probe_with` the four output streams, and keep the
-//!    four traces (worker 0 builds a [`PriorityReader`]; other workers drop
-//!    them with their inputs). Call `reader.advance_compaction(epoch)` per batch.
-//! 2. The ledger keeps each job's last sent [`JobRow`] (retract exactly the
+//!    [`TouchCounter`], `probe_with` every stream of
+//!    [`PriorityOutputs::captured`], and give worker 0's
+//!    [`PriorityOutputs::capture`] to a [`PriorityReader`] (other workers
+//!    drop theirs). Call `reader.absorb()` once the probe passed a batch.
+//! 2. The job feed keeps each job's last sent [`JobRow`] (retract exactly the
 //!    old row) and a [`crossings::Crossings`]; per batch at time `t`: re-send
 //!    the rows of `due(t)` jobs with `begun_at`/`age_capped_at` recomputed,
 //!    and `schedule(job, next_crossing(..))` for every row it sends; on a
@@ -117,10 +119,9 @@
 //! 3. Facts: `Config(PriorityParams::from_config(..))` on config change;
 //!    `Cluster`, `Qos`, `Partition`, `AccountPriority` from their events;
 //!    `AssocPriority` (effective: own, else nearest ancestor account's, for
-//!    every association) whenever a priority or a parent edge changes
-//!    (`closure ⋈ own priority`, nearest, as `fs_parent` does); `Fairshare`
-//!    per user association from the fair-share part (diff against what was
-//!    sent); under Moab `MoabUsage`/`MoabUsageTotal`/`WallclockAccuracy`.
+//!    every association); `Fairshare` per user association from the
+//!    fair-share part (inside the dataflow); under Moab
+//!    `MoabUsage`/`MoabUsageTotal`/`WallclockAccuracy`.
 //! 4. `INCR_ONLY`: split batches at event-time boundaries and call
 //!    `reader.remember_incr_only(prev_t)` where `Replay::feed` would.
 //! 5. Reads: `reader.top(k, now)`, `reader.job(id, now)`,
@@ -137,31 +138,33 @@
 
 pub mod crossings;
 pub mod moab;
+pub mod queue;
 pub mod record;
 
-use std::cmp::Reverse;
+use std::cell::RefCell;
 use std::collections::BTreeMap;
+use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use differential_dataflow::operators::arrange::arrangement::arrange_core;
 use differential_dataflow::operators::arrange::{Arranged, TraceAgent};
 use differential_dataflow::operators::ThresholdTotal;
-use differential_dataflow::trace::cursor::{cursor_list, BatchCursor, Cursor, CursorList};
-use differential_dataflow::trace::implementations::{ValBatcher, ValSpine};
-use differential_dataflow::trace::TraceReader;
+use differential_dataflow::trace::implementations::ValSpine;
 use differential_dataflow::VecCollection;
 use fairflow_model::moab::Credential;
 use fairflow_model::report::{JobPriority, JobState};
 use fairflow_model::tres::TresCounts;
 use fairflow_model::{Config, PriorityModel};
+use timely::container::CapacityContainerBuilder;
 use timely::dataflow::channels::pact::Exchange;
-use timely::progress::frontier::{Antichain, AntichainRef};
+use timely::dataflow::operators::generic::Operator;
+use timely::dataflow::StreamVec;
 
-use crate::names::{AccountId, AssocId, JobId, JobNames, NameId};
-use crate::topk::{advance_compaction, first_live, pinned_index, QueueTrace, Time};
+use crate::names::JobNames;
+use crate::types::{AccountId, AssocId, Epoch as Time, JobId, NameId};
+use queue::{Capture, Captured, Queue};
 
-pub use crate::names::NONE;
+pub use crate::types::NONE;
 pub use record::{Listed, PriorityRecord, RankClass};
 
 /// TRES counts as `(name, f64 bits)`, sorted by name.
@@ -530,8 +533,6 @@ pub enum Key {
 pub enum Val {
     /// A job refers to the key (with its category, for partitions).
     Ref(u8),
-    /// Fair-share bits.
-    Fairshare(u64),
     /// Association priority.
     AssocPriority(i64),
     /// Account priority.
@@ -552,11 +553,18 @@ pub enum Val {
 
 /// A context key's resolved values (the oracle's defaults where no fact says).
 #[derive(
-    Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+    Debug,
+    Clone,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    serde::Serialize,
+    serde::Deserialize,
 )]
 pub struct KeyCtx {
-    /// Fair-share factor bits (association).
-    pub fairshare_bits: u64,
     /// Effective association priority (association).
     pub assoc_priority: i64,
     /// Own priority (account).
@@ -565,18 +573,6 @@ pub struct KeyCtx {
     pub qos_priority: i64,
     /// Partition (defaults when undefined).
     pub partition: PartitionRec,
-}
-
-impl Default for KeyCtx {
-    fn default() -> Self {
-        KeyCtx {
-            fairshare_bits: 0f64.to_bits(),
-            assoc_priority: 0,
-            account_priority: None,
-            qos_priority: 0,
-            partition: PartitionRec::default(),
-        }
-    }
 }
 
 /// The globals: configuration, cluster and normalisation maxima.
@@ -699,40 +695,14 @@ pub struct PriorityInputs<'s> {
     pub facts: VecCollection<'s, Time, Fact, isize>,
 }
 
-/// The records trace: job id -> record, pinned to worker 0.
-pub type RecordTrace = TraceAgent<ValSpine<JobId, PriorityRecord, Time, isize>>;
-
-/// A ranked index entry: highest bound first, then the record (the reader
-/// evaluates candidates straight from the index).
-pub type Entry = (Reverse<u64>, PriorityRecord);
-
-/// A submit-time index entry: earliest submit time first, then the job id;
-/// the reader fetches the record by id (only jobs at the model's floor are
-/// read from here).
-#[derive(
-    Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
-)]
-pub struct FifoEntry {
-    /// `Reverse(u64::MAX - s)` with `s` the order-preserving submit time, so
-    /// that ascending order is earliest first.
-    pub key: Reverse<u64>,
-    /// The job.
-    pub job: JobId,
-}
-
-/// The output arrangements.
+/// The output: the updates captured on worker 0 for its reader, and the
+/// streams to probe (they pass a time once the capture holds everything up
+/// to it).
 pub struct PriorityOutputs<'s> {
-    /// Every active job's record, by job id, on worker 0.
-    pub records: Arranged<'s, RecordTrace>,
-    /// Pending jobs below the age cap, by `K` descending, on worker 0.
-    pub uncapped: Arranged<'s, QueueTrace<Entry>>,
-    /// Pending jobs at the cap, by `S + w` descending, on worker 0.
-    pub capped: Arranged<'s, QueueTrace<Entry>>,
-    /// Every ranked job by submit time (then the record), on worker 0: the
-    /// tie order of jobs at the model's floor priority.
-    pub fifo: Arranged<'s, QueueTrace<FifoEntry>>,
-    /// The facts, on worker 0 (Moab's read-time context).
-    pub facts: Arranged<'s, QueueTrace<Fact>>,
+    /// Worker 0's capture buffer (empty on every other worker).
+    pub capture: Capture,
+    /// Probe these.
+    pub captured: Vec<StreamVec<'s, Time, ()>>,
 }
 
 /// A job's category for partition references: pending/held x begun, running.
@@ -799,7 +769,6 @@ fn resolve(key: &Key, values: &[(&Val, isize)], out: &mut Vec<(Side, isize)>) {
         }
         match value {
             Val::Ref(cat) => categories.push(*cat),
-            Val::Fairshare(bits) => ctx.fairshare_bits = *bits,
             Val::AssocPriority(p) => ctx.assoc_priority = *p,
             Val::AccountPriority(p) => ctx.account_priority = Some(*p),
             Val::QosPriority(p) => ctx.qos_priority = *p,
@@ -878,9 +847,6 @@ pub fn build<'s>(inputs: PriorityInputs<'s>, touched: &TouchCounter) -> Priority
         ]
     });
     let defs = facts.clone().flat_map(|fact: Fact| match fact {
-        Fact::Fairshare { assoc, factor_bits } => {
-            Some((Key::Assoc(assoc), Val::Fairshare(factor_bits)))
-        }
         Fact::AssocPriority {
             of: AssocRef::User(assoc),
             priority,
@@ -895,8 +861,8 @@ pub fn build<'s>(inputs: PriorityInputs<'s>, touched: &TouchCounter) -> Priority
         _ => None,
     });
     let resolved = counted(defs.concat(refs).reduce(resolve), touched);
+    let facts_for_queue = facts.clone();
 
-    let pinned_facts = pinned_index(facts.clone(), "PriorityFacts");
     let global_values = facts
         .flat_map(|fact: Fact| match fact {
             Fact::Config(p) => Some((Key::Unit, Val::Config(p))),
@@ -940,7 +906,6 @@ pub fn build<'s>(inputs: PriorityInputs<'s>, touched: &TouchCounter) -> Priority
     });
     // Each stage copies one key's context into the combination, then re-keys it for the next.
     let stage = enrich(stage, &sides, touched, |cc, kc| {
-        cc.ctx.fairshare_bits = kc.fairshare_bits;
         cc.ctx.assoc_priority = kc.assoc_priority;
         Key::Account(cc.combo.account)
     });
@@ -986,170 +951,87 @@ pub fn build<'s>(inputs: PriorityInputs<'s>, touched: &TouchCounter) -> Priority
         touched,
     );
 
-    let pinned_records =
-        arrange_core::<_, _, ValBatcher<JobId, PriorityRecord, Time, isize>, ValSpine<_, _, _, _>>(
-            records.inner.clone(),
-            Exchange::new(|_: &((JobId, PriorityRecord), Time, isize)| 0u64),
-            "PriorityRecords",
-            ValBatcher::new,
-        );
-    let ranked = records.filter(|(_, r): &(JobId, PriorityRecord)| r.class != RankClass::Unranked);
-    let fifo = pinned_index(
-        counted(
-            ranked.clone().map(|(job, r)| FifoEntry {
-                key: Reverse(u64::MAX - ordered_submit(r.row.submit_at)),
-                job,
-            }),
-            touched,
-        ),
-        "PriorityFifo",
-    );
-    let uncapped = pinned_index(
-        counted(
-            ranked
-                .clone()
-                .filter(|(_, r)| r.class == RankClass::Uncapped)
-                .map(|(_, r)| (Reverse(r.key_hi), r)),
-            touched,
-        ),
-        "PriorityUncapped",
-    );
-    let capped = pinned_index(
-        counted(
-            ranked
-                .filter(|(_, r)| r.class == RankClass::Capped)
-                .map(|(_, r)| (Reverse(r.key_hi), r)),
-            touched,
-        ),
-        "PriorityCapped",
-    );
+    let capture: Capture = Rc::new(RefCell::new(Captured::default()));
+    let sink = capture.clone();
+    let records_captured = capture_on_worker_0(records.inner, "CaptureRecords", move |data| {
+        sink.borrow_mut().records.append(data)
+    });
+    let sink = capture.clone();
+    let facts_captured = capture_on_worker_0(facts_for_queue.inner, "CaptureFacts", move |data| {
+        sink.borrow_mut().facts.append(data)
+    });
     PriorityOutputs {
-        records: pinned_records,
-        uncapped,
-        capped,
-        fifo,
-        facts: pinned_facts,
+        capture,
+        captured: vec![records_captured, facts_captured],
     }
 }
 
-/// Submit times as order-preserving `u64`.
-fn ordered_submit(t: Time64) -> u64 {
-    (t as u64) ^ (1 << 63)
+/// Exchange `updates` to worker 0 and hand each arriving batch to `sink`
+/// there; the returned (empty) stream passes a time once every update up to
+/// it was handed over, so a probe on it says when the capture is complete.
+fn capture_on_worker_0<'s, D: differential_dataflow::ExchangeData>(
+    updates: StreamVec<'s, Time, (D, Time, isize)>,
+    name: &str,
+    mut sink: impl FnMut(&mut Vec<(D, Time, isize)>) + 'static,
+) -> StreamVec<'s, Time, ()> {
+    updates.unary::<CapacityContainerBuilder<Vec<()>>, _, _, _>(
+        Exchange::new(|_: &(D, Time, isize)| 0u64),
+        name,
+        |_capability, _info| {
+            move |input, _output| {
+                input.for_each(|_time, data| sink(data));
+            }
+        },
+    )
 }
 
-/// Every live entry of a pinned index, in order.
-fn all_live<K>(trace: &mut QueueTrace<K>) -> Vec<K>
-where
-    K: differential_dataflow::ExchangeData,
-{
-    first_live(trace, usize::MAX)
+/// Submit times as order-preserving `u64`.
+pub(crate) fn ordered_submit(t: Time64) -> u64 {
+    (t as u64) ^ (1 << 63)
 }
 
 /// Slurm's `INCR_ONLY` memory: job -> (its stay in the queue, its floor).
 pub type IncrFloors = BTreeMap<String, ((Time64, u32), u64)>;
 
 /// Reads the priority outputs on worker 0 (after the probe passed the
-/// batch); keeps Slurm's `INCR_ONLY` memory.
+/// batch): the [`Queue`] the captured updates are applied to, and Slurm's
+/// `INCR_ONLY` memory.
 pub struct PriorityReader {
     /// The active jobs' names (ties in the queue are broken by name).
     names: JobNames,
-    records: RecordTrace,
-    uncapped: QueueTrace<Entry>,
-    capped: QueueTrace<Entry>,
-    fifo: QueueTrace<FifoEntry>,
-    facts: QueueTrace<Fact>,
+    capture: Capture,
+    queue: Queue,
+    touched: TouchCounter,
     /// `INCR_ONLY` memory: job -> (stay, floor).
     floors: IncrFloors,
-}
-
-/// Point reads of the records arrangement through one cursor over its
-/// batches (as of everything the trace has): a rewind and a seek per job.
-struct RecordLookup {
-    cursor: CursorList<BatchCursor<RecordTrace>>,
-    storage: Vec<<RecordTrace as TraceReader>::Batch>,
-}
-
-impl RecordLookup {
-    fn new(records: &mut RecordTrace) -> Option<Self> {
-        let mut upper = Antichain::new();
-        records.read_upper(&mut upper);
-        let (cursor, storage) = cursor_list(records.batches_through(upper.borrow())?);
-        Some(RecordLookup { cursor, storage })
-    }
-
-    /// The job's live record, if any.
-    fn get(&mut self, job: JobId) -> Option<PriorityRecord> {
-        self.cursor.rewind_keys(&self.storage);
-        self.seek_live(job)
-    }
-
-    /// Seek forward to `job` and return its live record, if any.
-    fn seek_live(&mut self, job: JobId) -> Option<PriorityRecord> {
-        let key = job;
-        self.cursor.seek_key(&self.storage, &key);
-        if self.cursor.get_key(&self.storage) != Some(&key) {
-            return None;
-        }
-        while let Some(value) = self.cursor.get_val(&self.storage) {
-            let mut count = 0isize;
-            self.cursor
-                .map_times(&self.storage, |_, diff| count += *diff);
-            if count > 0 {
-                return Some(value.clone());
-            }
-            self.cursor.step_val(&self.storage);
-        }
-        None
-    }
-}
-
-/// A lazily grown prefix of a queue index.
-struct IndexPrefix<E> {
-    entries: Vec<E>,
-    position: usize,
-    exhausted: bool,
-}
-
-impl<E: differential_dataflow::ExchangeData> IndexPrefix<E> {
-    fn new() -> Self {
-        IndexPrefix {
-            entries: Vec::new(),
-            position: 0,
-            exhausted: false,
-        }
-    }
-
-    /// The next unread entry; grows the prefix (doubling) when needed.
-    fn peek(&mut self, trace: &mut QueueTrace<E>) -> Option<&E> {
-        if self.position == self.entries.len() && !self.exhausted {
-            let want = (2 * self.entries.len()).max(16);
-            self.entries = first_live(trace, want);
-            self.exhausted = self.entries.len() < want;
-        }
-        self.entries.get(self.position)
-    }
+    /// The last `top` read: `(now, k, result)`, until the next change.
+    cached_top: Option<(Time64, usize, Vec<JobPriority>)>,
 }
 
 impl PriorityReader {
-    /// A reader over worker 0's traces of [`PriorityOutputs`], naming jobs
-    /// from `names`.
-    pub fn new(
-        names: JobNames,
-        records: RecordTrace,
-        uncapped: QueueTrace<Entry>,
-        capped: QueueTrace<Entry>,
-        fifo: QueueTrace<FifoEntry>,
-        facts: QueueTrace<Fact>,
-    ) -> Self {
+    /// A reader of the updates [`build`] captures in `capture` (worker 0's
+    /// [`PriorityOutputs::capture`]), naming jobs from `names`; the queue's
+    /// own updates are counted in `touched`.
+    pub fn new(names: JobNames, capture: Capture, touched: TouchCounter) -> Self {
         PriorityReader {
             names,
-            records,
-            uncapped,
-            capped,
-            fifo,
-            facts,
+            capture,
+            queue: Queue::new(),
+            touched,
             floors: BTreeMap::new(),
+            cached_top: None,
         }
+    }
+
+    /// Apply what the dataflow emitted since the last call (the driver calls
+    /// it once the probe passed a batch; every read calls it too).
+    pub fn absorb(&mut self) {
+        let mut captured = self.capture.borrow_mut();
+        if captured.records.is_empty() && captured.facts.is_empty() {
+            return;
+        }
+        self.queue.absorb(&mut captured, &self.touched);
+        self.cached_top = None;
     }
 
     /// The `INCR_ONLY` memory (for a snapshot).
@@ -1160,66 +1042,26 @@ impl PriorityReader {
     /// Replace the `INCR_ONLY` memory (a restore).
     pub fn set_floors(&mut self, floors: IncrFloors) {
         self.floors = floors;
-    }
-
-    /// Let the traces forget history before `time` (call every round).
-    pub fn advance_compaction(&mut self, time: Time) {
-        let frontier = [time];
-        self.records
-            .set_logical_compaction(AntichainRef::new(&frontier));
-        self.records
-            .set_physical_compaction(AntichainRef::new(&frontier));
-        advance_compaction(&mut self.uncapped, time);
-        advance_compaction(&mut self.capped, time);
-        advance_compaction(&mut self.fifo, time);
-        advance_compaction(&mut self.facts, time);
+        self.cached_top = None;
     }
 
     /// Every user association's fair-share factor as the priority dataflow
     /// sees it.
     pub fn fairshare_factors(&mut self) -> BTreeMap<AssocId, f64> {
-        all_live(&mut self.facts)
-            .into_iter()
-            .filter_map(|fact| match fact {
-                Fact::Fairshare { assoc, factor_bits } => {
-                    Some((assoc, f64::from_bits(factor_bits)))
-                }
-                _ => None,
-            })
-            .collect()
+        self.absorb();
+        self.queue.fairshare_factors()
     }
 
-    /// Every record with a positive count, in id order.
+    /// Every active job's record, in id order.
     pub fn records(&mut self) -> Vec<PriorityRecord> {
-        self.scan_records(usize::MAX)
-    }
-
-    /// The first `limit` records with a positive count, in id order.
-    fn scan_records(&mut self, limit: usize) -> Vec<PriorityRecord> {
-        let mut upper = Antichain::new();
-        self.records.read_upper(&mut upper);
-        let Some(batches) = self.records.batches_through(upper.borrow()) else {
-            return Vec::new();
-        };
-        let (mut cursor, storage) = cursor_list(batches);
-        let mut out = Vec::new();
-        while cursor.get_key(&storage).is_some() && out.len() < limit {
-            while let Some(value) = cursor.get_val(&storage) {
-                let mut count = 0isize;
-                cursor.map_times(&storage, |_, diff| count += *diff);
-                if count > 0 {
-                    out.push(value.clone());
-                }
-                cursor.step_val(&storage);
-            }
-            cursor.step_key(&storage);
-        }
-        out
+        self.absorb();
+        self.queue.records().cloned().collect()
     }
 
     /// One job's record, if the job is active.
     pub fn record(&mut self, job: JobId) -> Option<PriorityRecord> {
-        RecordLookup::new(&mut self.records)?.get(job)
+        self.absorb();
+        self.queue.record(job).cloned()
     }
 
     /// The record's job's name (`""` if the table no longer has it, which a
@@ -1237,37 +1079,42 @@ impl PriorityReader {
             .map(|(_, floor)| *floor)
     }
 
-    /// The record evaluated at `now`, named, with its `INCR_ONLY` floor.
+    /// The record evaluated at `now` with its user's factor, named, with
+    /// its `INCR_ONLY` floor.
     fn evaluate(&self, record: &PriorityRecord, now: Time64) -> Option<JobPriority> {
         let name = self.name_of(record);
-        record.evaluate(&name, now, self.floor_of(&name, record))
+        let fairshare = self.queue.fairshare_of(record.row.assoc);
+        record.evaluate(&name, fairshare, now, self.floor_of(&name, record))
     }
 
     /// One job's priority and factors at `now` (`explain`, `sprio -j`):
     /// `None` when the job is not active or not listed. Slurm and Flux: one
-    /// cursor seek; Moab: `O(active jobs)` (per-user running totals).
+    /// lookup; Moab: `O(active jobs)` (per-user running totals).
     pub fn job(&mut self, job: JobId, now: Time64) -> Option<JobPriority> {
-        let record = self.record(job)?;
+        self.absorb();
+        let record = self.queue.record(job)?;
         if record.model() == PriorityModel::Moab {
-            let name = self.name_of(&record);
+            let name = self.name_of(record);
             return self.evaluate_all(now).into_iter().find(|p| *p.job == *name);
         }
-        self.evaluate(&record, now)
+        self.evaluate(record, now)
     }
 
     /// Every listed job's priority at `now`, in job-name order (the oracle's
     /// `priority::evaluate`). `O(active jobs)`.
     pub fn evaluate_all(&mut self, now: Time64) -> Vec<JobPriority> {
-        let records = self.records();
-        if records
-            .first()
+        self.absorb();
+        if self
+            .queue
+            .any_record()
             .is_some_and(|r| r.model() == PriorityModel::Moab)
         {
-            let facts = all_live(&mut self.facts);
-            return moab::evaluate(&records, &facts, now);
+            let records: Vec<PriorityRecord> = self.queue.records().cloned().collect();
+            return moab::evaluate(&records, &self.queue.facts(), now);
         }
-        let mut all: Vec<JobPriority> = records
-            .iter()
+        let mut all: Vec<JobPriority> = self
+            .queue
+            .records()
             .filter_map(|r| self.evaluate(r, now))
             .collect();
         all.sort_by(|a, b| a.job.cmp(&b.job));
@@ -1279,18 +1126,22 @@ impl PriorityReader {
     /// longer queued are dropped; without Slurm's `INCR_ONLY` every floor is
     /// forgotten. `O(active jobs)`.
     pub fn remember_incr_only(&mut self, now: Time64) {
-        let records = self.records();
-        let on = records.first().is_some_and(PriorityRecord::incr_only);
+        self.absorb();
+        self.cached_top = None;
+        let on = self
+            .queue
+            .any_record()
+            .is_some_and(PriorityRecord::incr_only);
         if !on {
             self.floors.clear();
             return;
         }
         let mut next: IncrFloors = BTreeMap::new();
-        for record in &records {
+        for record in self.queue.records() {
             let name = self.name_of(record);
             let floor = self.floor_of(&name, record);
             let mut kept = floor;
-            if let Some(p) = record.evaluate(&name, now, floor) {
+            if let Some(p) = self.evaluate(record, now) {
                 if p.state == JobState::Pending {
                     kept = Some(floor.map_or(p.priority, |f| f.max(p.priority)));
                 }
@@ -1305,21 +1156,39 @@ impl PriorityReader {
     }
 
     /// The first `k` jobs of the ranked queue at `now`, exactly the oracle's
-    /// `priority::queue(..)[..k]` (see the module documentation).
+    /// `priority::queue(..)[..k]` (see the module documentation). A read at
+    /// the time of the previous one, with nothing changed since, copies it.
     pub fn top(&mut self, k: usize, now: Time64) -> Vec<JobPriority> {
+        self.absorb();
+        if let Some((at, cached_k, cached)) = &self.cached_top {
+            if *at == now && (k <= *cached_k || cached.len() < *cached_k) {
+                return cached.iter().take(k).cloned().collect();
+            }
+        }
+        let top = self.compute_top(k, now);
+        self.cached_top = Some((now, k, top.clone()));
+        top
+    }
+
+    fn compute_top(&self, k: usize, now: Time64) -> Vec<JobPriority> {
         if k == 0 {
             return Vec::new();
         }
-        let Some(first) = self.scan_records(1).pop() else {
+        let Some(first) = self.queue.any_record() else {
             return Vec::new();
         };
         let full_scan = first.model() == PriorityModel::Moab || first.incr_only();
         if full_scan {
-            let mut all: Vec<JobPriority> = self
-                .evaluate_all(now)
-                .into_iter()
-                .filter(|p| p.state == JobState::Pending)
-                .collect();
+            let mut all: Vec<JobPriority> = if first.model() == PriorityModel::Moab {
+                let records: Vec<PriorityRecord> = self.queue.records().cloned().collect();
+                moab::evaluate(&records, &self.queue.facts(), now)
+            } else {
+                self.queue
+                    .records()
+                    .filter_map(|r| self.evaluate(r, now))
+                    .collect()
+            };
+            all.retain(|p| p.state == JobState::Pending);
             all.sort_by_cached_key(JobPriority::queue_key);
             all.truncate(k);
             return all;
@@ -1328,17 +1197,11 @@ impl PriorityReader {
             PriorityModel::Slurm => 1,
             _ => 0,
         };
-        let mut u = IndexPrefix::new();
-        let mut c = IndexPrefix::new();
+        let mut candidates = self.queue.candidates(now);
         let mut best: Vec<JobPriority> = Vec::with_capacity(k.min(1024) + 1);
         loop {
-            let bound_u = u.peek(&mut self.uncapped).map(|(_, r)| r.upper_bound(now));
-            let bound_c = c.peek(&mut self.capped).map(|(_, r)| r.upper_bound(now));
-            let (prefix, bound) = match (bound_u, bound_c) {
-                (None, None) => return best,
-                (Some(a), Some(b)) if a >= b => (&mut u, a),
-                (Some(a), None) => (&mut u, a),
-                (_, Some(b)) => (&mut c, b),
+            let Some(bound) = candidates.peek_bound() else {
+                return best;
             };
             if best.len() >= k {
                 let kth = best[k - 1].priority;
@@ -1351,8 +1214,10 @@ impl PriorityReader {
                 // above it, and `best` holds them all.
                 return self.fill_from_floor(best, k, floor, now);
             }
-            let record = &prefix.entries[prefix.position].1;
-            if let Some(p) = record.evaluate(&self.name_of(record), now, None) {
+            let Some((record, fairshare)) = candidates.next_candidate() else {
+                return best;
+            };
+            if let Some(p) = record.evaluate(&self.name_of(record), fairshare, now, None) {
                 let key = p.queue_key();
                 let at = best.partition_point(|q| q.queue_key() < key);
                 if at < k {
@@ -1360,15 +1225,14 @@ impl PriorityReader {
                     best.truncate(k);
                 }
             }
-            prefix.position += 1;
         }
     }
 
     /// Complete `best` (every ranked job above the floor, fewer than `k`)
     /// with jobs at the floor in queue order (submit time, then job id),
-    /// read from the submit-time index: `O(k + jobs above the floor)`.
+    /// read from the submit-time order: `O(k + jobs above the floor)`.
     fn fill_from_floor(
-        &mut self,
+        &self,
         mut best: Vec<JobPriority>,
         k: usize,
         floor: u64,
@@ -1377,17 +1241,13 @@ impl PriorityReader {
         best.retain(|p| p.priority > floor);
         let above: std::collections::BTreeSet<String> =
             best.iter().map(|p| p.job.clone()).collect();
-        let names = self.names.clone();
-        let Some(mut lookup) = RecordLookup::new(&mut self.records) else {
-            return best;
-        };
-        let mut fifo = IndexPrefix::new();
         // Jobs submitted in the same second, ordered by job id when complete.
         let mut group: Vec<JobPriority> = Vec::new();
         let mut group_second: Option<u64> = None;
+        let mut fifo = self.queue.by_submit();
         loop {
-            let next = fifo.peek(&mut self.fifo).cloned();
-            let second = next.as_ref().map(|entry| entry.key.0);
+            let next = fifo.next();
+            let second = next.map(|(second, _)| second);
             if second != group_second {
                 group.sort_by_cached_key(JobPriority::queue_key);
                 best.append(&mut group);
@@ -1396,20 +1256,16 @@ impl PriorityReader {
                 }
                 group_second = second;
             }
-            let Some(entry) = next else {
+            let Some((_, job)) = next else {
                 break;
             };
-            fifo.position += 1;
-            let Some(name) = names.get(entry.job) else {
+            let Some(record) = self.queue.record(job) else {
                 continue;
             };
-            if above.contains(&*name) {
+            if above.contains(&*self.name_of(record)) {
                 continue;
             }
-            if let Some(p) = lookup
-                .get(entry.job)
-                .and_then(|r| r.evaluate(&name, now, None))
-            {
+            if let Some(p) = self.evaluate(record, now) {
                 group.push(p);
             }
         }

@@ -22,13 +22,8 @@ use fairflow_model::usage::FrameUsage;
 use fairflow_model::Shares;
 
 use crate::factors::FsParams;
-use crate::names::{AssocId, Names};
-
-/// An interned association: an account or a user association.
-pub type NodeId = u32;
-
-/// `root`'s id.
-pub const ROOT: NodeId = 0;
+use crate::names::Names;
+use crate::types::{AssocId, NodeId, ROOT};
 
 /// What was last sent to the dataflow for one association.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -71,6 +66,7 @@ impl Deltas {
     }
 
     /// Nothing to send?
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -314,11 +310,6 @@ impl TreeFeed {
         *self = TreeFeed::new();
         deltas.extend(self.deltas(book, &Changes::everything(), interner));
         deltas
-    }
-
-    /// The usage each association was last sent with (sshare's own usage).
-    pub fn sent_usage(&self, id: NodeId) -> FrameUsage {
-        self.sent[id as usize].usage
     }
 
     /// The shares each association was last sent with.

@@ -2,9 +2,10 @@
 //! jobs whose order flips as one reaches the age cap and the other does not,
 //! a tie broken by submit time, and the number of records an update touches.
 
-use fairflow_dataflow::names::{AssocId, JobIds, JobNames};
+use fairflow_dataflow::names::{JobIds, JobNames};
 use fairflow_dataflow::priority::crossings::{age_capped_at, next_crossing, Crossings};
 use fairflow_dataflow::priority::{Fact, JobRow, Phase, PriorityParams, PriorityReader};
+use fairflow_dataflow::types::AssocId;
 use fairflow_model::Config;
 
 mod priority_dataflow;
@@ -96,10 +97,11 @@ fn ages_cross_the_cap_ties_break_by_submit_time_and_updates_touch_few_records() 
         h.jobs.remove(job(ids, "A", UA, 0, 1500));
         h.jobs.insert(job(ids, "A", UA, 0, 2500));
         let moved = h.step(worker);
-        // Moving A to the capped index: its combination (association, QOS,
+        // Moving A to the capped class: its combination (association, QOS,
         // partition) is still named, so no context moves; retract + insert of
-        // its record (2), of its submit-time entry (2), and of its ranked
-        // entry, out of `uncapped` and into `capped` (2).
+        // its record (2), its entry out of ua's uncapped jobs and into its
+        // capped jobs (2), and ua's entries in the user orders: out of the
+        // uncapped order (A was its only uncapped job), into the capped (2).
         assert_eq!(moved, 6);
         assert_eq!(
             top(&mut h.reader, 10, 2500),
@@ -110,20 +112,18 @@ fn ages_cross_the_cap_ties_break_by_submit_time_and_updates_touch_few_records() 
         assert_eq!(explained.factor("fairshare").unwrap().weighted, 2000.0);
 
         // A submit into a combination (association, QOS, partition) that
-        // already has pending jobs of its kind: its record and its two index
-        // entries (submit time, uncapped): 3; no context and no reduce's
-        // output changes.
+        // already has jobs: its record (1), its entry in ua's uncapped jobs
+        // (1), and ua's new entry in the uncapped user order (1): 3; no
+        // context and no reduce's output changes.
         h.jobs.insert(job(ids, "C", UA, 2500, 2500));
         assert_eq!(h.step(worker), 3);
 
-        // A fair-share change for ua (jobs A and C, both ranked, one
-        // combination): the association's context (retract + insert: 2),
-        // the combination through the four key joins and the globals join
-        // (2 each: 10), then per job its record and its two index entries
-        // (2 each: 6 per job, 12): 24.
+        // A fair-share change for ua (jobs A and C, both ranked): no context,
+        // no record and no job entry changes; ua's two entries in the user
+        // orders (uncapped: C, capped: A) are re-keyed: 2.
         h.facts.remove(fairshare(UA, 0.5));
         h.facts.insert(fairshare(UA, 0.25));
-        assert_eq!(h.step(worker), 24);
+        assert_eq!(h.step(worker), 2);
         // At 2500: A = 1000 + 2000 = 3000; C = 1000 + 0 = 1000; B = 4500.
         assert_eq!(
             top(&mut h.reader, 10, 2500),

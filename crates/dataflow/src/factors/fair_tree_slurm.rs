@@ -45,8 +45,7 @@ use differential_dataflow::VecCollection;
 use fairflow_model::formula::{slurm_level_fs, slurm_sibling_order, SLURM_PARENT_ACCOUNT_LEVEL_FS};
 
 use super::{group_members, GroupItem, NodeRec, Own};
-use crate::graph::{Diff, Epoch};
-use crate::tree_feed::{NodeId, ROOT};
+use crate::types::{Diff, Epoch, NodeId, ROOT};
 
 /// Where a member stands in its group, for Slurm's walk.
 #[derive(

@@ -35,9 +35,8 @@ use fairflow_model::formula::{
 };
 
 use super::{counted, FsParams, NodeRec};
-use crate::graph::{Diff, Epoch};
 use crate::priority::TouchCounter;
-use crate::tree_feed::{NodeId, ROOT};
+use crate::types::{Diff, Epoch, NodeId, ROOT};
 
 /// Build the level stages: `(user association, factor bits)` for every user
 /// association. `user_paths` is `(ancestor, (user, distance))`; `records`

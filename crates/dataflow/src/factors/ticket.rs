@@ -49,9 +49,9 @@ use fairflow_model::formula::{
 };
 
 use super::{counted, fs_chain, fs_chain_by, NodeRec};
-use crate::graph::{reduce_arranged, ByKey, Diff, Epoch};
+use crate::graph::reduce_arranged;
 use crate::priority::TouchCounter;
-use crate::tree_feed::{NodeId, ROOT};
+use crate::types::{ByKey, Diff, Epoch, NodeId, ROOT};
 
 /// What the ticket walk knows about one active association.
 #[derive(

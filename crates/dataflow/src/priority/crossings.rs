@@ -34,7 +34,7 @@ use std::collections::{BTreeSet, HashMap};
 use fairflow_model::{PriorityModel, Time};
 
 use super::{JobRow, Phase, PriorityParams};
-use crate::names::JobId;
+use crate::types::JobId;
 
 /// Pending crossings, by time.
 #[derive(Debug, Clone, Default)]

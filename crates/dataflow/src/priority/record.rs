@@ -9,15 +9,19 @@
 //! the time factor (Slurm's age, Flux's wait time) is the only one that moves
 //! with `now`.
 //!
-//! The record also carries its *rank key* for the queue indexes: with `S` the
-//! weighted sum without the time factor, `w` the time factor's weight and
-//! `m` its maximum (`PriorityMaxAge`, `FluxMaxWaitTime`), the sum at `now`
-//! is `S + w·min(1, (now − origin)/m)`. Below the cap that is
-//! `K + r·now` with `K = S − r·origin`, `r = w/m` the same for every job;
-//! at the cap it is `S + w`. Both are independent of `now`, so passing time
-//! changes no record. `key_hi` adds a bound on the floating-point error
-//! of the approximate sum, so that reading in `key_hi` order bounds every
-//! unread job's exact sum (see `priority::reader`).
+//! The record also carries its *rank key* for the queue index: with `S` the
+//! weighted sum without the time factor and without the fair-share term,
+//! `w` the time factor's weight and `m` its maximum (`PriorityMaxAge`,
+//! `FluxMaxWaitTime`), the sum at `now` is
+//! `S + F(u) + w·min(1, (now − origin)/m)`, where `F(u) = w_fs · f(u)` is the
+//! fair-share term of the job's user association `u`. Below the cap that is
+//! `K + F(u) + r·now` with `K = S − r·origin`, `r = w/m` the same for every
+//! job; at the cap it is `S + F(u) + w`. Neither depends on `now` or on the
+//! user's fair-share factor, so passing time and usage change no record: the
+//! fair-share term meets the record in the queue ([`super::queue`]), per
+//! user. `key_hi` adds a bound on the floating-point error of the
+//! approximate sum (for any factor in `0..=1`), so that reading in bound
+//! order bounds every unread job's exact sum.
 
 use std::sync::Arc;
 
@@ -31,7 +35,7 @@ use fairflow_model::report::{JobPriority, JobState, PriorityFactor};
 use fairflow_model::{PriorityModel, Time};
 
 use super::{JobContext, JobRow, Phase, PriorityParams, TresBits};
-use crate::names::JobId;
+use crate::types::JobId;
 
 /// Relative slack on the floating-point error of the approximate sums: far
 /// above the `~1e-15` relative error of a dozen additions, so reading a few
@@ -165,7 +169,12 @@ fn time_rate(params: &PriorityParams) -> (f64, f64, bool) {
 }
 
 /// The job's factors under Slurm's multifactor model (`now = None`: age 0).
-fn slurm_factors(row: &JobRow, context: &JobContext, now: Option<Time>) -> Vec<PriorityFactor> {
+fn slurm_factors(
+    row: &JobRow,
+    context: &JobContext,
+    fairshare: f64,
+    now: Option<Time>,
+) -> Vec<PriorityFactor> {
     let (ctx, globals) = (&context.ctx, &context.globals);
     let p = &globals.params;
     let partition = &ctx.partition;
@@ -206,7 +215,7 @@ fn slurm_factors(row: &JobRow, context: &JobContext, now: Option<Time>) -> Vec<P
         accrue_at: time_origin(row, p),
         assoc_priority: ctx.assoc_priority,
         max_assoc: globals.max_assoc,
-        fairshare: f64::from_bits(ctx.fairshare_bits),
+        fairshare,
         size: JobSizeInputs {
             min_nodes: f64::from_bits(row.nodes_bits),
             cpus: f64::from_bits(row.cpus_bits),
@@ -228,7 +237,12 @@ fn slurm_factors(row: &JobRow, context: &JobContext, now: Option<Time>) -> Vec<P
 }
 
 /// The job's factors under the Flux model (`now = None`: wait time 0).
-fn flux_factors(row: &JobRow, context: &JobContext, now: Option<Time>) -> Vec<PriorityFactor> {
+fn flux_factors(
+    row: &JobRow,
+    context: &JobContext,
+    fairshare: f64,
+    now: Option<Time>,
+) -> Vec<PriorityFactor> {
     let (ctx, globals) = (&context.ctx, &context.globals);
     let w = &globals.params;
     let inputs = FluxJobInputs {
@@ -243,7 +257,7 @@ fn flux_factors(row: &JobRow, context: &JobContext, now: Option<Time>) -> Vec<Pr
             user: w.flux_user,
             max_wait_secs: w.flux_max_wait_secs,
         },
-        fairshare: f64::from_bits(ctx.fairshare_bits),
+        fairshare,
         queue_priority: ctx.partition.priority,
         bank_priority: ctx.account_priority.unwrap_or(0),
         urgency: row.urgency,
@@ -255,6 +269,15 @@ fn flux_factors(row: &JobRow, context: &JobContext, now: Option<Time>) -> Vec<Pr
         user_priority: Some(row.user_priority),
     };
     flux_job_factors(&inputs, now)
+}
+
+/// The fair-share factor's weight `w_fs` (the term is `w_fs · factor`).
+pub fn fairshare_weight(params: &PriorityParams) -> f64 {
+    match params.model {
+        PriorityModel::Slurm => f64::from(params.weight_fairshare),
+        PriorityModel::Flux => params.flux_fairshare as f64,
+        PriorityModel::Moab => 0.0,
+    }
 }
 
 /// When the time factor starts counting: Slurm's `accrue_at` (the last
@@ -279,7 +302,11 @@ pub fn build_record(row: &JobRow, context: &Arc<JobContext>) -> PriorityRecord {
         key_hi: ordered_bits(0.0),
     };
     let (factors, time_factor, expedite) = match params.model {
-        PriorityModel::Slurm => (slurm_factors(row, context, None), SLURM_AGE_FACTOR, false),
+        PriorityModel::Slurm => (
+            slurm_factors(row, context, 0.0, None),
+            SLURM_AGE_FACTOR,
+            false,
+        ),
         PriorityModel::Flux => {
             let urgency = row.urgency;
             // Urgency 0 holds the job; urgency 31 (expedite) is the maximum whatever the sum.
@@ -287,7 +314,7 @@ pub fn build_record(row: &JobRow, context: &Arc<JobContext>) -> PriorityRecord {
                 record.listed = Some(Listed::Held);
             }
             (
-                flux_factors(row, context, None),
+                flux_factors(row, context, 0.0, None),
                 FLUX_WAIT_FACTOR,
                 urgency >= FLUX_URGENCY_EXPEDITE,
             )
@@ -306,6 +333,8 @@ pub fn build_record(row: &JobRow, context: &Arc<JobContext>) -> PriorityRecord {
         }
     }
     let (rate, cap_value, always_capped) = time_rate(params);
+    // The fair-share term is added at read time; its size enters the error bound.
+    magnitude += fairshare_weight(params).abs();
     rank(
         &mut record,
         static_sum,
@@ -377,31 +406,56 @@ impl PriorityRecord {
         (self.row.submit_at, self.row.start_count)
     }
 
-    /// An upper bound on the job's exact weighted sum at `now` (see the
-    /// module documentation); `+inf` for an expedited Flux job.
-    pub fn upper_bound(&self, now: Time) -> f64 {
-        let key_hi = from_ordered_bits(self.key_hi);
+    /// The fair-share term `w_fs · fairshare` of this record's model.
+    pub fn fairshare_term(&self, fairshare: f64) -> f64 {
+        fairshare_weight(&self.context.globals.params) * fairshare
+    }
+
+    /// The rank key with the user's fair-share term added and its error
+    /// bound: the value the queue orders a user's best job by (ordered
+    /// bits); passing time adds [`PriorityRecord::time_shift`] to it.
+    pub fn key_with_fairshare(&self, fairshare: f64) -> f64 {
+        let term = self.fairshare_term(fairshare);
+        from_ordered_bits(self.key_hi) + term + RELATIVE_SLACK * term.abs()
+    }
+
+    /// What passing time adds to a key at `now`, with its error bound
+    /// (uncapped jobs; 0 for the others).
+    pub fn time_shift(&self, now: Time) -> f64 {
         match self.class {
             RankClass::Uncapped => {
                 let (rate, _, _) = time_rate(&self.context.globals.params);
                 let moved = rate * now as f64;
-                key_hi + moved + RELATIVE_SLACK * moved.abs()
+                moved + RELATIVE_SLACK * moved.abs()
             }
-            _ => key_hi,
+            _ => 0.0,
         }
     }
 
-    /// The job's exact priority at `now`, bit-identical to the oracle's,
-    /// named `job` (its other names are left empty: the driver fills them
-    /// from the book); `floor` is its `INCR_ONLY` memory (used only when that
-    /// flag is on). `None` when the job is not listed or the model is not
-    /// maintained here.
-    pub fn evaluate(&self, job: &str, now: Time, floor: Option<u64>) -> Option<JobPriority> {
+    /// An upper bound on the job's exact weighted sum at `now` with its
+    /// user's factor `fairshare` (see the module documentation); `+inf` for
+    /// an expedited Flux job.
+    pub fn upper_bound(&self, now: Time, fairshare: f64) -> f64 {
+        self.key_with_fairshare(fairshare) + self.time_shift(now)
+    }
+
+    /// The job's exact priority at `now` with its user's fair-share factor
+    /// `fairshare`, bit-identical to the oracle's, named `job` (its other
+    /// names are left empty: the driver fills them from the book); `floor` is
+    /// its `INCR_ONLY` memory (used only when that flag is on). `None` when
+    /// the job is not listed or the model is not maintained here.
+    pub fn evaluate(
+        &self,
+        job: &str,
+        fairshare: f64,
+        now: Time,
+        floor: Option<u64>,
+    ) -> Option<JobPriority> {
         let listed = self.listed?;
         let row = &self.row;
         let (state, priority, factors) = match self.model() {
             PriorityModel::Slurm => {
-                let factors = slurm_factors(row, &self.context, Some(now));
+                let factors = slurm_factors(row, &self.context, fairshare, Some(now));
                 let computed = slurm_job_priority(&factors, row.site_factor, row.nice);
                 let priority = match listed {
                     Listed::Held => 0,
@@ -413,7 +467,7 @@ impl PriorityRecord {
                 (listed.job_state(), priority, factors)
             }
             PriorityModel::Flux => {
-                let factors = flux_factors(row, &self.context, Some(now));
+                let factors = flux_factors(row, &self.context, fairshare, Some(now));
                 match listed {
                     Listed::Held => (JobState::Held, 0, factors),
                     other => {

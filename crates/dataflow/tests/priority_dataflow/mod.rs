@@ -1,6 +1,6 @@
 //! The priority dataflow on one timely worker, as the priority tests drive it
 //! without the engine: job rows and facts in, a probe on every output, the
-//! reader over the pinned arrangements, and a step that closes one logical
+//! reader over the captured updates, and a step that closes one logical
 //! time and says how many records the operators touched.
 
 #![allow(dead_code)]
@@ -20,7 +20,7 @@ pub struct PriorityDataflow {
     pub jobs: InputSession<u64, JobRow, isize>,
     /// Facts, at the current logical time.
     pub facts: InputSession<u64, Fact, isize>,
-    /// The reader of the arrangements pinned to worker 0.
+    /// The reader of the updates captured on worker 0.
     pub reader: PriorityReader,
     /// Counts the updates leaving the priority operators.
     pub touched: TouchCounter,
@@ -34,30 +34,19 @@ impl PriorityDataflow {
     pub fn build(worker: &mut Worker, names: JobNames) -> Self {
         let probe = Handle::new();
         let touched = TouchCounter::new();
-        let (jobs, facts, records, uncapped, capped, fifo, pinned_facts) = worker
-            .dataflow::<u64, _, _>(|scope| {
-                let (jobs_in, jobs) = scope.new_collection::<JobRow, isize>();
-                let (facts_in, facts) = scope.new_collection::<Fact, isize>();
-                let out = build(PriorityInputs { jobs, facts }, &touched);
-                out.records.stream.probe_with(&probe);
-                out.uncapped.stream.probe_with(&probe);
-                out.capped.stream.probe_with(&probe);
-                out.facts.stream.probe_with(&probe);
-                out.fifo.stream.probe_with(&probe);
-                (
-                    jobs_in,
-                    facts_in,
-                    out.records.trace,
-                    out.uncapped.trace,
-                    out.capped.trace,
-                    out.fifo.trace,
-                    out.facts.trace,
-                )
-            });
+        let (jobs, facts, capture) = worker.dataflow::<u64, _, _>(|scope| {
+            let (jobs_in, jobs) = scope.new_collection::<JobRow, isize>();
+            let (facts_in, facts) = scope.new_collection::<Fact, isize>();
+            let out = build(PriorityInputs { jobs, facts }, &touched);
+            for stream in out.captured {
+                stream.probe_with(&probe);
+            }
+            (jobs_in, facts_in, out.capture)
+        });
         PriorityDataflow {
             jobs,
             facts,
-            reader: PriorityReader::new(names, records, uncapped, capped, fifo, pinned_facts),
+            reader: PriorityReader::new(names, capture, touched.clone()),
             touched,
             epoch: 0,
             probe,
@@ -76,6 +65,7 @@ impl PriorityDataflow {
         while self.probe.less_than(&self.epoch) {
             worker.step();
         }
+        self.reader.absorb();
         self.touched.take()
     }
 }

@@ -1,0 +1,459 @@
+//! The ranked pending queue, kept outside the arrangements: the priority
+//! dataflow's output updates (records and facts, exchanged to one worker)
+//! are captured after each batch and applied here, to an index in which the
+//! fair-share term meets the job records per user association, so that a
+//! usage event changes no job record and no job entry.
+//!
+//! # What is kept
+//! - every active job's [`PriorityRecord`], by job id (ids are dense);
+//! - every user association's fair-share factor (the `Fairshare` facts) and
+//!   the other facts (Moab's read-time context);
+//! - per user association and rank class (uncapped, capped; see
+//!   [`super::record`]), its ranked jobs by `key_hi` (highest first): the
+//!   order of a user's jobs does not depend on its factor, which is the same
+//!   for all of them;
+//! - per rank class, the user associations by the key of their best job with
+//!   the user's fair-share term added ([`PriorityRecord::key_with_fairshare`]);
+//! - the ranked jobs by submit time (the tie order at the model's floor).
+//!
+//! # What an update costs
+//! A job event changes its record: `O(log n)` in its user's set, and the
+//! user's entry in the user order when its best job changed. A fair-share
+//! change of a user association re-keys its two entries in the user order:
+//! `O(log users)`, whatever its number of jobs. A change of the
+//! configuration or of a normalisation maximum changes every record (every
+//! normalised factor moves), as it must.
+//!
+//! # Reading ([`Queue::candidates`])
+//! A best-first merge (the threshold algorithm of Fagin, Lotem and Naor
+//! over the users): a heap holds the head of each class's user order and
+//! the next job of each user taken from it, each with its upper bound at
+//! `now`; a user's bound is exactly its best job's bound, so candidates come
+//! out in non-increasing bound order and the reader stops as soon as the
+//! next bound cannot reach the `k`-th priority.
+
+use std::cell::RefCell;
+use std::cmp::{Ordering as CmpOrdering, Reverse};
+use std::collections::{btree_set, BTreeMap, BTreeSet, BinaryHeap};
+use std::iter::Peekable;
+use std::rc::Rc;
+
+use super::record::{from_ordered_bits, ordered_bits, PriorityRecord, RankClass};
+use super::{ordered_submit, Fact, TouchCounter};
+use crate::types::{AssocId, Epoch as Time, JobId};
+
+/// The updates the priority dataflow emitted since the last
+/// [`Queue::absorb`], as captured on the worker that reads.
+#[derive(Debug, Default)]
+pub struct Captured {
+    /// Record updates: `((job, record), time, diff)`.
+    pub records: Vec<((JobId, PriorityRecord), Time, isize)>,
+    /// Fact updates.
+    pub facts: Vec<(Fact, Time, isize)>,
+}
+
+/// The capture buffer shared by the capturing operators and the reader
+/// (one worker thread).
+pub type Capture = Rc<RefCell<Captured>>;
+
+/// The rank classes a job can be ranked in, as indexes.
+const UNCAPPED: usize = 0;
+const CAPPED: usize = 1;
+
+fn class_index(class: RankClass) -> Option<usize> {
+    match class {
+        RankClass::Uncapped => Some(UNCAPPED),
+        RankClass::Capped => Some(CAPPED),
+        RankClass::Unranked => None,
+    }
+}
+
+/// An entry of a job set or of a user order: `Reverse(ordered key)` first,
+/// so that ascending order is highest key first.
+type Ranked = (Reverse<u64>, u32);
+
+/// One user association's ranked jobs, per class, and the keys under which
+/// it is entered in the user orders.
+#[derive(Debug, Default)]
+struct UserJobs {
+    jobs: [BTreeSet<Ranked>; 2],
+    entered: [Option<u64>; 2],
+}
+
+/// The queue index; see the module documentation.
+#[derive(Debug, Default)]
+pub struct Queue {
+    records: Vec<Option<PriorityRecord>>,
+    live: usize,
+    /// Factor bits by user association (absent: 0, the oracle's default).
+    fairshare: Vec<Option<u64>>,
+    /// The facts other than fair-share factors, with their counts.
+    facts: BTreeMap<Fact, isize>,
+    users: Vec<UserJobs>,
+    by_user: [BTreeSet<Ranked>; 2],
+    fifo: BTreeSet<(u64, JobId)>,
+    /// Job and user entries changed by the current `absorb`.
+    entries_changed: u64,
+}
+
+/// Sum the diffs of equal updates; keep the non-zero ones.
+fn consolidate<D: Ord>(mut updates: Vec<(D, isize)>) -> Vec<(D, isize)> {
+    updates.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut out: Vec<(D, isize)> = Vec::with_capacity(updates.len());
+    for (data, diff) in updates {
+        match out.last_mut() {
+            Some((last, sum)) if *last == data => *sum += diff,
+            _ => out.push((data, diff)),
+        }
+    }
+    out.retain(|(_, diff)| *diff != 0);
+    out
+}
+
+fn grow<T: Default>(vec: &mut Vec<T>, index: usize) -> &mut T {
+    if vec.len() <= index {
+        vec.resize_with(index + 1, T::default);
+    }
+    &mut vec[index]
+}
+
+impl Queue {
+    /// An empty queue.
+    pub fn new() -> Self {
+        Queue::default()
+    }
+
+    /// Apply the captured updates (everything up to the batch the probe
+    /// passed); counts the job and user entries it changed in `touched`.
+    pub fn absorb(&mut self, captured: &mut Captured, touched: &TouchCounter) {
+        let mut changed_users: Vec<AssocId> = Vec::new();
+        if !captured.facts.is_empty() {
+            let facts = consolidate(
+                captured
+                    .facts
+                    .drain(..)
+                    .map(|(fact, _, diff)| (fact, diff))
+                    .collect(),
+            );
+            // Retractions first: a changed factor is a retraction and an insertion.
+            for (fact, diff) in facts.iter().filter(|(_, d)| *d < 0) {
+                self.apply_fact(fact, *diff, &mut changed_users);
+            }
+            for (fact, diff) in facts.iter().filter(|(_, d)| *d > 0) {
+                self.apply_fact(fact, *diff, &mut changed_users);
+            }
+        }
+        if !captured.records.is_empty() {
+            let mut updates = std::mem::take(&mut captured.records);
+            updates.sort_by_key(|((job, _), _, _)| *job);
+            let mut start = 0;
+            while start < updates.len() {
+                let job = (updates[start].0).0;
+                let end = start + updates[start..].partition_point(|((j, _), _, _)| *j == job);
+                // The net change of this job's records (equal records summed).
+                let mut net: Vec<(&PriorityRecord, isize)> = Vec::new();
+                for ((_, record), _, diff) in &updates[start..end] {
+                    match net.iter_mut().find(|(r, _)| *r == record) {
+                        Some((_, sum)) => *sum += diff,
+                        None => net.push((record, *diff)),
+                    }
+                }
+                for (record, _) in net.iter().filter(|(_, d)| *d < 0) {
+                    self.remove_record(job, record, &mut changed_users);
+                }
+                for (record, _) in net.iter().filter(|(_, d)| *d > 0) {
+                    self.insert_record(job, (*record).clone(), &mut changed_users);
+                }
+                start = end;
+            }
+        }
+        changed_users.sort_unstable();
+        changed_users.dedup();
+        for user in changed_users {
+            self.entries_changed += self.refresh_user(user);
+        }
+        touched.add(std::mem::take(&mut self.entries_changed));
+    }
+
+    fn apply_fact(&mut self, fact: &Fact, diff: isize, changed_users: &mut Vec<AssocId>) {
+        if let Fact::Fairshare { assoc, factor_bits } = fact {
+            let slot = grow(&mut self.fairshare, *assoc as usize);
+            if diff > 0 {
+                *slot = Some(*factor_bits);
+            } else if *slot == Some(*factor_bits) {
+                *slot = None;
+            }
+            changed_users.push(*assoc);
+            return;
+        }
+        let count = self.facts.entry(fact.clone()).or_insert(0);
+        *count += diff;
+        if *count == 0 {
+            self.facts.remove(fact);
+        }
+    }
+
+    fn remove_record(&mut self, job: JobId, record: &PriorityRecord, changed: &mut Vec<AssocId>) {
+        let Some(slot) = self.records.get_mut(job as usize) else {
+            return;
+        };
+        if slot.as_ref() != Some(record) {
+            // Already replaced by its successor.
+            return;
+        }
+        *slot = None;
+        self.live -= 1;
+        if let Some(class) = class_index(record.class) {
+            let user = &mut self.users[record.row.assoc as usize];
+            user.jobs[class].remove(&(Reverse(record.key_hi), job));
+            self.fifo
+                .remove(&(ordered_submit(record.row.submit_at), job));
+            self.entries_changed += 1;
+            changed.push(record.row.assoc);
+        }
+    }
+
+    fn insert_record(&mut self, job: JobId, record: PriorityRecord, changed: &mut Vec<AssocId>) {
+        if let Some(class) = class_index(record.class) {
+            let user = grow(&mut self.users, record.row.assoc as usize);
+            user.jobs[class].insert((Reverse(record.key_hi), job));
+            self.fifo
+                .insert((ordered_submit(record.row.submit_at), job));
+            self.entries_changed += 1;
+            changed.push(record.row.assoc);
+        }
+        let slot = grow(&mut self.records, job as usize);
+        if let Some(old) = slot.replace(record) {
+            // A successor arrived before its predecessor's retraction.
+            self.unindex(job, &old, changed);
+        } else {
+            self.live += 1;
+        }
+    }
+
+    fn unindex(&mut self, job: JobId, old: &PriorityRecord, changed: &mut Vec<AssocId>) {
+        if let Some(class) = class_index(old.class) {
+            let user = &mut self.users[old.row.assoc as usize];
+            user.jobs[class].remove(&(Reverse(old.key_hi), job));
+            self.fifo.remove(&(ordered_submit(old.row.submit_at), job));
+            self.entries_changed += 1;
+            changed.push(old.row.assoc);
+        }
+    }
+
+    /// Re-key a user association's entries in the user orders; returns how
+    /// many entries changed.
+    fn refresh_user(&mut self, assoc: AssocId) -> u64 {
+        let Some(user) = self.users.get(assoc as usize) else {
+            return 0;
+        };
+        let fairshare = self.fairshare_of(assoc);
+        let mut wanted = [None, None];
+        for (class, want) in wanted.iter_mut().enumerate() {
+            *want = user.jobs[class].first().map(|&(_, job)| {
+                let record = self.records[job as usize]
+                    .as_ref()
+                    .expect("an indexed job has a record");
+                ordered_bits(record.key_with_fairshare(fairshare))
+            });
+        }
+        let user = &mut self.users[assoc as usize];
+        let mut changed = 0;
+        for (class, want) in wanted.into_iter().enumerate() {
+            if user.entered[class] == want {
+                continue;
+            }
+            if let Some(old) = user.entered[class] {
+                self.by_user[class].remove(&(Reverse(old), assoc));
+            }
+            if let Some(new) = want {
+                self.by_user[class].insert((Reverse(new), assoc));
+            }
+            user.entered[class] = want;
+            changed += 1;
+        }
+        changed
+    }
+
+    /// A user association's fair-share factor (0 when none is known, as
+    /// in the oracle).
+    pub fn fairshare_of(&self, assoc: AssocId) -> f64 {
+        self.fairshare
+            .get(assoc as usize)
+            .copied()
+            .flatten()
+            .map_or(0.0, f64::from_bits)
+    }
+
+    /// Every user association's factor that the dataflow sent.
+    pub fn fairshare_factors(&self) -> BTreeMap<AssocId, f64> {
+        self.fairshare
+            .iter()
+            .enumerate()
+            .filter_map(|(assoc, bits)| Some((assoc as AssocId, f64::from_bits((*bits)?))))
+            .collect()
+    }
+
+    /// The facts other than fair-share factors (Moab's read-time context).
+    pub fn facts(&self) -> Vec<Fact> {
+        self.facts.keys().cloned().collect()
+    }
+
+    /// One job's record, if the job is active.
+    pub fn record(&self, job: JobId) -> Option<&PriorityRecord> {
+        self.records.get(job as usize)?.as_ref()
+    }
+
+    /// Every active job's record, in id order.
+    pub fn records(&self) -> impl Iterator<Item = &PriorityRecord> {
+        self.records.iter().flatten()
+    }
+
+    /// Any active job's record (they all carry the same configuration).
+    pub fn any_record(&self) -> Option<&PriorityRecord> {
+        if self.live == 0 {
+            return None;
+        }
+        self.records().next()
+    }
+
+    /// The ranked jobs by submit time (earliest first; the same second by
+    /// job id), as `(order-preserving submit time, job)`.
+    pub fn by_submit(&self) -> impl Iterator<Item = (u64, JobId)> + '_ {
+        self.fifo.iter().copied()
+    }
+
+    /// The ranked jobs in non-increasing order of their upper bound at
+    /// `now` (see the module documentation).
+    pub fn candidates(&self, now: Time64) -> Candidates<'_> {
+        let mut candidates = Candidates {
+            queue: self,
+            now,
+            heap: BinaryHeap::new(),
+            cursors: Vec::new(),
+            shift: [0.0, 0.0],
+        };
+        // Every uncapped record moves by the same amount (one configuration).
+        candidates.shift[UNCAPPED] = self.by_user[UNCAPPED]
+            .first()
+            .and_then(|&(_, assoc)| self.best(assoc, UNCAPPED))
+            .map_or(0.0, |record| record.time_shift(now));
+        for class in [UNCAPPED, CAPPED] {
+            candidates.push(Source::Users(class), self.by_user[class].iter().peekable());
+        }
+        candidates
+    }
+
+    fn best(&self, assoc: AssocId, class: usize) -> Option<&PriorityRecord> {
+        let (_, job) = self.users.get(assoc as usize)?.jobs[class].first()?;
+        self.record(*job)
+    }
+}
+
+/// Unix seconds.
+type Time64 = fairflow_model::Time;
+
+/// Where a heap entry's candidates come from.
+#[derive(Debug, Clone, Copy)]
+enum Source {
+    /// A class's user order.
+    Users(usize),
+    /// One user association's jobs of a class.
+    Jobs(AssocId),
+}
+
+struct HeapEntry {
+    bound: f64,
+    cursor: usize,
+}
+
+impl PartialEq for HeapEntry {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == CmpOrdering::Equal
+    }
+}
+
+impl Eq for HeapEntry {}
+
+impl PartialOrd for HeapEntry {
+    fn partial_cmp(&self, other: &Self) -> Option<CmpOrdering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for HeapEntry {
+    fn cmp(&self, other: &Self) -> CmpOrdering {
+        // Highest bound first; earlier cursors first on ties (determinism).
+        self.bound
+            .total_cmp(&other.bound)
+            .then_with(|| other.cursor.cmp(&self.cursor))
+    }
+}
+
+/// The ranked jobs in non-increasing bound order, lazily (see
+/// [`Queue::candidates`]).
+pub struct Candidates<'q> {
+    queue: &'q Queue,
+    now: Time64,
+    heap: BinaryHeap<HeapEntry>,
+    cursors: Vec<(Source, Peekable<btree_set::Iter<'q, Ranked>>)>,
+    shift: [f64; 2],
+}
+
+impl<'q> Candidates<'q> {
+    fn push(&mut self, source: Source, mut iter: Peekable<btree_set::Iter<'q, Ranked>>) {
+        let Some(bound) = iter.peek().map(|&&entry| self.bound_of(source, entry)) else {
+            return;
+        };
+        let cursor = self.cursors.len();
+        self.cursors.push((source, iter));
+        self.heap.push(HeapEntry { bound, cursor });
+    }
+
+    fn bound_of(&self, source: Source, (Reverse(key), id): Ranked) -> f64 {
+        match source {
+            Source::Users(class) => from_ordered_bits(key) + self.shift[class],
+            Source::Jobs(assoc) => {
+                let record = self.queue.records[id as usize]
+                    .as_ref()
+                    .expect("an indexed job has a record");
+                record.upper_bound(self.now, self.queue.fairshare_of(assoc))
+            }
+        }
+    }
+
+    /// The bound of the next candidate (`None`: no ranked job is left).
+    pub fn peek_bound(&self) -> Option<f64> {
+        self.heap.peek().map(|entry| entry.bound)
+    }
+
+    /// The next candidate: its record and its user's fair-share factor.
+    pub fn next_candidate(&mut self) -> Option<(&'q PriorityRecord, f64)> {
+        loop {
+            let entry = self.heap.pop()?;
+            let (source, iter) = &mut self.cursors[entry.cursor];
+            let source = *source;
+            let &(_, id) = iter.next().expect("a cursor in the heap has a head");
+            if let Some(&&next) = iter.peek() {
+                let bound = self.bound_of(source, next);
+                self.heap.push(HeapEntry {
+                    bound,
+                    cursor: entry.cursor,
+                });
+            }
+            match source {
+                Source::Users(class) => {
+                    // Expand the user: its jobs of this class join the merge.
+                    let jobs = &self.queue.users[id as usize].jobs[class];
+                    self.push(Source::Jobs(id), jobs.iter().peekable());
+                }
+                Source::Jobs(assoc) => {
+                    let record = self.queue.records[id as usize]
+                        .as_ref()
+                        .expect("an indexed job has a record");
+                    return Some((record, self.queue.fairshare_of(assoc)));
+                }
+            }
+        }
+    }
+}

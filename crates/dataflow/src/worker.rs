@@ -1,0 +1,211 @@
+//! The loop each timely worker runs, and the command protocol between the
+//! driver and worker 0. Worker 0 of the process that hosts the driver
+//! receives [`Command`]s on a channel, feeds the inputs of the dataflow
+//! (`graph::build`), steps until the probe passed the batch and serves
+//! reads between batches; every other worker closes its (empty) inputs at
+//! once and only steps, so the worker logic does not depend on how the
+//! workers were started (threads of one process, or timely's multi-process
+//! cluster mode).
+
+use crossbeam_channel::{Receiver, Sender, TryRecvError};
+use differential_dataflow::trace::cursor::cursor_list;
+use differential_dataflow::trace::{Cursor, TraceReader};
+use fairflow_model::report::JobPriority;
+use timely::progress::frontier::{Antichain, AntichainRef};
+use timely::worker::Worker;
+
+use crate::graph::{build, Fact, FactTrace};
+use crate::job_feed::JobDeltas;
+use crate::names::JobNames;
+use crate::priority::{IncrFloors, Time64, TouchCounter};
+use crate::tree_feed::Deltas;
+use crate::types::{AssocId, Diff, Epoch, JobId, NodeId};
+
+/// What the driver asks worker 0 to do.
+#[derive(Debug)]
+pub enum Command {
+    /// Insert the deltas at `epoch`, then step until every result reflects it.
+    Batch {
+        /// The batch's logical time.
+        epoch: Epoch,
+        /// The input changes.
+        deltas: Deltas,
+        /// The priority inputs' changes.
+        jobs: JobDeltas,
+    },
+    /// Send every fact of the result arrangement (consolidated).
+    ReadFacts,
+    /// Send every user association's fair-share factor (by interned name).
+    ReadFactors,
+    /// `INCR_ONLY`: remember every listed job's priority at this time
+    /// (`PriorityReader::remember_incr_only`).
+    RememberIncrOnly(Time64),
+    /// Every listed job's priority at this time (`evaluate_all`).
+    EvaluateAll(Time64),
+    /// Send the `INCR_ONLY` memory (a snapshot).
+    ReadFloors,
+    /// Replace the `INCR_ONLY` memory (a restore).
+    SetFloors(IncrFloors),
+    /// The first `k` of the queue at this time.
+    Top(usize, Time64),
+    /// One job's priority at this time.
+    Job(JobId, Time64),
+}
+
+/// What worker 0 answers.
+#[derive(Debug)]
+pub enum Reply {
+    /// Worker 0 is running on this thread (unpark it after sending a command).
+    Ready(std::thread::Thread),
+    /// The batch is reflected in the result arrangement.
+    BatchDone,
+    /// Every `(node, fact)` with a positive count.
+    Facts(Vec<(NodeId, Fact)>),
+    /// Fair-share factors by interned `(account, user)`.
+    Factors(std::collections::BTreeMap<AssocId, f64>),
+    /// Job priorities (`EvaluateAll`, `Top`).
+    Priorities(Vec<JobPriority>),
+    /// One job's priority, if it is listed.
+    Job(Option<JobPriority>),
+    /// The `INCR_ONLY` memory.
+    Floors(IncrFloors),
+    /// A command without a result is done.
+    Done,
+}
+
+/// The channels worker 0 is driven through.
+#[derive(Debug, Clone)]
+pub struct Feeder {
+    /// Commands from the driver.
+    pub commands: Receiver<Command>,
+    /// Replies to the driver.
+    pub replies: Sender<Reply>,
+}
+
+/// Everything in the trace, consolidated, with positive counts.
+fn read_facts(trace: &mut FactTrace) -> Vec<(NodeId, Fact)> {
+    let mut upper = Antichain::new();
+    trace.read_upper(&mut upper);
+    let Some(batches) = trace.batches_through(upper.borrow()) else {
+        return Vec::new();
+    };
+    let (mut cursor, storage) = cursor_list(batches);
+    let mut facts = Vec::new();
+    for ((node, fact), times) in cursor.to_vec(&storage, |k| *k, |v| *v) {
+        let count: Diff = times.iter().map(|(_, d)| *d).sum();
+        debug_assert!(count == 0 || count == 1, "a fact is present at most once");
+        if count > 0 {
+            facts.push((node, fact));
+        }
+    }
+    facts
+}
+
+/// The loop of one worker. `feeder` is `Some` only for the worker the driver
+/// talks to; `touched` is the process's one record counter (shared by its workers).
+pub fn run_worker(
+    worker: &mut Worker,
+    feeder: Option<Feeder>,
+    touched: TouchCounter,
+    names: JobNames,
+) {
+    let (mut inputs, mut trace, mut reader, probe) = build(worker, &touched, names);
+    let Some(feeder) = feeder else {
+        // Not fed: close the inputs so only the feeding worker drives progress.
+        drop(inputs);
+        drop(trace);
+        drop(reader);
+        while worker.step_or_park(None) {}
+        return;
+    };
+    // Nothing is sent for epoch 0: results start at epoch 1.
+    inputs.advance_and_flush(1);
+    if feeder
+        .replies
+        .send(Reply::Ready(std::thread::current()))
+        .is_err()
+    {
+        return;
+    }
+    loop {
+        match feeder.commands.try_recv() {
+            Ok(Command::Batch {
+                epoch,
+                deltas,
+                jobs,
+            }) => {
+                inputs.feed(epoch, deltas, jobs);
+                inputs.advance_and_flush(epoch + 1);
+                while probe.less_than(&(epoch + 1)) {
+                    worker.step();
+                }
+                let frontier = [epoch];
+                trace.set_logical_compaction(AntichainRef::new(&frontier));
+                trace.set_physical_compaction(AntichainRef::new(&frontier));
+                reader.absorb();
+                if feeder.replies.send(Reply::BatchDone).is_err() {
+                    break;
+                }
+            }
+            Ok(Command::RememberIncrOnly(now)) => {
+                reader.remember_incr_only(now);
+                if feeder.replies.send(Reply::Done).is_err() {
+                    break;
+                }
+            }
+            Ok(Command::ReadFloors) => {
+                let floors = reader.floors().clone();
+                if feeder.replies.send(Reply::Floors(floors)).is_err() {
+                    break;
+                }
+            }
+            Ok(Command::SetFloors(floors)) => {
+                reader.set_floors(floors);
+                if feeder.replies.send(Reply::Done).is_err() {
+                    break;
+                }
+            }
+            Ok(Command::EvaluateAll(now)) => {
+                let all = reader.evaluate_all(now);
+                if feeder.replies.send(Reply::Priorities(all)).is_err() {
+                    break;
+                }
+            }
+            Ok(Command::Top(k, now)) => {
+                let top = reader.top(k, now);
+                if feeder.replies.send(Reply::Priorities(top)).is_err() {
+                    break;
+                }
+            }
+            Ok(Command::Job(id, now)) => {
+                let job = reader.job(id, now);
+                if feeder.replies.send(Reply::Job(job)).is_err() {
+                    break;
+                }
+            }
+            Ok(Command::ReadFactors) => {
+                let factors = reader.fairshare_factors();
+                if feeder.replies.send(Reply::Factors(factors)).is_err() {
+                    break;
+                }
+            }
+            Ok(Command::ReadFacts) => {
+                if feeder
+                    .replies
+                    .send(Reply::Facts(read_facts(&mut trace)))
+                    .is_err()
+                {
+                    break;
+                }
+            }
+            Err(TryRecvError::Empty) => {
+                worker.step_or_park(None);
+            }
+            Err(TryRecvError::Disconnected) => break,
+        }
+    }
+    drop(inputs);
+    drop(trace);
+    drop(reader);
+    while worker.step_or_park(None) {}
+}
