@@ -218,6 +218,12 @@ impl Book {
         &self.state
     }
 
+    /// Convert a book read from a format-2 snapshot to this build's frame
+    /// units (`State::convert_binary_frame_units`).
+    pub(crate) fn convert_binary_frame_units(&mut self) {
+        self.state.convert_binary_frame_units();
+    }
+
     /// The `INCR_ONLY` memory (the oracle's remembered priorities), the one
     /// part of the state an engine writes itself.
     pub fn priority_floor_mut(&mut self) -> &mut BTreeMap<String, u64> {

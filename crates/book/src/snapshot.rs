@@ -14,15 +14,26 @@
 //! damaged snapshot is a [`SnapshotError`], never a panic: the magic and the
 //! version are checked, then the checksum, then the decoding, then the
 //! state's consistency.
+//!
+//! # Versions
+//! - 1 held three books (the validator's, the engine's ledger and an oracle
+//!   state): refused.
+//! - 2 stored usage in frame units of `2^-20` TRES-seconds: read and converted
+//!   exactly to version 3's units (`State::convert_binary_frame_units`).
+//! - 3 stores usage in frame units of `2^-20 · 5^-6` TRES-seconds
+//!   (`fairflow_model::usage`), the same layout as 2.
 
 use crate::Book;
 
 /// The first bytes of every snapshot.
 pub const MAGIC: &[u8; 8] = b"FFLOWENG";
 
-/// The format version this build writes and reads (1 held three books: the
-/// validator's, the engine's ledger and an oracle state).
-pub const VERSION: u32 = 2;
+/// The format version this build writes (and reads; see the module's
+/// "Versions" for the older ones).
+pub const VERSION: u32 = 3;
+
+/// The oldest format version this build reads (converting it).
+pub const OLDEST_READ: u32 = 2;
 
 const HEADER_BYTES: usize = MAGIC.len() + 4 + 4;
 
@@ -34,7 +45,7 @@ pub enum SnapshotError {
     Foreign,
     /// Written by a build with another format.
     #[error(
-        "snapshot format version {found} is not supported (this build reads version {VERSION})"
+        "snapshot format version {found} is not supported (this build reads versions {OLDEST_READ} to {VERSION}); rebuild the state from the event log"
     )]
     Version {
         /// The version found.
@@ -87,7 +98,7 @@ pub fn decode(bytes: &[u8]) -> Result<(Book, u64), SnapshotError> {
     }
     let word = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes"));
     let version = word(MAGIC.len());
-    if version != VERSION {
+    if !(OLDEST_READ..=VERSION).contains(&version) {
         return Err(SnapshotError::Version { found: version });
     }
     let checksum = word(MAGIC.len() + 4);
@@ -97,8 +108,11 @@ pub fn decode(bytes: &[u8]) -> Result<(Book, u64), SnapshotError> {
             "the checksum does not match the content".into(),
         ));
     }
-    let body: Body = postcard::from_bytes(body)
+    let mut body: Body = postcard::from_bytes(body)
         .map_err(|e| SnapshotError::Corrupt(format!("cannot decode the book: {e}")))?;
+    if version == 2 {
+        body.book.convert_binary_frame_units();
+    }
     Ok((body.book, body.applied))
 }
 
@@ -106,6 +120,7 @@ pub fn decode(bytes: &[u8]) -> Result<(Book, u64), SnapshotError> {
 mod tests {
     use super::*;
     use fairflow_ingest::reader::read_events;
+    use fairflow_model::moab::Credential;
     use fairflow_model::Config;
 
     fn book_of(log: &str) -> Book {
@@ -146,5 +161,54 @@ mod tests {
             decode(&bytes[..10]),
             Err(SnapshotError::Corrupt(_))
         ));
+        other_version[8] = 4;
+        let refused = decode(&other_version).unwrap_err();
+        assert_eq!(refused, SnapshotError::Version { found: 4 });
+        assert_eq!(
+            refused.to_string(),
+            "snapshot format version 4 is not supported (this build reads versions 2 to 3); \
+             rebuild the state from the event log"
+        );
+    }
+
+    #[test]
+    fn a_version_2_snapshot_is_converted_to_this_builds_frame_units() {
+        let log = r#"{"op":"config","t":1,"set":{"PriorityDecayHalfLife":0}}
+{"op":"account","t":1,"name":"a","shares":1}
+{"op":"user","t":2,"user":"u","account":"a","shares":3}
+{"op":"usage","t":3,"account":"a","user":"u","amount":3}
+{"op":"usage","t":3,"account":"a","amount":0.5}
+{"op":"submit","t":4,"job":"1","user":"u","account":"a","tres":{"cpu":2}}
+{"op":"start","t":10,"job":"1"}
+"#;
+        let book = book_of(log);
+        // The same state as format 2 stored it, by hand, in units of 2^-20
+        // TRES-seconds: u's 3 TRES-seconds were 3 · 2^20 = 3_145_728, a's 0.5
+        // were 524_288; the running job's rate 2 · 2^10 = 2048 times the old
+        // clock at its start, (10 - epoch) · 2^10 s; Moab's group "a" was
+        // charged both usage events, 3.5 · 2^20 = 3_670_016.
+        let mut old = book.state().clone();
+        let epoch = old.frame.epoch;
+        let user = &mut old.users.get_mut(&("a".into(), "u".into())).unwrap().usage;
+        assert_eq!(user.rate, 2048);
+        user.settled = 3_145_728;
+        user.rate_offset = 2048 * ((10 - epoch) as u128 * 1024);
+        old.accounts.get_mut("a").unwrap().usage.settled = 524_288;
+        old.credential_usage = [((Credential::Group, "a".to_string()), 3_670_016)].into();
+        let old = Book::from_state(old, book.last_event_at()).unwrap();
+        let mut bytes = encode(&old, 7);
+        bytes[8..12].copy_from_slice(&2u32.to_le_bytes());
+        let (converted, applied) = decode(&bytes).unwrap();
+        assert_eq!(applied, 7);
+        assert_eq!(converted, book);
+        // In this build's units: 3 · 2^20 · 5^6 and 0.5 · 2^20 · 5^6.
+        let state = converted.state();
+        assert_eq!(
+            state.users[&("a".to_string(), "u".to_string())]
+                .usage
+                .settled,
+            49_152_000_000
+        );
+        assert_eq!(state.accounts["a"].usage.settled, 8_192_000_000);
     }
 }

@@ -199,7 +199,7 @@ pub fn accrued_between(frame: &DecayFrame, rate: u128, from: Time, to: Time) -> 
     if to <= from {
         0
     } else if frame.half_life_secs <= 0 {
-        rate * ((to - from) as u128 * (1u128 << fairflow_model::usage::CLOCK_FRAC_BITS))
+        rate * ((to - from) as u128 * fairflow_model::usage::CLOCK_UNITS_PER_SEC)
     } else {
         frame.accrued(rate, from, to)
     }
@@ -383,6 +383,26 @@ impl State {
             .values_mut()
             .for_each(|u| *u = old.rebased(*u, &next, t));
         self.frame = next;
+        self.recompute_rate_offsets();
+    }
+
+    /// Convert a state whose usage is in the frame units of snapshot format 2
+    /// (`2^-20` TRES-seconds) to this build's (`2^-20 · 5^-6`): every settled
+    /// value times `5^6`, exactly, and the running jobs' accrual offsets
+    /// recomputed on this build's clock.
+    pub(crate) fn convert_binary_frame_units(&mut self) {
+        let fives = 5u128.pow(fairflow_model::usage::FRAME_FIVES);
+        let convert = |usage: &mut OwnUsage| {
+            usage.settled = usage.settled.saturating_mul(fives);
+            usage.rate_offset = usage.rate_offset.saturating_mul(fives);
+        };
+        self.accounts
+            .values_mut()
+            .for_each(|a| convert(&mut a.usage));
+        self.users.values_mut().for_each(|u| convert(&mut u.usage));
+        self.credential_usage
+            .values_mut()
+            .for_each(|u| *u = u.saturating_mul(fives));
         self.recompute_rate_offsets();
     }
 
@@ -823,7 +843,6 @@ mod tests {
     use super::*;
     use crate::Book;
     use fairflow_ingest::reader::read_events;
-    use fairflow_model::usage::FRAME_FRAC_BITS;
 
     struct Replayed {
         state: State,
@@ -877,7 +896,8 @@ mod tests {
             "{log}{{\"op\":\"end\",\"t\":1195,\"job\":\"1\"}}\n"
         ));
         let own = r.state.users[&("root".to_string(), "u".to_string())].usage;
-        assert_eq!(own.settled, 740 << FRAME_FRAC_BITS);
+        // 740 TRES-seconds are 740 · 2^20 · 5^6 = 12_124_160_000_000 frame units.
+        assert_eq!(own.settled, 12_124_160_000_000);
         assert_eq!((own.rate, own.rate_offset), (0, 0));
     }
 }

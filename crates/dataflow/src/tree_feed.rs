@@ -364,8 +364,8 @@ mod tests {
         let deltas = feed.deltas(&book, &book.clone().take_changes(), &mut names);
         assert_eq!(deltas.edges, vec![((1, ROOT), 1)]);
         assert_eq!(deltas.shares, vec![((1, Shares::Value(5)), 1)]);
-        // No decay: 3 TRES-seconds are 3 * 2^20 frame units.
-        assert_eq!(deltas.usage, vec![(1, 3 << 20)]);
+        // No decay: 3 TRES-seconds are 3 · 2^20 · 5^6 = 49_152_000_000 frame units.
+        assert_eq!(deltas.usage, vec![(1, 49_152_000_000)]);
         book.take_changes();
         assert!(feed
             .deltas(&book, &book.clone().take_changes(), &mut names)

@@ -188,6 +188,76 @@ pub fn slurm_job_priority(factors: &[PriorityFactor], site: i64, nice: i64) -> u
     slurm_final_priority(slurm_priority_sum(&weighted, site, nice))
 }
 
+/// What differs between the (partition, QOS) pairs of a job submitted to
+/// several partitions (`-p a,b`) or, since Slurm 24.11, several QOS: the
+/// partition's factor and TRES totals, and the QOS's priority. Every other
+/// input (age, association, fair-share, job size, site, nice) is the job's
+/// and shared by its pairs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SlurmPairInputs<'a> {
+    /// The pair partition's `PriorityJobFactor`.
+    pub partition_job_factor: u32,
+    /// The weighted TRES with the pair partition's totals (else the
+    /// cluster's), in `PriorityWeightTRES` order.
+    pub tres: &'a [SlurmTresInput<'a>],
+    /// The pair QOS's priority (0 when it has none).
+    pub qos_priority: i64,
+}
+
+/// Slurm's factors of one (partition, QOS) pair of `job` (whose own inputs
+/// are its primary pair's), as Slurm's `_priority_each_partition` /
+/// `_priority_each_qos` and sprio's `_create_prio_list_qos` set them
+/// (SchedMD/slurm `src/plugins/priority/multifactor/priority_multifactor.c`):
+/// the partition factor and the TRES factors from the pair's partition; the
+/// QOS factor from the pair's QOS when its priority is nonzero, else the
+/// job's own QOS factor (Slurm keeps `prio_factors->priority_qos` then); the
+/// rest shared. The list is in [`slurm_job_factors`]' order.
+pub fn slurm_pair_factors(
+    job: &SlurmJobInputs,
+    pair: &SlurmPairInputs,
+    now: Option<Time>,
+) -> Vec<PriorityFactor> {
+    let qos_priority = if pair.qos_priority != 0 {
+        pair.qos_priority
+    } else {
+        job.qos_priority
+    };
+    let inputs = SlurmJobInputs {
+        partition_job_factor: pair.partition_job_factor,
+        tres: pair.tres,
+        qos_priority,
+        ..*job
+    };
+    slurm_job_factors(&inputs, now)
+}
+
+/// One pair's entry of Slurm's `priority_array` (before `INCR_ONLY`): Slurm
+/// adds a pair's terms in another order than a job's, the weighted partition
+/// factor plus `(age + assoc + fair-share + job size + QOS + TRES + site) -
+/// nice`, with the TRES summed first (`_get_tres_prio_weighted`), then
+/// truncated into `1..=2^32-1` like a job's priority.
+pub fn slurm_pair_priority(factors: &[PriorityFactor], site: i64, nice: i64) -> u64 {
+    let weighted = |name: &str| {
+        factors
+            .iter()
+            .find(|f| f.name == name)
+            .map_or(0.0, |f| f.weighted)
+    };
+    let mut tres = 0.0;
+    for factor in factors.iter().filter(|f| f.name.starts_with("tres/")) {
+        tres += factor.weighted;
+    }
+    let shared = weighted("age")
+        + weighted("assoc")
+        + weighted("fairshare")
+        + weighted("jobsize")
+        + weighted("qos")
+        + tres
+        + site as f64
+        - nice as f64;
+    slurm_final_priority(weighted("partition") + shared)
+}
+
 /// The Flux model's weights (`priority_factor_weight_table` and the Flux
 /// design's additions) and its wait-time maximum.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -360,6 +430,61 @@ mod tests {
         let placeholder = slurm_job_factors(&job, None);
         assert_eq!(placeholder[SLURM_AGE_FACTOR].normalized, 0.0);
         assert_eq!(placeholder[3..], factors[3..]);
+    }
+
+    #[test]
+    fn slurm_pairs_by_hand() {
+        // A job in partitions p1 (PriorityJobFactor 1, 100 CPUs) and p2 (2,
+        // 50 CPUs) with QOS q1 (priority 0) and q2 (priority 4); its own QOS
+        // (the first, highest-priority one) has priority 8; the largest
+        // partition factor is 2 and the largest QOS priority 10. Weights:
+        // fair-share 10000 (factor 0.5: 5000), partition 1000, QOS 2000,
+        // age 1000 (half of PriorityMaxAge: 500), TRES cpu 2000 (25 CPUs).
+        let p1_tres = [SlurmTresInput {
+            name: "cpu",
+            weight: 2000.0,
+            count: 25.0,
+            total: Some(100.0),
+        }];
+        let p2_tres = [SlurmTresInput {
+            total: Some(50.0),
+            ..p1_tres[0]
+        }];
+        let mut job = slurm_job(&p1_tres);
+        job.weights.qos = 2000;
+        job.qos_priority = 8;
+        job.max_qos = 10;
+        let now = Some(7 * 86_400 / 2);
+        let pair = |partition_job_factor, tres, qos_priority| SlurmPairInputs {
+            partition_job_factor,
+            tres,
+            qos_priority,
+        };
+        let weighted = |factors: &[PriorityFactor], name: &str| {
+            factors.iter().find(|f| f.name == name).unwrap().weighted
+        };
+        // (p1, q2): partition 1/2 · 1000 = 500, QOS 4/10 · 2000 = 800,
+        // cpu 25/100 · 2000 = 500: 500 + (500 + 5000 + 800 + 500 + 7) - 3.
+        let p1_q2 = slurm_pair_factors(&job, &pair(1, &p1_tres[..], 4), now);
+        assert_eq!(weighted(&p1_q2, "partition"), 500.0);
+        assert_eq!(weighted(&p1_q2, "qos"), 800.0);
+        assert_eq!(weighted(&p1_q2, "tres/cpu"), 500.0);
+        assert_eq!(slurm_pair_priority(&p1_q2, 7, 3), 7304);
+        // (p2, q2): partition 2/2 · 1000 = 1000, cpu 25/50 · 2000 = 1000:
+        // 1000 + (500 + 5000 + 800 + 1000 + 7) - 3.
+        let p2_q2 = slurm_pair_factors(&job, &pair(2, &p2_tres[..], 4), now);
+        assert_eq!(slurm_pair_priority(&p2_q2, 7, 3), 8304);
+        // (p2, q1): q1 has no priority, so the job's own QOS factor stays,
+        // 8/10 · 2000 = 1600: 1000 + (500 + 5000 + 1600 + 1000 + 7) - 3.
+        let p2_q1 = slurm_pair_factors(&job, &pair(2, &p2_tres[..], 0), now);
+        assert_eq!(weighted(&p2_q1, "qos"), 1600.0);
+        assert_eq!(slurm_pair_priority(&p2_q1, 7, 3), 9104);
+        // The shared factors are the job's, in the job's order.
+        let own = slurm_job_factors(&job, now);
+        assert_eq!(p2_q1[..5], own[..5]);
+        // Floor and cap as for a job: a nice of 10^6 gives 1.
+        assert_eq!(slurm_pair_priority(&p2_q1, 7, 1_000_000), 1);
+        assert_eq!(slurm_pair_priority(&p2_q1, 1 << 40, 0), 0xFFFF_FFFF);
     }
 
     #[test]

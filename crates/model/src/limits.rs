@@ -3,13 +3,16 @@
 //! converters reject anything outside (naming the field), so neither engine
 //! ever meets a value its integers cannot represent.
 //!
-//! Why these bounds suffice: usage is stored as `u128` frame units and summed
-//! into `i128` differences (`usage` module). A charge is at most
-//! `MAX_USAGE_AMOUNT_TRES_SECS · 2^16 · 2^20 = 2^86` frame units (the frame
-//! is re-based before its scale reaches `2^REBASE_HALF_LIVES = 2^16`), so
-//! `2^41` maximal charges still fit in an `i128`. A running job's fixed-point
-//! rate is at most `MAX_TRES_COUNT · weight · MAX_USAGE_FACTOR`, clamped by
-//! `usage::fixed_rate` to `usage::MAX_FIXED_RATE`.
+//! Why these bounds suffice: usage is stored as `u128` frame units of
+//! `2^-20 · 5^-6` TRES-seconds and summed into `i128` differences (`usage`
+//! module). A charge is at most
+//! `MAX_USAGE_AMOUNT_TRES_SECS · 2^16 · 2^20 · 5^6 < 2^100` frame units (the
+//! frame is re-based before its scale reaches `2^REBASE_HALF_LIVES = 2^16`),
+//! so `2^27` maximal charges still fit in an `i128`. A running job's
+//! fixed-point rate is at most `MAX_TRES_COUNT · weight · MAX_USAGE_FACTOR`,
+//! clamped by `usage::fixed_rate` to `usage::MAX_FIXED_RATE` (2^26 billable
+//! TRES per second), so that its accrual term stays below 2^115 with a
+//! half-life of up to `MAX_DURATION_SECS`.
 
 use crate::Time;
 

@@ -4,15 +4,23 @@
 //! # Notation
 //! - `hl`: `PriorityDecayHalfLife` in seconds (0: no decay); `e`: the frame's epoch.
 //! - `scale(t) = 2^((t - e) / hl)` (1 when `hl = 0`).
-//! - A **frame unit** is `2^-FRAME_FRAC_BITS` TRES-seconds charged at the epoch.
+//! - A **frame unit** is `2^-20 · 5^-6` TRES-seconds charged at the epoch:
+//!   [`FRAME_UNITS_PER_TRES_SEC`] `= 2^20 · 5^6 = 16_384_000_000` units are one
+//!   TRES-second, so a micro-TRES-second (`10^-6 = 2^-6 · 5^-6`) is exactly
+//!   `2^14` units and every decimal amount with up to six decimals is a whole
+//!   number of units: amounts in the ratio 1:2 (0.1 and 0.2) are stored in
+//!   the ratio 1:2, and charges that sum to a whole number (3599 + 0.4 + 0.4 +
+//!   0.2) sum to exactly that many TRES-seconds.
 //!
 //! # Definition
 //! Usage decays continuously: `amount` charged at time `t` is worth
 //! `amount * 2^(-(T - t) / hl)` at a later time `T`. Instead of decaying every
 //! stored value as time passes, fairflow stores every charge in the epoch's
-//! reference frame, `round(amount * scale(t) * 2^FRAME_FRAC_BITS)`, an integer
-//! that never changes again. The decayed value at `T` is the frame value
-//! divided by `scale(T) * 2^FRAME_FRAC_BITS`. Sums of frame values are exact
+//! reference frame, `round(micros(amount) * 2^14 * scale(t))` with
+//! `micros(amount)` the amount rounded to a whole micro-TRES-second (exactly,
+//! from the `f64`'s binary value), an integer that never changes again. The
+//! decayed value at `T` is the frame value divided by
+//! `scale(T) * FRAME_UNITS_PER_TRES_SEC`. Sums of frame values are exact
 //! integer sums: independent of the order of events, free of drift, and the
 //! common factor `scale(T)` cancels in every ratio fair-share takes
 //! (usage / parent usage, usage / root usage), so passing time changes nothing
@@ -21,8 +29,17 @@
 //! A running job accrues at `rate` billable TRES per second. Its usage over
 //! `[s, T]` is the integral `rate * (G(T) - G(s))` with the clock
 //! `G(t) = hl / ln 2 * scale(t)` (or `t - e` without decay), kept as integers:
-//! `rate` with `RATE_FRAC_BITS` fraction bits and `G` with `CLOCK_FRAC_BITS`,
-//! whose product is in frame units.
+//! `rate` with `RATE_FRAC_BITS` fraction bits and `G` in units of
+//! `1 / CLOCK_UNITS_PER_SEC` seconds, whose product is in frame units.
+//!
+//! # Range
+//! A charge is at most `MAX_USAGE_AMOUNT_TRES_SECS · 2^16 · 2^20 · 5^6 <
+//! 2^100` units (the frame is re-based before `scale` reaches 2^16), so 2^27
+//! maximal charges fit in the `i128` diffs the incremental engine sums. The
+//! clock stays below `2^38 / ln 2 · 2^16 · 2^10 · 5^6 < 2^79` (a half-life of
+//! at most `limits::MAX_DURATION_SECS` < 2^38 s), and a rate below
+//! [`MAX_FIXED_RATE`] `= 2^36`, so one job's accrual term `rate · G` stays
+//! below 2^115.
 //!
 //! # Invariants
 //! - Every stored quantity is an integer computed by a pure function of
@@ -33,12 +50,23 @@
 
 use crate::Time;
 
-/// Fraction bits of a frame unit: 2^20 frame units are one TRES-second at the epoch.
+/// The binary part of a frame unit: `2^-FRAME_FRAC_BITS` (times `5^-FRAME_FIVES`) TRES-seconds.
 pub const FRAME_FRAC_BITS: u32 = 20;
+/// The factors of five of a frame unit: with six, a micro-TRES-second is a
+/// whole number (`2^14`) of units.
+pub const FRAME_FIVES: u32 = 6;
+/// Frame units in one TRES-second at the epoch: `2^20 · 5^6 = 16_384_000_000`.
+pub const FRAME_UNITS_PER_TRES_SEC: u128 = (1 << FRAME_FRAC_BITS) * 5u128.pow(FRAME_FIVES);
+/// Frame units in one micro-TRES-second (`10^-6`) at the epoch: `2^14 = 16_384`.
+pub const FRAME_UNITS_PER_MICRO: u128 = FRAME_UNITS_PER_TRES_SEC / MICROS_PER_UNIT;
+/// Micro-TRES-seconds in one TRES-second.
+const MICROS_PER_UNIT: u128 = 1_000_000;
 /// Fraction bits of a fixed-point rate (billable TRES per second).
 pub const RATE_FRAC_BITS: u32 = 10;
-/// Fraction bits of the accrual clock `G`.
-pub const CLOCK_FRAC_BITS: u32 = FRAME_FRAC_BITS - RATE_FRAC_BITS;
+/// Units of the accrual clock `G` in one second: `FRAME_UNITS_PER_TRES_SEC /
+/// 2^RATE_FRAC_BITS = 2^10 · 5^6 = 16_000_000`, so that a fixed-point rate
+/// times the clock is in frame units.
+pub const CLOCK_UNITS_PER_SEC: u128 = FRAME_UNITS_PER_TRES_SEC >> RATE_FRAC_BITS;
 /// The epoch is re-based once it is this many half-lives behind the present.
 pub const REBASE_HALF_LIVES: i64 = 16;
 
@@ -50,7 +78,7 @@ pub type FrameUsage = u128;
 pub struct DecayFrame {
     /// `PriorityDecayHalfLife` in seconds; 0 is no decay.
     pub half_life_secs: i64,
-    /// The time at which one frame unit is worth `2^-FRAME_FRAC_BITS` TRES-seconds.
+    /// The time at which one frame unit is worth `1 / FRAME_UNITS_PER_TRES_SEC` TRES-seconds.
     pub epoch: Time,
 }
 
@@ -59,6 +87,47 @@ fn round_to_u128(value: f64) -> u128 {
         value.round() as u128
     } else {
         0
+    }
+}
+
+/// `amount` (TRES-seconds) rounded to the nearest whole micro-TRES-second,
+/// halves away from zero, computed exactly from the `f64`'s binary value
+/// (`m · 2^e`), so the decimal an input wrote with up to six decimals comes
+/// back exactly while it is below 2^33 TRES-seconds (there the `f64`'s step
+/// is below 10^-6; beyond, the JSON number was already rounded to its `f64`,
+/// which is rounded to the micro-TRES-second like any other). 0 for anything
+/// not positive and finite; saturates at `u128::MAX`.
+pub fn micros(amount_tres_secs: f64) -> u128 {
+    if !(amount_tres_secs.is_finite() && amount_tres_secs > 0.0) {
+        return 0;
+    }
+    let bits = amount_tres_secs.to_bits();
+    let biased = ((bits >> 52) & 0x7ff) as i32;
+    let fraction = u128::from(bits & ((1u64 << 52) - 1));
+    // value = mantissa · 2^exponent, exactly.
+    let (mantissa, exponent) = if biased == 0 {
+        (fraction, -1074)
+    } else {
+        (fraction | (1 << 52), biased - 1075)
+    };
+    let scaled = mantissa * MICROS_PER_UNIT; // < 2^73
+    if exponent >= 0 {
+        let shift = exponent as u32;
+        if shift > scaled.leading_zeros() {
+            u128::MAX
+        } else {
+            scaled << shift
+        }
+    } else {
+        let shift = exponent.unsigned_abs();
+        if shift > 74 {
+            // scaled / 2^shift < 2^73 / 2^75 < 1/2.
+            return 0;
+        }
+        let whole = scaled >> shift;
+        let rest = scaled - (whole << shift);
+        let half = 1u128 << (shift - 1);
+        whole + u128::from(rest >= half)
     }
 }
 
@@ -80,20 +149,29 @@ impl DecayFrame {
         }
     }
 
-    /// The frame value of `amount_tres_secs` charged at `t`.
+    /// The frame value of `amount_tres_secs` charged at `t`: the amount in
+    /// whole micro-TRES-seconds ([`micros`]), each `2^14` units, exact at the
+    /// epoch (and always without decay); otherwise scaled by `scale(t)` and
+    /// rounded to the unit.
     pub fn point_usage(&self, amount_tres_secs: f64, t: Time) -> FrameUsage {
-        round_to_u128(amount_tres_secs * self.scale(t) * (1u64 << FRAME_FRAC_BITS) as f64)
+        let units = micros(amount_tres_secs).saturating_mul(FRAME_UNITS_PER_MICRO);
+        let scale = self.scale(t);
+        if scale == 1.0 {
+            units
+        } else {
+            round_to_u128(units as f64 * scale)
+        }
     }
 
-    /// The accrual clock `G(t)` with `CLOCK_FRAC_BITS` fraction bits. It never
+    /// The accrual clock `G(t)` in units of `1 / CLOCK_UNITS_PER_SEC`. It never
     /// decreases; a job running over `[s, t]` at fixed-point rate `r` accrues
     /// `r * (G(t) - G(s))` frame units.
     pub fn clock(&self, t: Time) -> u128 {
         if self.half_life_secs <= 0 {
-            (t.saturating_sub(self.epoch).max(0) as u128) << CLOCK_FRAC_BITS
+            (t.saturating_sub(self.epoch).max(0) as u128) * CLOCK_UNITS_PER_SEC
         } else {
             let g = self.half_life_secs as f64 / std::f64::consts::LN_2 * self.scale(t);
-            round_to_u128(g * (1u64 << CLOCK_FRAC_BITS) as f64)
+            round_to_u128(g * CLOCK_UNITS_PER_SEC as f64)
         }
     }
 
@@ -104,7 +182,7 @@ impl DecayFrame {
 
     /// Convert frame units to decayed TRES-seconds as seen at `t`.
     pub fn to_tres_secs(&self, usage: FrameUsage, t: Time) -> f64 {
-        usage as f64 / (1u64 << FRAME_FRAC_BITS) as f64 / self.scale(t)
+        usage as f64 / FRAME_UNITS_PER_TRES_SEC as f64 / self.scale(t)
     }
 
     /// Does an event at `t` require a re-base (the epoch is too far behind)?
@@ -125,12 +203,13 @@ impl DecayFrame {
     }
 }
 
-/// The largest fixed-point rate one job accrues at: 2^50 (2^40, about 1.1e12,
+/// The largest fixed-point rate one job accrues at: 2^36 (2^26, about 6.7e7,
 /// billable TRES per second). A larger product of counts, weights and usage
 /// factor is clamped here, identically in both engines. With a half-life of at
-/// most `limits::MAX_DURATION_SECS` (< 2^38 s) the clock stays below 2^65, so
-/// one job's accrual term stays below 2^115.
-pub const MAX_FIXED_RATE: u128 = 1 << 50;
+/// most `limits::MAX_DURATION_SECS` (< 2^38 s) the clock stays below 2^79
+/// (`CLOCK_UNITS_PER_SEC` < 2^24 units a second), so one job's accrual term
+/// stays below 2^115.
+pub const MAX_FIXED_RATE: u128 = 1 << 36;
 
 /// A billable rate (TRES per second) as a fixed-point integer, at most
 /// [`MAX_FIXED_RATE`].
@@ -195,12 +274,14 @@ mod tests {
     fn usage_halves_every_half_life() {
         let frame = DecayFrame::new(7 * DAY, 0);
         let u = frame.point_usage(3600.0, 0);
-        assert_eq!(u, 3600 << FRAME_FRAC_BITS);
+        // 3600 TRES-seconds at the epoch: 3600 · 2^20 · 5^6 = 58_982_400_000_000 units.
+        assert_eq!(u, 58_982_400_000_000);
         assert!((frame.to_tres_secs(u, 7 * DAY) - 1800.0).abs() < 1e-9);
         assert!((frame.to_tres_secs(u, 14 * DAY) - 900.0).abs() < 1e-9);
         // Charged later, worth more in the frame: decays from its own time.
         let later = frame.point_usage(3600.0, 7 * DAY);
-        assert_eq!(later, 7200 << FRAME_FRAC_BITS);
+        // One half-life after the epoch the scale is 2: 7200 · 16_384_000_000.
+        assert_eq!(later, 117_964_800_000_000);
         assert!((frame.to_tres_secs(later, 7 * DAY) - 3600.0).abs() < 1e-9);
     }
 
@@ -209,9 +290,10 @@ mod tests {
         let frame = DecayFrame::new(0, 100);
         let u = frame.point_usage(10.5, 1_000_000);
         assert_eq!(frame.to_tres_secs(u, 9_000_000), 10.5);
-        // 4 TRES for 100 s is 400 TRES-seconds, exactly.
+        // 4 TRES for 100 s is 400 TRES-seconds, exactly: the rate 4 · 2^10
+        // times the clock's 100 · 2^10 · 5^6 is 400 · 2^20 · 5^6 units.
         let accrued = frame.accrued(fixed_rate(4.0), 200, 300);
-        assert_eq!(accrued, 400 << FRAME_FRAC_BITS);
+        assert_eq!(accrued, 6_553_600_000_000);
     }
 
     #[test]
@@ -222,6 +304,59 @@ mod tests {
         let accrued = frame.accrued(fixed_rate(1.0), 0, h);
         let expected = h as f64 / (2.0 * std::f64::consts::LN_2);
         assert!((frame.to_tres_secs(accrued, h) - expected).abs() < 1e-3);
+    }
+
+    #[test]
+    fn decimal_amounts_are_whole_micro_tres_seconds() {
+        // 10^-6 TRES-seconds = 2^-6 · 5^-6 is 2^20 · 5^6 / (2^6 · 5^6) = 2^14
+        // units, so a decimal with six decimals is (its millionths) · 16_384.
+        assert_eq!(FRAME_UNITS_PER_TRES_SEC, 16_384_000_000);
+        assert_eq!(FRAME_UNITS_PER_MICRO, 16_384);
+        assert_eq!(CLOCK_UNITS_PER_SEC, 16_000_000);
+        let frame = DecayFrame::new(0, 0);
+        // 0.1: 100_000 millionths · 16_384 = 1_638_400_000; 0.2 twice that.
+        assert_eq!(frame.point_usage(0.1, 0), 1_638_400_000);
+        assert_eq!(frame.point_usage(0.2, 0), 3_276_800_000);
+        assert_eq!(frame.point_usage(0.3, 0), 4_915_200_000);
+        // 3599 + 0.4 + 0.4 + 0.2 sums to 3600 TRES-seconds exactly.
+        let sum: u128 = [3599.0, 0.4, 0.4, 0.2]
+            .iter()
+            .map(|&a| frame.point_usage(a, 0))
+            .sum();
+        assert_eq!(sum, 3600 * 16_384_000_000);
+        // Six decimals on large amounts (where the f64's step is near 10^-6):
+        // 600_000.000001 is 600_000_000_001 millionths.
+        assert_eq!(micros(600_000.000001), 600_000_000_001);
+        assert_eq!(micros(8_589_934_591.999999), 8_589_934_591_999_999);
+        assert_eq!(micros(123_456.654321), 123_456_654_321);
+        // More than six decimals round to the nearest millionth.
+        assert_eq!(micros(0.0000004), 0);
+        assert_eq!(micros(0.0000006), 1);
+        assert_eq!(micros(1.2345678), 1_234_568);
+        // Not positive or not finite: nothing.
+        for bad in [0.0, -1.0, f64::NAN, f64::INFINITY, f64::MIN_POSITIVE / 4.0] {
+            assert_eq!(micros(bad), 0, "{bad}");
+        }
+        assert_eq!(micros(f64::MAX), u128::MAX);
+        // 2^50 TRES-seconds (the largest amount) is 2^50 · 10^6 millionths.
+        assert_eq!(micros((1u64 << 50) as f64), (1u128 << 50) * 1_000_000);
+    }
+
+    #[test]
+    fn the_accrual_term_has_headroom_at_the_limits() {
+        // The longest half-life (MAX_DURATION_SECS) at 16 half-lives past the
+        // epoch, and the largest rate: below 2^115 (module documentation).
+        let hl = crate::limits::MAX_DURATION_SECS as i64;
+        let frame = DecayFrame::new(hl, 0);
+        let clock = frame.clock(16 * hl - 1);
+        assert!(clock < 1 << 79, "{clock}");
+        assert!(clock
+            .checked_mul(MAX_FIXED_RATE)
+            .is_some_and(|term| term < 1 << 115));
+        assert_eq!(fixed_rate(1e12), MAX_FIXED_RATE);
+        // The largest charge, at a scale just below 2^16: below 2^100.
+        let charge = frame.point_usage(crate::limits::MAX_USAGE_AMOUNT_TRES_SECS, 16 * hl - 1);
+        assert!(charge < 1 << 100, "{charge}");
     }
 
     #[test]
