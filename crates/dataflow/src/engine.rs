@@ -6,6 +6,8 @@
 //! result arrangement and assemble the tree and the fair-share table from it.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use crossbeam_channel::{Receiver, Sender};
@@ -113,6 +115,12 @@ pub struct Engine {
     guards: Option<timely::communication::initialize::WorkerGuards<()>>,
     /// Records emitted by the dataflow stages of this process's workers.
     touched: TouchCounter,
+    /// Bumped by every command that can change a result (batches, the
+    /// `INCR_ONLY` memory): the key of `last_top`.
+    generation: AtomicU64,
+    /// The last `top` read, named: `(generation, now, k, result)`; a read with
+    /// nothing changed since copies it.
+    last_top: Mutex<Option<(u64, Time, usize, Vec<JobPriority>)>>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -178,6 +186,8 @@ impl Engine {
             worker0,
             guards: Some(guards),
             touched,
+            generation: AtomicU64::new(0),
+            last_top: Mutex::new(None),
         };
         // Root exists from the start.
         engine.flush()?;
@@ -232,6 +242,12 @@ impl Engine {
     }
 
     fn send(&self, command: Command) -> Result<(), EngineError> {
+        if matches!(
+            command,
+            Command::Batch { .. } | Command::RememberIncrOnly(_) | Command::SetFloors(_)
+        ) {
+            self.generation.fetch_add(1, Ordering::Relaxed);
+        }
         self.commands
             .as_ref()
             .ok_or(EngineError::WorkersGone)?
@@ -520,11 +536,25 @@ impl Engine {
 
     /// The first `k` jobs of the pending queue as of the engine's time, in
     /// the oracle's `priority::queue` order.
+    /// A read at the same time with nothing changed since copies the last
+    /// one (named already).
     pub fn top(&self, k: usize) -> Result<Vec<JobPriority>, EngineError> {
-        match self.priority_read(Command::Top(k, self.now()))? {
-            Reply::Priorities(top) => Ok(top.into_iter().map(|p| self.identify(p)).collect()),
-            _ => Err(EngineError::WorkersGone),
+        let now = self.now();
+        let generation = self.generation.load(Ordering::Relaxed);
+        let mut last = self.last_top.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((at_generation, at, last_k, result)) = last.as_ref() {
+            // A shorter result than asked for is the whole queue.
+            let covers = k <= *last_k || result.len() < *last_k;
+            if *at_generation == generation && *at == now && covers {
+                return Ok(result.iter().take(k).cloned().collect());
+            }
         }
+        let top: Vec<JobPriority> = match self.priority_read(Command::Top(k, now))? {
+            Reply::Priorities(top) => top.into_iter().map(|p| self.identify(p)).collect(),
+            _ => return Err(EngineError::WorkersGone),
+        };
+        *last = Some((generation, now, k, top.clone()));
+        Ok(top)
     }
 
     /// One listed job's priority as of the engine's time.
