@@ -62,15 +62,24 @@ pub struct Args {
     /// Largest line of a body or stream, bytes.
     #[arg(long, default_value_t = 64 << 10)]
     max_line_bytes: usize,
-    /// Most bytes of write bodies held at once (read, parsed or waiting for
-    /// the applier); more writers wait (backpressure in bytes). At least
-    /// `--max-body-bytes`.
+    /// Most bytes of writes held at once (read, parsed or waiting for the
+    /// applier), HTTP bodies and tap batches together; more writers wait
+    /// (backpressure in bytes). At least `--max-body-bytes`.
     #[arg(long, default_value_t = 16 << 20)]
     max_inflight_bytes: usize,
     /// Most concurrent connections from one client address; more are closed
     /// at once (behind a proxy, every client has the proxy's address).
     #[arg(long, default_value_t = 64)]
     max_connections_per_client: usize,
+    /// Most connections open at once on each stream tap (`--tap-tcp`,
+    /// `--tap-unix`); more are answered with an error line and closed.
+    #[arg(long, value_name = "N", default_value_t = 64)]
+    max_tap_connections: usize,
+    /// `/healthz` turns unhealthy (503) when the applier has been stuck this
+    /// long on one step (an engine call that does not return), so a
+    /// supervisor restarts the service.
+    #[arg(long, value_name = "SECS", default_value_t = 120)]
+    stall_timeout_secs: u64,
     /// Start even if the log is damaged (not just a torn tail): keep the
     /// records before the damage, move the rest aside and say what was dropped.
     #[arg(long)]
@@ -129,6 +138,8 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     config.http.max_line_bytes = args.max_line_bytes;
     config.http.max_inflight_bytes = args.max_inflight_bytes.max(args.max_body_bytes);
     config.http.max_connections_per_client = args.max_connections_per_client.max(1);
+    config.http.stall_timeout = std::time::Duration::from_secs(args.stall_timeout_secs.max(1));
+    config.max_tap_connections = args.max_tap_connections.max(1);
     config.recover = args.recover;
     config.checkpoint_every = args.checkpoint_every;
     config.tap_tcp = args.tap_tcp;

@@ -53,6 +53,7 @@ use fairflow_store::{Checkpoints, EventLog, OpenMode, Recovery};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::backend::{Backend, Gauges, Query, QueryError};
+use crate::budget::WriteBudget;
 use crate::exactly_once::{key_record, parse_key_record, Keys, Ticket};
 use crate::health::Health;
 use crate::log_limit::LogLimit;
@@ -182,6 +183,7 @@ pub struct RecoveryReport {
 pub struct ApplierHandle {
     sender: mpsc::Sender<Command>,
     health: Arc<Health>,
+    budget: WriteBudget,
 }
 
 fn shutting_down() -> WriteError {
@@ -192,6 +194,21 @@ impl ApplierHandle {
     /// The service's health, as the applier sees it.
     pub fn health(&self) -> &Arc<Health> {
         &self.health
+    }
+
+    /// The bytes of writes every writer of this handle shares (`budget`).
+    pub fn write_budget(&self) -> &WriteBudget {
+        &self.budget
+    }
+
+    /// This handle with a write budget of `cap_bytes`: the same handle if its
+    /// budget has that size already (so writers given clones of it share
+    /// one budget), else one with a new budget.
+    pub fn with_write_budget(mut self, cap_bytes: usize) -> Self {
+        if WriteBudget::new(cap_bytes).cap_bytes() != self.budget.cap_bytes() {
+            self.budget = WriteBudget::new(cap_bytes);
+        }
+        self
     }
 
     /// Submit a batch; waits (without dropping) while the queue is full.
@@ -758,6 +775,7 @@ impl<B: Backend> Applier<B> {
         let mut rest = group.into_iter();
         let mut applied: Vec<AppliedWrite> = Vec::new();
         while let Some(write) = rest.next() {
+            self.health.beat();
             match self.apply_write(write) {
                 Ok(done) => applied.push(done),
                 Err((reason, reply)) => {
@@ -896,6 +914,7 @@ impl<B: Backend> Applier<B> {
                 return;
             }
         };
+        self.health.beat();
         self.since_checkpoint += records.len() as u64;
         for write in applied {
             sequence += u64::from(write.key.is_some());
@@ -984,6 +1003,11 @@ impl<B: Backend> Applier<B> {
                     Err(_) => break,
                 }
             }
+            // Busy from here until the commands are answered: `/healthz`
+            // turns unhealthy if no step of them completes in time (a hung
+            // engine call).
+            let health = self.health.clone();
+            let _busy = health.busy();
             let mut group = Vec::new();
             for command in pending {
                 if self.failed {
@@ -1031,6 +1055,7 @@ impl<B: Backend> Applier<B> {
     }
 
     fn answer(&mut self, command: Command) {
+        self.health.beat();
         match command {
             Command::Read { query, reply } => {
                 let backend = &mut self.backend;
@@ -1077,7 +1102,25 @@ pub fn start<B: Backend>(
     let (sender, receiver) = mpsc::channel(config.queue_capacity.max(1));
     let thread = std::thread::Builder::new()
         .name("fairflow-applier".into())
-        .spawn(move || applier.run(receiver))
+        .spawn({
+            let health = health.clone();
+            move || {
+                // A panic outside the guarded engine calls ends the applier:
+                // the service fails (`health`), so it exits non-zero and a
+                // supervisor restarts it, rather than answering 503 forever.
+                if let Err(panic) = catch_unwind(AssertUnwindSafe(|| applier.run(receiver))) {
+                    health.fail(format!(
+                        "the applier thread panicked ({}); the service stops",
+                        panic_message(panic)
+                    ));
+                }
+            }
+        })
         .map_err(|e| format!("cannot start the applier thread: {e}"))?;
-    Ok((ApplierHandle { sender, health }, report, thread))
+    let handle = ApplierHandle {
+        sender,
+        health,
+        budget: WriteBudget::default(),
+    };
+    Ok((handle, report, thread))
 }

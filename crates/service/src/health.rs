@@ -6,9 +6,15 @@
 //! - **failed**: the engine could not be brought back to the durable state
 //!   (a rebuild after an engine error or a refused append failed). Nothing
 //!   more is answered, `/healthz` answers 503, and `run` stops the process
-//!   with an error (a non-zero exit status), so a supervisor restarts it.
+//!   with an error (a non-zero exit status), so a supervisor restarts it;
+//! - **stalled**: the applier has been busy without completing a step (a
+//!   write applied, a group logged, a read answered) for longer than the
+//!   stall deadline: an engine call that never returns. `/healthz` answers 503
+//!   while it lasts, so a supervisor restarts the process; the applier beats
+//!   at every step and is idle (never stalled) while nothing is queued.
 
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use tokio::sync::Notify;
 
@@ -18,10 +24,26 @@ pub struct Health {
     degraded: Mutex<Option<String>>,
     failed: Mutex<Option<String>>,
     stop: Notify,
+    /// When the applier last completed a step, while it is busy.
+    busy_since: Mutex<Option<Instant>>,
+}
+
+/// The applier is busy while this lives (`Health::busy`).
+#[derive(Debug)]
+pub struct Busy<'a>(&'a Health);
+
+impl Drop for Busy<'_> {
+    fn drop(&mut self) {
+        *lock(&self.0.busy_since) = None;
+    }
+}
+
+fn lock<T>(slot: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    slot.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 fn read(slot: &Mutex<Option<String>>) -> Option<String> {
-    slot.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    lock(slot).clone()
 }
 
 impl Health {
@@ -46,6 +68,28 @@ impl Health {
     /// Why the service is not healthy (failed, or else degraded), if it is not.
     pub fn problem(&self) -> Option<String> {
         self.failure().or_else(|| read(&self.degraded))
+    }
+
+    /// The applier starts on work: busy (and beating) until the guard drops.
+    pub fn busy(&self) -> Busy<'_> {
+        *lock(&self.busy_since) = Some(Instant::now());
+        Busy(self)
+    }
+
+    /// The applier completed a step of its work.
+    pub fn beat(&self) {
+        let mut since = lock(&self.busy_since);
+        if since.is_some() {
+            *since = Some(Instant::now());
+        }
+    }
+
+    /// How long the applier has been busy without completing a step, if
+    /// that is longer than `deadline`.
+    pub fn stalled(&self, deadline: Duration) -> Option<Duration> {
+        let since = (*lock(&self.busy_since))?;
+        let silent = since.elapsed();
+        (silent > deadline).then_some(silent)
     }
 
     /// Wait until the service fails (returns at once if it already has).
@@ -75,5 +119,26 @@ mod tests {
         health.fail("rebuild failed".into());
         assert_eq!(health.problem().as_deref(), Some("rebuild failed"));
         assert_eq!(health.failure().as_deref(), Some("rebuild failed"));
+    }
+
+    #[test]
+    fn stalled_only_while_busy_without_a_beat_past_the_deadline() {
+        let health = Health::default();
+        let deadline = Duration::from_millis(30);
+        assert_eq!(
+            health.stalled(Duration::ZERO),
+            None,
+            "idle is never stalled"
+        );
+        {
+            let _busy = health.busy();
+            assert_eq!(health.stalled(deadline), None);
+            std::thread::sleep(Duration::from_millis(60));
+            assert!(health.stalled(deadline).is_some());
+            health.beat();
+            assert_eq!(health.stalled(deadline), None, "a beat restarts the clock");
+        }
+        std::thread::sleep(Duration::from_millis(60));
+        assert_eq!(health.stalled(deadline), None, "idle again");
     }
 }

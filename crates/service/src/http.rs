@@ -27,6 +27,7 @@ use tower_http::timeout::TimeoutLayer;
 
 use crate::applier::{parse_body, ApplierHandle, WriteError};
 use crate::backend::{Query, QueryError};
+use crate::budget::HeldBytes;
 use crate::exactly_once::{valid_key, AbandonOnDrop, Ticket, MAX_KEY_BYTES};
 use crate::metrics::Metrics;
 use fairflow_serve::OutputFormat;
@@ -54,6 +55,9 @@ pub struct HttpConfig {
     /// Most concurrent connections from one client address; more are closed
     /// at once, so one client cannot take every connection.
     pub max_connections_per_client: usize,
+    /// `/healthz` is unhealthy while the applier has been busy this long
+    /// without completing a step (a hung engine call; `health`).
+    pub stall_timeout: Duration,
 }
 
 impl Default for HttpConfig {
@@ -66,8 +70,9 @@ impl Default for HttpConfig {
             max_connections: 512,
             header_timeout: Duration::from_secs(10),
             request_timeout: Duration::from_secs(30),
-            max_inflight_bytes: 16 << 20,
+            max_inflight_bytes: crate::budget::DEFAULT_WRITE_BUDGET_BYTES,
             max_connections_per_client: 64,
+            stall_timeout: Duration::from_secs(120),
         }
     }
 }
@@ -77,8 +82,6 @@ struct AppState {
     applier: ApplierHandle,
     metrics: Arc<Metrics>,
     config: Arc<HttpConfig>,
-    /// One permit per byte of write bodies in flight.
-    inflight: Arc<Semaphore>,
 }
 
 /// Does `headers` carry `Authorization: Bearer <token>` with the right token?
@@ -166,11 +169,12 @@ fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, Box<Response>>
     }
 }
 
-/// A write body and the permits (one per byte) it holds while in flight.
-struct HeldBody(Bytes, #[allow(dead_code)] tokio::sync::OwnedSemaphorePermit);
+/// A write body and the bytes of the write budget it holds while in flight.
+struct HeldBody(Bytes, #[allow(dead_code)] HeldBytes);
 
-/// Read a write's body before `deadline`, first taking as many in-flight
-/// byte permits as it can be long (backpressure in bytes).
+/// Read a write's body before `deadline`, first taking from the write budget
+/// as many bytes as it can be long (backpressure in bytes, shared with the
+/// taps: `budget`).
 async fn read_body(
     state: &AppState,
     headers: &HeaderMap,
@@ -197,13 +201,11 @@ async fn read_body(
             "the request did not complete in time; nothing of it was applied",
         ))
     };
-    let cap = state.config.max_inflight_bytes.clamp(1, u32::MAX as usize);
-    let wanted = declared.unwrap_or(limit).clamp(1, cap) as u32;
-    let permit =
-        tokio::time::timeout_at(deadline, state.inflight.clone().acquire_many_owned(wanted))
-            .await
-            .map_err(|_| timed_out())?
-            .expect("the semaphore is never closed");
+    let wanted = declared.unwrap_or(limit);
+    let budget = state.applier.write_budget();
+    let permit = tokio::time::timeout_at(deadline, budget.take(wanted))
+        .await
+        .map_err(|_| timed_out())?;
     match tokio::time::timeout_at(deadline, axum::body::to_bytes(body, limit)).await {
         Err(_) => Err(timed_out()),
         Ok(Err(_)) => Err(too_large()),
@@ -356,9 +358,10 @@ async fn get_metrics(State(state): State<AppState>, headers: HeaderMap) -> Respo
     ([(header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)], text).into_response()
 }
 
-/// Healthy unless the service failed, writes are refused (`health`) or the
-/// applier stopped. It does not wait behind the queue of writes, so it answers
-/// at once under a write overload too (a slow service is not an unhealthy one).
+/// Healthy unless the service failed, writes are refused (`health`), the
+/// applier stopped, or it has been stuck on one step past the stall deadline.
+/// It does not wait behind the queue of writes, so it answers at once under a
+/// write overload too (a slow service is not an unhealthy one; a stuck one is).
 async fn get_healthz(State(state): State<AppState>) -> Response {
     if let Some(problem) = state.applier.health().problem() {
         return (
@@ -367,21 +370,30 @@ async fn get_healthz(State(state): State<AppState>) -> Response {
         )
             .into_response();
     }
+    if let Some(silent) = state.applier.health().stalled(state.config.stall_timeout) {
+        let message = format!(
+            "unhealthy: the applier has made no progress for {} s (stall deadline {} s): \
+             an engine call does not return\n",
+            silent.as_secs(),
+            state.config.stall_timeout.as_secs()
+        );
+        return (StatusCode::SERVICE_UNAVAILABLE, message).into_response();
+    }
     if state.applier.stopped() {
         return (StatusCode::SERVICE_UNAVAILABLE, "applier stopped\n").into_response();
     }
     (StatusCode::OK, "ok\n").into_response()
 }
 
-/// The router with every route and limit.
+/// The router with every route and limit. Write bodies take from the
+/// handle's write budget when it is `config.max_inflight_bytes` large (so
+/// the taps given clones of that handle share it), else from a budget of
+/// that size of their own.
 pub fn router(applier: ApplierHandle, metrics: Arc<Metrics>, config: HttpConfig) -> Router {
     let state = AppState {
-        applier,
+        applier: applier.with_write_budget(config.max_inflight_bytes),
         metrics,
         config: Arc::new(config.clone()),
-        inflight: Arc::new(Semaphore::new(
-            config.max_inflight_bytes.clamp(1, u32::MAX as usize),
-        )),
     };
     // Writes keep their own deadline (`post_events`); reads have the layer's.
     let writes = Router::new().route("/v1/events", post(post_events));

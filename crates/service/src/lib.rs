@@ -1,7 +1,8 @@
 //! `fairflow serve`: the live service. One applier thread owns the engine and
 //! the durable log (`applier`); the HTTP layer (`http`) and the taps (`taps`)
 //! turn requests into batches for it and reads into queries; `metrics`
-//! exports Prometheus text. The applier drives anything implementing
+//! exports Prometheus text; `budget` bounds the bytes of writes held by every
+//! way in together. The applier drives anything implementing
 //! [`backend::Backend`]; `fairflow serve` gives it an engine
 //! (`Box<dyn fairflow_engine::Engine>`: the incremental engine by default, or
 //! the batch engine) through [`engine_backend::EngineBackend`].
@@ -17,6 +18,7 @@
 
 pub mod applier;
 pub mod backend;
+pub mod budget;
 pub mod engine_backend;
 pub mod exactly_once;
 pub mod health;

@@ -16,7 +16,7 @@ use crate::applier::{self, ApplierConfig, RecoveryReport};
 use crate::backend::Backend;
 use crate::http::{self, HttpConfig};
 use crate::metrics::Metrics;
-use crate::taps::{self, StreamLimits};
+use crate::taps::{self, StreamLimits, StreamSlots};
 
 /// Everything `fairflow serve` is told.
 #[derive(Debug, Clone)]
@@ -42,6 +42,8 @@ pub struct ServiceConfig {
     /// Open a damaged log anyway, keeping what is provably intact
     /// (`--recover`; see `fairflow_store::wal`).
     pub recover: bool,
+    /// Most connections open at once on each stream tap listener.
+    pub max_tap_connections: usize,
 }
 
 impl ServiceConfig {
@@ -58,6 +60,7 @@ impl ServiceConfig {
             follow_jobcomp: None,
             replay: None,
             recover: false,
+            max_tap_connections: StreamLimits::default().max_connections,
         }
     }
 }
@@ -117,6 +120,8 @@ pub fn run_blocking<B: Backend>(
         quarantined = report.quarantined,
         "recovered"
     );
+    // HTTP writers and the taps share one write budget.
+    let handle = handle.with_write_budget(config.http.max_inflight_bytes);
     let health = handle.health().clone();
     runtime.block_on(async {
         let listener = TcpListener::bind(config.listen)
@@ -125,6 +130,7 @@ pub fn run_blocking<B: Backend>(
         let address = listener.local_addr().map_err(|e| e.to_string())?;
         let limits = StreamLimits {
             max_line_bytes: config.http.max_line_bytes,
+            max_connections: config.max_tap_connections.max(1),
             ..StreamLimits::default()
         };
         let token = config.http.write_token.clone();
@@ -134,14 +140,11 @@ pub fn run_blocking<B: Backend>(
                 .map_err(|e| format!("cannot listen on {tap}: {e}"))?;
             tracing::info!(tap = "tcp", address = %tap, "stream tap listening");
             let (handle, token, limits) = (handle.clone(), token.clone(), limits.clone());
+            let slots = StreamSlots::new(&limits);
             tokio::spawn(async move {
                 while let Ok((stream, _)) = tap_listener.accept().await {
-                    tokio::spawn(taps::serve_stream(
-                        stream,
-                        handle.clone(),
-                        token.clone(),
-                        limits.clone(),
-                    ));
+                    let (handle, token, limits) = (handle.clone(), token.clone(), limits.clone());
+                    taps::admit_stream(stream, &slots, handle, token, limits);
                 }
             });
         }
@@ -152,14 +155,11 @@ pub fn run_blocking<B: Backend>(
                 .map_err(|e| format!("cannot listen on {}: {e}", path.display()))?;
             tracing::info!(tap = "unix", path = %path.display(), "stream tap listening");
             let (handle, token, limits) = (handle.clone(), token.clone(), limits.clone());
+            let slots = StreamSlots::new(&limits);
             tokio::spawn(async move {
                 while let Ok((stream, _)) = tap_listener.accept().await {
-                    tokio::spawn(taps::serve_stream(
-                        stream,
-                        handle.clone(),
-                        token.clone(),
-                        limits.clone(),
-                    ));
+                    let (handle, token, limits) = (handle.clone(), token.clone(), limits.clone());
+                    taps::admit_stream(stream, &slots, handle, token, limits);
                 }
             });
         }

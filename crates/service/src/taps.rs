@@ -9,8 +9,18 @@
 //!
 //! Tap events that would arrive "in the past" (a record ending before the
 //! service's current time) are charged at the service's current time.
+//!
+//! **Bounded like HTTP writers.** Every tap batch takes its bytes from the
+//! applier handle's write budget (`budget`, shared with `POST /v1/events`)
+//! before it is parsed and holds them until it is answered, so a flooding
+//! tap waits its turn instead of growing memory or starving HTTP writes.
+//! Socket tap connections are capped (`StreamLimits::max_connections`); a
+//! followed file is read at most `FOLLOW_READ_BYTES` at a time, with lines
+//! over the line limit dropped as they are read; a replayed event log is
+//! streamed in batches of at most `REPLAY_BATCH_LINES` lines.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use fairflow_ingest::follow::Follower;
@@ -20,8 +30,19 @@ use fairflow_ingest::swf::convert_swf;
 use fairflow_ingest::{LogLine, Rejection};
 use subtle::ConstantTimeEq;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::sync::Semaphore;
 
 use crate::applier::{parse_body, ApplierHandle, WriteError};
+
+/// Most bytes of a followed file read (and held) at once.
+pub const FOLLOW_READ_BYTES: usize = 1 << 20;
+
+/// The longest line of a followed `jobcomp` file held; longer ones are
+/// rejected unread (a real record is a few hundred bytes).
+pub const FOLLOW_MAX_LINE_BYTES: usize = 64 << 10;
+
+/// Most lines of a replayed file written together.
+pub const REPLAY_BATCH_LINES: usize = 10_000;
 
 /// Limits of a socket tap connection.
 #[derive(Debug, Clone)]
@@ -32,6 +53,9 @@ pub struct StreamLimits {
     pub max_batch_lines: usize,
     /// A connection silent for this long is closed.
     pub idle_timeout: Duration,
+    /// Most connections open at once on one tap listener; more are answered
+    /// with an error line and closed.
+    pub max_connections: usize,
 }
 
 impl Default for StreamLimits {
@@ -40,6 +64,47 @@ impl Default for StreamLimits {
             max_line_bytes: 64 << 10,
             max_batch_lines: 10_000,
             idle_timeout: Duration::from_secs(300),
+            max_connections: 64,
+        }
+    }
+}
+
+/// The open connections of one stream tap listener.
+#[derive(Debug, Clone)]
+pub struct StreamSlots(Arc<Semaphore>);
+
+impl StreamSlots {
+    /// Room for `limits.max_connections` (at least one).
+    pub fn new(limits: &StreamLimits) -> Self {
+        StreamSlots(Arc::new(Semaphore::new(limits.max_connections.max(1))))
+    }
+}
+
+/// Serve a newly accepted connection on its own task if the listener has
+/// room for it; else answer it with an error line and close it.
+pub fn admit_stream<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
+    mut stream: S,
+    slots: &StreamSlots,
+    applier: ApplierHandle,
+    token: Option<String>,
+    limits: StreamLimits,
+) {
+    match slots.0.clone().try_acquire_owned() {
+        Ok(slot) => {
+            tokio::spawn(async move {
+                let _ = serve_stream(stream, applier, token, limits).await;
+                drop(slot);
+            });
+        }
+        Err(_) => {
+            tokio::spawn(async move {
+                let refusal = format!(
+                    "{{\"error\":\"too many tap connections (at most {}): retry later\"}}\n",
+                    limits.max_connections
+                );
+                let _ = stream.write_all(refusal.as_bytes()).await;
+                let _ = stream.shutdown().await;
+            });
         }
     }
 }
@@ -126,6 +191,13 @@ pub async fn serve_stream<S: AsyncRead + AsyncWrite + Unpin>(
                 None => break,
             }
         }
+        // The batch's bytes come from the write budget before it is parsed
+        // and are held until it is answered.
+        let bytes: usize = raw
+            .iter()
+            .map(|line| line.as_ref().map_or(limits.max_line_bytes, Vec::len) + 1)
+            .sum();
+        let _held = applier.write_budget().take(bytes).await;
         let mut lines = Vec::with_capacity(raw.len());
         for (index, line) in raw.into_iter().enumerate() {
             let number = index as u64 + 1;
@@ -176,11 +248,15 @@ pub async fn follow_jobcomp_in<Tz: chrono::TimeZone + Send + Sync + 'static>(
     interval: Duration,
     tz: Tz,
 ) {
-    let mut follower = Follower::new(&path);
+    let mut follower = Follower::with_max_line_bytes(&path, FOLLOW_MAX_LINE_BYTES);
     // Log the follower's state when it changes, not every poll.
     let mut failing = false;
     loop {
-        let lines = match follower.poll() {
+        // The bytes of one poll are taken from the write budget before they
+        // are read, and held until their write is answered.
+        let read_bytes = FOLLOW_READ_BYTES.min(applier.write_budget().cap_bytes());
+        let held = applier.write_budget().take(read_bytes).await;
+        let lines = match follower.poll(read_bytes) {
             Ok(lines) => {
                 if std::mem::take(&mut failing) {
                     tracing::info!(tap = "jobcomp", path = %path.display(), "readable again");
@@ -195,11 +271,24 @@ pub async fn follow_jobcomp_in<Tz: chrono::TimeZone + Send + Sync + 'static>(
                 continue;
             }
         };
+        // More may be waiting: poll again at once, sleep only when idle.
+        let idle = lines.is_empty();
         if !lines.is_empty() {
             let now = applier.gauges().await.map_or(0, |g| g.now);
             let batch: Vec<LogLine> = lines
                 .into_iter()
                 .filter_map(|(number, bytes)| {
+                    let bytes = match bytes {
+                        Ok(bytes) => bytes,
+                        Err(too_long) => {
+                            let reason =
+                                format!("line is longer than {} bytes", too_long.limit_bytes);
+                            return Some(LogLine {
+                                line: number,
+                                event: Err(Rejection::new(number, None, reason)),
+                            });
+                        }
+                    };
                     let text = String::from_utf8_lossy(&bytes).to_string();
                     match record_to_event_in(number, &text, &tz) {
                         Ok(None) => None,
@@ -238,7 +327,10 @@ pub async fn follow_jobcomp_in<Tz: chrono::TimeZone + Send + Sync + 'static>(
                 }
             }
         }
-        tokio::time::sleep(interval).await;
+        drop(held);
+        if idle {
+            tokio::time::sleep(interval).await;
+        }
     }
 }
 
@@ -247,23 +339,27 @@ pub async fn follow_jobcomp_in<Tz: chrono::TimeZone + Send + Sync + 'static>(
 pub async fn replay_file(path: PathBuf, applier: ApplierHandle, speed: f64) -> Result<(), String> {
     let name = path.to_string_lossy().to_string();
     let source = open_source(&name).map_err(|e| e.to_string())?;
-    let lines: Vec<LogLine> = if name.ends_with(".swf") || name.ends_with(".swf.gz") {
-        convert_swf(source).map_err(|e| e.to_string())?
-    } else {
-        read_events(source)
-            .collect::<Result<_, _>>()
-            .map_err(|e| e.to_string())?
-    };
+    // An SWF trace is converted whole (the converter sorts it by submit
+    // time); an event log is streamed.
+    let lines: Box<dyn Iterator<Item = Result<LogLine, String>> + Send> =
+        if name.ends_with(".swf") || name.ends_with(".swf.gz") {
+            let converted = convert_swf(source).map_err(|e| e.to_string())?;
+            Box::new(converted.into_iter().map(Ok))
+        } else {
+            Box::new(read_events(source).map(|line| line.map_err(|e| e.to_string())))
+        };
     let started = tokio::time::Instant::now();
-    let first_t = lines
-        .iter()
-        .find_map(|l| l.event.as_ref().ok().map(|e| e.t))
-        .unwrap_or(0);
+    let mut first_t = None;
     let mut batch: Vec<LogLine> = Vec::new();
     let mut batch_t = None;
     for line in lines {
+        let line = line?;
         let t = line.event.as_ref().ok().map(|e| e.t);
-        if t.is_some() && t != batch_t && !batch.is_empty() {
+        if first_t.is_none() {
+            first_t = t;
+        }
+        let full = batch.len() >= REPLAY_BATCH_LINES;
+        if (full || (t.is_some() && t != batch_t)) && !batch.is_empty() {
             applier
                 .write(std::mem::take(&mut batch))
                 .await
@@ -271,7 +367,8 @@ pub async fn replay_file(path: PathBuf, applier: ApplierHandle, speed: f64) -> R
         }
         if let (Some(t), true) = (t, speed > 0.0) {
             if t != batch_t.unwrap_or(i64::MIN) {
-                let due = Duration::from_secs_f64(((t - first_t).max(0) as f64) / speed);
+                let due =
+                    Duration::from_secs_f64(((t - first_t.unwrap_or(t)).max(0) as f64) / speed);
                 tokio::time::sleep_until(started + due).await;
             }
         }

@@ -513,3 +513,51 @@ async fn a_damaged_log_stops_the_start_unless_recover_keeps_what_is_intact() {
     assert_eq!(next.first_sequence, 1);
     stop(handle, thread).await;
 }
+
+/// GET `/healthz` through `router`: the status and the body.
+async fn healthz(router: &axum::Router) -> (u16, String) {
+    use tower::ServiceExt;
+    let request = axum::http::Request::get("/healthz")
+        .body(axum::body::Body::empty())
+        .unwrap();
+    let response = router.clone().oneshot(request).await.unwrap();
+    let status = response.status().as_u16();
+    let body = axum::body::to_bytes(response.into_body(), 1 << 16)
+        .await
+        .unwrap();
+    (status, String::from_utf8_lossy(&body).to_string())
+}
+
+/// A hung applier: `slow` holds the engine for 1.5 s, past a 0.3 s stall
+/// deadline, so `/healthz` turns 503 while it is stuck and ok once it moved
+/// on. Before, `/healthz` said ok however long an engine call took.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stuck_applier_turns_healthz_unhealthy_until_it_moves_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let (handle, _, thread) = start(dir.path());
+    let config = HttpConfig {
+        stall_timeout: Duration::from_millis(300),
+        ..HttpConfig::default()
+    };
+    let router = http::router(handle.clone(), Arc::new(Metrics::new()), config);
+    assert_eq!(healthz(&router).await.0, 200);
+    let writer = {
+        let handle = handle.clone();
+        tokio::spawn(async move { handle.write(lines(&account("slow", 10))).await })
+    };
+    let mut unhealthy = None;
+    for _ in 0..100 {
+        let (status, body) = healthz(&router).await;
+        if status == 503 {
+            unhealthy = Some(body);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let body = unhealthy.expect("/healthz said ok while the applier was stuck for 1.5 s");
+    assert!(body.contains("no progress"), "{body}");
+    assert_eq!(writer.await.unwrap().unwrap().accepted, 1);
+    assert_eq!(healthz(&router).await, (200, "ok\n".to_string()));
+    drop(router);
+    stop(handle, thread).await;
+}
