@@ -455,30 +455,28 @@ impl State {
             };
         }
         let jobs = &mut self.jobs;
-        // Jobs no longer running leave the index; the others are settled in id order.
+        // One pass in id order: jobs no longer running leave the index, the
+        // others are settled (one lookup each).
         self.running_index.ids.retain(|id| {
-            jobs.get(id)
-                .is_some_and(|job| matches!(job.phase, JobPhase::Running { .. }))
-        });
-        for id in &self.running_index.ids {
             let Some(job) = jobs.get_mut(id) else {
-                continue;
+                return false;
             };
-            if let JobPhase::Running { since, rate } = &mut job.phase {
-                if *since < boundary {
-                    let accrued = frame.accrued(*rate, *since, boundary);
-                    let offset_change =
-                        (*rate * frame.clock(*since), *rate * frame.clock(boundary));
-                    settled.push((
-                        (job.account.clone(), job.user.clone()),
-                        accrued,
-                        offset_change.0,
-                        offset_change.1,
-                    ));
-                    *since = boundary;
-                }
+            let JobPhase::Running { since, rate } = &mut job.phase else {
+                return false;
+            };
+            if *since < boundary {
+                let accrued = frame.accrued(*rate, *since, boundary);
+                let offset_change = (*rate * frame.clock(*since), *rate * frame.clock(boundary));
+                settled.push((
+                    (job.account.clone(), job.user.clone()),
+                    accrued,
+                    offset_change.0,
+                    offset_change.1,
+                ));
+                *since = boundary;
             }
-        }
+            true
+        });
         for (key, accrued, old_offset, new_offset) in settled {
             let usage = &mut self
                 .users

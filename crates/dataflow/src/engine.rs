@@ -14,10 +14,10 @@ use crossbeam_channel::{Receiver, Sender};
 use fairflow_book::Book;
 use fairflow_ingest::{LogLine, Rejection};
 use fairflow_model::report::{FairshareTable, JobPriority};
-use fairflow_model::usage::{DecayFrame, FrameUsage};
-use fairflow_model::{Config, Shares, Time};
+use fairflow_model::{Config, Time};
 use timely::WorkerConfig;
 
+use crate::fairshare::{EngineTree, TreeNode};
 use crate::graph::Fact;
 use crate::job_feed::{JobDeltas, JobFeed};
 use crate::names::{JobNames, Names};
@@ -57,48 +57,6 @@ pub struct BatchReport {
     pub input_records: usize,
 }
 
-/// One association of the tree as the engine derives it, in sshare tree order.
-#[derive(Debug, Clone, PartialEq)]
-pub struct TreeNode {
-    /// The account (for a user association, its account).
-    pub account: String,
-    /// The user, for a user association.
-    pub user: Option<String>,
-    /// Depth in the direct tree; root is 0.
-    pub depth: usize,
-    /// Index of the direct parent; `None` for root.
-    pub parent: Option<usize>,
-    /// Index of the fair-share parent (nearest proper ancestor not `parent`).
-    pub fs_parent: Option<usize>,
-    /// `FairShare`.
-    pub shares: Shares,
-    /// The raw shares of this node's fair-share sibling group (0 for root).
-    pub level_shares: u64,
-    /// The subtree's usage, frame units.
-    pub usage: FrameUsage,
-    /// Ticket-based: its tickets (0 when inactive or under another algorithm).
-    pub tickets: u64,
-}
-
-impl TreeNode {
-    /// Is this a user association?
-    pub fn is_user(&self) -> bool {
-        self.user.is_some()
-    }
-}
-
-/// The tree read from the dataflow's results, with the frame and time its
-/// usage is expressed in.
-#[derive(Debug, Clone, PartialEq)]
-pub struct EngineTree {
-    /// Nodes in sshare tree order; `nodes[0]` is root.
-    pub nodes: Vec<TreeNode>,
-    /// The frame usage is in.
-    pub frame: DecayFrame,
-    /// The time the tree is as of.
-    pub as_of: Time,
-}
-
 /// The incremental engine; see the crate documentation.
 pub struct Engine {
     book: Book,
@@ -118,9 +76,21 @@ pub struct Engine {
     /// Bumped by every command that can change a result (batches, the
     /// `INCR_ONLY` memory): the key of `last_top`.
     generation: AtomicU64,
-    /// The last `top` read, named: `(generation, now, k, result)`; a read with
-    /// nothing changed since copies it.
-    last_top: Mutex<Option<(u64, Time, usize, Vec<JobPriority>)>>,
+    /// The last `top` read, named; a read with nothing changed since copies it.
+    last_top: Mutex<Option<LastTop>>,
+}
+
+/// A `top` read and what it was read at.
+#[derive(Debug)]
+struct LastTop {
+    /// The engine's generation (see `Engine::generation`).
+    generation: u64,
+    /// The engine's time.
+    now: Time,
+    /// How many jobs were asked for.
+    k: usize,
+    /// The result, named.
+    result: Vec<JobPriority>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -542,18 +512,23 @@ impl Engine {
         let now = self.now();
         let generation = self.generation.load(Ordering::Relaxed);
         let mut last = self.last_top.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some((at_generation, at, last_k, result)) = last.as_ref() {
+        if let Some(read) = last.as_ref() {
             // A shorter result than asked for is the whole queue.
-            let covers = k <= *last_k || result.len() < *last_k;
-            if *at_generation == generation && *at == now && covers {
-                return Ok(result.iter().take(k).cloned().collect());
+            let covers = k <= read.k || read.result.len() < read.k;
+            if read.generation == generation && read.now == now && covers {
+                return Ok(read.result.iter().take(k).cloned().collect());
             }
         }
         let top: Vec<JobPriority> = match self.priority_read(Command::Top(k, now))? {
             Reply::Priorities(top) => top.into_iter().map(|p| self.identify(p)).collect(),
             _ => return Err(EngineError::WorkersGone),
         };
-        *last = Some((generation, now, k, top.clone()));
+        *last = Some(LastTop {
+            generation,
+            now,
+            k,
+            result: top.clone(),
+        });
         Ok(top)
     }
 

@@ -19,9 +19,50 @@ use fairflow_model::formula::{
     ticket_factor, usage_ratio, LevelLayout,
 };
 use fairflow_model::report::{FairshareRow, FairshareTable};
-use fairflow_model::{Algorithm, Config};
+use fairflow_model::usage::{DecayFrame, FrameUsage};
+use fairflow_model::{Algorithm, Config, Shares, Time};
 
-use crate::engine::EngineTree;
+/// One association of the tree as the engine derives it, in sshare tree order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TreeNode {
+    /// The account (for a user association, its account).
+    pub account: String,
+    /// The user, for a user association.
+    pub user: Option<String>,
+    /// Depth in the direct tree; root is 0.
+    pub depth: usize,
+    /// Index of the direct parent; `None` for root.
+    pub parent: Option<usize>,
+    /// Index of the fair-share parent (nearest proper ancestor not `parent`).
+    pub fs_parent: Option<usize>,
+    /// `FairShare`.
+    pub shares: Shares,
+    /// The raw shares of this node's fair-share sibling group (0 for root).
+    pub level_shares: u64,
+    /// The subtree's usage, frame units.
+    pub usage: FrameUsage,
+    /// Ticket-based: its tickets (0 when inactive or under another algorithm).
+    pub tickets: u64,
+}
+
+impl TreeNode {
+    /// Is this a user association?
+    pub fn is_user(&self) -> bool {
+        self.user.is_some()
+    }
+}
+
+/// The tree read from the dataflow's results, with the frame and time its
+/// usage is expressed in.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EngineTree {
+    /// Nodes in sshare tree order; `nodes[0]` is root.
+    pub nodes: Vec<TreeNode>,
+    /// The frame usage is in.
+    pub frame: DecayFrame,
+    /// The time the tree is as of.
+    pub as_of: Time,
+}
 
 /// Fair-share factors by `(account, user)`.
 pub type Factors = BTreeMap<(String, String), f64>;

@@ -8,14 +8,11 @@
 //! `i128`, so that usage can travel in the diff and be summed exactly; this
 //! also keeps the number of distinct `(K, V, T, R)` combinations small.
 
-use differential_dataflow::hashable::Hashable;
 use differential_dataflow::input::{Input, InputSession};
 use differential_dataflow::operators::arrange::arrangement::arrange_core;
 use differential_dataflow::operators::arrange::TraceAgent;
-use differential_dataflow::operators::iterate::Iterate;
-use differential_dataflow::operators::CountTotal;
-use differential_dataflow::trace::implementations::{ValBatcher, ValBuilder, ValSpine};
-use differential_dataflow::{AsCollection, ExchangeData, VecCollection};
+use differential_dataflow::trace::implementations::{ValBatcher, ValSpine};
+use differential_dataflow::AsCollection;
 use fairflow_model::Shares;
 use timely::dataflow::channels::pact::Exchange;
 use timely::dataflow::operators::probe::Handle as ProbeHandle;
@@ -30,8 +27,9 @@ use crate::priority::{
     build as build_priority, Fact as PFact, JobRow, Phase, PriorityInputs, PriorityReader,
     TouchCounter,
 };
+use crate::stages::{ancestor_closure, group_sums, nearest_proper_ancestor, sums_up_the_closure};
 use crate::tree_feed::Deltas;
-use crate::types::{AssocId, ByKey, Diff, Epoch, NodeId};
+use crate::types::{AssocId, Diff, Epoch, NodeId};
 
 /// One derived fact about an association, as read from the result arrangement.
 #[derive(
@@ -49,36 +47,6 @@ pub enum Fact {
 }
 
 pub(crate) type FactTrace = TraceAgent<ValSpine<NodeId, Fact, Epoch, Diff>>;
-
-/// `reduce`, with the output left arranged by the same key, so that an
-/// operator joining on that key reads the reduce's own output arrangement
-/// instead of arranging the output again.
-pub fn reduce_arranged<'s, K, V, V2, L>(
-    input: VecCollection<'s, Epoch, (K, V), Diff>,
-    name: &str,
-    mut logic: L,
-) -> ByKey<'s, K, V2>
-where
-    K: ExchangeData + Hashable,
-    V: ExchangeData,
-    V2: ExchangeData,
-    L: FnMut(&K, &[(&V, Diff)], &mut Vec<(V2, Diff)>) + 'static,
-{
-    input
-        .arrange_by_key_named(&format!("Arrange: {name}"))
-        .reduce_abelian::<_, ValBuilder<K, V2, Epoch, Diff>, ValSpine<K, V2, Epoch, Diff>, _, _>(
-            name,
-            move |key: &K, values, output| logic(key, values, output),
-            |buffer, key: &K, updates| {
-                buffer.clear();
-                buffer.extend(
-                    updates
-                        .drain(..)
-                        .map(|(value, time, diff)| ((key.clone(), value), time, diff)),
-                );
-            },
-        )
-}
 
 pub(crate) struct Inputs {
     edges: InputSession<Epoch, (NodeId, NodeId), Diff>,
@@ -169,69 +137,31 @@ pub(crate) fn build(
 
         // The ancestor closure `(node, (ancestor, distance))`, self included at 0.
         // Structure only: it changes on tree edits, never on usage.
-        let closure: VecCollection<'_, Epoch, (NodeId, (NodeId, u32)), Diff> = nodes
-            .clone()
-            .map(|node| (node, (node, 0u32)))
-            .iterate(|inner_scope, inner| {
-                let edges = edges_by_child.clone().enter(inner_scope);
-                let base = nodes
-                    .clone()
-                    .enter(inner_scope)
-                    .map(|node| (node, (node, 0u32)));
-                inner
-                    .map(|(node, (ancestor, distance))| (ancestor, (node, distance)))
-                    .join_core(edges, |_ancestor, &(node, distance), &parent| {
-                        Some((node, (parent, distance + 1)))
-                    })
-                    .concat(base)
-                    .consolidate()
-            });
+        let closure = ancestor_closure(&nodes, &edges_by_child);
 
         // The closure by node, arranged once: subtree usage here, users
         // below, user paths and ticket paths in `factors` all join on it.
         let closure_by_node = closure.clone().arrange_by_key();
 
         // Subtree usage: own usage (in the diff) joined to every ancestor, summed.
-        let subtree_usage_sums = closure_by_node
-            .clone()
-            .join_core(usage.arrange_by_self(), |_node, &(ancestor, _), &()| {
-                Some(ancestor)
-            })
-            .count_total_core::<Diff>();
+        let subtree_usage_sums = sums_up_the_closure(&closure_by_node, usage);
         let subtree_usage = subtree_usage_sums
             .clone()
             .map(|(node, usage)| (node, Fact::SubtreeUsage(usage)));
 
         // Fair-share parent: the nearest proper ancestor not `parent`; its
         // output arrangement (by node) is joined with the shares twice.
-        let fs_parent_by_node = reduce_arranged(
-            closure
-                .filter(|(_, (_, distance))| *distance > 0)
-                .map(|(node, (ancestor, distance))| (ancestor, (node, distance)))
-                .join_core(
-                    shares_by_node.clone(),
-                    |&ancestor, &(node, distance), shares: &Shares| {
-                        (!shares.is_parent()).then_some((node, (distance, ancestor)))
-                    },
-                ),
-            "FsParent",
-            |_node, nearest_first, output| {
-                output.push(((nearest_first[0].0).1, 1 as Diff));
-            },
-        );
+        let fs_parent_by_node =
+            nearest_proper_ancestor(closure, &shares_by_node, |shares| !shares.is_parent());
         let fs_parent = fs_parent_by_node
             .clone()
             .as_collection(|&node, &parent| (node, parent));
 
         // Level shares: the raw shares of each fair-share sibling group, summed.
-        let level_share_sums = fs_parent_by_node
-            .clone()
-            .join_core(
-                shares_by_node.clone(),
-                |_node, &fs_parent, shares: &Shares| Some((fs_parent, shares.raw())),
-            )
-            .explode(|(fs_parent, raw)| Some((fs_parent, Diff::from(raw))))
-            .count_total_core::<Diff>();
+        let level_share_sums = group_sums(fs_parent_by_node.clone().join_core(
+            shares_by_node.clone(),
+            |_node, &fs_parent, shares: &Shares| Some((fs_parent, Diff::from(shares.raw()))),
+        ));
         let level_shares = level_share_sums
             .clone()
             .map(|(node, level)| (node, Fact::LevelShares(level)));

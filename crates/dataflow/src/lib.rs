@@ -44,6 +44,8 @@
 //! - fair-share factors ([`factors`]): per-association records, Fair Tree
 //!   placements per (merged) group and ranks by path sums, classic walks;
 //!   they enter the priority half as `Fairshare` facts in the same time;
+//! - the closure, the subtree sums, the nearest ancestor and the group
+//!   sums are the generic stages of `stages`;
 //! - the results are concatenated as `(node, Fact)` and arranged on
 //!   worker 0 (an `Exchange(|_| 0)` pact), probed.
 //!
@@ -67,8 +69,9 @@
 //!
 //! # Job priority (module [`priority`], driven by [`job_feed`])
 //! The same dataflow holds the priority half: `jobs` ([`priority::JobRow`])
-//! and priority `facts` inputs, its records and queue indexes pinned to
-//! worker 0, where a [`priority::PriorityReader`] serves
+//! and priority `facts` inputs; its records (without the fair-share term)
+//! and facts are captured on worker 0 into the queue
+//! ([`priority::queue`]), where a [`priority::PriorityReader`] serves
 //! [`Engine::priorities`], [`Engine::top`] and [`Engine::job`] as of the
 //! engine's time. Per batch the driver sends the tree and usage deltas, the
 //! changed job rows and the changed priority facts as one logical time; the
@@ -107,8 +110,10 @@ mod graph;
 pub mod job_feed;
 pub mod names;
 pub mod priority;
+mod stages;
 mod tree_feed;
 pub mod types;
 mod worker;
 
-pub use engine::{BatchReport, Engine, EngineError, EngineTree, TreeNode};
+pub use engine::{BatchReport, Engine, EngineError};
+pub use fairshare::{EngineTree, TreeNode};

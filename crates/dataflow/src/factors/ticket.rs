@@ -49,8 +49,8 @@ use fairflow_model::formula::{
 };
 
 use super::{counted, fs_chain, fs_chain_by, NodeRec};
-use crate::graph::reduce_arranged;
 use crate::priority::TouchCounter;
+use crate::stages::reduce_arranged;
 use crate::types::{ByKey, Diff, Epoch, NodeId, ROOT};
 
 /// What the ticket walk knows about one active association.

@@ -203,17 +203,16 @@ impl Queue {
         }
         *slot = None;
         self.live -= 1;
-        if let Some(class) = class_index(record.class) {
-            let user = &mut self.users[record.row.assoc as usize];
-            user.jobs[class].remove(&(Reverse(record.key_hi), job));
-            self.fifo
-                .remove(&(ordered_submit(record.row.submit_at), job));
-            self.entries_changed += 1;
-            changed.push(record.row.assoc);
-        }
+        self.unindex(job, record, changed);
     }
 
     fn insert_record(&mut self, job: JobId, record: PriorityRecord, changed: &mut Vec<AssocId>) {
+        let slot = grow(&mut self.records, job as usize);
+        match slot.take() {
+            // A successor arrived before its predecessor's retraction.
+            Some(old) => self.unindex(job, &old, changed),
+            None => self.live += 1,
+        }
         if let Some(class) = class_index(record.class) {
             let user = grow(&mut self.users, record.row.assoc as usize);
             user.jobs[class].insert((Reverse(record.key_hi), job));
@@ -222,15 +221,10 @@ impl Queue {
             self.entries_changed += 1;
             changed.push(record.row.assoc);
         }
-        let slot = grow(&mut self.records, job as usize);
-        if let Some(old) = slot.replace(record) {
-            // A successor arrived before its predecessor's retraction.
-            self.unindex(job, &old, changed);
-        } else {
-            self.live += 1;
-        }
+        self.records[job as usize] = Some(record);
     }
 
+    /// Take a job's record out of its user's ranked jobs and the submit-time order.
     fn unindex(&mut self, job: JobId, old: &PriorityRecord, changed: &mut Vec<AssocId>) {
         if let Some(class) = class_index(old.class) {
             let user = &mut self.users[old.row.assoc as usize];
@@ -455,5 +449,121 @@ impl<'q> Candidates<'q> {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::priority::record::build_record;
+    use crate::priority::{Globals, JobContext, JobRow, KeyCtx, Phase, PriorityParams};
+
+    /// Fair-share weight 1,000 and no other weight: a job's sum is
+    /// `1000 · f(u) − nice` (site 0), every job in the capped class.
+    fn context() -> Arc<JobContext> {
+        let params = PriorityParams {
+            weight_fairshare: 1_000,
+            weight_age: 0,
+            weight_assoc: 0,
+            weight_job_size: 0,
+            weight_partition: 0,
+            weight_qos: 0,
+            ..PriorityParams::default()
+        };
+        Arc::new(JobContext {
+            ctx: KeyCtx::default(),
+            globals: Arc::new(Globals {
+                params,
+                max_assoc: 0,
+                max_qos: 0,
+                max_partition: 1,
+                cluster_nodes: 1,
+                cluster_tres: Vec::new(),
+            }),
+        })
+    }
+
+    fn record(job: JobId, assoc: AssocId, nice: i64) -> PriorityRecord {
+        let row = JobRow {
+            job,
+            assoc,
+            phase: Phase::Pending,
+            begun: true,
+            nice,
+            nodes_bits: 1f64.to_bits(),
+            cpus_bits: 1f64.to_bits(),
+            ..JobRow::default()
+        };
+        build_record(&row, &context())
+    }
+
+    fn fairshare(assoc: AssocId, factor: f64) -> Fact {
+        Fact::Fairshare {
+            assoc,
+            factor_bits: factor.to_bits(),
+        }
+    }
+
+    /// The jobs in candidate order at time 0.
+    fn order(queue: &Queue) -> Vec<JobId> {
+        let mut candidates = queue.candidates(0);
+        std::iter::from_fn(|| candidates.next_candidate().map(|(r, _)| r.job())).collect()
+    }
+
+    #[test]
+    fn a_fairshare_change_reorders_users_without_touching_a_record() {
+        let touched = TouchCounter::new();
+        let mut queue = Queue::new();
+        let mut captured = Captured {
+            records: vec![
+                ((1, record(1, 1, 0)), 1, 1),
+                ((2, record(2, 2, 0)), 1, 1),
+                ((3, record(3, 2, 10)), 1, 1),
+            ],
+            facts: vec![(fairshare(1, 0.25), 1, 1), (fairshare(2, 0.75), 1, 1)],
+        };
+        queue.absorb(&mut captured, &touched);
+        // 750 (job 2), 740 (job 3: nice 10), 250 (job 1).
+        assert_eq!(order(&queue), vec![2, 3, 1]);
+        assert_eq!(touched.take(), 3 + 2, "three job entries, two user entries");
+
+        // User 1's factor 0.25 -> 1.0: 1000 beats 750; only its entry moves.
+        let mut captured = Captured {
+            records: Vec::new(),
+            facts: vec![(fairshare(1, 0.25), 2, -1), (fairshare(1, 1.0), 2, 1)],
+        };
+        queue.absorb(&mut captured, &touched);
+        assert_eq!(order(&queue), vec![1, 2, 3]);
+        assert_eq!(touched.take(), 1, "user 1's one entry");
+        assert_eq!(queue.fairshare_of(1), 1.0);
+    }
+
+    #[test]
+    fn a_successor_before_its_predecessors_retraction_leaves_one_record() {
+        let touched = TouchCounter::new();
+        let mut queue = Queue::new();
+        let mut captured = Captured {
+            records: vec![((7, record(7, 1, 0)), 1, 1)],
+            facts: vec![(fairshare(1, 0.5), 1, 1)],
+        };
+        queue.absorb(&mut captured, &touched);
+        // The new record first, then the old one's retraction, in one batch.
+        let mut captured = Captured {
+            records: vec![((7, record(7, 1, 5)), 2, 1), ((7, record(7, 1, 0)), 2, -1)],
+            facts: Vec::new(),
+        };
+        queue.absorb(&mut captured, &touched);
+        assert_eq!(queue.records().count(), 1);
+        assert_eq!(queue.record(7).map(|r| r.row.nice), Some(5));
+        assert_eq!(order(&queue), vec![7]);
+        // Equal updates that cancel change nothing.
+        let mut captured = Captured {
+            records: vec![((7, record(7, 1, 9)), 3, 1), ((7, record(7, 1, 9)), 3, -1)],
+            facts: Vec::new(),
+        };
+        queue.absorb(&mut captured, &touched);
+        assert_eq!(queue.record(7).map(|r| r.row.nice), Some(5));
     }
 }
