@@ -563,7 +563,11 @@ impl Engine {
                     .is_some_and(|j| (j.submit_at, j.start_count) == *stay)
             })
             .map(|(job, (_, floor))| (job, floor))
-            .collect();
+            .collect::<BTreeMap<String, u64>>();
+        if floors == self.book.state().priority_floor {
+            // Without `INCR_ONLY` (no floors): no copy of the book.
+            return Ok(fairflow_book::snapshot::encode(&self.book, self.applied));
+        }
         let mut book = self.book.clone();
         *book.priority_floor_mut() = floors;
         Ok(fairflow_book::snapshot::encode(&book, self.applied))
