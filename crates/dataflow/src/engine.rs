@@ -21,9 +21,8 @@ use crate::fairshare::{EngineTree, TreeNode};
 use crate::graph::Fact;
 use crate::job_feed::{JobDeltas, JobFeed};
 use crate::names::{JobNames, Names};
-use crate::priority::TouchCounter;
 use crate::tree_feed::{Deltas, TreeFeed};
-use crate::types::{Epoch, NodeId, ROOT};
+use crate::types::{Epoch, NodeId, TouchCounter, ROOT};
 use crate::worker::{run_worker, Command, Feeder, Reply};
 
 /// Why the engine could not do what was asked.

@@ -88,8 +88,8 @@ use fairflow_model::formula::{
 use fairflow_model::{Algorithm, Config, FairTreeTies, Shares};
 use timely::dataflow::operators::vec::Map as _;
 
-use crate::priority::{Fact as PFact, TouchCounter};
-use crate::types::{AssocId, ByKey, Diff, Epoch, NodeId, ROOT};
+use crate::priority::Fact as PFact;
+use crate::types::{AssocId, ByKey, Diff, Epoch, NodeId, TouchCounter, ROOT};
 
 mod fair_tree_slurm;
 mod level;

@@ -144,7 +144,6 @@ pub mod record;
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use differential_dataflow::operators::arrange::{Arranged, TraceAgent};
@@ -164,7 +163,7 @@ use crate::names::JobNames;
 use crate::types::{AccountId, AssocId, Epoch as Time, JobId, NameId};
 use queue::{Capture, Captured, Queue};
 
-pub use crate::types::NONE;
+pub use crate::types::{TouchCounter, NONE};
 pub use record::{Listed, PriorityRecord, RankClass};
 
 /// TRES counts as `(name, f64 bits)`, sorted by name.
@@ -660,31 +659,6 @@ pub struct JobContext {
     pub ctx: KeyCtx,
     /// The globals (one for all combinations).
     pub globals: Arc<Globals>,
-}
-
-/// Counts the updates leaving the priority operators (all workers).
-#[derive(Debug, Clone, Default)]
-pub struct TouchCounter(Arc<AtomicU64>);
-
-impl TouchCounter {
-    /// A counter at 0.
-    pub fn new() -> Self {
-        TouchCounter::default()
-    }
-
-    /// The count so far.
-    pub fn get(&self) -> u64 {
-        self.0.load(Ordering::Relaxed)
-    }
-
-    /// The count so far, resetting it to 0.
-    pub fn take(&self) -> u64 {
-        self.0.swap(0, Ordering::Relaxed)
-    }
-
-    pub(crate) fn add(&self, n: u64) {
-        self.0.fetch_add(n, Ordering::Relaxed);
-    }
 }
 
 /// The input collections.

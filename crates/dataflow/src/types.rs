@@ -1,6 +1,10 @@
 //! The types every part of the incremental engine shares: logical time, the
-//! diff types, the interned ids, and the arrangement alias; one place, so
+//! diff types, the interned ids, the arrangement alias and the touched-records
+//! counter; one place, so
 //! that no module reaches into another for a type.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use differential_dataflow::operators::arrange::{Arranged, TraceAgent};
 use differential_dataflow::trace::implementations::ValSpine;
@@ -39,3 +43,29 @@ pub const NONE: NameId = 0;
 /// A collection arranged by its key (time [`Epoch`], diff [`Diff`]): built
 /// once and shared by every operator that joins on that key.
 pub type ByKey<'s, K, V> = Arranged<'s, TraceAgent<ValSpine<K, V, Epoch, Diff>>>;
+
+/// Counts the updates leaving the dataflow's stages and the queue (all
+/// workers of a process share one), for the benchmark's touched records.
+#[derive(Debug, Clone, Default)]
+pub struct TouchCounter(Arc<AtomicU64>);
+
+impl TouchCounter {
+    /// A counter at 0.
+    pub fn new() -> Self {
+        TouchCounter::default()
+    }
+
+    /// The count so far.
+    pub fn get(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+
+    /// The count so far, resetting it to 0.
+    pub fn take(&self) -> u64 {
+        self.0.swap(0, Ordering::Relaxed)
+    }
+
+    pub(crate) fn add(&self, n: u64) {
+        self.0.fetch_add(n, Ordering::Relaxed);
+    }
+}

@@ -17,9 +17,9 @@ use timely::worker::Worker;
 use crate::graph::{build, Fact, FactTrace};
 use crate::job_feed::JobDeltas;
 use crate::names::JobNames;
-use crate::priority::{IncrFloors, Time64, TouchCounter};
+use crate::priority::{IncrFloors, Time64};
 use crate::tree_feed::Deltas;
-use crate::types::{AssocId, Diff, Epoch, JobId, NodeId};
+use crate::types::{AssocId, Diff, Epoch, JobId, NodeId, TouchCounter};
 
 /// What the driver asks worker 0 to do.
 #[derive(Debug)]

@@ -35,8 +35,7 @@ use fairflow_model::formula::{
 };
 
 use super::{counted, FsParams, NodeRec};
-use crate::priority::TouchCounter;
-use crate::types::{Diff, Epoch, NodeId, ROOT};
+use crate::types::{Diff, Epoch, NodeId, TouchCounter, ROOT};
 
 /// Build the level stages: `(user association, factor bits)` for every user
 /// association. `user_paths` is `(ancestor, (user, distance))`; `records`

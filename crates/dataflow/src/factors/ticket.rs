@@ -49,9 +49,8 @@ use fairflow_model::formula::{
 };
 
 use super::{counted, fs_chain, fs_chain_by, NodeRec};
-use crate::priority::TouchCounter;
 use crate::stages::reduce_arranged;
-use crate::types::{ByKey, Diff, Epoch, NodeId, ROOT};
+use crate::types::{ByKey, Diff, Epoch, NodeId, TouchCounter, ROOT};
 
 /// What the ticket walk knows about one active association.
 #[derive(

@@ -39,8 +39,8 @@ use std::iter::Peekable;
 use std::rc::Rc;
 
 use super::record::{from_ordered_bits, ordered_bits, PriorityRecord, RankClass};
-use super::{ordered_submit, Fact, TouchCounter};
-use crate::types::{AssocId, Epoch as Time, JobId};
+use super::{ordered_submit, Fact};
+use crate::types::{AssocId, Epoch as Time, JobId, TouchCounter};
 
 /// The updates the priority dataflow emitted since the last
 /// [`Queue::absorb`], as captured on the worker that reads.
