@@ -371,17 +371,7 @@ impl State {
     /// recomputed in the new frame (their accrual start does not move).
     fn rebase(&mut self, next: DecayFrame, t: Time) {
         let old = self.frame;
-        let convert = |usage: &mut OwnUsage| {
-            usage.settled = old.rebased(usage.settled, &next, t);
-            usage.rate_offset = 0;
-        };
-        self.accounts
-            .values_mut()
-            .for_each(|a| convert(&mut a.usage));
-        self.users.values_mut().for_each(|u| convert(&mut u.usage));
-        self.credential_usage
-            .values_mut()
-            .for_each(|u| *u = old.rebased(*u, &next, t));
+        self.convert_usage(|usage| old.rebased(usage, &next, t));
         self.frame = next;
         self.recompute_rate_offsets();
     }
@@ -392,18 +382,23 @@ impl State {
     /// recomputed on this build's clock.
     pub(crate) fn convert_binary_frame_units(&mut self) {
         let fives = 5u128.pow(fairflow_model::usage::FRAME_FIVES);
-        let convert = |usage: &mut OwnUsage| {
-            usage.settled = usage.settled.saturating_mul(fives);
-            usage.rate_offset = usage.rate_offset.saturating_mul(fives);
+        self.convert_usage(|usage| usage.saturating_mul(fives));
+        self.recompute_rate_offsets();
+    }
+
+    /// Convert every settled usage value (associations' and Moab's
+    /// credentials') with `convert`; the accrual offsets are cleared for the
+    /// caller to recompute ([`State::recompute_rate_offsets`]).
+    fn convert_usage(&mut self, convert: impl Fn(FrameUsage) -> FrameUsage) {
+        let own = |usage: &mut OwnUsage| {
+            usage.settled = convert(usage.settled);
+            usage.rate_offset = 0;
         };
-        self.accounts
-            .values_mut()
-            .for_each(|a| convert(&mut a.usage));
-        self.users.values_mut().for_each(|u| convert(&mut u.usage));
+        self.accounts.values_mut().for_each(|a| own(&mut a.usage));
+        self.users.values_mut().for_each(|u| own(&mut u.usage));
         self.credential_usage
             .values_mut()
-            .for_each(|u| *u = u.saturating_mul(fives));
-        self.recompute_rate_offsets();
+            .for_each(|u| *u = convert(*u));
     }
 
     /// Recompute every association's `rate_offset` from its running jobs.

@@ -1026,18 +1026,6 @@ impl PriorityReader {
         self.queue.fairshare_factors()
     }
 
-    /// Every active job's record, in id order.
-    pub fn records(&mut self) -> Vec<PriorityRecord> {
-        self.absorb();
-        self.queue.records().cloned().collect()
-    }
-
-    /// One job's record, if the job is active.
-    pub fn record(&mut self, job: JobId) -> Option<PriorityRecord> {
-        self.absorb();
-        self.queue.record(job).cloned()
-    }
-
     /// The record's job's name (`""` if the table no longer has it, which a
     /// driver that publishes names before each batch never lets happen).
     fn name_of(&self, record: &PriorityRecord) -> Arc<str> {
@@ -1078,21 +1066,25 @@ impl PriorityReader {
     /// `priority::evaluate`). `O(active jobs)`.
     pub fn evaluate_all(&mut self, now: Time64) -> Vec<JobPriority> {
         self.absorb();
-        if self
-            .queue
-            .any_record()
-            .is_some_and(|r| r.model() == PriorityModel::Moab)
-        {
-            let records: Vec<PriorityRecord> = self.queue.records().cloned().collect();
-            return moab::evaluate(&records, &self.queue.facts(), now);
-        }
-        let mut all: Vec<JobPriority> = self
-            .queue
-            .records()
-            .filter_map(|r| self.evaluate(r, now))
-            .collect();
+        let mut all = self.listed_priorities(now);
         all.sort_by(|a, b| a.job.cmp(&b.job));
         all
+    }
+
+    /// Every listed job's priority at `now`, in no particular order (Moab:
+    /// its read-time evaluation over every record). `O(active jobs)`.
+    fn listed_priorities(&self, now: Time64) -> Vec<JobPriority> {
+        let moab = self
+            .queue
+            .any_record()
+            .is_some_and(|r| r.model() == PriorityModel::Moab);
+        if moab {
+            return moab::evaluate(self.queue.records(), &self.queue.facts(), now);
+        }
+        self.queue
+            .records()
+            .filter_map(|r| self.evaluate(r, now))
+            .collect()
     }
 
     /// The oracle's `remember_incr_only` at `now`: each pending job's floor
@@ -1153,15 +1145,7 @@ impl PriorityReader {
         };
         let full_scan = first.model() == PriorityModel::Moab || first.incr_only();
         if full_scan {
-            let mut all: Vec<JobPriority> = if first.model() == PriorityModel::Moab {
-                let records: Vec<PriorityRecord> = self.queue.records().cloned().collect();
-                moab::evaluate(&records, &self.queue.facts(), now)
-            } else {
-                self.queue
-                    .records()
-                    .filter_map(|r| self.evaluate(r, now))
-                    .collect()
-            };
+            let mut all = self.listed_priorities(now);
             all.retain(|p| p.state == JobState::Pending);
             all.sort_by_cached_key(JobPriority::queue_key);
             all.truncate(k);

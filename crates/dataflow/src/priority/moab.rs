@@ -68,9 +68,13 @@ fn moab_row(record: &PriorityRecord) -> Option<&MoabRow> {
 
 /// Every listed job's Moab priority at `now`, in job-id order (the oracle's
 /// order: `records` are sorted here by the job's name).
-pub fn evaluate(records: &[PriorityRecord], facts: &[Fact], now: Time) -> Vec<JobPriority> {
+pub fn evaluate<'r>(
+    records: impl IntoIterator<Item = &'r PriorityRecord>,
+    facts: &[Fact],
+    now: Time,
+) -> Vec<JobPriority> {
     let mut records: Vec<(&MoabRow, &PriorityRecord)> = records
-        .iter()
+        .into_iter()
         .filter_map(|r| moab_row(r).map(|m| (m, r)))
         .collect();
     records.sort_by(|a, b| a.0.id.cmp(&b.0.id));
