@@ -3,7 +3,6 @@
 //! line received is accepted or rejected exactly once, the answer says so,
 //! and the Prometheus counters only go up, by those numbers.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Body;
@@ -11,7 +10,6 @@ use axum::http::Request;
 use fairflow_engine::{BatchEngine, IncrementalEngine};
 use fairflow_model::Config;
 use fairflow_serve::OutputFormat;
-use fairflow_service::applier::{self, ApplierConfig, ApplierHandle};
 use fairflow_service::backend::{Backend, Query};
 use fairflow_service::engine_backend::EngineBackend;
 use fairflow_service::http::{self, HttpConfig};
@@ -20,6 +18,9 @@ use fairflow_service::taps::{follow_jobcomp_in, serve_stream, StreamLimits};
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tower::ServiceExt;
+
+mod support;
+use support::{start_applier, Running};
 
 const TOKEN: &str = "counting-token";
 
@@ -53,30 +54,8 @@ fn counts(metrics: &Metrics) -> (u64, u64) {
     )
 }
 
-struct Running {
-    applier: ApplierHandle,
-    metrics: Arc<Metrics>,
-    thread: std::thread::JoinHandle<()>,
-    _dir: tempfile::TempDir,
-}
-
 fn start_with<B: Backend>(backend: B) -> Running {
-    let dir = tempfile::tempdir().unwrap();
-    let metrics = Arc::new(Metrics::new());
-    let config = ApplierConfig {
-        data_dir: dir.path().to_path_buf(),
-        checkpoint_every: 1_000,
-        queue_capacity: 8,
-        max_group: 16,
-        recover: false,
-    };
-    let (applier, _report, thread) = applier::start(backend, config, metrics.clone()).unwrap();
-    Running {
-        applier,
-        metrics,
-        thread,
-        _dir: dir,
-    }
+    start_applier(backend, 1_000)
 }
 
 fn start(engine: &str) -> Running {
@@ -87,15 +66,6 @@ fn start(engine: &str) -> Running {
         _ => start_with(EngineBackend::new(Box::new(
             IncrementalEngine::start(1, Config::default()).unwrap(),
         ))),
-    }
-}
-
-impl Running {
-    async fn stop(self) {
-        drop(self.applier);
-        tokio::task::spawn_blocking(move || self.thread.join().unwrap())
-            .await
-            .unwrap();
     }
 }
 

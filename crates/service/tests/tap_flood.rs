@@ -23,13 +23,15 @@ use axum::body::Body;
 use axum::http::Request;
 use fairflow_engine::BatchEngine;
 use fairflow_model::Config;
-use fairflow_service::applier::{self, ApplierConfig, ApplierHandle};
 use fairflow_service::engine_backend::EngineBackend;
 use fairflow_service::http::{self, HttpConfig};
 use fairflow_service::metrics::Metrics;
 use fairflow_service::taps::{admit_stream, follow_jobcomp_in, StreamLimits, StreamSlots};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tower::ServiceExt;
+
+mod support;
+use support::{start_applier, Running};
 
 #[global_allocator]
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
@@ -99,41 +101,12 @@ fn applied(metrics: &Metrics) -> u64 {
         .unwrap_or(0)
 }
 
-struct Running {
-    applier: ApplierHandle,
-    metrics: Arc<Metrics>,
-    thread: std::thread::JoinHandle<()>,
-    _dir: tempfile::TempDir,
-}
-
 fn start() -> Running {
-    let dir = tempfile::tempdir().unwrap();
-    let metrics = Arc::new(Metrics::new());
-    let config = ApplierConfig {
-        data_dir: dir.path().to_path_buf(),
-        checkpoint_every: 1_000_000,
-        queue_capacity: 8,
-        max_group: 16,
-        recover: false,
-    };
     let backend = EngineBackend::new(Box::new(BatchEngine::new(Config::default())));
-    let (applier, _report, thread) = applier::start(backend, config, metrics.clone()).unwrap();
-    Running {
-        applier,
-        metrics,
-        thread,
-        _dir: dir,
-    }
+    start_applier(backend, 1_000_000)
 }
 
 impl Running {
-    async fn stop(self) {
-        drop(self.applier);
-        tokio::task::spawn_blocking(move || self.thread.join().unwrap())
-            .await
-            .unwrap();
-    }
-
     async fn wait_applied(&self, count: u64) {
         for _ in 0..6_000 {
             if applied(&self.metrics) >= count {
