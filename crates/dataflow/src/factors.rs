@@ -20,8 +20,13 @@
 //! # Fair Tree
 //! Two tie rules (`FsParams::fair_tree_ties`): Slurm's code
 //! (`fair_tree_slurm`, the default: `f64` `LevelFS`, no merging, tied
-//! accounts newest first, references to earlier positions resolved by an
-//! `iterate`) and Slurm's documentation (below).
+//! accounts newest first) and Slurm's documentation (below). Under Slurm's
+//! rule the ranks are not materialised: each association's placement in
+//! its sorted group leaves as a `TreeSlot` fact, and the queue keeps the
+//! sorted tree and derives a user's rank when it reads it
+//! (`priority::fair_tree`), so a usage event changes the placements that
+//! moved and no user's factor. The documented rule still ranks every user
+//! here (its merged groups make a user's block depend on ties above it).
 //!
 //! # Fair Tree, documented rule: groups, placements, path sums
 //! The documented ranking is a depth-first walk of *groups*: a group's members are
@@ -88,6 +93,7 @@ use fairflow_model::formula::{
 use fairflow_model::{Algorithm, Config, FairTreeTies, Shares};
 use timely::dataflow::operators::vec::Map as _;
 
+use crate::priority::fair_tree::TreeSlot;
 use crate::priority::Fact as PFact;
 use crate::types::{AssocId, ByKey, Diff, Epoch, NodeId, TouchCounter, ROOT};
 
@@ -246,8 +252,9 @@ pub struct FactorInputs<'s> {
 
 /// What the factor stages produce.
 pub struct FactorOutputs<'s> {
-    /// Each user association's `Fairshare` priority fact (diff `isize`, the
-    /// priority dataflow's).
+    /// Each user association's `Fairshare` priority fact, or under Fair
+    /// Tree with Slurm's ties every association's `TreeSlot` fact (diff
+    /// `isize`, the priority dataflow's).
     pub fairshare_facts: VecCollection<'s, Epoch, PFact, isize>,
     /// Ticket-based: `(association, tickets)` of the active associations
     /// (the others have 0); empty under the other algorithms.
@@ -387,26 +394,32 @@ pub fn build<'s>(inputs: FactorInputs<'s>, touched: &TouchCounter) -> FactorOutp
             }),
         touched,
     );
-    // Slurm's ties: placements, walks, references resolved by position.
-    let slurm_placements = counted(fair_tree_slurm::place(fair_tree_slurm_records), touched);
-    let slurm_walks = counted(
-        user_paths
-            .clone()
-            .join_core(
-                slurm_placements.arrange_by_key(),
-                |_ancestor, &(user, distance), &placement| Some((user, (distance, placement))),
-            )
-            .reduce(|_user, path, output| {
-                if let Some(walk) = fair_tree_slurm::walk(path) {
-                    output.push((walk, 1));
-                }
-            }),
-        touched,
-    );
-    let slurm_positions = fair_tree_slurm::resolve(scope, slurm_walks);
+    // Slurm's ties: the placements themselves go to the queue, which keeps
+    // the sorted tree and derives ranks when it reads them; a user's slot
+    // carries its interned name.
+    let slurm_slots = counted(fair_tree_slurm::place(fair_tree_slurm_records), touched);
+    let user_slots = slurm_slots
+        .clone()
+        .filter(|(_, slot)| slot.placement.user)
+        .arrange_by_key()
+        .join_core(
+            user_names.clone().arrange_by_key(),
+            |&node, slot, &assoc| {
+                Some((
+                    node,
+                    TreeSlot {
+                        assoc: Some(assoc),
+                        ..*slot
+                    },
+                ))
+            },
+        );
+    let tree_facts = slurm_slots
+        .filter(|(_, slot)| !slot.placement.user)
+        .concat(user_slots)
+        .map(|(node, slot)| PFact::TreeSlot { node, slot });
     let user_count = users.map(|_| ()).count_total_core::<Diff>();
     let fair_tree_factors = positions
-        .concat(slurm_positions)
         .map(|(user, position)| ((), (user, position)))
         .arrange_by_key()
         .join_core(
@@ -441,6 +454,7 @@ pub fn build<'s>(inputs: FactorInputs<'s>, touched: &TouchCounter) -> FactorOutp
                 factor_bits: bits,
             })
         })
+        .concat(tree_facts)
         .inner
         .map(|(fact, time, diff)| (fact, time, diff as isize))
         .as_collection();

@@ -137,6 +137,7 @@
 //! the driver applies the age-cap crossings `<= now` too.
 
 pub mod crossings;
+pub mod fair_tree;
 pub mod moab;
 pub mod queue;
 pub mod record;
@@ -160,7 +161,7 @@ use timely::dataflow::operators::generic::Operator;
 use timely::dataflow::StreamVec;
 
 use crate::names::JobNames;
-use crate::types::{AccountId, AssocId, Epoch as Time, JobId, NameId};
+use crate::types::{AccountId, AssocId, Epoch as Time, JobId, NameId, NodeId};
 use queue::{Capture, Captured, Queue};
 
 pub use crate::types::{TouchCounter, NONE};
@@ -449,6 +450,14 @@ pub enum Fact {
         nodes: u64,
         /// TRES totals.
         tres: TresBits,
+    },
+    /// Fair Tree with Slurm's ties: an association's place in the sorted
+    /// tree (the queue derives ranks from these; no factor is sent per user).
+    TreeSlot {
+        /// The association.
+        node: NodeId,
+        /// Its group, weight and placement.
+        slot: fair_tree::TreeSlot,
     },
     /// A user association's fair-share factor.
     Fairshare {

@@ -13,14 +13,20 @@
 //!   order of a user's jobs does not depend on its factor, which is the same
 //!   for all of them;
 //! - per rank class, the user associations by the key of their best job with
-//!   the user's fair-share term added ([`PriorityRecord::key_with_fairshare`]);
+//!   the user's fair-share term added ([`PriorityRecord::key_with_fairshare`]),
+//!   for the algorithms whose factors are sent per user;
+//! - under Fair Tree with Slurm's ties, the sorted tree instead
+//!   ([`super::fair_tree`]): placements per group, the best job per subtree,
+//!   ranks derived when read; its users are not in the user order;
 //! - the ranked jobs by submit time (the tie order at the model's floor).
 //!
 //! # What an update costs
 //! A job event changes its record: `O(log n)` in its user's set, and the
 //! user's entry in the user order when its best job changed. A fair-share
 //! change of a user association re-keys its two entries in the user order:
-//! `O(log users)`, whatever its number of jobs. A change of the
+//! `O(log users)`, whatever its number of jobs. Under Fair Tree a usage
+//! event changes the placements of the members that moved in the groups
+//! on its path and no user entry. A change of the
 //! configuration or of a normalisation maximum changes every record (every
 //! normalised factor moves), as it must.
 //!
@@ -30,7 +36,10 @@
 //! the next job of each user taken from it, each with its upper bound at
 //! `now`; a user's bound is exactly its best job's bound, so candidates come
 //! out in non-increasing bound order and the reader stops as soon as the
-//! next bound cannot reach the `k`-th priority.
+//! next bound cannot reach the `k`-th priority. Under Fair Tree the heap
+//! also holds tree members, bounded by their subtree's best key and their
+//! first user's factor (the search down the sorted tree, see
+//! [`super::fair_tree`]).
 
 use std::cell::RefCell;
 use std::cmp::{Ordering as CmpOrdering, Reverse};
@@ -38,9 +47,10 @@ use std::collections::{btree_set, BTreeMap, BTreeSet, BinaryHeap};
 use std::iter::Peekable;
 use std::rc::Rc;
 
+use super::fair_tree::{Best, FairTree, TreeSlot};
 use super::record::{from_ordered_bits, ordered_bits, PriorityRecord, RankClass};
 use super::{ordered_submit, Fact};
-use crate::types::{AssocId, Epoch as Time, JobId, TouchCounter};
+use crate::types::{AssocId, Epoch as Time, JobId, NodeId, TouchCounter, ROOT};
 
 /// The updates the priority dataflow emitted since the last
 /// [`Queue::absorb`], as captured on the worker that reads.
@@ -90,7 +100,10 @@ pub struct Queue {
     /// The facts other than fair-share factors, with their counts.
     facts: BTreeMap<Fact, isize>,
     users: Vec<UserJobs>,
+    /// The users not placed in `tree`, by best key with their factor.
     by_user: [BTreeSet<Ranked>; 2],
+    /// Fair Tree with Slurm's ties: the sorted tree.
+    tree: FairTree,
     fifo: BTreeSet<(u64, JobId)>,
     /// Job and user entries changed by the current `absorb`.
     entries_changed: u64,
@@ -135,12 +148,20 @@ impl Queue {
                     .map(|(fact, _, diff)| (fact, diff))
                     .collect(),
             );
+            let mut slots: Vec<(NodeId, TreeSlot, isize)> = Vec::new();
             // Retractions first: a changed factor is a retraction and an insertion.
             for (fact, diff) in facts.iter().filter(|(_, d)| *d < 0) {
-                self.apply_fact(fact, *diff, &mut changed_users);
+                self.apply_fact(fact, *diff, &mut changed_users, &mut slots);
             }
             for (fact, diff) in facts.iter().filter(|(_, d)| *d > 0) {
-                self.apply_fact(fact, *diff, &mut changed_users);
+                self.apply_fact(fact, *diff, &mut changed_users, &mut slots);
+            }
+            if !slots.is_empty() {
+                let (tree, users) = (&mut self.tree, &self.users);
+                let (changed, moved) =
+                    tree.apply(&slots, |assoc, class| best_job(users, assoc, class));
+                self.entries_changed += changed;
+                changed_users.extend(moved);
             }
         }
         if !captured.records.is_empty() {
@@ -175,7 +196,17 @@ impl Queue {
         touched.add(std::mem::take(&mut self.entries_changed));
     }
 
-    fn apply_fact(&mut self, fact: &Fact, diff: isize, changed_users: &mut Vec<AssocId>) {
+    fn apply_fact(
+        &mut self,
+        fact: &Fact,
+        diff: isize,
+        changed_users: &mut Vec<AssocId>,
+        slots: &mut Vec<(NodeId, TreeSlot, isize)>,
+    ) {
+        if let Fact::TreeSlot { node, slot } = fact {
+            slots.push((*node, *slot, diff));
+            return;
+        }
         if let Fact::Fairshare { assoc, factor_bits } = fact {
             let slot = grow(&mut self.fairshare, *assoc as usize);
             if diff > 0 {
@@ -238,21 +269,34 @@ impl Queue {
     /// Re-key a user association's entries in the user orders; returns how
     /// many entries changed.
     fn refresh_user(&mut self, assoc: AssocId) -> u64 {
-        let Some(user) = self.users.get(assoc as usize) else {
+        if self.users.get(assoc as usize).is_none() {
             return 0;
+        }
+        let placed = self.tree.node_of(assoc).is_some();
+        let mut changed = 0;
+        if placed {
+            for class in [UNCAPPED, CAPPED] {
+                let best = best_job(&self.users, assoc, class);
+                changed += self.tree.set_user_best(assoc, class, best);
+            }
+        }
+        let fairshare = if placed {
+            0.0
+        } else {
+            self.fairshare_of(assoc)
         };
-        let fairshare = self.fairshare_of(assoc);
         let mut wanted = [None, None];
         for (class, want) in wanted.iter_mut().enumerate() {
-            *want = user.jobs[class].first().map(|&(_, job)| {
-                let record = self.records[job as usize]
-                    .as_ref()
-                    .expect("an indexed job has a record");
-                ordered_bits(record.key_with_fairshare(fairshare))
-            });
+            *want = best_job(&self.users, assoc, class)
+                .filter(|_| !placed)
+                .map(|(_, job)| {
+                    let record = self.records[job as usize]
+                        .as_ref()
+                        .expect("an indexed job has a record");
+                    ordered_bits(record.key_with_fairshare(fairshare))
+                });
         }
         let user = &mut self.users[assoc as usize];
-        let mut changed = 0;
         for (class, want) in wanted.into_iter().enumerate() {
             if user.entered[class] == want {
                 continue;
@@ -272,6 +316,9 @@ impl Queue {
     /// A user association's fair-share factor (0 when none is known, as
     /// in the oracle).
     pub fn fairshare_of(&self, assoc: AssocId) -> f64 {
+        if let Some(node) = self.tree.node_of(assoc) {
+            return self.tree.factor_of_node(node).unwrap_or(0.0);
+        }
         self.fairshare
             .get(assoc as usize)
             .copied()
@@ -281,11 +328,26 @@ impl Queue {
 
     /// Every user association's factor that the dataflow sent.
     pub fn fairshare_factors(&self) -> BTreeMap<AssocId, f64> {
-        self.fairshare
+        let mut factors: BTreeMap<AssocId, f64> = self
+            .fairshare
             .iter()
             .enumerate()
             .filter_map(|(assoc, bits)| Some((assoc as AssocId, f64::from_bits((*bits)?))))
-            .collect()
+            .collect();
+        factors.extend(self.tree.all_factors());
+        factors
+    }
+
+    /// Every user association's factor by id, for a pass over every record
+    /// (one walk of the tree instead of one per job).
+    pub fn factor_table(&self) -> Vec<f64> {
+        let factors = self.fairshare_factors();
+        let len = factors.keys().next_back().map_or(0, |&a| a as usize + 1);
+        let mut table = vec![0.0; len];
+        for (assoc, factor) in factors {
+            table[assoc as usize] = factor;
+        }
+        table
     }
 
     /// The facts other than fair-share factors (Moab's read-time context).
@@ -326,39 +388,78 @@ impl Queue {
             heap: BinaryHeap::new(),
             cursors: Vec::new(),
             shift: [0.0, 0.0],
+            pushed: 0,
         };
         // Every uncapped record moves by the same amount (one configuration).
-        candidates.shift[UNCAPPED] = self.by_user[UNCAPPED]
+        let any_uncapped = self.by_user[UNCAPPED]
             .first()
-            .and_then(|&(_, assoc)| self.best(assoc, UNCAPPED))
+            .and_then(|&(_, assoc)| best_job(&self.users, assoc, UNCAPPED))
+            .or_else(|| self.tree.best_of(ROOT, UNCAPPED));
+        candidates.shift[UNCAPPED] = any_uncapped
+            .and_then(|(_, job)| self.record(job))
             .map_or(0.0, |record| record.time_shift(now));
         for class in [UNCAPPED, CAPPED] {
-            candidates.push(Source::Users(class), self.by_user[class].iter().peekable());
+            candidates.push_cursor(Source::Users(class), self.by_user[class].iter().peekable());
+        }
+        if self.tree.is_active() {
+            let top_factor = self.tree.factor_at(0).unwrap_or(1.0);
+            for class in [UNCAPPED, CAPPED] {
+                candidates.push_member(Member {
+                    class,
+                    node: ROOT,
+                    assoc: None,
+                    start: 0,
+                    factor: top_factor,
+                    tight: true,
+                });
+            }
         }
         candidates
     }
+}
 
-    fn best(&self, assoc: AssocId, class: usize) -> Option<&PriorityRecord> {
-        let (_, job) = self.users.get(assoc as usize)?.jobs[class].first()?;
-        self.record(*job)
-    }
+/// A user association's best job in a class.
+fn best_job(users: &[UserJobs], assoc: AssocId, class: usize) -> Option<Best> {
+    let &(Reverse(key), job) = users.get(assoc as usize)?.jobs[class].first()?;
+    Some((key, job))
 }
 
 /// Unix seconds.
 type Time64 = fairflow_model::Time;
 
-/// Where a heap entry's candidates come from.
+/// Where a cursor's candidates come from.
 #[derive(Debug, Clone, Copy)]
 enum Source {
     /// A class's user order.
     Users(usize),
-    /// One user association's jobs of a class.
-    Jobs(AssocId),
+    /// One user association's jobs of a class, with its factor.
+    Jobs(f64),
+}
+
+/// A member of the sorted tree in the search: its subtree's best job in
+/// `class`, bounded with `factor` (its first user's factor when `tight`,
+/// else its group's, an upper bound of it).
+#[derive(Debug, Clone, Copy)]
+struct Member {
+    class: usize,
+    node: NodeId,
+    assoc: Option<AssocId>,
+    /// The position of its first user in the walk.
+    start: u64,
+    factor: f64,
+    tight: bool,
+}
+
+#[derive(Debug)]
+enum Item {
+    Cursor(usize),
+    Member(Member),
 }
 
 struct HeapEntry {
     bound: f64,
-    cursor: usize,
+    seq: u64,
+    item: Item,
 }
 
 impl PartialEq for HeapEntry {
@@ -377,10 +478,10 @@ impl PartialOrd for HeapEntry {
 
 impl Ord for HeapEntry {
     fn cmp(&self, other: &Self) -> CmpOrdering {
-        // Highest bound first; earlier cursors first on ties (determinism).
+        // Highest bound first; earlier entries first on ties (determinism).
         self.bound
             .total_cmp(&other.bound)
-            .then_with(|| other.cursor.cmp(&self.cursor))
+            .then_with(|| other.seq.cmp(&self.seq))
     }
 }
 
@@ -392,26 +493,47 @@ pub struct Candidates<'q> {
     heap: BinaryHeap<HeapEntry>,
     cursors: Vec<(Source, Peekable<btree_set::Iter<'q, Ranked>>)>,
     shift: [f64; 2],
+    pushed: u64,
 }
 
 impl<'q> Candidates<'q> {
-    fn push(&mut self, source: Source, mut iter: Peekable<btree_set::Iter<'q, Ranked>>) {
+    fn push(&mut self, bound: f64, item: Item) {
+        self.pushed += 1;
+        self.heap.push(HeapEntry {
+            bound,
+            seq: self.pushed,
+            item,
+        });
+    }
+
+    fn push_cursor(&mut self, source: Source, mut iter: Peekable<btree_set::Iter<'q, Ranked>>) {
         let Some(bound) = iter.peek().map(|&&entry| self.bound_of(source, entry)) else {
             return;
         };
         let cursor = self.cursors.len();
         self.cursors.push((source, iter));
-        self.heap.push(HeapEntry { bound, cursor });
+        self.push(bound, Item::Cursor(cursor));
+    }
+
+    fn push_member(&mut self, member: Member) {
+        let Some((_, job)) = self.queue.tree.best_of(member.node, member.class) else {
+            return;
+        };
+        let Some(record) = self.queue.record(job) else {
+            return;
+        };
+        let bound = record.key_with_fairshare(member.factor) + self.shift[member.class];
+        self.push(bound, Item::Member(member));
     }
 
     fn bound_of(&self, source: Source, (Reverse(key), id): Ranked) -> f64 {
         match source {
             Source::Users(class) => from_ordered_bits(key) + self.shift[class],
-            Source::Jobs(assoc) => {
+            Source::Jobs(factor) => {
                 let record = self.queue.records[id as usize]
                     .as_ref()
                     .expect("an indexed job has a record");
-                record.upper_bound(self.now, self.queue.fairshare_of(assoc))
+                record.upper_bound(self.now, factor)
             }
         }
     }
@@ -425,29 +547,73 @@ impl<'q> Candidates<'q> {
     pub fn next_candidate(&mut self) -> Option<(&'q PriorityRecord, f64)> {
         loop {
             let entry = self.heap.pop()?;
-            let (source, iter) = &mut self.cursors[entry.cursor];
-            let source = *source;
-            let &(_, id) = iter.next().expect("a cursor in the heap has a head");
-            if let Some(&&next) = iter.peek() {
-                let bound = self.bound_of(source, next);
-                self.heap.push(HeapEntry {
-                    bound,
-                    cursor: entry.cursor,
-                });
-            }
-            match source {
-                Source::Users(class) => {
-                    // Expand the user: its jobs of this class join the merge.
-                    let jobs = &self.queue.users[id as usize].jobs[class];
-                    self.push(Source::Jobs(id), jobs.iter().peekable());
+            match entry.item {
+                Item::Cursor(cursor) => {
+                    if let Some(found) = self.advance(cursor) {
+                        return Some(found);
+                    }
                 }
-                Source::Jobs(assoc) => {
-                    let record = self.queue.records[id as usize]
-                        .as_ref()
-                        .expect("an indexed job has a record");
-                    return Some((record, self.queue.fairshare_of(assoc)));
-                }
+                Item::Member(member) => self.expand(member),
             }
+        }
+    }
+
+    /// Take a cursor's head: a job is a candidate; a user joins with its jobs.
+    fn advance(&mut self, cursor: usize) -> Option<(&'q PriorityRecord, f64)> {
+        let (source, iter) = &mut self.cursors[cursor];
+        let source = *source;
+        let &(_, id) = iter.next().expect("a cursor in the heap has a head");
+        if let Some(&&next) = iter.peek() {
+            let bound = self.bound_of(source, next);
+            self.push(bound, Item::Cursor(cursor));
+        }
+        let queue = self.queue;
+        match source {
+            Source::Users(class) => {
+                let jobs = &queue.users[id as usize].jobs[class];
+                self.push_cursor(Source::Jobs(queue.fairshare_of(id)), jobs.iter().peekable());
+                None
+            }
+            Source::Jobs(factor) => {
+                let record = queue.records[id as usize]
+                    .as_ref()
+                    .expect("an indexed job has a record");
+                Some((record, factor))
+            }
+        }
+    }
+
+    /// A tree member at the top of the heap: tighten its bound to its first
+    /// user's factor, then open it (a user: its jobs; an account: its group).
+    fn expand(&mut self, mut member: Member) {
+        let queue = self.queue;
+        let tree = &queue.tree;
+        if !member.tight {
+            let exact = match member.assoc {
+                Some(assoc) => queue.fairshare_of(assoc),
+                None => tree.factor_at(member.start).unwrap_or(member.factor),
+            };
+            member.tight = true;
+            if exact != member.factor {
+                member.factor = exact;
+                self.push_member(member);
+                return;
+            }
+        }
+        if let Some(assoc) = member.assoc {
+            let jobs = &queue.users[assoc as usize].jobs[member.class];
+            self.push_cursor(Source::Jobs(member.factor), jobs.iter().peekable());
+            return;
+        }
+        for (node, prefix, assoc) in tree.members(member.node, member.class) {
+            self.push_member(Member {
+                class: member.class,
+                node,
+                assoc,
+                start: member.start + prefix,
+                factor: member.factor,
+                tight: false,
+            });
         }
     }
 }
@@ -538,6 +704,110 @@ mod tests {
         assert_eq!(order(&queue), vec![1, 2, 3]);
         assert_eq!(touched.take(), 1, "user 1's one entry");
         assert_eq!(queue.fairshare_of(1), 1.0);
+    }
+
+    /// A slot of the sorted tree: `prefix` users before it in `group`;
+    /// `tie`: its `LevelFS` equals the previous member's (a user's run then
+    /// starts at `run`).
+    fn slot(
+        group: NodeId,
+        prefix: u64,
+        weight: u64,
+        assoc: Option<AssocId>,
+        tie: bool,
+        run: u64,
+    ) -> TreeSlot {
+        use super::super::fair_tree::SlurmPlacement;
+        let first = prefix == 0;
+        TreeSlot {
+            group,
+            weight,
+            placement: SlurmPlacement {
+                prefix,
+                first,
+                local_tie: tie,
+                run_prefix: run,
+                run_first: run == 0,
+                run_local_tie: false,
+                user: assoc.is_some(),
+                parent_account: false,
+            },
+            assoc,
+        }
+    }
+
+    fn tree_fact(node: NodeId, slot: TreeSlot) -> Fact {
+        Fact::TreeSlot { node, slot }
+    }
+
+    /// Fair Tree kept as placements: root -> A (node 1: users u1, u2) and B
+    /// (node 2: user u3); N = 3. Ranks by hand from Slurm's walk: in order
+    /// A, B the positions are u1 0, u2 1, u3 2, ranks 3, 2, 1, factors 1,
+    /// 2/3, 1/3; priorities (weight 1,000, minus nice) 1000 (job 1, u1),
+    /// 666 (job 2, u2), 333 + 500 = 833 (job 3, u3, nice -500).
+    #[test]
+    fn fair_tree_ranks_come_from_placements_and_a_reorder_touches_no_user() {
+        let touched = TouchCounter::new();
+        let mut queue = Queue::new();
+        let (a, b, u1, u2, u3) = (1, 2, 3, 4, 5);
+        let mut captured = Captured {
+            records: vec![
+                ((1, record(1, 1, 0)), 1, 1),
+                ((2, record(2, 2, 0)), 1, 1),
+                ((3, record(3, 3, -500)), 1, 1),
+            ],
+            facts: vec![
+                (tree_fact(a, slot(ROOT, 0, 2, None, false, 0)), 1, 1),
+                (tree_fact(b, slot(ROOT, 2, 1, None, false, 0)), 1, 1),
+                (tree_fact(u1, slot(a, 0, 1, Some(1), false, 0)), 1, 1),
+                (tree_fact(u2, slot(a, 1, 1, Some(2), false, 1)), 1, 1),
+                (tree_fact(u3, slot(b, 0, 1, Some(3), false, 0)), 1, 1),
+            ],
+        };
+        queue.absorb(&mut captured, &touched);
+        assert_eq!(queue.fairshare_of(1), 1.0);
+        assert_eq!(queue.fairshare_of(2), 2.0 / 3.0);
+        assert_eq!(queue.fairshare_of(3), 1.0 / 3.0);
+        assert_eq!(order(&queue), vec![1, 3, 2]);
+        let all = queue.fairshare_factors();
+        assert_eq!(all.get(&2), Some(&(2.0 / 3.0)));
+        touched.take();
+
+        // B moves before A: u3 at 0 (1.0), u1 at 1 (2/3), u2 at 2 (1/3):
+        // 1500 (job 3), 666 (job 1), 333 (job 2). Only the two moved slots change.
+        let mut captured = Captured {
+            records: Vec::new(),
+            facts: vec![
+                (tree_fact(a, slot(ROOT, 0, 2, None, false, 0)), 2, -1),
+                (tree_fact(b, slot(ROOT, 2, 1, None, false, 0)), 2, -1),
+                (tree_fact(b, slot(ROOT, 0, 1, None, false, 0)), 2, 1),
+                (tree_fact(a, slot(ROOT, 1, 2, None, false, 0)), 2, 1),
+            ],
+        };
+        queue.absorb(&mut captured, &touched);
+        assert_eq!(touched.take(), 2, "two slots, no user entry");
+        assert_eq!(order(&queue), vec![3, 1, 2]);
+        assert_eq!(queue.fairshare_of(3), 1.0);
+        assert_eq!(queue.fairshare_of(2), 1.0 / 3.0);
+
+        // u2 ties with u1 (its run starts at u1): it takes u1's rank 2.
+        let mut captured = Captured {
+            records: Vec::new(),
+            facts: vec![
+                (tree_fact(u2, slot(a, 1, 1, Some(2), false, 1)), 3, -1),
+                (tree_fact(u2, slot(a, 1, 1, Some(2), true, 0)), 3, 1),
+            ],
+        };
+        queue.absorb(&mut captured, &touched);
+        assert_eq!(queue.fairshare_of(2), 2.0 / 3.0);
+        assert_eq!(queue.fairshare_factors().get(&2), Some(&(2.0 / 3.0)));
+        // Job 3 (1500) first, then jobs 1 and 2 (666 each, equal bounds).
+        let got = order(&queue);
+        assert_eq!(got[0], 3);
+        assert_eq!(
+            got[1..].iter().copied().collect::<BTreeSet<_>>(),
+            BTreeSet::from([1, 2])
+        );
     }
 
     #[test]

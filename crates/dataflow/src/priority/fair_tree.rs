@@ -1,0 +1,451 @@
+//! Fair Tree under Slurm's tie rule (`FairTreeTies=slurm`, the default),
+//! kept in the queue as the sorted tree itself instead of a rank per user:
+//! the dataflow sends each association's [`TreeSlot`] (its group, its
+//! weight and its [`SlurmPlacement`] there) and the queue derives a user's
+//! rank when it needs one, by walking the user's fair-share ancestors.
+//!
+//! # Why
+//! A usage event moves an account in its sibling order and so shifts the
+//! rank of every user placed between its old and new positions; with ranks
+//! materialised per user, each of those users' factors is an update. Kept
+//! as placements, the same event changes the placements of the members that
+//! moved in the groups on its path (`O(depth)` groups), and no user entry.
+//!
+//! # Ranks from placements (the definition is the oracle's
+//! `fair_tree_slurm`; the derivation was the dataflow's walk)
+//! For a user under fair-share ancestors `a_1 .. a_k` (top first), its group
+//! starts at `start = Σ prefix(a_i)` and its position is `p = start +
+//! prefix`; a group is entered tied when its account is tied
+//! (`local_tie || (first && entered tied)`). Slurm gives the user rank
+//! `N − j` with `j = start + run_prefix` (the first user of its run of tied
+//! users) unless that user is tied, in which case it takes the rank last
+//! assigned: that of the user at position `start + run_prefix − 1` (none
+//! before it: `j = 0`). So ranks never increase along the walk, and the
+//! users of one subtree occupy one contiguous block of positions: a
+//! subtree's highest rank is its first user's.
+//!
+//! # The search ([`FairTree`] with `queue::Candidates`)
+//! Per group and rank class, the members by the best job key (without the
+//! fair-share term) in their subtree; an account's best is its group's
+//! first. A top-k read is a best-first search down the tree: a member is
+//! bounded by its subtree's best key plus `w_fs` times its first user's
+//! factor (at first by its group's bound, tightened when it reaches the top
+//! of the heap), and a user's jobs are read with its exact factor. A job
+//! event changes `O(depth)` subtree maxima.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet};
+
+use fairflow_model::formula::rank_factor;
+
+use crate::types::{AssocId, JobId, NodeId, ROOT};
+
+/// Where a member stands in its group, for Slurm's walk.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    serde::Serialize,
+    serde::Deserialize,
+)]
+pub struct SlurmPlacement {
+    /// Users in the members before it.
+    pub prefix: u64,
+    /// Is it the group's first member?
+    pub first: bool,
+    /// Is its `LevelFS` equal to the previous member's (`NO_VAL` for the first)?
+    pub local_tie: bool,
+    /// A user: `prefix` of the first user of its run of tied users.
+    pub run_prefix: u64,
+    /// A user: is the first user of its run the group's first member?
+    pub run_first: bool,
+    /// A user: is the first user of its run tied to its predecessor?
+    pub run_local_tie: bool,
+    /// Is it a user association?
+    pub user: bool,
+    /// Is it a `FairShare=parent` account (not a fair-share ancestor)?
+    pub parent_account: bool,
+}
+
+/// One association's place in the sorted tree, as the dataflow sends it.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+pub struct TreeSlot {
+    /// Its group: its fair-share parent.
+    pub group: NodeId,
+    /// The users it stands for (a user 1, an account the users below it, a
+    /// `FairShare=parent` account 0: its users are members of its parent's group).
+    pub weight: u64,
+    /// Its placement in the group.
+    pub placement: SlurmPlacement,
+    /// A user association: its interned name (what job rows carry).
+    pub assoc: Option<AssocId>,
+}
+
+/// A user's place in Slurm's walk: resolved (rank `N − j`) or the rank of
+/// the user at an earlier position.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Walk {
+    Resolved(u64),
+    Refers(u64),
+}
+
+/// Slurm's walk for a user: its ancestors' placements (top first, `parent`
+/// accounts never among them) and its own.
+fn walk(ancestors: impl Iterator<Item = SlurmPlacement>, own: &SlurmPlacement) -> Walk {
+    let (mut start, mut entered_tied) = (0u64, false);
+    for ancestor in ancestors {
+        entered_tied = ancestor.local_tie || (ancestor.first && entered_tied);
+        start += ancestor.prefix;
+    }
+    walk_in_group(start, entered_tied, own)
+}
+
+/// The walk of a user placed `own` in a group starting at `start`, entered
+/// tied or not.
+fn walk_in_group(start: u64, entered_tied: bool, own: &SlurmPlacement) -> Walk {
+    let run_start = start + own.run_prefix;
+    let run_tied = own.run_local_tie || (own.run_first && entered_tied);
+    match (run_tied, run_start) {
+        (false, _) | (true, 0) => Walk::Resolved(if run_tied { 0 } else { run_start }),
+        (true, _) => Walk::Refers(run_start - 1),
+    }
+}
+
+/// The best job of a subtree in one rank class: `(key_hi, job)`.
+pub type Best = (u64, JobId);
+
+/// An entry of a group's members by best job: highest key first.
+type Ranked = (Reverse<u64>, JobId, NodeId);
+
+/// One group: its members by position (those that stand for users) and, per
+/// rank class, by the best job in their subtree.
+#[derive(Debug, Default)]
+struct Group {
+    by_prefix: BTreeMap<u64, NodeId>,
+    ranked: [BTreeSet<Ranked>; 2],
+}
+
+/// The sorted tree; see the module documentation.
+#[derive(Debug, Default)]
+pub struct FairTree {
+    slots: Vec<Option<TreeSlot>>,
+    /// The group whose ranked sets hold the node's best (may lag `slots`
+    /// inside [`FairTree::apply`]).
+    attached: Vec<Option<NodeId>>,
+    /// A user association's node.
+    node_of: Vec<Option<NodeId>>,
+    groups: Vec<Group>,
+    /// Per node and class, the best job in its subtree.
+    best: Vec<[Option<Best>; 2]>,
+    users: u64,
+}
+
+fn grow<T: Default>(vec: &mut Vec<T>, index: usize) -> &mut T {
+    if vec.len() <= index {
+        vec.resize_with(index + 1, T::default);
+    }
+    &mut vec[index]
+}
+
+impl FairTree {
+    /// Is any user placed (Fair Tree with Slurm's ties in force)?
+    pub fn is_active(&self) -> bool {
+        self.users > 0
+    }
+
+    /// The user associations placed.
+    pub fn users(&self) -> u64 {
+        self.users
+    }
+
+    /// The node of a placed user association.
+    pub fn node_of(&self, assoc: AssocId) -> Option<NodeId> {
+        self.node_of.get(assoc as usize).copied().flatten()
+    }
+
+    fn slot(&self, node: NodeId) -> Option<&TreeSlot> {
+        self.slots.get(node as usize)?.as_ref()
+    }
+
+    /// Apply consolidated slot updates (retractions before insertions);
+    /// returns the entries changed and the user associations placed or
+    /// unplaced (their jobs move between the tree and the queue's user
+    /// order). A placed user's best comes from `user_best`.
+    pub fn apply(
+        &mut self,
+        updates: &[(NodeId, TreeSlot, isize)],
+        user_best: impl Fn(AssocId, usize) -> Option<Best>,
+    ) -> (u64, Vec<AssocId>) {
+        let mut changed = 0u64;
+        let mut touched: Vec<NodeId> = Vec::new();
+        let mut moved_users: Vec<AssocId> = Vec::new();
+        for (node, slot, _) in updates.iter().filter(|(_, _, d)| *d < 0) {
+            if self.slot(*node) == Some(slot) {
+                self.unplace(*node, &mut moved_users);
+                touched.push(*node);
+            }
+        }
+        for (node, slot, _) in updates.iter().filter(|(_, _, d)| *d > 0) {
+            if self.slot(*node).is_some() {
+                self.unplace(*node, &mut moved_users);
+            }
+            *grow(&mut self.slots, *node as usize) = Some(*slot);
+            if slot.weight > 0 {
+                grow(&mut self.groups, slot.group as usize)
+                    .by_prefix
+                    .insert(slot.placement.prefix, *node);
+            }
+            if let Some(assoc) = slot.assoc {
+                *grow(&mut self.node_of, assoc as usize) = Some(*node);
+                self.users += 1;
+                moved_users.push(assoc);
+            }
+            touched.push(*node);
+        }
+        touched.sort_unstable();
+        touched.dedup();
+        // One entry per association whose slot changed.
+        changed += touched.len() as u64;
+        for node in touched {
+            let want = self.slot(node).map(|slot| slot.group);
+            let have = self.attached.get(node as usize).copied().flatten();
+            if want == have {
+                continue;
+            }
+            if let Some(group) = have {
+                changed += self.detach(node, group);
+            }
+            if let Some(group) = want {
+                changed += self.attach(node, group);
+            }
+        }
+        // A placed user's best is its own jobs' (the queue's refresh sets it
+        // again; this keeps a re-placed user's entry current at once).
+        moved_users.sort_unstable();
+        moved_users.dedup();
+        for &assoc in &moved_users {
+            if let Some(node) = self.node_of(assoc) {
+                for class in 0..2 {
+                    changed += self.set_best(node, class, user_best(assoc, class));
+                }
+            }
+        }
+        (changed, moved_users)
+    }
+
+    /// Take a node's slot out (its attachment is settled by the caller).
+    fn unplace(&mut self, node: NodeId, moved_users: &mut Vec<AssocId>) {
+        let Some(old) = self.slots[node as usize].take() else {
+            return;
+        };
+        if old.weight > 0 {
+            let group = &mut self.groups[old.group as usize];
+            if group.by_prefix.get(&old.placement.prefix) == Some(&node) {
+                group.by_prefix.remove(&old.placement.prefix);
+            }
+        }
+        if let Some(assoc) = old.assoc {
+            if self.node_of(assoc) == Some(node) {
+                self.node_of[assoc as usize] = None;
+            }
+            self.users -= 1;
+            moved_users.push(assoc);
+        }
+    }
+
+    fn detach(&mut self, node: NodeId, group: NodeId) -> u64 {
+        let mut changed = 0;
+        self.attached[node as usize] = None;
+        for class in 0..2 {
+            if let Some((key, job)) = self.best_of(node, class) {
+                let set = &mut self.groups[group as usize].ranked[class];
+                set.remove(&(Reverse(key), job, node));
+                let first = set.first().map(|&(Reverse(k), j, _)| (k, j));
+                changed += 1 + self.set_best(group, class, first);
+            }
+        }
+        changed
+    }
+
+    fn attach(&mut self, node: NodeId, group: NodeId) -> u64 {
+        let mut changed = 0;
+        *grow(&mut self.attached, node as usize) = Some(group);
+        grow(&mut self.groups, group as usize);
+        for class in 0..2 {
+            if let Some((key, job)) = self.best_of(node, class) {
+                let set = &mut self.groups[group as usize].ranked[class];
+                set.insert((Reverse(key), job, node));
+                let first = set.first().map(|&(Reverse(k), j, _)| (k, j));
+                changed += 1 + self.set_best(group, class, first);
+            }
+        }
+        changed
+    }
+
+    /// The best job in a node's subtree, per class.
+    pub fn best_of(&self, node: NodeId, class: usize) -> Option<Best> {
+        self.best.get(node as usize)?[class]
+    }
+
+    /// Set a placed user association's best job in `class`; returns the
+    /// entries changed up the tree.
+    pub fn set_user_best(&mut self, assoc: AssocId, class: usize, best: Option<Best>) -> u64 {
+        match self.node_of(assoc) {
+            Some(node) => self.set_best(node, class, best),
+            None => 0,
+        }
+    }
+
+    /// Set a node's best and carry the change up its groups.
+    fn set_best(&mut self, mut node: NodeId, class: usize, mut new: Option<Best>) -> u64 {
+        let mut changed = 0;
+        loop {
+            let slot = &mut grow(&mut self.best, node as usize)[class];
+            let old = *slot;
+            if old == new {
+                return changed;
+            }
+            *slot = new;
+            changed += 1;
+            let Some(group) = self.attached.get(node as usize).copied().flatten() else {
+                return changed;
+            };
+            let set = &mut self.groups[group as usize].ranked[class];
+            if let Some((key, job)) = old {
+                set.remove(&(Reverse(key), job, node));
+            }
+            if let Some((key, job)) = new {
+                set.insert((Reverse(key), job, node));
+            }
+            new = set.first().map(|&(Reverse(k), j, _)| (k, j));
+            node = group;
+        }
+    }
+
+    /// A group's members with a job in `class`, best first: `(member, its
+    /// placement's prefix, its user association if a user)`.
+    pub fn members(
+        &self,
+        group: NodeId,
+        class: usize,
+    ) -> impl Iterator<Item = (NodeId, u64, Option<AssocId>)> + '_ {
+        self.groups
+            .get(group as usize)
+            .into_iter()
+            .flat_map(move |g| g.ranked[class].iter())
+            .filter_map(|&(_, _, node)| {
+                let slot = self.slot(node)?;
+                Some((node, slot.placement.prefix, slot.assoc))
+            })
+    }
+
+    /// The user at a position of the walk.
+    fn user_at(&self, position: u64) -> Option<NodeId> {
+        let (mut group, mut start) = (ROOT, 0u64);
+        for _ in 0..=self.slots.len() {
+            let (&prefix, &member) = self
+                .groups
+                .get(group as usize)?
+                .by_prefix
+                .range(..=position.checked_sub(start)?)
+                .next_back()?;
+            let slot = self.slot(member)?;
+            if position >= start + prefix + slot.weight {
+                return None;
+            }
+            if slot.placement.user {
+                return Some(member);
+            }
+            start += prefix;
+            group = member;
+        }
+        None
+    }
+
+    /// A placed user's walk, from its chain of groups.
+    fn walk_of(&self, user: NodeId) -> Option<Walk> {
+        let own = self.slot(user)?;
+        let mut chain: Vec<SlurmPlacement> = Vec::new();
+        let mut group = own.group;
+        while group != ROOT {
+            let slot = self.slot(group)?;
+            chain.push(slot.placement);
+            group = slot.group;
+            if chain.len() > self.slots.len() {
+                return None;
+            }
+        }
+        Some(walk(chain.into_iter().rev(), &own.placement))
+    }
+
+    /// A placed user's `j` (rank `N − j`), following references back.
+    fn j_of(&self, user: NodeId) -> Option<u64> {
+        let mut node = user;
+        for _ in 0..=self.users {
+            match self.walk_of(node)? {
+                Walk::Resolved(j) => return Some(j),
+                Walk::Refers(target) => node = self.user_at(target)?,
+            }
+        }
+        None
+    }
+
+    /// A placed user's factor `rank / N`.
+    pub fn factor_of_node(&self, user: NodeId) -> Option<f64> {
+        let j = self.j_of(user)?;
+        Some(rank_factor(self.users.saturating_sub(j), self.users))
+    }
+
+    /// The factor of the user at a position of the walk: the highest factor
+    /// of the subtree whose first user stands there.
+    pub fn factor_at(&self, position: u64) -> Option<f64> {
+        self.factor_of_node(self.user_at(position)?)
+    }
+
+    /// Every placed user association's factor, by one walk of the tree in
+    /// position order (references point to earlier positions).
+    pub fn all_factors(&self) -> Vec<(AssocId, f64)> {
+        let n = self.users;
+        let mut j_at: Vec<u64> = Vec::with_capacity(n as usize);
+        let mut out = Vec::with_capacity(n as usize);
+        // (group, its start, entered tied, next prefix to visit)
+        let mut stack: Vec<(NodeId, u64, bool, u64)> = vec![(ROOT, 0, false, 0)];
+        while let Some(top) = stack.last_mut() {
+            let (group, start, tied, from) = *top;
+            let next = self
+                .groups
+                .get(group as usize)
+                .and_then(|g| g.by_prefix.range(from..).next());
+            let Some((&prefix, &member)) = next else {
+                stack.pop();
+                continue;
+            };
+            top.3 = prefix + 1;
+            let Some(slot) = self.slot(member) else {
+                continue;
+            };
+            if slot.placement.user {
+                let j = match walk_in_group(start, tied, &slot.placement) {
+                    Walk::Resolved(j) => j,
+                    Walk::Refers(target) => j_at.get(target as usize).copied().unwrap_or(target),
+                };
+                j_at.push(j);
+                if let Some(assoc) = slot.assoc {
+                    out.push((assoc, rank_factor(n.saturating_sub(j), n)));
+                }
+            } else {
+                let entered = slot.placement.local_tie || (slot.placement.first && tied);
+                stack.push((member, start + prefix, entered, 0));
+            }
+        }
+        out
+    }
+}
