@@ -1053,9 +1053,24 @@ impl PriorityReader {
     /// The record evaluated at `now` with its user's factor, named, with
     /// its `INCR_ONLY` floor.
     fn evaluate(&self, record: &PriorityRecord, now: Time64) -> Option<JobPriority> {
+        self.evaluate_with(record, self.queue.fairshare_of(record.row.assoc), now)
+    }
+
+    /// [`PriorityReader::evaluate`] with the user's factor given (a pass over
+    /// every record reads the factors from one table).
+    fn evaluate_with(
+        &self,
+        record: &PriorityRecord,
+        fairshare: f64,
+        now: Time64,
+    ) -> Option<JobPriority> {
         let name = self.name_of(record);
-        let fairshare = self.queue.fairshare_of(record.row.assoc);
         record.evaluate(&name, fairshare, now, self.floor_of(&name, record))
+    }
+
+    /// A user association's factor from a [`Queue::factor_table`].
+    fn factor_in(table: &[f64], record: &PriorityRecord) -> f64 {
+        table.get(record.row.assoc as usize).copied().unwrap_or(0.0)
     }
 
     /// One job's priority and factors at `now` (`explain`, `sprio -j`):
@@ -1090,9 +1105,10 @@ impl PriorityReader {
         if moab {
             return moab::evaluate(self.queue.records(), &self.queue.facts(), now);
         }
+        let table = self.queue.factor_table();
         self.queue
             .records()
-            .filter_map(|r| self.evaluate(r, now))
+            .filter_map(|r| self.evaluate_with(r, Self::factor_in(&table, r), now))
             .collect()
     }
 
@@ -1112,11 +1128,12 @@ impl PriorityReader {
             return;
         }
         let mut next: IncrFloors = BTreeMap::new();
+        let table = self.queue.factor_table();
         for record in self.queue.records() {
             let name = self.name_of(record);
             let floor = self.floor_of(&name, record);
             let mut kept = floor;
-            if let Some(p) = self.evaluate(record, now) {
+            if let Some(p) = self.evaluate_with(record, Self::factor_in(&table, record), now) {
                 if p.state == JobState::Pending {
                     kept = Some(floor.map_or(p.priority, |f| f.max(p.priority)));
                 }
