@@ -46,7 +46,7 @@ fn derive(
     let params = PriorityParams::from_config(&state.config);
     let mut jobs = BTreeMap::new();
     for job in state.jobs.values() {
-        let mut row = row_of(job, ids.intern(&job.id), names, &params);
+        let mut row = row_of(state, job, ids.intern(&job.id), names, &params);
         row.begun = begun_at(&row, now);
         row.age_capped = !lazy_caps && age_capped_at(&params, &row, now);
         jobs.insert(job.id.clone(), row);
