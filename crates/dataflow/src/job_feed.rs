@@ -21,6 +21,12 @@
 //! The two aggregations this feed needs are its own, written apart from the
 //! oracle's: the effective association priority (the nearest priority up the
 //! account chain) and Moab's credential usage.
+//!
+//! A job submitted to several partitions or several QOS is sent as one row,
+//! its primary pair (under Slurm its highest-priority QOS, so a QOS change
+//! re-derives the rows of the jobs with several QOS); [`identify`] adds the
+//! other (partition, QOS) pairs to each result read, from the record's
+//! evaluated factors.
 
 use std::collections::{BTreeMap, BTreeSet};
 

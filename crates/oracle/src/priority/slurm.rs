@@ -26,6 +26,12 @@
 //!   `partition` event's `tres`, else the cluster's), `NO_NORMAL_TRES` raw.
 //! - Site and nice: the job's `site_factor` and `nice` (0 by default); the
 //!   nice factor is listed with weight -1.
+//! - A job submitted to several partitions or several QOS is priced with its
+//!   primary pair (its first partition, its highest-priority QOS:
+//!   `State::primary_qos`), and gets one priority per (partition, QOS) pair
+//!   in `State::job_pairs`' order (`JobPriority::pairs`), each from
+//!   `slurm_pair_factors` / `slurm_pair_priority`; 0 while held; not floored
+//!   by `INCR_ONLY` (docs/semantics.md).
 
 use fairflow_model::job_priority::{
     slurm_job_factors, slurm_job_priority, slurm_pair_factors, slurm_pair_priority, SlurmJobInputs,
