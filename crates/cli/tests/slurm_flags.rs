@@ -136,15 +136,40 @@ fn jobs_in_several_partitions_have_a_row_per_pair_and_rank_per_partition() {
     // sprio -p p2: the pairs in p2, one row each, in job-id order and, within
     // a job, Slurm's pair order (QOS by priority: hi 10, lo 5, zero 0).
     let got = ok(&[
-        "sprio", "-P", "-h", "-p", "p2", "-o", "jobid,partition,priority", "--events", &log,
+        "sprio",
+        "-P",
+        "-h",
+        "-p",
+        "p2",
+        "-o",
+        "jobid,partition,priority",
+        "--events",
+        &log,
     ]);
     assert_eq!(
         got.lines().collect::<Vec<_>>(),
-        ["A|p2|3500", "A|p2|2500", "B|p2|4000", "B|p2|4000", "D|p2|6000", "F|p2|3000"],
+        [
+            "A|p2|3500",
+            "A|p2|2500",
+            "B|p2|4000",
+            "B|p2|4000",
+            "D|p2|6000",
+            "F|p2|3000"
+        ],
         "{got}"
     );
     // Every pair of A without -p: p1 before p2.
-    let got = ok(&["sprio", "-P", "-h", "-j", "A", "-o", "partition,priority", "--events", &log]);
+    let got = ok(&[
+        "sprio",
+        "-P",
+        "-h",
+        "-j",
+        "A",
+        "-o",
+        "partition,priority",
+        "--events",
+        &log,
+    ]);
     assert_eq!(
         got.lines().collect::<Vec<_>>(),
         ["p1|4250", "p1|3250", "p2|3500", "p2|2500"],
@@ -183,7 +208,10 @@ fn jobs_in_several_partitions_have_a_row_per_pair_and_rank_per_partition() {
         .filter(|l| l.starts_with("  p1 ") || l.starts_with("  p2 "))
         .collect();
     assert_eq!(pair_lines.len(), 2, "{explain}");
-    assert!(pair_lines[1].split_whitespace().nth(2) == Some("3000"), "{explain}");
+    assert!(
+        pair_lines[1].split_whitespace().nth(2) == Some("3000"),
+        "{explain}"
+    );
 }
 
 #[test]
