@@ -474,7 +474,10 @@ fn check_step(step: &Step, answers: &Answers, fail: &mut dyn FnMut(String, &str,
         }
     }
     if let Some(expected) = &step.partition_top {
-        let queue = partition_queue(&answers.priorities, &[expected.partition.clone()]);
+        let queue = partition_queue(
+            &answers.priorities,
+            std::slice::from_ref(&expected.partition),
+        );
         let got: Vec<(String, u64)> = queue.iter().map(|p| (p.job.clone(), p.priority)).collect();
         if got != expected.jobs {
             fail(
