@@ -4,7 +4,10 @@
 //! raw for Moab), weight, contribution (and Moab's caps, subcomponents under
 //! their component), the priority and how the model turns the sum into it,
 //! and the fair-share path from `root` to the job's user association (the
-//! sshare rows of each level: shares, usage and value), given as input.
+//! sshare rows of each level: shares, usage and value), given as input. A
+//! job submitted to several partitions or QOS also shows every (partition,
+//! QOS) pair's priority with its partition, QOS and TRES contributions (JSON:
+//! `pairs`).
 
 use fairflow_model::report::{FairshareRow, JobPriority};
 use fairflow_model::{Algorithm, PriorityModel};
