@@ -112,8 +112,12 @@ impl Book {
                 }
             }
             Op::Submit {
-                job, user, account, ..
+                job,
+                user,
+                account,
+                spec,
             } => {
+                check_lists(state, spec).map_err(|(field, reason)| err(field, reason))?;
                 if let Some(phase) = self.job_phase(job) {
                     let phase = match phase {
                         Phase::Running => "running",
@@ -128,10 +132,11 @@ impl Book {
                     return Err(unknown_assoc(account, user));
                 }
             }
-            Op::Update { job, account, .. } => {
+            Op::Update { job, account, spec } => {
                 let Some(entry) = state.jobs.get(job) else {
                     return Err(err("job", format!("unknown job `{job}`")));
                 };
+                check_lists(state, spec).map_err(|(field, reason)| err(field, reason))?;
                 if self.job_phase(job) == Some(Phase::Running) {
                     return Err(err(
                         "job",
@@ -211,6 +216,40 @@ impl Book {
     }
 }
 
+/// A job's partition and QOS lists (`a,b`): every element of a list of two
+/// or more must be defined by a `partition` / `qos` event (a single name
+/// need not be: a partition no event defined has the defaults). Returns the
+/// field and the reason.
+fn check_lists(
+    state: &crate::State,
+    spec: &fairflow_model::event::JobSpec,
+) -> Result<(), (&'static str, String)> {
+    use fairflow_model::event::list_items;
+    if let Some(list) = spec.partition.as_deref().filter(|l| l.contains(',')) {
+        if let Some(unknown) = list_items(list).find(|p| !state.partitions.contains_key(*p)) {
+            return Err((
+                "partition",
+                format!(
+                    "unknown partition `{unknown}` in the list `{list}` (each partition of a \
+                     job in several partitions must be defined by a `partition` event)"
+                ),
+            ));
+        }
+    }
+    if let Some(list) = spec.qos.as_deref().filter(|l| l.contains(',')) {
+        if let Some(unknown) = list_items(list).find(|q| !state.qos.contains_key(*q)) {
+            return Err((
+                "qos",
+                format!(
+                    "unknown QOS `{unknown}` in the list `{list}` (each QOS of a job with \
+                     several QOS must be defined by a `qos` event)"
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use crate::{Book, Phase};
@@ -232,6 +271,60 @@ mod tests {
 
     fn field_and_reason(r: &Rejection) -> (u64, &str, &str) {
         (r.line, r.field.as_deref().unwrap_or(""), r.reason.as_str())
+    }
+
+    #[test]
+    fn a_partition_or_qos_list_names_only_defined_ones() {
+        let (book, rejected) = run(&[
+            r#"{"op":"account","t":10,"name":"a"}"#,
+            r#"{"op":"user","t":10,"user":"u","account":"a"}"#,
+            r#"{"op":"partition","t":10,"name":"p1"}"#,
+            r#"{"op":"qos","t":10,"name":"hi","priority":10}"#,
+            r#"{"op":"qos","t":10,"name":"lo","priority":5}"#,
+            r#"{"op":"submit","t":11,"job":"1","user":"u","account":"a","partition":"p1,p2"}"#,
+            r#"{"op":"submit","t":11,"job":"1","user":"u","account":"a","qos":"lo,mid"}"#,
+            // A single undefined name is still a partition with the defaults.
+            r#"{"op":"submit","t":11,"job":"1","user":"u","account":"a","partition":"p9","qos":"lo,hi"}"#,
+            r#"{"op":"partition","t":12,"name":"p2"}"#,
+            r#"{"op":"update","t":12,"job":"1","partition":"p2,p3"}"#,
+            r#"{"op":"update","t":12,"job":"1","partition":"p2,p1"}"#,
+        ]);
+        let got: Vec<_> = rejected.iter().map(field_and_reason).collect();
+        let unknown = |what: &str, name: &str, list: &str| {
+            format!(
+                "unknown {what} `{name}` in the list `{list}` (each {what} of a job {} must be \
+                 defined by a `{}` event)",
+                if what == "QOS" {
+                    "with several QOS"
+                } else {
+                    "in several partitions"
+                },
+                what.to_lowercase()
+            )
+        };
+        let reasons = [
+            unknown("partition", "p2", "p1,p2"),
+            unknown("QOS", "mid", "lo,mid"),
+            unknown("partition", "p3", "p2,p3"),
+        ];
+        assert_eq!(
+            got,
+            vec![
+                (6, "partition", reasons[0].as_str()),
+                (7, "qos", reasons[1].as_str()),
+                (10, "partition", reasons[2].as_str()),
+            ]
+        );
+        let job = &book.state().jobs["1"];
+        assert_eq!(job.partition(), "p2");
+        // The primary QOS is the highest-priority one; the pairs are the
+        // partitions as listed, each with its QOS by priority.
+        assert_eq!(job.qos(), "lo");
+        assert_eq!(book.state().primary_qos(&job.spec), "hi");
+        assert_eq!(
+            book.state().job_pairs(job),
+            vec![("p2", "hi"), ("p2", "lo"), ("p1", "hi"), ("p1", "lo")]
+        );
     }
 
     #[test]

@@ -7,7 +7,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use fairflow_model::config::ResetPeriod;
-use fairflow_model::event::{JobSpec, Op};
+use fairflow_model::event::{list_items, JobSpec, Op};
+use fairflow_model::job_priority::SlurmTresInput;
 use fairflow_model::moab::Credential;
 use fairflow_model::tres::{billable_tres, BillingMode, TresCounts, WeightList};
 use fairflow_model::usage::{fixed_rate, DecayFrame, FrameUsage, OwnUsage};
@@ -149,14 +150,31 @@ pub struct Job {
 }
 
 impl Job {
-    /// The partition name (`""` when none was given).
+    /// The partition name (`""` when none was given); of a job in several
+    /// partitions, the first listed (Slurm's primary partition: Slurm sorts
+    /// the list by `PriorityTier`, which fairflow does not model, so every
+    /// partition is in one tier and the list keeps its order).
     pub fn partition(&self) -> &str {
-        self.spec.partition.as_deref().unwrap_or("")
+        first_item(self.spec.partition.as_deref())
     }
 
-    /// The QOS name (`""` when none was given).
+    /// The QOS name (`""` when none was given); of a job with several QOS,
+    /// the first listed (the Flux and Moab models' QOS; Slurm's primary QOS is
+    /// [`State::primary_qos`]).
     pub fn qos(&self) -> &str {
-        self.spec.qos.as_deref().unwrap_or("")
+        first_item(self.spec.qos.as_deref())
+    }
+
+    /// Every listed partition, in the order given (one, maybe `""`, when
+    /// the job names none or one).
+    pub fn partitions(&self) -> impl Iterator<Item = &str> {
+        list_items(self.spec.partition.as_deref().unwrap_or(""))
+    }
+
+    /// Was the job submitted to several partitions or several QOS?
+    pub fn has_pairs(&self) -> bool {
+        let listed = |l: &Option<String>| l.as_deref().is_some_and(|l| l.contains(','));
+        listed(&self.spec.partition) || listed(&self.spec.qos)
     }
 
     /// Is the job pending and not held?
@@ -190,6 +208,20 @@ impl Job {
             (Credential::Class, self.partition().to_string()),
         ]
     }
+}
+
+/// The first element of a partition or QOS list, `""` for none.
+fn first_item(list: Option<&str>) -> &str {
+    list.and_then(|l| list_items(l).next()).unwrap_or("")
+}
+
+/// A QOS list's elements sorted as Slurm sorts a job's `qos_list`
+/// (`priority_sort_qos_desc`): by priority, highest first; equal
+/// priorities keep the order given (a stable sort).
+fn qos_by_priority<'a>(qos: &BTreeMap<String, Qos>, list: &'a str) -> Vec<&'a str> {
+    let mut sorted: Vec<&str> = list_items(list).collect();
+    sorted.sort_by_key(|q| std::cmp::Reverse(qos.get(*q).map_or(0, |r| r.priority)));
+    sorted
 }
 
 /// Usage accrued at fixed-point `rate` over `[from, to]` in `frame`, for
@@ -512,6 +544,58 @@ impl State {
         self.frame = next;
     }
 
+    /// A job's QOS as Slurm's priority takes it: of several, the one with the
+    /// highest priority (the first listed among equals), which Slurm makes
+    /// a pending job's `qos_ptr`; `""` when none.
+    pub fn primary_qos<'a>(&self, spec: &'a JobSpec) -> &'a str {
+        match spec.qos.as_deref() {
+            Some(list) if list.contains(',') => qos_by_priority(&self.qos, list)[0],
+            other => first_item(other),
+        }
+    }
+
+    /// A job's (partition, QOS) pairs in Slurm's `priority_array` order:
+    /// its partitions in [`Job::partitions`]' order, each with its QOS in
+    /// [`State::primary_qos`]' order (Slurm's `_priority_each_partition`
+    /// over `part_ptr_list`, `_priority_each_qos` over `qos_list`). The first
+    /// pair is the job's own (primary) one; a job with one partition and one
+    /// QOS has that pair only.
+    pub fn job_pairs<'a>(&self, job: &'a Job) -> Vec<(&'a str, &'a str)> {
+        let qos: Vec<&str> = match job.spec.qos.as_deref() {
+            Some(list) => qos_by_priority(&self.qos, list),
+            None => vec![""],
+        };
+        job.partitions()
+            .flat_map(|p| qos.iter().map(move |q| (p, *q)))
+            .collect()
+    }
+
+    /// Slurm's weighted TRES of a job counting `counts` (0 for a TRES it
+    /// does not count) against `totals` (its partition's, else the
+    /// cluster's), in `PriorityWeightTRES` order, the TRES weighted 0 left
+    /// out.
+    pub fn slurm_tres_inputs<'a>(
+        &'a self,
+        counts: &TresCounts,
+        totals: Option<&TresCounts>,
+    ) -> Vec<SlurmTresInput<'a>> {
+        self.config
+            .weight_tres
+            .weights
+            .iter()
+            .filter(|(_, weight)| *weight != 0.0)
+            .map(|(name, weight)| SlurmTresInput {
+                name,
+                weight: *weight,
+                count: counts.get(name).copied().unwrap_or(0.0),
+                total: totals
+                    .and_then(|t| t.get(name))
+                    .or_else(|| self.cluster.tres.get(name))
+                    .copied(),
+            })
+            .collect()
+    }
+
     /// The billing mode the flags select.
     pub fn billing_mode(&self) -> BillingMode {
         if self.config.flags.max_tres_gres {
@@ -525,18 +609,17 @@ impl State {
 
     /// The billable TRES per second a job charges while it runs on `tres`:
     /// its partition's `TRESBillingWeights` (CPUs without), times its QOS's
-    /// `UsageFactor`.
+    /// `UsageFactor` (of several, the first partition and the primary QOS:
+    /// the pair a pending job's own priority is computed with).
     pub fn billable_rate(&self, spec: &JobSpec, tres: &TresCounts) -> f64 {
-        let weights = spec
-            .partition
-            .as_ref()
-            .and_then(|p| self.partitions.get(p))
+        let weights = self
+            .partitions
+            .get(first_item(spec.partition.as_deref()))
             .map(|p| p.billing_weights.clone())
             .unwrap_or_default();
-        let usage_factor = spec
+        let usage_factor = self
             .qos
-            .as_ref()
-            .and_then(|q| self.qos.get(q))
+            .get(self.primary_qos(spec))
             .map_or(1.0, |q| q.usage_factor);
         billable_tres(tres, &weights, self.billing_mode()) * usage_factor
     }

@@ -29,7 +29,9 @@ pub fn filter_fairshare(table: &mut FairshareTable, accounts: &[String], users: 
     });
 }
 
-/// The jobs selected by `-j`, `-u`, `-A`, `-p` (every given selection must match).
+/// The jobs selected by `-j`, `-u`, `-A`, `-p` (every given selection must
+/// match). `-p` keeps, of a job submitted to several partitions or QOS, the
+/// (partition, QOS) pairs in those partitions (sprio's rows there).
 pub fn filter_jobs(
     jobs: &mut Vec<JobPriority>,
     ids: &[String],
@@ -37,11 +39,13 @@ pub fn filter_jobs(
     accounts: &[String],
     partitions: &[String],
 ) {
-    jobs.retain(|j| {
+    jobs.retain_mut(|j| {
+        j.pairs.retain(|pair| wanted(partitions, &pair.partition));
+        let in_partitions = wanted(partitions, &j.partition) || !j.pairs.is_empty();
         wanted(ids, &j.job)
             && wanted(users, &j.user)
             && wanted(accounts, &j.account)
-            && wanted(partitions, &j.partition)
+            && in_partitions
     });
 }
 

@@ -1,8 +1,11 @@
 //! `fairflow top`: the first `-k` jobs of the ranked queue, in the order a
 //! scheduler would visit them; `squeue`-style `-A ACCOUNTS`, `-u USERS`,
 //! `-p PARTITIONS` keep only those jobs (ranks stay the queue's ranks among
-//! the jobs shown).
+//! the jobs shown). With `-p`, each job ranks by its priority in those
+//! partitions: a job submitted to several partitions or several QOS by its
+//! best (partition, QOS) pair there.
 
+use fairflow_model::report::partition_queue;
 use fairflow_serve::top::render;
 
 use crate::output::{emit, OutputArgs};
@@ -63,14 +66,14 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     if args.accounts.is_empty() && args.users.is_empty() && args.partitions.is_empty() {
         return emit(&render(&engine.top(args.k)?, args.k, format));
     }
-    let mut queue = engine.top(usize::MAX)?;
-    filter_jobs(
-        &mut queue,
-        &[],
-        &args.users,
-        &args.accounts,
-        &args.partitions,
-    );
+    let mut queue = if args.partitions.is_empty() {
+        engine.top(usize::MAX)?
+    } else {
+        // Each job by its priority in the given partitions (its best pair
+        // there, for a job submitted to several partitions or QOS).
+        partition_queue(&engine.priorities()?, &args.partitions)
+    };
+    filter_jobs(&mut queue, &[], &args.users, &args.accounts, &[]);
     queue.truncate(args.k);
     emit(&render(&queue, args.k, format))
 }

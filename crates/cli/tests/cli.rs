@@ -259,9 +259,11 @@ fn import_slurm_round_trips_into_a_log_sshare_accepts() {
     let out = import_fixture(&log);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let written = std::fs::read_to_string(&log).unwrap();
-    // 6 accounts, 6 user associations, 5 usage charges, 1 config, 3 jobs.
+    // 6 accounts, 6 user associations, 5 usage charges, 1 config, 2
+    // partitions (job 102's list `batch,debug`, each defined for the book),
+    // 3 jobs.
     let events = written.lines().filter(|l| !l.starts_with('#')).count();
-    assert_eq!(events, 21);
+    assert_eq!(events, 23);
 
     let out = fairflow(&["sshare", "-P", "--events", log.to_str().unwrap()]);
     assert!(out.status.success(), "{}", text(&out.stderr));

@@ -134,7 +134,7 @@ fn moab_targets_accrual_policy_and_multi_partition_rejection_end_to_end() {
          {\"op\":\"submit\",\"t\":0,\"job\":\"2\",\"user\":\"alice\",\"account\":\"a\",\"tres\":{\"cpu\":96}}\n\
          {\"op\":\"hold\",\"t\":0,\"job\":\"2\"}\n\
          {\"op\":\"release\",\"t\":3000,\"job\":\"2\"}\n\
-         {\"op\":\"submit\",\"t\":10,\"job\":\"3\",\"user\":\"alice\",\"account\":\"a\",\"partition\":\"p1,p2\"}\n\
+         {\"op\":\"submit\",\"t\":3000,\"job\":\"3\",\"user\":\"alice\",\"account\":\"a\",\"partition\":\"p1,p2\"}\n\
          {\"op\":\"tick\",\"t\":6000}\n",
     )
     .unwrap();
@@ -155,9 +155,10 @@ fn moab_targets_accrual_policy_and_multi_partition_rejection_end_to_end() {
         stdout,
         "RANK|JOBID|USER|ACCOUNT|PRIORITY\n1|1|alice|a|164\n2|2|alice|a|82\n"
     );
-    // Job 3's two partitions are rejected, naming the line and the field.
+    // Job 3 lists two partitions no event defined: rejected, naming the line,
+    // the field and the first unknown one.
     assert!(
-        stderr.contains("line 8: field `partition`: `p1,p2` lists several partitions"),
+        stderr.contains("line 8: field `partition`: unknown partition `p1` in the list `p1,p2`"),
         "{stderr}"
     );
     std::fs::remove_dir_all(&dir).unwrap();

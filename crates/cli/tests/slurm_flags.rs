@@ -129,6 +129,92 @@ fn sprio_and_top_select_jobs_like_slurm() {
 }
 
 #[test]
+fn jobs_in_several_partitions_have_a_row_per_pair_and_rank_per_partition() {
+    // Priorities worked out by hand in
+    // crates/engine/tests/cases/slurm_multi_partition_qos.toml (step 1).
+    let log = dataset("events/multi_partition.jsonl");
+    // sprio -p p2: the pairs in p2, one row each, in job-id order and, within
+    // a job, Slurm's pair order (QOS by priority: hi 10, lo 5, zero 0).
+    let got = ok(&[
+        "sprio",
+        "-P",
+        "-h",
+        "-p",
+        "p2",
+        "-o",
+        "jobid,partition,priority",
+        "--events",
+        &log,
+    ]);
+    assert_eq!(
+        got.lines().collect::<Vec<_>>(),
+        [
+            "A|p2|3500",
+            "A|p2|2500",
+            "B|p2|4000",
+            "B|p2|4000",
+            "D|p2|6000",
+            "F|p2|3000"
+        ],
+        "{got}"
+    );
+    // Every pair of A without -p: p1 before p2.
+    let got = ok(&[
+        "sprio",
+        "-P",
+        "-h",
+        "-j",
+        "A",
+        "-o",
+        "partition,priority",
+        "--events",
+        &log,
+    ]);
+    assert_eq!(
+        got.lines().collect::<Vec<_>>(),
+        ["p1|4250", "p1|3250", "p2|3500", "p2|2500"],
+        "{got}"
+    );
+    // top ranks by each job's own priority (its primary pair's); top -p p2
+    // by each job's best pair in p2.
+    let ranked = |args: &[&str]| -> Vec<String> {
+        ok(args)
+            .lines()
+            .skip(1)
+            .map(|l| {
+                let cells: Vec<&str> = l.split('|').collect();
+                format!("{}={}", cells[1], cells[4])
+            })
+            .collect()
+    };
+    assert_eq!(
+        ranked(&["top", "-P", "--events", &log]),
+        ["D=6000", "A=4250", "B=4000", "C=3500", "F=2250"]
+    );
+    assert_eq!(
+        ranked(&["top", "-P", "-p", "p2", "--events", &log]),
+        ["D=6000", "B=4000", "A=3500", "F=3000"]
+    );
+    assert_eq!(
+        ranked(&["top", "-P", "-p", "p3", "--events", &log]),
+        ["D=5500", "C=3500"]
+    );
+    // explain shows every pair.
+    let explain = ok(&["explain", "F", "--events", &log]);
+    assert!(explain.contains("Priority: 2250"), "{explain}");
+    assert!(explain.contains("pairs, in Slurm's order"), "{explain}");
+    let pair_lines: Vec<&str> = explain
+        .lines()
+        .filter(|l| l.starts_with("  p1 ") || l.starts_with("  p2 "))
+        .collect();
+    assert_eq!(pair_lines.len(), 2, "{explain}");
+    assert!(
+        pair_lines[1].split_whitespace().nth(2) == Some("3000"),
+        "{explain}"
+    );
+}
+
+#[test]
 fn times_are_taken_as_slurm_writes_them() {
     let log = dataset("events/small.jsonl");
     // 1700000300 is 2023-11-14T22:18:20Z; under TZ=UTC the two forms agree.

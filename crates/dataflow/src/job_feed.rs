@@ -21,14 +21,24 @@
 //! The two aggregations this feed needs are its own, written apart from the
 //! oracle's: the effective association priority (the nearest priority up the
 //! account chain) and Moab's credential usage.
+//!
+//! A job submitted to several partitions or several QOS is sent as one row,
+//! its primary pair (under Slurm its highest-priority QOS, so a QOS change
+//! re-derives the rows of the jobs with several QOS); [`identify`] adds the
+//! other (partition, QOS) pairs to each result read, from the record's
+//! evaluated factors.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use fairflow_book::state::accrued_between;
 use fairflow_book::{Changes, JobPhase, State};
+use fairflow_model::job_priority::{
+    slurm_pair_factors_from_job, slurm_pair_priority, SlurmPairInputs, SlurmPairNorms,
+    SlurmRawFactors, SlurmWeights,
+};
 use fairflow_model::moab::Credential;
 use fairflow_model::priority_formula::FLUX_URGENCY_DEFAULT;
-use fairflow_model::report::JobPriority;
+use fairflow_model::report::{JobPriority, JobState, PairPriority};
 use fairflow_model::usage::FrameUsage;
 use fairflow_model::{PriorityModel, Time};
 
@@ -131,6 +141,11 @@ pub struct JobFeed {
     dirty: BTreeSet<String>,
     /// Re-derive every job at the next send.
     all_dirty: bool,
+    /// The active jobs with several QOS: a QOS priority change may change
+    /// their primary QOS (Slurm sorts a job's QOS by priority).
+    multi_qos: BTreeSet<String>,
+    /// A QOS changed since the last send.
+    qos_changed: bool,
 }
 
 impl JobFeed {
@@ -171,6 +186,7 @@ impl JobFeed {
         );
         self.dirty_subjects
             .extend(changes.qos.iter().cloned().map(Subject::Qos));
+        self.qos_changed |= !changes.qos.is_empty();
         self.dirty_subjects
             .extend(changes.partitions.iter().cloned().map(Subject::Partition));
     }
@@ -197,6 +213,9 @@ impl JobFeed {
             due.into_iter()
                 .filter_map(|id| job_names.get(id).map(|name| name.to_string())),
         );
+        if std::mem::take(&mut self.qos_changed) {
+            jobs.extend(self.multi_qos.iter().cloned());
+        }
         if std::mem::take(&mut self.all_dirty) {
             jobs.extend(
                 self.sent_jobs
@@ -207,9 +226,15 @@ impl JobFeed {
         }
         let mut deltas = Vec::new();
         for name in jobs {
-            let row = state.jobs.get(&name).map(|job| {
+            let job = state.jobs.get(&name);
+            if job.is_some_and(|j| j.spec.qos.as_deref().is_some_and(|q| q.contains(','))) {
+                self.multi_qos.insert(name.clone());
+            } else {
+                self.multi_qos.remove(&name);
+            }
+            let row = job.map(|job| {
                 let id = self.job_ids.intern(&name);
-                let mut row = row_of(job, id, names, &params);
+                let mut row = row_of(state, job, id, names, &params);
                 row.begun = begun_at(&row, now);
                 row.age_capped = age_capped_at(&params, &row, now);
                 row
@@ -503,20 +528,96 @@ pub fn facts_of(
 }
 
 /// Name a priority result's user, account, partition and QOS from the book
-/// (the dataflow's records carry only ids).
+/// (the dataflow's records carry only ids); under Slurm, a job in several
+/// partitions or with several QOS gets its pairs ([`pairs_of`]).
 pub fn identify(state: &State, priority: &mut JobPriority) {
     if let Some(job) = state.jobs.get(&priority.job) {
         priority.user.clone_from(&job.user);
         priority.account.clone_from(&job.account);
         job.partition().clone_into(&mut priority.partition);
-        job.qos().clone_into(&mut priority.qos);
+        model_qos(state, job, priority.model).clone_into(&mut priority.qos);
+        if priority.model == PriorityModel::Slurm && job.has_pairs() {
+            priority.pairs = pairs_of(state, job, priority);
+        }
     }
+}
+
+/// The QOS a model prices a job with: Slurm's primary QOS (the highest
+/// priority of several), else the first listed.
+fn model_qos<'a>(state: &State, job: &'a fairflow_book::Job, model: PriorityModel) -> &'a str {
+    match model {
+        PriorityModel::Slurm => state.primary_qos(&job.spec),
+        _ => job.qos(),
+    }
+}
+
+/// Slurm's (partition, QOS) pairs of a listed job from its own evaluated
+/// factors (its record's, the primary pair's): per pair the partition, QOS
+/// and TRES factors are replaced by the pair's
+/// (`fairflow_model::job_priority::slurm_pair_factors_from_job`) and summed
+/// in Slurm's per-pair order; a held job's pairs are 0. Cost per read of
+/// the job: `O(pairs + QOS + partitions)`.
+///
+/// The maxima are the ones the dataflow normalised the job's own factors
+/// with: the largest QOS priority (at least 0) is over the defined QOS; the
+/// largest partition factor over the defined partitions and those listed
+/// jobs name undefined (factor 1) is taken as `max(defined, 1)`, which
+/// gives every pair the same factor: each partition of a job in several is
+/// defined (the book's rule), so a pair's partition factor is at most the
+/// defined maximum, and where that maximum is 0 every such factor is 0
+/// whatever the divisor; a single undefined partition (with several QOS)
+/// is this listed job's, so the maximum is at least its factor 1.
+fn pairs_of(state: &State, job: &fairflow_book::Job, own: &JobPriority) -> Vec<PairPriority> {
+    let norms = SlurmPairNorms {
+        weights: SlurmWeights::of(&state.config),
+        raw: SlurmRawFactors::of(&state.config),
+        max_partition: state
+            .partitions
+            .values()
+            .map(|p| p.priority_job_factor)
+            .fold(1, u32::max),
+        max_qos: state.qos.values().map(|q| q.priority).fold(0, i64::max),
+    };
+    let counted = match (&job.phase, &job.allocated) {
+        (JobPhase::Running { .. }, Some(allocated)) => allocated,
+        _ => job.spec.tres.as_ref().unwrap_or(&EMPTY_TRES),
+    };
+    let site = job.spec.site_factor.unwrap_or(0);
+    let nice = job.spec.nice.unwrap_or(0);
+    state
+        .job_pairs(job)
+        .into_iter()
+        .map(|(partition_name, qos)| {
+            let partition = state.partitions.get(partition_name);
+            let tres = state.slurm_tres_inputs(counted, partition.and_then(|p| p.tres.as_ref()));
+            let pair = SlurmPairInputs {
+                partition_job_factor: partition.map_or(1, |p| p.priority_job_factor),
+                tres: &tres,
+                qos_priority: state.qos.get(qos).map_or(0, |q| q.priority),
+            };
+            let factors = slurm_pair_factors_from_job(&own.factors, &norms, &pair);
+            let priority = if own.state == JobState::Held {
+                0
+            } else {
+                slurm_pair_priority(&factors, site, nice)
+            };
+            PairPriority {
+                partition: partition_name.to_string(),
+                qos: qos.to_string(),
+                priority,
+                factors,
+            }
+        })
+        .collect()
 }
 
 /// A job's row with the driver-kept flags (`begun`, `age_capped`) unset:
 /// interned ids and only what priority needs (under Moab, its credentials
-/// and Moab's attributes too).
+/// and Moab's attributes too). A job in several partitions or with several
+/// QOS is sent as its primary pair (its first partition; under Slurm its
+/// highest-priority QOS, else its first): [`identify`] adds the other pairs.
 pub fn row_of(
+    state: &State,
     job: &fairflow_book::Job,
     id: JobId,
     names: &mut Names,
@@ -558,7 +659,7 @@ pub fn row_of(
             .intern(&(job.account.clone(), job.user.clone())),
         account: names.accounts.intern_str(&job.account),
         partition: names.labels.intern_str(job.partition()),
-        qos: names.labels.intern_str(job.qos()),
+        qos: names.labels.intern_str(model_qos(state, job, params.model)),
         phase,
         begun: false,
         age_capped: false,

@@ -46,7 +46,7 @@ fn derive(
     let params = PriorityParams::from_config(&state.config);
     let mut jobs = BTreeMap::new();
     for job in state.jobs.values() {
-        let mut row = row_of(job, ids.intern(&job.id), names, &params);
+        let mut row = row_of(state, job, ids.intern(&job.id), names, &params);
         row.begun = begun_at(&row, now);
         row.age_capped = !lazy_caps && age_capped_at(&params, &row, now);
         jobs.insert(job.id.clone(), row);
@@ -157,6 +157,8 @@ fn run(scenario: &Scenario, seed: u64, workers: usize, batches: usize) -> Result
         let mut touched_total = 0u64;
         let mut ranked_seen = 0usize;
         let mut later_reads = 0usize;
+        // Slurm results of jobs in several partitions or with several QOS.
+        let mut pairs_seen = 0usize;
         for round in 0..batches {
             let lines = round_lines(
                 round,
@@ -258,6 +260,7 @@ fn run(scenario: &Scenario, seed: u64, workers: usize, batches: usize) -> Result
             let want_queue = priority::queue(&want_all);
             let context = format!("{} seed {seed} round {round} t {now}", scenario.name);
             ranked_seen += want_queue.len();
+            pairs_seen += want_all.iter().filter(|p| !p.pairs.is_empty()).count();
             let got_all = identified(replay.state(), dataflow.reader.evaluate_all(now));
             compare(&format!("{context}: evaluate"), &got_all, &want_all)?;
             for k in [1, 10, want_queue.len().max(1)] {
@@ -311,6 +314,13 @@ fn run(scenario: &Scenario, seed: u64, workers: usize, batches: usize) -> Result
         if later_reads == 0 && batches >= 10 {
             return Err(format!(
                 "{}: no read at a later time was possible in {batches} batches",
+                scenario.name
+            ));
+        }
+        let slurm = replay.state().config.model == fairflow_model::PriorityModel::Slurm;
+        if slurm && batches >= 10 && pairs_seen == 0 {
+            return Err(format!(
+                "{}: the stream compared no job in several partitions or QOS",
                 scenario.name
             ));
         }

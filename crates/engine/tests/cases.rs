@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use fairflow_engine::{BatchEngine, Engine, IncrementalEngine};
 use fairflow_ingest::{parse_event, LogLine};
-use fairflow_model::report::{FairshareRow, FairshareTable, JobPriority};
+use fairflow_model::report::{partition_queue, FairshareRow, FairshareTable, JobPriority};
 use fairflow_model::Config;
 use serde::Deserialize;
 
@@ -78,6 +78,26 @@ struct Step {
     top: Option<Vec<String>>,
     /// How many jobs `top` asks for.
     top_k: Option<usize>,
+    /// One partition's queue (`top --partition`): `(job, priority there)`
+    /// in order, every pending job in it.
+    partition_top: Option<PartitionTop>,
+}
+
+/// Expected queue of one partition.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PartitionTop {
+    partition: String,
+    jobs: Vec<(String, u64)>,
+}
+
+/// Expected (partition, QOS) pair of a job.
+#[derive(Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+struct PairCheck {
+    partition: String,
+    qos: String,
+    priority: u64,
 }
 
 /// Expected cells of one association's row.
@@ -118,6 +138,9 @@ struct JobCheck {
     /// Weighted factor values by factor name.
     #[serde(default)]
     weighted: BTreeMap<String, Real>,
+    /// The (partition, QOS) pairs with their priorities, in order (empty
+    /// for a job with one pair).
+    pairs: Option<Vec<PairCheck>>,
 }
 
 /// An expected floating-point cell.
@@ -434,6 +457,34 @@ fn check_step(step: &Step, answers: &Answers, fail: &mut dyn FnMut(String, &str,
                     fail(what(&format!("{kind}.{factor}")), &format!("{got:?}"), want);
                 }
             }
+        }
+        if let Some(pairs) = &check.pairs {
+            let got: Vec<PairCheck> = job
+                .pairs
+                .iter()
+                .map(|p| PairCheck {
+                    partition: p.partition.clone(),
+                    qos: p.qos.clone(),
+                    priority: p.priority,
+                })
+                .collect();
+            if &got != pairs {
+                fail(what("pairs"), &format!("{got:?}"), format!("{pairs:?}"));
+            }
+        }
+    }
+    if let Some(expected) = &step.partition_top {
+        let queue = partition_queue(
+            &answers.priorities,
+            std::slice::from_ref(&expected.partition),
+        );
+        let got: Vec<(String, u64)> = queue.iter().map(|p| (p.job.clone(), p.priority)).collect();
+        if got != expected.jobs {
+            fail(
+                format!("partition_top {}", expected.partition),
+                &format!("{got:?}"),
+                format!("{:?}", expected.jobs),
+            );
         }
     }
     if let Some(order) = &step.top {

@@ -19,8 +19,11 @@
 //! - **Queue**, `squeue -h -t PD -o "%i|%u|%a|%P|%q|%V|%C|%D|%l"`: rows
 //!   `jobid|user|account|partition|qos|submit time|cpus|nodes|time limit`, where
 //!   the submit time is ISO 8601 local time as squeue prints it
-//!   (`2024-05-01T12:34:56`), the partition may be a comma-separated list (the
-//!   first is taken), an empty QOS or `(null)` means none, and the time limit
+//!   (`2024-05-01T12:34:56`), the partition and the QOS may be comma-separated
+//!   lists (a job submitted to several: passed through, each listed name
+//!   defined by a `partition` / `qos` event with no attributes before the
+//!   submits, as the book requires of lists), an empty QOS or `(null)` means
+//!   none, and the time limit
 //!   is Slurm's duration (`30:00`, `1:00:00`, `2-00:00:00`) or `UNLIMITED` /
 //!   `NOT_SET` (none).
 //!
@@ -495,10 +498,22 @@ const SQUEUE_FIELDS: [&str; 9] = [
     "TimeLimit",
 ];
 
-/// `submit` operations from `squeue`, in submit-time order (stable).
+/// A partition or QOS cell: one name or a comma-separated list of names
+/// (each checked, none empty), kept as written.
+fn name_list(lines: &Lines, line: u64, field: &str, text: &str) -> Result<String, ImportError> {
+    for name in text.split(',') {
+        lines.name(line, field, name)?;
+    }
+    Ok(text.to_string())
+}
+
+/// `submit` operations from `squeue`, in submit-time order (stable), after
+/// a `partition` / `qos` event for each name of a partition or QOS list.
 fn read_queue(source: Source<'_>, tree: &Associations) -> Result<Vec<Op>, ImportError> {
     let lines = Lines { source };
     let mut jobs: Vec<(NaiveDateTime, Op)> = Vec::new();
+    let mut listed_partitions: BTreeSet<String> = BTreeSet::new();
+    let mut listed_qos: BTreeSet<String> = BTreeSet::new();
     let mut seen: BTreeMap<String, u64> = BTreeMap::new();
     for (line, text) in lines.rows() {
         let f = lines.fields(line, text, &SQUEUE_FIELDS)?;
@@ -522,14 +537,22 @@ fn read_queue(source: Source<'_>, tree: &Associations) -> Result<Vec<Op>, Import
                 format!("job `{job}` is already listed on line {previous}"),
             ));
         }
-        let partition = match f[3].split(',').next().unwrap_or("") {
+        let partition = match f[3] {
             "" => None,
-            p => Some(lines.name(line, "Partition", p)?),
+            p => Some(name_list(&lines, line, "Partition", p)?),
         };
         let qos = match f[4] {
             "" | "(null)" => None,
-            q => Some(lines.name(line, "QOS", q)?),
+            q => Some(name_list(&lines, line, "QOS", q)?),
         };
+        for (list, names) in [
+            (&partition, &mut listed_partitions),
+            (&qos, &mut listed_qos),
+        ] {
+            if let Some(list) = list.as_deref().filter(|l| l.contains(',')) {
+                names.extend(list.split(',').map(str::to_string));
+            }
+        }
         let submitted = NaiveDateTime::parse_from_str(f[5], "%Y-%m-%dT%H:%M:%S").map_err(|_| {
             lines.err(
                 line,
@@ -577,7 +600,24 @@ fn read_queue(source: Source<'_>, tree: &Associations) -> Result<Vec<Op>, Import
         ));
     }
     jobs.sort_by_key(|(submitted, _)| *submitted);
-    Ok(jobs.into_iter().map(|(_, op)| op).collect())
+    let mut ops: Vec<Op> = listed_partitions
+        .into_iter()
+        .map(|name| Op::Partition {
+            name,
+            priority_job_factor: None,
+            tres_billing_weights: None,
+            priority: None,
+            tres: None,
+            max_time_secs: None,
+        })
+        .collect();
+    ops.extend(listed_qos.into_iter().map(|name| Op::Qos {
+        name,
+        priority: None,
+        usage_factor: None,
+    }));
+    ops.extend(jobs.into_iter().map(|(_, op)| op));
+    Ok(ops)
 }
 
 /// Convert Slurm's outputs to events, all at `input.t`, in an order the

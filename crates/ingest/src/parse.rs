@@ -57,6 +57,51 @@ impl<'a> Fields<'a> {
         }
     }
 
+    /// A partition or QOS list: one name, a comma-separated list (Slurm's
+    /// `-p a,b`, `--qos a,b`) or a JSON array of names, stored as the
+    /// comma-separated list in the order given. Every element is a name
+    /// ([`Self::opt_name`]'s rules); none is empty or given twice.
+    fn opt_name_list(&self, field: &str) -> Result<Option<String>, Rejection> {
+        let items: Vec<String> = match self.get(field) {
+            None => return Ok(None),
+            Some(Value::String(s)) if !s.contains(',') => return self.opt_name(field),
+            Some(Value::String(s)) => s.split(',').map(str::to_string).collect(),
+            Some(Value::Array(items)) => items
+                .iter()
+                .map(|v| v.as_str().map(str::to_string))
+                .collect::<Option<Vec<_>>>()
+                .ok_or_else(|| self.err(field, "must be a name or an array of names"))?,
+            Some(_) => return Err(self.err(field, "must be a string or an array of names")),
+        };
+        if items.is_empty() {
+            return Err(self.err(field, "must list at least one name"));
+        }
+        for (i, item) in items.iter().enumerate() {
+            if item.is_empty() {
+                return Err(self.err(field, format!("element {} of the list is empty", i + 1)));
+            }
+            if item.len() > 256
+                || item
+                    .chars()
+                    .any(|c| c.is_whitespace() || c.is_control() || c == '|' || c == ',')
+            {
+                return Err(self.err(
+                    field,
+                    format!(
+                        "element {} of the list (`{}`) must be at most 256 bytes, without \
+                         spaces, control characters, `|` or `,`",
+                        i + 1,
+                        item.escape_debug()
+                    ),
+                ));
+            }
+            if items[..i].contains(item) {
+                return Err(self.err(field, format!("lists `{item}` twice")));
+            }
+        }
+        Ok(Some(items.join(",")))
+    }
+
     fn opt_i64(&self, field: &str) -> Result<Option<i64>, Rejection> {
         match self.get(field) {
             None => Ok(None),
@@ -198,21 +243,9 @@ impl<'a> Fields<'a> {
             ),
             Some(_) => return Err(self.err("attributes", "must be an array of strings")),
         };
-        let partition = self.opt_name("partition")?;
-        if let Some(list) = partition.as_deref().filter(|p| p.contains(',')) {
-            // Slurm's `--partition=p1,p2`: one priority per partition. fairflow
-            // gives a job one partition; taking "p1,p2" as a name would be wrong.
-            return Err(self.err(
-                "partition",
-                format!(
-                    "`{list}` lists several partitions; a job has one partition here \
-                     (multi-partition jobs are not supported)"
-                ),
-            ));
-        }
         Ok(JobSpec {
-            partition,
-            qos: self.opt_name("qos")?,
+            partition: self.opt_name_list("partition")?,
+            qos: self.opt_name_list("qos")?,
             tres: self.tres("tres")?,
             time_limit_secs: self.opt_duration("time_limit")?,
             nice: self.opt_i64("nice")?,
@@ -470,16 +503,75 @@ mod tests {
     }
 
     #[test]
-    fn a_multi_partition_job_is_rejected_naming_the_field() {
+    fn several_partitions_and_qos_are_lists_in_the_order_given() {
+        // Slurm's `-p p2,p1 --qos hi,lo`, as a comma list or a JSON array.
         for line in [
-            r#"{"op":"submit","t":1,"job":"1","user":"u","account":"a","partition":"p1,p2"}"#,
-            r#"{"op":"update","t":1,"job":"1","partition":"p1,p2"}"#,
+            r#"{"op":"submit","t":1,"job":"1","user":"u","account":"a","partition":"p2,p1","qos":"hi,lo"}"#,
+            r#"{"op":"submit","t":1,"job":"1","user":"u","account":"a","partition":["p2","p1"],"qos":["hi","lo"]}"#,
+        ] {
+            let Op::Submit { spec, .. } = parse_event(1, line).unwrap().op else {
+                panic!("a submit");
+            };
+            assert_eq!(spec.partition.as_deref(), Some("p2,p1"));
+            assert_eq!(spec.qos.as_deref(), Some("hi,lo"));
+        }
+        // A list of one is the single name.
+        let line = r#"{"op":"update","t":1,"job":"1","partition":["p"]}"#;
+        let Op::Update { spec, .. } = parse_event(1, line).unwrap().op else {
+            panic!("an update");
+        };
+        assert_eq!(spec.partition.as_deref(), Some("p"));
+    }
+
+    #[test]
+    fn a_bad_partition_or_qos_list_is_rejected_naming_the_field() {
+        for (line, field, reason) in [
+            (
+                r#"{"op":"submit","t":1,"job":"1","user":"u","account":"a","partition":"p1,,p2"}"#,
+                "partition",
+                "element 2 of the list is empty",
+            ),
+            (
+                r#"{"op":"submit","t":1,"job":"1","user":"u","account":"a","partition":"p1,"}"#,
+                "partition",
+                "element 2 of the list is empty",
+            ),
+            (
+                r#"{"op":"update","t":1,"job":"1","partition":"p1,p2,p1"}"#,
+                "partition",
+                "lists `p1` twice",
+            ),
+            (
+                r#"{"op":"update","t":1,"job":"1","qos":["a","a"]}"#,
+                "qos",
+                "lists `a` twice",
+            ),
+            (
+                r#"{"op":"update","t":1,"job":"1","qos":["a",2]}"#,
+                "qos",
+                "must be a name or an array of names",
+            ),
+            (
+                r#"{"op":"update","t":1,"job":"1","qos":[]}"#,
+                "qos",
+                "must list at least one name",
+            ),
+            (
+                r#"{"op":"update","t":1,"job":"1","qos":["a","b c"]}"#,
+                "qos",
+                "element 2 of the list",
+            ),
+            (
+                r#"{"op":"update","t":1,"job":"1","partition":7}"#,
+                "partition",
+                "must be a string or an array of names",
+            ),
         ] {
             let rejection = reject(line);
-            assert_eq!(rejection.field.as_deref(), Some("partition"));
+            assert_eq!(rejection.field.as_deref(), Some(field), "{line}");
             assert!(
-                rejection.reason.contains("several partitions"),
-                "{}",
+                rejection.reason.contains(reason),
+                "{line}: {}",
                 rejection.reason
             );
         }

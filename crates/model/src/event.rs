@@ -45,13 +45,21 @@ impl std::fmt::Display for Shares {
     }
 }
 
+/// The elements of a job's partition or QOS list as stored (`a,b`, as
+/// Slurm's `-p a,b` / `--qos a,b`; one name is a list of one).
+pub fn list_items(list: &str) -> impl Iterator<Item = &str> {
+    list.split(',')
+}
+
 /// The optional attributes of a job, as `submit` gives them and `update`
 /// changes them. `None` means "not given".
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct JobSpec {
-    /// Partition (Flux: queue; Moab: class).
+    /// Partition (Flux: queue; Moab: class), or several, comma-separated in
+    /// the order given (Slurm's `-p a,b`).
     pub partition: Option<String>,
-    /// QOS.
+    /// QOS, or several, comma-separated in the order given (Slurm 24.11's
+    /// `--qos a,b`).
     pub qos: Option<String>,
     /// Requested TRES (`cpu`, `node`, `mem` in MiB, `gres/gpu`, ...).
     pub tres: Option<TresCounts>,

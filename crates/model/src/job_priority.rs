@@ -42,6 +42,20 @@ pub struct SlurmWeights {
     pub qos: u32,
 }
 
+impl SlurmWeights {
+    /// The weights `config` sets.
+    pub fn of(config: &crate::Config) -> Self {
+        SlurmWeights {
+            age: config.weight_age,
+            assoc: config.weight_assoc,
+            fairshare: config.weight_fairshare,
+            job_size: config.weight_job_size,
+            partition: config.weight_partition,
+            qos: config.weight_qos,
+        }
+    }
+}
+
 /// The `NO_NORMAL_*` flags: a factor taken raw instead of normalised.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct SlurmRawFactors {
@@ -53,6 +67,19 @@ pub struct SlurmRawFactors {
     pub qos: bool,
     /// `NO_NORMAL_TRES`.
     pub tres: bool,
+}
+
+impl SlurmRawFactors {
+    /// The `NO_NORMAL_*` flags `config` sets.
+    pub fn of(config: &crate::Config) -> Self {
+        let flags = config.flags;
+        SlurmRawFactors {
+            assoc: flags.no_normal_assoc,
+            partition: flags.no_normal_part,
+            qos: flags.no_normal_qos,
+            tres: flags.no_normal_tres,
+        }
+    }
 }
 
 /// One TRES with a nonzero `PriorityWeightTRES` weight, as the job counts it.
@@ -256,6 +283,72 @@ pub fn slurm_pair_priority(factors: &[PriorityFactor], site: i64, nice: i64) -> 
         + site as f64
         - nice as f64;
     slurm_final_priority(weighted("partition") + shared)
+}
+
+/// What a pair's own factors are normalised with: the weights, the
+/// `NO_NORMAL_*` flags and the maxima (the same for every pair of every job).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SlurmPairNorms {
+    /// The weights (only the partition and QOS weights are read).
+    pub weights: SlurmWeights,
+    /// The `NO_NORMAL_*` flags.
+    pub raw: SlurmRawFactors,
+    /// The largest partition factor.
+    pub max_partition: u32,
+    /// The largest QOS priority (at least 0).
+    pub max_qos: i64,
+}
+
+/// A pair's factors from the job's own factor list ([`slurm_job_factors`]
+/// of its primary pair) and what differs for the pair: the same list as
+/// [`slurm_pair_factors`] gives (every factor is computed on its own, so
+/// replacing the partition, QOS and TRES entries of the job's list is
+/// exact), for an engine that holds the job's evaluated factors rather than
+/// its inputs.
+pub fn slurm_pair_factors_from_job(
+    own: &[PriorityFactor],
+    norms: &SlurmPairNorms,
+    pair: &SlurmPairInputs,
+) -> Vec<PriorityFactor> {
+    let inputs = SlurmJobInputs {
+        weights: norms.weights,
+        raw: norms.raw,
+        max_age_secs: 0,
+        accrue_at: 0,
+        assoc_priority: 0,
+        max_assoc: 0,
+        fairshare: 0.0,
+        size: JobSizeInputs {
+            min_nodes: 0.0,
+            cpus: 0.0,
+            cluster_nodes: 0.0,
+            cluster_cpus: 0.0,
+            time_limit_mins: None,
+            favor_small: false,
+            small_relative_to_time: false,
+        },
+        partition_job_factor: pair.partition_job_factor,
+        max_partition: norms.max_partition,
+        qos_priority: pair.qos_priority,
+        max_qos: norms.max_qos,
+        site: 0,
+        nice: 0,
+        tres: pair.tres,
+    };
+    let pair_factors = slurm_job_factors(&inputs, None);
+    own.iter()
+        .map(|factor| {
+            let replaced = factor.name == "partition"
+                || factor.name.starts_with("tres/")
+                || (factor.name == "qos" && pair.qos_priority != 0);
+            if replaced {
+                if let Some(theirs) = pair_factors.iter().find(|f| f.name == factor.name) {
+                    return theirs.clone();
+                }
+            }
+            factor.clone()
+        })
+        .collect()
 }
 
 /// The Flux model's weights (`priority_factor_weight_table` and the Flux
@@ -482,6 +575,21 @@ mod tests {
         // The shared factors are the job's, in the job's order.
         let own = slurm_job_factors(&job, now);
         assert_eq!(p2_q1[..5], own[..5]);
+        // The same lists from the job's own factors (what the incremental
+        // engine holds) and the pair's partition, QOS and TRES.
+        let norms = SlurmPairNorms {
+            weights: job.weights,
+            raw: job.raw,
+            max_partition: job.max_partition,
+            max_qos: job.max_qos,
+        };
+        for (pair, expected) in [
+            (pair(1, &p1_tres[..], 4), &p1_q2),
+            (pair(2, &p2_tres[..], 4), &p2_q2),
+            (pair(2, &p2_tres[..], 0), &p2_q1),
+        ] {
+            assert_eq!(&slurm_pair_factors_from_job(&own, &norms, &pair), expected);
+        }
         // Floor and cap as for a job: a nice of 10^6 gives 1.
         assert_eq!(slurm_pair_priority(&p2_q1, 7, 1_000_000), 1);
         assert_eq!(slurm_pair_priority(&p2_q1, 1 << 40, 0), 0xFFFF_FFFF);

@@ -158,6 +158,29 @@ pub struct JobPriority {
     /// The factors, in the model's order (Moab: each component followed by
     /// its subcomponents).
     pub factors: Vec<PriorityFactor>,
+    /// Slurm, a job submitted to several partitions or several QOS: one
+    /// priority per (partition, QOS) pair, in Slurm's `priority_array`
+    /// order (partitions as listed, each with its QOS by priority,
+    /// highest first); empty for a job with one pair (its own priority is
+    /// that pair's). `partition`, `qos`, `priority` and `factors` above are
+    /// the job's own: its primary pair's, summed as Slurm sums a job's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pairs: Vec<PairPriority>,
+}
+
+/// One (partition, QOS) pair's priority of a job submitted to several
+/// partitions or several QOS (an entry of Slurm's `priority_array`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct PairPriority {
+    /// The pair's partition.
+    pub partition: String,
+    /// The pair's QOS (`""` when the job names none).
+    pub qos: String,
+    /// The pair's priority (0 while the job is held).
+    pub priority: u64,
+    /// The pair's factors, in the job's factor order: the partition, QOS and
+    /// TRES factors are the pair's, the others the job's.
+    pub factors: Vec<PriorityFactor>,
 }
 
 impl JobPriority {
@@ -171,6 +194,42 @@ impl JobPriority {
         self.factors.iter().find(|f| f.name == name)
     }
 
+    /// The job as one row per (partition, QOS) pair, in Slurm's order (as
+    /// `sprio` lists them): each row is the job with the pair's partition,
+    /// QOS, priority and factors and no pairs of its own. A job with one pair
+    /// is its own single row.
+    pub fn pair_rows(&self) -> Vec<JobPriority> {
+        if self.pairs.is_empty() {
+            return vec![self.clone()];
+        }
+        self.pairs
+            .iter()
+            .map(|pair| JobPriority {
+                partition: pair.partition.clone(),
+                qos: pair.qos.clone(),
+                priority: pair.priority,
+                factors: pair.factors.clone(),
+                pairs: Vec::new(),
+                ..self.clone()
+            })
+            .collect()
+    }
+
+    /// The job's row in the queue of the partitions `partitions`: its best
+    /// pair in any of them (the highest priority; among equal ones the first
+    /// in Slurm's order), as a row of [`JobPriority::pair_rows`]; `None`
+    /// when the job is in none of them.
+    pub fn in_partitions(&self, partitions: &[String]) -> Option<JobPriority> {
+        let mut best: Option<JobPriority> = None;
+        for row in self.pair_rows() {
+            let inside = partitions.contains(&row.partition);
+            if inside && best.as_ref().is_none_or(|b| row.priority > b.priority) {
+                best = Some(row);
+            }
+        }
+        best
+    }
+
     /// The key of this job in the ranked queue: ascending key order is the
     /// order a scheduler visits jobs.
     pub fn queue_key(&self) -> QueueKey {
@@ -180,6 +239,20 @@ impl JobPriority {
             job: JobIdKey::new(&self.job),
         }
     }
+}
+
+/// The ranked queue of the partitions `partitions` (`top --partition`):
+/// every pending job in any of them, by its priority there
+/// ([`JobPriority::in_partitions`]), in queue order
+/// ([`JobPriority::queue_key`]).
+pub fn partition_queue(priorities: &[JobPriority], partitions: &[String]) -> Vec<JobPriority> {
+    let mut queue: Vec<JobPriority> = priorities
+        .iter()
+        .filter(|p| p.state == JobState::Pending)
+        .filter_map(|p| p.in_partitions(partitions))
+        .collect();
+    queue.sort_by_cached_key(JobPriority::queue_key);
+    queue
 }
 
 /// A job id as the queue orders ids: ids made only of ASCII digits compare as

@@ -165,5 +165,6 @@ fn priority_row(
         state: job_state,
         model,
         factors,
+        pairs: Vec::new(),
     }
 }

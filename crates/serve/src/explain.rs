@@ -4,7 +4,10 @@
 //! raw for Moab), weight, contribution (and Moab's caps, subcomponents under
 //! their component), the priority and how the model turns the sum into it,
 //! and the fair-share path from `root` to the job's user association (the
-//! sshare rows of each level: shares, usage and value), given as input.
+//! sshare rows of each level: shares, usage and value), given as input. A
+//! job submitted to several partitions or QOS also shows every (partition,
+//! QOS) pair's priority with its partition, QOS and TRES contributions (JSON:
+//! `pairs`).
 
 use fairflow_model::report::{FairshareRow, JobPriority};
 use fairflow_model::{Algorithm, PriorityModel};
@@ -109,12 +112,58 @@ pub fn render_text(job: &JobPriority, algorithm: Algorithm, path: &[FairshareRow
         contribution_sum(job) + 0.0
     ));
     out.push_str(&format!("Rule: {}.\n", rule(job.model)));
+    if !job.pairs.is_empty() {
+        out.push_str(&pairs_text(job));
+    }
     out.push_str("\nFair-share path from root:\n");
     if path.is_empty() {
         out.push_str("(not available)\n");
     } else {
         let rows: Vec<Vec<String>> = path.iter().map(path_cells).collect();
         out.push_str(&aligned(&BASE_COLUMNS, &rows));
+    }
+    out
+}
+
+/// A job's (partition, QOS) pairs, one line each in Slurm's order, with
+/// the factors that differ between pairs.
+fn pairs_text(job: &JobPriority) -> String {
+    let mut out = String::from(
+        "\n(Partition, QOS) pairs, in Slurm's order (the first is the job's own; \
+         a pair sums its terms as Slurm's priority_array does):\n",
+    );
+    out.push_str(&format!(
+        "  {:<16} {:<12} {:>10} {:>14} {:>14}  {}\n",
+        "partition", "qos", "priority", "partition", "qos", "tres"
+    ));
+    for pair in &job.pairs {
+        let weighted = |name: &str| {
+            pair.factors
+                .iter()
+                .find(|f| f.name == name)
+                .map_or(0.0, |f| f.weighted)
+                + 0.0
+        };
+        let tres: Vec<String> = pair
+            .factors
+            .iter()
+            .filter_map(|f| {
+                f.name
+                    .strip_prefix("tres/")
+                    .map(|name| format!("{name}={:.4}", f.weighted + 0.0))
+            })
+            .collect();
+        let line = format!(
+            "  {:<16} {:<12} {:>10} {:>14.4} {:>14.4}  {}",
+            pair.partition,
+            if pair.qos.is_empty() { "-" } else { &pair.qos },
+            pair.priority,
+            weighted("partition"),
+            weighted("qos"),
+            tres.join(",")
+        );
+        out.push_str(line.trim_end());
+        out.push('\n');
     }
     out
 }

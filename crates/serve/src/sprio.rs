@@ -25,7 +25,13 @@
 //!   (normalized).
 //! - Rows: every job the model evaluated except held ones (pending jobs, and
 //!   running ones where the model lists them), in job-id order (numeric ids
-//!   as numbers first).
+//!   as numbers first). A job submitted to several partitions or several QOS
+//!   (Slurm) has one row per (partition, QOS) pair, as Slurm 24.11's sprio
+//!   lists them (`_create_prio_list_part`/`_create_prio_list_qos`): in the
+//!   pairs' order (partitions as listed, each with its QOS by priority),
+//!   each with the pair's partition, priority (the pair's entry of Slurm's
+//!   `priority_array`), `PARTITION`, `QOS` and `TRES` factors; the other
+//!   cells are the job's.
 //! - `--json`: an array of objects with the cells (`job_id`, `partition`,
 //!   `user`, `account`, `priority`, `state`, `model`) and `factors`, every
 //!   factor with its `normalized` value, `weight`, `weighted` value
@@ -224,10 +230,9 @@ fn model_of(jobs: &[&JobPriority]) -> PriorityModel {
     jobs.first().map_or(PriorityModel::Slurm, |j| j.model)
 }
 
-/// One job as its JSON object.
-pub fn job_json(job: &JobPriority) -> Value {
-    let factors: Vec<Value> = job
-        .factors
+/// A factor list as JSON objects.
+fn factors_json(factors: &[PriorityFactor]) -> Vec<Value> {
+    factors
         .iter()
         .map(|f| {
             json!({
@@ -239,8 +244,15 @@ pub fn job_json(job: &JobPriority) -> Value {
                 "cap": json_f64(f.cap),
             })
         })
-        .collect();
-    json!({
+        .collect()
+}
+
+/// One job as its JSON object; a job with several (partition, QOS) pairs
+/// also carries `pairs`, each `{partition, qos, priority, factors}` in
+/// Slurm's order.
+pub fn job_json(job: &JobPriority) -> Value {
+    let factors = factors_json(&job.factors);
+    let mut object = json!({
         "job_id": job.job,
         "partition": job.partition,
         "user": job.user,
@@ -251,12 +263,40 @@ pub fn job_json(job: &JobPriority) -> Value {
         "model": job.model.name(),
         "submit_at": job.submit_at,
         "factors": factors,
-    })
+    });
+    if !job.pairs.is_empty() {
+        object["pairs"] = pairs_json(job, true);
+    }
+    object
 }
 
-/// The listed jobs in `format`; `normalized` is `-n`.
+/// A job's (partition, QOS) pairs, each `{partition, qos, priority}`, with
+/// its `factors` when `with_factors`.
+pub(crate) fn pairs_json(job: &JobPriority, with_factors: bool) -> Value {
+    job.pairs
+        .iter()
+        .map(|pair| {
+            let mut object = json!({
+                "partition": pair.partition,
+                "qos": pair.qos,
+                "priority": pair.priority,
+            });
+            if with_factors {
+                object["factors"] = Value::Array(factors_json(&pair.factors));
+            }
+            object
+        })
+        .collect()
+}
+
+/// The listed jobs in `format`, one row per (partition, QOS) pair
+/// ([`JobPriority::pair_rows`]); `normalized` is `-n`.
 pub fn render(jobs: &[JobPriority], normalized: bool, format: OutputFormat) -> String {
-    let listed = listed(jobs);
+    let pair_rows: Vec<JobPriority> = listed(jobs)
+        .into_iter()
+        .flat_map(JobPriority::pair_rows)
+        .collect();
+    let listed: Vec<&JobPriority> = pair_rows.iter().collect();
     let model = model_of(&listed);
     match format {
         OutputFormat::Json | OutputFormat::SlurmJson => {

@@ -2,11 +2,15 @@
 //! first, then earlier submit, then job id), in three forms (aligned table,
 //! `-P` parsable, `--json`). Columns: `RANK|JOBID|USER|ACCOUNT|PRIORITY`;
 //! ranks count from 1. The queue comes already ordered (the engine ranks it).
+//! In JSON, a job submitted to several partitions or QOS also carries
+//! `pairs`: each (partition, QOS) pair's `partition`, `qos` and `priority`,
+//! in Slurm's order.
 
 use fairflow_model::report::JobPriority;
 use serde_json::{json, Value};
 
 use crate::format::{aligned, parsable, Column, Justify};
+use crate::sprio::pairs_json;
 use crate::OutputFormat;
 
 /// The columns, in order.
@@ -45,13 +49,17 @@ pub fn render(queue: &[JobPriority], k: usize, format: OutputFormat) -> String {
         OutputFormat::Json | OutputFormat::SlurmJson => {
             let rows: Vec<Value> = first
                 .map(|(i, job)| {
-                    json!({
+                    let mut row = json!({
                         "rank": i + 1,
                         "job_id": job.job,
                         "user": job.user,
                         "account": job.account,
                         "priority": job.priority,
-                    })
+                    });
+                    if !job.pairs.is_empty() {
+                        row["pairs"] = pairs_json(job, false);
+                    }
+                    row
                 })
                 .collect();
             let mut text =

@@ -172,6 +172,7 @@ pub fn evaluate<'r>(
                 state: listed.job_state(),
                 model: PriorityModel::Moab,
                 factors,
+                pairs: Vec::new(),
             })
         })
         .collect()

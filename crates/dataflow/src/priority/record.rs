@@ -489,6 +489,7 @@ impl PriorityRecord {
             state,
             model: self.model(),
             factors,
+            pairs: Vec::new(),
         })
     }
 }

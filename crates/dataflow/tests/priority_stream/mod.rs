@@ -75,13 +75,33 @@ pub fn setup(model_config: &str) -> Vec<String> {
 pub fn job_spec(rng: &mut Rng, t: i64) -> String {
     let mut fields = Vec::new();
     if rng.chance(80) {
+        // Several partitions (Slurm's `-p p1,p2`, or an array) only of
+        // defined ones, as the book requires of a list.
         fields.push(format!(
-            r#""partition":"{}""#,
-            rng.pick(&["p1", "p2", "p3"])
+            r#""partition":{}"#,
+            rng.pick(&[
+                r#""p1""#,
+                r#""p2""#,
+                r#""p3""#,
+                r#""p1,p2""#,
+                r#"["p2","p1"]"#
+            ])
         ));
     }
     if rng.chance(70) {
-        fields.push(format!(r#""qos":"{}""#, rng.pick(&["q1", "q2", "q3"])));
+        // Several QOS (Slurm 24.11's `--qos q1,q2`): q2 starts at priority
+        // 0 (the job's own QOS factor stays for its pairs) and the random
+        // `qos` events reorder them.
+        fields.push(format!(
+            r#""qos":{}"#,
+            rng.pick(&[
+                r#""q1""#,
+                r#""q2""#,
+                r#""q3""#,
+                r#""q2,q1""#,
+                r#"["q1","q2"]"#
+            ])
+        ));
     }
     if rng.chance(80) {
         let gpu = if rng.chance(30) {

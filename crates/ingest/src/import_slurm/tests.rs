@@ -108,8 +108,12 @@ fn the_whole_import_in_valid_order() {
         r#"{"op":"usage","t":1700000000,"account":"d","amount":10000}"#,
         r#"{"op":"usage","t":1700000000,"account":"e","user":"user4","amount":250000}"#,
         r#"{"op":"config","t":1700000000,"set":{"PriorityDecayHalfLife":"7-0","PriorityWeightFairshare":"10000","PriorityWeightAge":"1000"}}"#,
+        // 102 was submitted to two partitions: each is defined (no
+        // attributes) before the submits, and the list passes through.
+        r#"{"op":"partition","t":1700000000,"name":"batch"}"#,
+        r#"{"op":"partition","t":1700000000,"name":"debug"}"#,
         // Submit-time order: 102 (20th 07:30), 101 (20th 08:00), 103 (21st).
-        r#"{"op":"submit","t":1700000000,"job":"102","user":"user5","account":"f","partition":"batch","tres":{"cpu":16,"node":2},"time_limit":172800}"#,
+        r#"{"op":"submit","t":1700000000,"job":"102","user":"user5","account":"f","partition":"batch,debug","tres":{"cpu":16,"node":2},"time_limit":172800}"#,
         r#"{"op":"submit","t":1700000000,"job":"101","user":"user2","account":"c","partition":"batch","qos":"normal","tres":{"cpu":4,"node":1},"time_limit":3600}"#,
         r#"{"op":"submit","t":1700000000,"job":"103","user":"user1","account":"b","partition":"debug","tres":{"cpu":1,"node":1}}"#,
     ]);

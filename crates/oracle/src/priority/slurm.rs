@@ -26,20 +26,27 @@
 //!   `partition` event's `tres`, else the cluster's), `NO_NORMAL_TRES` raw.
 //! - Site and nice: the job's `site_factor` and `nice` (0 by default); the
 //!   nice factor is listed with weight -1.
+//! - A job submitted to several partitions or several QOS is priced with its
+//!   primary pair (its first partition, its highest-priority QOS:
+//!   `State::primary_qos`), and gets one priority per (partition, QOS) pair
+//!   in `State::job_pairs`' order (`JobPriority::pairs`), each from
+//!   `slurm_pair_factors` / `slurm_pair_priority`; 0 while held; not floored
+//!   by `INCR_ONLY` (docs/semantics.md).
 
 use fairflow_model::job_priority::{
-    slurm_job_factors, slurm_job_priority, SlurmJobInputs, SlurmRawFactors, SlurmTresInput,
-    SlurmWeights,
+    slurm_job_factors, slurm_job_priority, slurm_pair_factors, slurm_pair_priority, SlurmJobInputs,
+    SlurmPairInputs, SlurmRawFactors, SlurmTresInput, SlurmWeights,
 };
 use fairflow_model::priority_formula::JobSizeInputs;
-use fairflow_model::report::{JobPriority, JobState};
+use fairflow_model::report::{JobPriority, JobState, PairPriority};
+use fairflow_model::tres::TresCounts;
 use fairflow_model::PriorityModel;
 
 use super::{
     eligible_at, job_tres, listed_state, partition_of, priority_row, time_limit_secs, tres_count,
     FairshareFactors,
 };
-use crate::state::Job;
+use crate::state::{Job, Partition};
 use crate::State;
 
 /// The association priority Slurm uses: the user association's own, else the
@@ -131,40 +138,12 @@ fn job_priority(
     let flags = config.flags;
     let partition = partition_of(state, job);
     let tres = job_tres(job);
-    let weighted_tres: Vec<SlurmTresInput> = config
-        .weight_tres
-        .weights
-        .iter()
-        .filter(|(_, weight)| *weight != 0.0)
-        .map(|(name, weight)| SlurmTresInput {
-            name,
-            weight: *weight,
-            count: tres_count(&tres, name, 0.0),
-            total: partition
-                .tres
-                .as_ref()
-                .and_then(|t| t.get(name))
-                .or_else(|| state.cluster.tres.get(name))
-                .copied(),
-        })
-        .collect();
+    let weighted_tres = tres_inputs(state, &tres, &partition);
     let site = job.spec.site_factor.unwrap_or(0);
     let nice = job.spec.nice.unwrap_or(0);
     let inputs = SlurmJobInputs {
-        weights: SlurmWeights {
-            age: config.weight_age,
-            assoc: config.weight_assoc,
-            fairshare: config.weight_fairshare,
-            job_size: config.weight_job_size,
-            partition: config.weight_partition,
-            qos: config.weight_qos,
-        },
-        raw: SlurmRawFactors {
-            assoc: flags.no_normal_assoc,
-            partition: flags.no_normal_part,
-            qos: flags.no_normal_qos,
-            tres: flags.no_normal_tres,
-        },
+        weights: SlurmWeights::of(config),
+        raw: SlurmRawFactors::of(config),
         max_age_secs: config.max_age_secs,
         accrue_at: if flags.accrue_always {
             job.queued_at
@@ -188,7 +167,7 @@ fn job_priority(
         },
         partition_job_factor: partition.priority_job_factor,
         max_partition: maxima.partition,
-        qos_priority: state.qos.get(job.qos()).map_or(0, |q| q.priority),
+        qos_priority: qos_priority(state, state.primary_qos(&job.spec)),
         max_qos: maxima.qos,
         site,
         nice,
@@ -204,5 +183,52 @@ fn job_priority(
             .map_or(computed, |floor| computed.max(*floor)),
         _ => computed,
     };
-    priority_row(job, PriorityModel::Slurm, job_state, priority, factors)
+    let mut row = priority_row(job, PriorityModel::Slurm, job_state, priority, factors);
+    row.qos = state.primary_qos(&job.spec).to_string();
+    if job.has_pairs() {
+        row.pairs = state
+            .job_pairs(job)
+            .into_iter()
+            .map(|(partition_name, qos)| {
+                let partition = state
+                    .partitions
+                    .get(partition_name)
+                    .cloned()
+                    .unwrap_or_default();
+                let pair_tres = tres_inputs(state, &tres, &partition);
+                let pair = SlurmPairInputs {
+                    partition_job_factor: partition.priority_job_factor,
+                    tres: &pair_tres,
+                    qos_priority: qos_priority(state, qos),
+                };
+                let factors = slurm_pair_factors(&inputs, &pair, Some(state.now));
+                let priority = match job_state {
+                    JobState::Held => 0,
+                    _ => slurm_pair_priority(&factors, site, nice),
+                };
+                PairPriority {
+                    partition: partition_name.to_string(),
+                    qos: qos.to_string(),
+                    priority,
+                    factors,
+                }
+            })
+            .collect();
+    }
+    row
+}
+
+/// A QOS's priority (0 for none or an undefined one).
+fn qos_priority(state: &State, qos: &str) -> i64 {
+    state.qos.get(qos).map_or(0, |q| q.priority)
+}
+
+/// The weighted TRES of a job counting `tres`, against `partition`'s
+/// totals (else the cluster's).
+fn tres_inputs<'a>(
+    state: &'a State,
+    tres: &TresCounts,
+    partition: &Partition,
+) -> Vec<SlurmTresInput<'a>> {
+    state.slurm_tres_inputs(tres, partition.tres.as_ref())
 }

@@ -702,6 +702,7 @@ fn entry(id: &str, priority: u64, submit_at: i64) -> JobPriority {
         state: JobState::Pending,
         model: PriorityModel::Slurm,
         factors: Vec::new(),
+        pairs: Vec::new(),
     }
 }
 

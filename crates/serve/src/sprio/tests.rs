@@ -2,7 +2,7 @@
 //! every expected line is written out by hand from the formats in the
 //! module documentation.
 
-use fairflow_model::report::{FairshareRow, JobPriority, JobState, PriorityFactor};
+use fairflow_model::report::{FairshareRow, JobPriority, JobState, PairPriority, PriorityFactor};
 use fairflow_model::{Algorithm, PriorityModel, Shares};
 use serde_json::Value;
 
@@ -34,6 +34,7 @@ fn slurm_job(id: &str, priority: u64, state: JobState) -> JobPriority {
             f("tres/mem", 0.1, 2048.0),
             f("tres/gres/gpu", 0.0, 500.0),
         ],
+        pairs: Vec::new(),
     }
 }
 
@@ -60,6 +61,57 @@ fn slurm_parsable_weighted_and_normalized() {
         render(&jobs[..1], true, OutputFormat::Parsable),
         format!("{HEADER}\n17|{normalized}\n")
     );
+}
+
+#[test]
+fn a_job_in_several_partitions_has_one_row_per_pair() {
+    // Job 17 in batch (the job's own pair, as slurm_job) and debug, with QOS
+    // normal; debug's PriorityJobFactor gives 1.0 of 5000 and its TRES
+    // totals cpu 0.4 of 800 = 320: the pair's priority 9041 - 2500 + 5000
+    // - 80 + 320 = 11781 (whatever its sum, the row prints the pair's). The
+    // rows follow each other in the pairs' order, between jobs 9 and 25.
+    let mut job = slurm_job("17", 9041, JobState::Pending);
+    let debug_factors: Vec<PriorityFactor> = job
+        .factors
+        .iter()
+        .map(|f| match f.name.as_str() {
+            "partition" => PriorityFactor::new("partition", 1.0, 5000.0),
+            "tres/cpu" => PriorityFactor::new("tres/cpu", 0.4, 800.0),
+            _ => f.clone(),
+        })
+        .collect();
+    job.pairs = vec![
+        PairPriority {
+            partition: "batch".into(),
+            qos: "normal".into(),
+            priority: 9041,
+            factors: job.factors.clone(),
+        },
+        PairPriority {
+            partition: "debug".into(),
+            qos: "normal".into(),
+            priority: 11781,
+            factors: debug_factors,
+        },
+    ];
+    let jobs = vec![
+        slurm_job("25", 9041, JobState::Pending),
+        job,
+        slurm_job("9", 9041, JobState::Pending),
+    ];
+    let row = "batch|alice|b|9041|7|500|2000|2500|600|2500|750|100|cpu=80,mem=205";
+    let debug = "debug|alice|b|11781|7|500|2000|2500|600|5000|750|100|cpu=320,mem=205";
+    assert_eq!(
+        render(&jobs, false, OutputFormat::Parsable),
+        format!("{HEADER}\n9|{row}\n17|{row}\n17|{debug}\n25|{row}\n")
+    );
+    // JSON: one object per row, each with its pair's partition and QOS.
+    let value: Value = serde_json::from_str(&render(&jobs, false, OutputFormat::Json)).unwrap();
+    assert_eq!(value.as_array().unwrap().len(), 4);
+    assert_eq!(value[2]["partition"], "debug");
+    assert_eq!(value[2]["qos"], "normal");
+    assert_eq!(value[2]["priority"], 11781);
+    assert!(value[2].get("pairs").is_none());
 }
 
 #[test]
@@ -101,6 +153,7 @@ fn flux_fills_the_slurm_columns_and_appends_its_own() {
             f("jobsize", 0.0, 0.0),
             f("user", 0.0, 0.0),
         ],
+        pairs: Vec::new(),
     };
     // SITE, NICE and TRES are empty; AGE is the wait time (0), ASSOC the bank
     // (100 * 1000), PARTITION the queue (1 * 10000); URGENCY and USERFACTOR 0.
@@ -136,6 +189,7 @@ fn moab_shows_components_as_extra_columns() {
             component("SERV", 90.0, 1.0),
             sub("QUEUETIME", "SERV", 90.0, 1.0),
         ],
+        pairs: Vec::new(),
     };
     // AGE is QUEUETIME's weighted 90; the other mapped factors are absent
     // (empty); SERV's contribution 90 in its own column.
