@@ -735,6 +735,34 @@ fn walk_position(path: &[(&(u32, Placement), Diff)]) -> Option<u64> {
     Some((offset + own.prefix).saturating_sub(back))
 }
 
+/// A gated record with its fair-share parent's: `(record, params, parent,
+/// parent's record)`.
+type WithFsParent = (NodeRec, FsParams, NodeId, NodeRec);
+
+/// Each gated association with its fair-share parent and the parent's
+/// record, `(node, (record, params, parent, parent's record))` (root, which
+/// has no fair-share parent, is left out): the records joined on the parent
+/// with their own arrangement `by_node`. A record's change touches its own
+/// row and its fair-share children's.
+fn with_fs_parent_record<'s>(
+    records: VecCollection<'s, Epoch, (NodeId, (NodeRec, FsParams)), Diff>,
+    by_node: ByKey<'s, NodeId, (NodeRec, FsParams)>,
+) -> VecCollection<'s, Epoch, (NodeId, WithFsParent), Diff> {
+    records
+        .flat_map(|(node, (record, params))| {
+            record
+                .fs_parent
+                .map(|parent| (parent, (node, record, params)))
+        })
+        .arrange_by_key()
+        .join_core(
+            by_node,
+            |&parent, &(node, record, params), &(parent_record, _)| {
+                Some((node, (record, params, parent, parent_record)))
+            },
+        )
+}
+
 /// A node's classic (or depth-oblivious) values, top-down: its normalised
 /// shares and effective usage (as bits), and root's usage (every node's
 /// normalised usage divides by it, so it travels down with the values).
@@ -817,33 +845,19 @@ fn classic_factors<'s>(
     touched: &TouchCounter,
 ) -> VecCollection<'s, Epoch, (NodeId, u64), Diff> {
     let by_node = classic.clone().arrange_by_key();
-    let links = classic
-        .clone()
-        .flat_map(|(node, (record, params))| {
-            record
-                .fs_parent
-                .map(|parent| (parent, (node, record, params)))
-        })
-        .arrange_by_key()
-        .join_core(
-            by_node.clone(),
-            |&parent, &(node, record, params), &(parent_record, _)| {
-                Some((
-                    node,
-                    (
-                        parent,
-                        ClassicLink {
-                            shares: record.shares,
-                            usage: record.usage,
-                            parent_is_root: parent == ROOT,
-                            parent_child_level: parent_record.child_level,
-                            parent_child_usage: parent_record.child_usage,
-                            depth_oblivious: params.algorithm == Algorithm::DepthOblivious,
-                        },
-                    ),
-                ))
-            },
-        );
+    let links = with_fs_parent_record(classic.clone(), by_node.clone()).map(
+        |(node, (record, params, parent, parent_record))| {
+            let link = ClassicLink {
+                shares: record.shares,
+                usage: record.usage,
+                parent_is_root: parent == ROOT,
+                parent_child_level: parent_record.child_level,
+                parent_child_usage: parent_record.child_usage,
+                depth_oblivious: params.algorithm == Algorithm::DepthOblivious,
+            };
+            (node, (parent, link))
+        },
+    );
     let root = classic.flat_map(|(node, (record, _))| {
         (node == ROOT).then_some((
             node,
@@ -855,9 +869,7 @@ fn classic_factors<'s>(
         ))
     });
     let values = counted(
-        down_the_tree(links, root, |parent, link| {
-            Some(classic_step(parent, link))
-        }),
+        down_the_tree(links, root, |parent, link| Some(classic_step(parent, link))),
         touched,
     );
     values

@@ -131,9 +131,7 @@ where
         by_parent
             .join_core(
                 values.arrange_by_key(),
-                move |_parent, (child, input), value| {
-                    step(value, input).map(|next| (*child, next))
-                },
+                move |_parent, (child, input), value| step(value, input).map(|next| (*child, next)),
             )
             .concat(starts)
             .consolidate()

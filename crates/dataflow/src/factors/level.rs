@@ -35,7 +35,7 @@ use fairflow_model::formula::{
     level_bucket_value, rank_factor, share_fraction, usage_ratio, LevelLayout,
 };
 
-use super::{counted, FsParams, NodeRec};
+use super::{counted, with_fs_parent_record, FsParams, NodeRec};
 use crate::stages::down_the_tree;
 use crate::types::{ByKey, Diff, Epoch, NodeId, TouchCounter, ROOT};
 
@@ -71,35 +71,26 @@ pub(super) fn build<'s>(
 ) -> VecCollection<'s, Epoch, (NodeId, u64), Diff> {
     let records_by_node = records.clone().arrange_by_key();
     // Each association's bucket (it needs its fair-share parent's record).
-    let buckets = records
-        .clone()
-        .flat_map(|(node, (record, params))| {
-            record
-                .fs_parent
-                .map(|parent| (parent, (node, record, params)))
-        })
-        .arrange_by_key()
-        .join_core(
-            records_by_node.clone(),
-            |_parent, &(node, record, params), &(parent_record, _)| {
-                let layout = LevelLayout::new(params.levels);
-                let bucket = match (record.shares.is_parent(), record.user) {
-                    (true, true) => layout.bucket_max,
-                    (true, false) => 0,
-                    (false, _) => level_bucket_value(
-                        share_fraction(record.shares.raw(), parent_record.child_level),
-                        usage_ratio(record.usage, parent_record.usage),
-                        layout.bucket_max,
-                    ),
-                };
-                let link = LevelLink {
-                    bucket,
-                    parent_account: !record.user && record.shares.is_parent(),
-                    levels: params.levels,
-                };
-                Some((node, link))
-            },
-        );
+    let buckets = with_fs_parent_record(records.clone(), records_by_node.clone()).map(
+        |(node, (record, params, _parent, parent_record))| {
+            let layout = LevelLayout::new(params.levels);
+            let bucket = match (record.shares.is_parent(), record.user) {
+                (true, true) => layout.bucket_max,
+                (true, false) => 0,
+                (false, _) => level_bucket_value(
+                    share_fraction(record.shares.raw(), parent_record.child_level),
+                    usage_ratio(record.usage, parent_record.usage),
+                    layout.bucket_max,
+                ),
+            };
+            let link = LevelLink {
+                bucket,
+                parent_account: !record.user && record.shares.is_parent(),
+                levels: params.levels,
+            };
+            (node, link)
+        },
+    );
     // `raw = raw(parent) | level_value`, top-down over the direct edges.
     let links = edges_by_child
         .clone()

@@ -126,7 +126,9 @@ pub(super) fn build<'s>(
             records
                 .clone()
                 .flat_map(|(node, record)| {
-                    record.fs_parent.map(|parent| (parent, (node, record.shares)))
+                    record
+                        .fs_parent
+                        .map(|parent| (parent, (node, record.shares)))
                 })
                 .arrange_by_key()
                 .join_core(
