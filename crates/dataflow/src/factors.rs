@@ -66,21 +66,34 @@
 //!   users whose rank really moved.
 //!
 //! # Classic and depth-oblivious
-//! A `reduce` per user over its ancestors' records walks the fair-share chain
-//! top-down exactly as the oracle does (`formula::classic_norm_shares`,
-//! `classic_effective_usage`, `depth_oblivious_effective_usage`,
-//! `classic_factor`). Normalised usage divides by root's usage, so under
-//! these algorithms every usage event changes every user's factor: the
-//! algorithm's own cost, `O(users · depth)` per usage change, which Slurm pays
-//! at every `PriorityCalcPeriod` too.
+//! The oracle's top-down walk of the fair-share chain
+//! (`formula::classic_norm_shares`, `classic_effective_usage`,
+//! `depth_oblivious_effective_usage`) as a parent-to-child recurrence
+//! (`stages::down_the_tree` over the fair-share parents): each
+//! association's `(norm shares, effective usage)` from its fair-share
+//! parent's, in the same order of operations, so bit-identical; then
+//! `classic_factor` per user. One record per association, not a walk per
+//! user over its chain (a chain of depth `d`: `d` records in `d` rounds, not
+//! `users · d`). Normalised usage divides by root's usage, so under these
+//! algorithms every usage event changes every association's values: the
+//! algorithm's own cost, `O(associations)` per usage change, which Slurm
+//! pays at every `PriorityCalcPeriod` too.
 //!
 //! # Ticket-based and level-based
 //! Their own modules: `ticket` (active associations from the pending job
-//! rows counted per ancestor, weights and tickets by walks over the
-//! ancestors, sibling sums per fair-share parent, the maximum over users by
-//! a unit-key reduce over the distinct ticket values) and `level`
-//! (`fairshare_raw` by a walk over the ancestors, ranks by a unit-key reduce
-//! over the distinct raw values). The ticket-based tickets of every active
+//! rows summed up the tree, `S` and tickets by top-down recurrences,
+//! sibling sums per fair-share parent, the maximum over users by a unit-key
+//! reduce over the distinct ticket values) and `level` (`fairshare_raw` by a
+//! top-down recurrence over the direct edges, ranks by a unit-key reduce
+//! over the distinct raw values).
+//!
+//! # Depth
+//! Nothing here holds an (association, ancestor) pair for every
+//! association: subtree sums (users below, pending jobs below) move amounts
+//! up the edges (`stages::sums_up_the_tree`) and per-association values come
+//! down from the parent's (`stages::down_the_tree`). Only the user
+//! associations' closure (`users · (depth + 1)` pairs) remains, for Fair
+//! Tree's per-user path sums. The ticket-based tickets of every active
 //! association are an output too: the sshare table shows them.
 
 use differential_dataflow::operators::iterate::Iterate;
@@ -95,6 +108,7 @@ use timely::dataflow::operators::vec::Map as _;
 
 use crate::priority::fair_tree::TreeSlot;
 use crate::priority::Fact as PFact;
+use crate::stages::{down_the_tree, sums_up_the_tree};
 use crate::types::{AssocId, ByKey, Diff, Epoch, NodeId, TouchCounter, ROOT};
 
 mod fair_tree_slurm;
@@ -224,9 +238,12 @@ pub struct Placement {
 
 /// The collections the factor stages read (time [`Epoch`], diff [`Diff`]).
 pub struct FactorInputs<'s> {
-    /// `(node, (ancestor, distance))`, self included at distance 0, by node
-    /// (the tree dataflow's one arrangement of the closure).
-    pub closure_by_node: ByKey<'s, NodeId, (NodeId, u32)>,
+    /// `(user association, (ancestor, distance))`, self included at
+    /// distance 0, by user (the tree dataflow's one arrangement of the user
+    /// associations' closure; no account's pairs).
+    pub user_closure_by_node: ByKey<'s, NodeId, (NodeId, u32)>,
+    /// `child -> parent`, arranged by child (the tree dataflow's).
+    pub edges_by_child: ByKey<'s, NodeId, NodeId>,
     /// `(node, fair-share parent)`.
     pub fs_parent: VecCollection<'s, Epoch, (NodeId, NodeId), Diff>,
     /// The same, as the tree dataflow's arrangement by node.
@@ -274,7 +291,8 @@ fn counted<'s, D: differential_dataflow::Data>(
 /// fact, and the ticket-based tickets.
 pub fn build<'s>(inputs: FactorInputs<'s>, touched: &TouchCounter) -> FactorOutputs<'s> {
     let FactorInputs {
-        closure_by_node,
+        user_closure_by_node,
+        edges_by_child,
         fs_parent,
         fs_parent_by_node,
         shares,
@@ -286,16 +304,11 @@ pub fn build<'s>(inputs: FactorInputs<'s>, touched: &TouchCounter) -> FactorOutp
         params,
         pending_jobs,
     } = inputs;
-    let scope = closure_by_node.stream.scope();
-    let users_by_self = users.clone().arrange_by_self();
+    let scope = user_closure_by_node.stream.scope();
 
-    // Users in each subtree; the usage of each node's non-`parent` fs-children.
-    let users_below = closure_by_node
-        .clone()
-        .join_core(users_by_self.clone(), |_node, &(ancestor, _), &()| {
-            Some(ancestor)
-        })
-        .count_total_core::<Diff>();
+    // Users in each subtree (each user moved up the edges and counted); the
+    // usage of each node's non-`parent` fs-children.
+    let users_below = sums_up_the_tree(&edges_by_child, users.clone());
     let child_usage = fs_parent_by_node
         .join_core(shares_by_node, |&node, &parent, shares: &Shares| {
             (!shares.is_parent()).then_some((node, parent))
@@ -358,12 +371,9 @@ pub fn build<'s>(inputs: FactorInputs<'s>, touched: &TouchCounter) -> FactorOutp
     let level_records = gated.filter(|(_, (_, params))| params.algorithm == Algorithm::LevelBased);
 
     // Each user with each of its ancestors (itself at distance 0), by ancestor.
-    let user_path_pairs = closure_by_node
-        .clone()
-        .join_core(users_by_self, |&node, &(ancestor, distance), &()| {
-            Some((ancestor, (node, distance)))
-        });
-    let user_paths = user_path_pairs.clone().arrange_by_key();
+    let user_paths = user_closure_by_node
+        .as_collection(|&node, &(ancestor, distance)| (ancestor, (node, distance)))
+        .arrange_by_key();
 
     // Ticket-based: pending jobs by user association.
     let pending = pending_jobs
@@ -376,8 +386,8 @@ pub fn build<'s>(inputs: FactorInputs<'s>, touched: &TouchCounter) -> FactorOutp
                 .arrange_by_key(),
             |_name, &(), &node| Some(node),
         );
-    let tickets = ticket::build(closure_by_node, ticket_records, pending, touched);
-    let level_factors = level::build(user_path_pairs, level_records, touched);
+    let tickets = ticket::build(&edges_by_child, ticket_records, pending, touched);
+    let level_factors = level::build(&edges_by_child, level_records, touched);
 
     let placements = counted(place(scope, fair_tree), touched);
     let positions = counted(
@@ -430,16 +440,7 @@ pub fn build<'s>(inputs: FactorInputs<'s>, touched: &TouchCounter) -> FactorOutp
             },
         );
 
-    let classic_factors = user_paths
-        .join_core(
-            classic.arrange_by_key(),
-            |&ancestor, &(user, _), &(record, params)| Some((user, (ancestor, record, params))),
-        )
-        .reduce(|&user, path, output| {
-            if let Some(factor) = classic_walk(user, path) {
-                output.push((factor.to_bits(), 1));
-            }
-        });
+    let classic_factors = classic_factors(classic, touched);
     let factors = counted(
         fair_tree_factors
             .concat(classic_factors)
@@ -748,102 +749,153 @@ fn walk_position(path: &[(&(u32, Placement), Diff)]) -> Option<u64> {
     Some((offset + own.prefix).saturating_sub(back))
 }
 
-/// A user's classic (or depth-oblivious) factor from every direct ancestor's
-/// record `(ancestor, record, params)`, walking the fair-share chain top-down
-/// as the oracle does.
-fn classic_walk(user: NodeId, path: &[(&(NodeId, NodeRec, FsParams), Diff)]) -> Option<f64> {
-    let records: std::collections::BTreeMap<NodeId, (NodeRec, FsParams)> = path
-        .iter()
-        .filter(|(_, count)| *count > 0)
-        .map(|((node, record, params), _)| (*node, (*record, *params)))
-        .collect();
-    let (_, params) = *records.get(&user)?;
-    let node_records: std::collections::BTreeMap<NodeId, NodeRec> = records
-        .iter()
-        .map(|(node, (record, _))| (*node, *record))
-        .collect();
-    let chain = fs_chain(user, &node_records)?;
-    let root_usage = records[&ROOT].0.usage;
-    let depth_oblivious = params.algorithm == Algorithm::DepthOblivious;
-    // (norm shares, effective usage) along the chain; root's are 1.
-    let mut values: Vec<(f64, f64)> = vec![(1.0, 1.0)];
-    for pair in chain.windows(2) {
-        let (parent, node) = (pair[0], pair[1]);
-        let (parent_record, node_record) = (&records[&parent].0, &records[&node].0);
-        let (parent_norm_shares, parent_effective) = *values.last()?;
-        let norm_shares = if node_record.shares.is_parent() {
-            parent_norm_shares
-        } else {
-            classic_norm_shares(
-                node_record.shares.raw(),
-                parent_record.child_level,
-                parent_norm_shares,
-            )
-        };
-        let node_norm_usage = norm_usage(node_record.usage, root_usage);
-        let effective = if parent == ROOT {
-            node_norm_usage
-        } else if node_record.shares.is_parent() {
-            parent_effective
-        } else if depth_oblivious {
-            depth_oblivious_effective_usage(
-                norm_shares,
-                node_norm_usage,
-                parent_norm_shares,
-                parent_effective,
-                norm_usage(parent_record.child_usage, root_usage),
-            )
-        } else {
-            classic_effective_usage(
-                node_norm_usage,
-                parent_effective,
-                node_record.shares.raw(),
-                parent_record.child_level,
-            )
-        };
-        values.push((norm_shares, effective));
+/// A gated record with its fair-share parent's: `(record, params, parent,
+/// parent's record)`.
+type WithFsParent = (NodeRec, FsParams, NodeId, NodeRec);
+
+/// Each gated association with its fair-share parent and the parent's
+/// record, `(node, (record, params, parent, parent's record))` (root, which
+/// has no fair-share parent, is left out): the records joined on the parent
+/// with their own arrangement `by_node`. A record's change touches its own
+/// row and its fair-share children's.
+fn with_fs_parent_record<'s>(
+    records: VecCollection<'s, Epoch, (NodeId, (NodeRec, FsParams)), Diff>,
+    by_node: ByKey<'s, NodeId, (NodeRec, FsParams)>,
+) -> VecCollection<'s, Epoch, (NodeId, WithFsParent), Diff> {
+    records
+        .flat_map(|(node, (record, params))| {
+            record
+                .fs_parent
+                .map(|parent| (parent, (node, record, params)))
+        })
+        .arrange_by_key()
+        .join_core(
+            by_node,
+            |&parent, &(node, record, params), &(parent_record, _)| {
+                Some((node, (record, params, parent, parent_record)))
+            },
+        )
+}
+
+/// A node's classic (or depth-oblivious) values, top-down: its normalised
+/// shares and effective usage (as bits), and root's usage (every node's
+/// normalised usage divides by it, so it travels down with the values).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+struct ClassicValues {
+    norm_shares_bits: u64,
+    effective_bits: u64,
+    root_usage: u128,
+}
+
+/// What a node's classic step needs from itself and its fair-share parent.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+struct ClassicLink {
+    shares: Shares,
+    usage: u128,
+    parent_is_root: bool,
+    /// The fair-share parent's children's level shares.
+    parent_child_level: u64,
+    /// The fair-share parent's non-`parent` children's usage (depth-oblivious).
+    parent_child_usage: u128,
+    depth_oblivious: bool,
+}
+
+/// One step of the oracle's top-down walk of the fair-share chain
+/// (`formula::classic_norm_shares`, `classic_effective_usage`,
+/// `depth_oblivious_effective_usage`), from the fair-share parent's values.
+/// A `FairShare=parent` node takes its fair-share parent's values (a
+/// `parent` user's factor is its parent's; a `parent` account is nobody's
+/// fair-share parent, so its values are never read).
+fn classic_step(parent: &ClassicValues, link: &ClassicLink) -> ClassicValues {
+    if link.shares.is_parent() {
+        return *parent;
     }
-    // A `parent` user takes its fair-share parent's values.
-    let source = if records[&user].0.shares.is_parent() {
-        values.len().checked_sub(2)?
+    let parent_norm_shares = f64::from_bits(parent.norm_shares_bits);
+    let parent_effective = f64::from_bits(parent.effective_bits);
+    let norm_shares = classic_norm_shares(
+        link.shares.raw(),
+        link.parent_child_level,
+        parent_norm_shares,
+    );
+    let node_norm_usage = norm_usage(link.usage, parent.root_usage);
+    let effective = if link.parent_is_root {
+        node_norm_usage
+    } else if link.depth_oblivious {
+        depth_oblivious_effective_usage(
+            norm_shares,
+            node_norm_usage,
+            parent_norm_shares,
+            parent_effective,
+            norm_usage(link.parent_child_usage, parent.root_usage),
+        )
     } else {
-        values.len() - 1
+        classic_effective_usage(
+            node_norm_usage,
+            parent_effective,
+            link.shares.raw(),
+            link.parent_child_level,
+        )
     };
-    let (norm_shares, effective) = values[source];
-    Some(classic_factor(
-        effective,
-        norm_shares,
-        params.dampening_factor,
-    ))
-}
-
-/// The fair-share chain of `node`, root first and `node` last, from the
-/// records of its direct ancestors; `None` if a link is missing.
-fn fs_chain(
-    node: NodeId,
-    records: &std::collections::BTreeMap<NodeId, NodeRec>,
-) -> Option<Vec<NodeId>> {
-    fs_chain_by(node, records.len(), |id| {
-        records.get(&id).map(|r| r.fs_parent)
-    })
-}
-
-/// The fair-share chain of `node`, root first and `node` last, given each
-/// known node's fs-parent (`fs_parent(id)`: `None` for an unknown node,
-/// `Some(None)` for root) among `known` nodes; `None` if a link is missing
-/// or the links do not reach root within `known` steps.
-pub(crate) fn fs_chain_by(
-    node: NodeId,
-    known: usize,
-    fs_parent: impl Fn(NodeId) -> Option<Option<NodeId>>,
-) -> Option<Vec<NodeId>> {
-    let mut chain = vec![node];
-    while let Some(parent) = fs_parent(*chain.last()?)? {
-        if chain.len() > known {
-            return None;
-        }
-        chain.push(parent);
+    ClassicValues {
+        norm_shares_bits: norm_shares.to_bits(),
+        effective_bits: effective.to_bits(),
+        root_usage: parent.root_usage,
     }
-    chain.reverse();
-    (chain[0] == ROOT).then_some(chain)
+}
+
+/// Every user association's classic (or depth-oblivious) factor bits from
+/// the gated `(node, (record, params))`: the values by a top-down recurrence
+/// over the fair-share parents (root's `(1, 1)` first; each node's from its
+/// parent's: one record per association, not a walk per user over its
+/// chain), then `formula::classic_factor` per user. Root's usage is in
+/// every value, so a usage event re-derives every association's values:
+/// `O(associations)`, the algorithm's own cost.
+fn classic_factors<'s>(
+    classic: VecCollection<'s, Epoch, (NodeId, (NodeRec, FsParams)), Diff>,
+    touched: &TouchCounter,
+) -> VecCollection<'s, Epoch, (NodeId, u64), Diff> {
+    let by_node = classic.clone().arrange_by_key();
+    let links = with_fs_parent_record(classic.clone(), by_node.clone()).map(
+        |(node, (record, params, parent, parent_record))| {
+            let link = ClassicLink {
+                shares: record.shares,
+                usage: record.usage,
+                parent_is_root: parent == ROOT,
+                parent_child_level: parent_record.child_level,
+                parent_child_usage: parent_record.child_usage,
+                depth_oblivious: params.algorithm == Algorithm::DepthOblivious,
+            };
+            (node, (parent, link))
+        },
+    );
+    let root = classic.flat_map(|(node, (record, _))| {
+        (node == ROOT).then_some((
+            node,
+            ClassicValues {
+                norm_shares_bits: 1.0f64.to_bits(),
+                effective_bits: 1.0f64.to_bits(),
+                root_usage: record.usage,
+            },
+        ))
+    });
+    let values = counted(
+        down_the_tree(links, root, |parent, link| Some(classic_step(parent, link))),
+        touched,
+    );
+    values
+        .arrange_by_key()
+        .join_core(by_node, |&node, values, &(record, params)| {
+            record.user.then(|| {
+                let factor = classic_factor(
+                    f64::from_bits(values.effective_bits),
+                    f64::from_bits(values.norm_shares_bits),
+                    params.dampening_factor,
+                );
+                (node, factor.to_bits())
+            })
+        })
 }

@@ -1,6 +1,6 @@
 //! The dataflow every timely worker builds (identically, in the same
-//! order): the tree half (ancestor closure, subtree usage, fair-share
-//! parents, level shares), the fair-share factors (`factors`) and the
+//! order): the tree half (the user associations' ancestor closure, subtree
+//! usage, fair-share parents, level shares), the fair-share factors (`factors`) and the
 //! priority half (`priority`), with their inputs and the probe. The loop
 //! that drives it is `worker`.
 //!
@@ -27,7 +27,7 @@ use crate::priority::{
     build as build_priority, Fact as PFact, JobRow, Phase, PriorityInputs, PriorityReader,
     TouchCounter,
 };
-use crate::stages::{ancestor_closure, group_sums, nearest_proper_ancestor, sums_up_the_closure};
+use crate::stages::{ancestor_closure, group_sums, nearest_proper_ancestor, sums_up_the_tree};
 use crate::tree_feed::Deltas;
 use crate::types::{AssocId, Diff, Epoch, NodeId};
 
@@ -130,21 +130,20 @@ pub(crate) fn build(
         let (priority_facts_input, priority_facts) = scope.new_collection::<PFact, isize>();
         let shares_for_factors = shares.clone();
 
-        // Every live association has exactly one shares record.
-        let nodes = shares.clone().map(|(node, _)| node);
         let edges_by_child = edges.arrange_by_key();
         let shares_by_node = shares.arrange_by_key();
 
-        // The ancestor closure `(node, (ancestor, distance))`, self included at 0.
-        // Structure only: it changes on tree edits, never on usage.
-        let closure = ancestor_closure(&nodes, &edges_by_child);
+        // The ancestor closure of the user associations only
+        // `(user, (ancestor, distance))`, self included at 0: `users ·
+        // (depth + 1)` pairs, never every node's (`d²/2` for a chain of
+        // depth `d`). Structure only: it changes on tree edits, never on
+        // usage. Arranged once: the per-user path stages in `factors` join
+        // on it.
+        let user_closure_by_node = ancestor_closure(&users, &edges_by_child).arrange_by_key();
 
-        // The closure by node, arranged once: subtree usage here, users
-        // below, user paths and ticket paths in `factors` all join on it.
-        let closure_by_node = closure.clone().arrange_by_key();
-
-        // Subtree usage: own usage (in the diff) joined to every ancestor, summed.
-        let subtree_usage_sums = sums_up_the_closure(&closure_by_node, usage);
+        // Subtree usage: every own usage (in the diff) moved up the edges
+        // and summed per node (no ancestor pairs).
+        let subtree_usage_sums = sums_up_the_tree(&edges_by_child, usage);
         let subtree_usage = subtree_usage_sums
             .clone()
             .map(|(node, usage)| (node, Fact::SubtreeUsage(usage)));
@@ -152,7 +151,9 @@ pub(crate) fn build(
         // Fair-share parent: the nearest proper ancestor not `parent`; its
         // output arrangement (by node) is joined with the shares twice.
         let fs_parent_by_node =
-            nearest_proper_ancestor(closure, &shares_by_node, |shares| !shares.is_parent());
+            nearest_proper_ancestor(&edges_by_child, &shares_by_node, |shares| {
+                !shares.is_parent()
+            });
         let fs_parent = fs_parent_by_node
             .clone()
             .as_collection(|&node, &parent| (node, parent));
@@ -176,7 +177,8 @@ pub(crate) fn build(
             .as_collection();
         let factors = crate::factors::build(
             FactorInputs {
-                closure_by_node,
+                user_closure_by_node,
+                edges_by_child,
                 fs_parent: fs_parent.clone(),
                 fs_parent_by_node,
                 shares: shares_for_factors,

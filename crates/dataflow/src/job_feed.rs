@@ -285,8 +285,9 @@ impl JobFeed {
             subjects.insert(Subject::Moab);
         }
         let mut deltas = Vec::new();
+        let mut account_priorities = AccountPriorities::default();
         for subject in subjects {
-            let facts = subject_facts(state, &subject, names);
+            let facts = subject_facts(state, &subject, names, &mut account_priorities);
             let sent: BTreeSet<PFact> = self
                 .sent_facts
                 .remove(&subject)
@@ -305,24 +306,51 @@ impl JobFeed {
 
 /// An association's effective Slurm association priority: its own, else the
 /// nearest account's up the chain, else 0.
-fn effective_assoc_priority(state: &State, account: &str, user: Option<&str>) -> i64 {
+fn effective_assoc_priority(
+    state: &State,
+    account: &str,
+    user: Option<&str>,
+    accounts: &mut AccountPriorities,
+) -> i64 {
     let own = user.and_then(|user| {
         state
             .users
             .get(&(account.to_string(), user.to_string()))
             .and_then(|u| u.priority)
     });
-    if let Some(priority) = own {
-        return priority;
-    }
-    let mut current = state.accounts.get(account);
-    while let Some(record) = current {
-        if let Some(priority) = record.priority {
-            return priority;
+    own.unwrap_or_else(|| accounts.of(state, account))
+}
+
+/// The accounts' effective priorities (own, else the nearest ancestor's,
+/// else 0), memoised up the chains for one pass over the subjects: every
+/// account is walked once, not once per account below it (a chain of depth
+/// `d` costs `O(d)` lookups, not `d²/2`).
+#[derive(Debug, Default)]
+struct AccountPriorities(BTreeMap<String, i64>);
+
+impl AccountPriorities {
+    fn of(&mut self, state: &State, account: &str) -> i64 {
+        let mut chain: Vec<&str> = Vec::new();
+        let mut current = Some(account);
+        let found = loop {
+            let Some(name) = current else { break 0 };
+            if let Some(&known) = self.0.get(name) {
+                break known;
+            }
+            let Some(record) = state.accounts.get(name) else {
+                break 0;
+            };
+            chain.push(name);
+            if let Some(priority) = record.priority {
+                break priority;
+            }
+            current = record.parent.as_deref();
+        };
+        for name in chain {
+            self.0.insert(name.to_string(), found);
         }
-        current = record.parent.as_ref().and_then(|p| state.accounts.get(p));
+        found
     }
-    0
 }
 
 /// Moab's credential usage at `state.now`, frame units: each credential's
@@ -427,7 +455,12 @@ fn subtree_subjects(state: &State, roots: &BTreeSet<String>) -> Vec<Subject> {
 }
 
 /// The facts about one subject.
-fn subject_facts(state: &State, subject: &Subject, names: &mut Names) -> BTreeSet<PFact> {
+fn subject_facts(
+    state: &State,
+    subject: &Subject,
+    names: &mut Names,
+    account_priorities: &mut AccountPriorities,
+) -> BTreeSet<PFact> {
     let mut facts = BTreeSet::new();
     match subject {
         Subject::Config => {
@@ -446,7 +479,7 @@ fn subject_facts(state: &State, subject: &Subject, names: &mut Names) -> BTreeSe
                 let id = names.accounts.intern_str(name);
                 facts.insert(PFact::AssocPriority {
                     of: AssocRef::Account(id),
-                    priority: effective_assoc_priority(state, name, None),
+                    priority: effective_assoc_priority(state, name, None, account_priorities),
                 });
                 if let Some(priority) = account.priority {
                     facts.insert(PFact::AccountPriority {
@@ -461,7 +494,12 @@ fn subject_facts(state: &State, subject: &Subject, names: &mut Names) -> BTreeSe
             if state.users.contains_key(&key) {
                 facts.insert(PFact::AssocPriority {
                     of: AssocRef::User(names.assocs.intern(&key)),
-                    priority: effective_assoc_priority(state, account, Some(user)),
+                    priority: effective_assoc_priority(
+                        state,
+                        account,
+                        Some(user),
+                        account_priorities,
+                    ),
                 });
             }
         }
@@ -514,9 +552,10 @@ pub fn facts_of(
     factors: &BTreeMap<(String, String), f64>,
     names: &mut Names,
 ) -> BTreeSet<PFact> {
+    let mut account_priorities = AccountPriorities::default();
     let mut facts: BTreeSet<PFact> = all_subjects(state)
         .iter()
-        .flat_map(|subject| subject_facts(state, subject, names))
+        .flat_map(|subject| subject_facts(state, subject, names, &mut account_priorities))
         .collect();
     for (assoc, factor) in factors {
         facts.insert(PFact::Fairshare {

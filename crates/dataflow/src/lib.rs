@@ -30,22 +30,27 @@
 //! - inputs: `edges (child, parent)`, `shares (node, Shares)` (which also
 //!   defines the set of live nodes), `usage node` with the own-usage delta in
 //!   the **diff**;
-//! - `closure (node, (ancestor, distance))`: `iterate` over the structure
-//!   only (edges arranged by child); changes only on tree edits: a move of a
-//!   subtree of `m` nodes at depth `d` changes about `m·d` records;
-//! - subtree usage: `closure ⋈ usage` then `count_total`: a usage delta
-//!   touches `depth + 1` join outputs and as many sums;
-//! - fair-share parent: `closure ⋈ shares` on the ancestor, keeping proper
-//!   ancestors that are not `FairShare=parent`, `reduce` per node to the
-//!   nearest; a shares change between a number and `parent` touches the
-//!   node's subtree;
+//! - `user closure (user, (ancestor, distance))`: `iterate` over the
+//!   structure only (edges arranged by child), seeded with the user
+//!   associations only (`users · (depth + 1)` pairs, never an account's);
+//!   changes only on tree edits: a move of a subtree with `m` users at depth
+//!   `d` changes about `m·d` records;
+//! - subtree usage: each own usage (in the diff) moved up the edges by an
+//!   `iterate` and summed per node (`count_total`): a usage delta moves one
+//!   record per round up its path, `depth + 1` sums change;
+//! - fair-share parent: an `iterate` over the parent links (a node whose
+//!   parent is not `FairShare=parent` takes the parent, else its parent's
+//!   answer); a shares change between a number and `parent` touches the
+//!   nodes whose answer changes;
 //! - level shares: `fs_parent ⋈ shares`, raw shares moved into the diff,
 //!   `count_total` per fair-share parent: a shares change touches one group;
 //! - fair-share factors ([`factors`]): per-association records, Fair Tree
-//!   placements per (merged) group and ranks by path sums, classic walks;
+//!   placements per (merged) group and ranks by path sums, top-down
+//!   recurrences for the other algorithms;
 //!   they enter the priority half as `Fairshare` facts in the same time;
-//! - the closure, the subtree sums, the nearest ancestor and the group
-//!   sums are the generic stages of `stages`;
+//! - the user closure, the subtree sums, the nearest ancestor, the
+//!   top-down recurrences and the group sums are the generic stages of
+//!   `stages`;
 //! - the results are concatenated as `(node, Fact)` and arranged on
 //!   worker 0 (an `Exchange(|_| 0)` pact), probed.
 //!

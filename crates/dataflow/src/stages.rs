@@ -12,12 +12,13 @@ use differential_dataflow::{ExchangeData, VecCollection};
 
 use crate::types::{ByKey, Diff, Epoch, NodeId};
 
-/// The ancestor closure `(node, (ancestor, distance))` of a forest given by
-/// its `nodes` and its edges arranged by child (`child -> parent`), each node
-/// its own ancestor at distance 0. An `iterate` whose rounds go one level
-/// deeper; an edge change touches the moved subtree's pairs (a subtree of
-/// `m` nodes at depth `d`: about `m·d`). A chain of depth `d` holds `d²/2`
-/// pairs.
+/// The ancestor closure `(node, (ancestor, distance))` of the `nodes` given
+/// (the tree dataflow passes the user associations only) in a forest given by
+/// its edges arranged by child (`child -> parent`), each node its own
+/// ancestor at distance 0. An `iterate` whose rounds go one level deeper;
+/// it holds `depth + 1` pairs per node given (for the user associations of a
+/// chain of depth `d`: `users · (d + 1)`, not the `d²/2` of every node's
+/// closure); an edge change touches the pairs of the given nodes below it.
 pub fn ancestor_closure<'s>(
     nodes: &VecCollection<'s, Epoch, NodeId, Diff>,
     edges_by_child: &ByKey<'s, NodeId, NodeId>,
@@ -37,47 +38,104 @@ pub fn ancestor_closure<'s>(
 }
 
 /// For every node, the sum over the nodes of its subtree (itself included)
-/// of the amounts `amounts` carries in its diffs: the closure joined with the
-/// amounts, counted per ancestor. An amount's change touches `depth + 1`
-/// sums.
-pub fn sums_up_the_closure<'s>(
-    closure_by_node: &ByKey<'s, NodeId, (NodeId, u32)>,
+/// of the amounts `amounts` carries in its diffs (absent when 0), without
+/// any ancestor pairs: an `iterate` that moves every amount up one edge per
+/// round (`up = amounts + up ⋈ edges`; the amounts add up in the diffs, so
+/// the loop holds at most one record per node and time). A load of a chain
+/// of depth `d` takes `d` rounds and `O(d)` records; an amount's change moves
+/// one record per round up its path (`depth + 1` records, `depth` rounds).
+pub fn sums_up_the_tree<'s>(
+    edges_by_child: &ByKey<'s, NodeId, NodeId>,
     amounts: VecCollection<'s, Epoch, NodeId, Diff>,
 ) -> VecCollection<'s, Epoch, (NodeId, Diff), Diff> {
-    closure_by_node
+    amounts
         .clone()
-        .join_core(amounts.arrange_by_self(), |_node, &(ancestor, _), &()| {
-            Some(ancestor)
+        .iterate(|inner_scope, inner| {
+            let edges = edges_by_child.clone().enter(inner_scope);
+            let base = amounts.clone().enter(inner_scope);
+            inner
+                .arrange_by_self()
+                .join_core(edges, |_child, &(), &parent| Some(parent))
+                .concat(base)
+                .consolidate()
         })
         .count_total_core::<Diff>()
 }
 
-/// For every node, its nearest proper ancestor whose value in `values`
-/// satisfies `keep` (none for a node without one), arranged by node. A value
-/// change touches the subtree below the node whose value changed.
+/// For every node with a parent, its nearest proper ancestor whose value in
+/// `values` satisfies `keep` (none for a node without one), arranged by
+/// node, without any ancestor pairs: a node whose parent is kept takes the
+/// parent; one whose parent is skipped takes its parent's answer (an
+/// `iterate`: as many rounds as the longest run of skipped ancestors, plus
+/// one). A value change touches the links to the node's children and the
+/// nodes whose answer changes.
 pub fn nearest_proper_ancestor<'s, V>(
-    closure: VecCollection<'s, Epoch, (NodeId, (NodeId, u32)), Diff>,
+    edges_by_child: &ByKey<'s, NodeId, NodeId>,
     values: &ByKey<'s, NodeId, V>,
     keep: impl Fn(&V) -> bool + 'static,
 ) -> ByKey<'s, NodeId, NodeId>
 where
     V: ExchangeData,
 {
-    reduce_arranged(
-        closure
-            .filter(|(_, (_, distance))| *distance > 0)
-            .map(|(node, (ancestor, distance))| (ancestor, (node, distance)))
+    // `(child, (parent, is the parent kept?))`.
+    let links = edges_by_child
+        .clone()
+        .as_collection(|&child, &parent| (parent, child))
+        .arrange_by_key()
+        .join_core(values.clone(), move |&parent, &child, value: &V| {
+            Some((child, (parent, keep(value))))
+        });
+    let direct = links
+        .clone()
+        .flat_map(|(child, (parent, kept))| kept.then_some((child, parent)));
+    let through = links
+        .flat_map(|(child, (parent, kept))| (!kept).then_some((parent, child)))
+        .arrange_by_key();
+    direct
+        .clone()
+        .iterate(|inner_scope, nearest| {
+            let through = through.enter(inner_scope);
+            let direct = direct.enter(inner_scope);
+            through
+                .join_core(nearest.arrange_by_key(), |_parent, &child, &nearest| {
+                    Some((child, nearest))
+                })
+                .concat(direct)
+                .consolidate()
+        })
+        .arrange_by_key_named("Arrange: NearestProperAncestor")
+}
+
+/// Values defined top-down over a forest: `starts` gives the value of the
+/// nodes that start a chain (root), and every other node's value is
+/// `step(parent's value, link input)` over `links` `(child, (parent, link
+/// input))` (`None`: no value). An `iterate` whose rounds go one level
+/// deeper: `O(depth)` rounds, each node's value computed from its parent's
+/// once (a chain of depth `d`: `d` records, not a walk of `d` ancestors per
+/// node); a link's change re-derives the values below it that change.
+pub fn down_the_tree<'s, I, V>(
+    links: VecCollection<'s, Epoch, (NodeId, (NodeId, I)), Diff>,
+    starts: VecCollection<'s, Epoch, (NodeId, V), Diff>,
+    step: impl Fn(&V, &I) -> Option<V> + 'static,
+) -> VecCollection<'s, Epoch, (NodeId, V), Diff>
+where
+    I: ExchangeData,
+    V: ExchangeData + std::hash::Hash,
+{
+    let by_parent = links
+        .map(|(child, (parent, input))| (parent, (child, input)))
+        .arrange_by_key();
+    starts.clone().iterate(|inner_scope, values| {
+        let by_parent = by_parent.enter(inner_scope);
+        let starts = starts.enter(inner_scope);
+        by_parent
             .join_core(
-                values.clone(),
-                move |&ancestor, &(node, distance), value: &V| {
-                    keep(value).then_some((node, (distance, ancestor)))
-                },
-            ),
-        "NearestProperAncestor",
-        |_node, nearest_first, output| {
-            output.push(((nearest_first[0].0).1, 1 as Diff));
-        },
-    )
+                values.arrange_by_key(),
+                move |_parent, (child, input), value| step(value, input).map(|next| (*child, next)),
+            )
+            .concat(starts)
+            .consolidate()
+    })
 }
 
 /// Per group key, the sum of the amounts: `(group, amount)` records, the

@@ -4,13 +4,16 @@
 //! definition).
 //!
 //! # Stages (fed by the level-gated [`NodeRec`]s, so idle otherwise)
-//! 1. **Raw values**: a `reduce` per user association over its direct
-//!    ancestors' records (the closure joined with the records by ancestor)
-//!    computes each ancestor's bucket (`formula::level_bucket_value` of
-//!    `shares / level shares` and `usage / fs-parent usage`, the maximum for
-//!    a `FairShare=parent` user, nothing for a `parent` account), places it
-//!    at the ancestor's fair-share depth (`formula::LevelLayout::place`) and
-//!    ORs them: the oracle's `raw = raw(parent) | level_value`, unrolled.
+//! 1. **Raw values**: each association's bucket
+//!    (`formula::level_bucket_value` of `shares / level shares` and
+//!    `usage / fs-parent usage`, the maximum for a `FairShare=parent` user,
+//!    0 for a `parent` account) from its record and its fair-share parent's;
+//!    then a top-down recurrence over the direct edges
+//!    (`stages::down_the_tree`): `raw = raw(parent) | place(bucket, fs
+//!    depth)` (`formula::LevelLayout::place`), the fair-share depth carried
+//!    down beside it (a `parent` account gives its children its own). The
+//!    oracle's `raw = raw(parent) | level_value`, one record per
+//!    association instead of a walk per user over its ancestors.
 //! 2. **Ranks**: a `reduce` on the unit key over the *distinct* raw values
 //!    with their multiplicities (a reduce sees its input consolidated) walks
 //!    them from the largest down: the `n − 1 − (users with a larger raw)`
@@ -23,39 +26,105 @@
 //! # Cost
 //! A usage event changes the usage ratio of every association on its path
 //! and of their fair-share siblings, so the raw values of every user below
-//! them are re-derived: `O(users · depth)` in the worst case (root's children
+//! them are re-derived: `O(associations)` in the worst case (root's children
 //! all move); the buckets are quantised, so many raw values do not change
 //! and their ranks stay.
-
-use std::collections::BTreeMap;
 
 use differential_dataflow::VecCollection;
 use fairflow_model::formula::{
     level_bucket_value, rank_factor, share_fraction, usage_ratio, LevelLayout,
 };
 
-use super::{counted, FsParams, NodeRec};
-use crate::types::{Diff, Epoch, NodeId, TouchCounter, ROOT};
+use super::{counted, with_fs_parent_record, FsParams, NodeRec};
+use crate::stages::down_the_tree;
+use crate::types::{ByKey, Diff, Epoch, NodeId, TouchCounter, ROOT};
+
+/// What a node's level step needs: its bucket value (unshifted), whether it
+/// is a `FairShare=parent` account (its children's fair-share depth is its
+/// own) and `PriorityLevels`.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+struct LevelLink {
+    bucket: u64,
+    parent_account: bool,
+    levels: u32,
+}
+
+/// A node's top-down level value: the OR of its direct ancestors' (and its
+/// own) placed buckets, and the fair-share depth its children have.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+struct LevelValue {
+    raw: u64,
+    children_fs_depth: usize,
+}
 
 /// Build the level stages: `(user association, factor bits)` for every user
-/// association. `user_paths` is `(ancestor, (user, distance))`; `records`
-/// are the level-gated records with the parameters.
+/// association. `edges_by_child` is the tree; `records` are the level-gated
+/// records with the parameters.
 pub(super) fn build<'s>(
-    user_paths: VecCollection<'s, Epoch, (NodeId, (NodeId, u32)), Diff>,
+    edges_by_child: &ByKey<'s, NodeId, NodeId>,
     records: VecCollection<'s, Epoch, (NodeId, (NodeRec, FsParams)), Diff>,
     touched: &TouchCounter,
 ) -> VecCollection<'s, Epoch, (NodeId, u64), Diff> {
+    let records_by_node = records.clone().arrange_by_key();
+    // Each association's bucket (it needs its fair-share parent's record).
+    let buckets = with_fs_parent_record(records.clone(), records_by_node.clone()).map(
+        |(node, (record, params, _parent, parent_record))| {
+            let layout = LevelLayout::new(params.levels);
+            let bucket = match (record.shares.is_parent(), record.user) {
+                (true, true) => layout.bucket_max,
+                (true, false) => 0,
+                (false, _) => level_bucket_value(
+                    share_fraction(record.shares.raw(), parent_record.child_level),
+                    usage_ratio(record.usage, parent_record.usage),
+                    layout.bucket_max,
+                ),
+            };
+            let link = LevelLink {
+                bucket,
+                parent_account: !record.user && record.shares.is_parent(),
+                levels: params.levels,
+            };
+            (node, link)
+        },
+    );
+    // `raw = raw(parent) | level_value`, top-down over the direct edges.
+    let links = edges_by_child
+        .clone()
+        .join_core(buckets.arrange_by_key(), |&node, &parent, &link| {
+            Some((node, (parent, link)))
+        });
+    let root = records.flat_map(|(node, _)| {
+        (node == ROOT).then_some((
+            node,
+            LevelValue {
+                raw: 0,
+                children_fs_depth: 0,
+            },
+        ))
+    });
+    let values = counted(
+        down_the_tree(links, root, |parent: &LevelValue, link: &LevelLink| {
+            let fs_depth = parent.children_fs_depth;
+            Some(LevelValue {
+                raw: parent.raw | LevelLayout::new(link.levels).place(link.bucket, fs_depth),
+                children_fs_depth: if link.parent_account {
+                    fs_depth
+                } else {
+                    fs_depth + 1
+                },
+            })
+        }),
+        touched,
+    );
     let raw_values = counted(
-        user_paths
+        values
             .arrange_by_key()
-            .join_core(
-                records.arrange_by_key(),
-                |&ancestor, &(user, _), &(record, params)| Some((user, (ancestor, record, params))),
-            )
-            .reduce(|&user, path, output| {
-                if let Some(raw) = fairshare_raw(user, path) {
-                    output.push((raw, 1 as Diff));
-                }
+            .join_core(records_by_node, |&node, value, &(record, _)| {
+                record.user.then_some((node, value.raw))
             }),
         touched,
     );
@@ -89,51 +158,4 @@ pub(super) fn build<'s>(
         .join_core(factor_of_raw.arrange_by_key(), |_raw, &user, &bits| {
             Some((user, bits))
         })
-}
-
-/// A user association's `fairshare_raw` from every direct ancestor's record
-/// (itself included): the OR of their level values.
-fn fairshare_raw(user: NodeId, path: &[(&(NodeId, NodeRec, FsParams), Diff)]) -> Option<u64> {
-    let records: BTreeMap<NodeId, (NodeRec, FsParams)> = path
-        .iter()
-        .filter(|(_, count)| *count > 0)
-        .map(|((node, record, params), _)| (*node, (*record, *params)))
-        .collect();
-    let (_, params) = *records.get(&user)?;
-    records.get(&ROOT)?;
-    let layout = LevelLayout::new(params.levels);
-    let mut raw = 0u64;
-    for (&node, (record, _)) in &records {
-        if node == ROOT {
-            continue;
-        }
-        let fs_parent = record.fs_parent?;
-        let parent = &records.get(&fs_parent)?.0;
-        let bucket = match (record.shares.is_parent(), record.user) {
-            (true, true) => layout.bucket_max,
-            (true, false) => 0,
-            (false, _) => level_bucket_value(
-                share_fraction(record.shares.raw(), parent.child_level),
-                usage_ratio(record.usage, parent.usage),
-                layout.bucket_max,
-            ),
-        };
-        raw |= layout.place(bucket, fs_depth(node, &records)?);
-    }
-    Some(raw)
-}
-
-/// The fair-share depth of `node` (0 directly under root): the fair-share
-/// parents between it and root.
-fn fs_depth(node: NodeId, records: &BTreeMap<NodeId, (NodeRec, FsParams)>) -> Option<usize> {
-    let mut depth = 0usize;
-    let mut parent = records.get(&node)?.0.fs_parent?;
-    while parent != ROOT {
-        depth += 1;
-        if depth > records.len() {
-            return None;
-        }
-        parent = records.get(&parent)?.0.fs_parent?;
-    }
-    Some(depth)
 }

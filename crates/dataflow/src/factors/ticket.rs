@@ -6,24 +6,27 @@
 //! # Stages (all fed by the ticket-gated [`NodeRec`]s, so idle otherwise)
 //! 1. **Pending jobs per association**: one record per pending job (the job
 //!    rows with phase `Pending`, named by `(account, user)`), joined with the
-//!    user associations' names, then with the closure and summed per
-//!    ancestor (`count_total`): a submission, start, hold or cancel changes
-//!    `depth + 1` counts.
+//!    user associations' names, then moved up the edges and counted per
+//!    node (`stages::sums_up_the_tree`): a submission, start, hold or cancel
+//!    changes `depth + 1` counts.
 //! 2. **Active**: a count above 0 on an association that is not a
 //!    `FairShare=parent` account (the oracle's active node rule: a pending
 //!    job, or an active fair-share descendant; the fair-share ancestors of a
-//!    node are exactly its direct ancestors that are not `parent`).
-//! 3. **Weights** `w = S · F`: a `reduce` per *active* association over its
-//!    direct ancestors' records walks the fair-share chain top-down for `S`
-//!    (`formula::classic_norm_shares`), then `UE`, `F`
-//!    (`formula::ticket_effective_usage`, `ticket_factor`), as the oracle.
+//!    node are exactly its direct ancestors that are not `parent`, so every
+//!    fair-share ancestor of an active association is active).
+//! 3. **Weights** `w = S · F`: `S` by a top-down recurrence over the
+//!    fair-share parents (`stages::down_the_tree`, each `S` from its
+//!    parent's by `formula::classic_norm_shares`, the oracle's walk
+//!    unrolled; structure only), then per *active* association `UE`, `F`
+//!    (`formula::ticket_effective_usage`, `ticket_factor`) from its record,
+//!    its `S`, its fair-share parent's usage and root's usage, as the oracle.
 //! 4. **Sibling sums**: a `reduce` per fair-share parent over its active
 //!    children's weights, summed by `formula::ticket_weight_sum` (ascending:
 //!    the reduce input is sorted by the weight's bits, which for non-negative
 //!    floats is numeric order; the oracle sums the same way).
-//! 5. **Tickets**: a `reduce` per active association over its ancestors'
-//!    `(fs parent, weight, child sum)` walks the chain from root's
-//!    [`ROOT_TICKETS`] down with `formula::ticket_share`.
+//! 5. **Tickets**: root's [`ROOT_TICKETS`] split down the active fair-share
+//!    chains with `formula::ticket_share`, a top-down recurrence (each
+//!    active association's tickets from its fair-share parent's).
 //! 6. **Factors**: every user association's tickets (0 when inactive); the
 //!    maximum over users is a `reduce` on the unit key, whose input is the
 //!    *distinct* ticket values with their multiplicities (a reduce sees its
@@ -33,14 +36,11 @@
 //!
 //! # Cost
 //! `UN = usage / root usage`, so a usage event changes every active
-//! association's weight and tickets: `O(active · depth)` per usage change
+//! association's weight and tickets: `O(active)` per usage change
 //! (the algorithm's own cost; inactive associations cost nothing). A job
 //! event costs its path's counts, plus, when an association turns active or
 //! inactive, its sibling group's sum and the tickets below that group.
 
-use std::collections::BTreeMap;
-
-use differential_dataflow::operators::CountTotal;
 use differential_dataflow::VecCollection;
 use fairflow_model::formula::ROOT_TICKETS;
 use fairflow_model::formula::{
@@ -48,8 +48,8 @@ use fairflow_model::formula::{
     ticket_weight_sum,
 };
 
-use super::{counted, fs_chain, fs_chain_by, NodeRec};
-use crate::stages::reduce_arranged;
+use super::{counted, NodeRec};
+use crate::stages::{down_the_tree, reduce_arranged, sums_up_the_tree};
 use crate::types::{ByKey, Diff, Epoch, NodeId, TouchCounter, ROOT};
 
 /// What the ticket walk knows about one active association.
@@ -82,54 +82,119 @@ pub(super) struct Tickets<'s> {
     pub tickets: VecCollection<'s, Epoch, (NodeId, u64), Diff>,
 }
 
+/// What an active association's weight needs besides its own record: its
+/// normalised shares `S`, and its fair-share parent's usage (a `parent`
+/// association uses its parent's `UN`).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+struct WeightInput {
+    record: NodeRec,
+    norm_shares_bits: u64,
+    parent_usage: u128,
+}
+
 /// Build the ticket stages over the ticket-gated `records`; `pending` holds
-/// one `(user association)` per pending job.
+/// one `(user association)` per pending job; `edges_by_child` is the tree.
 pub(super) fn build<'s>(
-    closure_by_node: ByKey<'s, NodeId, (NodeId, u32)>,
+    edges_by_child: &ByKey<'s, NodeId, NodeId>,
     records: VecCollection<'s, Epoch, (NodeId, NodeRec), Diff>,
     pending: VecCollection<'s, Epoch, NodeId, Diff>,
     touched: &TouchCounter,
 ) -> Tickets<'s> {
     let records_by_node = records.clone().arrange_by_key();
 
-    // 1. Pending jobs per association (only while the records exist: gated).
+    // 1. Pending jobs per association (only while the records exist: gated),
+    //    moved up the edges and counted.
     let pending = pending
         .map(|node| (node, ()))
         .join_core(records_by_node.clone(), |&node, &(), _record| Some(node));
-    let pending_below = closure_by_node
-        .clone()
-        .join_core(pending.arrange_by_self(), |_node, &(ancestor, _), &()| {
-            Some(ancestor)
-        })
-        .count_total_core::<Diff>();
+    let pending_below = sums_up_the_tree(edges_by_child, pending);
 
-    // 2. Active associations.
+    // 2. Active associations, with their records.
     let active = counted(
         pending_below.join_core(records_by_node.clone(), |&node, &count, record| {
-            (count > 0 && (record.user || !record.shares.is_parent())).then_some(node)
+            (count > 0 && (record.user || !record.shares.is_parent())).then_some((node, *record))
         }),
         touched,
     );
 
-    // Each active association with each of its direct ancestors, by ancestor.
-    let active_paths = closure_by_node
-        .join_core(active.arrange_by_self(), |&node, &(ancestor, _), &()| {
-            Some((ancestor, node))
-        })
-        .arrange_by_key();
-
-    // 3. Weights.
+    // 3. Weights. `S` top-down over the fair-share parents (structure only:
+    //    it never moves on usage), for every association.
+    let norm_shares = counted(
+        down_the_tree(
+            records
+                .clone()
+                .flat_map(|(node, record)| {
+                    record
+                        .fs_parent
+                        .map(|parent| (parent, (node, record.shares)))
+                })
+                .arrange_by_key()
+                .join_core(
+                    records_by_node.clone(),
+                    |&parent, &(node, shares), parent_record| {
+                        Some((node, (parent, (shares, parent_record.child_level))))
+                    },
+                ),
+            records
+                .clone()
+                .flat_map(|(node, _)| (node == ROOT).then_some((node, 1.0f64.to_bits()))),
+            |&parent_bits, &(shares, parent_child_level)| {
+                Some(if shares.is_parent() {
+                    parent_bits
+                } else {
+                    classic_norm_shares(
+                        shares.raw(),
+                        parent_child_level,
+                        f64::from_bits(parent_bits),
+                    )
+                    .to_bits()
+                })
+            },
+        ),
+        touched,
+    );
+    let root_usage = records_by_node
+        .clone()
+        .as_collection(|&node, record| (node, record.usage))
+        .flat_map(|(node, usage)| (node == ROOT).then_some(((), usage)));
     let weights = counted(
-        active_paths
-            .clone()
-            .join_core(records_by_node, |&ancestor, &node, &record| {
-                Some((node, (ancestor, record)))
-            })
-            .reduce(|&node, path, output| {
-                if let Some(weighed) = weigh(node, path) {
-                    output.push((weighed, 1 as Diff));
-                }
-            }),
+        active
+            .arrange_by_key()
+            .join_core(
+                norm_shares.arrange_by_key(),
+                |&node, &record, &norm_shares_bits| {
+                    Some((
+                        record.fs_parent.unwrap_or(ROOT),
+                        (node, record, norm_shares_bits),
+                    ))
+                },
+            )
+            .arrange_by_key()
+            .join_core(
+                records_by_node,
+                |_parent, &(node, record, norm_shares_bits), parent_record| {
+                    Some((
+                        (),
+                        (
+                            node,
+                            WeightInput {
+                                record,
+                                norm_shares_bits,
+                                parent_usage: parent_record.usage,
+                            },
+                        ),
+                    ))
+                },
+            )
+            .arrange_by_key()
+            .join_core(
+                root_usage.arrange_by_key(),
+                |_unit, &(node, input), &root_usage| {
+                    weigh(node, &input, root_usage).map(|weighed| (node, weighed))
+                },
+            ),
         touched,
     );
 
@@ -152,7 +217,10 @@ pub(super) fn build<'s>(
         touched,
     );
 
-    // 5. Tickets (the records' output arrangement is the join's input).
+    // 5. Tickets: root's `ROOT_TICKETS` split down the active fair-share
+    //    chains (every fair-share ancestor of an active association is
+    //    active), top-down (the records' output arrangement is the links'
+    //    parent side).
     let ticket_records = reduce_arranged(
         weights
             .map(|(node, (fs_parent, weight_bits))| (node, Part::Weight(fs_parent, weight_bits)))
@@ -181,17 +249,42 @@ pub(super) fn build<'s>(
             }
         },
     );
-    let tickets_by_node = reduce_arranged(
-        active_paths.join_core(ticket_records, |&ancestor, &node, &record| {
-            Some((node, (ancestor, record)))
-        }),
-        "Tickets",
-        |&node, path, output| {
-            if let Some(tickets) = walk_tickets(node, path) {
-                output.push((tickets, 1 as Diff));
-            }
+    let ticket_links = ticket_records
+        .clone()
+        .as_collection(|&node, record| (node, *record))
+        .flat_map(|(node, record)| {
+            record
+                .fs_parent
+                .map(|parent| (parent, (node, record.weight_bits)))
+        })
+        .arrange_by_key()
+        .join_core(
+            ticket_records.clone(),
+            |&parent, &(node, weight_bits), parent_record| {
+                Some((node, (parent, (weight_bits, parent_record.child_sum_bits))))
+            },
+        );
+    let root_tickets = ticket_records
+        .as_collection(|&node, record| (node, record.fs_parent))
+        .flat_map(|(node, fs_parent)| {
+            (node == ROOT && fs_parent.is_none()).then_some((node, ROOT_TICKETS))
+        });
+    let tickets_by_node = down_the_tree(
+        ticket_links,
+        root_tickets,
+        |&parent_tickets, &(weight_bits, parent_child_sum_bits)| {
+            Some(if parent_tickets == 0 {
+                0
+            } else {
+                ticket_share(
+                    parent_tickets,
+                    f64::from_bits(weight_bits),
+                    f64::from_bits(parent_child_sum_bits),
+                )
+            })
         },
-    );
+    )
+    .arrange_by_key();
     let tickets = counted(
         tickets_by_node
             .clone()
@@ -239,43 +332,23 @@ pub(super) fn build<'s>(
     Tickets { factors, tickets }
 }
 
-/// An active association's `(fs parent, S · F bits)` from its direct
-/// ancestors' records (itself included), walking the fair-share chain
-/// top-down as the oracle does.
-fn weigh(node: NodeId, path: &[(&(NodeId, NodeRec), Diff)]) -> Option<(Option<NodeId>, u64)> {
-    let records: BTreeMap<NodeId, NodeRec> = path
-        .iter()
-        .filter(|(_, count)| *count > 0)
-        .map(|((ancestor, record), _)| (*ancestor, *record))
-        .collect();
-    let chain = fs_chain(node, &records)?;
-    let root_usage = records.get(&ROOT)?.usage;
-    // S along the chain; root's is 1.
-    let mut norm_shares = vec![1.0f64];
-    for pair in chain.windows(2) {
-        let (parent, child) = (&records[&pair[0]], &records[&pair[1]]);
-        let parent_norm_shares = *norm_shares.last()?;
-        norm_shares.push(if child.shares.is_parent() {
-            parent_norm_shares
-        } else {
-            classic_norm_shares(child.shares.raw(), parent.child_level, parent_norm_shares)
-        });
-    }
-    let record = &records[&node];
+/// An active association's `(fs parent, S · F bits)` from its record, its
+/// `S` and its fair-share parent's usage, as the oracle's walk ends (root:
+/// `(None, 0)`).
+fn weigh(node: NodeId, input: &WeightInput, root_usage: u128) -> Option<(Option<NodeId>, u64)> {
     if node == ROOT {
         return Some((None, 0.0f64.to_bits()));
     }
-    let own_norm_shares = *norm_shares.last()?;
+    let record = &input.record;
+    let own_norm_shares = f64::from_bits(input.norm_shares_bits);
     let fs_parent = record.fs_parent?;
-    // A `parent` association uses its fs-parent's S and UN (root: 1 and
-    // its own UN, 1 with usage, 0 without).
+    // A `parent` association uses its fs-parent's S (its own `S` is its
+    // parent's) and UN (root: 1 and its own UN, 1 with usage, 0 without).
     let (shares, usage) = if record.shares.is_parent() {
-        let parent_norm_shares = norm_shares[norm_shares.len().checked_sub(2)?];
-        let parent_usage = records.get(&fs_parent)?.usage;
         if fs_parent == ROOT {
             (1.0, if root_usage > 0 { 1.0 } else { 0.0 })
         } else {
-            (parent_norm_shares, norm_usage(parent_usage, root_usage))
+            (own_norm_shares, norm_usage(input.parent_usage, root_usage))
         }
     } else {
         (own_norm_shares, norm_usage(record.usage, root_usage))
@@ -283,31 +356,4 @@ fn weigh(node: NodeId, path: &[(&(NodeId, NodeRec), Diff)]) -> Option<(Option<No
     let effective = ticket_effective_usage(usage, shares);
     let factor = ticket_factor(shares, effective);
     Some((Some(fs_parent), (own_norm_shares * factor).to_bits()))
-}
-
-/// An active association's tickets from its active fair-share ancestors'
-/// [`TicketRec`]s (itself included): root's [`ROOT_TICKETS`] split down the
-/// chain.
-fn walk_tickets(node: NodeId, path: &[(&(NodeId, TicketRec), Diff)]) -> Option<u64> {
-    let records: BTreeMap<NodeId, TicketRec> = path
-        .iter()
-        .filter(|(_, count)| *count > 0)
-        .map(|((ancestor, record), _)| (*ancestor, *record))
-        .collect();
-    let chain = fs_chain_by(node, records.len(), |id| {
-        records.get(&id).map(|r| r.fs_parent)
-    })?;
-    let mut tickets = ROOT_TICKETS;
-    for pair in chain.windows(2) {
-        if tickets == 0 {
-            break;
-        }
-        let (parent, child) = (&records[&pair[0]], &records[&pair[1]]);
-        tickets = ticket_share(
-            tickets,
-            f64::from_bits(child.weight_bits),
-            f64::from_bits(parent.child_sum_bits),
-        );
-    }
-    Some(tickets)
 }
