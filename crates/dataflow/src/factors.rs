@@ -60,10 +60,12 @@
 //!   factor `rank / N` (`N`: user associations). This is exactly the oracle's
 //!   counter: a block's users share the rank of its first user, and a group
 //!   entered "tied" (its block had users, or was first in a group entered
-//!   tied) gives its first block the last assigned rank. The sum runs in a
-//!   `reduce` per user over its ancestors' placements (the closure joined with
-//!   the placements), so a placement change reaches the users below it: the
-//!   users whose rank really moved.
+//!   tied) gives its first block the last assigned rank. The sums run
+//!   top-down (`stages::down_the_tree` over the fair-share parents): each
+//!   ranked account's `(offset, D)` from its parent's, then each user's `X`
+//!   from its parent's, so a placement change reaches the users below it
+//!   (the users whose rank really moved) and a chain of depth `d` holds `d`
+//!   states, not a path of `d` placements per user.
 //!
 //! # Classic and depth-oblivious
 //! The oracle's top-down walk of the fair-share chain
@@ -91,9 +93,9 @@
 //! Nothing here holds an (association, ancestor) pair for every
 //! association: subtree sums (users below, pending jobs below) move amounts
 //! up the edges (`stages::sums_up_the_tree`) and per-association values come
-//! down from the parent's (`stages::down_the_tree`). Only the user
-//! associations' closure (`users · (depth + 1)` pairs) remains, for Fair
-//! Tree's per-user path sums. The ticket-based tickets of every active
+//! down from the parent's (`stages::down_the_tree`), the documented Fair
+//! Tree rule's walk included; Slurm's rule sends placements only. No stage
+//! holds an ancestor closure. The ticket-based tickets of every active
 //! association are an output too: the sshare table shows them.
 
 use differential_dataflow::operators::iterate::Iterate;
@@ -238,10 +240,6 @@ pub struct Placement {
 
 /// The collections the factor stages read (time [`Epoch`], diff [`Diff`]).
 pub struct FactorInputs<'s> {
-    /// `(user association, (ancestor, distance))`, self included at
-    /// distance 0, by user (the tree dataflow's one arrangement of the user
-    /// associations' closure; no account's pairs).
-    pub user_closure_by_node: ByKey<'s, NodeId, (NodeId, u32)>,
     /// `child -> parent`, arranged by child (the tree dataflow's).
     pub edges_by_child: ByKey<'s, NodeId, NodeId>,
     /// `(node, fair-share parent)`.
@@ -291,7 +289,6 @@ fn counted<'s, D: differential_dataflow::Data>(
 /// fact, and the ticket-based tickets.
 pub fn build<'s>(inputs: FactorInputs<'s>, touched: &TouchCounter) -> FactorOutputs<'s> {
     let FactorInputs {
-        user_closure_by_node,
         edges_by_child,
         fs_parent,
         fs_parent_by_node,
@@ -304,12 +301,13 @@ pub fn build<'s>(inputs: FactorInputs<'s>, touched: &TouchCounter) -> FactorOutp
         params,
         pending_jobs,
     } = inputs;
-    let scope = user_closure_by_node.stream.scope();
+    let scope = edges_by_child.stream.scope();
 
     // Users in each subtree (each user moved up the edges and counted); the
     // usage of each node's non-`parent` fs-children.
     let users_below = sums_up_the_tree(&edges_by_child, users.clone());
     let child_usage = fs_parent_by_node
+        .clone()
         .join_core(shares_by_node, |&node, &parent, shares: &Shares| {
             (!shares.is_parent()).then_some((node, parent))
         })
@@ -370,11 +368,6 @@ pub fn build<'s>(inputs: FactorInputs<'s>, touched: &TouchCounter) -> FactorOutp
         .map(|(node, (record, _))| (node, record));
     let level_records = gated.filter(|(_, (_, params))| params.algorithm == Algorithm::LevelBased);
 
-    // Each user with each of its ancestors (itself at distance 0), by ancestor.
-    let user_paths = user_closure_by_node
-        .as_collection(|&node, &(ancestor, distance)| (ancestor, (node, distance)))
-        .arrange_by_key();
-
     // Ticket-based: pending jobs by user association.
     let pending = pending_jobs
         .map(|name| (name, ()))
@@ -389,19 +382,32 @@ pub fn build<'s>(inputs: FactorInputs<'s>, touched: &TouchCounter) -> FactorOutp
     let tickets = ticket::build(&edges_by_child, ticket_records, pending, touched);
     let level_factors = level::build(&edges_by_child, level_records, touched);
 
+    // The documented rule's walk, top-down: each ranked account's walk
+    // state from its fair-share parent's, then each user's position from its
+    // parent's state (no walk over every ancestor per user).
+    let root_state = fair_tree
+        .clone()
+        .flat_map(|(node, _)| (node == ROOT).then_some((node, WalkState::default())));
     let placements = counted(place(scope, fair_tree), touched);
+    let placed = placements
+        .arrange_by_key()
+        .join_core(fs_parent_by_node.clone(), |&node, &placement, &parent| {
+            Some((node, (parent, placement)))
+        });
+    let states = down_the_tree(
+        placed.clone().filter(|(_, (_, placement))| !placement.user),
+        root_state,
+        |state: &WalkState, placement: &Placement| Some(state.enter(placement)),
+    );
     let positions = counted(
-        user_paths
-            .clone()
+        placed
+            .filter(|(_, (_, placement))| placement.user)
+            .map(|(user, (parent, placement))| (parent, (user, placement)))
+            .arrange_by_key()
             .join_core(
-                placements.arrange_by_key(),
-                |_ancestor, &(user, distance), &placement| Some((user, (distance, placement))),
-            )
-            .reduce(|_user, path, output| {
-                if let Some(position) = walk_position(path) {
-                    output.push((position, 1));
-                }
-            }),
+                states.arrange_by_key(),
+                |_parent, &(user, placement), state| Some((user, state.position(&placement))),
+            ),
         touched,
     );
     // Slurm's ties: the placements themselves go to the queue, which keeps
@@ -726,27 +732,43 @@ fn place_group(items: &[(&GroupItem, Diff)], output: &mut Vec<((NodeId, Placemen
     }
 }
 
-/// A user's position `X` (rank `N − X`) from its own and its fair-share
-/// ancestors' placements, `(distance, placement)`.
-fn walk_position(path: &[(&(u32, Placement), Diff)]) -> Option<u64> {
-    let mut entries: Vec<(u32, Placement)> = path
-        .iter()
-        .filter(|(_, count)| *count > 0)
-        .map(|(entry, _)| **entry)
-        .collect();
-    // Top first.
-    entries.sort_by_key(|(distance, _)| std::cmp::Reverse(*distance));
-    let (own_distance, own) = *entries.last()?;
-    if own_distance != 0 {
-        return None;
+/// The documented rule's walk after an account (see the module
+/// documentation): `offset`, where the group below its block starts, and
+/// `tied`, how far that group's first block is tied back (`D`).
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    serde::Serialize,
+    serde::Deserialize,
+)]
+struct WalkState {
+    offset: u64,
+    tied: u64,
+}
+
+impl WalkState {
+    /// The state below an account placed `placement` in the group this
+    /// state leads into.
+    fn enter(&self, placement: &Placement) -> WalkState {
+        WalkState {
+            offset: self.offset + placement.prefix + placement.users_in_block,
+            tied: placement.users_in_block + if placement.block == 0 { self.tied } else { 0 },
+        }
     }
-    let (mut offset, mut tied) = (0u64, 0u64);
-    for (_, ancestor) in &entries[..entries.len() - 1] {
-        offset += ancestor.prefix + ancestor.users_in_block;
-        tied = ancestor.users_in_block + if ancestor.block == 0 { tied } else { 0 };
+
+    /// The position `X` (rank `N − X`) of a user placed `placement` in the
+    /// group this state leads into.
+    fn position(&self, placement: &Placement) -> u64 {
+        let back = if placement.block == 0 { self.tied } else { 0 };
+        (self.offset + placement.prefix).saturating_sub(back)
     }
-    let back = if own.block == 0 { tied } else { 0 };
-    Some((offset + own.prefix).saturating_sub(back))
 }
 
 /// A gated record with its fair-share parent's: `(record, params, parent,

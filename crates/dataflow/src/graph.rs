@@ -1,6 +1,6 @@
 //! The dataflow every timely worker builds (identically, in the same
-//! order): the tree half (the user associations' ancestor closure, subtree
-//! usage, fair-share parents, level shares), the fair-share factors (`factors`) and the
+//! order): the tree half (subtree usage, fair-share parents, level
+//! shares), the fair-share factors (`factors`) and the
 //! priority half (`priority`), with their inputs and the probe. The loop
 //! that drives it is `worker`.
 //!
@@ -27,7 +27,7 @@ use crate::priority::{
     build as build_priority, Fact as PFact, JobRow, Phase, PriorityInputs, PriorityReader,
     TouchCounter,
 };
-use crate::stages::{ancestor_closure, group_sums, nearest_proper_ancestor, sums_up_the_tree};
+use crate::stages::{group_sums, nearest_proper_ancestor, sums_up_the_tree};
 use crate::tree_feed::Deltas;
 use crate::types::{AssocId, Diff, Epoch, NodeId};
 
@@ -133,14 +133,6 @@ pub(crate) fn build(
         let edges_by_child = edges.arrange_by_key();
         let shares_by_node = shares.arrange_by_key();
 
-        // The ancestor closure of the user associations only
-        // `(user, (ancestor, distance))`, self included at 0: `users ·
-        // (depth + 1)` pairs, never every node's (`d²/2` for a chain of
-        // depth `d`). Structure only: it changes on tree edits, never on
-        // usage. Arranged once: the per-user path stages in `factors` join
-        // on it.
-        let user_closure_by_node = ancestor_closure(&users, &edges_by_child).arrange_by_key();
-
         // Subtree usage: every own usage (in the diff) moved up the edges
         // and summed per node (no ancestor pairs).
         let subtree_usage_sums = sums_up_the_tree(&edges_by_child, usage);
@@ -177,7 +169,6 @@ pub(crate) fn build(
             .as_collection();
         let factors = crate::factors::build(
             FactorInputs {
-                user_closure_by_node,
                 edges_by_child,
                 fs_parent: fs_parent.clone(),
                 fs_parent_by_node,

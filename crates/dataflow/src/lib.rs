@@ -30,11 +30,6 @@
 //! - inputs: `edges (child, parent)`, `shares (node, Shares)` (which also
 //!   defines the set of live nodes), `usage node` with the own-usage delta in
 //!   the **diff**;
-//! - `user closure (user, (ancestor, distance))`: `iterate` over the
-//!   structure only (edges arranged by child), seeded with the user
-//!   associations only (`users · (depth + 1)` pairs, never an account's);
-//!   changes only on tree edits: a move of a subtree with `m` users at depth
-//!   `d` changes about `m·d` records;
 //! - subtree usage: each own usage (in the diff) moved up the edges by an
 //!   `iterate` and summed per node (`count_total`): a usage delta moves one
 //!   record per round up its path, `depth + 1` sums change;
@@ -45,10 +40,11 @@
 //! - level shares: `fs_parent ⋈ shares`, raw shares moved into the diff,
 //!   `count_total` per fair-share parent: a shares change touches one group;
 //! - fair-share factors ([`factors`]): per-association records, Fair Tree
-//!   placements per (merged) group and ranks by path sums, top-down
-//!   recurrences for the other algorithms;
+//!   placements per (merged) group (Slurm's rule: sent as they are, the
+//!   queue derives ranks; the documented rule: ranks by top-down sums),
+//!   top-down recurrences for the other algorithms;
 //!   they enter the priority half as `Fairshare` facts in the same time;
-//! - the user closure, the subtree sums, the nearest ancestor, the
+//! - the subtree sums, the nearest ancestor, the
 //!   top-down recurrences and the group sums are the generic stages of
 //!   `stages`;
 //! - the results are concatenated as `(node, Fact)` and arranged on

@@ -12,31 +12,6 @@ use differential_dataflow::{ExchangeData, VecCollection};
 
 use crate::types::{ByKey, Diff, Epoch, NodeId};
 
-/// The ancestor closure `(node, (ancestor, distance))` of the `nodes` given
-/// (the tree dataflow passes the user associations only) in a forest given by
-/// its edges arranged by child (`child -> parent`), each node its own
-/// ancestor at distance 0. An `iterate` whose rounds go one level deeper;
-/// it holds `depth + 1` pairs per node given (for the user associations of a
-/// chain of depth `d`: `users · (d + 1)`, not the `d²/2` of every node's
-/// closure); an edge change touches the pairs of the given nodes below it.
-pub fn ancestor_closure<'s>(
-    nodes: &VecCollection<'s, Epoch, NodeId, Diff>,
-    edges_by_child: &ByKey<'s, NodeId, NodeId>,
-) -> VecCollection<'s, Epoch, (NodeId, (NodeId, u32)), Diff> {
-    let itself = |node: NodeId| (node, (node, 0u32));
-    nodes.clone().map(itself).iterate(|inner_scope, inner| {
-        let edges = edges_by_child.clone().enter(inner_scope);
-        let base = nodes.clone().enter(inner_scope).map(itself);
-        inner
-            .map(|(node, (ancestor, distance))| (ancestor, (node, distance)))
-            .join_core(edges, |_ancestor, &(node, distance), &parent| {
-                Some((node, (parent, distance + 1)))
-            })
-            .concat(base)
-            .consolidate()
-    })
-}
-
 /// For every node, the sum over the nodes of its subtree (itself included)
 /// of the amounts `amounts` carries in its diffs (absent when 0), without
 /// any ancestor pairs: an `iterate` that moves every amount up one edge per
