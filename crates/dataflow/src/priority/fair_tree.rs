@@ -113,9 +113,12 @@ fn walk(ancestors: impl Iterator<Item = SlurmPlacement>, own: &SlurmPlacement) -
 fn walk_in_group(start: u64, entered_tied: bool, own: &SlurmPlacement) -> Walk {
     let run_start = start + own.run_prefix;
     let run_tied = own.run_local_tie || (own.run_first && entered_tied);
-    match (run_tied, run_start) {
-        (false, _) | (true, 0) => Walk::Resolved(if run_tied { 0 } else { run_start }),
-        (true, _) => Walk::Refers(run_start - 1),
+    match run_start.checked_sub(1) {
+        // Tied to the user just before the run: its rank.
+        Some(before) if run_tied => Walk::Refers(before),
+        // Tied with nobody before it: the top rank.
+        None if run_tied => Walk::Resolved(0),
+        _ => Walk::Resolved(run_start),
     }
 }
 
@@ -148,7 +151,8 @@ pub struct FairTree {
     users: u64,
 }
 
-fn grow<T: Default>(vec: &mut Vec<T>, index: usize) -> &mut T {
+/// `vec[index]`, growing `vec` with defaults to reach it (ids are dense).
+pub(super) fn grow<T: Default>(vec: &mut Vec<T>, index: usize) -> &mut T {
     if vec.len() <= index {
         vec.resize_with(index + 1, T::default);
     }
@@ -159,11 +163,6 @@ impl FairTree {
     /// Is any user placed (Fair Tree with Slurm's ties in force)?
     pub fn is_active(&self) -> bool {
         self.users > 0
-    }
-
-    /// The user associations placed.
-    pub fn users(&self) -> u64 {
-        self.users
     }
 
     /// The node of a placed user association.
@@ -177,13 +176,9 @@ impl FairTree {
 
     /// Apply consolidated slot updates (retractions before insertions);
     /// returns the entries changed and the user associations placed or
-    /// unplaced (their jobs move between the tree and the queue's user
-    /// order). A placed user's best comes from `user_best`.
-    pub fn apply(
-        &mut self,
-        updates: &[(NodeId, TreeSlot, isize)],
-        user_best: impl Fn(AssocId, usize) -> Option<Best>,
-    ) -> (u64, Vec<AssocId>) {
+    /// unplaced: the caller sets their best jobs ([`FairTree::set_user_best`])
+    /// or enters them in its user order.
+    pub fn apply(&mut self, updates: &[(NodeId, TreeSlot, isize)]) -> (u64, Vec<AssocId>) {
         let mut changed = 0u64;
         let mut touched: Vec<NodeId> = Vec::new();
         let mut moved_users: Vec<AssocId> = Vec::new();
@@ -225,17 +220,6 @@ impl FairTree {
             }
             if let Some(group) = want {
                 changed += self.attach(node, group);
-            }
-        }
-        // A placed user's best is its own jobs' (the queue's refresh sets it
-        // again; this keeps a re-placed user's entry current at once).
-        moved_users.sort_unstable();
-        moved_users.dedup();
-        for &assoc in &moved_users {
-            if let Some(node) = self.node_of(assoc) {
-                for class in 0..2 {
-                    changed += self.set_best(node, class, user_best(assoc, class));
-                }
             }
         }
         (changed, moved_users)

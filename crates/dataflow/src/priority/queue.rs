@@ -47,7 +47,7 @@ use std::collections::{btree_set, BTreeMap, BTreeSet, BinaryHeap};
 use std::iter::Peekable;
 use std::rc::Rc;
 
-use super::fair_tree::{Best, FairTree, TreeSlot};
+use super::fair_tree::{grow, Best, FairTree, TreeSlot};
 use super::record::{from_ordered_bits, ordered_bits, PriorityRecord, RankClass};
 use super::{ordered_submit, Fact};
 use crate::types::{AssocId, Epoch as Time, JobId, NodeId, TouchCounter, ROOT};
@@ -123,13 +123,6 @@ fn consolidate<D: Ord>(mut updates: Vec<(D, isize)>) -> Vec<(D, isize)> {
     out
 }
 
-fn grow<T: Default>(vec: &mut Vec<T>, index: usize) -> &mut T {
-    if vec.len() <= index {
-        vec.resize_with(index + 1, T::default);
-    }
-    &mut vec[index]
-}
-
 impl Queue {
     /// An empty queue.
     pub fn new() -> Self {
@@ -157,9 +150,9 @@ impl Queue {
                 self.apply_fact(fact, *diff, &mut changed_users, &mut slots);
             }
             if !slots.is_empty() {
-                let (tree, users) = (&mut self.tree, &self.users);
-                let (changed, moved) =
-                    tree.apply(&slots, |assoc, class| best_job(users, assoc, class));
+                // The placed or unplaced users are refreshed below, which
+                // enters their jobs in the tree or the user order.
+                let (changed, moved) = self.tree.apply(&slots);
                 self.entries_changed += changed;
                 changed_users.extend(moved);
             }
@@ -272,29 +265,24 @@ impl Queue {
         if self.users.get(assoc as usize).is_none() {
             return 0;
         }
-        let placed = self.tree.node_of(assoc).is_some();
+        let bests = [UNCAPPED, CAPPED].map(|class| best_job(&self.users, assoc, class));
         let mut changed = 0;
-        if placed {
-            for class in [UNCAPPED, CAPPED] {
-                let best = best_job(&self.users, assoc, class);
+        // A placed user is entered in the tree, the others in the user order.
+        let mut wanted = [None, None];
+        if self.tree.node_of(assoc).is_some() {
+            for (class, best) in bests.into_iter().enumerate() {
                 changed += self.tree.set_user_best(assoc, class, best);
             }
-        }
-        let fairshare = if placed {
-            0.0
         } else {
-            self.fairshare_of(assoc)
-        };
-        let mut wanted = [None, None];
-        for (class, want) in wanted.iter_mut().enumerate() {
-            *want = best_job(&self.users, assoc, class)
-                .filter(|_| !placed)
-                .map(|(_, job)| {
+            let fairshare = self.fairshare_of(assoc);
+            for (want, best) in wanted.iter_mut().zip(bests) {
+                *want = best.map(|(_, job)| {
                     let record = self.records[job as usize]
                         .as_ref()
                         .expect("an indexed job has a record");
                     ordered_bits(record.key_with_fairshare(fairshare))
                 });
+            }
         }
         let user = &mut self.users[assoc as usize];
         for (class, want) in wanted.into_iter().enumerate() {
