@@ -63,11 +63,6 @@ impl JobDeltas {
     pub fn len(&self) -> usize {
         self.jobs.len() + self.facts.len()
     }
-
-    /// Nothing to send?
-    pub fn is_empty(&self) -> bool {
-        self.jobs.is_empty() && self.facts.is_empty()
-    }
 }
 
 /// What a group of priority facts is about.
@@ -547,6 +542,7 @@ fn subject_facts(
 /// Every priority fact of `state`, with `factors` as the user associations'
 /// fair-share factors by `(account, user)` (tests drive the priority
 /// dataflow with these, apart from the engine).
+#[cfg(test)]
 pub fn facts_of(
     state: &State,
     factors: &BTreeMap<(String, String), f64>,

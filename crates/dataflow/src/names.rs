@@ -47,11 +47,6 @@ impl<K: Clone + Eq + Hash> Interner<K> {
         id
     }
 
-    /// `name`'s id, if it was interned.
-    pub fn get(&self, name: &K) -> Option<u32> {
-        self.ids.get(name).copied()
-    }
-
     /// The name of `id`.
     pub fn name(&self, id: u32) -> Option<&K> {
         self.names.get(id as usize)

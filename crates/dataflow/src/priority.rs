@@ -164,8 +164,8 @@ use crate::names::JobNames;
 use crate::types::{AccountId, AssocId, Epoch as Time, JobId, NameId, NodeId};
 use queue::{Capture, Captured, Queue};
 
-pub use crate::types::{TouchCounter, NONE};
-pub use record::{Listed, PriorityRecord, RankClass};
+pub use crate::types::TouchCounter;
+pub use record::PriorityRecord;
 
 /// TRES counts as `(name, f64 bits)`, sorted by name.
 pub type TresBits = Vec<(String, u64)>;

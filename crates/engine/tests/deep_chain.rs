@@ -130,7 +130,7 @@ fn run(name: &str, config: Config, events: Vec<LogLine>, bottom: usize) -> Incre
         &mut incremental,
     );
     println!(
-        "deep chain {DEPTH}, {name}: incremental load {:.3} s, one usage event {:.3} s",
+        "deep chain, {name}: incremental load {:.3} s, one usage event {:.3} s",
         loaded.as_secs_f64(),
         event.as_secs_f64()
     );
@@ -142,7 +142,12 @@ fn a_deep_chain_with_one_user_matches_the_hand_values_and_the_batch_engine() {
     let bottom = DEPTH - 1;
     for (name, config) in configs() {
         let algorithm = config.algorithm();
-        let mut incremental = run(name, config, chain(DEPTH, &[bottom]), bottom);
+        let mut incremental = run(
+            &format!("depth {DEPTH}, {name}"),
+            config,
+            chain(DEPTH, &[bottom]),
+            bottom,
+        );
         // Checked before the extra usage by `run`'s comparison; here the
         // values after it: 3600 + 1800 on every row.
         let table = incremental.fairshare().unwrap();
@@ -164,6 +169,49 @@ fn a_deep_chain_with_one_user_matches_the_hand_values_and_the_batch_engine() {
 fn a_deep_chain_with_users_at_four_depths_matches_the_batch_engine() {
     let levels = [DEPTH / 4, DEPTH / 2, 3 * DEPTH / 4, DEPTH - 1];
     for (name, config) in configs() {
-        run(name, config, chain(DEPTH, &levels), DEPTH - 1);
+        run(
+            &format!("depth {DEPTH}, four users, {name}"),
+            config,
+            chain(DEPTH, &levels),
+            DEPTH - 1,
+        );
+    }
+}
+
+/// A chain with a user (and usage) at every level: the sum at every depth
+/// changes with every amount below it, the shape that made moving amounts one
+/// edge per round `d²/2` (depth 4,000: 11.6 s and 919 MB before the pointer
+/// jumping; perf/results/2026-11-24-deep-chain-incremental.md).
+#[test]
+fn a_deep_chain_with_a_user_at_every_level_matches_the_hand_sums_and_the_batch_engine() {
+    const EVERY_LEVEL_DEPTH: usize = 4_000;
+    let levels: Vec<usize> = (0..EVERY_LEVEL_DEPTH).collect();
+    let bottom = EVERY_LEVEL_DEPTH - 1;
+    for (name, config) in configs() {
+        let mut incremental = run(
+            &format!("depth {EVERY_LEVEL_DEPTH}, a user at every level, {name}"),
+            config,
+            chain(EVERY_LEVEL_DEPTH, &levels),
+            bottom,
+        );
+        // By hand: the user at level `i` has `3600 · (i + 1)` (the bottom
+        // one 1800 more, from `run`'s extra event), and account `a_i` holds
+        // its subtree's: `3600 · Σ_{m = i+1}^{d} m + 1800`
+        // `= 3600 · (d(d+1)/2 − i(i+1)/2) + 1800`; root holds `a0`'s.
+        let d = EVERY_LEVEL_DEPTH as u64;
+        for row in incremental.fairshare().unwrap().rows {
+            let expected = match (&row.user, row.account.as_str()) {
+                (None, "root") => 3600 * (d * (d + 1) / 2) + 1800,
+                (None, account) => {
+                    let i: u64 = account[1..].parse().expect("a<level>");
+                    3600 * (d * (d + 1) / 2 - i * (i + 1) / 2) + 1800
+                }
+                (Some(user), _) => {
+                    let i: u64 = user[1..].parse().expect("u<level>");
+                    3600 * (i + 1) + if i == d - 1 { 1800 } else { 0 }
+                }
+            };
+            assert_eq!(row.raw_usage, expected, "{name}: {row:?}");
+        }
     }
 }

@@ -103,6 +103,8 @@ pub const DEPTH_OBLIVIOUS_STEEPNESS: f64 = 5.0;
 /// - `UE = ratio_p * ratio_l^k * S`, so that `F = 2^-(ratio_p * ratio_l^k)`.
 ///
 /// If any of `S`, `S_p`, `UE_p`, `UN` is 0 (or `ratio_s` is), `UE = UN`.
+/// Never NaN or infinite for finite operands, however deep the association
+/// (see the regrouping below for subnormal shares).
 pub fn depth_oblivious_effective_usage(
     norm_shares: f64,
     norm_usage: f64,
@@ -121,12 +123,28 @@ pub fn depth_oblivious_effective_usage(
     let ratio_p = parent_effective_usage / parent_norm_shares;
     let ratio_s = sibling_norm_usage / parent_norm_shares;
     let ratio_l = (norm_usage / norm_shares) / ratio_s;
-    let k = if ratio_p == 0.0 || ratio_l == 0.0 || ratio_p.ln() * ratio_l.ln() >= 0.0 {
+    if ratio_p.is_finite() && ratio_l.is_finite() {
+        let k = if ratio_p == 0.0 || ratio_l == 0.0 || ratio_p.ln() * ratio_l.ln() >= 0.0 {
+            1.0
+        } else {
+            1.0 / (1.0 + (DEPTH_OBLIVIOUS_STEEPNESS * ratio_p.ln()).powi(2))
+        };
+        return ratio_p * ratio_l.powf(k) * norm_shares;
+    }
+    // Slurm computes in `long double`; in `f64` the normalized shares of an
+    // association about 1,000 levels deep are subnormal, `ratio_p` overflows
+    // and `ratio_l` is `inf / inf`. The same quantities regrouped stay finite
+    // (used only where Slurm's order of operations has no finite `f64`
+    // value): `ratio_l = (UN / sibling_norm_usage) · (S_p / S)`,
+    // `ln ratio_p = ln UE_p − ln S_p`, `UE = UE_p · (S / S_p) · ratio_l^k`.
+    let ratio_l = (norm_usage / sibling_norm_usage) * (parent_norm_shares / norm_shares);
+    let ln_ratio_p = parent_effective_usage.ln() - parent_norm_shares.ln();
+    let k = if ratio_l == 0.0 || ln_ratio_p * ratio_l.ln() >= 0.0 {
         1.0
     } else {
-        1.0 / (1.0 + (DEPTH_OBLIVIOUS_STEEPNESS * ratio_p.ln()).powi(2))
+        1.0 / (1.0 + (DEPTH_OBLIVIOUS_STEEPNESS * ln_ratio_p).powi(2))
     };
-    ratio_p * ratio_l.powf(k) * norm_shares
+    parent_effective_usage * (norm_shares / parent_norm_shares) * ratio_l.powf(k)
 }
 
 /// A 256-bit unsigned integer as two 128-bit halves: `high * 2^128 + low`.
@@ -590,6 +608,30 @@ mod tests {
             depth_oblivious_effective_usage(0.0, 0.3, 0.5, 1.0, 1.0),
             0.3
         );
+    }
+
+    #[test]
+    fn depth_oblivious_stays_finite_with_subnormal_shares() {
+        // About 1,030 levels of one share each: S = 2^-1030, S_p = 2^-1029
+        // (subnormal), UE_p = 0.5, UN = 1e-4, siblings' UN = 2e-4. In `f64`
+        // ratio_p = 0.5 · 2^1029 overflows and (UN / S) / ratio_s is inf / inf.
+        // By hand (as Slurm's `long double`): ratio_l = (1e-4 / 2e-4) · 2 = 1,
+        // ln ratio_l = 0, so k = 1 and UE = ratio_p · 1 · S = 0.5 · 2^1029 ·
+        // 2^-1030 = 0.25.
+        let s = 2f64.powi(-1030);
+        let s_p = 2f64.powi(-1029);
+        assert_eq!(
+            depth_oblivious_effective_usage(s, 1e-4, s_p, 0.5, 2e-4),
+            0.25
+        );
+        // ratio_l = (1e-4 / 4e-4) · 2 = 0.5 (ln < 0) and ln ratio_p =
+        // ln 0.5 + 1029 ln 2 > 0: opposite sides, k = 1 / (1 + (5 ln ratio_p)²);
+        // UE = 0.5 · 0.5 · 0.5^k.
+        let ln_ratio_p = 0.5f64.ln() + 1029.0 * 2f64.ln();
+        let k = 1.0 / (1.0 + (5.0 * ln_ratio_p).powi(2));
+        let expected = 0.25 * 0.5f64.powf(k);
+        let got = depth_oblivious_effective_usage(s, 1e-4, s_p, 0.5, 4e-4);
+        assert!((got - expected).abs() < 1e-15, "{got} vs {expected}");
     }
 
     #[test]

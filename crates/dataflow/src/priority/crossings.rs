@@ -81,16 +81,6 @@ impl Crossings {
         }
         out
     }
-
-    /// How many crossings are scheduled.
-    pub fn len(&self) -> usize {
-        self.by_job.len()
-    }
-
-    /// Is nothing scheduled?
-    pub fn is_empty(&self) -> bool {
-        self.by_job.is_empty()
-    }
 }
 
 /// Has the job's begin time passed at `now`? Always true for a running job
@@ -147,6 +137,19 @@ pub fn next_crossing(params: &PriorityParams, row: &JobRow, now: Time) -> Option
     match (begin, cap) {
         (Some(b), Some(c)) => Some(b.min(c)),
         (b, c) => b.or(c),
+    }
+}
+
+#[cfg(test)]
+impl Crossings {
+    /// How many crossings are scheduled.
+    fn len(&self) -> usize {
+        self.by_job.len()
+    }
+
+    /// Is nothing scheduled?
+    fn is_empty(&self) -> bool {
+        self.by_job.is_empty()
     }
 }
 

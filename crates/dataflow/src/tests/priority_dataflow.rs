@@ -5,11 +5,9 @@
 
 #![allow(dead_code)]
 
+use crate::names::JobNames;
+use crate::priority::{build, Fact, JobRow, PriorityInputs, PriorityReader, TouchCounter};
 use differential_dataflow::input::{Input, InputSession};
-use fairflow_dataflow::names::JobNames;
-use fairflow_dataflow::priority::{
-    build, Fact, JobRow, PriorityInputs, PriorityReader, TouchCounter,
-};
 use timely::dataflow::operators::probe::Handle;
 use timely::dataflow::operators::Probe;
 use timely::worker::Worker;

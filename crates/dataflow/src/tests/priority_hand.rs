@@ -2,14 +2,13 @@
 //! jobs whose order flips as one reaches the age cap and the other does not,
 //! a tie broken by submit time, and the number of records an update touches.
 
-use fairflow_dataflow::names::{JobIds, JobNames};
-use fairflow_dataflow::priority::crossings::{age_capped_at, next_crossing, Crossings};
-use fairflow_dataflow::priority::{Fact, JobRow, Phase, PriorityParams, PriorityReader};
-use fairflow_dataflow::types::AssocId;
+use crate::names::{JobIds, JobNames};
+use crate::priority::crossings::{age_capped_at, next_crossing, Crossings};
+use crate::priority::{Fact, JobRow, Phase, PriorityParams, PriorityReader};
+use crate::types::AssocId;
 use fairflow_model::Config;
 
-mod priority_dataflow;
-use priority_dataflow::PriorityDataflow;
+use super::priority_dataflow::PriorityDataflow;
 
 fn params() -> PriorityParams {
     PriorityParams::from_config(&Config {

@@ -1,4 +1,4 @@
-//! The incremental job-priority dataflow (`fairflow_dataflow::priority`)
+//! The incremental job-priority dataflow (`crate::priority`)
 //! against the oracle (`fairflow_oracle::priority`): seeded random streams of
 //! submits, updates, holds, releases, cancels, starts, ends, requeues, usage
 //! (fair-share changes), QOS, partition, association and cluster changes,
@@ -21,18 +21,18 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use fairflow_dataflow::job_feed::{facts_of, identify, row_of};
-use fairflow_dataflow::names::{JobIds, JobNames, Names};
-use fairflow_dataflow::priority::crossings::{age_capped_at, begun_at, next_crossing, Crossings};
-use fairflow_dataflow::priority::{Fact, JobRow, PriorityParams};
+use crate::job_feed::{facts_of, identify, row_of};
+use crate::names::{JobIds, JobNames, Names};
+use crate::priority::crossings::{age_capped_at, begun_at, next_crossing, Crossings};
+use crate::priority::{Fact, JobRow, PriorityParams};
 use fairflow_ingest::reader::read_events;
 use fairflow_model::Config;
 use fairflow_oracle::{fairshare, priority, Replay, State};
 
-mod priority_dataflow;
-mod priority_stream;
-use priority_dataflow::PriorityDataflow;
-use priority_stream::{compare, round_lines, Rng, Scenario, FLUX, SLURM_INCR_ONLY, SLURM_TIES, T0};
+use super::priority_dataflow::PriorityDataflow;
+use super::priority_stream::{
+    compare, round_lines, Rng, Scenario, FLUX, SLURM_INCR_ONLY, SLURM_TIES, T0,
+};
 
 /// The dataflow's inputs derived from the oracle's state at `now`, as the
 /// engine's job book derives them.
