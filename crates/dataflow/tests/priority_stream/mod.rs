@@ -229,10 +229,17 @@ pub fn batch(
                 rng.below(300)
             ),
             82..=85 => format!(
-                r#"{{"op":"partition","t":{t},"name":"{}","priority_job_factor":{},"priority":{}}}"#,
+                r#"{{"op":"partition","t":{t},"name":"{}","priority_job_factor":{},"priority":{}{}}}"#,
                 rng.pick(&["p1", "p2", "p4"]),
                 rng.below(5),
-                rng.below(50)
+                rng.below(50),
+                // Slurm's PriorityTier: reorders the lists of jobs in
+                // several partitions (their primary partition and pairs).
+                if rng.chance(50) {
+                    format!(r#","priority_tier":{}"#, rng.below(3))
+                } else {
+                    String::new()
+                }
             ),
             86..=88 => {
                 let (account, user) = *rng.pick(&ASSOCS);
