@@ -227,13 +227,15 @@ impl Book {
     /// Give the partitions their `PriorityTier`s as a snapshot stores them
     /// (every job's list already in their order); a tier of an undefined
     /// partition is an error.
-    pub(crate) fn set_partition_tiers(&mut self, tiers: BTreeMap<String, u16>) -> Result<(), String> {
+    pub(crate) fn set_partition_tiers(
+        &mut self,
+        tiers: BTreeMap<String, u16>,
+    ) -> Result<(), String> {
         for (name, tier) in tiers {
-            let partition = self
-                .state
-                .partitions
-                .get_mut(&name)
-                .ok_or_else(|| format!("a tier for partition `{name}`, which is not defined"))?;
+            let partition =
+                self.state.partitions.get_mut(&name).ok_or_else(|| {
+                    format!("a tier for partition `{name}`, which is not defined")
+                })?;
             partition.priority_tier = tier;
         }
         Ok(())

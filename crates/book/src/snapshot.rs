@@ -135,7 +135,8 @@ pub fn decode(bytes: &[u8]) -> Result<(Book, u64), SnapshotError> {
             "the checksum does not match the content".into(),
         ));
     }
-    let undecodable = |e: postcard::Error| SnapshotError::Corrupt(format!("cannot decode the book: {e}"));
+    let undecodable =
+        |e: postcard::Error| SnapshotError::Corrupt(format!("cannot decode the book: {e}"));
     let mut body: Body = if version <= 3 {
         let old: BodyV3 = postcard::from_bytes(body).map_err(undecodable)?;
         Body {
@@ -238,7 +239,11 @@ mod tests {
         bytes.extend_from_slice(&body);
         let (old, applied) = decode(&bytes).unwrap();
         assert_eq!(applied, 6);
-        assert!(old.state().partitions.values().all(|p| p.priority_tier == 0));
+        assert!(old
+            .state()
+            .partitions
+            .values()
+            .all(|p| p.priority_tier == 0));
         assert_eq!(
             old.state().jobs["1"].spec.partition.as_deref(),
             Some("pthigh,ptlow")

@@ -969,8 +969,10 @@ impl State {
                 if let Some(tier) = priority_tier {
                     let changed = std::mem::replace(&mut entry.priority_tier, *tier) != *tier;
                     if changed {
-                        let listing: Vec<String> =
-                            self.jobs_listing_partition(name).map(str::to_string).collect();
+                        let listing: Vec<String> = self
+                            .jobs_listing_partition(name)
+                            .map(str::to_string)
+                            .collect();
                         for job in listing {
                             self.order_partitions(&job);
                         }

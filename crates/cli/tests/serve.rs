@@ -200,6 +200,34 @@ fn writes_from_every_source_and_reads_equal_to_the_oracle(
         &["sprio", "--json"],
         &["top", "-k", "2"],
         &["explain", "2"],
+        // Slurm's selections and shapes, which the service applies (as query
+        // parameters) or the command applies to the service's answer.
+        &["sshare", "-P", "-A", "chem", "-o", "User,RawUsage", "-n"],
+        &["sshare", "-u", "alice"],
+        &["sshare", "--json", "--slurm", "-A", "chem"],
+        &[
+            "sprio",
+            "-P",
+            "-u",
+            "bob",
+            "-j",
+            "2,3",
+            "-o",
+            "jobid,priority",
+        ],
+        &["sprio", "-h", "-A", "chem"],
+        &["sprio", "-l"],
+        &["sprio", "-w", "-n"],
+        &[
+            "sprio",
+            "-h",
+            "-o",
+            "%.15i %9r %.10Y %.10n|%u",
+            "-A",
+            "chem",
+        ],
+        &["top", "-k", "5", "-u", "bob"],
+        &["top", "-A", "physics", "-P"],
     ] {
         let run = |source: &[&str]| {
             let output = std::process::Command::new(env!("CARGO_BIN_EXE_fairflow"))

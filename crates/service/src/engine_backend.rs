@@ -36,17 +36,40 @@ impl Backend for EngineBackend {
         };
         let engine = &mut self.engine;
         Ok(match query {
-            Query::Top { k, format } => {
-                top::render(&engine.top(*k).map_err(internal)?, *k, *format)
-            }
-            Query::Sshare { format } => {
-                sshare::render(&engine.fairshare().map_err(internal)?, *format)
-            }
-            Query::Sprio { normalized, format } => sprio::render(
-                &engine.priorities().map_err(internal)?,
-                *normalized,
+            Query::Top {
+                k,
+                format,
+                selection,
+            } => top::render(
+                &engine.top_selected(*k, selection).map_err(internal)?,
+                *k,
                 *format,
             ),
+            Query::Sshare { format, selection } => {
+                let mut table = engine.fairshare().map_err(internal)?;
+                selection.fairshare(&mut table);
+                sshare::render(&table, *format)
+            }
+            Query::Sprio {
+                normalized,
+                format,
+                selection,
+                slurm,
+            } => {
+                let mut jobs = engine.priorities().map_err(internal)?;
+                selection.jobs(&mut jobs);
+                match slurm {
+                    Some(view) => sprio::slurm_format::answer(
+                        &jobs,
+                        engine.config(),
+                        *normalized,
+                        view,
+                        !selection.users.is_empty(),
+                    )
+                    .map_err(|e| QueryError::BadRequest(e.to_string()))?,
+                    None => sprio::render(&jobs, *normalized, *format),
+                }
+            }
             Query::Explain { job, json } => {
                 let why = engine.explain(job).map_err(internal)?;
                 if *json {

@@ -235,7 +235,7 @@ pub fn batch(
                 // Slurm's PriorityTier, which reorders the lists of jobs in
                 // several partitions (their primary partition and pairs):
                 // from the numbers drawn, so the stream draws as before.
-                let tier = if priority % 2 == 0 {
+                let tier = if priority.is_multiple_of(2) {
                     format!(r#","priority_tier":{}"#, factor % 3)
                 } else {
                     String::new()
