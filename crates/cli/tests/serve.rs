@@ -350,3 +350,69 @@ fn a_listen_beyond_loopback_with_open_reads_needs_allow_remote_reads() {
         "{stderr}"
     );
 }
+
+#[test]
+fn serve_takes_a_config_file_and_the_command_line_overrides_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let token_file = dir.path().join("token");
+    std::fs::write(&token_file, TOKEN).unwrap();
+    std::fs::set_permissions(
+        &token_file,
+        std::os::unix::fs::PermissionsExt::from_mode(0o600),
+    )
+    .unwrap();
+    let data = dir.path().join("data");
+    let config = dir.path().join("serve.toml");
+    // The file alone: the batch engine (the default is incremental), and
+    // --metrics-associations all: the empty tree's root row is exported.
+    std::fs::write(
+        &config,
+        "engine = \"batch\"\nmax_body_bytes = 1000000\nmetrics_associations = \"all\"\n",
+    )
+    .unwrap();
+    let service = Service::start(&data, &token_file, &["--config", config.to_str().unwrap()]);
+    assert!(
+        service.banner.contains("engine batch"),
+        "{}",
+        service.banner
+    );
+    let (_, metrics) = service.request("GET", "/metrics", None, "");
+    assert!(
+        metrics.contains("fairflow_association_raw_usage{account=\"root\",user=\"\"} 0"),
+        "{metrics}"
+    );
+    assert!(service.terminate().success());
+    let stderr = refused_start(&["--metrics-associations", "many"]);
+    assert!(
+        stderr.contains("`many` is neither a number of associations nor `all`"),
+        "{stderr}"
+    );
+    // A flag given on the command line overrides the file's.
+    let service = Service::start(
+        &data,
+        &token_file,
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "--engine",
+            "incremental",
+        ],
+    );
+    assert!(
+        service.banner.contains("engine incremental"),
+        "{}",
+        service.banner
+    );
+    service.kill();
+    // The file's listen address beyond loopback is checked as the flag's.
+    std::fs::write(&config, "listen = \"0.0.0.0:9\"\n").unwrap();
+    let stderr = refused_start(&["--config", config.to_str().unwrap()]);
+    assert!(stderr.contains("--listen 0.0.0.0:9"), "{stderr}");
+    // An unknown key is an error naming the file and the key.
+    std::fs::write(&config, "data_dir = \"/tmp/x\"\nlisten_on = \"x\"\n").unwrap();
+    let stderr = refused_start(&["--config", config.to_str().unwrap()]);
+    assert!(
+        stderr.contains("serve.toml: unknown key `listen_on`"),
+        "{stderr}"
+    );
+}

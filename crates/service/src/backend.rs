@@ -42,6 +42,15 @@ pub enum Query {
         /// `format`.
         slurm: Option<SlurmView>,
     },
+    /// Every listed job in slurmrestd's `GET /slurm/v0.0.46/jobs` shape
+    /// (`fairflow_serve::slurm_json::render_jobs`).
+    SlurmJobs,
+    /// The per-association gauges of `/metrics`: the `limit` associations
+    /// with the most raw usage, as JSON (`metrics::association_gauges`).
+    Associations {
+        /// How many.
+        limit: usize,
+    },
     /// Why one job has its priority.
     Explain {
         /// The job id.

@@ -29,7 +29,7 @@ use crate::applier::{parse_body, ApplierHandle, WriteError};
 use crate::backend::{Query, QueryError};
 use crate::budget::HeldBytes;
 use crate::exactly_once::{valid_key, AbandonOnDrop, Ticket, MAX_KEY_BYTES};
-use crate::metrics::Metrics;
+use crate::metrics::{AssociationGauge, Metrics};
 use fairflow_model::report::Selection;
 use fairflow_serve::sprio::slurm_format::{Format, SlurmView};
 use fairflow_serve::OutputFormat;
@@ -60,6 +60,9 @@ pub struct HttpConfig {
     /// `/healthz` is unhealthy while the applier has been busy this long
     /// without completing a step (a hung engine call; `health`).
     pub stall_timeout: Duration,
+    /// Per-association fair-share gauges in `/metrics` for this many
+    /// associations (the most raw usage first); `None`: none.
+    pub metrics_associations: Option<usize>,
 }
 
 impl Default for HttpConfig {
@@ -75,6 +78,7 @@ impl Default for HttpConfig {
             max_inflight_bytes: crate::budget::DEFAULT_WRITE_BUDGET_BYTES,
             max_connections_per_client: 64,
             stall_timeout: Duration::from_secs(120),
+            metrics_associations: None,
         }
     }
 }
@@ -389,6 +393,13 @@ async fn get_slurm_shares(
     read(state, headers, Query::Sshare { format, selection }).await
 }
 
+/// slurmrestd's `GET /slurm/v0.0.46/jobs`: every listed job (pending, held,
+/// and running ones the model lists) with `priority_by_partition`, in
+/// data_parser v0.0.46's shape.
+async fn get_slurm_jobs(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    read(state, headers, Query::SlurmJobs).await
+}
+
 async fn get_sprio(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -434,6 +445,13 @@ async fn get_explain(
 async fn get_metrics(State(state): State<AppState>, headers: HeaderMap) -> Response {
     if let Some(denied) = refuse_read(&state, &headers) {
         return denied;
+    }
+    if let Some(limit) = state.config.metrics_associations {
+        let rows = match state.applier.read(Query::Associations { limit }).await {
+            Ok(body) => serde_json::from_str::<Vec<AssociationGauge>>(&body).unwrap_or_default(),
+            Err(_) => Vec::new(),
+        };
+        state.metrics.set_associations(&rows);
     }
     let gauges = state.applier.gauges().await;
     let text = state.metrics.render(gauges, state.applier.queued());
@@ -487,6 +505,7 @@ pub fn router(applier: ApplierHandle, metrics: Arc<Metrics>, config: HttpConfig)
             get(get_slurm_shares),
         )
         .route("/v1/sprio", get(get_sprio))
+        .route(fairflow_serve::slurm_json::JOBS_PATH, get(get_slurm_jobs))
         .route("/v1/jobs/{id}/explain", get(get_explain))
         .route("/metrics", get(get_metrics))
         .route("/healthz", get(get_healthz))
