@@ -62,45 +62,14 @@ fn family_of<'a>(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_parse_as_openmetrics_with_process_build_and_lag() {
-    let dir = tempfile::tempdir().unwrap();
-    let metrics = Arc::new(Metrics::new());
-    let config = ApplierConfig {
-        data_dir: dir.path().to_path_buf(),
-        checkpoint_every: 1_000,
-        queue_capacity: 8,
-        max_group: 16,
-        recover: false,
-    };
-    let (handle, _report, thread) = applier::start(
-        EngineBackend::new(Box::new(BatchEngine::new(Config::default()))),
-        config,
-        metrics.clone(),
-    )
-    .unwrap();
     // One event at 2023-11-14T22:13:20Z, so the lag is now minus that.
-    let lines = applier::parse_body(
-        b"{\"op\":\"account\",\"t\":1700000000,\"name\":\"a\"}\nnot json\n",
-        1 << 16,
-    );
-    handle.write(lines).await.unwrap();
-    let router = http::router(handle.clone(), metrics, HttpConfig::default());
-    let response = router
-        .oneshot(Request::get("/metrics").body(Body::empty()).unwrap())
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 200);
-    let content_type = response.headers()[header::CONTENT_TYPE]
-        .to_str()
-        .unwrap()
-        .to_string();
+    let events = "{\"op\":\"account\",\"t\":1700000000,\"name\":\"a\"}\nnot json\n";
+    let (status, content_type, text) = exchange(events, "/metrics", None).await;
+    assert_eq!(status, 200);
     assert!(
         content_type.starts_with("application/openmetrics-text; version=1.0.0"),
         "{content_type}"
     );
-    let body = axum::body::to_bytes(response.into_body(), 1 << 20)
-        .await
-        .unwrap();
-    let text = String::from_utf8(body.to_vec()).unwrap();
     let (families, samples) = parse(&text);
     for (name, _) in &samples {
         let (_, kind) =
@@ -142,10 +111,6 @@ async fn metrics_parse_as_openmetrics_with_process_build_and_lag() {
     assert!((lag - (wall - 1_700_000_000.0)).abs() <= 5.0, "{lag}");
     assert_eq!(value("fairflow_batch_events_count"), 1.0);
     assert_eq!(value("fairflow_update_latency_seconds_count"), 1.0);
-    drop(handle);
-    tokio::task::spawn_blocking(move || thread.join().unwrap())
-        .await
-        .unwrap();
 }
 
 /// `/metrics` of an applier fed `events`, with `limit` associations.
@@ -156,6 +121,12 @@ async fn scrape(events: &str, limit: Option<usize>) -> String {
 /// The body of `GET path` from an applier fed `events`, with `limit`
 /// associations in `/metrics`.
 async fn answer(events: &str, path: &str, limit: Option<usize>) -> String {
+    exchange(events, path, limit).await.2
+}
+
+/// `(status, content type, body)` of `GET path` from an applier (on the
+/// batch engine) fed `events`, with `limit` associations in `/metrics`.
+async fn exchange(events: &str, path: &str, limit: Option<usize>) -> (u16, String, String) {
     let dir = tempfile::tempdir().unwrap();
     let metrics = Arc::new(Metrics::new());
     let config = ApplierConfig {
@@ -184,6 +155,11 @@ async fn answer(events: &str, path: &str, limit: Option<usize>) -> String {
         .oneshot(Request::get(path).body(Body::empty()).unwrap())
         .await
         .unwrap();
+    let status = response.status().as_u16();
+    let content_type = response.headers()[header::CONTENT_TYPE]
+        .to_str()
+        .unwrap()
+        .to_string();
     let body = axum::body::to_bytes(response.into_body(), 1 << 20)
         .await
         .unwrap();
@@ -191,7 +167,11 @@ async fn answer(events: &str, path: &str, limit: Option<usize>) -> String {
     tokio::task::spawn_blocking(move || thread.join().unwrap())
         .await
         .unwrap();
-    String::from_utf8(body.to_vec()).unwrap()
+    (
+        status,
+        content_type,
+        String::from_utf8(body.to_vec()).unwrap(),
+    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

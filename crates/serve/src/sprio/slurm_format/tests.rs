@@ -3,43 +3,18 @@
 //! number formats (the module documentation).
 
 use fairflow_model::config::Config;
-use fairflow_model::report::{JobPriority, JobState, PriorityFactor};
+use fairflow_model::report::{JobPriority, JobState};
 use fairflow_model::tres::parse_weight_list;
-use fairflow_model::PriorityModel;
 
 use super::{render, render_weights, Format, LONG, LONG_NORMALIZED};
 
-/// Job 9: weighted site 7, age 0.5 * 1000 = 500, assoc 2000, fair-share
-/// 0.25 * 10000 = 2500, job size 0.15 * 4000 = 600, partition 0.5 * 5000 =
-/// 2500, QOS 0.25 * 3000 = 750, nice 100, TRES cpu 0.1 * 800 = 80, mem
-/// 0.1 * 2048 = 204.8 (prints 205), gpu 0 (left out).
+/// Job 9 of the sprio tests (`sprio::tests::slurm_job`): weighted site 7,
+/// age 0.5 * 1000 = 500, assoc 2000, fair-share 0.25 * 10000 = 2500, job
+/// size 0.15 * 4000 = 600, partition 0.5 * 5000 = 2500, QOS 0.25 * 3000 =
+/// 750, nice 100, TRES cpu 0.1 * 800 = 80, mem 0.1 * 2048 = 204.8 (prints
+/// 205), gpu 0 (left out); partition batch, QOS normal, user alice, account b.
 fn job() -> JobPriority {
-    let f = PriorityFactor::new;
-    JobPriority {
-        job: "9".into(),
-        user: "alice".into(),
-        account: "b".into(),
-        partition: "batch".into(),
-        qos: "normal".into(),
-        submit_at: 1000,
-        priority: 9041,
-        state: JobState::Pending,
-        model: PriorityModel::Slurm,
-        factors: vec![
-            f("site", 7.0, 1.0),
-            f("age", 0.5, 1000.0),
-            f("assoc", 1.0, 2000.0),
-            f("fairshare", 0.25, 10000.0),
-            f("jobsize", 0.15, 4000.0),
-            f("partition", 0.5, 5000.0),
-            f("qos", 0.25, 3000.0),
-            f("nice", 100.0, -1.0),
-            f("tres/cpu", 0.1, 800.0),
-            f("tres/mem", 0.1, 2048.0),
-            f("tres/gres/gpu", 0.0, 500.0),
-        ],
-        pairs: Vec::new(),
-    }
+    crate::sprio::tests::slurm_job("9", 9041, JobState::Pending)
 }
 
 fn config() -> Config {
