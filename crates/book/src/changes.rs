@@ -169,8 +169,17 @@ impl Changes {
             Op::Qos { name, .. } => {
                 self.qos.insert(name.clone());
             }
-            Op::Partition { name, .. } => {
+            Op::Partition {
+                name,
+                priority_tier,
+                ..
+            } => {
                 self.partitions.insert(name.clone());
+                if priority_tier.is_some() {
+                    // A tier may reorder the lists of the jobs that name it.
+                    self.jobs
+                        .extend(state.jobs_listing_partition(name).map(str::to_string));
+                }
             }
             Op::Cluster { .. } => self.cluster = true,
             Op::Tick => {}

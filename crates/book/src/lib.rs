@@ -224,6 +224,23 @@ impl Book {
         self.state.convert_binary_frame_units();
     }
 
+    /// Give the partitions their `PriorityTier`s as a snapshot stores them
+    /// (every job's list already in their order); a tier of an undefined
+    /// partition is an error.
+    pub(crate) fn set_partition_tiers(
+        &mut self,
+        tiers: BTreeMap<String, u16>,
+    ) -> Result<(), String> {
+        for (name, tier) in tiers {
+            let partition =
+                self.state.partitions.get_mut(&name).ok_or_else(|| {
+                    format!("a tier for partition `{name}`, which is not defined")
+                })?;
+            partition.priority_tier = tier;
+        }
+        Ok(())
+    }
+
     /// The `INCR_ONLY` memory (the oracle's remembered priorities), the one
     /// part of the state an engine writes itself.
     pub fn priority_floor_mut(&mut self) -> &mut BTreeMap<String, u64> {

@@ -22,6 +22,12 @@
 //!   exactly to version 3's units (`State::convert_binary_frame_units`).
 //! - 3 stores usage in frame units of `2^-20 · 5^-6` TRES-seconds
 //!   (`fairflow_model::usage`), the same layout as 2.
+//! - 4 adds the partitions' `PriorityTier`s after the applied count (a map
+//!   from partition to tier, the tiers that are not 0); 2 and 3 had none, so
+//!   every partition reads back in tier 0 (and every job's partition list
+//!   is in the order that tier 0 gives: the order given).
+
+use std::collections::BTreeMap;
 
 use crate::Book;
 
@@ -30,7 +36,7 @@ pub const MAGIC: &[u8; 8] = b"FFLOWENG";
 
 /// The format version this build writes (and reads; see the module's
 /// "Versions" for the older ones).
-pub const VERSION: u32 = 3;
+pub const VERSION: u32 = 4;
 
 /// The oldest format version this build reads (converting it).
 pub const OLDEST_READ: u32 = 2;
@@ -60,18 +66,39 @@ pub enum SnapshotError {
 struct BodyRef<'a> {
     book: &'a Book,
     applied: u64,
+    tiers: BTreeMap<&'a str, u16>,
 }
 
+/// The body of versions 2 and 3.
 #[derive(serde::Deserialize)]
-struct Body {
+struct BodyV3 {
     book: Book,
     applied: u64,
 }
 
+/// The body of version 4.
+#[derive(serde::Deserialize)]
+struct Body {
+    book: Book,
+    applied: u64,
+    tiers: BTreeMap<String, u16>,
+}
+
 /// `book`, which applied `applied` events, as a snapshot.
 pub fn encode(book: &Book, applied: u64) -> Vec<u8> {
-    let body =
-        postcard::to_stdvec(&BodyRef { book, applied }).expect("a book is always serialisable");
+    let tiers = book
+        .state()
+        .partitions
+        .iter()
+        .filter(|(_, p)| p.priority_tier != 0)
+        .map(|(name, p)| (name.as_str(), p.priority_tier))
+        .collect();
+    let body = postcard::to_stdvec(&BodyRef {
+        book,
+        applied,
+        tiers,
+    })
+    .expect("a book is always serialisable");
     let mut bytes = Vec::with_capacity(HEADER_BYTES + body.len());
     bytes.extend_from_slice(MAGIC);
     bytes.extend_from_slice(&VERSION.to_le_bytes());
@@ -108,11 +135,24 @@ pub fn decode(bytes: &[u8]) -> Result<(Book, u64), SnapshotError> {
             "the checksum does not match the content".into(),
         ));
     }
-    let mut body: Body = postcard::from_bytes(body)
-        .map_err(|e| SnapshotError::Corrupt(format!("cannot decode the book: {e}")))?;
+    let undecodable =
+        |e: postcard::Error| SnapshotError::Corrupt(format!("cannot decode the book: {e}"));
+    let mut body: Body = if version <= 3 {
+        let old: BodyV3 = postcard::from_bytes(body).map_err(undecodable)?;
+        Body {
+            book: old.book,
+            applied: old.applied,
+            tiers: BTreeMap::new(),
+        }
+    } else {
+        postcard::from_bytes(body).map_err(undecodable)?
+    };
     if version == 2 {
         body.book.convert_binary_frame_units();
     }
+    body.book
+        .set_partition_tiers(body.tiers)
+        .map_err(SnapshotError::Corrupt)?;
     Ok((body.book, body.applied))
 }
 
@@ -161,13 +201,52 @@ mod tests {
             decode(&bytes[..10]),
             Err(SnapshotError::Corrupt(_))
         ));
-        other_version[8] = 4;
+        other_version[8] = 5;
         let refused = decode(&other_version).unwrap_err();
-        assert_eq!(refused, SnapshotError::Version { found: 4 });
+        assert_eq!(refused, SnapshotError::Version { found: 5 });
         assert_eq!(
             refused.to_string(),
-            "snapshot format version 4 is not supported (this build reads versions 2 to 3); \
+            "snapshot format version 5 is not supported (this build reads versions 2 to 4); \
              rebuild the state from the event log"
+        );
+    }
+
+    #[test]
+    fn partition_tiers_survive_a_snapshot_and_a_version_3_snapshot_reads_in_tier_0() {
+        let log = r#"{"op":"partition","t":1,"name":"ptlow","priority_tier":1}
+{"op":"partition","t":1,"name":"pthigh","priority_tier":100}
+{"op":"partition","t":1,"name":"plain"}
+{"op":"account","t":1,"name":"a","shares":1}
+{"op":"user","t":1,"user":"u","account":"a","shares":1}
+{"op":"submit","t":2,"job":"1","user":"u","account":"a","partition":"ptlow,pthigh"}
+"#;
+        let book = book_of(log);
+        // Sorted at submission, highest tier first (Slurm's test_165_4).
+        assert_eq!(
+            book.state().jobs["1"].spec.partition.as_deref(),
+            Some("pthigh,ptlow")
+        );
+        let (restored, _) = decode(&encode(&book, 6)).unwrap();
+        assert_eq!(restored, book);
+        assert_eq!(restored.state().partitions["pthigh"].priority_tier, 100);
+        assert_eq!(restored.state().partitions["ptlow"].priority_tier, 1);
+
+        // Format 3 had no tiers: its body is the book and the applied count.
+        let body = postcard::to_stdvec(&(&book, 6u64)).unwrap();
+        let mut bytes = MAGIC.to_vec();
+        bytes.extend_from_slice(&3u32.to_le_bytes());
+        bytes.extend_from_slice(&crc32fast::hash(&body).to_le_bytes());
+        bytes.extend_from_slice(&body);
+        let (old, applied) = decode(&bytes).unwrap();
+        assert_eq!(applied, 6);
+        assert!(old
+            .state()
+            .partitions
+            .values()
+            .all(|p| p.priority_tier == 0));
+        assert_eq!(
+            old.state().jobs["1"].spec.partition.as_deref(),
+            Some("pthigh,ptlow")
         );
     }
 

@@ -76,6 +76,11 @@ pub struct Partition {
     pub tres: Option<TresCounts>,
     /// `MaxTime`, seconds, if given.
     pub max_time_secs: Option<u64>,
+    /// `PriorityTier` (0 by default). Not in the serialised state: the
+    /// snapshot carries the tiers after the book (format 4, `snapshot`), so
+    /// the formats before it, which had no tier, read unchanged.
+    #[serde(skip)]
+    pub priority_tier: u16,
 }
 
 impl Default for Partition {
@@ -86,6 +91,7 @@ impl Default for Partition {
             priority: 0,
             tres: None,
             max_time_secs: None,
+            priority_tier: 0,
         }
     }
 }
@@ -151,9 +157,9 @@ pub struct Job {
 
 impl Job {
     /// The partition name (`""` when none was given); of a job in several
-    /// partitions, the first listed (Slurm's primary partition: Slurm sorts
-    /// the list by `PriorityTier`, which fairflow does not model, so every
-    /// partition is in one tier and the list keeps its order).
+    /// partitions, the first listed: Slurm's primary partition, as the book
+    /// keeps a pending (or held) job's list in `PriorityTier` order
+    /// ([`State::tier_ordered`]).
     pub fn partition(&self) -> &str {
         first_item(self.spec.partition.as_deref())
     }
@@ -165,8 +171,9 @@ impl Job {
         first_item(self.spec.qos.as_deref())
     }
 
-    /// Every listed partition, in the order given (one, maybe `""`, when
-    /// the job names none or one).
+    /// Every listed partition, in the list's order (one, maybe `""`, when
+    /// the job names none or one): a pending or held job's in `PriorityTier`
+    /// order, highest first, equal tiers in the order given.
     pub fn partitions(&self) -> impl Iterator<Item = &str> {
         list_items(self.spec.partition.as_deref().unwrap_or(""))
     }
@@ -544,6 +551,60 @@ impl State {
         self.frame = next;
     }
 
+    /// A partition list (`a,b`) in Slurm's `part_ptr_list` order: by
+    /// `PriorityTier`, highest first (`priority_sort_part_tier`); equal
+    /// tiers keep the order given (a stable sort: Slurm's `list_sort` is a
+    /// `qsort`, which glibc does by insertion for lists this short). `None`
+    /// when the order does not change. Slurm sorts the list at submission
+    /// (`get_part_list`) and re-sorts every job's when a partition's tier
+    /// changes (`sort_all_jobs_partition_lists`), rebuilding the partition
+    /// string and repointing a pending job's primary partition to the head
+    /// (`rebuild_job_part_list`).
+    pub fn tier_ordered(&self, list: &str) -> Option<String> {
+        if !list.contains(',') {
+            return None;
+        }
+        let mut sorted: Vec<&str> = list_items(list).collect();
+        sorted.sort_by_key(|p| {
+            std::cmp::Reverse(self.partitions.get(*p).map_or(0, |p| p.priority_tier))
+        });
+        let sorted = sorted.join(",");
+        (sorted != list).then_some(sorted)
+    }
+
+    /// Put a pending or held job's partition list in tier order (a running
+    /// job keeps the partition it runs in first: Slurm repoints only a
+    /// pending job's `part_ptr`).
+    fn order_partitions(&mut self, job_id: &str) {
+        let Some(job) = self.jobs.get(job_id) else {
+            return;
+        };
+        if matches!(job.phase, JobPhase::Running { .. }) {
+            return;
+        }
+        if let Some(sorted) = job
+            .spec
+            .partition
+            .as_deref()
+            .and_then(|l| self.tier_ordered(l))
+        {
+            self.jobs.get_mut(job_id).expect("present").spec.partition = Some(sorted);
+        }
+    }
+
+    /// The jobs listing partition `name` among several.
+    pub fn jobs_listing_partition<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a str> {
+        self.jobs
+            .values()
+            .filter(move |job| {
+                job.spec
+                    .partition
+                    .as_deref()
+                    .is_some_and(|l| l.contains(',') && list_items(l).any(|p| p == name))
+            })
+            .map(|job| job.id.as_str())
+    }
+
     /// A job's QOS as Slurm's priority takes it: of several, the one with the
     /// highest priority (the first listed among equals), which Slurm makes
     /// a pending job's `qos_ptr`; `""` when none.
@@ -756,6 +817,7 @@ impl State {
                     }),
                 );
                 self.priority_floor.remove(job);
+                self.order_partitions(job);
             }
             Op::Update { job, account, spec } => {
                 let entry = self.jobs.get_mut(job).expect("validated job");
@@ -763,6 +825,7 @@ impl State {
                 if let Some(account) = account {
                     entry.account = account.clone();
                 }
+                self.order_partitions(job);
             }
             Op::Hold { job } => {
                 let entry = self.jobs.get_mut(job).expect("validated job");
@@ -836,6 +899,7 @@ impl State {
                 // A new stay in the queue: earlier holds are before it.
                 entry.held_spans.clear();
                 entry.held_since = None;
+                self.order_partitions(job);
             }
             Op::Config { set } => {
                 let next = self.config.patched(set).expect("validated config");
@@ -884,6 +948,7 @@ impl State {
                 priority,
                 tres,
                 max_time_secs,
+                priority_tier,
             } => {
                 let entry = self.partitions.entry(name.clone()).or_default();
                 if let Some(p) = priority_job_factor {
@@ -900,6 +965,18 @@ impl State {
                 }
                 if max_time_secs.is_some() {
                     entry.max_time_secs = *max_time_secs;
+                }
+                if let Some(tier) = priority_tier {
+                    let changed = std::mem::replace(&mut entry.priority_tier, *tier) != *tier;
+                    if changed {
+                        let listing: Vec<String> = self
+                            .jobs_listing_partition(name)
+                            .map(str::to_string)
+                            .collect();
+                        for job in listing {
+                            self.order_partitions(&job);
+                        }
+                    }
                 }
             }
             Op::Cluster { nodes, tres } => {

@@ -12,7 +12,7 @@
 
 use std::process::ExitCode;
 
-use clap::{CommandFactory, Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 mod bench;
 mod demo;
@@ -83,7 +83,25 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let cli = match serve::with_config_file(&argv) {
+        Ok(None) => Cli::parse(),
+        // `serve --config FILE`: the file's flags, then the command line's,
+        // which override them.
+        Ok(Some(argv)) => {
+            let matches = Cli::command()
+                .args_override_self(true)
+                .get_matches_from(argv);
+            match Cli::from_arg_matches(&matches) {
+                Ok(cli) => cli,
+                Err(error) => error.exit(),
+            }
+        }
+        Err(error) => {
+            eprintln!("fairflow: error: {}", message(&error));
+            return ExitCode::FAILURE;
+        }
+    };
     logging::init(cli.log_format);
     let outcome = match cli.command {
         Command::Sshare(args) => sshare::run(&args),

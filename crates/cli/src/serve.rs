@@ -8,6 +8,7 @@
 //! others can read or change is refused, and a `--listen` address other than
 //! loopback with reads open to anyone needs `--allow-remote-reads`.
 
+use std::ffi::OsString;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
@@ -21,6 +22,12 @@ use crate::state_args::{ConfigArgs, EngineKind};
 /// `fairflow serve` flags.
 #[derive(Debug, clap::Args)]
 pub struct Args {
+    /// A TOML file of serve flags, each by its long name without the dashes
+    /// (`listen = "127.0.0.1:7471"`, `data_dir = "/var/lib/fairflow"` or
+    /// `data-dir`, `recover = true`, `workers = 2`); flags given on the
+    /// command line override it; an unknown key is an error naming it.
+    #[arg(long = "config", value_name = "FILE")]
+    config_file: Option<PathBuf>,
     /// The HTTP address.
     #[arg(long, default_value = "127.0.0.1:7471")]
     listen: SocketAddr,
@@ -80,6 +87,12 @@ pub struct Args {
     /// supervisor restarts the service.
     #[arg(long, value_name = "SECS", default_value_t = 120)]
     stall_timeout_secs: u64,
+    /// Per-association fair-share gauges in `/metrics` (`fairflow_association_fairshare`,
+    /// `_level_fs`, `_raw_usage`, `_effective_usage`, by `account` and `user`): for the N
+    /// associations with the most raw usage, or `all`. Off by default (a large tree would
+    /// make every scrape large).
+    #[arg(long, value_name = "N|all", value_parser = parse_associations_limit)]
+    metrics_associations: Option<usize>,
     /// Start even if the log is damaged (not just a torn tail): keep the
     /// records before the damage, move the rest aside and say what was dropped.
     #[arg(long)]
@@ -97,6 +110,7 @@ pub struct Args {
 
 /// Run the service until SIGTERM or SIGINT.
 pub fn run(args: &Args) -> anyhow::Result<()> {
+    let _ = &args.config_file; // Read before parsing: `with_config_file`.
     let token = match &args.token_file {
         None => None,
         Some(path) => {
@@ -139,6 +153,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     config.http.max_inflight_bytes = args.max_inflight_bytes.max(args.max_body_bytes);
     config.http.max_connections_per_client = args.max_connections_per_client.max(1);
     config.http.stall_timeout = std::time::Duration::from_secs(args.stall_timeout_secs.max(1));
+    config.http.metrics_associations = args.metrics_associations;
     config.max_tap_connections = args.max_tap_connections.max(1);
     config.recover = args.recover;
     config.checkpoint_every = args.checkpoint_every;
@@ -172,6 +187,15 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         print_recovery_warnings(report);
     })
     .map_err(anyhow::Error::msg)
+}
+
+/// `--metrics-associations`: a count, or `all`.
+fn parse_associations_limit(text: &str) -> Result<usize, String> {
+    if text.eq_ignore_ascii_case("all") {
+        return Ok(usize::MAX);
+    }
+    text.parse()
+        .map_err(|_| format!("`{text}` is neither a number of associations nor `all`"))
 }
 
 /// What recovery dropped, quarantined or skipped, loudly, on standard error.
@@ -212,4 +236,156 @@ fn check_token_file_permissions(path: &std::path::Path) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// The command line with `serve --config FILE`'s settings in it, when it has
+/// one: the file's flags right after `serve`, so the flags given after them
+/// override them (the caller parses with `args_override_self`); `None` when
+/// the command is not `serve` or names no `--config`.
+pub fn with_config_file(argv: &[OsString]) -> anyhow::Result<Option<Vec<OsString>>> {
+    // The subcommand: the first argument that is not the global
+    // `--log-format` (or its value).
+    let mut at = 1;
+    while argv
+        .get(at)
+        .is_some_and(|a| a.to_string_lossy().starts_with("--log-format"))
+    {
+        at += if argv[at] == "--log-format" { 2 } else { 1 };
+    }
+    if argv.get(at).is_none_or(|a| a != "serve") {
+        return Ok(None);
+    }
+    let mut path = None;
+    let mut rest = argv[at + 1..].iter();
+    while let Some(arg) = rest.next() {
+        let text = arg.to_string_lossy();
+        if text == "--config" {
+            path = rest.next().map(PathBuf::from);
+        } else if let Some(value) = text.strip_prefix("--config=") {
+            path = Some(PathBuf::from(value));
+        }
+    }
+    let Some(path) = path else {
+        return Ok(None);
+    };
+    let text = std::fs::read_to_string(&path)
+        .with_context(|| format!("cannot read the serve config {}", path.display()))?;
+    let tokens = config_tokens(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    let mut out = argv[..=at].to_vec();
+    out.extend(tokens.into_iter().map(OsString::from));
+    out.extend_from_slice(&argv[at + 1..]);
+    Ok(Some(out))
+}
+
+/// A serve config file's settings as serve flags: each key a serve flag's
+/// long name (`_` or `-` between words), a string, number or boolean value
+/// (`true` gives a switch, `false` leaves it off).
+fn config_tokens(text: &str) -> Result<Vec<String>, String> {
+    let table: toml::Table = text.parse().map_err(|e: toml::de::Error| e.to_string())?;
+    let command = <Args as clap::Args>::augment_args(clap::Command::new("serve"));
+    let flags: Vec<&clap::Arg> = command
+        .get_arguments()
+        .filter(|a| a.get_long().is_some_and(|l| l != "config"))
+        .collect();
+    let known = || {
+        flags
+            .iter()
+            .filter_map(|a| a.get_long())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut tokens = Vec::new();
+    for (key, value) in &table {
+        let long = key.replace('_', "-");
+        let Some(flag) = flags.iter().find(|a| a.get_long() == Some(long.as_str())) else {
+            return Err(format!(
+                "unknown key `{key}` (the keys are serve's flags: {})",
+                known()
+            ));
+        };
+        let switch = !flag.get_action().takes_values();
+        match value {
+            toml::Value::Boolean(on) if switch => {
+                if *on {
+                    tokens.push(format!("--{long}"));
+                }
+            }
+            _ if switch => return Err(format!("key `{key}`: must be true or false")),
+            toml::Value::String(text) => tokens.extend([format!("--{long}"), text.clone()]),
+            toml::Value::Integer(n) => tokens.extend([format!("--{long}"), n.to_string()]),
+            toml::Value::Float(x) => tokens.extend([format!("--{long}"), x.to_string()]),
+            _ => return Err(format!("key `{key}`: must be a string or a number")),
+        }
+    }
+    Ok(tokens)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_config_file_becomes_serve_flags_and_unknown_keys_are_named() {
+        let tokens = config_tokens(
+            "listen = \"127.0.0.1:9\"\ndata_dir = \"/d\"\nworkers = 2\nrecover = true\n\
+             reads-need-token = false\nreplay_speed = 2.5\n",
+        )
+        .unwrap();
+        assert_eq!(
+            tokens,
+            [
+                "--data-dir",
+                "/d",
+                "--listen",
+                "127.0.0.1:9",
+                "--recover",
+                "--replay-speed",
+                "2.5",
+                "--workers",
+                "2"
+            ]
+        );
+        let error = config_tokens("lisen = \"x\"").unwrap_err();
+        assert!(error.starts_with("unknown key `lisen`"), "{error}");
+        let error = config_tokens("recover = 1").unwrap_err();
+        assert_eq!(error, "key `recover`: must be true or false");
+        let error = config_tokens("workers = [1]").unwrap_err();
+        assert_eq!(error, "key `workers`: must be a string or a number");
+        assert!(config_tokens("= 1").is_err());
+    }
+
+    #[test]
+    fn the_file_goes_after_serve_and_before_the_command_lines_flags() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("serve.toml");
+        std::fs::write(&file, "engine = \"batch\"\n").unwrap();
+        let argv: Vec<OsString> = ["fairflow", "--log-format", "json", "serve", "--config"]
+            .iter()
+            .map(OsString::from)
+            .chain([
+                file.clone().into_os_string(),
+                "--engine".into(),
+                "incremental".into(),
+            ])
+            .collect();
+        let got = with_config_file(&argv).unwrap().unwrap();
+        let got: Vec<String> = got
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(
+            got[..6],
+            [
+                "fairflow",
+                "--log-format",
+                "json",
+                "serve",
+                "--engine",
+                "batch"
+            ]
+        );
+        assert_eq!(got[8..], ["--engine", "incremental"]);
+        let plain: Vec<OsString> = ["fairflow", "sshare"].iter().map(OsString::from).collect();
+        assert!(with_config_file(&plain).unwrap().is_none());
+    }
 }

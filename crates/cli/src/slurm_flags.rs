@@ -2,51 +2,59 @@
 //! comma-separated selections (`-A ACCOUNTS`, `-u USERS`, `-j JOBS`,
 //! `-p PARTITIONS`), `-o FIELDS` (columns chosen by their header names, in
 //! the order given, case-insensitive, as `sshare -o` takes them), and
-//! `-n`/`--noheader`. Selections filter the engine's rows before they are
-//! rendered; `-o` and no-header reshape the rendered `|`-separated text.
+//! `-n`/`--noheader`. Selections (`fairflow_model::report::Selection`)
+//! filter the engine's rows before they are rendered, locally or by the
+//! service (`--server`: as query parameters, [`route`]); `-o` and no-header
+//! reshape the rendered `|`-separated text, wherever it was rendered.
 
 use anyhow::bail;
-use fairflow_model::report::{FairshareTable, JobPriority};
+use fairflow_model::report::Selection;
 use fairflow_serve::OutputFormat;
 
-fn wanted(selection: &[String], value: &str) -> bool {
-    selection.is_empty() || selection.iter().any(|s| s == value)
-}
+use crate::remote::format_param;
 
-/// The rows of `accounts` (each listed account's own row and its user
-/// associations) and of `users` (their user associations), as
-/// `sshare -A`/`-u` select them; root stays first when no account is given.
-pub fn filter_fairshare(table: &mut FairshareTable, accounts: &[String], users: &[String]) {
-    if accounts.is_empty() && users.is_empty() {
-        return;
-    }
-    table.rows.retain(|row| {
-        let account_ok = wanted(accounts, &row.account);
-        match &row.user {
-            None => (account_ok && users.is_empty()) || (accounts.is_empty() && row.depth == 0),
-            Some(user) => account_ok && wanted(users, user),
-        }
-    });
-}
-
-/// The jobs selected by `-j`, `-u`, `-A`, `-p` (every given selection must
-/// match). `-p` keeps, of a job submitted to several partitions or QOS, the
-/// (partition, QOS) pairs in those partitions (sprio's rows there).
-pub fn filter_jobs(
-    jobs: &mut Vec<JobPriority>,
-    ids: &[String],
+/// Slurm's selections as one [`Selection`].
+pub fn selection(
+    jobs: &[String],
     users: &[String],
     accounts: &[String],
     partitions: &[String],
-) {
-    jobs.retain_mut(|j| {
-        j.pairs.retain(|pair| wanted(partitions, &pair.partition));
-        let in_partitions = wanted(partitions, &j.partition) || !j.pairs.is_empty();
-        wanted(ids, &j.job)
-            && wanted(users, &j.user)
-            && wanted(accounts, &j.account)
-            && in_partitions
-    });
+) -> Selection {
+    Selection {
+        jobs: jobs.to_vec(),
+        users: users.to_vec(),
+        accounts: accounts.to_vec(),
+        partitions: partitions.to_vec(),
+    }
+}
+
+/// A service route with its query: `format`, the selection's lists
+/// (`jobs`, `users`, `accounts`, `partitions`, comma-separated) and the
+/// `extra` parameters, each percent-encoded; empty values are left out.
+pub fn route(
+    path: &str,
+    format: OutputFormat,
+    selection: &Selection,
+    extra: &[(&str, String)],
+) -> String {
+    let mut query = form_urlencoded::Serializer::new(String::new());
+    query.append_pair("format", format_param(format));
+    for (name, list) in [
+        ("jobs", &selection.jobs),
+        ("users", &selection.users),
+        ("accounts", &selection.accounts),
+        ("partitions", &selection.partitions),
+    ] {
+        if !list.is_empty() {
+            query.append_pair(name, &list.join(","));
+        }
+    }
+    for (name, value) in extra {
+        if !value.is_empty() {
+            query.append_pair(name, value);
+        }
+    }
+    format!("{path}?{}", query.finish())
 }
 
 /// Reshape `|`-separated text (header first): keep the `fields` columns in
@@ -119,23 +127,27 @@ pub fn reshape(
     Ok(out)
 }
 
-/// Print with `-o`/no-header when asked, else the renderer's own text.
+/// Print with `-o`/no-header when asked, else the renderer's own text;
+/// `render` writes the answer in a form (once), locally or by asking the
+/// service.
 pub fn shaped(
-    render: impl Fn(OutputFormat) -> String,
+    render: impl FnOnce(OutputFormat) -> anyhow::Result<String>,
     format: OutputFormat,
     fields: &[String],
     header: bool,
 ) -> anyhow::Result<String> {
-    if format == OutputFormat::Json || (fields.is_empty() && header) {
-        return Ok(render(format));
+    if matches!(format, OutputFormat::Json | OutputFormat::SlurmJson)
+        || (fields.is_empty() && header)
+    {
+        return render(format);
     }
     if fields.is_empty() && format == OutputFormat::Table {
         // Only the header goes: keep the renderer's own alignment.
-        let text = render(format);
+        let text = render(format)?;
         return Ok(text.lines().skip(1).map(|l| format!("{l}\n")).collect());
     }
     reshape(
-        &render(OutputFormat::Parsable),
+        &render(OutputFormat::Parsable)?,
         fields,
         header,
         format == OutputFormat::Parsable,

@@ -1,13 +1,16 @@
 //! `fairflow sprio`: every listed job's priority and factors under the
 //! configured model, as Slurm's `sprio -l` shows them; `-n` for the
 //! normalized factors, Slurm's `-j JOBS`, `-u USERS`, `-p PARTITIONS`,
-//! `-A ACCOUNTS` selections, `-o FIELDS` (by column name) and `-h`/`--noheader`.
+//! `-A ACCOUNTS` selections, `-o FIELDS` (by column name, or Slurm's `%`
+//! format), `-l` (Slurm's long format), `-w` (the weights row) and
+//! `-h`/`--noheader`, on a log or with `--server`.
 
 use fairflow_serve::sprio::render;
+use fairflow_serve::sprio::slurm_format::{answer, Format, SlurmView};
+use fairflow_serve::OutputFormat;
 
 use crate::output::{emit, OutputArgs};
-use crate::remote::format_param;
-use crate::slurm_flags::{filter_jobs, shaped};
+use crate::slurm_flags::{route, selection, shaped};
 use crate::state_args::StateArgs;
 
 /// `fairflow sprio` flags. `-h` is Slurm's `--noheader` here, so help is
@@ -25,9 +28,17 @@ pub struct Args {
     /// The normalized factors (0..1, seven decimals) instead of the weighted ones.
     #[arg(short = 'n', long = "norm")]
     norm: bool,
-    /// Accepted for Slurm's `sprio -l`: fairflow always prints the long form.
-    #[arg(short = 'l', long = "long")]
+    /// Slurm's long format as sprio -l prints it (fixed-width, with QOSNAME):
+    /// "%.15i %9r %.8u %.8o %.10Y %.10S %.10A %.10B %.10F %.10J %.10P %.10n
+    /// %.10Q %.11N %.20T" (with -n: "%.15i %9r %.8u %.8o %10y %10a %10b %10f
+    /// %10j %10p %10n %10q %20t"). Without -l the table has fairflow's
+    /// columns (sprio -l's but QOSNAME); -P and --json are not changed by -l.
+    #[arg(short = 'l', long = "long", conflicts_with = "fields")]
     long: bool,
+    /// Slurm's `sprio -w`: the header and the weights row (PriorityWeight*,
+    /// in the -o, -l or Slurm's short default format) instead of the jobs.
+    #[arg(short = 'w', long = "weights", conflicts_with = "json")]
+    weights: bool,
     /// Only these jobs (comma-separated ids).
     #[arg(short = 'j', long = "jobs", value_name = "JOBS", value_delimiter = ',')]
     jobs: Vec<String>,
@@ -55,10 +66,15 @@ pub struct Args {
         value_delimiter = ','
     )]
     partitions: Vec<String>,
-    /// The columns to show, by header name, in this order (comma-separated,
+    /// The columns to show: by header name, in this order (comma-separated,
     /// any case): JOBID,PARTITION,USER,ACCOUNT,PRIORITY,SITE,AGE,ASSOC,
-    /// FAIRSHARE,JOBSIZE,PARTITION,QOS,NICE,TRES. (Slurm's `%`-specifiers are
-    /// not read.)
+    /// FAIRSHARE,JOBSIZE,PARTITION,QOS,NICE,TRES; or Slurm's `%` format
+    /// ("%.15i %9r %.10Y %.10n ..."): %a/%A age normalized/weighted, %b/%B
+    /// assoc, %c cluster, %f/%F fair-share, %i job id, %j/%J job size,
+    /// %n QOS name, %N nice, %o account, %p/%P partition factor, %q/%Q QOS
+    /// factor, %r partition, %s SLUID, %S site, %t/%T TRES, %u user,
+    /// %y/%Y priority; "%.10" right-justifies in 10 characters, "%10"
+    /// left-justifies.
     #[arg(
         short = 'o',
         long = "format",
@@ -72,44 +88,65 @@ pub struct Args {
     noheader: bool,
 }
 
-/// Load the state, compute every listed job's priority, print them.
+/// Load the state (or ask the service), select, print.
 pub fn run(args: &Args) -> anyhow::Result<()> {
-    let _ = args.long;
     let format = args.output.format();
-    let path = format!(
-        "/v1/sprio?format={}&norm={}",
-        format_param(format),
-        args.norm
-    );
-    if let Some(answer) = args.state.remote(&path)? {
-        let reshaping = !args.jobs.is_empty()
-            || !args.users.is_empty()
-            || !args.accounts.is_empty()
-            || !args.partitions.is_empty()
-            || !args.fields.is_empty()
-            || args.noheader;
-        if reshaping {
-            anyhow::bail!("-j, -u, -A, -p, -o and -h are not available with --server yet");
+    let selection = selection(&args.jobs, &args.users, &args.accounts, &args.partitions);
+    // Slurm's `%` format (it may hold commas, which clap split).
+    let percent = args
+        .fields
+        .iter()
+        .any(|f| f.contains('%'))
+        .then(|| args.fields.join(","));
+    if let Some(text) = &percent {
+        Format::parse(text)?;
+    }
+    let named: &[String] = if percent.is_some() { &[] } else { &args.fields };
+    let slurm = (percent.is_some() || args.weights || (args.long && format == OutputFormat::Table))
+        .then(|| SlurmView {
+            format: percent.clone(),
+            long: args.long,
+            weights: args.weights,
+            noheader: args.noheader,
+        });
+    if args.state.server.is_some() {
+        let flag = |on: bool| {
+            if on {
+                "true".to_string()
+            } else {
+                String::new()
+            }
+        };
+        let extra = [
+            ("norm", flag(args.norm)),
+            ("o", percent.clone().unwrap_or_default()),
+            ("long", flag(args.long)),
+            ("weights", flag(args.weights)),
+            ("noheader", flag(args.noheader && slurm.is_some())),
+        ];
+        let asked = |f| {
+            let path = route("/v1/sprio", f, &selection, &extra);
+            Ok(args.state.remote(&path)?.unwrap_or_default())
+        };
+        if slurm.is_some() {
+            return emit(&asked(format)?);
         }
-        return emit(&answer);
+        return emit(&shaped(asked, format, named, !args.noheader)?);
     }
     let Some(mut engine) = args.state.engine()? else {
         // A non-zero process of the cluster mode: process 0 answers.
         return Ok(());
     };
     let mut jobs = engine.priorities()?;
-    filter_jobs(
-        &mut jobs,
-        &args.jobs,
-        &args.users,
-        &args.accounts,
-        &args.partitions,
-    );
-    let fields = args.fields.clone();
+    selection.jobs(&mut jobs);
+    if let Some(view) = &slurm {
+        let users = !args.users.is_empty();
+        return emit(&answer(&jobs, engine.config(), args.norm, view, users)?);
+    }
     emit(&shaped(
-        |f| render(&jobs, args.norm, f),
+        |f| Ok(render(&jobs, args.norm, f)),
         format,
-        &fields,
+        named,
         !args.noheader,
     )?)
 }

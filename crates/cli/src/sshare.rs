@@ -8,8 +8,7 @@ use fairflow_serve::sshare::render;
 use fairflow_serve::OutputFormat;
 
 use crate::output::{emit, OutputArgs};
-use crate::remote::format_param;
-use crate::slurm_flags::{filter_fairshare, shaped};
+use crate::slurm_flags::{route, selection, shaped};
 use crate::state_args::StateArgs;
 
 /// `fairflow sshare` flags.
@@ -61,7 +60,7 @@ pub struct Args {
     noheader: bool,
 }
 
-/// Replay, compute the table with the oracle, print it.
+/// Replay (or ask the service), select, print.
 pub fn run(args: &Args) -> anyhow::Result<()> {
     let _ = (args.all, args.long);
     let format = if args.slurm {
@@ -69,29 +68,26 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     } else {
         args.output.format()
     };
-    let path = if args.slurm {
-        SHARES_PATH.to_string()
-    } else {
-        format!("/v1/sshare?format={}", format_param(format))
-    };
-    let fields = args.fields.clone();
-    let selecting = !args.accounts.is_empty() || !args.users.is_empty();
-    if let Some(answer) = args.state.remote(&path)? {
-        if selecting || !fields.is_empty() || args.noheader {
-            anyhow::bail!("-A, -u, -o and -n are not available with --server yet");
-        }
-        return emit(&answer);
+    let selection = selection(&[], &args.users, &args.accounts, &[]);
+    if args.state.server.is_some() {
+        // The service selects; -o and -n reshape its answer here.
+        let path = |f: OutputFormat| match f {
+            OutputFormat::SlurmJson => route(SHARES_PATH, f, &selection, &[]),
+            _ => route("/v1/sshare", f, &selection, &[]),
+        };
+        let asked = |f| Ok(args.state.remote(&path(f))?.unwrap_or_default());
+        return emit(&shaped(asked, format, &args.fields, !args.noheader)?);
     }
     let Some(mut engine) = args.state.engine()? else {
         // A non-zero process of the cluster mode: process 0 answers.
         return Ok(());
     };
     let mut table = engine.fairshare()?;
-    filter_fairshare(&mut table, &args.accounts, &args.users);
+    selection.fairshare(&mut table);
     emit(&shaped(
-        |f| render(&table, f),
+        |f| Ok(render(&table, f)),
         format,
-        &fields,
+        &args.fields,
         !args.noheader,
     )?)
 }

@@ -5,12 +5,10 @@
 //! partitions: a job submitted to several partitions or several QOS by its
 //! best (partition, QOS) pair there.
 
-use fairflow_model::report::partition_queue;
 use fairflow_serve::top::render;
 
 use crate::output::{emit, OutputArgs};
-use crate::remote::format_param;
-use crate::slurm_flags::filter_jobs;
+use crate::slurm_flags::{route, selection};
 use crate::state_args::StateArgs;
 
 /// `fairflow top` flags.
@@ -28,8 +26,7 @@ pub struct Args {
         short = 'A',
         long = "account",
         value_name = "ACCOUNTS",
-        value_delimiter = ',',
-        conflicts_with = "server"
+        value_delimiter = ','
     )]
     accounts: Vec<String>,
     /// Only these users' jobs (comma-separated), as `squeue -u`.
@@ -37,8 +34,7 @@ pub struct Args {
         short = 'u',
         long = "user",
         value_name = "USERS",
-        value_delimiter = ',',
-        conflicts_with = "server"
+        value_delimiter = ','
     )]
     users: Vec<String>,
     /// Only jobs in these partitions (comma-separated), as `squeue -p`.
@@ -46,8 +42,7 @@ pub struct Args {
         short = 'p',
         long = "partition",
         value_name = "PARTITIONS",
-        value_delimiter = ',',
-        conflicts_with = "server"
+        value_delimiter = ','
     )]
     partitions: Vec<String>,
 }
@@ -55,7 +50,8 @@ pub struct Args {
 /// Load the state, take the first `k` of the ranked queue, print them.
 pub fn run(args: &Args) -> anyhow::Result<()> {
     let format = args.output.format();
-    let path = format!("/v1/top?k={}&format={}", args.k, format_param(format));
+    let selection = selection(&[], &args.users, &args.accounts, &args.partitions);
+    let path = route("/v1/top", format, &selection, &[("k", args.k.to_string())]);
     if let Some(answer) = args.state.remote(&path)? {
         return emit(&answer);
     }
@@ -63,17 +59,9 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         // A non-zero process of the cluster mode: process 0 answers.
         return Ok(());
     };
-    if args.accounts.is_empty() && args.users.is_empty() && args.partitions.is_empty() {
-        return emit(&render(&engine.top(args.k)?, args.k, format));
-    }
-    let mut queue = if args.partitions.is_empty() {
-        engine.top(usize::MAX)?
-    } else {
-        // Each job by its priority in the given partitions (its best pair
-        // there, for a job submitted to several partitions or QOS).
-        partition_queue(&engine.priorities()?, &args.partitions)
-    };
-    filter_jobs(&mut queue, &[], &args.users, &args.accounts, &[]);
-    queue.truncate(args.k);
-    emit(&render(&queue, args.k, format))
+    emit(&render(
+        &engine.top_selected(args.k, &selection)?,
+        args.k,
+        format,
+    ))
 }

@@ -200,6 +200,34 @@ fn writes_from_every_source_and_reads_equal_to_the_oracle(
         &["sprio", "--json"],
         &["top", "-k", "2"],
         &["explain", "2"],
+        // Slurm's selections and shapes, which the service applies (as query
+        // parameters) or the command applies to the service's answer.
+        &["sshare", "-P", "-A", "chem", "-o", "User,RawUsage", "-n"],
+        &["sshare", "-u", "alice"],
+        &["sshare", "--json", "--slurm", "-A", "chem"],
+        &[
+            "sprio",
+            "-P",
+            "-u",
+            "bob",
+            "-j",
+            "2,3",
+            "-o",
+            "jobid,priority",
+        ],
+        &["sprio", "-h", "-A", "chem"],
+        &["sprio", "-l"],
+        &["sprio", "-w", "-n"],
+        &[
+            "sprio",
+            "-h",
+            "-o",
+            "%.15i %9r %.10Y %.10n|%u",
+            "-A",
+            "chem",
+        ],
+        &["top", "-k", "5", "-u", "bob"],
+        &["top", "-A", "physics", "-P"],
     ] {
         let run = |source: &[&str]| {
             let output = std::process::Command::new(env!("CARGO_BIN_EXE_fairflow"))
@@ -319,6 +347,72 @@ fn a_listen_beyond_loopback_with_open_reads_needs_allow_remote_reads() {
     assert!(stderr.contains("reads are open to anyone"), "{stderr}");
     assert!(
         stderr.contains("cannot listen on 192.0.2.1:7471"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn serve_takes_a_config_file_and_the_command_line_overrides_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let token_file = dir.path().join("token");
+    std::fs::write(&token_file, TOKEN).unwrap();
+    std::fs::set_permissions(
+        &token_file,
+        std::os::unix::fs::PermissionsExt::from_mode(0o600),
+    )
+    .unwrap();
+    let data = dir.path().join("data");
+    let config = dir.path().join("serve.toml");
+    // The file alone: the batch engine (the default is incremental), and
+    // --metrics-associations all: the empty tree's root row is exported.
+    std::fs::write(
+        &config,
+        "engine = \"batch\"\nmax_body_bytes = 1000000\nmetrics_associations = \"all\"\n",
+    )
+    .unwrap();
+    let service = Service::start(&data, &token_file, &["--config", config.to_str().unwrap()]);
+    assert!(
+        service.banner.contains("engine batch"),
+        "{}",
+        service.banner
+    );
+    let (_, metrics) = service.request("GET", "/metrics", None, "");
+    assert!(
+        metrics.contains("fairflow_association_raw_usage{account=\"root\",user=\"\"} 0"),
+        "{metrics}"
+    );
+    assert!(service.terminate().success());
+    let stderr = refused_start(&["--metrics-associations", "many"]);
+    assert!(
+        stderr.contains("`many` is neither a number of associations nor `all`"),
+        "{stderr}"
+    );
+    // A flag given on the command line overrides the file's.
+    let service = Service::start(
+        &data,
+        &token_file,
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "--engine",
+            "incremental",
+        ],
+    );
+    assert!(
+        service.banner.contains("engine incremental"),
+        "{}",
+        service.banner
+    );
+    service.kill();
+    // The file's listen address beyond loopback is checked as the flag's.
+    std::fs::write(&config, "listen = \"0.0.0.0:9\"\n").unwrap();
+    let stderr = refused_start(&["--config", config.to_str().unwrap()]);
+    assert!(stderr.contains("--listen 0.0.0.0:9"), "{stderr}");
+    // An unknown key is an error naming the file and the key.
+    std::fs::write(&config, "data_dir = \"/tmp/x\"\nlisten_on = \"x\"\n").unwrap();
+    let stderr = refused_start(&["--config", config.to_str().unwrap()]);
+    assert!(
+        stderr.contains("serve.toml: unknown key `listen_on`"),
         "{stderr}"
     );
 }

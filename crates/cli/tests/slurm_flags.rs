@@ -245,3 +245,55 @@ fn times_are_taken_as_slurm_writes_them() {
     let (success, _, stderr) = run(&["sshare", "--events", &log, "--at", "yesterday"]);
     assert!(!success && stderr.contains("is not a time"), "{stderr}");
 }
+
+#[test]
+fn sprio_prints_slurms_long_format_weights_and_percent_formats() {
+    // datasets/events/priority.jsonl at its last event (t 1700086400), by hand:
+    // weights age 1000 (PriorityMaxAge 1 day), fair-share 10000, QOS 2000
+    // (high 10, normal 5: the largest 10), TRES CPU=100 over 64 CPUs.
+    // Job 1 (alice, high, 16 CPUs, a day old): age 1000, fair-share 0.5 *
+    // 10000 = 5000, QOS 2000, cpu 16/64 * 100 = 25: 8025. Job 2 (bob, normal,
+    // 32 CPUs, half a day): 500 + 10000 + 1000 + 50 = 11550. Job 3 is held and
+    // job 4 not yet eligible: neither is listed.
+    let log = dataset("events/priority.jsonl");
+    // sprio -l: "%.15i %9r %.8u %.8o %.10Y %.10S %.10A %.10B %.10F %.10J
+    // %.10P %.10n %.10Q %.11N %.20T" (sprio.c), QOSNAME as %.10n.
+    assert_eq!(
+        ok(&["sprio", "-l", "--events", &log]),
+        "          JOBID PARTITION     USER  ACCOUNT   PRIORITY       SITE        AGE      ASSOC  FAIRSHARE    JOBSIZE  PARTITION    QOSNAME        QOS        NICE                 TRES\n\
+         \x20             1              alice      lab       8025          0       1000          0       5000          0          0       high       2000           0               cpu=25\n\
+         \x20             2                bob      lab      11550          0        500          0      10000          0          0     normal       1000           0               cpu=50\n"
+    );
+    // sprio -w: Slurm's short default, "%.15i %9r %.10Y %.10S" and a column
+    // per factor whose weight is not 0 (age, fair-share, QOS, TRES); the
+    // weights row: SITE 1, each weight, the TRES weights.
+    assert_eq!(
+        ok(&["sprio", "-w", "--events", &log]),
+        "          JOBID PARTITION   PRIORITY       SITE        AGE  FAIRSHARE        QOS                 TRES\n\
+         \x20       Weights                               1       1000      10000       2000              cpu=100\n"
+    );
+    // -o with % specifiers: suffixes, widths and cuts as sprio's (a header
+    // is cut to the width as a cell is: PRIORITY in 6 is "PRIORI"; the QOS
+    // factor 0.5000000 in 3 is "0.5").
+    assert_eq!(
+        ok(&[
+            "sprio",
+            "-o",
+            "%i:%.6Y|%n|%5u|%.3q",
+            "-u",
+            "bob",
+            "--events",
+            &log
+        ]),
+        "JOBID:PRIORI|QOSNAME|USER |QOS\n2: 11550|normal|bob  |0.5\n"
+    );
+    assert_eq!(
+        ok(&["sprio", "-h", "-o", "%i %F", "--events", &log]),
+        "1 5000\n2 10000\n"
+    );
+    let (success, _, stderr) = run(&["sprio", "-o", "%i %Z", "--events", &log]);
+    assert!(
+        !success && stderr.contains("unknown specifier `%Z`"),
+        "{stderr}"
+    );
+}

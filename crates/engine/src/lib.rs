@@ -22,7 +22,7 @@ use std::collections::BTreeMap;
 
 use fairflow_book::Book;
 use fairflow_ingest::{LogLine, Rejection};
-use fairflow_model::report::{FairshareRow, FairshareTable, JobPriority};
+use fairflow_model::report::{FairshareRow, FairshareTable, JobPriority, Selection};
 use fairflow_model::{Algorithm, Config, Time};
 
 pub use batch::BatchEngine;
@@ -153,6 +153,26 @@ pub trait Engine: Send {
             algorithm: table.algorithm,
             path,
         })
+    }
+
+    /// The first `k` jobs of the queue `selection` keeps (`top -A -u -p`):
+    /// with partitions, each job ranked by its priority there.
+    fn top_selected(
+        &mut self,
+        k: usize,
+        selection: &Selection,
+    ) -> Result<Vec<JobPriority>, EngineError> {
+        if selection.is_empty() {
+            return self.top(k);
+        }
+        let source = if selection.partitions.is_empty() {
+            self.top(usize::MAX)?
+        } else {
+            self.priorities()?
+        };
+        let mut queue = selection.queue(source);
+        queue.truncate(k);
+        Ok(queue)
     }
 
     /// Pending, non-held jobs (the queue's length).

@@ -132,6 +132,8 @@ struct JobCheck {
     listed: Option<bool>,
     priority: Option<Int>,
     state: Option<String>,
+    /// The job's own (primary) partition.
+    partition: Option<String>,
     /// Normalized factor values by factor name.
     #[serde(default)]
     factors: BTreeMap<String, Real>,
@@ -441,6 +443,11 @@ fn check_step(step: &Step, answers: &Answers, fail: &mut dyn FnMut(String, &str,
             .and_then(|w| w.mismatch(Some(job.priority)))
         {
             fail(what("priority"), &job.priority.to_string(), want);
+        }
+        if let Some(partition) = &check.partition {
+            if &job.partition != partition {
+                fail(what("partition"), &job.partition, partition.clone());
+            }
         }
         if let Some(state) = &check.state {
             if job.state.name() != state {

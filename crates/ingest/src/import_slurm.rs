@@ -609,6 +609,7 @@ fn read_queue(source: Source<'_>, tree: &Associations) -> Result<Vec<Op>, Import
             priority: None,
             tres: None,
             max_time_secs: None,
+            priority_tier: None,
         })
         .collect();
     ops.extend(listed_qos.into_iter().map(|name| Op::Qos {

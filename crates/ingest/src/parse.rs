@@ -365,6 +365,12 @@ pub fn parse_event(line: u64, text: &str) -> Result<Event, Rejection> {
             priority: f.opt_i64("priority")?,
             tres: f.tres("tres")?,
             max_time_secs: f.opt_duration("max_time")?,
+            priority_tier: match f.opt_u64("priority_tier")? {
+                Some(p) if p > 65533 => {
+                    return Err(f.err("priority_tier", "must be from 0 to 65533"))
+                }
+                other => other.map(|p| p as u16),
+            },
         },
         "cluster" => Op::Cluster {
             nodes: f

@@ -169,6 +169,7 @@ pub fn event_to_json(event: &Event) -> Value {
             priority,
             tres,
             max_time_secs,
+            priority_tier,
         } => {
             put("name", json!(name));
             if let Some(p) = priority_job_factor {
@@ -185,6 +186,9 @@ pub fn event_to_json(event: &Event) -> Value {
             }
             if let Some(m) = max_time_secs {
                 put("max_time", json!(m));
+            }
+            if let Some(p) = priority_tier {
+                put("priority_tier", json!(p));
             }
         }
         Op::Cluster { nodes, tres } => {
@@ -220,7 +224,7 @@ mod tests {
             r#"{"op":"start","t":1,"job":"9","tres":{"cpu":2}}"#,
             r#"{"op":"config","t":1,"set":{"PriorityWeightAge":1000}}"#,
             r#"{"op":"qos","t":1,"name":"q","priority":10,"usage_factor":0.5}"#,
-            r#"{"op":"partition","t":1,"name":"p","priority_job_factor":2,"tres_billing_weights":"CPU=1.0,Mem=0.25G","priority":5,"tres":{"cpu":64},"max_time":3600}"#,
+            r#"{"op":"partition","t":1,"name":"p","priority_job_factor":2,"tres_billing_weights":"CPU=1.0,Mem=0.25G","priority":5,"tres":{"cpu":64},"max_time":3600,"priority_tier":4}"#,
             r#"{"op":"cluster","t":1,"nodes":4,"tres":{"cpu":64,"mem":262144}}"#,
             r#"{"op":"tick","t":1}"#,
         ];

@@ -200,6 +200,9 @@ pub enum Op {
         tres: Option<TresCounts>,
         /// The partition's maximum time limit, seconds.
         max_time_secs: Option<u64>,
+        /// Slurm's `PriorityTier`: a job in several partitions lists them
+        /// highest tier first, and its primary partition is the first.
+        priority_tier: Option<u16>,
     },
     Cluster {
         nodes: u64,

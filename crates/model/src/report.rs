@@ -255,6 +255,89 @@ pub fn partition_queue(priorities: &[JobPriority], partitions: &[String]) -> Vec
     queue
 }
 
+/// Slurm's row selections (`-A ACCOUNTS`, `-u USERS`, `-j JOBS`,
+/// `-p PARTITIONS`), the same for a command on a log and for the service's
+/// query parameters: an empty list selects everything; every given list
+/// must match.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Selection {
+    /// Job ids.
+    pub jobs: Vec<String>,
+    /// Users.
+    pub users: Vec<String>,
+    /// Accounts.
+    pub accounts: Vec<String>,
+    /// Partitions.
+    pub partitions: Vec<String>,
+}
+
+fn wanted(selection: &[String], value: &str) -> bool {
+    selection.is_empty() || selection.iter().any(|s| s == value)
+}
+
+impl Selection {
+    /// Does it select everything?
+    pub fn is_empty(&self) -> bool {
+        self.jobs.is_empty()
+            && self.users.is_empty()
+            && self.accounts.is_empty()
+            && self.partitions.is_empty()
+    }
+
+    /// Keep the rows of the accounts (each account's own row and its user
+    /// associations) and of the users (their user associations), as
+    /// `sshare -A`/`-u` select them; root stays first when no account is
+    /// given. Jobs and partitions do not apply.
+    pub fn fairshare(&self, table: &mut FairshareTable) {
+        let (accounts, users) = (&self.accounts, &self.users);
+        if accounts.is_empty() && users.is_empty() {
+            return;
+        }
+        table.rows.retain(|row| {
+            let account_ok = wanted(accounts, &row.account);
+            match &row.user {
+                None => (account_ok && users.is_empty()) || (accounts.is_empty() && row.depth == 0),
+                Some(user) => account_ok && wanted(users, user),
+            }
+        });
+    }
+
+    /// Keep the jobs every given list matches. `partitions` keeps, of a job
+    /// submitted to several partitions or QOS, the (partition, QOS) pairs in
+    /// those partitions (sprio's rows there).
+    pub fn jobs(&self, jobs: &mut Vec<JobPriority>) {
+        jobs.retain_mut(|j| {
+            j.pairs
+                .retain(|pair| wanted(&self.partitions, &pair.partition));
+            let in_partitions = wanted(&self.partitions, &j.partition) || !j.pairs.is_empty();
+            wanted(&self.jobs, &j.job)
+                && wanted(&self.users, &j.user)
+                && wanted(&self.accounts, &j.account)
+                && in_partitions
+        });
+    }
+
+    /// The selected queue (`top -A -u -p`) from `source`: without
+    /// partitions, the whole ranked queue, whose order is kept; with
+    /// partitions, every listed job's priority, each job then ranked by its
+    /// priority in those partitions ([`partition_queue`]).
+    pub fn queue(&self, source: Vec<JobPriority>) -> Vec<JobPriority> {
+        let mut queue = if self.partitions.is_empty() {
+            source
+        } else {
+            partition_queue(&source, &self.partitions)
+        };
+        let users_and_accounts = Selection {
+            jobs: self.jobs.clone(),
+            users: self.users.clone(),
+            accounts: self.accounts.clone(),
+            partitions: Vec::new(),
+        };
+        users_and_accounts.jobs(&mut queue);
+        queue
+    }
+}
+
 /// A job id as the queue orders ids: ids made only of ASCII digits compare as
 /// numbers (of any length; `"9"` before `"10"`; leading zeros ignored, then
 /// the text breaks the tie) and come before every other id, which compare as

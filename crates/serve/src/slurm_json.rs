@@ -25,9 +25,20 @@
 //!   but never set by slurmctld).
 //! - `meta`: data_parser `v0.0.46`, fairflow's name and version as the
 //!   plugin, `sshare` as the command; `errors` and `warnings` empty.
+//!
+//! # Jobs
+//! The listed jobs in the shape of slurmrestd's `GET /slurm/v0.0.46/jobs`
+//! (`OPENAPI_JOB_INFO_RESP`, one `JOB_INFO` per job): the fields fairflow
+//! knows, named as `PARSER_ARRAY(JOB_INFO)` names them (`account`,
+//! `cluster`, `cpus`, `eligible_time`, `job_id`, `job_state`, `name`,
+//! `node_count`, `partition`, `priority`, `priority_by_partition`, `qos`,
+//! `submit_time`, `time_limit`, `user_name`), the others left out.
+//! `job_id` is a numeric id's number (0 for another id) and `name` the id
+//! as fairflow has it (fairflow keeps no job names); a held job is
+//! `PENDING` with priority 0, as Slurm holds a job.
 
-use fairflow_model::report::{FairshareRow, FairshareTable};
-use fairflow_model::Shares;
+use fairflow_model::report::{FairshareRow, FairshareTable, JobPriority, JobState};
+use fairflow_model::{Shares, Time};
 use serde_json::{json, Value};
 
 /// The newest data_parser version in Slurm's source, in the route and `meta`.
@@ -123,6 +134,32 @@ fn share(index: usize, row: &FairshareRow, parent: String) -> Value {
     })
 }
 
+/// The `meta` of every response, naming `command`.
+fn meta(command: &str) -> Value {
+    json!({
+        "plugin": {
+            "type": "",
+            "name": "fairflow",
+            "data_parser": format!("data_parser/{DATA_PARSER_VERSION}"),
+            "accounting_storage": "",
+        },
+        "client": {"source": "", "user": "", "group": ""},
+        "command": [command],
+        "slurm": {
+            "version": {"major": "", "micro": "", "minor": ""},
+            "release": concat!("fairflow ", env!("CARGO_PKG_VERSION")),
+            "cluster": CLUSTER_NAME,
+        },
+    })
+}
+
+/// A response object pretty-printed, with a final newline.
+fn pretty(response: &Value) -> String {
+    let mut text = serde_json::to_string_pretty(response).expect("plain values always serialize");
+    text.push('\n');
+    text
+}
+
 /// The whole `OPENAPI_SHARES_RESP`, pretty-printed, with a final newline.
 pub fn render_shares(table: &FairshareTable) -> String {
     let parents = parents(table);
@@ -138,27 +175,104 @@ pub fn render_shares(table: &FairshareTable) -> String {
             "shares": shares,
             "total_shares": 0,
         },
-        "meta": {
-            "plugin": {
-                "type": "",
-                "name": "fairflow",
-                "data_parser": format!("data_parser/{DATA_PARSER_VERSION}"),
-                "accounting_storage": "",
-            },
-            "client": {"source": "", "user": "", "group": ""},
-            "command": ["sshare"],
-            "slurm": {
-                "version": {"major": "", "micro": "", "minor": ""},
-                "release": concat!("fairflow ", env!("CARGO_PKG_VERSION")),
-                "cluster": CLUSTER_NAME,
-            },
-        },
+        "meta": meta("sshare"),
         "errors": [],
         "warnings": [],
     });
-    let mut text = serde_json::to_string_pretty(&response).expect("plain values always serialize");
-    text.push('\n');
-    text
+    pretty(&response)
+}
+
+/// slurmrestd's path of the jobs, with [`DATA_PARSER_VERSION`].
+pub const JOBS_PATH: &str = "/slurm/v0.0.46/jobs";
+
+/// What a job's `JOB_INFO` needs besides its priority: the job's own
+/// lists as Slurm keeps them (the partitions in `PriorityTier` order, the
+/// QOS as requested), its limits and times.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobFacts {
+    /// The priority, factors and pairs (one of the engine's results).
+    pub priority: JobPriority,
+    /// `partition`: the job's partitions, comma-separated.
+    pub partitions: String,
+    /// `qos`: "if pending the QOS requested", comma-separated.
+    pub qos: String,
+    /// `eligible_time`: when it may start (its begin time, else its
+    /// submission).
+    pub eligible_at: Time,
+    /// `time_limit`, minutes, if given.
+    pub time_limit_mins: Option<u64>,
+    /// `cpus`, if given.
+    pub cpus: Option<u64>,
+    /// `node_count`, if given.
+    pub nodes: Option<u64>,
+}
+
+/// `priority_by_partition` as data_parser v0.0.46 writes it
+/// (`DUMP_FUNC(PRIORITY_BY_PARTITION)`): empty unless the job has a
+/// `priority_array` and it lists several partitions; then one
+/// `{partition, priority}` per partition of `priority_array_names` (the
+/// partitions, in `PriorityTier` order), with the array's entry of the same
+/// index. The array has one entry per (partition, QOS) pair, so for a job
+/// with several QOS too the entries are the first pairs', as Slurm writes
+/// them (partition `i` gets entry `i`); a job with several QOS in one
+/// partition has no names, so an empty list.
+fn priority_by_partition(job: &JobPriority) -> Value {
+    let mut names: Vec<&str> = Vec::new();
+    for pair in &job.pairs {
+        if !names.contains(&pair.partition.as_str()) {
+            names.push(&pair.partition);
+        }
+    }
+    if names.len() < 2 {
+        return json!([]);
+    }
+    names
+        .iter()
+        .zip(&job.pairs)
+        .map(|(name, pair)| json!({"partition": name, "priority": pair.priority}))
+        .collect()
+}
+
+/// One `JOB_INFO` with the fields fairflow knows (the others are left out).
+fn job_info(facts: &JobFacts) -> Value {
+    let job = &facts.priority;
+    let number = |n: Option<u64>| no_val(n.map(|n| json!(n)), false);
+    let state = match job.state {
+        JobState::Running => "RUNNING",
+        JobState::Pending | JobState::Held => "PENDING",
+    };
+    json!({
+        "account": job.account,
+        "cluster": CLUSTER_NAME,
+        "cpus": number(facts.cpus),
+        "eligible_time": number(u64::try_from(facts.eligible_at).ok()),
+        "job_id": job.job.parse::<u32>().unwrap_or(0),
+        "job_state": [state],
+        "name": job.job,
+        "node_count": number(facts.nodes),
+        "partition": facts.partitions,
+        "priority": number(Some(job.priority)),
+        "priority_by_partition": priority_by_partition(job),
+        "qos": facts.qos,
+        "submit_time": number(u64::try_from(job.submit_at).ok()),
+        "time_limit": number(facts.time_limit_mins),
+        "user_name": job.user,
+    })
+}
+
+/// The whole `OPENAPI_JOB_INFO_RESP` (`jobs`, `last_backfill`,
+/// `last_update`, `meta`, `errors`, `warnings`) of `jobs`, as of `now`
+/// (`last_update`; `last_backfill` unset: fairflow runs no scheduler).
+pub fn render_jobs(jobs: &[JobFacts], now: Time) -> String {
+    let response = json!({
+        "jobs": jobs.iter().map(job_info).collect::<Vec<_>>(),
+        "last_backfill": no_val(None, false),
+        "last_update": no_val(u64::try_from(now).ok().map(|t| json!(t)), false),
+        "meta": meta("squeue"),
+        "errors": [],
+        "warnings": [],
+    });
+    pretty(&response)
 }
 
 #[cfg(test)]
@@ -359,5 +473,264 @@ mod tests {
         assert_eq!(shares[3]["fairshare"]["factor"]["number"], 0.5);
         assert_eq!(shares[3]["fairshare"]["level"]["set"], true);
         assert_eq!(shares[3]["id"], 4);
+    }
+
+    /// Every field path of `PARSER_ARRAY(JOB_INFO)` in Slurm's
+    /// `src/plugins/data_parser/v0.0.46/parsers.c` (`add_parse`,
+    /// `add_parse_overload`, `add_cparse` paths; `add_skip`ped and
+    /// `add_removed` fields left out), in its order.
+    const JOB_INFO_FIELDS: &[&str] = &[
+        "account",
+        "accrue_time",
+        "admin_comment",
+        "allocating_node",
+        "array_job_id",
+        "array_task_id",
+        "array_max_tasks",
+        "array_task_string",
+        "association_id",
+        "batch_features",
+        "batch_flag",
+        "batch_host",
+        "flags",
+        "burst_buffer",
+        "burst_buffer_state",
+        "cluster",
+        "cluster_features",
+        "command",
+        "comment",
+        "container",
+        "container_id",
+        "contiguous",
+        "core_spec",
+        "thread_spec",
+        "cores_per_socket",
+        "billable_tres",
+        "cpus_per_task",
+        "cpu_frequency_minimum",
+        "cpu_frequency_maximum",
+        "cpu_frequency_governor",
+        "cpus_per_tres",
+        "cron",
+        "deadline",
+        "delay_boot",
+        "dependency",
+        "derived_exit_code",
+        "eligible_time",
+        "end_time",
+        "excluded_nodes",
+        "exit_code",
+        "extra",
+        "failed_node",
+        "features",
+        "federation_origin",
+        "federation_siblings_active",
+        "federation_siblings_viable",
+        "gres_detail",
+        "group_id",
+        "group_name",
+        "het_job_id",
+        "het_job_id_set",
+        "het_job_offset",
+        "job_id",
+        "job_resources",
+        "job_size_str",
+        "job_state",
+        "last_sched_evaluation",
+        "licenses",
+        "licenses_allocated",
+        "mail_type",
+        "mail_user",
+        "max_cpus",
+        "max_nodes",
+        "mcs_label",
+        "memory_per_tres",
+        "memory_update_delay",
+        "memory_update_margin",
+        "name",
+        "network",
+        "nodes",
+        "nice",
+        "tasks_per_core",
+        "tasks_per_tres",
+        "tasks_per_node",
+        "tasks_per_socket",
+        "tasks_per_board",
+        "cpus",
+        "node_count",
+        "tasks",
+        "partition",
+        "prefer",
+        "memory_per_cpu",
+        "memory_per_node",
+        "minimum_cpus_per_node",
+        "minimum_tmp_disk_per_node",
+        "preempt_time",
+        "preemptable_time",
+        "pre_sus_time",
+        "hold",
+        "priority",
+        "priority_by_partition",
+        "profile",
+        "qos",
+        "reboot",
+        "required_nodes",
+        "required_switches",
+        "requeue",
+        "resize_time",
+        "restart_cnt",
+        "resv_name",
+        "runtime",
+        "scheduled_nodes",
+        "segment_size",
+        "selinux_context",
+        "step_id",
+        "sockets_per_board",
+        "sockets_per_node",
+        "start_time",
+        "state_description",
+        "state_reason",
+        "standard_input",
+        "standard_output",
+        "standard_error",
+        "stdin_expanded",
+        "stdout_expanded",
+        "stderr_expanded",
+        "submit_time",
+        "submit_line",
+        "suspend_time",
+        "system_comment",
+        "time_limit",
+        "time_minimum",
+        "threads_per_core",
+        "tres_bind",
+        "tres_freq",
+        "tres_per_job",
+        "tres_per_node",
+        "tres_per_socket",
+        "tres_per_task",
+        "tres_req_str",
+        "tres_alloc_str",
+        "user_id",
+        "user_name",
+        "maximum_switch_wait_time",
+        "wckey",
+        "current_working_directory",
+    ];
+    /// `PARSER_ARRAY(PART_PRIO)`: one entry of `priority_by_partition`.
+    const PART_PRIO_FIELDS: [&str; 2] = ["partition", "priority"];
+    /// `PARSER_ARRAY(OPENAPI_JOB_INFO_RESP)`.
+    const JOB_RESPONSE_FIELDS: [&str; 6] = [
+        "jobs",
+        "last_backfill",
+        "last_update",
+        "meta",
+        "errors",
+        "warnings",
+    ];
+
+    fn listed_job(id: &str, pairs: &[(&str, &str, u64)]) -> super::JobFacts {
+        use fairflow_model::report::{JobPriority, JobState, PairPriority};
+        super::JobFacts {
+            priority: JobPriority {
+                job: id.into(),
+                user: "alice".into(),
+                account: "lab".into(),
+                partition: pairs.first().map_or("p1", |p| p.0).into(),
+                qos: "hi".into(),
+                submit_at: 1000,
+                priority: pairs.first().map_or(7, |p| p.2),
+                state: JobState::Pending,
+                model: fairflow_model::PriorityModel::Slurm,
+                factors: Vec::new(),
+                pairs: pairs
+                    .iter()
+                    .map(|(partition, qos, priority)| PairPriority {
+                        partition: partition.to_string(),
+                        qos: qos.to_string(),
+                        priority: *priority,
+                        factors: Vec::new(),
+                    })
+                    .collect(),
+            },
+            partitions: "p1,p2".into(),
+            qos: "lo,hi".into(),
+            eligible_at: 1000,
+            time_limit_mins: Some(60),
+            cpus: Some(8),
+            nodes: None,
+        }
+    }
+
+    #[test]
+    fn the_jobs_answer_has_data_parsers_fields_and_priority_by_partition() {
+        // Job A of crates/engine/tests/cases/slurm_multi_partition_qos.toml:
+        // -p p1,p2 --qos lo,hi, pairs (p1,hi) 4250, (p1,lo) 3250, (p2,hi)
+        // 3500, (p2,lo) 2500. data_parser names the two partitions and takes
+        // the array's first two entries: p1 4250, p2 3250. Job M of
+        // slurm_partition_priority_tier.toml: pthigh 1500, ptlow 2250. A job
+        // with one pair, and one with two QOS in one partition, have none.
+        let jobs = [
+            listed_job(
+                "12",
+                &[
+                    ("p1", "hi", 4250),
+                    ("p1", "lo", 3250),
+                    ("p2", "hi", 3500),
+                    ("p2", "lo", 2500),
+                ],
+            ),
+            listed_job("13", &[("pthigh", "", 1500), ("ptlow", "", 2250)]),
+            listed_job("x14", &[]),
+            listed_job("15", &[("p1", "hi", 10), ("p1", "lo", 5)]),
+        ];
+        let text = super::render_jobs(&jobs, 2000);
+        let response: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(
+            keys(&response),
+            JOB_RESPONSE_FIELDS.iter().map(|s| s.to_string()).collect()
+        );
+        let all: BTreeSet<&str> = JOB_INFO_FIELDS.iter().copied().collect();
+        let listed = response["jobs"].as_array().unwrap();
+        assert_eq!(listed.len(), 4);
+        for job in listed {
+            for key in keys(job) {
+                assert!(
+                    all.contains(key.as_str()),
+                    "`{key}` is not a JOB_INFO field"
+                );
+            }
+            for entry in job["priority_by_partition"].as_array().unwrap() {
+                assert_eq!(
+                    keys(entry),
+                    PART_PRIO_FIELDS.iter().map(|s| s.to_string()).collect()
+                );
+            }
+        }
+        let by_partition = |i: usize| listed[i]["priority_by_partition"].clone();
+        assert_eq!(
+            by_partition(0),
+            serde_json::json!([{"partition": "p1", "priority": 4250}, {"partition": "p2", "priority": 3250}])
+        );
+        assert_eq!(
+            by_partition(1),
+            serde_json::json!([{"partition": "pthigh", "priority": 1500}, {"partition": "ptlow", "priority": 2250}])
+        );
+        assert_eq!(by_partition(2), serde_json::json!([]));
+        assert_eq!(by_partition(3), serde_json::json!([]));
+        let set = |n: u64| serde_json::json!({"set": true, "infinite": false, "number": n});
+        assert_eq!(listed[0]["job_id"], 12);
+        assert_eq!(listed[2]["job_id"], 0);
+        assert_eq!(listed[2]["name"], "x14");
+        assert_eq!(listed[0]["priority"], set(4250));
+        assert_eq!(listed[0]["submit_time"], set(1000));
+        assert_eq!(listed[0]["time_limit"], set(60));
+        assert_eq!(listed[0]["job_state"], serde_json::json!(["PENDING"]));
+        assert_eq!(listed[0]["node_count"]["set"], false);
+        assert_eq!(response["last_update"], set(2000));
+        assert_eq!(
+            response["meta"]["plugin"]["data_parser"],
+            "data_parser/v0.0.46"
+        );
     }
 }

@@ -317,5 +317,7 @@ pub fn render(jobs: &[JobPriority], normalized: bool, format: OutputFormat) -> S
     }
 }
 
+pub mod slurm_format;
+
 #[cfg(test)]
 mod tests;

@@ -5,7 +5,9 @@
 //! double.
 
 use fairflow_ingest::{LogLine, Rejection};
+use fairflow_model::report::Selection;
 use fairflow_model::Time;
+use fairflow_serve::sprio::slurm_format::SlurmView;
 use fairflow_serve::OutputFormat;
 
 /// A read the service answers.
@@ -17,11 +19,15 @@ pub enum Query {
         k: usize,
         /// How the answer is written.
         format: OutputFormat,
+        /// The accounts, users and partitions asked for (`top -A -u -p`).
+        selection: Selection,
     },
     /// The fair-share table.
     Sshare {
         /// How the answer is written.
         format: OutputFormat,
+        /// The accounts and users asked for (`sshare -A -u`).
+        selection: Selection,
     },
     /// Every pending job's priority and factors.
     Sprio {
@@ -29,6 +35,21 @@ pub enum Query {
         normalized: bool,
         /// How the answer is written.
         format: OutputFormat,
+        /// The jobs, users, accounts and partitions asked for
+        /// (`sprio -j -u -A -p`).
+        selection: Selection,
+        /// Slurm's fixed-width form (`-o %...`, `-l`, `-w`), instead of
+        /// `format`.
+        slurm: Option<SlurmView>,
+    },
+    /// Every listed job in slurmrestd's `GET /slurm/v0.0.46/jobs` shape
+    /// (`fairflow_serve::slurm_json::render_jobs`).
+    SlurmJobs,
+    /// The per-association gauges of `/metrics`: the `limit` associations
+    /// with the most raw usage, as JSON (`metrics::association_gauges`).
+    Associations {
+        /// How many.
+        limit: usize,
     },
     /// Why one job has its priority.
     Explain {
@@ -45,6 +66,9 @@ pub enum QueryError {
     /// The thing asked about does not exist (HTTP 404).
     #[error("{0}")]
     NotFound(String),
+    /// The query cannot be answered as asked (HTTP 400).
+    #[error("{0}")]
+    BadRequest(String),
     /// The engine failed (HTTP 500).
     #[error("{0}")]
     Internal(String),

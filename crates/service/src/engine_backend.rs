@@ -5,9 +5,11 @@
 
 use fairflow_engine::Engine;
 use fairflow_ingest::{LogLine, Rejection};
+use fairflow_serve::slurm_json::{self, JobFacts};
 use fairflow_serve::{explain, sprio, sshare, top};
 
 use crate::backend::{Backend, Gauges, Query, QueryError};
+use crate::metrics::association_gauges;
 
 /// An engine serving the service.
 pub struct EngineBackend {
@@ -36,17 +38,69 @@ impl Backend for EngineBackend {
         };
         let engine = &mut self.engine;
         Ok(match query {
-            Query::Top { k, format } => {
-                top::render(&engine.top(*k).map_err(internal)?, *k, *format)
-            }
-            Query::Sshare { format } => {
-                sshare::render(&engine.fairshare().map_err(internal)?, *format)
-            }
-            Query::Sprio { normalized, format } => sprio::render(
-                &engine.priorities().map_err(internal)?,
-                *normalized,
+            Query::Top {
+                k,
+                format,
+                selection,
+            } => top::render(
+                &engine.top_selected(*k, selection).map_err(internal)?,
+                *k,
                 *format,
             ),
+            Query::Sshare { format, selection } => {
+                let mut table = engine.fairshare().map_err(internal)?;
+                selection.fairshare(&mut table);
+                sshare::render(&table, *format)
+            }
+            Query::Sprio {
+                normalized,
+                format,
+                selection,
+                slurm,
+            } => {
+                let mut jobs = engine.priorities().map_err(internal)?;
+                selection.jobs(&mut jobs);
+                match slurm {
+                    Some(view) => sprio::slurm_format::answer(
+                        &jobs,
+                        engine.config(),
+                        *normalized,
+                        view,
+                        !selection.users.is_empty(),
+                    )
+                    .map_err(|e| QueryError::BadRequest(e.to_string()))?,
+                    None => sprio::render(&jobs, *normalized, *format),
+                }
+            }
+            Query::SlurmJobs => {
+                let listed = engine.priorities().map_err(internal)?;
+                let state = engine.book().state();
+                let facts: Vec<JobFacts> = listed
+                    .into_iter()
+                    .filter_map(|priority| {
+                        let job = state.jobs.get(&priority.job)?;
+                        let count = |name: &str| {
+                            let tres = job.spec.tres.as_ref()?;
+                            tres.get(name).map(|n| *n as u64)
+                        };
+                        Some(JobFacts {
+                            partitions: job.spec.partition.clone().unwrap_or_default(),
+                            qos: job.spec.qos.clone().unwrap_or_default(),
+                            eligible_at: job.spec.begin.unwrap_or(job.submit_at),
+                            time_limit_mins: job.spec.time_limit_secs.map(|s| s.div_ceil(60)),
+                            cpus: count("cpu"),
+                            nodes: count("node"),
+                            priority,
+                        })
+                    })
+                    .collect();
+                slurm_json::render_jobs(&facts, engine.now().unwrap_or(0))
+            }
+            Query::Associations { limit } => {
+                let table = engine.fairshare().map_err(internal)?;
+                serde_json::to_string(&association_gauges(&table, *limit))
+                    .expect("plain values always serialize")
+            }
             Query::Explain { job, json } => {
                 let why = engine.explain(job).map_err(internal)?;
                 if *json {

@@ -29,7 +29,9 @@ use crate::applier::{parse_body, ApplierHandle, WriteError};
 use crate::backend::{Query, QueryError};
 use crate::budget::HeldBytes;
 use crate::exactly_once::{valid_key, AbandonOnDrop, Ticket, MAX_KEY_BYTES};
-use crate::metrics::Metrics;
+use crate::metrics::{AssociationGauge, Metrics};
+use fairflow_model::report::Selection;
+use fairflow_serve::sprio::slurm_format::{Format, SlurmView};
 use fairflow_serve::OutputFormat;
 
 /// Limits and credentials of the HTTP layer.
@@ -58,6 +60,9 @@ pub struct HttpConfig {
     /// `/healthz` is unhealthy while the applier has been busy this long
     /// without completing a step (a hung engine call; `health`).
     pub stall_timeout: Duration,
+    /// Per-association fair-share gauges in `/metrics` for this many
+    /// associations (the most raw usage first); `None`: none.
+    pub metrics_associations: Option<usize>,
 }
 
 impl Default for HttpConfig {
@@ -73,6 +78,7 @@ impl Default for HttpConfig {
             max_inflight_bytes: crate::budget::DEFAULT_WRITE_BUDGET_BYTES,
             max_connections_per_client: 64,
             stall_timeout: Duration::from_secs(120),
+            metrics_associations: None,
         }
     }
 }
@@ -262,20 +268,73 @@ async fn read(state: AppState, headers: HeaderMap, query: Query) -> Response {
             ([(header::CONTENT_TYPE, content_type)], body).into_response()
         }
         Err(QueryError::NotFound(message)) => error(StatusCode::NOT_FOUND, message),
+        Err(QueryError::BadRequest(message)) => error(StatusCode::BAD_REQUEST, message),
         Err(QueryError::Internal(message)) => error(StatusCode::INTERNAL_SERVER_ERROR, message),
     }
 }
 
 /// The query parameters reads take: `k` (top), `format` (`json`, the
-/// default, `parsable` or `table`; explain: `json` or `text`), `norm` (sprio).
+/// default, `parsable` or `table`; explain: `json` or `text`), `norm` (sprio);
+/// Slurm's selections as comma-separated lists, `accounts` and `users`
+/// (sshare, sprio, top), `jobs` (sprio), `partitions` (sprio, top); and
+/// sprio's Slurm forms: `o` (a `%` format), `long`, `weights`, `noheader`.
 #[derive(serde::Deserialize, Default)]
 struct ReadParams {
     k: Option<usize>,
     format: Option<String>,
     norm: Option<bool>,
+    accounts: Option<String>,
+    users: Option<String>,
+    jobs: Option<String>,
+    partitions: Option<String>,
+    o: Option<String>,
+    long: Option<bool>,
+    weights: Option<bool>,
+    noheader: Option<bool>,
+}
+
+/// A comma-separated list parameter (absent or empty: nothing selected).
+fn list(param: &Option<String>) -> Vec<String> {
+    param
+        .as_deref()
+        .unwrap_or("")
+        .split(',')
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect()
 }
 
 impl ReadParams {
+    fn selection(&self) -> Selection {
+        Selection {
+            jobs: list(&self.jobs),
+            users: list(&self.users),
+            accounts: list(&self.accounts),
+            partitions: list(&self.partitions),
+        }
+    }
+
+    /// sprio's Slurm form, when `o`, `weights` or `long` (with the table
+    /// format) asks for it; a `%` format that does not parse is a 400.
+    fn slurm_view(&self, format: OutputFormat) -> Result<Option<SlurmView>, Box<Response>> {
+        let weights = self.weights.unwrap_or(false);
+        let long = self.long.unwrap_or(false);
+        if self.o.is_none() && !weights && !(long && format == OutputFormat::Table) {
+            return Ok(None);
+        }
+        if let Some(text) = &self.o {
+            if let Err(bad) = Format::parse(text) {
+                return Err(Box::new(error(StatusCode::BAD_REQUEST, bad.to_string())));
+            }
+        }
+        Ok(Some(SlurmView {
+            format: self.o.clone(),
+            long,
+            weights,
+            noheader: self.noheader.unwrap_or(false),
+        }))
+    }
+
     fn format(&self) -> Result<OutputFormat, Box<Response>> {
         match self.format.as_deref() {
             None | Some("json") => Ok(OutputFormat::Json),
@@ -295,8 +354,16 @@ async fn get_top(
     UrlQuery(params): UrlQuery<ReadParams>,
 ) -> Response {
     let k = params.k.unwrap_or(10).min(1_000_000);
+    let selection = params.selection();
     match params.format() {
-        Ok(format) => read(state, headers, Query::Top { k, format }).await,
+        Ok(format) => {
+            let query = Query::Top {
+                k,
+                format,
+                selection,
+            };
+            read(state, headers, query).await
+        }
         Err(bad) => *bad,
     }
 }
@@ -306,16 +373,31 @@ async fn get_sshare(
     headers: HeaderMap,
     UrlQuery(params): UrlQuery<ReadParams>,
 ) -> Response {
+    let selection = params.selection();
     match params.format() {
-        Ok(format) => read(state, headers, Query::Sshare { format }).await,
+        Ok(format) => read(state, headers, Query::Sshare { format, selection }).await,
         Err(bad) => *bad,
     }
 }
 
-/// slurmrestd's `GET /slurm/v0.0.46/shares`: the table in Slurm's own JSON.
-async fn get_slurm_shares(State(state): State<AppState>, headers: HeaderMap) -> Response {
+/// slurmrestd's `GET /slurm/v0.0.46/shares`: the table in Slurm's own JSON
+/// (`accounts` and `users` select rows, as slurmrestd's parameters of
+/// those names).
+async fn get_slurm_shares(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    UrlQuery(params): UrlQuery<ReadParams>,
+) -> Response {
     let format = OutputFormat::SlurmJson;
-    read(state, headers, Query::Sshare { format }).await
+    let selection = params.selection();
+    read(state, headers, Query::Sshare { format, selection }).await
+}
+
+/// slurmrestd's `GET /slurm/v0.0.46/jobs`: every listed job (pending, held,
+/// and running ones the model lists) with `priority_by_partition`, in
+/// data_parser v0.0.46's shape.
+async fn get_slurm_jobs(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    read(state, headers, Query::SlurmJobs).await
 }
 
 async fn get_sprio(
@@ -324,8 +406,19 @@ async fn get_sprio(
     UrlQuery(params): UrlQuery<ReadParams>,
 ) -> Response {
     let normalized = params.norm.unwrap_or(false);
-    match params.format() {
-        Ok(format) => read(state, headers, Query::Sprio { normalized, format }).await,
+    let asked = params
+        .format()
+        .and_then(|format| Ok((format, params.slurm_view(format)?)));
+    match asked {
+        Ok((format, slurm)) => {
+            let query = Query::Sprio {
+                normalized,
+                format,
+                selection: params.selection(),
+                slurm,
+            };
+            read(state, headers, query).await
+        }
         Err(bad) => *bad,
     }
 }
@@ -352,6 +445,13 @@ async fn get_explain(
 async fn get_metrics(State(state): State<AppState>, headers: HeaderMap) -> Response {
     if let Some(denied) = refuse_read(&state, &headers) {
         return denied;
+    }
+    if let Some(limit) = state.config.metrics_associations {
+        let rows = match state.applier.read(Query::Associations { limit }).await {
+            Ok(body) => serde_json::from_str::<Vec<AssociationGauge>>(&body).unwrap_or_default(),
+            Err(_) => Vec::new(),
+        };
+        state.metrics.set_associations(&rows);
     }
     let gauges = state.applier.gauges().await;
     let text = state.metrics.render(gauges, state.applier.queued());
@@ -405,6 +505,7 @@ pub fn router(applier: ApplierHandle, metrics: Arc<Metrics>, config: HttpConfig)
             get(get_slurm_shares),
         )
         .route("/v1/sprio", get(get_sprio))
+        .route(fairflow_serve::slurm_json::JOBS_PATH, get(get_slurm_jobs))
         .route("/v1/jobs/{id}/explain", get(get_explain))
         .route("/metrics", get(get_metrics))
         .route("/healthz", get(get_healthz))

@@ -7,12 +7,25 @@
 //! time and the ingest lag behind the wall clock), and the standard
 //! `process_*` metrics of the process (CPU seconds, resident and virtual
 //! memory, open file descriptors, start time; Linux `/proc`).
+//!
+//! Per-association fair-share gauges are opt-in (`--metrics-associations N`
+//! or `all`): `fairflow_association_fairshare`, `_level_fs`, `_raw_usage`
+//! and `_effective_usage`, labelled `account` and `user` (`""` on an
+//! account's row), for the `N` associations with the most raw usage (ties by
+//! account, then user), read at scrape time. A row without a value (sshare's
+//! empty cell) has no sample. An infinite LevelFS (an association without
+//! usage) is written as the largest finite `f64`, 1.7976931348623157e308,
+//! as prometheus-slurm-exporter maps slurmrestd's `Infinity`/`inf`
+//! (`util.CleanseInfinity`; its users' issue #8: a non-finite value broke
+//! their parsers).
 
 use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
+use fairflow_model::report::FairshareTable;
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::metrics::info::Info;
@@ -140,6 +153,61 @@ pub struct Metrics {
     event_time: Gauge,
     ingest_lag: Gauge,
     process: ProcessMetrics,
+    association_gauges: [AssociationFamily; 4],
+}
+
+/// One per-association gauge family, by `(account, user)` labels.
+type AssociationFamily = Family<Vec<(String, String)>, Gauge<f64, AtomicU64>>;
+
+/// The per-association values one scrape exports (see the module
+/// documentation), as the backend reads them from the fair-share table.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct AssociationGauge {
+    /// The account.
+    pub account: String,
+    /// The user (`""` for the account's own row).
+    pub user: String,
+    /// sshare's FairShare.
+    pub fairshare: Option<f64>,
+    /// LevelFS, the largest finite `f64` for infinity.
+    pub level_fs: Option<f64>,
+    /// RawUsage.
+    pub raw_usage: u64,
+    /// EffectvUsage.
+    pub effective_usage: Option<f64>,
+}
+
+/// The `limit` rows of `table` with the most raw usage (ties by account,
+/// then user), as gauges.
+pub fn association_gauges(table: &FairshareTable, limit: usize) -> Vec<AssociationGauge> {
+    let finite = |v: Option<f64>| {
+        v.map(|x| {
+            if x.is_infinite() {
+                f64::MAX.copysign(x)
+            } else {
+                x
+            }
+        })
+    };
+    let mut rows: Vec<AssociationGauge> = table
+        .rows
+        .iter()
+        .map(|row| AssociationGauge {
+            account: row.account.clone(),
+            user: row.user.clone().unwrap_or_default(),
+            fairshare: finite(row.fairshare),
+            level_fs: finite(row.level_fs),
+            raw_usage: row.raw_usage,
+            effective_usage: finite(row.effective_usage),
+        })
+        .collect();
+    rows.sort_by(|a, b| {
+        b.raw_usage
+            .cmp(&a.raw_usage)
+            .then_with(|| (&a.account, &a.user).cmp(&(&b.account, &b.user)))
+    });
+    rows.truncate(limit);
+    rows
 }
 
 impl Default for Metrics {
@@ -192,6 +260,27 @@ impl Metrics {
                 env!("CARGO_PKG_VERSION").to_string(),
             )]),
         );
+        let association_gauges: [AssociationFamily; 4] = Default::default();
+        for (family, (name, help)) in association_gauges.iter().zip([
+            (
+                "association_fairshare",
+                "sshare's FairShare of an association (opt-in: --metrics-associations)",
+            ),
+            (
+                "association_level_fs",
+                "sshare's LevelFS of an association (infinite: the largest finite f64)",
+            ),
+            (
+                "association_raw_usage",
+                "sshare's RawUsage of an association",
+            ),
+            (
+                "association_effective_usage",
+                "sshare's EffectvUsage of an association",
+            ),
+        ]) {
+            registry.register(name, help, family.clone());
+        }
         let events_applied = Counter::default();
         let events_rejected = Counter::default();
         let batches = Counter::default();
@@ -263,6 +352,7 @@ impl Metrics {
             event_time,
             ingest_lag,
             process,
+            association_gauges,
         }
     }
 
@@ -273,6 +363,31 @@ impl Metrics {
         self.batches.inc();
         self.update_latency.observe(latency.as_secs_f64());
         self.batch_events.observe((applied + rejected) as f64);
+    }
+
+    /// Set the per-association gauges to `rows` (only these: associations
+    /// of an earlier scrape that are not among them have no sample).
+    pub fn set_associations(&self, rows: &[AssociationGauge]) {
+        for family in &self.association_gauges {
+            family.clear();
+        }
+        let [fairshare, level_fs, raw_usage, effective_usage] = &self.association_gauges;
+        for row in rows {
+            let labels = vec![
+                ("account".to_string(), row.account.clone()),
+                ("user".to_string(), row.user.clone()),
+            ];
+            for (family, value) in [
+                (fairshare, row.fairshare),
+                (level_fs, row.level_fs),
+                (raw_usage, Some(row.raw_usage as f64)),
+                (effective_usage, row.effective_usage),
+            ] {
+                if let Some(value) = value {
+                    family.get_or_create(&labels).set(value);
+                }
+            }
+        }
     }
 
     /// The text exposition, with gauges set from `gauges` and `queued`.

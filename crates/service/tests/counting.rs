@@ -205,6 +205,7 @@ async fn jobcomp_counts(engine: &str) {
         .applier
         .read(Query::Sshare {
             format: OutputFormat::Parsable,
+            selection: Default::default(),
         })
         .await
         .unwrap();

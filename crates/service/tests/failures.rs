@@ -183,6 +183,7 @@ async fn account_names(handle: &ApplierHandle) -> Vec<String> {
     let sshare = handle
         .read(Query::Sshare {
             format: OutputFormat::Json,
+            selection: Default::default(),
         })
         .await
         .unwrap();
@@ -257,7 +258,8 @@ async fn a_failed_rebuild_fails_the_service_instead_of_serving_an_unknown_state(
     ));
     assert!(handle
         .read(Query::Sshare {
-            format: OutputFormat::Json
+            format: OutputFormat::Json,
+            selection: Default::default(),
         })
         .await
         .is_err());

@@ -62,45 +62,14 @@ fn family_of<'a>(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_parse_as_openmetrics_with_process_build_and_lag() {
-    let dir = tempfile::tempdir().unwrap();
-    let metrics = Arc::new(Metrics::new());
-    let config = ApplierConfig {
-        data_dir: dir.path().to_path_buf(),
-        checkpoint_every: 1_000,
-        queue_capacity: 8,
-        max_group: 16,
-        recover: false,
-    };
-    let (handle, _report, thread) = applier::start(
-        EngineBackend::new(Box::new(BatchEngine::new(Config::default()))),
-        config,
-        metrics.clone(),
-    )
-    .unwrap();
     // One event at 2023-11-14T22:13:20Z, so the lag is now minus that.
-    let lines = applier::parse_body(
-        b"{\"op\":\"account\",\"t\":1700000000,\"name\":\"a\"}\nnot json\n",
-        1 << 16,
-    );
-    handle.write(lines).await.unwrap();
-    let router = http::router(handle.clone(), metrics, HttpConfig::default());
-    let response = router
-        .oneshot(Request::get("/metrics").body(Body::empty()).unwrap())
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 200);
-    let content_type = response.headers()[header::CONTENT_TYPE]
-        .to_str()
-        .unwrap()
-        .to_string();
+    let events = "{\"op\":\"account\",\"t\":1700000000,\"name\":\"a\"}\nnot json\n";
+    let (status, content_type, text) = exchange(events, "/metrics", None).await;
+    assert_eq!(status, 200);
     assert!(
         content_type.starts_with("application/openmetrics-text; version=1.0.0"),
         "{content_type}"
     );
-    let body = axum::body::to_bytes(response.into_body(), 1 << 20)
-        .await
-        .unwrap();
-    let text = String::from_utf8(body.to_vec()).unwrap();
     let (families, samples) = parse(&text);
     for (name, _) in &samples {
         let (_, kind) =
@@ -142,8 +111,159 @@ async fn metrics_parse_as_openmetrics_with_process_build_and_lag() {
     assert!((lag - (wall - 1_700_000_000.0)).abs() <= 5.0, "{lag}");
     assert_eq!(value("fairflow_batch_events_count"), 1.0);
     assert_eq!(value("fairflow_update_latency_seconds_count"), 1.0);
+}
+
+/// `/metrics` of an applier fed `events`, with `limit` associations.
+async fn scrape(events: &str, limit: Option<usize>) -> String {
+    answer(events, "/metrics", limit).await
+}
+
+/// The body of `GET path` from an applier fed `events`, with `limit`
+/// associations in `/metrics`.
+async fn answer(events: &str, path: &str, limit: Option<usize>) -> String {
+    exchange(events, path, limit).await.2
+}
+
+/// `(status, content type, body)` of `GET path` from an applier (on the
+/// batch engine) fed `events`, with `limit` associations in `/metrics`.
+async fn exchange(events: &str, path: &str, limit: Option<usize>) -> (u16, String, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let metrics = Arc::new(Metrics::new());
+    let config = ApplierConfig {
+        data_dir: dir.path().to_path_buf(),
+        checkpoint_every: 1_000,
+        queue_capacity: 8,
+        max_group: 16,
+        recover: false,
+    };
+    let (handle, _report, thread) = applier::start(
+        EngineBackend::new(Box::new(BatchEngine::new(Config::default()))),
+        config,
+        metrics.clone(),
+    )
+    .unwrap();
+    handle
+        .write(applier::parse_body(events.as_bytes(), 1 << 16))
+        .await
+        .unwrap();
+    let http_config = HttpConfig {
+        metrics_associations: limit,
+        ..HttpConfig::default()
+    };
+    let router = http::router(handle.clone(), metrics, http_config);
+    let response = router
+        .oneshot(Request::get(path).body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    let content_type = response.headers()[header::CONTENT_TYPE]
+        .to_str()
+        .unwrap()
+        .to_string();
+    let body = axum::body::to_bytes(response.into_body(), 1 << 20)
+        .await
+        .unwrap();
     drop(handle);
     tokio::task::spawn_blocking(move || thread.join().unwrap())
         .await
         .unwrap();
+    (
+        status,
+        content_type,
+        String::from_utf8(body.to_vec()).unwrap(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn per_association_gauges_are_opt_in_bounded_and_finite() {
+    // Fair Tree without decay, by hand: account a (the only one) with users
+    // u1, u2, u3 of 1 share each and usage 300, 100, 0. Within a, each user's
+    // norm shares are 1/3 and its usage is its part of a's 400: LevelFS
+    // u1 (1/3)/0.75 = 4/9, u2 (1/3)/0.25 = 4/3, u3 infinite (no usage). Ranked
+    // by LevelFS, highest first: u3, u2, u1, so FairShare = rank / 3: u3 1,
+    // u2 2/3, u1 1/3. RawUsage: root and a 400, u1 300, u2 100, u3 0.
+    let events = r#"{"op":"config","t":1700000000,"set":{"PriorityDecayHalfLife":0}}
+{"op":"account","t":1700000000,"name":"a","shares":1}
+{"op":"user","t":1700000000,"user":"u1","account":"a","shares":1}
+{"op":"user","t":1700000000,"user":"u2","account":"a","shares":1}
+{"op":"user","t":1700000000,"user":"u3","account":"a","shares":1}
+{"op":"usage","t":1700000000,"account":"a","user":"u1","amount":300}
+{"op":"usage","t":1700000000,"account":"a","user":"u2","amount":100}
+"#;
+    // Off by default.
+    let text = scrape(events, None).await;
+    assert!(!text.contains("fairflow_association_"), "{text}");
+    // The 4 rows with the most usage: a and root (400, a first by name), u1, u2.
+    let text = scrape(events, Some(4)).await;
+    let (families, _) = parse(&text);
+    assert_eq!(families["fairflow_association_fairshare"], "gauge");
+    let sample = |name: &str, account: &str, user: &str| -> Option<f64> {
+        let prefix = format!("{name}{{account=\"{account}\",user=\"{user}\"}} ");
+        text.lines()
+            .find_map(|l| l.strip_prefix(&prefix))
+            .map(|v| v.parse().unwrap())
+    };
+    let raw = "fairflow_association_raw_usage";
+    assert_eq!(sample(raw, "root", ""), Some(400.0), "{text}");
+    assert_eq!(sample(raw, "a", ""), Some(400.0));
+    assert_eq!(sample(raw, "a", "u1"), Some(300.0));
+    assert_eq!(sample(raw, "a", "u2"), Some(100.0));
+    assert_eq!(sample(raw, "a", "u3"), None, "not among the 4");
+    let close = |got: Option<f64>, want: f64| {
+        let got = got.unwrap_or_else(|| panic!("no sample for {want} in\n{text}"));
+        assert!((got - want).abs() < 1e-12, "{got} != {want}");
+    };
+    let fairshare = "fairflow_association_fairshare";
+    close(sample(fairshare, "a", "u1"), 1.0 / 3.0);
+    close(sample(fairshare, "a", "u2"), 2.0 / 3.0);
+    let level_fs = "fairflow_association_level_fs";
+    close(sample(level_fs, "a", "u1"), 4.0 / 9.0);
+    close(sample(level_fs, "a", "u2"), 4.0 / 3.0);
+    // All: u3's infinite LevelFS is the largest finite f64, as
+    // prometheus-slurm-exporter maps slurmrestd's Infinity.
+    let text = scrape(events, Some(usize::MAX)).await;
+    assert!(
+        text.lines().any(|l| l
+            == "fairflow_association_level_fs{account=\"a\",user=\"u3\"} 1.7976931348623157e308"),
+        "{text}"
+    );
+    assert!(
+        text.contains("fairflow_association_fairshare{account=\"a\",user=\"u3\"} 1.0"),
+        "{text}"
+    );
+    parse(&text);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slurmrestds_jobs_route_lists_priority_by_partition() {
+    // Slurm's test_165_4 setting (crates/engine/tests/cases/
+    // slurm_partition_priority_tier.toml, step 1, by hand): job M in
+    // ptlow,pthigh lists pthigh (tier 100) first: pthigh 1500, ptlow 2250;
+    // its own priority is pthigh's. S has one partition: no entries.
+    let events = r#"{"op":"config","t":1000,"set":{"PriorityDecayHalfLife":0,"PriorityWeightAge":0,"PriorityWeightFairshare":0,"PriorityWeightJobSize":0,"PriorityWeightAssoc":0,"PriorityWeightQOS":0,"PriorityWeightPartition":1000,"PriorityWeightTRES":"CPU=4000"}}
+{"op":"cluster","t":1000,"nodes":4,"tres":{"cpu":64}}
+{"op":"partition","t":1000,"name":"ptlow","priority_job_factor":1,"tres":{"cpu":16},"priority_tier":1}
+{"op":"partition","t":1000,"name":"pthigh","priority_job_factor":4,"tres":{"cpu":64},"priority_tier":100}
+{"op":"account","t":1000,"name":"lab","shares":1}
+{"op":"user","t":1000,"user":"alice","account":"lab","shares":1}
+{"op":"submit","t":1000,"job":"7","user":"alice","account":"lab","partition":"ptlow,pthigh","tres":{"cpu":8},"time_limit":90}
+{"op":"submit","t":1002,"job":"8","user":"alice","account":"lab","partition":"pthigh","tres":{"cpu":32}}
+"#;
+    let text = answer(events, "/slurm/v0.0.46/jobs", None).await;
+    let response: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let jobs = response["jobs"].as_array().unwrap();
+    assert_eq!(jobs.len(), 2, "{text}");
+    assert_eq!(jobs[0]["job_id"], 7);
+    assert_eq!(jobs[0]["partition"], "pthigh,ptlow");
+    assert_eq!(jobs[0]["priority"]["number"], 1500);
+    assert_eq!(
+        jobs[0]["priority_by_partition"],
+        serde_json::json!([{"partition": "pthigh", "priority": 1500}, {"partition": "ptlow", "priority": 2250}])
+    );
+    assert_eq!(
+        jobs[0]["time_limit"]["number"], 2,
+        "90 s is 2 minutes, rounded up"
+    );
+    assert_eq!(jobs[1]["priority_by_partition"], serde_json::json!([]));
+    assert_eq!(jobs[1]["priority"]["number"], 3000);
 }

@@ -195,6 +195,7 @@ impl Generator {
                 priority: Some(i64::from(factor)),
                 tres: None,
                 max_time_secs: Some(2 * 86_400),
+                priority_tier: None,
             }));
         }
         for (name, priority, usage_factor) in QOS {

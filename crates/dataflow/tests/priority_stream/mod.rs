@@ -228,12 +228,22 @@ pub fn batch(
                 rng.pick(&["q1", "q2", "q4"]),
                 rng.below(300)
             ),
-            82..=85 => format!(
-                r#"{{"op":"partition","t":{t},"name":"{}","priority_job_factor":{},"priority":{}}}"#,
-                rng.pick(&["p1", "p2", "p4"]),
-                rng.below(5),
-                rng.below(50)
-            ),
+            82..=85 => {
+                let name = rng.pick(&["p1", "p2", "p4"]);
+                let factor = rng.below(5);
+                let priority = rng.below(50);
+                // Slurm's PriorityTier, which reorders the lists of jobs in
+                // several partitions (their primary partition and pairs):
+                // from the numbers drawn, so the stream draws as before.
+                let tier = if priority.is_multiple_of(2) {
+                    format!(r#","priority_tier":{}"#, factor % 3)
+                } else {
+                    String::new()
+                };
+                format!(
+                    r#"{{"op":"partition","t":{t},"name":"{name}","priority_job_factor":{factor},"priority":{priority}{tier}}}"#
+                )
+            }
             86..=88 => {
                 let (account, user) = *rng.pick(&ASSOCS);
                 if rng.chance(50) {

@@ -9,7 +9,7 @@ use serde_json::Value;
 use super::render;
 use crate::{explain, top, OutputFormat};
 
-fn slurm_job(id: &str, priority: u64, state: JobState) -> JobPriority {
+pub(super) fn slurm_job(id: &str, priority: u64, state: JobState) -> JobPriority {
     let f = PriorityFactor::new;
     JobPriority {
         job: id.to_string(),
