@@ -91,8 +91,8 @@
 //!
 //! # Depth
 //! Nothing here holds an (association, ancestor) pair for every
-//! association: subtree sums (users below, pending jobs below) are written
-//! once per node from its children's (`stages::sums_up_the_tree`) and per-association values come
+//! association: subtree sums (users below, pending jobs below) move amounts
+//! up the edges (`stages::sums_up_the_tree`) and per-association values come
 //! down from the parent's (`stages::down_the_tree`), the documented Fair
 //! Tree rule's walk included; Slurm's rule sends placements only. No stage
 //! holds an ancestor closure. The ticket-based tickets of every active
@@ -303,7 +303,7 @@ pub fn build<'s>(inputs: FactorInputs<'s>, touched: &TouchCounter) -> FactorOutp
     } = inputs;
     let scope = edges_by_child.stream.scope();
 
-    // Users in each subtree (summed up the tree); the
+    // Users in each subtree (each user moved up the edges and counted); the
     // usage of each node's non-`parent` fs-children.
     let users_below = sums_up_the_tree(&edges_by_child, users.clone());
     let child_usage = fs_parent_by_node

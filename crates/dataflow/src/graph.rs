@@ -133,8 +133,8 @@ pub(crate) fn build(
         let edges_by_child = edges.arrange_by_key();
         let shares_by_node = shares.arrange_by_key();
 
-        // Subtree usage: every own usage (in the diff) summed up the tree
-        // (no ancestor pairs).
+        // Subtree usage: every own usage (in the diff) moved up the edges
+        // and summed per node (no ancestor pairs).
         let subtree_usage_sums = sums_up_the_tree(&edges_by_child, usage);
         let subtree_usage = subtree_usage_sums
             .clone()

@@ -30,10 +30,9 @@
 //! - inputs: `edges (child, parent)`, `shares (node, Shares)` (which also
 //!   defines the set of live nodes), `usage node` with the own-usage delta in
 //!   the **diff**;
-//! - subtree usage: each node's own usage (in the diff) plus its children's
-//!   sums, written once per node when its children's are
-//!   (`stages::sums_up_the_tree`): a usage delta changes the `depth + 1`
-//!   sums on its path;
+//! - subtree usage: each own usage (in the diff) moved up the edges by an
+//!   `iterate` and summed per node (`count_total`): a usage delta moves one
+//!   record per round up its path, `depth + 1` sums change;
 //! - fair-share parent: an `iterate` over the parent links (a node whose
 //!   parent is not `FairShare=parent` takes the parent, else its parent's
 //!   answer); a shares change between a number and `parent` touches the

@@ -12,75 +12,29 @@ use differential_dataflow::{ExchangeData, VecCollection};
 
 use crate::types::{ByKey, Diff, Epoch, NodeId};
 
-/// What a node's record in [`sums_up_the_tree`]'s loop says, the amount in
-/// its diff.
-#[derive(
-    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
-)]
-enum SumPart {
-    /// The node has a parent (diff 1): a leaf with no amount still sums to 0.
-    Child,
-    /// How many children the node has.
-    Children,
-    /// The node's own amount.
-    Own,
-    /// How many of its children have their final sum.
-    Done,
-    /// The sum of those children's sums.
-    Below,
-}
-
 /// For every node, the sum over the nodes of its subtree (itself included)
 /// of the amounts `amounts` carries in its diffs (absent when 0), without
-/// any ancestor pairs: a node's sum is written once, when all its children's
-/// sums are (an `iterate` whose round `h + 1` writes the nodes of height `h`,
-/// a `reduce` per node over at most five tagged counts, [`SumPart`]). A load
-/// writes one sum per node (`O(n)` records, `height + 1` rounds, whatever the
-/// shape: a chain with an amount at every level is linear, where moving every
-/// amount one edge per round rewrote the sum at depth `k` in every round,
-/// `d²/2`); an amount's change rewrites the sums on its path (one `reduce`
-/// over five values per level); moving a subtree rewrites the sums of the
-/// old and new ancestors only (the subtree's own are unchanged).
+/// any ancestor pairs: an `iterate` that moves every amount up one edge per
+/// round (`up = amounts + up ⋈ edges`; the amounts add up in the diffs, so
+/// the loop holds at most one record per node and time). A load of a chain
+/// of depth `d` takes `d` rounds and `O(d)` records; an amount's change moves
+/// one record per round up its path (`depth + 1` records, `depth` rounds).
 pub fn sums_up_the_tree<'s>(
     edges_by_child: &ByKey<'s, NodeId, NodeId>,
     amounts: VecCollection<'s, Epoch, NodeId, Diff>,
 ) -> VecCollection<'s, Epoch, (NodeId, Diff), Diff> {
-    let parts = edges_by_child
+    amounts
         .clone()
-        .as_collection(|&child, &parent| (child, parent))
-        .flat_map(|(child, parent)| [(child, SumPart::Child), (parent, SumPart::Children)])
-        .concat(amounts.clone().map(|node| (node, SumPart::Own)));
-    let no_sums = amounts.filter(|_| false).map(|node| (node, 0));
-    no_sums
-        .iterate(|inner_scope, sums| {
+        .iterate(|inner_scope, inner| {
             let edges = edges_by_child.clone().enter(inner_scope);
-            let parts = parts.enter(inner_scope);
-            sums.arrange_by_key()
-                .join_core(edges, |_child, &sum, &parent| Some((parent, sum)))
-                .explode(|(parent, sum)| {
-                    [
-                        ((parent, SumPart::Done), 1),
-                        ((parent, SumPart::Below), sum),
-                    ]
-                })
-                .concat(parts)
-                .reduce_named("SumUpTheTree", |_node, parts, sum| {
-                    let (mut children, mut own, mut done, mut below) = (0, 0, 0, 0);
-                    for &(part, count) in parts {
-                        match part {
-                            SumPart::Child => {}
-                            SumPart::Children => children = count,
-                            SumPart::Own => own = count,
-                            SumPart::Done => done = count,
-                            SumPart::Below => below = count,
-                        }
-                    }
-                    if done == children {
-                        sum.push((own + below, 1));
-                    }
-                })
+            let base = amounts.clone().enter(inner_scope);
+            inner
+                .arrange_by_self()
+                .join_core(edges, |_child, &(), &parent| Some(parent))
+                .concat(base)
+                .consolidate()
         })
-        .filter(|&(_, sum)| sum != 0)
+        .count_total_core::<Diff>()
 }
 
 /// For every node with a parent, its nearest proper ancestor whose value in

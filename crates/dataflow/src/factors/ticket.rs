@@ -6,8 +6,8 @@
 //! # Stages (all fed by the ticket-gated [`NodeRec`]s, so idle otherwise)
 //! 1. **Pending jobs per association**: one record per pending job (the job
 //!    rows with phase `Pending`, named by `(account, user)`), joined with the
-//!    user associations' names, then summed up the tree per node
-//!    (`stages::sums_up_the_tree`): a submission, start, hold or cancel
+//!    user associations' names, then moved up the edges and counted per
+//!    node (`stages::sums_up_the_tree`): a submission, start, hold or cancel
 //!    changes `depth + 1` counts.
 //! 2. **Active**: a count above 0 on an association that is not a
 //!    `FairShare=parent` account (the oracle's active node rule: a pending
@@ -105,7 +105,7 @@ pub(super) fn build<'s>(
     let records_by_node = records.clone().arrange_by_key();
 
     // 1. Pending jobs per association (only while the records exist: gated),
-    //    summed up the tree.
+    //    moved up the edges and counted.
     let pending = pending
         .map(|node| (node, ()))
         .join_core(records_by_node.clone(), |&node, &(), _record| Some(node));
