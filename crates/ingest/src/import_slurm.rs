@@ -2,11 +2,23 @@
 //! site can load its tree, usage, configuration and queue.
 //!
 //! # Inputs
-//! - **Associations**, `sacctmgr -nP show assoc format=Cluster,Account,User,Share,ParentName`:
-//!   rows `cluster|account|user|share|parent`. An account's row has an empty
-//!   user and its parent account in `ParentName`; a user association's row
-//!   names its account and user (its `ParentName` is ignored). `Share` is an
-//!   integer (0 to 2^31 - 2) or `parent`. `root`'s own row creates nothing.
+//! - **Associations**, either form:
+//!   - `sacctmgr -nP show assoc format=Cluster,Account,User,Share,ParentName`:
+//!     rows `cluster|account|user|share|parent`;
+//!   - `sacctmgr show assoc tree -P` (Slurm's default columns with their header
+//!     line, `Cluster|Account|User|Partition|Share|Priority|GrpJobs|...`): the
+//!     columns are found by name (`Account`, `User` and `Share` are needed,
+//!     `Cluster` is used when present); an account's parent is its
+//!     `ParentName` cell when there is such a column (`format=...,ParentName`),
+//!     else the account the `tree` option's indentation puts it under. The
+//!     default columns without `tree` do not say an account's parent, which is
+//!     an error naming `ParentName`. A non-empty `Partition` (a per-partition
+//!     association) is an error.
+//!
+//!   An account's row has an empty user (and its parent account); a user
+//!   association's row names its account and user (its `ParentName` is
+//!   ignored). `Share` is an integer (0 to 2^31 - 2) or `parent`. `root`'s
+//!   own row creates nothing.
 //! - **Usage**, `sshare -a -l -P` (or `-p`): the first line is the header, which
 //!   gives the columns (`Account`, `User` and `RawUsage` are used; account names
 //!   may be indented). A user association's `RawUsage` is its own usage; an
@@ -14,31 +26,37 @@
 //!   associations) is its `RawUsage` minus its children's, clamped at 0.
 //!   Slurm truncates `RawUsage` to an integer, so that difference can be off by
 //!   up to one TRES-second per child.
-//! - **Configuration**, `slurm.conf`: its `Priority*` and
-//!   `FairShareDampeningFactor` lines.
+//! - **Configuration**, `slurm.conf` or `scontrol show config`'s output (see
+//!   [`crate::slurm_conf`]): its `Priority*` and `FairShareDampeningFactor`
+//!   parameters.
 //! - **Queue**, `squeue -h -t PD -o "%i|%u|%a|%P|%q|%V|%C|%D|%l"`: rows
-//!   `jobid|user|account|partition|qos|submit time|cpus|nodes|time limit`, where
-//!   the submit time is ISO 8601 local time as squeue prints it
-//!   (`2024-05-01T12:34:56`), the partition and the QOS may be comma-separated
-//!   lists (a job submitted to several: passed through, each listed name
-//!   defined by a `partition` / `qos` event with no attributes before the
-//!   submits, as the book requires of lists), an empty QOS or `(null)` means
-//!   none, and the time limit
-//!   is Slurm's duration (`30:00`, `1:00:00`, `2-00:00:00`) or `UNLIMITED` /
+//!   `jobid|user|account|partition|qos|submit time|cpus|nodes|time limit`,
+//!   optionally a tenth cell, the eligible time (squeue's `EligibleTime`
+//!   field, which only its `-O` form prints: `squeue -h -t PD -O
+//!   "JobID:|,UserName:|,Account:|,Partition:|,QOS:|,SubmitTime:|,NumCPUs:|,NumNodes:|,TimeLimit:|,EligibleTime"`,
+//!   cells trimmed). Times are ISO 8601 local time as squeue prints it
+//!   (`2024-05-01T12:34:56`, in the zone of `TZ` or the system's); the
+//!   partition and the QOS may be comma-separated lists (a job submitted to
+//!   several: passed through, each listed name defined by a `partition` /
+//!   `qos` event with no attributes before the submits, as the book requires
+//!   of lists), an empty QOS or `(null)` means none, and the time limit is
+//!   Slurm's duration (`30:00`, `1:00:00`, `2-00:00:00`) or `UNLIMITED` /
 //!   `NOT_SET` (none).
 //!
 //! # Output
 //! Events all at one time `t`, in an order the validator accepts: accounts
 //! (each after its parent), user associations, usage, one `config` event, then
-//! one `submit` per pending job (in submit-time order). The log has no field
-//! for a job's past submit time, so every imported job enters the queue at `t`.
+//! one `submit` per pending job (in submit-time order). Each `submit` keeps the
+//! job's submit time (`submitted`, at most `t`: a later one is an error), so
+//! its age is what Slurm's is; an eligible time becomes the job's `begin`
+//! (Slurm's AGE counts from it unless `PriorityFlags=ACCRUE_ALWAYS`), and
+//! `Unknown` (a job not yet eligible, whose age Slurm holds at 0) the time `t`.
 //!
 //! **Architecture invariant:** malformed input is an [`ImportError`] naming the
 //! file, the line and the field; nothing here panics on input.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use chrono::NaiveDateTime;
 use fairflow_model::event::{JobSpec, Op};
 use fairflow_model::time::parse_slurm_duration_secs;
 use fairflow_model::tres::TresCounts;
@@ -47,6 +65,7 @@ use serde_json::Value;
 
 use crate::parse::MAX_SHARES;
 use crate::slurm_conf::priority_lines;
+use crate::slurm_time::parse_site_time;
 
 /// One input: its name (as given on the command line) and its text.
 #[derive(Debug, Clone, Copy)]
@@ -121,25 +140,41 @@ impl<'a> Lines<'a> {
             .filter(|(_, l)| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
     }
 
-    /// Split a `|` row into exactly `n` trimmed fields; a trailing `|` (the
-    /// `-p` form) is allowed.
+    /// Split a `|` row into exactly `names.len()` trimmed fields; a trailing
+    /// `|` (the `-p` form) is allowed.
     fn fields(
         &self,
         line: u64,
         text: &'a str,
         names: &[&str],
     ) -> Result<Vec<&'a str>, ImportError> {
+        self.fields_from(line, text, names, names.len())
+    }
+
+    /// Split a `|` row into `required` to `names.len()` trimmed fields (the
+    /// last ones optional); a trailing `|` (the `-p` form) is allowed.
+    fn fields_from(
+        &self,
+        line: u64,
+        text: &'a str,
+        names: &[&str],
+        required: usize,
+    ) -> Result<Vec<&'a str>, ImportError> {
         let mut fields: Vec<&str> = text.split('|').map(str::trim).collect();
-        if fields.len() == names.len() + 1 && fields.last() == Some(&"") {
+        if fields.len() > required && fields.last() == Some(&"") {
             fields.pop();
         }
-        if fields.len() != names.len() {
+        if fields.len() < required || fields.len() > names.len() {
+            let count = if required == names.len() {
+                format!("{}", names.len())
+            } else {
+                format!("{required} to {}", names.len())
+            };
             return Err(self.err(
                 line,
                 None,
                 format!(
-                    "expected {} `|`-separated fields ({}), found {}",
-                    names.len(),
+                    "expected {count} `|`-separated fields ({}), found {}",
                     names.join("|"),
                     fields.len()
                 ),
@@ -201,6 +236,114 @@ impl Associations {
 
 const ASSOC_FIELDS: [&str; 5] = ["Cluster", "Account", "User", "Share", "ParentName"];
 
+/// Is this first row `sacctmgr`'s header line (`-P` without `-n`)?
+fn is_assoc_header(text: &str) -> bool {
+    let cells: Vec<&str> = text.split('|').map(str::trim).collect();
+    ["Account", "User"]
+        .iter()
+        .all(|want| cells.iter().any(|c| c.eq_ignore_ascii_case(want)))
+}
+
+/// The association rows as `(line, [cluster, account, user, share, parent])`,
+/// from either form: the headerless 5-column one, or `sacctmgr show assoc -P`
+/// with its header (columns found by name; the parent of an account from
+/// `ParentName`, or else from the `tree` option's indentation of `Account`).
+fn association_rows(lines: &Lines<'_>) -> Result<Vec<(u64, [String; 5])>, ImportError> {
+    let mut rows = lines.rows().peekable();
+    let header = rows
+        .peek()
+        .copied()
+        .filter(|(_, text)| is_assoc_header(text));
+    let Some((header_line, header)) = header else {
+        return rows
+            .map(|(line, text)| {
+                let f = lines.fields(line, text, &ASSOC_FIELDS)?;
+                Ok((line, std::array::from_fn(|i| f[i].to_string())))
+            })
+            .collect();
+    };
+    rows.next();
+    let names: Vec<&str> = header.split('|').map(str::trim).collect();
+    let column = |want: &str| names.iter().position(|n| n.eq_ignore_ascii_case(want));
+    let need = |want: &str| {
+        column(want).ok_or_else(|| {
+            lines.err(
+                header_line,
+                Some(want),
+                format!("the header has no `{want}` column"),
+            )
+        })
+    };
+    let (account_col, user_col, share_col) = (need("Account")?, need("User")?, need("Share")?);
+    let (cluster_col, parent_col, partition_col) =
+        (column("Cluster"), column("ParentName"), column("Partition"));
+    // Accounts by depth (the `tree` form's indentation), for their parents.
+    let mut ancestors: Vec<String> = Vec::new();
+    let mut indented = false;
+    let mut out = Vec::new();
+    for (line, text) in rows {
+        let raw: Vec<&str> = text.split('|').collect();
+        if raw.len() < names.len() || raw.len() > names.len() + 1 {
+            return Err(lines.err(
+                line,
+                None,
+                format!(
+                    "expected {} `|`-separated fields as the header says, found {}",
+                    names.len(),
+                    raw.len()
+                ),
+            ));
+        }
+        let cell = |col: usize| raw[col].trim().to_string();
+        if let Some(col) = partition_col.filter(|c| !raw[*c].trim().is_empty()) {
+            return Err(lines.err(
+                line,
+                Some("Partition"),
+                format!(
+                    "`{}`: per-partition associations are not supported",
+                    raw[col].trim()
+                ),
+            ));
+        }
+        let account_cell = raw[account_col].trim_end();
+        let account = account_cell.trim_start().to_string();
+        let depth = account_cell.len() - account.len();
+        let user = cell(user_col);
+        let mut parent = parent_col.map(cell).unwrap_or_default();
+        if user.is_empty() {
+            indented |= depth > 0;
+            ancestors.truncate(depth);
+            if parent_col.is_none() && account != "root" {
+                parent = match depth.checked_sub(1).and_then(|d| ancestors.get(d)) {
+                    Some(p) => p.clone(),
+                    None if !indented => {
+                        return Err(lines.err(
+                            header_line,
+                            Some("ParentName"),
+                            "the header has no `ParentName` column and the accounts are not \
+                             indented: an account's parent is unknown (use `sacctmgr show assoc \
+                             tree -P`, or add `format=...,ParentName`)",
+                        ))
+                    }
+                    None => {
+                        return Err(lines.err(
+                            line,
+                            Some("Account"),
+                            format!("account `{account}` is indented deeper than its parent"),
+                        ))
+                    }
+                };
+            }
+            if ancestors.len() == depth {
+                ancestors.push(account.clone());
+            }
+        }
+        let cluster = cluster_col.map(cell).unwrap_or_default();
+        out.push((line, [cluster, account, user, cell(share_col), parent]));
+    }
+    Ok(out)
+}
+
 fn read_associations(
     source: Source<'_>,
     cluster: Option<&str>,
@@ -208,8 +351,8 @@ fn read_associations(
     let lines = Lines { source };
     let mut tree = Associations::default();
     let mut first_cluster: Option<(String, u64)> = None;
-    for (line, text) in lines.rows() {
-        let f = lines.fields(line, text, &ASSOC_FIELDS)?;
+    for (line, f) in association_rows(&lines)? {
+        let f: Vec<&str> = f.iter().map(String::as_str).collect();
         let row_cluster = f[0];
         match cluster {
             Some(wanted) if wanted != row_cluster => continue,
@@ -486,7 +629,7 @@ fn read_slurm_conf(source: Source<'_>) -> Result<BTreeMap<String, Value>, Import
     Ok(set)
 }
 
-const SQUEUE_FIELDS: [&str; 9] = [
+const SQUEUE_FIELDS: [&str; 10] = [
     "JobID",
     "User",
     "Account",
@@ -496,6 +639,7 @@ const SQUEUE_FIELDS: [&str; 9] = [
     "CPUs",
     "Nodes",
     "TimeLimit",
+    "EligibleTime",
 ];
 
 /// A partition or QOS cell: one name or a comma-separated list of names
@@ -509,14 +653,14 @@ fn name_list(lines: &Lines, line: u64, field: &str, text: &str) -> Result<String
 
 /// `submit` operations from `squeue`, in submit-time order (stable), after
 /// a `partition` / `qos` event for each name of a partition or QOS list.
-fn read_queue(source: Source<'_>, tree: &Associations) -> Result<Vec<Op>, ImportError> {
+fn read_queue(source: Source<'_>, tree: &Associations, t: Time) -> Result<Vec<Op>, ImportError> {
     let lines = Lines { source };
-    let mut jobs: Vec<(NaiveDateTime, Op)> = Vec::new();
+    let mut jobs: Vec<(Time, Op)> = Vec::new();
     let mut listed_partitions: BTreeSet<String> = BTreeSet::new();
     let mut listed_qos: BTreeSet<String> = BTreeSet::new();
     let mut seen: BTreeMap<String, u64> = BTreeMap::new();
     for (line, text) in lines.rows() {
-        let f = lines.fields(line, text, &SQUEUE_FIELDS)?;
+        let f = lines.fields_from(line, text, &SQUEUE_FIELDS, SQUEUE_FIELDS.len() - 1)?;
         let job = lines.name(line, "JobID", f[0])?;
         let user = lines.name(line, "User", f[1])?;
         let account = lines.name(line, "Account", f[2])?;
@@ -553,13 +697,29 @@ fn read_queue(source: Source<'_>, tree: &Associations) -> Result<Vec<Op>, Import
                 names.extend(list.split(',').map(str::to_string));
             }
         }
-        let submitted = NaiveDateTime::parse_from_str(f[5], "%Y-%m-%dT%H:%M:%S").map_err(|_| {
-            lines.err(
+        let submitted = parse_site_time(f[5])
+            .map_err(|reason| lines.err(line, Some("SubmitTime"), reason))?
+            .ok_or_else(|| {
+                lines.err(line, Some("SubmitTime"), "a pending job has a submit time")
+            })?;
+        if submitted > t {
+            return Err(lines.err(
                 line,
                 Some("SubmitTime"),
-                format!("`{}` is not a time like 2024-05-01T12:34:56", f[5]),
-            )
-        })?;
+                format!("`{}` is after the import's time {t} (--time)", f[5]),
+            ));
+        }
+        // Slurm's eligible time is its begin time; before the job is
+        // eligible (a dependency, a hold) squeue prints `Unknown`, and
+        // Slurm's age is 0: the job's age starts at `t`.
+        let begin = match f.get(9) {
+            None => None,
+            Some(text) => Some(
+                parse_site_time(text)
+                    .map_err(|reason| lines.err(line, Some("EligibleTime"), reason))?
+                    .unwrap_or(t),
+            ),
+        };
         let count = |field: &str, text: &str| -> Result<u64, ImportError> {
             text.parse::<u64>().map_err(|_| {
                 lines.err(
@@ -587,6 +747,7 @@ fn read_queue(source: Source<'_>, tree: &Associations) -> Result<Vec<Op>, Import
             qos,
             tres: Some(tres),
             time_limit_secs,
+            begin,
             ..JobSpec::default()
         };
         jobs.push((
@@ -596,6 +757,7 @@ fn read_queue(source: Source<'_>, tree: &Associations) -> Result<Vec<Op>, Import
                 user,
                 account,
                 spec,
+                submitted: Some(submitted),
             },
         ));
     }
@@ -631,7 +793,7 @@ pub fn import_slurm(input: &SlurmImport<'_>) -> Result<Vec<Event>, ImportError> 
     let config = input.slurm_conf.map(read_slurm_conf).transpose()?;
     let queue = input
         .squeue
-        .map(|source| read_queue(source, &tree))
+        .map(|source| read_queue(source, &tree, input.t))
         .transpose()?;
 
     let t = input.t;

@@ -366,6 +366,7 @@ impl Generator {
             user,
             account,
             spec,
+            submitted: None,
         })
     }
 
