@@ -24,6 +24,17 @@ pub struct Args {
 #[derive(Debug, clap::Subcommand)]
 enum From {
     /// From Slurm: `sacctmgr`, `sshare`, `slurm.conf` and `squeue` outputs.
+    ///
+    /// Which input feeds which factor: --assoc gives the tree and shares
+    /// (FAIRSHARE's shares); --sshare the usage (FAIRSHARE's usage; without
+    /// it every association has used nothing); --slurm-conf the weights and
+    /// flags (without it Slurm's defaults: every weight 0 but fair-share's)
+    /// and, with NodeName= lines, the cluster's size; --nodes the cluster's
+    /// size (JOBSIZE and the TRES factors; without a size both are 0); --qos
+    /// each QOS's priority and usage factor (QOS; without it the QOS factor
+    /// is 0 and every usage factor 1); --squeue the pending jobs with their
+    /// submit and eligible times (AGE). A missing one is named on standard
+    /// error.
     Slurm(SlurmArgs),
     /// From an SWF trace (`.swf` or `.swf.gz`, e.g. the Parallel Workloads Archive's).
     Swf(SwfArgs),
@@ -42,18 +53,32 @@ struct SwfArgs {
 /// `fairflow import slurm` flags.
 #[derive(Debug, clap::Args)]
 struct SlurmArgs {
-    /// `sacctmgr -nP show assoc format=Cluster,Account,User,Share,ParentName`.
+    /// `sacctmgr -nP show assoc format=Cluster,Account,User,Share,ParentName`,
+    /// or `sacctmgr show assoc tree -P` (Slurm's default columns, with the
+    /// header): the tree and shares.
     #[arg(long, value_name = "FILE")]
     assoc: PathBuf,
-    /// `sshare -a -l -P`, for each association's `RawUsage`.
+    /// `sshare -a -l -P`, for each association's `RawUsage` (FAIRSHARE's usage).
     #[arg(long, value_name = "FILE")]
     sshare: Option<PathBuf>,
-    /// `slurm.conf`: its `Priority*` and `FairShareDampeningFactor` lines.
+    /// `slurm.conf` or `scontrol show config` output: the `Priority*` and
+    /// `FairShareDampeningFactor` parameters (every factor's weight); a
+    /// slurm.conf's `NodeName=` lines give the cluster's size unless --nodes.
     #[arg(long, value_name = "FILE")]
     slurm_conf: Option<PathBuf>,
-    /// `squeue -h -t PD -o "%i|%u|%a|%P|%q|%V|%C|%D|%l"`: the pending jobs.
+    /// `squeue -h -t PD -o "%i|%u|%a|%P|%q|%V|%C|%D|%l"`: the pending jobs
+    /// with their submit times (AGE); a tenth cell, squeue's `EligibleTime`
+    /// (its `-O` form), is each job's eligible time.
     #[arg(long, value_name = "FILE")]
     squeue: Option<PathBuf>,
+    /// `sacctmgr show qos -P` (with its header): each QOS's `Priority` (the
+    /// QOS factor) and `UsageFactor` (billing).
+    #[arg(long, value_name = "FILE")]
+    qos: Option<PathBuf>,
+    /// `scontrol show node`: the cluster's nodes, CPUs, memory and GPUs
+    /// (JOBSIZE and the TRES factors are relative to them).
+    #[arg(long, value_name = "FILE")]
+    nodes: Option<PathBuf>,
     /// Only this cluster's associations (needed when the output has several).
     #[arg(long, value_name = "NAME")]
     cluster: Option<String>,
@@ -138,10 +163,12 @@ fn now() -> anyhow::Result<Time> {
 
 fn run_slurm(args: &SlurmArgs) -> anyhow::Result<()> {
     let assoc = read(&args.assoc)?;
-    let (sshare, slurm_conf, squeue) = (
+    let (sshare, slurm_conf, squeue, qos, nodes) = (
         read_optional(&args.sshare)?,
         read_optional(&args.slurm_conf)?,
         read_optional(&args.squeue)?,
+        read_optional(&args.qos)?,
+        read_optional(&args.nodes)?,
     );
     let t = match args.time {
         Some(t) => t,
@@ -155,9 +182,14 @@ fn run_slurm(args: &SlurmArgs) -> anyhow::Result<()> {
         sshare: source(&sshare),
         slurm_conf: source(&slurm_conf),
         squeue: source(&squeue),
+        qos: source(&qos),
+        nodes: source(&nodes),
         cluster: args.cluster.as_deref(),
         t,
     })?;
+    for note in missing_inputs(args, &events) {
+        eprintln!("fairflow import slurm: {note}");
+    }
 
     let mut log = format!(
         "# fairflow import slurm at t={t}: associations from {}",
@@ -167,6 +199,8 @@ fn run_slurm(args: &SlurmArgs) -> anyhow::Result<()> {
         ("usage", &sshare),
         ("configuration", &slurm_conf),
         ("queue", &squeue),
+        ("QOS", &qos),
+        ("nodes", &nodes),
     ] {
         if let Some((name, _)) = input {
             log.push_str(&format!(", {what} from {name}"));
@@ -178,4 +212,31 @@ fn run_slurm(args: &SlurmArgs) -> anyhow::Result<()> {
         log.push('\n');
     }
     write_log(&log, &args.output)
+}
+
+/// What the import could not give, and which factor it leaves at its
+/// default, for standard error.
+fn missing_inputs(args: &SlurmArgs, events: &[fairflow_model::Event]) -> Vec<&'static str> {
+    use fairflow_model::event::Op;
+    let mut notes = Vec::new();
+    if args.sshare.is_none() {
+        notes.push("no --sshare: every association's usage is 0 (FAIRSHARE)");
+    }
+    if args.slurm_conf.is_none() {
+        notes.push(
+            "no --slurm-conf: Slurm's default weights (every factor's weight but FAIRSHARE's is 0)",
+        );
+    }
+    if args.squeue.is_none() {
+        notes.push("no --squeue: no pending jobs (sprio and top are empty)");
+    }
+    if args.qos.is_none() {
+        notes.push("no --qos: every QOS has priority 0 and usage factor 1 (QOS)");
+    }
+    if !events.iter().any(|e| matches!(e.op, Op::Cluster { .. })) {
+        notes.push(
+            "no cluster size (--nodes, or NodeName= lines in --slurm-conf): JOBSIZE and the TRES factors are 0",
+        );
+    }
+    notes
 }

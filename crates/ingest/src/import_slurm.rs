@@ -85,8 +85,15 @@ pub struct SlurmImport<'a> {
     pub sshare: Option<Source<'a>>,
     /// `slurm.conf`.
     pub slurm_conf: Option<Source<'a>>,
-    /// `squeue -h -t PD -o "%i|%u|%a|%P|%q|%V|%C|%D|%l"`.
+    /// `squeue -h -t PD -o "%i|%u|%a|%P|%q|%V|%C|%D|%l"` (optionally a
+    /// tenth cell, the eligible time).
     pub squeue: Option<Source<'a>>,
+    /// `sacctmgr show qos -P` (with its header): each QOS's priority and
+    /// usage factor.
+    pub qos: Option<Source<'a>>,
+    /// `scontrol show node`: the cluster's size (else `slurm_conf`'s
+    /// `NodeName=` lines).
+    pub nodes: Option<Source<'a>>,
     /// Only this cluster's associations; required when there are several.
     pub cluster: Option<&'a str>,
     /// The time of every event.
@@ -629,6 +636,86 @@ fn read_slurm_conf(source: Source<'_>) -> Result<BTreeMap<String, Value>, Import
     Ok(set)
 }
 
+/// `qos` events from `sacctmgr show qos -P`: its header names the columns;
+/// `Name` is needed, `Priority` and `UsageFactor` are used when present (an
+/// empty cell leaves the value unset: priority 0, usage factor 1).
+fn read_qos(source: Source<'_>) -> Result<Vec<Op>, ImportError> {
+    let lines = Lines { source };
+    let mut rows = lines.rows();
+    let Some((header_line, header)) = rows.next() else {
+        return Err(lines.err(
+            1,
+            None,
+            "empty: expected the header line of `sacctmgr show qos -P`",
+        ));
+    };
+    let names: Vec<&str> = header.split('|').map(str::trim).collect();
+    let column = |want: &str| names.iter().position(|n| n.eq_ignore_ascii_case(want));
+    let name_col = column("Name").ok_or_else(|| {
+        lines.err(
+            header_line,
+            Some("Name"),
+            "the header has no `Name` column (is this `sacctmgr show qos -P`, with its header?)",
+        )
+    })?;
+    let (priority_col, factor_col) = (column("Priority"), column("UsageFactor"));
+    let mut seen: BTreeMap<String, u64> = BTreeMap::new();
+    let mut ops = Vec::new();
+    for (line, text) in rows {
+        let cells: Vec<&str> = text.split('|').map(str::trim).collect();
+        if cells.len() < names.len() || cells.len() > names.len() + 1 {
+            return Err(lines.err(
+                line,
+                None,
+                format!(
+                    "expected {} `|`-separated fields as the header says, found {}",
+                    names.len(),
+                    cells.len()
+                ),
+            ));
+        }
+        let name = lines.name(line, "Name", cells[name_col])?;
+        if let Some(previous) = seen.insert(name.clone(), line) {
+            return Err(lines.err(
+                line,
+                Some("Name"),
+                format!("QOS `{name}` is already listed on line {previous}"),
+            ));
+        }
+        let priority = match priority_col.map(|c| cells[c]).filter(|p| !p.is_empty()) {
+            None => None,
+            Some(text) => Some(text.parse::<u32>().map(i64::from).map_err(|_| {
+                lines.err(
+                    line,
+                    Some("Priority"),
+                    format!("`{text}` is not an integer from 0 to 4294967295"),
+                )
+            })?),
+        };
+        let usage_factor = match factor_col.map(|c| cells[c]).filter(|f| !f.is_empty()) {
+            None => None,
+            Some(text) => Some(
+                text.parse::<f64>()
+                    .ok()
+                    .filter(|f| f.is_finite() && *f >= 0.0)
+                    .ok_or_else(|| {
+                        lines.err(
+                            line,
+                            Some("UsageFactor"),
+                            format!("`{text}` is not a number >= 0"),
+                        )
+                    })?,
+            ),
+        };
+        ops.push(Op::Qos {
+            name,
+            priority,
+            usage_factor,
+        });
+    }
+    Ok(ops)
+}
+
 const SQUEUE_FIELDS: [&str; 10] = [
     "JobID",
     "User",
@@ -795,6 +882,12 @@ pub fn import_slurm(input: &SlurmImport<'_>) -> Result<Vec<Event>, ImportError> 
         .squeue
         .map(|source| read_queue(source, &tree, input.t))
         .transpose()?;
+    let qos = input.qos.map(read_qos).transpose()?;
+    let cluster = match (input.nodes, input.slurm_conf) {
+        (Some(source), _) => Some(nodes::from_scontrol_nodes(&Lines { source })?),
+        (None, Some(source)) => nodes::from_slurm_conf(&Lines { source })?,
+        (None, None) => None,
+    };
 
     let t = input.t;
     let mut ops: Vec<Op> = Vec::new();
@@ -827,9 +920,30 @@ pub fn import_slurm(input: &SlurmImport<'_>) -> Result<Vec<Event>, ImportError> 
     if let Some(set) = config.filter(|set| !set.is_empty()) {
         ops.push(Op::Config { set });
     }
-    ops.extend(queue.into_iter().flatten());
+    if let Some(size) = cluster {
+        ops.push(Op::Cluster {
+            nodes: size.nodes,
+            tres: size.tres(),
+        });
+    }
+    let defined_qos: BTreeSet<String> = qos
+        .iter()
+        .flatten()
+        .filter_map(|op| match op {
+            Op::Qos { name, .. } => Some(name.clone()),
+            _ => None,
+        })
+        .collect();
+    ops.extend(qos.into_iter().flatten());
+    // A QOS list's names are defined (with no attributes) by the queue's
+    // reader; the ones `sacctmgr show qos` defined already need no second.
+    ops.extend(queue.into_iter().flatten().filter(
+        |op| !matches!(op, Op::Qos { name, priority: None, usage_factor: None } if defined_qos.contains(name)),
+    ));
     Ok(ops.into_iter().map(|op| Event { t, op }).collect())
 }
+
+mod nodes;
 
 #[cfg(test)]
 mod tests;

@@ -86,6 +86,8 @@ fn import(
         sshare: sshare.map(|s| source("sshare.txt", s)),
         slurm_conf: conf.map(|s| source("slurm.conf", s)),
         squeue: squeue.map(|s| source("squeue.txt", s)),
+        qos: None,
+        nodes: None,
         cluster: None,
         t: T,
     })
@@ -251,6 +253,8 @@ fn one_cluster_is_chosen_with_cluster() {
         sshare: None,
         slurm_conf: None,
         squeue: None,
+        qos: None,
+        nodes: None,
         cluster: Some("other"),
         t: T,
     })
@@ -575,5 +579,75 @@ fn a_header_without_what_the_import_needs_names_the_column() {
             None
         ),
         at(3, "Account")
+    );
+}
+
+/// `sacctmgr show qos -P` as Slurm prints it by default (its default columns,
+/// `src/sacctmgr/qos_functions.c`, abridged at the end).
+const QOS: &str = "\
+Name|Priority|GraceTime|Preempt|PreemptExitTime|PreemptMode|Flags|UsageThres|UsageFactor|GrpTRES|GrpTRESMins
+normal|0|00:00:00|||cluster|||1.000000||
+high|100|00:00:00|||cluster|||2.000000||
+scavenger|0|00:00:00|||cluster|||0.000000||
+";
+
+fn import_qos(qos: &str) -> Result<Vec<Event>, ImportError> {
+    import_slurm(&SlurmImport {
+        assoc: source("assoc.txt", "c|a||1|root\nc|a|u|1|\n"),
+        sshare: None,
+        slurm_conf: None,
+        squeue: Some(source(
+            "squeue.txt",
+            "1|u|a|p|high,normal|2023-11-10T08:00:00|1|1|30:00\n",
+        )),
+        qos: Some(source("qos.txt", qos)),
+        nodes: None,
+        cluster: None,
+        t: T,
+    })
+}
+
+#[test]
+fn sacctmgr_qos_gives_each_qos_its_priority_and_usage_factor() {
+    let got = import_qos(QOS).unwrap();
+    let qos: Vec<&Event> = got.iter().filter(|e| e.op.name() == "qos").collect();
+    // Each QOS once, with its values; the job's list `high,normal` needs no
+    // second (attribute-less) definition.
+    assert_eq!(
+        qos.into_iter().cloned().collect::<Vec<_>>(),
+        events(&[
+            r#"{"op":"qos","t":1700000000,"name":"normal","priority":0,"usage_factor":1}"#,
+            r#"{"op":"qos","t":1700000000,"name":"high","priority":100,"usage_factor":2}"#,
+            r#"{"op":"qos","t":1700000000,"name":"scavenger","priority":0,"usage_factor":0}"#,
+        ])
+    );
+    let mut book = fairflow_book::Book::default();
+    for (i, event) in got.iter().enumerate() {
+        book.apply(i as u64 + 1, event).unwrap();
+    }
+}
+
+#[test]
+fn malformed_qos_lines_name_file_line_and_field() {
+    let at =
+        |line: u64, field: Option<&str>| ("qos.txt".to_string(), line, field.map(str::to_string));
+    let err = |text: &str| {
+        let e = import_qos(text).unwrap_err();
+        (e.file, e.line, e.field)
+    };
+    assert_eq!(err("normal|0|1.0\n"), at(1, Some("Name")));
+    assert_eq!(err(""), at(1, None));
+    assert_eq!(
+        err("Name|Priority|UsageFactor\nhigh|-3|1.0\n"),
+        at(2, Some("Priority"))
+    );
+    assert_eq!(
+        err("Name|Priority|UsageFactor\nhigh|3|cheap\n"),
+        at(2, Some("UsageFactor"))
+    );
+    assert_eq!(err("Name|Priority|UsageFactor\nhigh|3\n"), at(2, None));
+    assert_eq!(
+        err("Name|Priority|UsageFactor\nhigh|3|1\nhigh|4|1\n"),
+        at(3, Some("Name"))
     );
 }
