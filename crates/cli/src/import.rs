@@ -2,7 +2,8 @@
 //! sshare usage, slurm.conf, an squeue queue) to an event log; see
 //! `fairflow_ingest::import_slurm` for the exact formats. `fairflow import
 //! swf`: a Standard Workload Format trace to an event log (as interfaces.md
-//! says: submit, start at submit + wait, end at start + run time).
+//! says: submit, start at submit + wait, end at start + run time). Both show
+//! `indicatif` progress on standard error when it is a terminal.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -12,7 +13,13 @@ use fairflow_ingest::import_slurm::{import_slurm, SlurmImport, Source};
 use fairflow_ingest::write::event_to_line;
 use fairflow_model::Time;
 
+use fairflow_service::progress;
+
 use crate::output::emit;
+
+/// Imports at least this large show their progress on a terminal (standard
+/// error only), as `replay` does.
+const PROGRESS_FROM_EVENTS: u64 = 100_000;
 
 /// `fairflow import` flags.
 #[derive(Debug, clap::Args)]
@@ -56,8 +63,18 @@ struct SlurmArgs {
     /// `sacctmgr -nP show assoc format=Cluster,Account,User,Share,ParentName`,
     /// or `sacctmgr show assoc tree -P` (Slurm's default columns, with the
     /// header): the tree and shares.
+    #[arg(
+        long,
+        value_name = "FILE",
+        required_unless_present = "dump",
+        conflicts_with = "dump"
+    )]
+    assoc: Option<PathBuf>,
+    /// `sacctmgr dump CLUSTER file=F`'s file (the cluster's associations
+    /// backup: `Cluster - `, `Parent - `, `Account - ...:Fairshare=N`, `User -
+    /// ...`), instead of --assoc.
     #[arg(long, value_name = "FILE")]
-    assoc: PathBuf,
+    dump: Option<PathBuf>,
     /// `sshare -a -l -P`, for each association's `RawUsage` (FAIRSHARE's usage).
     #[arg(long, value_name = "FILE")]
     sshare: Option<PathBuf>,
@@ -114,10 +131,18 @@ fn write_log(log: &str, output: &Option<PathBuf>) -> anyhow::Result<()> {
 
 fn run_swf(args: &SwfArgs) -> anyhow::Result<()> {
     let source = fairflow_ingest::reader::open_source(&args.trace)?;
+    let reading = progress::spinner(&format!("reading {}", args.trace));
     let lines = fairflow_ingest::swf::convert_swf(source)
         .with_context(|| format!("cannot read {}", args.trace))?;
+    reading.finish_and_clear();
     let mut log = format!("# fairflow import swf: {}\n", args.trace);
     let mut skipped = 0u64;
+    let progress = progress::bar(
+        lines.len() as u64,
+        "events",
+        "writing",
+        PROGRESS_FROM_EVENTS,
+    );
     for line in lines {
         match line.event {
             Ok(event) => {
@@ -125,11 +150,13 @@ fn run_swf(args: &SwfArgs) -> anyhow::Result<()> {
                 log.push('\n');
             }
             Err(rejection) => {
-                eprintln!("{}: {rejection}", args.trace);
+                progress.suspend(|| eprintln!("{}: {rejection}", args.trace));
                 skipped += 1;
             }
         }
+        progress.inc(1);
     }
+    progress.finish_and_clear();
     if skipped > 0 {
         eprintln!("fairflow: {skipped} trace lines skipped");
     }
@@ -162,7 +189,10 @@ fn now() -> anyhow::Result<Time> {
 }
 
 fn run_slurm(args: &SlurmArgs) -> anyhow::Result<()> {
-    let assoc = read(&args.assoc)?;
+    let assoc = match (&args.assoc, &args.dump) {
+        (Some(path), _) | (None, Some(path)) => read(path)?,
+        (None, None) => anyhow::bail!("give --assoc or --dump"),
+    };
     let (sshare, slurm_conf, squeue, qos, nodes) = (
         read_optional(&args.sshare)?,
         read_optional(&args.slurm_conf)?,
@@ -174,6 +204,7 @@ fn run_slurm(args: &SlurmArgs) -> anyhow::Result<()> {
         Some(t) => t,
         None => now()?,
     };
+    let converting = progress::spinner("converting Slurm's outputs");
     let events = import_slurm(&SlurmImport {
         assoc: Source {
             name: &assoc.0,
@@ -187,6 +218,7 @@ fn run_slurm(args: &SlurmArgs) -> anyhow::Result<()> {
         cluster: args.cluster.as_deref(),
         t,
     })?;
+    converting.finish_and_clear();
     for note in missing_inputs(args, &events) {
         eprintln!("fairflow import slurm: {note}");
     }
@@ -207,10 +239,18 @@ fn run_slurm(args: &SlurmArgs) -> anyhow::Result<()> {
         }
     }
     log.push('\n');
+    let progress = progress::bar(
+        events.len() as u64,
+        "events",
+        "writing",
+        PROGRESS_FROM_EVENTS,
+    );
     for event in &events {
         log.push_str(&event_to_line(event));
         log.push('\n');
+        progress.inc(1);
     }
+    progress.finish_and_clear();
     write_log(&log, &args.output)
 }
 

@@ -256,6 +256,13 @@ fn is_assoc_header(text: &str) -> bool {
 /// with its header (columns found by name; the parent of an account from
 /// `ParentName`, or else from the `tree` option's indentation of `Account`).
 fn association_rows(lines: &Lines<'_>) -> Result<Vec<(u64, [String; 5])>, ImportError> {
+    if lines
+        .rows()
+        .next()
+        .is_some_and(|(_, text)| dump_line(text).is_some())
+    {
+        return dump_rows(lines);
+    }
     let mut rows = lines.rows().peekable();
     let header = rows
         .peek()
@@ -460,6 +467,101 @@ fn read_associations(
         }
     }
     Ok(tree)
+}
+
+/// A `sacctmgr dump` line's kind and the rest: `Kind - 'name':options`.
+fn dump_line(text: &str) -> Option<(&str, &str)> {
+    let (kind, rest) = text.trim().split_once(" - ")?;
+    ["Cluster", "Parent", "Account", "User"]
+        .contains(&kind)
+        .then_some((kind, rest))
+}
+
+/// Split a dump line's `'name':Opt=value:Opt='a:b'` at the colons outside
+/// quotes, each piece with its quotes removed from the value.
+fn dump_fields(rest: &str) -> Result<Vec<String>, String> {
+    let mut pieces = Vec::new();
+    let mut piece = String::new();
+    let mut quote: Option<char> = None;
+    for c in rest.chars() {
+        match (quote, c) {
+            (None, '\'' | '"') => quote = Some(c),
+            (Some(q), c) if c == q => quote = None,
+            (None, ':') => pieces.push(std::mem::take(&mut piece)),
+            _ => piece.push(c),
+        }
+    }
+    if quote.is_some() {
+        return Err("a quote is not closed".to_string());
+    }
+    pieces.push(piece);
+    Ok(pieces)
+}
+
+/// `sacctmgr dump`'s `Fairshare` as the `Share` cell: Slurm writes the raw
+/// value, `parent` as 2147483647 (`SLURMDB_FS_USE_PARENT`); the word itself
+/// (as written by hand) is accepted too.
+fn dump_share(value: &str) -> String {
+    if value == "2147483647" {
+        "parent".to_string()
+    } else {
+        value.to_string()
+    }
+}
+
+/// The association rows of a `sacctmgr dump CLUSTER file=F` file
+/// (`src/sacctmgr/file_functions.c`): `Cluster - 'c':...` names the cluster;
+/// each `Parent - 'p'` scopes the `Account - 'a':...` and `User - 'u':...`
+/// lines after it, which are p's children; an association's shares are its
+/// `Fairshare=N` (1 when not written, Slurm's default).
+fn dump_rows(lines: &Lines<'_>) -> Result<Vec<(u64, [String; 5])>, ImportError> {
+    let mut cluster: Option<String> = None;
+    let mut parent: Option<String> = None;
+    let mut out = Vec::new();
+    for (line, text) in lines.rows() {
+        let (kind, rest) = dump_line(text).ok_or_else(|| {
+            lines.err(
+                line,
+                None,
+                "expected a `sacctmgr dump` line: `Cluster - `, `Parent - `, `Account - ` or `User - `",
+            )
+        })?;
+        let fields = dump_fields(rest).map_err(|reason| lines.err(line, Some(kind), reason))?;
+        let name = lines.name(line, kind, fields[0].trim())?;
+        let mut share = "1".to_string();
+        for option in &fields[1..] {
+            if let Some((key, value)) = option.split_once('=') {
+                if key.trim().eq_ignore_ascii_case("Fairshare") {
+                    share = dump_share(value.trim());
+                }
+            }
+        }
+        match kind {
+            "Cluster" => cluster = Some(name),
+            "Parent" => parent = Some(name),
+            _ => {
+                let Some(cluster) = cluster.clone() else {
+                    return Err(lines.err(
+                        line,
+                        Some(kind),
+                        "no `Cluster - 'name'` line before it",
+                    ));
+                };
+                let Some(parent) = parent.clone() else {
+                    return Err(lines.err(line, Some(kind), "no `Parent - 'name'` line before it"));
+                };
+                out.push((
+                    line,
+                    if kind == "User" {
+                        [cluster, parent, name, share, String::new()]
+                    } else {
+                        [cluster, name, String::new(), share, parent]
+                    },
+                ));
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// Accounts in an order where each comes after its parent: input order,

@@ -651,3 +651,60 @@ fn malformed_qos_lines_name_file_line_and_field() {
         at(3, Some("Name"))
     );
 }
+
+#[test]
+fn sacctmgr_dump_gives_the_same_tree() {
+    // datasets/slurm/dump.cfg is the classic example's tree (ASSOC) as
+    // `sacctmgr dump demo file=dump.cfg` writes it: Slurm's own comment
+    // header, `Parent - ` scopes, descriptions with a quoted `:`, and
+    // user5's `parent` shares as 2147483647.
+    let dump = include_str!("../../../../datasets/slurm/dump.cfg");
+    let from_dump = import(dump, None, None, None).unwrap();
+    let mut from_assoc = import(ASSOC, None, None, None).unwrap();
+    // The same events; only the order of accounts differs (the dump lists a
+    // parent's children together: a, d, then b, c, then e, f).
+    let key = |e: &Event| crate::write::event_to_line(e);
+    let mut sorted_dump = from_dump.clone();
+    sorted_dump.sort_by_key(key);
+    from_assoc.sort_by_key(key);
+    assert_eq!(sorted_dump, from_assoc);
+}
+
+#[test]
+fn malformed_dump_lines_name_file_line_and_field() {
+    let at =
+        |line: u64, field: Option<&str>| ("assoc.txt".to_string(), line, field.map(str::to_string));
+    let head = "Cluster - 'c'\nParent - 'root'\n";
+    assert_eq!(
+        error(
+            &format!("{head}Account - 'a':Fairshare=lots\n"),
+            None,
+            None,
+            None
+        ),
+        at(3, Some("Share"))
+    );
+    assert_eq!(
+        error(
+            &format!("{head}Account - 'a':Description='open\n"),
+            None,
+            None,
+            None
+        ),
+        at(3, Some("Account"))
+    );
+    assert_eq!(
+        error(&format!("{head}Accounts: a\n"), None, None, None),
+        at(3, None)
+    );
+    assert_eq!(
+        error("Cluster - 'c'\nAccount - 'a'\n", None, None, None),
+        at(2, Some("Account"))
+    );
+    // A user under root is root's user association.
+    let got = import(&format!("{head}User - 'u':Fairshare=3\n"), None, None, None).unwrap();
+    assert_eq!(
+        got,
+        events(&[r#"{"op":"user","t":1700000000,"user":"u","account":"root","shares":3}"#])
+    );
+}
