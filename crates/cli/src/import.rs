@@ -76,8 +76,13 @@ struct SlurmArgs {
     #[arg(long, value_name = "FILE")]
     dump: Option<PathBuf>,
     /// `sshare -a -l -P`, for each association's `RawUsage` (FAIRSHARE's usage).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", conflicts_with = "sacct")]
     sshare: Option<PathBuf>,
+    /// `sacct -a -X -P -S START --format=JobID,User,Account,Partition,QOS,Start,End,AllocTRES,State`:
+    /// the usage as the jobs that ran, charged while they ran and decayed to
+    /// --time (FAIRSHARE's usage), instead of --sshare.
+    #[arg(long, value_name = "FILE")]
+    sacct: Option<PathBuf>,
     /// `slurm.conf` or `scontrol show config` output: the `Priority*` and
     /// `FairShareDampeningFactor` parameters (every factor's weight); a
     /// slurm.conf's `NodeName=` lines give the cluster's size unless --nodes.
@@ -193,12 +198,13 @@ fn run_slurm(args: &SlurmArgs) -> anyhow::Result<()> {
         (Some(path), _) | (None, Some(path)) => read(path)?,
         (None, None) => anyhow::bail!("give --assoc or --dump"),
     };
-    let (sshare, slurm_conf, squeue, qos, nodes) = (
+    let (sshare, slurm_conf, squeue, qos, nodes, sacct) = (
         read_optional(&args.sshare)?,
         read_optional(&args.slurm_conf)?,
         read_optional(&args.squeue)?,
         read_optional(&args.qos)?,
         read_optional(&args.nodes)?,
+        read_optional(&args.sacct)?,
     );
     let t = match args.time {
         Some(t) => t,
@@ -215,6 +221,7 @@ fn run_slurm(args: &SlurmArgs) -> anyhow::Result<()> {
         squeue: source(&squeue),
         qos: source(&qos),
         nodes: source(&nodes),
+        sacct: source(&sacct),
         cluster: args.cluster.as_deref(),
         t,
     })?;
@@ -233,6 +240,7 @@ fn run_slurm(args: &SlurmArgs) -> anyhow::Result<()> {
         ("queue", &squeue),
         ("QOS", &qos),
         ("nodes", &nodes),
+        ("jobs", &sacct),
     ] {
         if let Some((name, _)) = input {
             log.push_str(&format!(", {what} from {name}"));
@@ -259,8 +267,8 @@ fn run_slurm(args: &SlurmArgs) -> anyhow::Result<()> {
 fn missing_inputs(args: &SlurmArgs, events: &[fairflow_model::Event]) -> Vec<&'static str> {
     use fairflow_model::event::Op;
     let mut notes = Vec::new();
-    if args.sshare.is_none() {
-        notes.push("no --sshare: every association's usage is 0 (FAIRSHARE)");
+    if args.sshare.is_none() && args.sacct.is_none() {
+        notes.push("no --sshare or --sacct: every association's usage is 0 (FAIRSHARE)");
     }
     if args.slurm_conf.is_none() {
         notes.push(

@@ -165,3 +165,61 @@ fn import_slurm_dump_gives_the_tree_assoc_gives() {
     let out = fairflow(&["import", "slurm", "--time", "1"]);
     assert!(!out.status.success());
 }
+
+#[test]
+fn usage_rebuilt_from_sacct_is_billed_and_decayed_to_the_import_time() {
+    let log = temp_path("sacct.jsonl");
+    let out = fairflow(&[
+        "import",
+        "slurm",
+        "--assoc",
+        &dataset("slurm/assoc.txt"),
+        "--sacct",
+        &dataset("slurm/sacct.txt"),
+        "--slurm-conf",
+        &dataset("slurm/slurm.conf"),
+        "--time",
+        "2026-11-24T12:00:00",
+        "-o",
+        log.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = fairflow(&["sshare", "-P", "--events", log.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stderr), "", "no line is rejected");
+    let raw_usage = |account: &str, user: &str| -> String {
+        text(&out.stdout)
+            .lines()
+            .map(|l| l.split('|').collect::<Vec<_>>())
+            .find(|c| c[0] == account && c[1] == user)
+            .map(|c| c[4].to_string())
+            .unwrap()
+    };
+    // A job charges its CPUs (no TRESBillingWeights: billing = CPUs, QOS
+    // normal's usage factor 1) per second while it runs, each second decayed
+    // by 2^(-age / half-life) (slurm.conf: 7 days = 604800 s) to the import's
+    // time T: sum = cpus * hl / ln 2 * (2^(-(T - end)/hl) - 2^(-(T - start)/hl)).
+    // Job 1001 (user1): 4 CPUs from 14 to 7 days before T:
+    // 4 * 604800 / 0.693147 * (0.5 - 0.25) = 872541.96 -> RawUsage 872541.
+    assert_eq!(raw_usage("b", "user1"), "872541");
+    // Job 1002 (user2) still runs: 2 CPUs from a day before T to T:
+    // 2 * 604800 / 0.693147 * (1 - 2^(-1/7)) = 164520.12 -> 164520.
+    assert_eq!(raw_usage("c", "user2"), "164520");
+    // Job 1003 never started and 1004 ran no time: user4 used nothing.
+    assert_eq!(raw_usage("e", "user4"), "0");
+    // root: 872541.96 + 164520.12 = 1037062.08.
+    assert_eq!(raw_usage("root", ""), "1037062");
+
+    // sshare's RawUsage and sacct's jobs are two sources of the same usage.
+    let out = fairflow(&[
+        "import",
+        "slurm",
+        "--assoc",
+        &dataset("slurm/assoc.txt"),
+        "--sacct",
+        &dataset("slurm/sacct.txt"),
+        "--sshare",
+        &dataset("slurm/sshare.txt"),
+    ]);
+    assert!(!out.status.success());
+}

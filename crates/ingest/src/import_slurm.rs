@@ -26,6 +26,18 @@
 //!   associations) is its `RawUsage` minus its children's, clamped at 0.
 //!   Slurm truncates `RawUsage` to an integer, so that difference can be off by
 //!   up to one TRES-second per child.
+//! - **Usage as jobs** (instead of `sshare`), `sacct -a -X -P
+//!   --format=JobID,User,Account,Partition,QOS,Start,End,AllocTRES,State`
+//!   (with its header; see the `sacct` submodule): each job that started
+//!   before `t` is submitted and started at its `Start` and ended at its
+//!   `End`, and the rest of the import moves to the first job's start, so the
+//!   engines charge and decay the jobs' usage themselves.
+//! - **QOS**, `sacctmgr show qos -P` (with its header): `Name`, `Priority`,
+//!   `UsageFactor`.
+//! - **Cluster size**, `scontrol show node` output, or `slurm.conf`'s
+//!   `NodeName=` lines (see the `nodes` submodule).
+//! - **Associations from a dump**: `sacctmgr dump CLUSTER file=F`'s file is
+//!   recognised by its `Cluster - '...'` lines, wherever the associations go.
 //! - **Configuration**, `slurm.conf` or `scontrol show config`'s output (see
 //!   [`crate::slurm_conf`]): its `Priority*` and `FairShareDampeningFactor`
 //!   parameters.
@@ -44,9 +56,12 @@
 //!   `NOT_SET` (none).
 //!
 //! # Output
-//! Events all at one time `t`, in an order the validator accepts: accounts
-//! (each after its parent), user associations, usage, one `config` event, then
-//! one `submit` per pending job (in submit-time order). Each `submit` keeps the
+//! Events all at one time `t` (without `sacct`), in an order the validator
+//! accepts: accounts (each after its parent), user associations, usage, one
+//! `config` event, the `cluster`, the `qos` events, then one `submit` per
+//! pending job (in submit-time order); with `sacct`, everything before the
+//! queue is at the first job's start, the jobs' events at their times, and a
+//! `tick` ends the log at `t`. Each `submit` keeps the
 //! job's submit time (`submitted`, at most `t`: a later one is an error), so
 //! its age is what Slurm's is; an eligible time becomes the job's `begin`
 //! (Slurm's AGE counts from it unless `PriorityFlags=ACCRUE_ALWAYS`), and
@@ -94,6 +109,9 @@ pub struct SlurmImport<'a> {
     /// `scontrol show node`: the cluster's size (else `slurm_conf`'s
     /// `NodeName=` lines).
     pub nodes: Option<Source<'a>>,
+    /// `sacct -a -X -P --format=JobID,User,Account,Partition,QOS,Start,End,AllocTRES,State`:
+    /// the usage history as jobs, instead of `sshare`.
+    pub sacct: Option<Source<'a>>,
     /// Only this cluster's associations; required when there are several.
     pub cluster: Option<&'a str>,
     /// The time of every event.
@@ -990,8 +1008,22 @@ pub fn import_slurm(input: &SlurmImport<'_>) -> Result<Vec<Event>, ImportError> 
         (None, Some(source)) => nodes::from_slurm_conf(&Lines { source })?,
         (None, None) => None,
     };
+    let history = match (input.sacct, input.sshare) {
+        (Some(source), Some(_)) => {
+            return Err(Lines { source }.err(
+                1,
+                None,
+                "give the usage as sshare's RawUsage or as sacct's jobs, not both",
+            ))
+        }
+        (Some(source), None) => sacct::read_sacct(source, &tree, input.t)?,
+        (None, _) => Vec::new(),
+    };
 
     let t = input.t;
+    // The tree, configuration, cluster and QOS exist from before the first
+    // job of the history (all at `t` without one).
+    let t0 = history.first().map_or(t, |(first, _)| *first);
     let mut ops: Vec<Op> = Vec::new();
     for name in accounts_parents_first(&tree, input.assoc)? {
         let row = &tree.accounts[&name];
@@ -1037,15 +1069,28 @@ pub fn import_slurm(input: &SlurmImport<'_>) -> Result<Vec<Event>, ImportError> 
         })
         .collect();
     ops.extend(qos.into_iter().flatten());
+    let mut events: Vec<Event> = ops.into_iter().map(|op| Event { t: t0, op }).collect();
+    events.extend(history.into_iter().map(|(t, op)| Event { t, op }));
     // A QOS list's names are defined (with no attributes) by the queue's
     // reader; the ones `sacctmgr show qos` defined already need no second.
-    ops.extend(queue.into_iter().flatten().filter(
-        |op| !matches!(op, Op::Qos { name, priority: None, usage_factor: None } if defined_qos.contains(name)),
-    ));
-    Ok(ops.into_iter().map(|op| Event { t, op }).collect())
+    events.extend(
+        queue
+            .into_iter()
+            .flatten()
+            .filter(|op| {
+                !matches!(op, Op::Qos { name, priority: None, usage_factor: None } if defined_qos.contains(name))
+            })
+            .map(|op| Event { t, op }),
+    );
+    // The log's time is the import's: usage is as of `t`.
+    if events.last().is_some_and(|last| last.t < t) {
+        events.push(Event { t, op: Op::Tick });
+    }
+    Ok(events)
 }
 
 mod nodes;
+mod sacct;
 
 #[cfg(test)]
 mod tests;

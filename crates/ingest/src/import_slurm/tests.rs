@@ -88,6 +88,7 @@ fn import(
         squeue: squeue.map(|s| source("squeue.txt", s)),
         qos: None,
         nodes: None,
+        sacct: None,
         cluster: None,
         t: T,
     })
@@ -255,6 +256,7 @@ fn one_cluster_is_chosen_with_cluster() {
         squeue: None,
         qos: None,
         nodes: None,
+        sacct: None,
         cluster: Some("other"),
         t: T,
     })
@@ -602,6 +604,7 @@ fn import_qos(qos: &str) -> Result<Vec<Event>, ImportError> {
         )),
         qos: Some(source("qos.txt", qos)),
         nodes: None,
+        sacct: None,
         cluster: None,
         t: T,
     })
@@ -707,4 +710,94 @@ fn malformed_dump_lines_name_file_line_and_field() {
         got,
         events(&[r#"{"op":"user","t":1700000000,"user":"u","account":"root","shares":3}"#])
     );
+}
+
+#[test]
+fn sacct_jobs_become_submit_start_and_end_before_the_import() {
+    let assoc = "c|a||1|root\nc|a|u|1|\n";
+    let sacct = "\
+JobID|User|Account|Partition|QOS|Start|End|AllocTRES|State
+7|u|a|p|normal|2023-11-10T08:00:00|2023-11-10T09:00:00|cpu=2,node=1|COMPLETED
+8|u|a|p|normal|2023-11-10T08:30:00|Unknown|cpu=1,node=1|RUNNING
+9|u|a|p|normal|Unknown|Unknown||PENDING
+";
+    let got = import_slurm(&SlurmImport {
+        assoc: source("assoc.txt", assoc),
+        sshare: None,
+        slurm_conf: None,
+        squeue: None,
+        qos: None,
+        nodes: None,
+        sacct: Some(source("sacct.txt", sacct)),
+        cluster: None,
+        t: T,
+    })
+    .unwrap();
+    let start = site("2023-11-10T08:00:00");
+    let lines: Vec<String> = got.iter().map(crate::write::event_to_line).collect();
+    let expected: Vec<String> = events(&[
+        &format!(r#"{{"op":"account","t":{start},"name":"a","parent":"root","shares":1}}"#),
+        &format!(r#"{{"op":"user","t":{start},"user":"u","account":"a","shares":1}}"#),
+        &format!(r#"{{"op":"submit","t":{start},"job":"7","user":"u","account":"a","partition":"p","qos":"normal","tres":{{"cpu":2,"node":1}}}}"#),
+        &format!(r#"{{"op":"start","t":{start},"job":"7","tres":{{"cpu":2,"node":1}}}}"#),
+        &format!(r#"{{"op":"submit","t":{},"job":"8","user":"u","account":"a","partition":"p","qos":"normal","tres":{{"cpu":1,"node":1}}}}"#, start + 1800),
+        &format!(r#"{{"op":"start","t":{},"job":"8","tres":{{"cpu":1,"node":1}}}}"#, start + 1800),
+        &format!(r#"{{"op":"end","t":{},"job":"7"}}"#, start + 3600),
+        // The log ends at the import's time.
+        r#"{"op":"tick","t":1700000000}"#,
+    ])
+    .iter()
+    .map(crate::write::event_to_line)
+    .collect();
+    assert_eq!(lines, expected);
+    let mut book = fairflow_book::Book::default();
+    for (i, event) in got.iter().enumerate() {
+        book.apply(i as u64 + 1, event).unwrap();
+    }
+}
+
+#[test]
+fn malformed_sacct_lines_name_file_line_and_field() {
+    let assoc = "c|a||1|root\nc|a|u|1|\n";
+    let header = "JobID|User|Account|Partition|QOS|Start|End|AllocTRES|State\n";
+    let err = |sacct: &str| {
+        let e = import_slurm(&SlurmImport {
+            assoc: source("assoc.txt", assoc),
+            sshare: None,
+            slurm_conf: None,
+            squeue: None,
+            qos: None,
+            nodes: None,
+            sacct: Some(source("sacct.txt", sacct)),
+            cluster: None,
+            t: T,
+        })
+        .unwrap_err();
+        (e.file, e.line, e.field)
+    };
+    let at =
+        |line: u64, field: Option<&str>| ("sacct.txt".to_string(), line, field.map(str::to_string));
+    assert_eq!(err("JobID|User|Account\n"), at(1, Some("Partition")));
+    let row = |r: &str| format!("{header}{r}\n");
+    assert_eq!(
+        err(&row("1|u|a|p|q|yesterday|Unknown|cpu=1|RUNNING")),
+        at(2, Some("Start"))
+    );
+    assert_eq!(
+        err(&row(
+            "1|u|a|p|q|2023-11-10T08:00:00|2023-11-10T07:00:00|cpu=1|COMPLETED"
+        )),
+        at(2, Some("End"))
+    );
+    assert_eq!(
+        err(&row("1|v|a|p|q|2023-11-10T08:00:00|Unknown|cpu=1|RUNNING")),
+        at(2, Some("User"))
+    );
+    assert_eq!(
+        err(&row(
+            "1|u|a|p|q|2023-11-10T08:00:00|Unknown|cpu=lots|RUNNING"
+        )),
+        at(2, Some("AllocTRES"))
+    );
+    assert_eq!(err(&row("1|u|a|p|q")), at(2, None));
 }
