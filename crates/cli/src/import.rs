@@ -28,6 +28,8 @@ pub struct Args {
     from: From,
 }
 
+// Parsed once per run: the size of the larger variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, clap::Subcommand)]
 enum From {
     /// From Slurm: `sacctmgr`, `sshare`, `slurm.conf` and `squeue` outputs.
