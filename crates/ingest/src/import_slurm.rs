@@ -208,6 +208,69 @@ impl<'a> Lines<'a> {
         Ok(fields)
     }
 
+    /// The header line of a `|`-separated output (`what` names the command,
+    /// for the error when the file is empty): its line, its trimmed column
+    /// names, and the rows after it.
+    fn header(
+        &self,
+        what: &str,
+    ) -> Result<(u64, Vec<&'a str>, impl Iterator<Item = (u64, &'a str)>), ImportError> {
+        let mut rows = self.rows();
+        let Some((line, header)) = rows.next() else {
+            return Err(self.err(
+                1,
+                None,
+                format!("empty: expected the header line of `{what}`"),
+            ));
+        };
+        Ok((line, header.split('|').map(str::trim).collect(), rows))
+    }
+
+    /// A row's cells under a header of `columns` names (a trailing `|`
+    /// allowed), untrimmed.
+    fn cells(&self, line: u64, text: &'a str, columns: usize) -> Result<Vec<&'a str>, ImportError> {
+        let cells: Vec<&str> = text.split('|').collect();
+        if cells.len() < columns || cells.len() > columns + 1 {
+            return Err(self.err(
+                line,
+                None,
+                format!(
+                    "expected {columns} `|`-separated fields as the header says, found {}",
+                    cells.len()
+                ),
+            ));
+        }
+        Ok(cells)
+    }
+
+    /// A job's user association must be listed, and the job listed once.
+    fn check_job(
+        &self,
+        line: u64,
+        tree: &Associations,
+        seen: &mut BTreeMap<String, u64>,
+        (job, user, account): (&str, &str, &str),
+    ) -> Result<(), ImportError> {
+        if !tree
+            .user_lines
+            .contains_key(&(account.to_string(), user.to_string()))
+        {
+            return Err(self.err(
+                line,
+                Some("User"),
+                format!("user `{user}` in account `{account}` is not in the association list"),
+            ));
+        }
+        if let Some(previous) = seen.insert(job.to_string(), line) {
+            return Err(self.err(
+                line,
+                Some("JobID"),
+                format!("job `{job}` is already listed on line {previous}"),
+            ));
+        }
+        Ok(())
+    }
+
     /// A name as the event log accepts it.
     fn name(&self, line: u64, field: &str, text: &str) -> Result<String, ImportError> {
         if text.is_empty() {
@@ -281,21 +344,20 @@ fn association_rows(lines: &Lines<'_>) -> Result<Vec<(u64, [String; 5])>, Import
     {
         return dump_rows(lines);
     }
-    let mut rows = lines.rows().peekable();
-    let header = rows
-        .peek()
-        .copied()
-        .filter(|(_, text)| is_assoc_header(text));
-    let Some((header_line, header)) = header else {
-        return rows
+    if !lines
+        .rows()
+        .next()
+        .is_some_and(|(_, text)| is_assoc_header(text))
+    {
+        return lines
+            .rows()
             .map(|(line, text)| {
                 let f = lines.fields(line, text, &ASSOC_FIELDS)?;
                 Ok((line, std::array::from_fn(|i| f[i].to_string())))
             })
             .collect();
-    };
-    rows.next();
-    let names: Vec<&str> = header.split('|').map(str::trim).collect();
+    }
+    let (header_line, names, rows) = lines.header("sacctmgr show assoc -P")?;
     let column = |want: &str| names.iter().position(|n| n.eq_ignore_ascii_case(want));
     let need = |want: &str| {
         column(want).ok_or_else(|| {
@@ -314,18 +376,7 @@ fn association_rows(lines: &Lines<'_>) -> Result<Vec<(u64, [String; 5])>, Import
     let mut indented = false;
     let mut out = Vec::new();
     for (line, text) in rows {
-        let raw: Vec<&str> = text.split('|').collect();
-        if raw.len() < names.len() || raw.len() > names.len() + 1 {
-            return Err(lines.err(
-                line,
-                None,
-                format!(
-                    "expected {} `|`-separated fields as the header says, found {}",
-                    names.len(),
-                    raw.len()
-                ),
-            ));
-        }
+        let raw = lines.cells(line, text, names.len())?;
         let cell = |col: usize| raw[col].trim().to_string();
         if let Some(col) = partition_col.filter(|c| !raw[*c].trim().is_empty()) {
             return Err(lines.err(
@@ -625,15 +676,7 @@ fn read_usage(
     tree: &Associations,
 ) -> Result<Vec<(AssocKey, f64)>, ImportError> {
     let lines = Lines { source };
-    let mut rows = lines.rows();
-    let Some((header_line, header)) = rows.next() else {
-        return Err(lines.err(
-            1,
-            None,
-            "empty: expected the header line of `sshare -a -l -P`",
-        ));
-    };
-    let names: Vec<&str> = header.split('|').map(str::trim).collect();
+    let (header_line, names, rows) = lines.header("sshare -a -l -P")?;
     let column = |want: &str| {
         names
             .iter()
@@ -761,15 +804,7 @@ fn read_slurm_conf(source: Source<'_>) -> Result<BTreeMap<String, Value>, Import
 /// empty cell leaves the value unset: priority 0, usage factor 1).
 fn read_qos(source: Source<'_>) -> Result<Vec<Op>, ImportError> {
     let lines = Lines { source };
-    let mut rows = lines.rows();
-    let Some((header_line, header)) = rows.next() else {
-        return Err(lines.err(
-            1,
-            None,
-            "empty: expected the header line of `sacctmgr show qos -P`",
-        ));
-    };
-    let names: Vec<&str> = header.split('|').map(str::trim).collect();
+    let (header_line, names, rows) = lines.header("sacctmgr show qos -P")?;
     let column = |want: &str| names.iter().position(|n| n.eq_ignore_ascii_case(want));
     let name_col = column("Name").ok_or_else(|| {
         lines.err(
@@ -782,18 +817,11 @@ fn read_qos(source: Source<'_>) -> Result<Vec<Op>, ImportError> {
     let mut seen: BTreeMap<String, u64> = BTreeMap::new();
     let mut ops = Vec::new();
     for (line, text) in rows {
-        let cells: Vec<&str> = text.split('|').map(str::trim).collect();
-        if cells.len() < names.len() || cells.len() > names.len() + 1 {
-            return Err(lines.err(
-                line,
-                None,
-                format!(
-                    "expected {} `|`-separated fields as the header says, found {}",
-                    names.len(),
-                    cells.len()
-                ),
-            ));
-        }
+        let cells: Vec<&str> = lines
+            .cells(line, text, names.len())?
+            .into_iter()
+            .map(str::trim)
+            .collect();
         let name = lines.name(line, "Name", cells[name_col])?;
         if let Some(previous) = seen.insert(name.clone(), line) {
             return Err(lines.err(
@@ -871,23 +899,7 @@ fn read_queue(source: Source<'_>, tree: &Associations, t: Time) -> Result<Vec<Op
         let job = lines.name(line, "JobID", f[0])?;
         let user = lines.name(line, "User", f[1])?;
         let account = lines.name(line, "Account", f[2])?;
-        if !tree
-            .user_lines
-            .contains_key(&(account.clone(), user.clone()))
-        {
-            return Err(lines.err(
-                line,
-                Some("User"),
-                format!("user `{user}` in account `{account}` is not in the association list"),
-            ));
-        }
-        if let Some(previous) = seen.insert(job.clone(), line) {
-            return Err(lines.err(
-                line,
-                Some("JobID"),
-                format!("job `{job}` is already listed on line {previous}"),
-            ));
-        }
+        lines.check_job(line, tree, &mut seen, (&job, &user, &account))?;
         let partition = match f[3] {
             "" => None,
             p => Some(name_list(&lines, line, "Partition", p)?),

@@ -69,11 +69,7 @@ pub(super) fn read_sacct(
     t: Time,
 ) -> Result<Vec<(Time, Op)>, ImportError> {
     let lines = Lines { source };
-    let mut rows = lines.rows();
-    let Some((header_line, header)) = rows.next() else {
-        return Err(lines.err(1, None, "empty: expected the header line of `sacct -P`"));
-    };
-    let names: Vec<&str> = header.split('|').map(str::trim).collect();
+    let (header_line, names, rows) = lines.header("sacct -P")?;
     let mut col = [0usize; COLUMNS.len()];
     for (slot, want) in col.iter_mut().zip(COLUMNS) {
         *slot = names
@@ -93,19 +89,8 @@ pub(super) fn read_sacct(
     let mut events: Vec<(Time, u64, Op)> = Vec::new();
     let mut seen: BTreeMap<String, u64> = BTreeMap::new();
     for (line, text) in rows {
-        let cells: Vec<&str> = text.split('|').map(str::trim).collect();
-        if cells.len() < names.len() || cells.len() > names.len() + 1 {
-            return Err(lines.err(
-                line,
-                None,
-                format!(
-                    "expected {} `|`-separated fields as the header says, found {}",
-                    names.len(),
-                    cells.len()
-                ),
-            ));
-        }
-        let cell = |i: usize| cells[col[i]];
+        let cells = lines.cells(line, text, names.len())?;
+        let cell = |i: usize| cells[col[i]].trim();
         let time = |i: usize| {
             parse_site_time(cell(i)).map_err(|reason| lines.err(line, Some(COLUMNS[i]), reason))
         };
@@ -119,23 +104,7 @@ pub(super) fn read_sacct(
         let job = lines.name(line, "JobID", cell(0))?;
         let user = lines.name(line, "User", cell(1))?;
         let account = lines.name(line, "Account", cell(2))?;
-        if !tree
-            .user_lines
-            .contains_key(&(account.clone(), user.clone()))
-        {
-            return Err(lines.err(
-                line,
-                Some("User"),
-                format!("user `{user}` in account `{account}` is not in the association list"),
-            ));
-        }
-        if let Some(previous) = seen.insert(job.clone(), line) {
-            return Err(lines.err(
-                line,
-                Some("JobID"),
-                format!("job `{job}` is already listed on line {previous} (use sacct -X)"),
-            ));
-        }
+        lines.check_job(line, tree, &mut seen, (&job, &user, &account))?;
         let tres = alloc_tres(cell(7)).map_err(|r| lines.err(line, Some("AllocTRES"), r))?;
         let partition = match cell(3) {
             "" => None,

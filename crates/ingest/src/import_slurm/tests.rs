@@ -712,16 +712,8 @@ fn malformed_dump_lines_name_file_line_and_field() {
     );
 }
 
-#[test]
-fn sacct_jobs_become_submit_start_and_end_before_the_import() {
-    let assoc = "c|a||1|root\nc|a|u|1|\n";
-    let sacct = "\
-JobID|User|Account|Partition|QOS|Start|End|AllocTRES|State
-7|u|a|p|normal|2023-11-10T08:00:00|2023-11-10T09:00:00|cpu=2,node=1|COMPLETED
-8|u|a|p|normal|2023-11-10T08:30:00|Unknown|cpu=1,node=1|RUNNING
-9|u|a|p|normal|Unknown|Unknown||PENDING
-";
-    let got = import_slurm(&SlurmImport {
+fn import_sacct(assoc: &str, sacct: &str) -> Result<Vec<Event>, ImportError> {
+    import_slurm(&SlurmImport {
         assoc: source("assoc.txt", assoc),
         sshare: None,
         slurm_conf: None,
@@ -732,7 +724,18 @@ JobID|User|Account|Partition|QOS|Start|End|AllocTRES|State
         cluster: None,
         t: T,
     })
-    .unwrap();
+}
+
+#[test]
+fn sacct_jobs_become_submit_start_and_end_before_the_import() {
+    let assoc = "c|a||1|root\nc|a|u|1|\n";
+    let sacct = "\
+JobID|User|Account|Partition|QOS|Start|End|AllocTRES|State
+7|u|a|p|normal|2023-11-10T08:00:00|2023-11-10T09:00:00|cpu=2,node=1|COMPLETED
+8|u|a|p|normal|2023-11-10T08:30:00|Unknown|cpu=1,node=1|RUNNING
+9|u|a|p|normal|Unknown|Unknown||PENDING
+";
+    let got = import_sacct(assoc, sacct).unwrap();
     let start = site("2023-11-10T08:00:00");
     let lines: Vec<String> = got.iter().map(crate::write::event_to_line).collect();
     let expected: Vec<String> = events(&[
@@ -761,18 +764,7 @@ fn malformed_sacct_lines_name_file_line_and_field() {
     let assoc = "c|a||1|root\nc|a|u|1|\n";
     let header = "JobID|User|Account|Partition|QOS|Start|End|AllocTRES|State\n";
     let err = |sacct: &str| {
-        let e = import_slurm(&SlurmImport {
-            assoc: source("assoc.txt", assoc),
-            sshare: None,
-            slurm_conf: None,
-            squeue: None,
-            qos: None,
-            nodes: None,
-            sacct: Some(source("sacct.txt", sacct)),
-            cluster: None,
-            t: T,
-        })
-        .unwrap_err();
+        let e = import_sacct(assoc, sacct).unwrap_err();
         (e.file, e.line, e.field)
     };
     let at =
