@@ -37,7 +37,7 @@ enum From {
     /// Which input feeds which factor: --assoc gives the tree and shares
     /// (FAIRSHARE's shares); --sshare the usage (FAIRSHARE's usage; without
     /// it every association has used nothing); --slurm-conf the weights and
-    /// flags (without it Slurm's defaults: every weight 0 but fair-share's)
+    /// flags (without it Slurm's defaults: every weight 0, so every priority 0)
     /// and, with NodeName= lines, the cluster's size; --nodes the cluster's
     /// size (JOBSIZE and the TRES factors; without a size both are 0); --qos
     /// each QOS's priority and usage factor (QOS; without it the QOS factor
@@ -274,7 +274,7 @@ fn missing_inputs(args: &SlurmArgs, events: &[fairflow_model::Event]) -> Vec<&'s
     }
     if args.slurm_conf.is_none() {
         notes.push(
-            "no --slurm-conf: Slurm's default weights (every factor's weight but FAIRSHARE's is 0)",
+            "no --slurm-conf: Slurm's default weights (every factor's weight is 0, every priority 0)",
         );
     }
     if args.squeue.is_none() {
