@@ -141,6 +141,13 @@ const IGNORED_SLURM_PARAMETERS: [&str; 4] = [
     "prioritysitefactorparameters",
 ];
 
+/// A header line (its number and trimmed column names) and the rows after it.
+struct Header<'a, R> {
+    line: u64,
+    names: Vec<&'a str>,
+    rows: R,
+}
+
 struct Lines<'a> {
     source: Source<'a>,
 }
@@ -214,7 +221,7 @@ impl<'a> Lines<'a> {
     fn header(
         &self,
         what: &str,
-    ) -> Result<(u64, Vec<&'a str>, impl Iterator<Item = (u64, &'a str)>), ImportError> {
+    ) -> Result<Header<'a, impl Iterator<Item = (u64, &'a str)>>, ImportError> {
         let mut rows = self.rows();
         let Some((line, header)) = rows.next() else {
             return Err(self.err(
@@ -223,7 +230,11 @@ impl<'a> Lines<'a> {
                 format!("empty: expected the header line of `{what}`"),
             ));
         };
-        Ok((line, header.split('|').map(str::trim).collect(), rows))
+        Ok(Header {
+            line,
+            names: header.split('|').map(str::trim).collect(),
+            rows,
+        })
     }
 
     /// A row's cells under a header of `columns` names (a trailing `|`
@@ -357,7 +368,11 @@ fn association_rows(lines: &Lines<'_>) -> Result<Vec<(u64, [String; 5])>, Import
             })
             .collect();
     }
-    let (header_line, names, rows) = lines.header("sacctmgr show assoc -P")?;
+    let Header {
+        line: header_line,
+        names,
+        rows,
+    } = lines.header("sacctmgr show assoc -P")?;
     let column = |want: &str| names.iter().position(|n| n.eq_ignore_ascii_case(want));
     let need = |want: &str| {
         column(want).ok_or_else(|| {
@@ -676,7 +691,11 @@ fn read_usage(
     tree: &Associations,
 ) -> Result<Vec<(AssocKey, f64)>, ImportError> {
     let lines = Lines { source };
-    let (header_line, names, rows) = lines.header("sshare -a -l -P")?;
+    let Header {
+        line: header_line,
+        names,
+        rows,
+    } = lines.header("sshare -a -l -P")?;
     let column = |want: &str| {
         names
             .iter()
@@ -804,7 +823,11 @@ fn read_slurm_conf(source: Source<'_>) -> Result<BTreeMap<String, Value>, Import
 /// empty cell leaves the value unset: priority 0, usage factor 1).
 fn read_qos(source: Source<'_>) -> Result<Vec<Op>, ImportError> {
     let lines = Lines { source };
-    let (header_line, names, rows) = lines.header("sacctmgr show qos -P")?;
+    let Header {
+        line: header_line,
+        names,
+        rows,
+    } = lines.header("sacctmgr show qos -P")?;
     let column = |want: &str| names.iter().position(|n| n.eq_ignore_ascii_case(want));
     let name_col = column("Name").ok_or_else(|| {
         lines.err(

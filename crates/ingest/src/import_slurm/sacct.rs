@@ -12,7 +12,7 @@ use fairflow_model::event::{JobSpec, Op};
 use fairflow_model::tres::TresCounts;
 use fairflow_model::Time;
 
-use super::{name_list, Associations, ImportError, Lines, Source};
+use super::{name_list, Associations, Header, ImportError, Lines, Source};
 use crate::slurm_time::parse_site_time;
 
 /// The columns read, by their names in sacct's header.
@@ -69,7 +69,11 @@ pub(super) fn read_sacct(
     t: Time,
 ) -> Result<Vec<(Time, Op)>, ImportError> {
     let lines = Lines { source };
-    let (header_line, names, rows) = lines.header("sacct -P")?;
+    let Header {
+        line: header_line,
+        names,
+        rows,
+    } = lines.header("sacct -P")?;
     let mut col = [0usize; COLUMNS.len()];
     for (slot, want) in col.iter_mut().zip(COLUMNS) {
         *slot = names
