@@ -116,8 +116,18 @@ impl Book {
                 user,
                 account,
                 spec,
+                submitted,
             } => {
                 check_lists(state, spec).map_err(|(field, reason)| err(field, reason))?;
+                if let Some(submitted) = submitted.filter(|s| *s > event.t) {
+                    return Err(err(
+                        "submitted",
+                        format!(
+                            "the submit time {submitted} is after the event's time {}",
+                            event.t
+                        ),
+                    ));
+                }
                 if let Some(phase) = self.job_phase(job) {
                     let phase = match phase {
                         Phase::Running => "running",

@@ -798,7 +798,9 @@ impl State {
                 user,
                 account,
                 spec,
+                submitted,
             } => {
+                let submit_at = submitted.unwrap_or(t);
                 self.jobs.insert(
                     job.clone(),
                     Box::new(Job {
@@ -806,8 +808,8 @@ impl State {
                         user: user.clone(),
                         account: account.clone(),
                         spec: spec.clone(),
-                        submit_at: t,
-                        queued_at: t,
+                        submit_at,
+                        queued_at: submit_at,
                         allocated: None,
                         phase: JobPhase::Pending,
                         start_count: 0,

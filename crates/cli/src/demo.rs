@@ -123,6 +123,7 @@ fn submit(job: &str, user: &str, account: &str) -> Op {
             tres: Some(tres),
             ..JobSpec::default()
         },
+        submitted: None,
     }
 }
 

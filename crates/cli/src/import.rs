@@ -2,7 +2,8 @@
 //! sshare usage, slurm.conf, an squeue queue) to an event log; see
 //! `fairflow_ingest::import_slurm` for the exact formats. `fairflow import
 //! swf`: a Standard Workload Format trace to an event log (as interfaces.md
-//! says: submit, start at submit + wait, end at start + run time).
+//! says: submit, start at submit + wait, end at start + run time). Both show
+//! `indicatif` progress on standard error when it is a terminal.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -12,7 +13,13 @@ use fairflow_ingest::import_slurm::{import_slurm, SlurmImport, Source};
 use fairflow_ingest::write::event_to_line;
 use fairflow_model::Time;
 
+use fairflow_service::progress;
+
 use crate::output::emit;
+
+/// Imports at least this large show their progress on a terminal (standard
+/// error only), as `replay` does.
+const PROGRESS_FROM_EVENTS: u64 = 100_000;
 
 /// `fairflow import` flags.
 #[derive(Debug, clap::Args)]
@@ -21,9 +28,22 @@ pub struct Args {
     from: From,
 }
 
+// Parsed once per run: the size of the larger variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, clap::Subcommand)]
 enum From {
     /// From Slurm: `sacctmgr`, `sshare`, `slurm.conf` and `squeue` outputs.
+    ///
+    /// Which input feeds which factor: --assoc gives the tree and shares
+    /// (FAIRSHARE's shares); --sshare the usage (FAIRSHARE's usage; without
+    /// it every association has used nothing); --slurm-conf the weights and
+    /// flags (without it Slurm's defaults: every weight 0, so every priority 0)
+    /// and, with NodeName= lines, the cluster's size; --nodes the cluster's
+    /// size (JOBSIZE and the TRES factors; without a size both are 0); --qos
+    /// each QOS's priority and usage factor (QOS; without it the QOS factor
+    /// is 0 and every usage factor 1); --squeue the pending jobs with their
+    /// submit and eligible times (AGE). A missing one is named on standard
+    /// error.
     Slurm(SlurmArgs),
     /// From an SWF trace (`.swf` or `.swf.gz`, e.g. the Parallel Workloads Archive's).
     Swf(SwfArgs),
@@ -42,18 +62,47 @@ struct SwfArgs {
 /// `fairflow import slurm` flags.
 #[derive(Debug, clap::Args)]
 struct SlurmArgs {
-    /// `sacctmgr -nP show assoc format=Cluster,Account,User,Share,ParentName`.
+    /// `sacctmgr -nP show assoc format=Cluster,Account,User,Share,ParentName`,
+    /// or `sacctmgr show assoc tree -P` (Slurm's default columns, with the
+    /// header): the tree and shares.
+    #[arg(
+        long,
+        value_name = "FILE",
+        required_unless_present = "dump",
+        conflicts_with = "dump"
+    )]
+    assoc: Option<PathBuf>,
+    /// `sacctmgr dump CLUSTER file=F`'s file (the cluster's associations
+    /// backup: `Cluster - `, `Parent - `, `Account - ...:Fairshare=N`, `User -
+    /// ...`), instead of --assoc.
     #[arg(long, value_name = "FILE")]
-    assoc: PathBuf,
-    /// `sshare -a -l -P`, for each association's `RawUsage`.
-    #[arg(long, value_name = "FILE")]
+    dump: Option<PathBuf>,
+    /// `sshare -a -l -P`, for each association's `RawUsage` (FAIRSHARE's usage).
+    #[arg(long, value_name = "FILE", conflicts_with = "sacct")]
     sshare: Option<PathBuf>,
-    /// `slurm.conf`: its `Priority*` and `FairShareDampeningFactor` lines.
+    /// `sacct -a -X -P -S START --format=JobID,User,Account,Partition,QOS,Start,End,AllocTRES,State`:
+    /// the usage as the jobs that ran, charged while they ran and decayed to
+    /// --time (FAIRSHARE's usage), instead of --sshare.
+    #[arg(long, value_name = "FILE")]
+    sacct: Option<PathBuf>,
+    /// `slurm.conf` or `scontrol show config` output: the `Priority*` and
+    /// `FairShareDampeningFactor` parameters (every factor's weight); a
+    /// slurm.conf's `NodeName=` lines give the cluster's size unless --nodes.
     #[arg(long, value_name = "FILE")]
     slurm_conf: Option<PathBuf>,
-    /// `squeue -h -t PD -o "%i|%u|%a|%P|%q|%V|%C|%D|%l"`: the pending jobs.
+    /// `squeue -h -t PD -o "%i|%u|%a|%P|%q|%V|%C|%D|%l"`: the pending jobs
+    /// with their submit times (AGE); a tenth cell, squeue's `EligibleTime`
+    /// (its `-O` form), is each job's eligible time.
     #[arg(long, value_name = "FILE")]
     squeue: Option<PathBuf>,
+    /// `sacctmgr show qos -P` (with its header): each QOS's `Priority` (the
+    /// QOS factor) and `UsageFactor` (billing).
+    #[arg(long, value_name = "FILE")]
+    qos: Option<PathBuf>,
+    /// `scontrol show node`: the cluster's nodes, CPUs, memory and GPUs
+    /// (JOBSIZE and the TRES factors are relative to them).
+    #[arg(long, value_name = "FILE")]
+    nodes: Option<PathBuf>,
     /// Only this cluster's associations (needed when the output has several).
     #[arg(long, value_name = "NAME")]
     cluster: Option<String>,
@@ -89,10 +138,18 @@ fn write_log(log: &str, output: &Option<PathBuf>) -> anyhow::Result<()> {
 
 fn run_swf(args: &SwfArgs) -> anyhow::Result<()> {
     let source = fairflow_ingest::reader::open_source(&args.trace)?;
+    let reading = progress::spinner(&format!("reading {}", args.trace));
     let lines = fairflow_ingest::swf::convert_swf(source)
         .with_context(|| format!("cannot read {}", args.trace))?;
+    reading.finish_and_clear();
     let mut log = format!("# fairflow import swf: {}\n", args.trace);
     let mut skipped = 0u64;
+    let progress = progress::bar(
+        lines.len() as u64,
+        "events",
+        "writing",
+        PROGRESS_FROM_EVENTS,
+    );
     for line in lines {
         match line.event {
             Ok(event) => {
@@ -100,11 +157,13 @@ fn run_swf(args: &SwfArgs) -> anyhow::Result<()> {
                 log.push('\n');
             }
             Err(rejection) => {
-                eprintln!("{}: {rejection}", args.trace);
+                progress.suspend(|| eprintln!("{}: {rejection}", args.trace));
                 skipped += 1;
             }
         }
+        progress.inc(1);
     }
+    progress.finish_and_clear();
     if skipped > 0 {
         eprintln!("fairflow: {skipped} trace lines skipped");
     }
@@ -137,16 +196,23 @@ fn now() -> anyhow::Result<Time> {
 }
 
 fn run_slurm(args: &SlurmArgs) -> anyhow::Result<()> {
-    let assoc = read(&args.assoc)?;
-    let (sshare, slurm_conf, squeue) = (
+    let assoc = match (&args.assoc, &args.dump) {
+        (Some(path), _) | (None, Some(path)) => read(path)?,
+        (None, None) => anyhow::bail!("give --assoc or --dump"),
+    };
+    let (sshare, slurm_conf, squeue, qos, nodes, sacct) = (
         read_optional(&args.sshare)?,
         read_optional(&args.slurm_conf)?,
         read_optional(&args.squeue)?,
+        read_optional(&args.qos)?,
+        read_optional(&args.nodes)?,
+        read_optional(&args.sacct)?,
     );
     let t = match args.time {
         Some(t) => t,
         None => now()?,
     };
+    let converting = progress::spinner("converting Slurm's outputs");
     let events = import_slurm(&SlurmImport {
         assoc: Source {
             name: &assoc.0,
@@ -155,9 +221,16 @@ fn run_slurm(args: &SlurmArgs) -> anyhow::Result<()> {
         sshare: source(&sshare),
         slurm_conf: source(&slurm_conf),
         squeue: source(&squeue),
+        qos: source(&qos),
+        nodes: source(&nodes),
+        sacct: source(&sacct),
         cluster: args.cluster.as_deref(),
         t,
     })?;
+    converting.finish_and_clear();
+    for note in missing_inputs(args, &events) {
+        eprintln!("fairflow import slurm: {note}");
+    }
 
     let mut log = format!(
         "# fairflow import slurm at t={t}: associations from {}",
@@ -167,15 +240,53 @@ fn run_slurm(args: &SlurmArgs) -> anyhow::Result<()> {
         ("usage", &sshare),
         ("configuration", &slurm_conf),
         ("queue", &squeue),
+        ("QOS", &qos),
+        ("nodes", &nodes),
+        ("jobs", &sacct),
     ] {
         if let Some((name, _)) = input {
             log.push_str(&format!(", {what} from {name}"));
         }
     }
     log.push('\n');
+    let progress = progress::bar(
+        events.len() as u64,
+        "events",
+        "writing",
+        PROGRESS_FROM_EVENTS,
+    );
     for event in &events {
         log.push_str(&event_to_line(event));
         log.push('\n');
+        progress.inc(1);
     }
+    progress.finish_and_clear();
     write_log(&log, &args.output)
+}
+
+/// What the import could not give, and which factor it leaves at its
+/// default, for standard error.
+fn missing_inputs(args: &SlurmArgs, events: &[fairflow_model::Event]) -> Vec<&'static str> {
+    use fairflow_model::event::Op;
+    let mut notes = Vec::new();
+    if args.sshare.is_none() && args.sacct.is_none() {
+        notes.push("no --sshare or --sacct: every association's usage is 0 (FAIRSHARE)");
+    }
+    if args.slurm_conf.is_none() {
+        notes.push(
+            "no --slurm-conf: Slurm's default weights (every factor's weight is 0, every priority 0)",
+        );
+    }
+    if args.squeue.is_none() {
+        notes.push("no --squeue: no pending jobs (sprio and top are empty)");
+    }
+    if args.qos.is_none() {
+        notes.push("no --qos: every QOS has priority 0 and usage factor 1 (QOS)");
+    }
+    if !events.iter().any(|e| matches!(e.op, Op::Cluster { .. })) {
+        notes.push(
+            "no cluster size (--nodes, or NodeName= lines in --slurm-conf): JOBSIZE and the TRES factors are 0",
+        );
+    }
+    notes
 }

@@ -246,8 +246,9 @@ fn import_fixture(out_path: &Path) -> Output {
         &dataset("slurm/slurm.conf"),
         "--squeue",
         &dataset("slurm/squeue.txt"),
+        // After the queue's submit times (2026-11-21) in every time zone.
         "--time",
-        "1700000000",
+        "1800000000",
         "-o",
         out_path.to_str().unwrap(),
     ])

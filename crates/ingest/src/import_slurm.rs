@@ -2,11 +2,23 @@
 //! site can load its tree, usage, configuration and queue.
 //!
 //! # Inputs
-//! - **Associations**, `sacctmgr -nP show assoc format=Cluster,Account,User,Share,ParentName`:
-//!   rows `cluster|account|user|share|parent`. An account's row has an empty
-//!   user and its parent account in `ParentName`; a user association's row
-//!   names its account and user (its `ParentName` is ignored). `Share` is an
-//!   integer (0 to 2^31 - 2) or `parent`. `root`'s own row creates nothing.
+//! - **Associations**, either form:
+//!   - `sacctmgr -nP show assoc format=Cluster,Account,User,Share,ParentName`:
+//!     rows `cluster|account|user|share|parent`;
+//!   - `sacctmgr show assoc tree -P` (Slurm's default columns with their header
+//!     line, `Cluster|Account|User|Partition|Share|Priority|GrpJobs|...`): the
+//!     columns are found by name (`Account`, `User` and `Share` are needed,
+//!     `Cluster` is used when present); an account's parent is its
+//!     `ParentName` cell when there is such a column (`format=...,ParentName`),
+//!     else the account the `tree` option's indentation puts it under. The
+//!     default columns without `tree` do not say an account's parent, which is
+//!     an error naming `ParentName`. A non-empty `Partition` (a per-partition
+//!     association) is an error.
+//!
+//!   An account's row has an empty user (and its parent account); a user
+//!   association's row names its account and user (its `ParentName` is
+//!   ignored). `Share` is an integer (0 to 2^31 - 2) or `parent`. `root`'s
+//!   own row creates nothing.
 //! - **Usage**, `sshare -a -l -P` (or `-p`): the first line is the header, which
 //!   gives the columns (`Account`, `User` and `RawUsage` are used; account names
 //!   may be indented). A user association's `RawUsage` is its own usage; an
@@ -14,31 +26,52 @@
 //!   associations) is its `RawUsage` minus its children's, clamped at 0.
 //!   Slurm truncates `RawUsage` to an integer, so that difference can be off by
 //!   up to one TRES-second per child.
-//! - **Configuration**, `slurm.conf`: its `Priority*` and
-//!   `FairShareDampeningFactor` lines.
+//! - **Usage as jobs** (instead of `sshare`), `sacct -a -X -P
+//!   --format=JobID,User,Account,Partition,QOS,Start,End,AllocTRES,State`
+//!   (with its header; see the `sacct` submodule): each job that started
+//!   before `t` is submitted and started at its `Start` and ended at its
+//!   `End`, and the rest of the import moves to the first job's start, so the
+//!   engines charge and decay the jobs' usage themselves.
+//! - **QOS**, `sacctmgr show qos -P` (with its header): `Name`, `Priority`,
+//!   `UsageFactor`.
+//! - **Cluster size**, `scontrol show node` output, or `slurm.conf`'s
+//!   `NodeName=` lines (see the `nodes` submodule).
+//! - **Associations from a dump**: `sacctmgr dump CLUSTER file=F`'s file is
+//!   recognised by its `Cluster - '...'` lines, wherever the associations go.
+//! - **Configuration**, `slurm.conf` or `scontrol show config`'s output (see
+//!   [`crate::slurm_conf`]): its `Priority*` and `FairShareDampeningFactor`
+//!   parameters.
 //! - **Queue**, `squeue -h -t PD -o "%i|%u|%a|%P|%q|%V|%C|%D|%l"`: rows
-//!   `jobid|user|account|partition|qos|submit time|cpus|nodes|time limit`, where
-//!   the submit time is ISO 8601 local time as squeue prints it
-//!   (`2024-05-01T12:34:56`), the partition and the QOS may be comma-separated
-//!   lists (a job submitted to several: passed through, each listed name
-//!   defined by a `partition` / `qos` event with no attributes before the
-//!   submits, as the book requires of lists), an empty QOS or `(null)` means
-//!   none, and the time limit
-//!   is Slurm's duration (`30:00`, `1:00:00`, `2-00:00:00`) or `UNLIMITED` /
+//!   `jobid|user|account|partition|qos|submit time|cpus|nodes|time limit`,
+//!   optionally a tenth cell, the eligible time (squeue's `EligibleTime`
+//!   field, which only its `-O` form prints: `squeue -h -t PD -O
+//!   "JobID:|,UserName:|,Account:|,Partition:|,QOS:|,SubmitTime:|,NumCPUs:|,NumNodes:|,TimeLimit:|,EligibleTime"`,
+//!   cells trimmed). Times are ISO 8601 local time as squeue prints it
+//!   (`2024-05-01T12:34:56`, in the zone of `TZ` or the system's); the
+//!   partition and the QOS may be comma-separated lists (a job submitted to
+//!   several: passed through, each listed name defined by a `partition` /
+//!   `qos` event with no attributes before the submits, as the book requires
+//!   of lists), an empty QOS or `(null)` means none, and the time limit is
+//!   Slurm's duration (`30:00`, `1:00:00`, `2-00:00:00`) or `UNLIMITED` /
 //!   `NOT_SET` (none).
 //!
 //! # Output
-//! Events all at one time `t`, in an order the validator accepts: accounts
-//! (each after its parent), user associations, usage, one `config` event, then
-//! one `submit` per pending job (in submit-time order). The log has no field
-//! for a job's past submit time, so every imported job enters the queue at `t`.
+//! Events all at one time `t` (without `sacct`), in an order the validator
+//! accepts: accounts (each after its parent), user associations, usage, one
+//! `config` event, the `cluster`, the `qos` events, then one `submit` per
+//! pending job (in submit-time order); with `sacct`, everything before the
+//! queue is at the first job's start, the jobs' events at their times, and a
+//! `tick` ends the log at `t`. Each `submit` keeps the
+//! job's submit time (`submitted`, at most `t`: a later one is an error), so
+//! its age is what Slurm's is; an eligible time becomes the job's `begin`
+//! (Slurm's AGE counts from it unless `PriorityFlags=ACCRUE_ALWAYS`), and
+//! `Unknown` (a job not yet eligible, whose age Slurm holds at 0) the time `t`.
 //!
 //! **Architecture invariant:** malformed input is an [`ImportError`] naming the
 //! file, the line and the field; nothing here panics on input.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use chrono::NaiveDateTime;
 use fairflow_model::event::{JobSpec, Op};
 use fairflow_model::time::parse_slurm_duration_secs;
 use fairflow_model::tres::TresCounts;
@@ -47,6 +80,7 @@ use serde_json::Value;
 
 use crate::parse::MAX_SHARES;
 use crate::slurm_conf::priority_lines;
+use crate::slurm_time::parse_site_time;
 
 /// One input: its name (as given on the command line) and its text.
 #[derive(Debug, Clone, Copy)]
@@ -66,8 +100,18 @@ pub struct SlurmImport<'a> {
     pub sshare: Option<Source<'a>>,
     /// `slurm.conf`.
     pub slurm_conf: Option<Source<'a>>,
-    /// `squeue -h -t PD -o "%i|%u|%a|%P|%q|%V|%C|%D|%l"`.
+    /// `squeue -h -t PD -o "%i|%u|%a|%P|%q|%V|%C|%D|%l"` (optionally a
+    /// tenth cell, the eligible time).
     pub squeue: Option<Source<'a>>,
+    /// `sacctmgr show qos -P` (with its header): each QOS's priority and
+    /// usage factor.
+    pub qos: Option<Source<'a>>,
+    /// `scontrol show node`: the cluster's size (else `slurm_conf`'s
+    /// `NodeName=` lines).
+    pub nodes: Option<Source<'a>>,
+    /// `sacct -a -X -P --format=JobID,User,Account,Partition,QOS,Start,End,AllocTRES,State`:
+    /// the usage history as jobs, instead of `sshare`.
+    pub sacct: Option<Source<'a>>,
     /// Only this cluster's associations; required when there are several.
     pub cluster: Option<&'a str>,
     /// The time of every event.
@@ -97,6 +141,13 @@ const IGNORED_SLURM_PARAMETERS: [&str; 4] = [
     "prioritysitefactorparameters",
 ];
 
+/// A header line (its number and trimmed column names) and the rows after it.
+struct Header<'a, R> {
+    line: u64,
+    names: Vec<&'a str>,
+    rows: R,
+}
+
 struct Lines<'a> {
     source: Source<'a>,
 }
@@ -121,31 +172,114 @@ impl<'a> Lines<'a> {
             .filter(|(_, l)| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
     }
 
-    /// Split a `|` row into exactly `n` trimmed fields; a trailing `|` (the
-    /// `-p` form) is allowed.
+    /// Split a `|` row into exactly `names.len()` trimmed fields; a trailing
+    /// `|` (the `-p` form) is allowed.
     fn fields(
         &self,
         line: u64,
         text: &'a str,
         names: &[&str],
     ) -> Result<Vec<&'a str>, ImportError> {
+        self.fields_from(line, text, names, names.len())
+    }
+
+    /// Split a `|` row into `required` to `names.len()` trimmed fields (the
+    /// last ones optional); a trailing `|` (the `-p` form) is allowed.
+    fn fields_from(
+        &self,
+        line: u64,
+        text: &'a str,
+        names: &[&str],
+        required: usize,
+    ) -> Result<Vec<&'a str>, ImportError> {
         let mut fields: Vec<&str> = text.split('|').map(str::trim).collect();
-        if fields.len() == names.len() + 1 && fields.last() == Some(&"") {
+        if fields.len() > required && fields.last() == Some(&"") {
             fields.pop();
         }
-        if fields.len() != names.len() {
+        if fields.len() < required || fields.len() > names.len() {
+            let count = if required == names.len() {
+                format!("{}", names.len())
+            } else {
+                format!("{required} to {}", names.len())
+            };
             return Err(self.err(
                 line,
                 None,
                 format!(
-                    "expected {} `|`-separated fields ({}), found {}",
-                    names.len(),
+                    "expected {count} `|`-separated fields ({}), found {}",
                     names.join("|"),
                     fields.len()
                 ),
             ));
         }
         Ok(fields)
+    }
+
+    /// The header line of a `|`-separated output (`what` names the command,
+    /// for the error when the file is empty): its line, its trimmed column
+    /// names, and the rows after it.
+    fn header(
+        &self,
+        what: &str,
+    ) -> Result<Header<'a, impl Iterator<Item = (u64, &'a str)>>, ImportError> {
+        let mut rows = self.rows();
+        let Some((line, header)) = rows.next() else {
+            return Err(self.err(
+                1,
+                None,
+                format!("empty: expected the header line of `{what}`"),
+            ));
+        };
+        Ok(Header {
+            line,
+            names: header.split('|').map(str::trim).collect(),
+            rows,
+        })
+    }
+
+    /// A row's cells under a header of `columns` names (a trailing `|`
+    /// allowed), untrimmed.
+    fn cells(&self, line: u64, text: &'a str, columns: usize) -> Result<Vec<&'a str>, ImportError> {
+        let cells: Vec<&str> = text.split('|').collect();
+        if cells.len() < columns || cells.len() > columns + 1 {
+            return Err(self.err(
+                line,
+                None,
+                format!(
+                    "expected {columns} `|`-separated fields as the header says, found {}",
+                    cells.len()
+                ),
+            ));
+        }
+        Ok(cells)
+    }
+
+    /// A job's user association must be listed, and the job listed once.
+    fn check_job(
+        &self,
+        line: u64,
+        tree: &Associations,
+        seen: &mut BTreeMap<String, u64>,
+        (job, user, account): (&str, &str, &str),
+    ) -> Result<(), ImportError> {
+        if !tree
+            .user_lines
+            .contains_key(&(account.to_string(), user.to_string()))
+        {
+            return Err(self.err(
+                line,
+                Some("User"),
+                format!("user `{user}` in account `{account}` is not in the association list"),
+            ));
+        }
+        if let Some(previous) = seen.insert(job.to_string(), line) {
+            return Err(self.err(
+                line,
+                Some("JobID"),
+                format!("job `{job}` is already listed on line {previous}"),
+            ));
+        }
+        Ok(())
     }
 
     /// A name as the event log accepts it.
@@ -201,6 +335,113 @@ impl Associations {
 
 const ASSOC_FIELDS: [&str; 5] = ["Cluster", "Account", "User", "Share", "ParentName"];
 
+/// Is this first row `sacctmgr`'s header line (`-P` without `-n`)?
+fn is_assoc_header(text: &str) -> bool {
+    let cells: Vec<&str> = text.split('|').map(str::trim).collect();
+    ["Account", "User"]
+        .iter()
+        .all(|want| cells.iter().any(|c| c.eq_ignore_ascii_case(want)))
+}
+
+/// The association rows as `(line, [cluster, account, user, share, parent])`,
+/// from either form: the headerless 5-column one, or `sacctmgr show assoc -P`
+/// with its header (columns found by name; the parent of an account from
+/// `ParentName`, or else from the `tree` option's indentation of `Account`).
+fn association_rows(lines: &Lines<'_>) -> Result<Vec<(u64, [String; 5])>, ImportError> {
+    if lines
+        .rows()
+        .next()
+        .is_some_and(|(_, text)| dump_line(text).is_some())
+    {
+        return dump_rows(lines);
+    }
+    if !lines
+        .rows()
+        .next()
+        .is_some_and(|(_, text)| is_assoc_header(text))
+    {
+        return lines
+            .rows()
+            .map(|(line, text)| {
+                let f = lines.fields(line, text, &ASSOC_FIELDS)?;
+                Ok((line, std::array::from_fn(|i| f[i].to_string())))
+            })
+            .collect();
+    }
+    let Header {
+        line: header_line,
+        names,
+        rows,
+    } = lines.header("sacctmgr show assoc -P")?;
+    let column = |want: &str| names.iter().position(|n| n.eq_ignore_ascii_case(want));
+    let need = |want: &str| {
+        column(want).ok_or_else(|| {
+            lines.err(
+                header_line,
+                Some(want),
+                format!("the header has no `{want}` column"),
+            )
+        })
+    };
+    let (account_col, user_col, share_col) = (need("Account")?, need("User")?, need("Share")?);
+    let (cluster_col, parent_col, partition_col) =
+        (column("Cluster"), column("ParentName"), column("Partition"));
+    // Accounts by depth (the `tree` form's indentation), for their parents.
+    let mut ancestors: Vec<String> = Vec::new();
+    let mut indented = false;
+    let mut out = Vec::new();
+    for (line, text) in rows {
+        let raw = lines.cells(line, text, names.len())?;
+        let cell = |col: usize| raw[col].trim().to_string();
+        if let Some(col) = partition_col.filter(|c| !raw[*c].trim().is_empty()) {
+            return Err(lines.err(
+                line,
+                Some("Partition"),
+                format!(
+                    "`{}`: per-partition associations are not supported",
+                    raw[col].trim()
+                ),
+            ));
+        }
+        let account_cell = raw[account_col].trim_end();
+        let account = account_cell.trim_start().to_string();
+        let depth = account_cell.len() - account.len();
+        let user = cell(user_col);
+        let mut parent = parent_col.map(cell).unwrap_or_default();
+        if user.is_empty() {
+            indented |= depth > 0;
+            ancestors.truncate(depth);
+            if parent_col.is_none() && account != "root" {
+                parent = match depth.checked_sub(1).and_then(|d| ancestors.get(d)) {
+                    Some(p) => p.clone(),
+                    None if !indented => {
+                        return Err(lines.err(
+                            header_line,
+                            Some("ParentName"),
+                            "the header has no `ParentName` column and the accounts are not \
+                             indented: an account's parent is unknown (use `sacctmgr show assoc \
+                             tree -P`, or add `format=...,ParentName`)",
+                        ))
+                    }
+                    None => {
+                        return Err(lines.err(
+                            line,
+                            Some("Account"),
+                            format!("account `{account}` is indented deeper than its parent"),
+                        ))
+                    }
+                };
+            }
+            if ancestors.len() == depth {
+                ancestors.push(account.clone());
+            }
+        }
+        let cluster = cluster_col.map(cell).unwrap_or_default();
+        out.push((line, [cluster, account, user, cell(share_col), parent]));
+    }
+    Ok(out)
+}
+
 fn read_associations(
     source: Source<'_>,
     cluster: Option<&str>,
@@ -208,8 +449,8 @@ fn read_associations(
     let lines = Lines { source };
     let mut tree = Associations::default();
     let mut first_cluster: Option<(String, u64)> = None;
-    for (line, text) in lines.rows() {
-        let f = lines.fields(line, text, &ASSOC_FIELDS)?;
+    for (line, f) in association_rows(&lines)? {
+        let f: Vec<&str> = f.iter().map(String::as_str).collect();
         let row_cluster = f[0];
         match cluster {
             Some(wanted) if wanted != row_cluster => continue,
@@ -312,6 +553,101 @@ fn read_associations(
     Ok(tree)
 }
 
+/// A `sacctmgr dump` line's kind and the rest: `Kind - 'name':options`.
+fn dump_line(text: &str) -> Option<(&str, &str)> {
+    let (kind, rest) = text.trim().split_once(" - ")?;
+    ["Cluster", "Parent", "Account", "User"]
+        .contains(&kind)
+        .then_some((kind, rest))
+}
+
+/// Split a dump line's `'name':Opt=value:Opt='a:b'` at the colons outside
+/// quotes, each piece with its quotes removed from the value.
+fn dump_fields(rest: &str) -> Result<Vec<String>, String> {
+    let mut pieces = Vec::new();
+    let mut piece = String::new();
+    let mut quote: Option<char> = None;
+    for c in rest.chars() {
+        match (quote, c) {
+            (None, '\'' | '"') => quote = Some(c),
+            (Some(q), c) if c == q => quote = None,
+            (None, ':') => pieces.push(std::mem::take(&mut piece)),
+            _ => piece.push(c),
+        }
+    }
+    if quote.is_some() {
+        return Err("a quote is not closed".to_string());
+    }
+    pieces.push(piece);
+    Ok(pieces)
+}
+
+/// `sacctmgr dump`'s `Fairshare` as the `Share` cell: Slurm writes the raw
+/// value, `parent` as 2147483647 (`SLURMDB_FS_USE_PARENT`); the word itself
+/// (as written by hand) is accepted too.
+fn dump_share(value: &str) -> String {
+    if value == "2147483647" {
+        "parent".to_string()
+    } else {
+        value.to_string()
+    }
+}
+
+/// The association rows of a `sacctmgr dump CLUSTER file=F` file
+/// (`src/sacctmgr/file_functions.c`): `Cluster - 'c':...` names the cluster;
+/// each `Parent - 'p'` scopes the `Account - 'a':...` and `User - 'u':...`
+/// lines after it, which are p's children; an association's shares are its
+/// `Fairshare=N` (1 when not written, Slurm's default).
+fn dump_rows(lines: &Lines<'_>) -> Result<Vec<(u64, [String; 5])>, ImportError> {
+    let mut cluster: Option<String> = None;
+    let mut parent: Option<String> = None;
+    let mut out = Vec::new();
+    for (line, text) in lines.rows() {
+        let (kind, rest) = dump_line(text).ok_or_else(|| {
+            lines.err(
+                line,
+                None,
+                "expected a `sacctmgr dump` line: `Cluster - `, `Parent - `, `Account - ` or `User - `",
+            )
+        })?;
+        let fields = dump_fields(rest).map_err(|reason| lines.err(line, Some(kind), reason))?;
+        let name = lines.name(line, kind, fields[0].trim())?;
+        let mut share = "1".to_string();
+        for option in &fields[1..] {
+            if let Some((key, value)) = option.split_once('=') {
+                if key.trim().eq_ignore_ascii_case("Fairshare") {
+                    share = dump_share(value.trim());
+                }
+            }
+        }
+        match kind {
+            "Cluster" => cluster = Some(name),
+            "Parent" => parent = Some(name),
+            _ => {
+                let Some(cluster) = cluster.clone() else {
+                    return Err(lines.err(
+                        line,
+                        Some(kind),
+                        "no `Cluster - 'name'` line before it",
+                    ));
+                };
+                let Some(parent) = parent.clone() else {
+                    return Err(lines.err(line, Some(kind), "no `Parent - 'name'` line before it"));
+                };
+                out.push((
+                    line,
+                    if kind == "User" {
+                        [cluster, parent, name, share, String::new()]
+                    } else {
+                        [cluster, name, String::new(), share, parent]
+                    },
+                ));
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// Accounts in an order where each comes after its parent: input order,
 /// except that a parent listed later is moved before its first child.
 fn accounts_parents_first(
@@ -355,15 +691,11 @@ fn read_usage(
     tree: &Associations,
 ) -> Result<Vec<(AssocKey, f64)>, ImportError> {
     let lines = Lines { source };
-    let mut rows = lines.rows();
-    let Some((header_line, header)) = rows.next() else {
-        return Err(lines.err(
-            1,
-            None,
-            "empty: expected the header line of `sshare -a -l -P`",
-        ));
-    };
-    let names: Vec<&str> = header.split('|').map(str::trim).collect();
+    let Header {
+        line: header_line,
+        names,
+        rows,
+    } = lines.header("sshare -a -l -P")?;
     let column = |want: &str| {
         names
             .iter()
@@ -486,7 +818,76 @@ fn read_slurm_conf(source: Source<'_>) -> Result<BTreeMap<String, Value>, Import
     Ok(set)
 }
 
-const SQUEUE_FIELDS: [&str; 9] = [
+/// `qos` events from `sacctmgr show qos -P`: its header names the columns;
+/// `Name` is needed, `Priority` and `UsageFactor` are used when present (an
+/// empty cell leaves the value unset: priority 0, usage factor 1).
+fn read_qos(source: Source<'_>) -> Result<Vec<Op>, ImportError> {
+    let lines = Lines { source };
+    let Header {
+        line: header_line,
+        names,
+        rows,
+    } = lines.header("sacctmgr show qos -P")?;
+    let column = |want: &str| names.iter().position(|n| n.eq_ignore_ascii_case(want));
+    let name_col = column("Name").ok_or_else(|| {
+        lines.err(
+            header_line,
+            Some("Name"),
+            "the header has no `Name` column (is this `sacctmgr show qos -P`, with its header?)",
+        )
+    })?;
+    let (priority_col, factor_col) = (column("Priority"), column("UsageFactor"));
+    let mut seen: BTreeMap<String, u64> = BTreeMap::new();
+    let mut ops = Vec::new();
+    for (line, text) in rows {
+        let cells: Vec<&str> = lines
+            .cells(line, text, names.len())?
+            .into_iter()
+            .map(str::trim)
+            .collect();
+        let name = lines.name(line, "Name", cells[name_col])?;
+        if let Some(previous) = seen.insert(name.clone(), line) {
+            return Err(lines.err(
+                line,
+                Some("Name"),
+                format!("QOS `{name}` is already listed on line {previous}"),
+            ));
+        }
+        let priority = match priority_col.map(|c| cells[c]).filter(|p| !p.is_empty()) {
+            None => None,
+            Some(text) => Some(text.parse::<u32>().map(i64::from).map_err(|_| {
+                lines.err(
+                    line,
+                    Some("Priority"),
+                    format!("`{text}` is not an integer from 0 to 4294967295"),
+                )
+            })?),
+        };
+        let usage_factor = match factor_col.map(|c| cells[c]).filter(|f| !f.is_empty()) {
+            None => None,
+            Some(text) => Some(
+                text.parse::<f64>()
+                    .ok()
+                    .filter(|f| f.is_finite() && *f >= 0.0)
+                    .ok_or_else(|| {
+                        lines.err(
+                            line,
+                            Some("UsageFactor"),
+                            format!("`{text}` is not a number >= 0"),
+                        )
+                    })?,
+            ),
+        };
+        ops.push(Op::Qos {
+            name,
+            priority,
+            usage_factor,
+        });
+    }
+    Ok(ops)
+}
+
+const SQUEUE_FIELDS: [&str; 10] = [
     "JobID",
     "User",
     "Account",
@@ -496,6 +897,7 @@ const SQUEUE_FIELDS: [&str; 9] = [
     "CPUs",
     "Nodes",
     "TimeLimit",
+    "EligibleTime",
 ];
 
 /// A partition or QOS cell: one name or a comma-separated list of names
@@ -509,34 +911,18 @@ fn name_list(lines: &Lines, line: u64, field: &str, text: &str) -> Result<String
 
 /// `submit` operations from `squeue`, in submit-time order (stable), after
 /// a `partition` / `qos` event for each name of a partition or QOS list.
-fn read_queue(source: Source<'_>, tree: &Associations) -> Result<Vec<Op>, ImportError> {
+fn read_queue(source: Source<'_>, tree: &Associations, t: Time) -> Result<Vec<Op>, ImportError> {
     let lines = Lines { source };
-    let mut jobs: Vec<(NaiveDateTime, Op)> = Vec::new();
+    let mut jobs: Vec<(Time, Op)> = Vec::new();
     let mut listed_partitions: BTreeSet<String> = BTreeSet::new();
     let mut listed_qos: BTreeSet<String> = BTreeSet::new();
     let mut seen: BTreeMap<String, u64> = BTreeMap::new();
     for (line, text) in lines.rows() {
-        let f = lines.fields(line, text, &SQUEUE_FIELDS)?;
+        let f = lines.fields_from(line, text, &SQUEUE_FIELDS, SQUEUE_FIELDS.len() - 1)?;
         let job = lines.name(line, "JobID", f[0])?;
         let user = lines.name(line, "User", f[1])?;
         let account = lines.name(line, "Account", f[2])?;
-        if !tree
-            .user_lines
-            .contains_key(&(account.clone(), user.clone()))
-        {
-            return Err(lines.err(
-                line,
-                Some("User"),
-                format!("user `{user}` in account `{account}` is not in the association list"),
-            ));
-        }
-        if let Some(previous) = seen.insert(job.clone(), line) {
-            return Err(lines.err(
-                line,
-                Some("JobID"),
-                format!("job `{job}` is already listed on line {previous}"),
-            ));
-        }
+        lines.check_job(line, tree, &mut seen, (&job, &user, &account))?;
         let partition = match f[3] {
             "" => None,
             p => Some(name_list(&lines, line, "Partition", p)?),
@@ -553,13 +939,29 @@ fn read_queue(source: Source<'_>, tree: &Associations) -> Result<Vec<Op>, Import
                 names.extend(list.split(',').map(str::to_string));
             }
         }
-        let submitted = NaiveDateTime::parse_from_str(f[5], "%Y-%m-%dT%H:%M:%S").map_err(|_| {
-            lines.err(
+        let submitted = parse_site_time(f[5])
+            .map_err(|reason| lines.err(line, Some("SubmitTime"), reason))?
+            .ok_or_else(|| {
+                lines.err(line, Some("SubmitTime"), "a pending job has a submit time")
+            })?;
+        if submitted > t {
+            return Err(lines.err(
                 line,
                 Some("SubmitTime"),
-                format!("`{}` is not a time like 2024-05-01T12:34:56", f[5]),
-            )
-        })?;
+                format!("`{}` is after the import's time {t} (--time)", f[5]),
+            ));
+        }
+        // Slurm's eligible time is its begin time; before the job is
+        // eligible (a dependency, a hold) squeue prints `Unknown`, and
+        // Slurm's age is 0: the job's age starts at `t`.
+        let begin = match f.get(9) {
+            None => None,
+            Some(text) => Some(
+                parse_site_time(text)
+                    .map_err(|reason| lines.err(line, Some("EligibleTime"), reason))?
+                    .unwrap_or(t),
+            ),
+        };
         let count = |field: &str, text: &str| -> Result<u64, ImportError> {
             text.parse::<u64>().map_err(|_| {
                 lines.err(
@@ -587,6 +989,7 @@ fn read_queue(source: Source<'_>, tree: &Associations) -> Result<Vec<Op>, Import
             qos,
             tres: Some(tres),
             time_limit_secs,
+            begin,
             ..JobSpec::default()
         };
         jobs.push((
@@ -596,6 +999,7 @@ fn read_queue(source: Source<'_>, tree: &Associations) -> Result<Vec<Op>, Import
                 user,
                 account,
                 spec,
+                submitted: Some(submitted),
             },
         ));
     }
@@ -632,10 +1036,30 @@ pub fn import_slurm(input: &SlurmImport<'_>) -> Result<Vec<Event>, ImportError> 
     let config = input.slurm_conf.map(read_slurm_conf).transpose()?;
     let queue = input
         .squeue
-        .map(|source| read_queue(source, &tree))
+        .map(|source| read_queue(source, &tree, input.t))
         .transpose()?;
+    let qos = input.qos.map(read_qos).transpose()?;
+    let cluster = match (input.nodes, input.slurm_conf) {
+        (Some(source), _) => Some(nodes::from_scontrol_nodes(&Lines { source })?),
+        (None, Some(source)) => nodes::from_slurm_conf(&Lines { source })?,
+        (None, None) => None,
+    };
+    let history = match (input.sacct, input.sshare) {
+        (Some(source), Some(_)) => {
+            return Err(Lines { source }.err(
+                1,
+                None,
+                "give the usage as sshare's RawUsage or as sacct's jobs, not both",
+            ))
+        }
+        (Some(source), None) => sacct::read_sacct(source, &tree, input.t)?,
+        (None, _) => Vec::new(),
+    };
 
     let t = input.t;
+    // The tree, configuration, cluster and QOS exist from before the first
+    // job of the history (all at `t` without one).
+    let t0 = history.first().map_or(t, |(first, _)| *first);
     let mut ops: Vec<Op> = Vec::new();
     for name in accounts_parents_first(&tree, input.assoc)? {
         let row = &tree.accounts[&name];
@@ -666,9 +1090,43 @@ pub fn import_slurm(input: &SlurmImport<'_>) -> Result<Vec<Event>, ImportError> 
     if let Some(set) = config.filter(|set| !set.is_empty()) {
         ops.push(Op::Config { set });
     }
-    ops.extend(queue.into_iter().flatten());
-    Ok(ops.into_iter().map(|op| Event { t, op }).collect())
+    if let Some(size) = cluster {
+        ops.push(Op::Cluster {
+            nodes: size.nodes,
+            tres: size.tres(),
+        });
+    }
+    let defined_qos: BTreeSet<String> = qos
+        .iter()
+        .flatten()
+        .filter_map(|op| match op {
+            Op::Qos { name, .. } => Some(name.clone()),
+            _ => None,
+        })
+        .collect();
+    ops.extend(qos.into_iter().flatten());
+    let mut events: Vec<Event> = ops.into_iter().map(|op| Event { t: t0, op }).collect();
+    events.extend(history.into_iter().map(|(t, op)| Event { t, op }));
+    // A QOS list's names are defined (with no attributes) by the queue's
+    // reader; the ones `sacctmgr show qos` defined already need no second.
+    events.extend(
+        queue
+            .into_iter()
+            .flatten()
+            .filter(|op| {
+                !matches!(op, Op::Qos { name, priority: None, usage_factor: None } if defined_qos.contains(name))
+            })
+            .map(|op| Event { t, op }),
+    );
+    // The log's time is the import's: usage is as of `t`.
+    if events.last().is_some_and(|last| last.t < t) {
+        events.push(Event { t, op: Op::Tick });
+    }
+    Ok(events)
 }
+
+mod nodes;
+mod sacct;
 
 #[cfg(test)]
 mod tests;

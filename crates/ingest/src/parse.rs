@@ -312,6 +312,7 @@ pub fn parse_event(line: u64, text: &str) -> Result<Event, Rejection> {
             user: f.name("user")?,
             account: f.name("account")?,
             spec: f.job_spec()?,
+            submitted: f.opt_time("submitted")?,
         },
         "update" => {
             if f.get("user").is_some() {

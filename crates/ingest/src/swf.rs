@@ -253,6 +253,7 @@ pub fn convert_swf<R: BufRead>(reader: R) -> Result<Vec<LogLine>, std::io::Error
                     user,
                     account,
                     spec,
+                    submitted: None,
                 },
             },
         ));
@@ -383,6 +384,7 @@ mod tests {
                 user,
                 account,
                 spec,
+                ..
             } => {
                 assert_eq!(
                     (job.as_str(), user.as_str(), account.as_str()),

@@ -124,10 +124,14 @@ pub fn event_to_json(event: &Event) -> Value {
             user,
             account,
             spec,
+            submitted,
         } => {
             put("job", json!(job));
             put("user", json!(user));
             put("account", json!(account));
+            if let Some(submitted) = submitted {
+                put("submitted", json!(submitted));
+            }
             put_spec(&mut map, spec);
         }
         Op::Update { job, account, spec } => {

@@ -156,6 +156,10 @@ pub enum Op {
         user: String,
         account: String,
         spec: JobSpec,
+        /// When the job was really submitted, if before the event's time (a
+        /// queue imported from a running Slurm): its submit time and the
+        /// origin of its age. At most the event's time.
+        submitted: Option<Time>,
     },
     Update {
         job: String,

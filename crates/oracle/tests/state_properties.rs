@@ -44,15 +44,23 @@ fn op() -> impl Strategy<Value = Op> {
                 amount: f64::from(amount)
             }
         ),
-        (job.clone(), user, account, 1u32..8).prop_map(|(job, user, account, cpus)| Op::Submit {
-            job,
+        (
+            job.clone(),
             user,
             account,
-            spec: JobSpec {
-                tres: Some(TresCounts::from([("cpu".to_string(), f64::from(cpus))])),
-                ..JobSpec::default()
-            }
-        }),
+            1u32..8,
+            prop::option::of(0i64..200)
+        )
+            .prop_map(|(job, user, account, cpus, submitted)| Op::Submit {
+                job,
+                user,
+                account,
+                spec: JobSpec {
+                    tres: Some(TresCounts::from([("cpu".to_string(), f64::from(cpus))])),
+                    ..JobSpec::default()
+                },
+                submitted,
+            }),
         job.clone().prop_map(|job| Op::Start { job, tres: None }),
         job.clone().prop_map(|job| Op::End { job }),
         job.clone().prop_map(|job| Op::Requeue { job }),

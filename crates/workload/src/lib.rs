@@ -367,6 +367,7 @@ impl Generator {
             user,
             account,
             spec,
+            submitted: None,
         })
     }
 

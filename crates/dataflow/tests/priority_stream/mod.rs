@@ -140,6 +140,14 @@ pub fn job_spec(rng: &mut Rng, t: i64) -> String {
     fields.join(",")
 }
 
+fn with_trailing_comma(spec: String) -> String {
+    if spec.is_empty() {
+        spec
+    } else {
+        format!("{spec},")
+    }
+}
+
 pub fn with_comma(spec: String) -> String {
     if spec.is_empty() {
         spec
@@ -180,9 +188,26 @@ pub fn batch(
                     next_id.to_string()
                 };
                 let (account, user) = *rng.pick(&ASSOCS);
+                let mut spec = job_spec(rng, t);
+                // An imported queue: submitted (and eligible) before its
+                // event, recently or past the age cap already (both keep
+                // a later read without a crossing possible).
+                if rng.chance(30) {
+                    let waited = if rng.chance(50) {
+                        3_600 + rng.below(3_600)
+                    } else {
+                        rng.below(600)
+                    };
+                    let submitted = (t - waited as i64).max(0);
+                    if !spec.contains("begin") && rng.chance(50) {
+                        let eligible = submitted + rng.below((t - submitted) as u64 + 1) as i64;
+                        spec = format!(r#"{}"begin":{eligible}"#, with_trailing_comma(spec));
+                    }
+                    spec = format!(r#"{}"submitted":{submitted}"#, with_trailing_comma(spec));
+                }
                 format!(
                     r#"{{"op":"submit","t":{t},"job":"{id}","user":"{user}","account":"{account}"{}}}"#,
-                    with_comma(job_spec(rng, t))
+                    with_comma(spec)
                 )
             }
             30..=37 if !queued.is_empty() => {

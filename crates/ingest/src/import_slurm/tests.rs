@@ -52,11 +52,24 @@ PrioritySiteFactorPlugin=site_factor/none
 SchedulerType=sched/backfill
 ";
 
+/// Submitted days before `T` (2023-11-14T22:13:20Z) in any time zone.
 const SQUEUE: &str = "\
-101|user2|c|batch|normal|2026-11-20T08:00:00|4|1|1:00:00
-102|user5|f|batch,debug|(null)|2026-11-20T07:30:00|16|2|2-00:00:00
-103|user1|b|debug||2026-11-21T09:15:00|1|1|UNLIMITED
+101|user2|c|batch|normal|2023-11-12T08:00:00|4|1|1:00:00
+102|user5|f|batch,debug|(null)|2023-11-12T07:30:00|16|2|2-00:00:00
+103|user1|b|debug||2023-11-13T09:15:00|1|1|UNLIMITED
 ";
+
+/// A local time as Unix seconds, by chrono alone (squeue prints local
+/// times; the test runs in whatever zone `TZ` says).
+fn site(text: &str) -> Time {
+    use chrono::TimeZone;
+    let naive = chrono::NaiveDateTime::parse_from_str(text, "%Y-%m-%dT%H:%M:%S").unwrap();
+    chrono::Local
+        .from_local_datetime(&naive)
+        .earliest()
+        .unwrap()
+        .timestamp()
+}
 
 fn source<'a>(name: &'a str, text: &'a str) -> Source<'a> {
     Source { name, text }
@@ -73,6 +86,9 @@ fn import(
         sshare: sshare.map(|s| source("sshare.txt", s)),
         slurm_conf: conf.map(|s| source("slurm.conf", s)),
         squeue: squeue.map(|s| source("squeue.txt", s)),
+        qos: None,
+        nodes: None,
+        sacct: None,
         cluster: None,
         t: T,
     })
@@ -112,10 +128,20 @@ fn the_whole_import_in_valid_order() {
         // attributes) before the submits, and the list passes through.
         r#"{"op":"partition","t":1700000000,"name":"batch"}"#,
         r#"{"op":"partition","t":1700000000,"name":"debug"}"#,
-        // Submit-time order: 102 (20th 07:30), 101 (20th 08:00), 103 (21st).
-        r#"{"op":"submit","t":1700000000,"job":"102","user":"user5","account":"f","partition":"batch,debug","tres":{"cpu":16,"node":2},"time_limit":172800}"#,
-        r#"{"op":"submit","t":1700000000,"job":"101","user":"user2","account":"c","partition":"batch","qos":"normal","tres":{"cpu":4,"node":1},"time_limit":3600}"#,
-        r#"{"op":"submit","t":1700000000,"job":"103","user":"user1","account":"b","partition":"debug","tres":{"cpu":1,"node":1}}"#,
+        // Submit-time order: 102 (12th 07:30), 101 (12th 08:00), 103 (13th),
+        // each keeping its submit time.
+        &format!(
+            r#"{{"op":"submit","t":1700000000,"job":"102","user":"user5","account":"f","partition":"batch,debug","tres":{{"cpu":16,"node":2}},"time_limit":172800,"submitted":{}}}"#,
+            site("2023-11-12T07:30:00")
+        ),
+        &format!(
+            r#"{{"op":"submit","t":1700000000,"job":"101","user":"user2","account":"c","partition":"batch","qos":"normal","tres":{{"cpu":4,"node":1}},"time_limit":3600,"submitted":{}}}"#,
+            site("2023-11-12T08:00:00")
+        ),
+        &format!(
+            r#"{{"op":"submit","t":1700000000,"job":"103","user":"user1","account":"b","partition":"debug","tres":{{"cpu":1,"node":1}},"submitted":{}}}"#,
+            site("2023-11-13T09:15:00")
+        ),
     ]);
     assert_eq!(got.len(), expected.len());
     for (g, e) in got.iter().zip(&expected) {
@@ -228,6 +254,9 @@ fn one_cluster_is_chosen_with_cluster() {
         sshare: None,
         slurm_conf: None,
         squeue: None,
+        qos: None,
+        nodes: None,
+        sacct: None,
         cluster: Some("other"),
         t: T,
     })
@@ -327,7 +356,7 @@ fn malformed_squeue_lines_name_file_line_and_field() {
     let at = |line: u64, field: Option<&str>| {
         ("squeue.txt".to_string(), line, field.map(str::to_string))
     };
-    let ok = "1|u|a|p|q|2026-01-01T00:00:00|1|1|30:00\n";
+    let ok = "1|u|a|p|q|2023-01-01T00:00:00|1|1|30:00\n";
     assert!(import(assoc, None, None, Some(ok)).is_ok());
     assert_eq!(
         error(
@@ -343,7 +372,7 @@ fn malformed_squeue_lines_name_file_line_and_field() {
             assoc,
             None,
             None,
-            Some("2|v|a|p|q|2026-01-01T00:00:00|1|1|30:00\n")
+            Some("2|v|a|p|q|2023-01-01T00:00:00|1|1|30:00\n")
         ),
         at(1, Some("User"))
     );
@@ -352,7 +381,7 @@ fn malformed_squeue_lines_name_file_line_and_field() {
             assoc,
             None,
             None,
-            Some("2|u|a|p|q|2026-01-01T00:00:00|x|1|30:00\n")
+            Some("2|u|a|p|q|2023-01-01T00:00:00|x|1|30:00\n")
         ),
         at(1, Some("CPUs"))
     );
@@ -361,7 +390,7 @@ fn malformed_squeue_lines_name_file_line_and_field() {
             assoc,
             None,
             None,
-            Some("2|u|a|p|q|2026-01-01T00:00:00|1|-1|30:00\n")
+            Some("2|u|a|p|q|2023-01-01T00:00:00|1|-1|30:00\n")
         ),
         at(1, Some("Nodes"))
     );
@@ -370,7 +399,7 @@ fn malformed_squeue_lines_name_file_line_and_field() {
             assoc,
             None,
             None,
-            Some("2|u|a|p|q|2026-01-01T00:00:00|1|1|forever\n")
+            Some("2|u|a|p|q|2023-01-01T00:00:00|1|1|forever\n")
         ),
         at(1, Some("TimeLimit"))
     );
@@ -379,4 +408,388 @@ fn malformed_squeue_lines_name_file_line_and_field() {
         at(2, Some("JobID"))
     );
     assert_eq!(error(assoc, None, None, Some("2|u|a|p|q\n")), at(1, None));
+}
+
+#[test]
+fn a_job_keeps_its_submit_and_eligible_times() {
+    let assoc = "c|a||1|root\nc|a|u|1|\n";
+    // Job 1: no eligible column. Job 2: eligible an hour after its submit.
+    // Job 3: not yet eligible (`Unknown`, a dependency): Slurm's age is 0,
+    // so it is eligible from T. Job 4: a `--begin` after T stays a begin.
+    let squeue = "\
+1|u|a|p|q|2023-11-10T08:00:00|1|1|30:00
+2|u|a|p|q|2023-11-10T09:00:00|1|1|30:00|2023-11-10T10:00:00
+3|u|a|p|q|2023-11-10T10:00:00|1|1|30:00|Unknown
+4|u|a|p|q|2023-11-10T11:00:00|1|1|30:00|2023-11-20T00:00:00
+";
+    let got = import(assoc, None, None, Some(squeue)).unwrap();
+    let submits: Vec<(Option<Time>, Option<Time>)> = got
+        .iter()
+        .filter_map(|e| match &e.op {
+            Op::Submit {
+                spec, submitted, ..
+            } => Some((*submitted, spec.begin)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        submits,
+        vec![
+            (Some(site("2023-11-10T08:00:00")), None),
+            (
+                Some(site("2023-11-10T09:00:00")),
+                Some(site("2023-11-10T10:00:00"))
+            ),
+            (Some(site("2023-11-10T10:00:00")), Some(T)),
+            (
+                Some(site("2023-11-10T11:00:00")),
+                Some(site("2023-11-20T00:00:00"))
+            ),
+        ]
+    );
+    // Job 2 waited one hour more than it was eligible.
+    assert_eq!(submits[1].1.unwrap() - submits[1].0.unwrap(), 3600);
+}
+
+#[test]
+fn a_submit_after_the_import_time_or_a_bad_eligible_time_is_an_error() {
+    let assoc = "c|a||1|root\nc|a|u|1|\n";
+    let at = |line: u64, field: &str| ("squeue.txt".to_string(), line, Some(field.to_string()));
+    // 2023-11-20 is after T (2023-11-14T22:13:20Z) in every time zone.
+    assert_eq!(
+        error(
+            assoc,
+            None,
+            None,
+            Some("1|u|a|p|q|2023-11-20T00:00:00|1|1|30:00\n")
+        ),
+        at(1, "SubmitTime")
+    );
+    assert_eq!(
+        error(assoc, None, None, Some("1|u|a|p|q|Unknown|1|1|30:00\n")),
+        at(1, "SubmitTime")
+    );
+    assert_eq!(
+        error(
+            assoc,
+            None,
+            None,
+            Some("1|u|a|p|q|2023-11-10T08:00:00|1|1|30:00|soon\n")
+        ),
+        at(1, "EligibleTime")
+    );
+    assert_eq!(
+        error(
+            assoc,
+            None,
+            None,
+            Some("1|u|a|p|q|2023-11-10T08:00:00|1|1|30:00|2023-11-10T08:00:00|x\n")
+        ),
+        ("squeue.txt".to_string(), 1, None)
+    );
+}
+
+/// `sacctmgr show assoc tree -P` as Slurm prints it by default (its default
+/// columns, `src/sacctmgr/association_functions.c`; `tree` indents an
+/// account one space per level below root and a user's account one more).
+const ASSOC_TREE: &str = "\
+Cluster|Account|User|Partition|Share|Priority|GrpJobs|GrpTRES|GrpSubmit|GrpWall|GrpTRESMins|MaxJobs|MaxTRES|MaxTRESPerNode|MaxSubmit|MaxWall|MaxTRESMins|QOS|Def QOS|GrpTRESRunMins|
+demo|root|||1||||||||||||||normal||
+demo| root|root||1||||||||||||||normal||
+demo| a|||40||||||||||||||normal||
+demo|  b|||30||||||||||||||normal||
+demo|   b|user1||1||||||||||||||normal||
+demo|  c|||10||||||||||||||normal||
+demo|   c|user2||1||||||||||||||normal||
+demo|   c|user3||1||||||||||||||normal||
+demo| d|||60||||||||||||||normal||
+demo|  e|||25||||||||||||||normal||
+demo|   e|user4||1||||||||||||||normal||
+demo|  f|||35||||||||||||||normal||
+demo|   f|user5||parent||||||||||||||normal||
+";
+
+#[test]
+fn sacctmgrs_header_form_gives_the_same_tree() {
+    let headerless = import(ASSOC, None, None, None).unwrap();
+    assert_eq!(import(ASSOC_TREE, None, None, None).unwrap(), headerless);
+    // With a ParentName column (format=Account,User,Share,ParentName): no
+    // indentation needed, columns in any order, no Cluster column.
+    let with_parent = "\
+Account|User|ParentName|Share
+root|||1
+root|root|root|1
+a||root|40
+b||a|30
+b|user1|b|1
+c||a|10
+c|user2|c|1
+c|user3|c|1
+d||root|60
+e||d|25
+e|user4|e|1
+f||d|35
+f|user5|f|parent
+";
+    assert_eq!(import(with_parent, None, None, None).unwrap(), headerless);
+}
+
+#[test]
+fn a_header_without_what_the_import_needs_names_the_column() {
+    let at = |line: u64, field: &str| ("assoc.txt".to_string(), line, Some(field.to_string()));
+    // No Share column.
+    assert_eq!(
+        error("Cluster|Account|User\nc|root|\n", None, None, None),
+        at(1, "Share")
+    );
+    // The default columns without `tree`: an account's parent is unknown.
+    assert_eq!(
+        error(
+            "Cluster|Account|User|Partition|Share\nc|root|||1\nc|a|||1\n",
+            None,
+            None,
+            None
+        ),
+        at(1, "ParentName")
+    );
+    // A per-partition association.
+    assert_eq!(
+        error(
+            "Cluster|Account|User|Partition|Share\nc|root|||1\nc| a|||1\nc|  a|u|gpu|1\n",
+            None,
+            None,
+            None
+        ),
+        at(4, "Partition")
+    );
+    // A row with too few cells.
+    assert_eq!(
+        error(
+            "Cluster|Account|User|Partition|Share\nc|root|||1\nc| a|1\n",
+            None,
+            None,
+            None
+        ),
+        ("assoc.txt".to_string(), 3, None)
+    );
+    // Indented two levels below its parent.
+    assert_eq!(
+        error(
+            "Cluster|Account|User|Partition|Share\nc|root|||1\nc|   a|||1\n",
+            None,
+            None,
+            None
+        ),
+        at(3, "Account")
+    );
+}
+
+/// `sacctmgr show qos -P` as Slurm prints it by default (its default columns,
+/// `src/sacctmgr/qos_functions.c`, abridged at the end).
+const QOS: &str = "\
+Name|Priority|GraceTime|Preempt|PreemptExitTime|PreemptMode|Flags|UsageThres|UsageFactor|GrpTRES|GrpTRESMins
+normal|0|00:00:00|||cluster|||1.000000||
+high|100|00:00:00|||cluster|||2.000000||
+scavenger|0|00:00:00|||cluster|||0.000000||
+";
+
+fn import_qos(qos: &str) -> Result<Vec<Event>, ImportError> {
+    import_slurm(&SlurmImport {
+        assoc: source("assoc.txt", "c|a||1|root\nc|a|u|1|\n"),
+        sshare: None,
+        slurm_conf: None,
+        squeue: Some(source(
+            "squeue.txt",
+            "1|u|a|p|high,normal|2023-11-10T08:00:00|1|1|30:00\n",
+        )),
+        qos: Some(source("qos.txt", qos)),
+        nodes: None,
+        sacct: None,
+        cluster: None,
+        t: T,
+    })
+}
+
+#[test]
+fn sacctmgr_qos_gives_each_qos_its_priority_and_usage_factor() {
+    let got = import_qos(QOS).unwrap();
+    let qos: Vec<&Event> = got.iter().filter(|e| e.op.name() == "qos").collect();
+    // Each QOS once, with its values; the job's list `high,normal` needs no
+    // second (attribute-less) definition.
+    assert_eq!(
+        qos.into_iter().cloned().collect::<Vec<_>>(),
+        events(&[
+            r#"{"op":"qos","t":1700000000,"name":"normal","priority":0,"usage_factor":1}"#,
+            r#"{"op":"qos","t":1700000000,"name":"high","priority":100,"usage_factor":2}"#,
+            r#"{"op":"qos","t":1700000000,"name":"scavenger","priority":0,"usage_factor":0}"#,
+        ])
+    );
+    let mut book = fairflow_book::Book::default();
+    for (i, event) in got.iter().enumerate() {
+        book.apply(i as u64 + 1, event).unwrap();
+    }
+}
+
+#[test]
+fn malformed_qos_lines_name_file_line_and_field() {
+    let at =
+        |line: u64, field: Option<&str>| ("qos.txt".to_string(), line, field.map(str::to_string));
+    let err = |text: &str| {
+        let e = import_qos(text).unwrap_err();
+        (e.file, e.line, e.field)
+    };
+    assert_eq!(err("normal|0|1.0\n"), at(1, Some("Name")));
+    assert_eq!(err(""), at(1, None));
+    assert_eq!(
+        err("Name|Priority|UsageFactor\nhigh|-3|1.0\n"),
+        at(2, Some("Priority"))
+    );
+    assert_eq!(
+        err("Name|Priority|UsageFactor\nhigh|3|cheap\n"),
+        at(2, Some("UsageFactor"))
+    );
+    assert_eq!(err("Name|Priority|UsageFactor\nhigh|3\n"), at(2, None));
+    assert_eq!(
+        err("Name|Priority|UsageFactor\nhigh|3|1\nhigh|4|1\n"),
+        at(3, Some("Name"))
+    );
+}
+
+#[test]
+fn sacctmgr_dump_gives_the_same_tree() {
+    // datasets/slurm/dump.cfg is the classic example's tree (ASSOC) as
+    // `sacctmgr dump demo file=dump.cfg` writes it: Slurm's own comment
+    // header, `Parent - ` scopes, descriptions with a quoted `:`, and
+    // user5's `parent` shares as 2147483647.
+    let dump = include_str!("../../../../datasets/slurm/dump.cfg");
+    let from_dump = import(dump, None, None, None).unwrap();
+    let mut from_assoc = import(ASSOC, None, None, None).unwrap();
+    // The same events; only the order of accounts differs (the dump lists a
+    // parent's children together: a, d, then b, c, then e, f).
+    let key = |e: &Event| crate::write::event_to_line(e);
+    let mut sorted_dump = from_dump.clone();
+    sorted_dump.sort_by_key(key);
+    from_assoc.sort_by_key(key);
+    assert_eq!(sorted_dump, from_assoc);
+}
+
+#[test]
+fn malformed_dump_lines_name_file_line_and_field() {
+    let at =
+        |line: u64, field: Option<&str>| ("assoc.txt".to_string(), line, field.map(str::to_string));
+    let head = "Cluster - 'c'\nParent - 'root'\n";
+    assert_eq!(
+        error(
+            &format!("{head}Account - 'a':Fairshare=lots\n"),
+            None,
+            None,
+            None
+        ),
+        at(3, Some("Share"))
+    );
+    assert_eq!(
+        error(
+            &format!("{head}Account - 'a':Description='open\n"),
+            None,
+            None,
+            None
+        ),
+        at(3, Some("Account"))
+    );
+    assert_eq!(
+        error(&format!("{head}Accounts: a\n"), None, None, None),
+        at(3, None)
+    );
+    assert_eq!(
+        error("Cluster - 'c'\nAccount - 'a'\n", None, None, None),
+        at(2, Some("Account"))
+    );
+    // A user under root is root's user association.
+    let got = import(&format!("{head}User - 'u':Fairshare=3\n"), None, None, None).unwrap();
+    assert_eq!(
+        got,
+        events(&[r#"{"op":"user","t":1700000000,"user":"u","account":"root","shares":3}"#])
+    );
+}
+
+fn import_sacct(assoc: &str, sacct: &str) -> Result<Vec<Event>, ImportError> {
+    import_slurm(&SlurmImport {
+        assoc: source("assoc.txt", assoc),
+        sshare: None,
+        slurm_conf: None,
+        squeue: None,
+        qos: None,
+        nodes: None,
+        sacct: Some(source("sacct.txt", sacct)),
+        cluster: None,
+        t: T,
+    })
+}
+
+#[test]
+fn sacct_jobs_become_submit_start_and_end_before_the_import() {
+    let assoc = "c|a||1|root\nc|a|u|1|\n";
+    let sacct = "\
+JobID|User|Account|Partition|QOS|Start|End|AllocTRES|State
+7|u|a|p|normal|2023-11-10T08:00:00|2023-11-10T09:00:00|cpu=2,node=1|COMPLETED
+8|u|a|p|normal|2023-11-10T08:30:00|Unknown|cpu=1,node=1|RUNNING
+9|u|a|p|normal|Unknown|Unknown||PENDING
+";
+    let got = import_sacct(assoc, sacct).unwrap();
+    let start = site("2023-11-10T08:00:00");
+    let lines: Vec<String> = got.iter().map(crate::write::event_to_line).collect();
+    let expected: Vec<String> = events(&[
+        &format!(r#"{{"op":"account","t":{start},"name":"a","parent":"root","shares":1}}"#),
+        &format!(r#"{{"op":"user","t":{start},"user":"u","account":"a","shares":1}}"#),
+        &format!(r#"{{"op":"submit","t":{start},"job":"7","user":"u","account":"a","partition":"p","qos":"normal","tres":{{"cpu":2,"node":1}}}}"#),
+        &format!(r#"{{"op":"start","t":{start},"job":"7","tres":{{"cpu":2,"node":1}}}}"#),
+        &format!(r#"{{"op":"submit","t":{},"job":"8","user":"u","account":"a","partition":"p","qos":"normal","tres":{{"cpu":1,"node":1}}}}"#, start + 1800),
+        &format!(r#"{{"op":"start","t":{},"job":"8","tres":{{"cpu":1,"node":1}}}}"#, start + 1800),
+        &format!(r#"{{"op":"end","t":{},"job":"7"}}"#, start + 3600),
+        // The log ends at the import's time.
+        r#"{"op":"tick","t":1700000000}"#,
+    ])
+    .iter()
+    .map(crate::write::event_to_line)
+    .collect();
+    assert_eq!(lines, expected);
+    let mut book = fairflow_book::Book::default();
+    for (i, event) in got.iter().enumerate() {
+        book.apply(i as u64 + 1, event).unwrap();
+    }
+}
+
+#[test]
+fn malformed_sacct_lines_name_file_line_and_field() {
+    let assoc = "c|a||1|root\nc|a|u|1|\n";
+    let header = "JobID|User|Account|Partition|QOS|Start|End|AllocTRES|State\n";
+    let err = |sacct: &str| {
+        let e = import_sacct(assoc, sacct).unwrap_err();
+        (e.file, e.line, e.field)
+    };
+    let at =
+        |line: u64, field: Option<&str>| ("sacct.txt".to_string(), line, field.map(str::to_string));
+    assert_eq!(err("JobID|User|Account\n"), at(1, Some("Partition")));
+    let row = |r: &str| format!("{header}{r}\n");
+    assert_eq!(
+        err(&row("1|u|a|p|q|yesterday|Unknown|cpu=1|RUNNING")),
+        at(2, Some("Start"))
+    );
+    assert_eq!(
+        err(&row(
+            "1|u|a|p|q|2023-11-10T08:00:00|2023-11-10T07:00:00|cpu=1|COMPLETED"
+        )),
+        at(2, Some("End"))
+    );
+    assert_eq!(
+        err(&row("1|v|a|p|q|2023-11-10T08:00:00|Unknown|cpu=1|RUNNING")),
+        at(2, Some("User"))
+    );
+    assert_eq!(
+        err(&row(
+            "1|u|a|p|q|2023-11-10T08:00:00|Unknown|cpu=lots|RUNNING"
+        )),
+        at(2, Some("AllocTRES"))
+    );
+    assert_eq!(err(&row("1|u|a|p|q")), at(2, None));
 }
