@@ -617,6 +617,16 @@ fn dump_rows(lines: &Lines<'_>) -> Result<Vec<(u64, [String; 5])>, ImportError> 
             if let Some((key, value)) = option.split_once('=') {
                 if key.trim().eq_ignore_ascii_case("Fairshare") {
                     share = dump_share(value.trim());
+                    if parse_shares(&share).is_none() {
+                        return Err(lines.err(
+                            line,
+                            Some("Fairshare"),
+                            format!(
+                                "`{}` is not an integer from 0 to {MAX_SHARES}, or `parent`",
+                                value.trim()
+                            ),
+                        ));
+                    }
                 }
             }
         }

@@ -685,7 +685,7 @@ fn malformed_dump_lines_name_file_line_and_field() {
             None,
             None
         ),
-        at(3, Some("Share"))
+        at(3, Some("Fairshare"))
     );
     assert_eq!(
         error(
