@@ -148,6 +148,25 @@ struct Header<'a, R> {
     rows: R,
 }
 
+impl<R> Header<'_, R> {
+    /// The index of the column named `want` (case-insensitive), if any.
+    fn column(&self, want: &str) -> Option<usize> {
+        self.names.iter().position(|n| n.eq_ignore_ascii_case(want))
+    }
+
+    /// The index of the column named `want`; its absence is an error on the
+    /// header line naming it (`hint` follows the message: how to get it).
+    fn need(&self, lines: &Lines<'_>, want: &str, hint: &str) -> Result<usize, ImportError> {
+        self.column(want).ok_or_else(|| {
+            lines.err(
+                self.line,
+                Some(want),
+                format!("the header has no `{want}` column{hint}"),
+            )
+        })
+    }
+}
+
 struct Lines<'a> {
     source: Source<'a>,
 }
@@ -368,30 +387,20 @@ fn association_rows(lines: &Lines<'_>) -> Result<Vec<(u64, [String; 5])>, Import
             })
             .collect();
     }
-    let Header {
-        line: header_line,
-        names,
-        rows,
-    } = lines.header("sacctmgr show assoc -P")?;
-    let column = |want: &str| names.iter().position(|n| n.eq_ignore_ascii_case(want));
-    let need = |want: &str| {
-        column(want).ok_or_else(|| {
-            lines.err(
-                header_line,
-                Some(want),
-                format!("the header has no `{want}` column"),
-            )
-        })
-    };
+    let header = lines.header("sacctmgr show assoc -P")?;
+    let need = |want: &str| header.need(lines, want, "");
     let (account_col, user_col, share_col) = (need("Account")?, need("User")?, need("Share")?);
-    let (cluster_col, parent_col, partition_col) =
-        (column("Cluster"), column("ParentName"), column("Partition"));
+    let (cluster_col, parent_col, partition_col) = (
+        header.column("Cluster"),
+        header.column("ParentName"),
+        header.column("Partition"),
+    );
     // Accounts by depth (the `tree` form's indentation), for their parents.
     let mut ancestors: Vec<String> = Vec::new();
     let mut indented = false;
     let mut out = Vec::new();
-    for (line, text) in rows {
-        let raw = lines.cells(line, text, names.len())?;
+    for (line, text) in header.rows {
+        let raw = lines.cells(line, text, header.names.len())?;
         let cell = |col: usize| raw[col].trim().to_string();
         if let Some(col) = partition_col.filter(|c| !raw[*c].trim().is_empty()) {
             return Err(lines.err(
@@ -416,7 +425,7 @@ fn association_rows(lines: &Lines<'_>) -> Result<Vec<(u64, [String; 5])>, Import
                     Some(p) => p.clone(),
                     None if !indented => {
                         return Err(lines.err(
-                            header_line,
+                            header.line,
                             Some("ParentName"),
                             "the header has no `ParentName` column and the accounts are not \
                              indented: an account's parent is unknown (use `sacctmgr show assoc \
@@ -701,31 +710,15 @@ fn read_usage(
     tree: &Associations,
 ) -> Result<Vec<(AssocKey, f64)>, ImportError> {
     let lines = Lines { source };
-    let Header {
-        line: header_line,
-        names,
-        rows,
-    } = lines.header("sshare -a -l -P")?;
-    let column = |want: &str| {
-        names
-            .iter()
-            .position(|n| n.eq_ignore_ascii_case(want))
-            .ok_or_else(|| {
-                lines.err(
-                    header_line,
-                    Some(want),
-                    format!("the header has no `{want}` column"),
-                )
-            })
-    };
-    let (account_col, user_col, usage_col) =
-        (column("Account")?, column("User")?, column("RawUsage")?);
+    let header = lines.header("sshare -a -l -P")?;
+    let need = |want: &str| header.need(&lines, want, "");
+    let (account_col, user_col, usage_col) = (need("Account")?, need("User")?, need("RawUsage")?);
     let needed = account_col.max(user_col).max(usage_col) + 1;
 
     // Raw (subtree) usage per association, in row order.
     let mut raw: Vec<(AssocKey, f64)> = Vec::new();
     let mut seen: BTreeMap<AssocKey, u64> = BTreeMap::new();
-    for (line, text) in rows {
+    for (line, text) in header.rows {
         let fields: Vec<&str> = text.split('|').map(str::trim).collect();
         if fields.len() < needed {
             return Err(lines.err(
@@ -833,25 +826,18 @@ fn read_slurm_conf(source: Source<'_>) -> Result<BTreeMap<String, Value>, Import
 /// empty cell leaves the value unset: priority 0, usage factor 1).
 fn read_qos(source: Source<'_>) -> Result<Vec<Op>, ImportError> {
     let lines = Lines { source };
-    let Header {
-        line: header_line,
-        names,
-        rows,
-    } = lines.header("sacctmgr show qos -P")?;
-    let column = |want: &str| names.iter().position(|n| n.eq_ignore_ascii_case(want));
-    let name_col = column("Name").ok_or_else(|| {
-        lines.err(
-            header_line,
-            Some("Name"),
-            "the header has no `Name` column (is this `sacctmgr show qos -P`, with its header?)",
-        )
-    })?;
-    let (priority_col, factor_col) = (column("Priority"), column("UsageFactor"));
+    let header = lines.header("sacctmgr show qos -P")?;
+    let name_col = header.need(
+        &lines,
+        "Name",
+        " (is this `sacctmgr show qos -P`, with its header?)",
+    )?;
+    let (priority_col, factor_col) = (header.column("Priority"), header.column("UsageFactor"));
     let mut seen: BTreeMap<String, u64> = BTreeMap::new();
     let mut ops = Vec::new();
-    for (line, text) in rows {
+    for (line, text) in header.rows {
         let cells: Vec<&str> = lines
-            .cells(line, text, names.len())?
+            .cells(line, text, header.names.len())?
             .into_iter()
             .map(str::trim)
             .collect();

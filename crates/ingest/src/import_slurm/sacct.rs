@@ -12,7 +12,7 @@ use fairflow_model::event::{JobSpec, Op};
 use fairflow_model::tres::TresCounts;
 use fairflow_model::Time;
 
-use super::{name_list, Associations, Header, ImportError, Lines, Source};
+use super::{name_list, Associations, ImportError, Lines, Source};
 use crate::slurm_time::parse_site_time;
 
 /// The columns read, by their names in sacct's header.
@@ -69,31 +69,16 @@ pub(super) fn read_sacct(
     t: Time,
 ) -> Result<Vec<(Time, Op)>, ImportError> {
     let lines = Lines { source };
-    let Header {
-        line: header_line,
-        names,
-        rows,
-    } = lines.header("sacct -P")?;
+    let header = lines.header("sacct -P")?;
+    let hint = format!(" (sacct -P --format={})", COLUMNS.join(","));
     let mut col = [0usize; COLUMNS.len()];
     for (slot, want) in col.iter_mut().zip(COLUMNS) {
-        *slot = names
-            .iter()
-            .position(|n| n.eq_ignore_ascii_case(want))
-            .ok_or_else(|| {
-                lines.err(
-                    header_line,
-                    Some(want),
-                    format!(
-                        "the header has no `{want}` column (sacct -P --format={})",
-                        COLUMNS.join(",")
-                    ),
-                )
-            })?;
+        *slot = header.need(&lines, want, &hint)?;
     }
     let mut events: Vec<(Time, u64, Op)> = Vec::new();
     let mut seen: BTreeMap<String, u64> = BTreeMap::new();
-    for (line, text) in rows {
-        let cells = lines.cells(line, text, names.len())?;
+    for (line, text) in header.rows {
+        let cells = lines.cells(line, text, header.names.len())?;
         let cell = |i: usize| cells[col[i]].trim();
         let time = |i: usize| {
             parse_site_time(cell(i)).map_err(|reason| lines.err(line, Some(COLUMNS[i]), reason))
