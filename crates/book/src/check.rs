@@ -7,7 +7,7 @@
 //! changes nothing.
 
 use fairflow_ingest::Rejection;
-use fairflow_model::event::Op;
+use fairflow_model::event::{is_list, Op};
 use fairflow_model::Event;
 
 use crate::{Book, Checked, Phase};
@@ -235,7 +235,7 @@ fn check_lists(
     spec: &fairflow_model::event::JobSpec,
 ) -> Result<(), (&'static str, String)> {
     use fairflow_model::event::list_items;
-    if let Some(list) = spec.partition.as_deref().filter(|l| l.contains(',')) {
+    if let Some(list) = spec.partition.as_deref().filter(|l| is_list(l)) {
         if let Some(unknown) = list_items(list).find(|p| !state.partitions.contains_key(*p)) {
             return Err((
                 "partition",
@@ -246,7 +246,7 @@ fn check_lists(
             ));
         }
     }
-    if let Some(list) = spec.qos.as_deref().filter(|l| l.contains(',')) {
+    if let Some(list) = spec.qos.as_deref().filter(|l| is_list(l)) {
         if let Some(unknown) = list_items(list).find(|q| !state.qos.contains_key(*q)) {
             return Err((
                 "qos",

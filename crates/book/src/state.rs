@@ -7,7 +7,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use fairflow_model::config::ResetPeriod;
-use fairflow_model::event::{list_items, JobSpec, Op};
+use fairflow_model::event::{is_list, list_items, JobSpec, Op};
 use fairflow_model::job_priority::SlurmTresInput;
 use fairflow_model::moab::Credential;
 use fairflow_model::tres::{billable_tres, BillingMode, TresCounts, WeightList};
@@ -180,7 +180,7 @@ impl Job {
 
     /// Was the job submitted to several partitions or several QOS?
     pub fn has_pairs(&self) -> bool {
-        let listed = |l: &Option<String>| l.as_deref().is_some_and(|l| l.contains(','));
+        let listed = |l: &Option<String>| l.as_deref().is_some_and(is_list);
         listed(&self.spec.partition) || listed(&self.spec.qos)
     }
 
@@ -561,7 +561,7 @@ impl State {
     /// string and repointing a pending job's primary partition to the head
     /// (`rebuild_job_part_list`).
     pub fn tier_ordered(&self, list: &str) -> Option<String> {
-        if !list.contains(',') {
+        if !is_list(list) {
             return None;
         }
         let mut sorted: Vec<&str> = list_items(list).collect();
@@ -600,7 +600,7 @@ impl State {
                 job.spec
                     .partition
                     .as_deref()
-                    .is_some_and(|l| l.contains(',') && list_items(l).any(|p| p == name))
+                    .is_some_and(|l| is_list(l) && list_items(l).any(|p| p == name))
             })
             .map(|job| job.id.as_str())
     }
@@ -610,7 +610,7 @@ impl State {
     /// a pending job's `qos_ptr`; `""` when none.
     pub fn primary_qos<'a>(&self, spec: &'a JobSpec) -> &'a str {
         match spec.qos.as_deref() {
-            Some(list) if list.contains(',') => qos_by_priority(&self.qos, list)[0],
+            Some(list) if is_list(list) => qos_by_priority(&self.qos, list)[0],
             other => first_item(other),
         }
     }

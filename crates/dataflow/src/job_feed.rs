@@ -32,6 +32,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use fairflow_book::state::accrued_between;
 use fairflow_book::{Changes, JobPhase, State};
+use fairflow_model::event::is_list;
 use fairflow_model::job_priority::{
     slurm_pair_factors_from_job, slurm_pair_priority, SlurmPairInputs, SlurmPairNorms,
     SlurmRawFactors, SlurmWeights,
@@ -222,7 +223,7 @@ impl JobFeed {
         let mut deltas = Vec::new();
         for name in jobs {
             let job = state.jobs.get(&name);
-            if job.is_some_and(|j| j.spec.qos.as_deref().is_some_and(|q| q.contains(','))) {
+            if job.is_some_and(|j| j.spec.qos.as_deref().is_some_and(is_list)) {
                 self.multi_qos.insert(name.clone());
             } else {
                 self.multi_qos.remove(&name);

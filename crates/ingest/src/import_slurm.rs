@@ -72,7 +72,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use fairflow_model::event::{JobSpec, Op};
+use fairflow_model::event::{is_list, JobSpec, Op};
 use fairflow_model::time::parse_slurm_duration_secs;
 use fairflow_model::tres::TresCounts;
 use fairflow_model::{Config, Event, Shares, Time};
@@ -931,7 +931,7 @@ fn read_queue(source: Source<'_>, tree: &Associations, t: Time) -> Result<Vec<Op
             (&partition, &mut listed_partitions),
             (&qos, &mut listed_qos),
         ] {
-            if let Some(list) = list.as_deref().filter(|l| l.contains(',')) {
+            if let Some(list) = list.as_deref().filter(|l| is_list(l)) {
                 names.extend(list.split(',').map(str::to_string));
             }
         }

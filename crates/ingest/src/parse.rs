@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use fairflow_model::event::{JobSpec, Op};
+use fairflow_model::event::{is_list, JobSpec, Op};
 use fairflow_model::limits::{
     MAX_DURATION_SECS, MAX_TIME, MAX_TRES_COUNT, MAX_USAGE_AMOUNT_TRES_SECS, MAX_USAGE_FACTOR,
 };
@@ -64,7 +64,7 @@ impl<'a> Fields<'a> {
     fn opt_name_list(&self, field: &str) -> Result<Option<String>, Rejection> {
         let items: Vec<String> = match self.get(field) {
             None => return Ok(None),
-            Some(Value::String(s)) if !s.contains(',') => return self.opt_name(field),
+            Some(Value::String(s)) if !is_list(s) => return self.opt_name(field),
             Some(Value::String(s)) => s.split(',').map(str::to_string).collect(),
             Some(Value::Array(items)) => items
                 .iter()

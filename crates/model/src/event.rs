@@ -51,6 +51,11 @@ pub fn list_items(list: &str) -> impl Iterator<Item = &str> {
     list.split(',')
 }
 
+/// Does a stored partition or QOS list name several (`a,b`), not one?
+pub fn is_list(list: &str) -> bool {
+    list.contains(',')
+}
+
 /// The optional attributes of a job, as `submit` gives them and `update`
 /// changes them. `None` means "not given".
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
