@@ -75,7 +75,7 @@
 //! association's `(norm shares, effective usage)` from its fair-share
 //! parent's, in the same order of operations, so bit-identical; then
 //! `classic_factor` per user. One record per association, not a walk per
-//! user over its chain (a chain of depth `d`: `d` records in `d` rounds, not
+//! user over its chain (a chain of depth `d`: `d` records in one pass, not
 //! `users · d`). Normalised usage divides by root's usage, so under these
 //! algorithms every usage event changes every association's values: the
 //! algorithm's own cost, `O(associations)` per usage change, which Slurm

@@ -30,9 +30,10 @@
 //! - inputs: `edges (child, parent)`, `shares (node, Shares)` (which also
 //!   defines the set of live nodes), `usage node` with the own-usage delta in
 //!   the **diff**;
-//! - subtree usage: each own usage (in the diff) moved up the edges by an
-//!   `iterate` and summed per node (`count_total`): a usage delta moves one
-//!   record per round up its path, `depth + 1` sums change;
+//! - subtree usage: a stateful operator on worker 0 keeps the parent links
+//!   and every subtree sum and pushes each batch's own-usage deltas (in the
+//!   diff) up the union of their paths once: a usage delta changes `depth +
+//!   1` sums, in one pass (no round per level);
 //! - fair-share parent: an `iterate` over the parent links (a node whose
 //!   parent is not `FairShare=parent` takes the parent, else its parent's
 //!   answer); a shares change between a number and `parent` touches the

@@ -3,38 +3,267 @@
 //! `algorithms`: each takes its inputs as collections or shared
 //! arrangements and says what an update costs.
 
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet};
+
+use differential_dataflow::consolidation::consolidate;
 use differential_dataflow::hashable::Hashable;
 use differential_dataflow::operators::iterate::Iterate;
 use differential_dataflow::operators::CountTotal;
 use differential_dataflow::trace::implementations::ValBuilder;
 use differential_dataflow::trace::implementations::ValSpine;
-use differential_dataflow::{ExchangeData, VecCollection};
+use differential_dataflow::{AsCollection, ExchangeData, VecCollection};
+use serde::{Deserialize, Serialize};
+use timely::container::CapacityContainerBuilder;
+use timely::dataflow::channels::pact::Exchange;
+use timely::dataflow::operators::generic::Operator;
+use timely::dataflow::operators::Capability;
 
 use crate::types::{ByKey, Diff, Epoch, NodeId};
 
 /// For every node, the sum over the nodes of its subtree (itself included)
 /// of the amounts `amounts` carries in its diffs (absent when 0), without
-/// any ancestor pairs: an `iterate` that moves every amount up one edge per
-/// round (`up = amounts + up ⋈ edges`; the amounts add up in the diffs, so
-/// the loop holds at most one record per node and time). A load of a chain
-/// of depth `d` takes `d` rounds and `O(d)` records; an amount's change moves
-/// one record per round up its path (`depth + 1` records, `depth` rounds).
+/// any ancestor pairs and without one round per level: a stateful operator
+/// ([`SubtreeSums`], on worker 0) that keeps the parent links, every node's
+/// own amount and every subtree sum, and applies a batch as deltas pushed up
+/// the union of the changed nodes' paths, deepest first, so that each node on
+/// it is visited once (a usage event: `depth + 1` nodes; a chain of depth
+/// `d` loaded at once: `d` nodes; a moved subtree: its old and new paths).
+/// It emits, per batch, the old and new sum of every node whose sum changed.
 pub fn sums_up_the_tree<'s>(
     edges_by_child: &ByKey<'s, NodeId, NodeId>,
     amounts: VecCollection<'s, Epoch, NodeId, Diff>,
 ) -> VecCollection<'s, Epoch, (NodeId, Diff), Diff> {
-    amounts
+    let edges = edges_by_child
         .clone()
-        .iterate(|inner_scope, inner| {
-            let edges = edges_by_child.clone().enter(inner_scope);
-            let base = amounts.clone().enter(inner_scope);
-            inner
-                .arrange_by_self()
-                .join_core(edges, |_child, &(), &parent| Some(parent))
-                .concat(base)
-                .consolidate()
-        })
-        .count_total_core::<Diff>()
+        .as_collection(|&child, &parent| TreeChange::Edge { child, parent });
+    let changes = edges.concat(amounts.map(TreeChange::Amount));
+    per_batch_on_worker_0(changes, "SubtreeSums", {
+        let mut sums = SubtreeSums::default();
+        move |changes, out| {
+            for (node, old, new) in sums.apply(changes) {
+                if old != 0 {
+                    out.push(((node, old), -1));
+                }
+                if new != 0 {
+                    out.push(((node, new), 1));
+                }
+            }
+        }
+    })
+}
+
+/// A stateful operator on worker 0: every update of `changes` is exchanged
+/// to worker 0 and, once its time is complete (times in order), that time's
+/// updates are handed to `logic` together; the updates `logic` pushes leave
+/// at that time. The tree stages use it where a batch's work is a walk over
+/// the changed part of the tree, which a round per level would make
+/// quadratic on deep trees.
+fn per_batch_on_worker_0<'s, D, O>(
+    changes: VecCollection<'s, Epoch, D, Diff>,
+    name: &str,
+    mut logic: impl FnMut(Vec<(D, Diff)>, &mut Vec<(O, Diff)>) + 'static,
+) -> VecCollection<'s, Epoch, O, Diff>
+where
+    D: ExchangeData,
+    O: ExchangeData,
+{
+    changes
+        .inner
+        .unary_frontier::<CapacityContainerBuilder<Vec<(O, Epoch, Diff)>>, _, _, _>(
+            Exchange::new(|_: &(D, Epoch, Diff)| 0u64),
+            name,
+            |_capability, _info| {
+                let mut pending: BTreeMap<Epoch, Pending<D>> = BTreeMap::new();
+                let mut produced = Vec::new();
+                move |(input, frontier), output| {
+                    input.for_each(|capability, data| {
+                        for (change, time, diff) in data.drain(..) {
+                            pending
+                                .entry(time)
+                                .or_insert_with(|| (capability.delayed(&time, 0), Vec::new()))
+                                .1
+                                .push((change, diff));
+                        }
+                    });
+                    while let Some(entry) = pending.first_entry() {
+                        if frontier.less_equal(entry.key()) {
+                            break;
+                        }
+                        let (time, (capability, changes)) = entry.remove_entry();
+                        logic(changes, &mut produced);
+                        output.session(&capability).give_iterator(
+                            produced.drain(..).map(|(data, diff)| (data, time, diff)),
+                        );
+                    }
+                }
+            },
+        )
+        .as_collection()
+}
+
+/// One time's updates waiting for the time to complete, with the capability
+/// to send its results at that time.
+type Pending<D> = (Capability<Epoch>, Vec<(D, Diff)>);
+
+/// The depth of every node in `nodes` and of every node on their paths to
+/// their roots (a node without a parent: 0), walking up `parent_of` until a
+/// node of known depth: each node on the union of the paths is visited once.
+/// Panics if a walk is longer than `node_bound` (a cycle: the book never
+/// leaves one).
+fn walk_depths(
+    nodes: &[NodeId],
+    parent_of: impl Fn(NodeId) -> Option<NodeId>,
+    node_bound: usize,
+) -> HashMap<NodeId, usize> {
+    let mut depth: HashMap<NodeId, usize> = HashMap::new();
+    let mut path = Vec::new();
+    for &start in nodes {
+        let mut node = start;
+        let base = loop {
+            if let Some(&known) = depth.get(&node) {
+                break known + 1;
+            }
+            path.push(node);
+            assert!(
+                path.len() <= node_bound + 1,
+                "the parent links hold a cycle through node {start}"
+            );
+            match parent_of(node) {
+                Some(parent) => node = parent,
+                None => break 0,
+            }
+        };
+        for (offset, &on_path) in path.iter().rev().enumerate() {
+            depth.insert(on_path, base + offset);
+        }
+        path.clear();
+    }
+    depth
+}
+
+/// One input of [`sums_up_the_tree`]: a parent link or an amount (in the diff).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+enum TreeChange {
+    Edge { child: NodeId, parent: NodeId },
+    Amount(NodeId),
+}
+
+/// The state of [`sums_up_the_tree`]'s operator: the forest, the own
+/// amounts and the subtree sums (zeros not stored).
+///
+/// A batch is applied in two pushes of deltas, each over a forest:
+/// 1. **cut** every changed link (a moved, new or removed child), then push
+///    `-sum(child)` from each old parent up the cut forest: every sum is now
+///    that of the forest without those links (a moved subtree nested in
+///    another is cut from its old parent only, so nothing is taken twice);
+/// 2. **attach** the new links and push `+sum(child)` (the cut forest's)
+///    from each new parent and every own amount's change from its node, up
+///    the new forest.
+///
+/// A push visits the union of the starting nodes' paths to their roots once,
+/// deepest first (depths found by walking up until a node of known depth),
+/// adding each node's accumulated delta to its sum and passing it on to its
+/// parent: `O(p log p)` for `p` nodes on those paths.
+#[derive(Debug, Default)]
+struct SubtreeSums {
+    parent: HashMap<NodeId, NodeId>,
+    own: HashMap<NodeId, Diff>,
+    sum: HashMap<NodeId, Diff>,
+}
+
+impl SubtreeSums {
+    /// Apply one batch of changes; returns `(node, old sum, new sum)` for
+    /// every node whose sum changed.
+    fn apply(&mut self, mut changes: Vec<(TreeChange, Diff)>) -> Vec<(NodeId, Diff, Diff)> {
+        consolidate(&mut changes);
+        let mut old_sums: HashMap<NodeId, Diff> = HashMap::new();
+        // 1. Cut every child whose link changes.
+        let mut deltas: HashMap<NodeId, Diff> = HashMap::new();
+        let mut attached = Vec::new();
+        for &(change, diff) in &changes {
+            if let TreeChange::Edge { child, parent } = change {
+                if diff > 0 {
+                    attached.push((child, parent));
+                }
+                if let Some(old_parent) = self.parent.remove(&child) {
+                    *deltas.entry(old_parent).or_default() -= self.sum_of(child);
+                }
+            }
+        }
+        self.push_up(deltas, &mut old_sums);
+        // 2. Attach the new links; push their subtrees' sums and the amounts.
+        let mut deltas: HashMap<NodeId, Diff> = HashMap::new();
+        for &(child, parent) in &attached {
+            self.parent.insert(child, parent);
+        }
+        for &(child, parent) in &attached {
+            let moved = self.sum_of(child);
+            if moved != 0 {
+                *deltas.entry(parent).or_default() += moved;
+            }
+        }
+        for &(change, amount) in &changes {
+            if let TreeChange::Amount(node) = change {
+                let own = self.own.entry(node).or_default();
+                *own += amount;
+                if *own == 0 {
+                    self.own.remove(&node);
+                }
+                *deltas.entry(node).or_default() += amount;
+            }
+        }
+        self.push_up(deltas, &mut old_sums);
+        let mut changed: Vec<(NodeId, Diff, Diff)> = old_sums
+            .into_iter()
+            .filter_map(|(node, old)| {
+                let new = self.sum_of(node);
+                (new != old).then_some((node, old, new))
+            })
+            .collect();
+        changed.sort_unstable();
+        changed
+    }
+
+    fn sum_of(&self, node: NodeId) -> Diff {
+        self.sum.get(&node).copied().unwrap_or(0)
+    }
+
+    /// Add each node's delta to its sum and to every ancestor's, visiting the
+    /// union of the paths once, deepest first; records the first-seen old sum
+    /// of every node it changes in `old_sums`.
+    fn push_up(&mut self, mut deltas: HashMap<NodeId, Diff>, old_sums: &mut HashMap<NodeId, Diff>) {
+        deltas.retain(|_, delta| *delta != 0);
+        if deltas.is_empty() {
+            return;
+        }
+        let starts: Vec<NodeId> = deltas.keys().copied().collect();
+        let depth = walk_depths(
+            &starts,
+            |node| self.parent.get(&node).copied(),
+            self.parent.len(),
+        );
+        let mut order: Vec<(usize, NodeId)> =
+            depth.into_iter().map(|(node, d)| (d, node)).collect();
+        order.sort_unstable_by(|a, b| b.cmp(a));
+        for (_, node) in order {
+            let Some(delta) = deltas.remove(&node) else {
+                continue;
+            };
+            if delta == 0 {
+                continue;
+            }
+            let sum = self.sum.entry(node).or_default();
+            old_sums.entry(node).or_insert(*sum);
+            *sum += delta;
+            if *sum == 0 {
+                self.sum.remove(&node);
+            }
+            if let Some(&parent) = self.parent.get(&node) {
+                *deltas.entry(parent).or_default() += delta;
+            }
+        }
+    }
 }
 
 /// For every node with a parent, its nearest proper ancestor whose value in
@@ -84,10 +313,12 @@ where
 /// Values defined top-down over a forest: `starts` gives the value of the
 /// nodes that start a chain (root), and every other node's value is
 /// `step(parent's value, link input)` over `links` `(child, (parent, link
-/// input))` (`None`: no value). An `iterate` whose rounds go one level
-/// deeper: `O(depth)` rounds, each node's value computed from its parent's
-/// once (a chain of depth `d`: `d` records, not a walk of `d` ancestors per
-/// node); a link's change re-derives the values below it that change.
+/// input))` (`None`: no value); a start's own value wins over a link. A
+/// stateful operator ([`TopDown`], on worker 0) that keeps the links, the
+/// starts and the values, and recomputes, in one pass per batch, the nodes
+/// whose link or start changed and, shallowest first, the children of every
+/// node whose value changed: `O(changed values)` work and no round per level
+/// (a chain of depth `d` loaded at once: `d` steps, not `d` rounds).
 pub fn down_the_tree<'s, I, V>(
     links: VecCollection<'s, Epoch, (NodeId, (NodeId, I)), Diff>,
     starts: VecCollection<'s, Epoch, (NodeId, V), Diff>,
@@ -97,20 +328,153 @@ where
     I: ExchangeData,
     V: ExchangeData + std::hash::Hash,
 {
-    let by_parent = links
-        .map(|(child, (parent, input))| (parent, (child, input)))
-        .arrange_by_key();
-    starts.clone().iterate(|inner_scope, values| {
-        let by_parent = by_parent.enter(inner_scope);
-        let starts = starts.enter(inner_scope);
-        by_parent
-            .join_core(
-                values.arrange_by_key(),
-                move |_parent, (child, input), value| step(value, input).map(|next| (*child, next)),
-            )
-            .concat(starts)
-            .consolidate()
+    let changes = links
+        .map(|(child, (parent, input))| TopDownChange::Link {
+            child,
+            parent,
+            input,
+        })
+        .concat(starts.map(|(node, value)| TopDownChange::Start { node, value }));
+    per_batch_on_worker_0(changes, "TopDown", {
+        let mut state = TopDown::default();
+        move |changes, out| state.apply(changes, &step, out)
     })
+}
+
+/// One input of [`down_the_tree`].
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+enum TopDownChange<I, V> {
+    Link {
+        child: NodeId,
+        parent: NodeId,
+        input: I,
+    },
+    Start {
+        node: NodeId,
+        value: V,
+    },
+}
+
+/// The state of [`down_the_tree`]'s operator.
+#[derive(Debug)]
+struct TopDown<I, V> {
+    links: HashMap<NodeId, (NodeId, I)>,
+    children: HashMap<NodeId, HashSet<NodeId>>,
+    starts: HashMap<NodeId, V>,
+    values: HashMap<NodeId, V>,
+}
+
+impl<I, V> Default for TopDown<I, V> {
+    fn default() -> Self {
+        TopDown {
+            links: HashMap::new(),
+            children: HashMap::new(),
+            starts: HashMap::new(),
+            values: HashMap::new(),
+        }
+    }
+}
+
+impl<I: Ord + Clone, V: Ord + Clone> TopDown<I, V> {
+    /// Apply one batch; pushes `((node, value), diff)` for every changed value.
+    fn apply(
+        &mut self,
+        mut changes: Vec<(TopDownChange<I, V>, Diff)>,
+        step: &impl Fn(&V, &I) -> Option<V>,
+        out: &mut Vec<((NodeId, V), Diff)>,
+    ) {
+        consolidate(&mut changes);
+        // Retractions first, so that a replaced link or start is replaced.
+        changes.sort_by_key(|(_, diff)| *diff > 0);
+        let mut dirty = Vec::new();
+        for (change, diff) in changes {
+            match change {
+                TopDownChange::Link {
+                    child,
+                    parent,
+                    input,
+                } => {
+                    dirty.push(child);
+                    if diff > 0 {
+                        if let Some((old_parent, _)) = self.links.insert(child, (parent, input)) {
+                            self.unlink(child, old_parent);
+                        }
+                        self.children.entry(parent).or_default().insert(child);
+                    } else if self
+                        .links
+                        .get(&child)
+                        .is_some_and(|(p, i)| (*p, i) == (parent, &input))
+                    {
+                        self.links.remove(&child);
+                        self.unlink(child, parent);
+                    }
+                }
+                TopDownChange::Start { node, value } => {
+                    dirty.push(node);
+                    if diff > 0 {
+                        self.starts.insert(node, value);
+                    } else if self.starts.get(&node) == Some(&value) {
+                        self.starts.remove(&node);
+                    }
+                }
+            }
+        }
+        let mut queue: BinaryHeap<Reverse<(usize, NodeId)>> = BinaryHeap::new();
+        let mut queued: HashSet<NodeId> = HashSet::new();
+        let depths = self.depths(&dirty);
+        for node in dirty {
+            if queued.insert(node) {
+                queue.push(Reverse((depths[&node], node)));
+            }
+        }
+        while let Some(Reverse((depth, node))) = queue.pop() {
+            let new = match self.starts.get(&node) {
+                Some(start) => Some(start.clone()),
+                None => self.links.get(&node).and_then(|(parent, input)| {
+                    self.values.get(parent).and_then(|value| step(value, input))
+                }),
+            };
+            let old = self.values.get(&node);
+            if old == new.as_ref() {
+                continue;
+            }
+            if let Some(old) = old {
+                out.push(((node, old.clone()), -1));
+            }
+            match new {
+                Some(new) => {
+                    out.push(((node, new.clone()), 1));
+                    self.values.insert(node, new);
+                }
+                None => {
+                    self.values.remove(&node);
+                }
+            }
+            for &child in self.children.get(&node).into_iter().flatten() {
+                if queued.insert(child) {
+                    queue.push(Reverse((depth + 1, child)));
+                }
+            }
+        }
+    }
+
+    fn unlink(&mut self, child: NodeId, parent: NodeId) {
+        if let Some(siblings) = self.children.get_mut(&parent) {
+            siblings.remove(&child);
+            if siblings.is_empty() {
+                self.children.remove(&parent);
+            }
+        }
+    }
+
+    /// The depth of each of `nodes` over the links (a node without a link: 0).
+    fn depths(&self, nodes: &[NodeId]) -> HashMap<NodeId, usize> {
+        walk_depths(
+            nodes,
+            |node| self.links.get(&node).map(|(parent, _)| *parent),
+            self.links.len(),
+        )
+    }
 }
 
 /// Per group key, the sum of the amounts: `(group, amount)` records, the
@@ -154,4 +518,217 @@ where
                 );
             },
         )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{SubtreeSums, TopDown, TopDownChange, TreeChange};
+
+    fn edge(child: u32, parent: u32, diff: i128) -> (TreeChange, i128) {
+        (TreeChange::Edge { child, parent }, diff)
+    }
+
+    fn amount(node: u32, amount: i128) -> (TreeChange, i128) {
+        (TreeChange::Amount(node), amount)
+    }
+
+    fn sums(state: &SubtreeSums, nodes: &[u32]) -> Vec<i128> {
+        nodes.iter().map(|&node| state.sum_of(node)).collect()
+    }
+
+    #[test]
+    fn a_chain_loaded_at_once_sums_every_level() {
+        // 0 <- 1 <- 2 <- 3, own amounts 1, 10, 100, 1000: sums by hand.
+        let mut state = SubtreeSums::default();
+        let changed = state.apply(vec![
+            edge(3, 2, 1),
+            edge(1, 0, 1),
+            edge(2, 1, 1),
+            amount(0, 1),
+            amount(1, 10),
+            amount(2, 100),
+            amount(3, 1000),
+        ]);
+        assert_eq!(sums(&state, &[0, 1, 2, 3]), vec![1111, 1110, 1100, 1000]);
+        assert_eq!(
+            changed,
+            vec![(0, 0, 1111), (1, 0, 1110), (2, 0, 1100), (3, 0, 1000)]
+        );
+        // A charge at the bottom changes its path only.
+        let changed = state.apply(vec![amount(3, 5), amount(3, 2)]);
+        assert_eq!(
+            changed,
+            vec![
+                (0, 1111, 1118),
+                (1, 1110, 1117),
+                (2, 1100, 1107),
+                (3, 1000, 1007)
+            ]
+        );
+        // A charge and its retraction in one batch change nothing.
+        assert!(state.apply(vec![amount(2, 4), amount(2, -4)]).is_empty());
+    }
+
+    #[test]
+    fn moving_nested_subtrees_in_one_batch_takes_nothing_twice() {
+        // 0 has children 1 and 5; 1 <- 2 <- 3 <- 4. Amounts: 2:2, 3:30, 4:400, 5:5000.
+        let mut state = SubtreeSums::default();
+        state.apply(vec![
+            edge(1, 0, 1),
+            edge(5, 0, 1),
+            edge(2, 1, 1),
+            edge(3, 2, 1),
+            edge(4, 3, 1),
+            amount(2, 2),
+            amount(3, 30),
+            amount(4, 400),
+            amount(5, 5000),
+        ]);
+        assert_eq!(
+            sums(&state, &[0, 1, 2, 3, 4, 5]),
+            vec![5432, 432, 432, 430, 400, 5000]
+        );
+        // Move 2 (with 3 and 4) under 5, and 4 out of it to the root 0, and
+        // charge 3 by 1: 0 = 5433; 1 = 0; 5 = 5000 + 2 + 31 = 5033; 2 = 33; 3 = 31; 4 = 400.
+        state.apply(vec![
+            edge(2, 1, -1),
+            edge(2, 5, 1),
+            edge(4, 3, -1),
+            edge(4, 0, 1),
+            amount(3, 1),
+        ]);
+        assert_eq!(
+            sums(&state, &[0, 1, 2, 3, 4, 5]),
+            vec![5433, 0, 33, 31, 400, 5033]
+        );
+        // The same batch in another order gives the same sums.
+        let mut other = SubtreeSums::default();
+        other.apply(vec![
+            amount(5, 5000),
+            amount(4, 400),
+            edge(4, 3, 1),
+            edge(3, 2, 1),
+            amount(3, 30),
+            edge(2, 1, 1),
+            amount(2, 2),
+            edge(5, 0, 1),
+            edge(1, 0, 1),
+        ]);
+        other.apply(vec![
+            amount(3, 1),
+            edge(4, 0, 1),
+            edge(2, 5, 1),
+            edge(4, 3, -1),
+            edge(2, 1, -1),
+        ]);
+        assert_eq!(
+            sums(&other, &[0, 1, 2, 3, 4, 5]),
+            vec![5433, 0, 33, 31, 400, 5033]
+        );
+    }
+
+    #[test]
+    fn a_removed_leaf_takes_its_amount_with_it() {
+        let mut state = SubtreeSums::default();
+        state.apply(vec![
+            edge(1, 0, 1),
+            edge(2, 1, 1),
+            amount(2, 7),
+            amount(1, 3),
+        ]);
+        let changed = state.apply(vec![edge(2, 1, -1), amount(2, -7)]);
+        assert_eq!(changed, vec![(0, 10, 3), (1, 10, 3), (2, 7, 0)]);
+        assert!(!state.sum.contains_key(&2) && !state.own.contains_key(&2));
+    }
+
+    fn link(child: u32, parent: u32, input: i64, diff: i128) -> (TopDownChange<i64, i64>, i128) {
+        (
+            TopDownChange::Link {
+                child,
+                parent,
+                input,
+            },
+            diff,
+        )
+    }
+
+    fn start(node: u32, value: i64, diff: i128) -> (TopDownChange<i64, i64>, i128) {
+        (TopDownChange::Start { node, value }, diff)
+    }
+
+    /// `value(child) = value(parent) + input`, undefined past a negative input.
+    fn add(value: &i64, input: &i64) -> Option<i64> {
+        (*input >= 0).then_some(value + input)
+    }
+
+    #[test]
+    fn values_top_down_follow_links_starts_and_moves() {
+        // 0 (start 100) <- 1 (+1) <- 2 (+10) <- 3 (+100); 4 (+1000) under 0.
+        let mut state: TopDown<i64, i64> = TopDown::default();
+        let mut out = Vec::new();
+        state.apply(
+            vec![
+                link(3, 2, 100, 1),
+                link(2, 1, 10, 1),
+                link(1, 0, 1, 1),
+                link(4, 0, 1000, 1),
+                start(0, 100, 1),
+            ],
+            &add,
+            &mut out,
+        );
+        out.sort();
+        assert_eq!(
+            out,
+            vec![
+                ((0, 100), 1),
+                ((1, 101), 1),
+                ((2, 111), 1),
+                ((3, 211), 1),
+                ((4, 1100), 1)
+            ]
+        );
+        // The start changes: every value below it changes.
+        out.clear();
+        state.apply(vec![start(0, 100, -1), start(0, 0, 1)], &add, &mut out);
+        out.sort();
+        assert_eq!(
+            out,
+            vec![
+                ((0, 0), 1),
+                ((0, 100), -1),
+                ((1, 1), 1),
+                ((1, 101), -1),
+                ((2, 11), 1),
+                ((2, 111), -1),
+                ((3, 111), 1),
+                ((3, 211), -1),
+                ((4, 1000), 1),
+                ((4, 1100), -1),
+            ]
+        );
+        // 2 moves under 4 with input 5: 2 = 1005, 3 = 1105; 1 is unchanged.
+        out.clear();
+        state.apply(vec![link(2, 1, 10, -1), link(2, 4, 5, 1)], &add, &mut out);
+        out.sort();
+        assert_eq!(
+            out,
+            vec![
+                ((2, 11), -1),
+                ((2, 1005), 1),
+                ((3, 111), -1),
+                ((3, 1105), 1)
+            ]
+        );
+        // A link whose step gives no value leaves its subtree without values.
+        out.clear();
+        state.apply(
+            vec![link(4, 0, 1000, -1), link(4, 0, -1, 1)],
+            &add,
+            &mut out,
+        );
+        out.sort();
+        assert_eq!(out, vec![((2, 1005), -1), ((3, 1105), -1), ((4, 1000), -1)]);
+        assert_eq!(state.values.len(), 2);
+    }
 }

@@ -179,11 +179,11 @@ fn a_deep_chain_with_users_at_four_depths_matches_the_batch_engine() {
 }
 
 /// A chain with a user (and usage) at every level: the sum at every depth
-/// changes with every amount below it. Moving amounts one edge per round
-/// makes this shape `d²/2` in the incremental engine (depth 4,000: 11.6 s,
-/// 919 MB; perf/results/2026-11-24-deep-chain-incremental.md), so it runs
-/// at depth 1,500 here; it checks the answers (and, at that depth, the
-/// DEPTH_OBLIVIOUS values with subnormal shares), not the cost.
+/// changes with every amount below it (the shape that was `d²/2` while the
+/// incremental engine moved amounts one edge per round; its costs are in
+/// perf/results/2026-11-24-deep-chain-incremental.md). Depth 1,500 puts
+/// associations past the ~1,075 levels where DEPTH_OBLIVIOUS's normalised
+/// shares become subnormal; it checks the answers, not the cost.
 #[test]
 fn a_deep_chain_with_a_user_at_every_level_matches_the_hand_sums_and_the_batch_engine() {
     const EVERY_LEVEL_DEPTH: usize = 1_500;
