@@ -241,6 +241,33 @@ impl Book {
         Ok(())
     }
 
+    /// Restore `INCR_ONLY`'s pair floors (a snapshot's): each for a known job.
+    pub(crate) fn set_pair_floors(
+        &mut self,
+        pair_floors: BTreeMap<String, Vec<u64>>,
+    ) -> Result<(), String> {
+        if let Some(job) = pair_floors
+            .keys()
+            .find(|job| !self.state.jobs.contains_key(*job))
+        {
+            return Err(format!("pair floors for job `{job}`, which is not active"));
+        }
+        self.state.pair_floor = pair_floors;
+        Ok(())
+    }
+
+    /// `INCR_ONLY`: remember a pending job's pair priorities evaluated now
+    /// (`State::remember_pair_priorities`); the other part of the state an
+    /// engine writes itself.
+    pub fn remember_pair_priorities(&mut self, job: &str, priorities: &[u64]) {
+        self.state.remember_pair_priorities(job, priorities);
+    }
+
+    /// `INCR_ONLY`: forget the pair floors of jobs no longer queued.
+    pub fn forget_pair_floors_of_unqueued_jobs(&mut self) {
+        self.state.forget_pair_floors_of_unqueued_jobs();
+    }
+
     /// The `INCR_ONLY` memory (the oracle's remembered priorities), the one
     /// part of the state an engine writes itself.
     pub fn priority_floor_mut(&mut self) -> &mut BTreeMap<String, u64> {

@@ -26,6 +26,9 @@
 //!   from partition to tier, the tiers that are not 0); 2 and 3 had none, so
 //!   every partition reads back in tier 0 (and every job's partition list
 //!   is in the order that tier 0 gives: the order given).
+//! - 5 adds, after the tiers, `INCR_ONLY`'s floors per (partition, QOS) pair
+//!   (`State::pair_floor`, a map from job to its floors by pair index); 2 to
+//!   4 had none, so they read back without pair floors.
 
 use std::collections::BTreeMap;
 
@@ -36,7 +39,7 @@ pub const MAGIC: &[u8; 8] = b"FFLOWENG";
 
 /// The format version this build writes (and reads; see the module's
 /// "Versions" for the older ones).
-pub const VERSION: u32 = 4;
+pub const VERSION: u32 = 5;
 
 /// The oldest format version this build reads (converting it).
 pub const OLDEST_READ: u32 = 2;
@@ -67,6 +70,7 @@ struct BodyRef<'a> {
     book: &'a Book,
     applied: u64,
     tiers: BTreeMap<&'a str, u16>,
+    pair_floors: &'a BTreeMap<String, Vec<u64>>,
 }
 
 /// The body of versions 2 and 3.
@@ -78,10 +82,19 @@ struct BodyV3 {
 
 /// The body of version 4.
 #[derive(serde::Deserialize)]
+struct BodyV4 {
+    book: Book,
+    applied: u64,
+    tiers: BTreeMap<String, u16>,
+}
+
+/// The body of version 5.
+#[derive(serde::Deserialize)]
 struct Body {
     book: Book,
     applied: u64,
     tiers: BTreeMap<String, u16>,
+    pair_floors: BTreeMap<String, Vec<u64>>,
 }
 
 /// `book`, which applied `applied` events, as a snapshot.
@@ -97,6 +110,7 @@ pub fn encode(book: &Book, applied: u64) -> Vec<u8> {
         book,
         applied,
         tiers,
+        pair_floors: &book.state().pair_floor,
     })
     .expect("a book is always serialisable");
     let mut bytes = Vec::with_capacity(HEADER_BYTES + body.len());
@@ -143,6 +157,15 @@ pub fn decode(bytes: &[u8]) -> Result<(Book, u64), SnapshotError> {
             book: old.book,
             applied: old.applied,
             tiers: BTreeMap::new(),
+            pair_floors: BTreeMap::new(),
+        }
+    } else if version == 4 {
+        let old: BodyV4 = postcard::from_bytes(body).map_err(undecodable)?;
+        Body {
+            book: old.book,
+            applied: old.applied,
+            tiers: old.tiers,
+            pair_floors: BTreeMap::new(),
         }
     } else {
         postcard::from_bytes(body).map_err(undecodable)?
@@ -152,6 +175,9 @@ pub fn decode(bytes: &[u8]) -> Result<(Book, u64), SnapshotError> {
     }
     body.book
         .set_partition_tiers(body.tiers)
+        .map_err(SnapshotError::Corrupt)?;
+    body.book
+        .set_pair_floors(body.pair_floors)
         .map_err(SnapshotError::Corrupt)?;
     Ok((body.book, body.applied))
 }
@@ -201,12 +227,12 @@ mod tests {
             decode(&bytes[..10]),
             Err(SnapshotError::Corrupt(_))
         ));
-        other_version[8] = 5;
+        other_version[8] = 6;
         let refused = decode(&other_version).unwrap_err();
-        assert_eq!(refused, SnapshotError::Version { found: 5 });
+        assert_eq!(refused, SnapshotError::Version { found: 6 });
         assert_eq!(
             refused.to_string(),
-            "snapshot format version 5 is not supported (this build reads versions 2 to 4); \
+            "snapshot format version 6 is not supported (this build reads versions 2 to 5); \
              rebuild the state from the event log"
         );
     }
@@ -248,6 +274,32 @@ mod tests {
             old.state().jobs["1"].spec.partition.as_deref(),
             Some("pthigh,ptlow")
         );
+    }
+
+    #[test]
+    fn pair_floors_survive_a_snapshot_and_a_version_4_snapshot_reads_without() {
+        let log = r#"{"op":"partition","t":1,"name":"p1"}
+{"op":"partition","t":1,"name":"p2"}
+{"op":"account","t":1,"name":"a","shares":1}
+{"op":"user","t":1,"user":"u","account":"a","shares":1}
+{"op":"submit","t":2,"job":"1","user":"u","account":"a","partition":"p1,p2"}
+"#;
+        let mut book = book_of(log);
+        book.remember_pair_priorities("1", &[7, 9]);
+        book.remember_pair_priorities("1", &[8, 3]);
+        assert_eq!(book.state().pair_floor["1"], vec![8, 9]);
+        let (restored, _) = decode(&encode(&book, 5)).unwrap();
+        assert_eq!(restored.state().pair_floor, book.state().pair_floor);
+
+        // Format 4: the book, the applied count and the tiers.
+        let body = postcard::to_stdvec(&(&book, 5u64, BTreeMap::<String, u16>::new())).unwrap();
+        let mut bytes = MAGIC.to_vec();
+        bytes.extend_from_slice(&4u32.to_le_bytes());
+        bytes.extend_from_slice(&crc32fast::hash(&body).to_le_bytes());
+        bytes.extend_from_slice(&body);
+        let (old, applied) = decode(&bytes).unwrap();
+        assert_eq!(applied, 5);
+        assert!(old.state().pair_floor.is_empty());
     }
 
     #[test]

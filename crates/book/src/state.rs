@@ -287,6 +287,15 @@ pub struct State {
     /// since it (re)entered the queue (`priority::remember_incr_only`).
     #[serde(default)]
     pub priority_floor: BTreeMap<String, u64>,
+    /// `INCR_ONLY` memory per (partition, QOS) pair: per pending job with
+    /// several pairs, the highest priority evaluated for each pair, by its
+    /// index in [`State::job_pairs`] (Slurm's `priority_array`), since the
+    /// job (re)entered the queue or any partition last changed (a
+    /// `partition` event forgets every job's: Slurm rebuilds the array when
+    /// `last_part_update` is newer). Not in the serialised state: the
+    /// snapshot carries it after the book (format 5, `snapshot`).
+    #[serde(skip)]
+    pub pair_floor: BTreeMap<String, Vec<u64>>,
     /// Every running job's accrual start is at or after this time (the last
     /// settlement), so settling to an earlier boundary is a no-op.
     #[serde(default = "time_min")]
@@ -354,6 +363,7 @@ impl State {
             last_reset_at: None,
             wallclock_accuracy: BTreeMap::new(),
             priority_floor: BTreeMap::new(),
+            pair_floor: BTreeMap::new(),
             accrual_settled_to: Time::MIN,
             accounts_created: 0,
             running_index: RunningIndex {
@@ -615,6 +625,46 @@ impl State {
         }
     }
 
+    /// Slurm's `INCR_ONLY` for one pair of a pending job: the pair's
+    /// `computed` priority, or its remembered floor if that is higher (the
+    /// floors of a job with `pairs` pairs, by index; none remembered, or
+    /// remembered for another number of pairs: `computed`). Both engines
+    /// call it.
+    pub fn pair_priority_with_floor(
+        &self,
+        job: &str,
+        index: usize,
+        pairs: usize,
+        computed: u64,
+    ) -> u64 {
+        match self.pair_floor.get(job) {
+            Some(floors) if floors.len() == pairs => computed.max(floors[index]),
+            _ => computed,
+        }
+    }
+
+    /// Remember one pending job's pair priorities (evaluated now, floors
+    /// applied) as its new pair floors: the larger of each and the floor.
+    pub fn remember_pair_priorities(&mut self, job: &str, priorities: &[u64]) {
+        let floors = self.pair_floor.entry(job.to_string()).or_default();
+        if floors.len() != priorities.len() {
+            floors.clear();
+            floors.resize(priorities.len(), 0);
+        }
+        for (floor, &priority) in floors.iter_mut().zip(priorities) {
+            *floor = (*floor).max(priority);
+        }
+    }
+
+    /// Forget the pair floors of every job that is not pending or held.
+    pub fn forget_pair_floors_of_unqueued_jobs(&mut self) {
+        let jobs = &self.jobs;
+        self.pair_floor.retain(|id, _| {
+            jobs.get(id)
+                .is_some_and(|j| !matches!(j.phase, JobPhase::Running { .. }))
+        });
+    }
+
     /// A job's (partition, QOS) pairs in Slurm's `priority_array` order:
     /// its partitions in [`Job::partitions`]' order, each with its QOS in
     /// [`State::primary_qos`]' order (Slurm's `_priority_each_partition`
@@ -819,6 +869,7 @@ impl State {
                     }),
                 );
                 self.priority_floor.remove(job);
+                self.pair_floor.remove(job);
                 self.order_partitions(job);
             }
             Op::Update { job, account, spec } => {
@@ -865,6 +916,7 @@ impl State {
                 entry.start_count += 1;
                 entry.started_at = Some(t);
                 self.priority_floor.remove(job);
+                self.pair_floor.remove(job);
             }
             Op::End { job } => {
                 self.stop_accrual(job, t);
@@ -952,6 +1004,7 @@ impl State {
                 max_time_secs,
                 priority_tier,
             } => {
+                self.pair_floor.clear();
                 let entry = self.partitions.entry(name.clone()).or_default();
                 if let Some(p) = priority_job_factor {
                     entry.priority_job_factor = *p;

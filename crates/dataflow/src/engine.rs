@@ -13,7 +13,7 @@ use std::time::Duration;
 use crossbeam_channel::{Receiver, Sender};
 use fairflow_book::Book;
 use fairflow_ingest::{LogLine, Rejection};
-use fairflow_model::report::{FairshareTable, JobPriority};
+use fairflow_model::report::{FairshareTable, JobPriority, JobState};
 use fairflow_model::{Config, Time};
 use timely::WorkerConfig;
 
@@ -284,9 +284,29 @@ impl Engine {
         let records = self.flush()?;
         self.send(Command::RememberIncrOnly(now))?;
         match self.replies.recv() {
-            Ok(Reply::Done) => Ok(records),
-            _ => Err(EngineError::WorkersGone),
+            Ok(Reply::Done) => {}
+            _ => return Err(EngineError::WorkersGone),
         }
+        // The floors per (partition, QOS) pair live in the book, as in the
+        // oracle: each pending job with several pairs, evaluated now.
+        let with_pairs: Vec<String> = self
+            .book
+            .state()
+            .jobs
+            .values()
+            .filter(|job| job.has_pairs())
+            .map(|job| job.id.clone())
+            .collect();
+        for id in with_pairs {
+            if let Some(p) = self.job(&id)? {
+                if p.state == JobState::Pending && !p.pairs.is_empty() {
+                    let priorities: Vec<u64> = p.pairs.iter().map(|pair| pair.priority).collect();
+                    self.book.remember_pair_priorities(&id, &priorities);
+                }
+            }
+        }
+        self.book.forget_pair_floors_of_unqueued_jobs();
+        Ok(records)
     }
 
     /// Validate and apply a batch of log lines (in order), as one logical

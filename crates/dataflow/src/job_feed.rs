@@ -591,7 +591,9 @@ fn model_qos<'a>(state: &State, job: &'a fairflow_book::Job, model: PriorityMode
 /// factors (its record's, the primary pair's): per pair the partition, QOS
 /// and TRES factors are replaced by the pair's
 /// (`fairflow_model::job_priority::slurm_pair_factors_from_job`) and summed
-/// in Slurm's per-pair order; a held job's pairs are 0. Cost per read of
+/// in Slurm's per-pair order; a held job's pairs are 0; under `INCR_ONLY` a
+/// pending job's pair is floored by the book's pair floor
+/// (`State::pair_priority_with_floor`). Cost per read of
 /// the job: `O(pairs + QOS + partitions)`.
 ///
 /// The maxima are the ones the dataflow normalised the job's own factors
@@ -620,10 +622,13 @@ fn pairs_of(state: &State, job: &fairflow_book::Job, own: &JobPriority) -> Vec<P
     };
     let site = job.spec.site_factor.unwrap_or(0);
     let nice = job.spec.nice.unwrap_or(0);
-    state
-        .job_pairs(job)
+    let job_pairs = state.job_pairs(job);
+    let pair_count = job_pairs.len();
+    let incr_only = state.config.flags.incr_only;
+    job_pairs
         .into_iter()
-        .map(|(partition_name, qos)| {
+        .enumerate()
+        .map(|(index, (partition_name, qos))| {
             let partition = state.partitions.get(partition_name);
             let tres = state.slurm_tres_inputs(counted, partition.and_then(|p| p.tres.as_ref()));
             let pair = SlurmPairInputs {
@@ -632,10 +637,13 @@ fn pairs_of(state: &State, job: &fairflow_book::Job, own: &JobPriority) -> Vec<P
                 qos_priority: state.qos.get(qos).map_or(0, |q| q.priority),
             };
             let factors = slurm_pair_factors_from_job(&own.factors, &norms, &pair);
-            let priority = if own.state == JobState::Held {
-                0
-            } else {
-                slurm_pair_priority(&factors, site, nice)
+            let computed = slurm_pair_priority(&factors, site, nice);
+            let priority = match own.state {
+                JobState::Held => 0,
+                JobState::Pending if incr_only => {
+                    state.pair_priority_with_floor(&job.id, index, pair_count, computed)
+                }
+                _ => computed,
             };
             PairPriority {
                 partition: partition_name.to_string(),

@@ -20,9 +20,14 @@
 //! pending job's priority is the maximum of the priorities computed at every
 //! distinct event time since it last entered the queue (submit or requeue)
 //! at which it was pending and not held, and of the priority computed at the
-//! query time. [`remember_incr_only`] records the maximum in
+//! query time. [`remembered_incr_only`] records the maximum in
 //! `State::priority_floor`; `Replay` calls it after each distinct event time
 //! when the flag is on; [`evaluate`] applies it. Held jobs are 0 regardless.
+//! A job with several (partition, QOS) pairs has a floor per pair too, by
+//! the pair's index, as Slurm floors each `priority_array` entry
+//! ([`pair_priorities_to_remember`], `State::pair_floor`); a `partition`
+//! event forgets every job's pair floors (Slurm rebuilds the array when a
+//! partition changed), not the job's own floor.
 
 use std::collections::BTreeMap;
 
@@ -88,6 +93,24 @@ pub fn remembered_incr_only(state: &State, fs: &FairshareFactors) -> BTreeMap<St
             .is_some_and(|j| !matches!(j.phase, JobPhase::Running { .. }))
     });
     floors
+}
+
+/// `INCR_ONLY` memory per (partition, QOS) pair at `state.now`: every
+/// pending job with several pairs and the priority of each pair now (floors
+/// applied), which the caller remembers (`Book::remember_pair_priorities`).
+/// Empty unless the Slurm model runs with `INCR_ONLY`.
+pub fn pair_priorities_to_remember(
+    state: &State,
+    fs: &FairshareFactors,
+) -> Vec<(String, Vec<u64>)> {
+    if !(state.config.flags.incr_only && state.config.model == PriorityModel::Slurm) {
+        return Vec::new();
+    }
+    evaluate(state, fs)
+        .into_iter()
+        .filter(|p| p.state == JobState::Pending && !p.pairs.is_empty())
+        .map(|p| (p.job, p.pairs.iter().map(|pair| pair.priority).collect()))
+        .collect()
 }
 
 /// Where a job is, and whether the model evaluates it now.

@@ -186,10 +186,12 @@ fn job_priority(
     let mut row = priority_row(job, PriorityModel::Slurm, job_state, priority, factors);
     row.qos = state.primary_qos(&job.spec).to_string();
     if job.has_pairs() {
-        row.pairs = state
-            .job_pairs(job)
+        let job_pairs = state.job_pairs(job);
+        let pair_count = job_pairs.len();
+        row.pairs = job_pairs
             .into_iter()
-            .map(|(partition_name, qos)| {
+            .enumerate()
+            .map(|(index, (partition_name, qos))| {
                 let partition = state
                     .partitions
                     .get(partition_name)
@@ -202,9 +204,13 @@ fn job_priority(
                     qos_priority: qos_priority(state, qos),
                 };
                 let factors = slurm_pair_factors(&inputs, &pair, Some(state.now));
+                let computed = slurm_pair_priority(&factors, site, nice);
                 let priority = match job_state {
                     JobState::Held => 0,
-                    _ => slurm_pair_priority(&factors, site, nice),
+                    JobState::Pending if flags.incr_only => {
+                        state.pair_priority_with_floor(&job.id, index, pair_count, computed)
+                    }
+                    _ => computed,
                 };
                 PairPriority {
                     partition: partition_name.to_string(),
