@@ -11,6 +11,7 @@
 
 pub mod explain;
 pub mod format;
+pub mod position;
 pub mod slurm_json;
 pub mod sprio;
 pub mod sshare;

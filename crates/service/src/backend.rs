@@ -17,6 +17,8 @@ pub enum Query {
     Top {
         /// How many.
         k: usize,
+        /// How many to skip first (paging: `offset` 0 is the first job).
+        offset: usize,
         /// How the answer is written.
         format: OutputFormat,
         /// The accounts, users and partitions asked for (`top -A -u -p`).
@@ -50,6 +52,13 @@ pub enum Query {
     Associations {
         /// How many.
         limit: usize,
+    },
+    /// One job's place in line (`fairflow position`).
+    Position {
+        /// The job id.
+        job: String,
+        /// JSON (otherwise readable text).
+        json: bool,
     },
     /// Why one job has its priority.
     Explain {

@@ -6,7 +6,7 @@
 use fairflow_engine::Engine;
 use fairflow_ingest::{LogLine, Rejection};
 use fairflow_serve::slurm_json::{self, JobFacts};
-use fairflow_serve::{explain, sprio, sshare, top};
+use fairflow_serve::{explain, position, sprio, sshare, top};
 
 use crate::backend::{Backend, Gauges, Query, QueryError};
 use crate::metrics::association_gauges;
@@ -40,13 +40,23 @@ impl Backend for EngineBackend {
         Ok(match query {
             Query::Top {
                 k,
+                offset,
                 format,
                 selection,
-            } => top::render(
-                &engine.top_selected(*k, selection).map_err(internal)?,
+            } => top::render_page(
+                &engine.top_page(*offset, *k, selection).map_err(internal)?,
+                *offset,
                 *k,
                 *format,
             ),
+            Query::Position { job, json } => {
+                let place = engine.position(job).map_err(internal)?;
+                if *json {
+                    position::render_json(&place)
+                } else {
+                    position::render_text(&place)
+                }
+            }
             Query::Sshare { format, selection } => {
                 let mut table = engine.fairshare().map_err(internal)?;
                 selection.fairshare(&mut table);
