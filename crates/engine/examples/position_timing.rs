@@ -61,10 +61,16 @@ fn measure(name: &str, engine: &mut dyn Engine) {
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let log = args.get(1).expect("usage: position_timing LOG WORKERS [batch]");
+    let log = args
+        .get(1)
+        .expect("usage: position_timing LOG WORKERS [batch]");
     let workers: usize = args.get(2).map_or(1, |w| w.parse().expect("workers"));
     let text = std::fs::read_to_string(log).expect("the log");
-    let lines = || read_events(text.as_bytes()).map(Result::unwrap).collect::<Vec<_>>();
+    let lines = || {
+        read_events(text.as_bytes())
+            .map(Result::unwrap)
+            .collect::<Vec<_>>()
+    };
     let start = Instant::now();
     let mut incremental = IncrementalEngine::start(workers, Config::default()).expect("starts");
     incremental.apply(lines()).expect("applies");
