@@ -1,7 +1,7 @@
 //! The `fairflow` binary: parses the command line and prints what the engines
 //! answer. The only place that uses `anyhow` and prints to stdout.
 //!
-//! One module per subcommand (`sshare`, `sprio`, `top`, `explain`, `position`, `demo`,
+//! One module per subcommand (`sshare`, `sprio`, `top`, `explain`, `position`, `audit`, `demo`,
 //! `import`, `serve`, `loadtest`, `gen`, `replay`, `bench`, `man` and
 //! `completions` in `manpage`); `measure` holds
 //! the latency, memory and machine helpers `bench` and `demo` share; what every query
@@ -14,6 +14,7 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
+mod audit;
 mod bench;
 mod demo;
 mod explain;
@@ -69,6 +70,8 @@ enum Command {
     Top(top::Args),
     /// Why a job has its priority: every factor, and the fair-share path.
     Explain(explain::Args),
+    /// Who is over- and under-served, per level; high fair-share users waiting longest.
+    Audit(audit::Args),
     /// A job's place in line: its rank, the jobs ahead by account, the gap to the next.
     Position(position::Args),
     /// Slurm's classic fair-share example under every algorithm (no files needed).
@@ -112,6 +115,7 @@ fn main() -> ExitCode {
         Command::Top(args) => top::run(&args),
         Command::Explain(args) => explain::run(&args),
         Command::Position(args) => position::run(&args),
+        Command::Audit(args) => audit::run(&args),
         Command::Demo(args) => demo::run(&args),
         Command::Serve(args) => serve::run(&args),
         Command::Gen(args) => gen::run(&args),

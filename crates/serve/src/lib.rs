@@ -9,6 +9,7 @@
 
 #![warn(missing_docs)]
 
+pub mod audit;
 pub mod explain;
 pub mod format;
 pub mod position;

@@ -53,6 +53,22 @@ pub enum Query {
         /// How many.
         limit: usize,
     },
+    /// Who is over- and under-served (`fairflow audit`).
+    Audit {
+        /// How many associations per level and side, and waiting users.
+        top: usize,
+        /// The least fair-share factor of a waiting user listed, in millionths.
+        min_factor_millionths: u64,
+        /// How the answer is written.
+        format: OutputFormat,
+    },
+    /// The `fairness_error` gauges of `/metrics`: the `limit` accounts with
+    /// the largest level error in absolute value, as JSON
+    /// (`fairflow_serve::audit::account_errors`).
+    FairnessErrors {
+        /// How many.
+        limit: usize,
+    },
     /// One job's place in line (`fairflow position`).
     Position {
         /// The job id.

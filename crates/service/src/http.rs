@@ -1,6 +1,6 @@
 //! The HTTP face of the service (interfaces.md): `POST /v1/events`,
 //! `GET /v1/top`, `/v1/sshare`, `/v1/sprio`, `/v1/jobs/{id}/explain`,
-//! `/v1/jobs/{id}/position`, slurmrestd's
+//! `/v1/jobs/{id}/position`, `/v1/audit`, slurmrestd's
 //! `/slurm/v0.0.46/shares` (Slurm's own JSON),
 //! `/metrics`, `/healthz`. Writing needs the bearer token (compared in
 //! constant time); reading needs it only when configured. Bodies, lines,
@@ -282,6 +282,8 @@ async fn read(state: AppState, headers: HeaderMap, query: Query) -> Response {
 #[derive(serde::Deserialize, Default)]
 struct ReadParams {
     k: Option<usize>,
+    top: Option<usize>,
+    min_factor: Option<f64>,
     offset: Option<usize>,
     format: Option<String>,
     norm: Option<bool>,
@@ -364,6 +366,34 @@ async fn get_top(
                 offset: params.offset.unwrap_or(0),
                 format,
                 selection,
+            };
+            read(state, headers, query).await
+        }
+        Err(bad) => *bad,
+    }
+}
+
+/// `GET /v1/audit?top=N&min_factor=F&format=`: who is over- and
+/// under-served, and the high fair-share users waiting longest.
+async fn get_audit(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    UrlQuery(params): UrlQuery<ReadParams>,
+) -> Response {
+    let top = params.top.unwrap_or(5).min(100_000);
+    let min_factor = params.min_factor.unwrap_or(0.5);
+    if !(0.0..=1.0).contains(&min_factor) {
+        return error(
+            StatusCode::BAD_REQUEST,
+            format!("min_factor {min_factor}: a fair-share factor is within 0..1"),
+        );
+    }
+    match params.format() {
+        Ok(format) => {
+            let query = Query::Audit {
+                top,
+                min_factor_millionths: (min_factor * 1e6).round() as u64,
+                format,
             };
             read(state, headers, query).await
         }
@@ -474,6 +504,11 @@ async fn get_metrics(State(state): State<AppState>, headers: HeaderMap) -> Respo
             Err(_) => Vec::new(),
         };
         state.metrics.set_associations(&rows);
+        let errors = match state.applier.read(Query::FairnessErrors { limit }).await {
+            Ok(body) => serde_json::from_str::<Vec<(String, f64)>>(&body).unwrap_or_default(),
+            Err(_) => Vec::new(),
+        };
+        state.metrics.set_fairness_errors(&errors);
     }
     let gauges = state.applier.gauges().await;
     let text = state.metrics.render(gauges, state.applier.queued());
@@ -522,6 +557,7 @@ pub fn router(applier: ApplierHandle, metrics: Arc<Metrics>, config: HttpConfig)
     Router::new()
         .route("/v1/top", get(get_top))
         .route("/v1/sshare", get(get_sshare))
+        .route("/v1/audit", get(get_audit))
         .route(
             fairflow_serve::slurm_json::SHARES_PATH,
             get(get_slurm_shares),
