@@ -1,7 +1,7 @@
 //! The `fairflow` binary: parses the command line and prints what the engines
 //! answer. The only place that uses `anyhow` and prints to stdout.
 //!
-//! One module per subcommand (`sshare`, `sprio`, `top`, `explain`, `demo`,
+//! One module per subcommand (`sshare`, `sprio`, `top`, `explain`, `position`, `audit`, `demo`,
 //! `import`, `serve`, `loadtest`, `gen`, `replay`, `bench`, `man` and
 //! `completions` in `manpage`); `measure` holds
 //! the latency, memory and machine helpers `bench` and `demo` share; what every query
@@ -14,6 +14,7 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
+mod audit;
 mod bench;
 mod demo;
 mod explain;
@@ -25,6 +26,7 @@ mod logging;
 mod manpage;
 mod measure;
 mod output;
+mod position;
 mod remote;
 mod replay;
 mod serve;
@@ -68,6 +70,10 @@ enum Command {
     Top(top::Args),
     /// Why a job has its priority: every factor, and the fair-share path.
     Explain(explain::Args),
+    /// Who is over- and under-served, per level; high fair-share users waiting longest.
+    Audit(audit::Args),
+    /// A job's place in line: its rank, the jobs ahead by account, the gap to the next.
+    Position(position::Args),
     /// Slurm's classic fair-share example under every algorithm (no files needed).
     Demo(demo::Args),
     /// Convert another system's records into an event log.
@@ -108,6 +114,8 @@ fn main() -> ExitCode {
         Command::Sprio(args) => sprio::run(&args),
         Command::Top(args) => top::run(&args),
         Command::Explain(args) => explain::run(&args),
+        Command::Position(args) => position::run(&args),
+        Command::Audit(args) => audit::run(&args),
         Command::Demo(args) => demo::run(&args),
         Command::Serve(args) => serve::run(&args),
         Command::Gen(args) => gen::run(&args),

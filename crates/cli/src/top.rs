@@ -3,9 +3,10 @@
 //! `-p PARTITIONS` keep only those jobs (ranks stay the queue's ranks among
 //! the jobs shown). With `-p`, each job ranks by its priority in those
 //! partitions: a job submitted to several partitions or several QOS by its
-//! best (partition, QOS) pair there.
+//! best (partition, QOS) pair there. `--offset N` pages: the ranks shown
+//! start at `N + 1`.
 
-use fairflow_serve::top::render;
+use fairflow_serve::top::render_page;
 
 use crate::output::{emit, OutputArgs};
 use crate::slurm_flags::{route, selection};
@@ -21,6 +22,10 @@ pub struct Args {
     /// How many jobs to show.
     #[arg(short = 'k', value_name = "N", default_value_t = 10)]
     k: usize,
+    /// Skip this many jobs first (paging: `--offset 20 -k 10` shows ranks
+    /// 21 to 30).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    offset: usize,
     /// Only these accounts' jobs (comma-separated), as `squeue -A`.
     #[arg(
         short = 'A',
@@ -51,7 +56,17 @@ pub struct Args {
 pub fn run(args: &Args) -> anyhow::Result<()> {
     let format = args.output.format();
     let selection = selection(&[], &args.users, &args.accounts, &args.partitions);
-    let path = route("/v1/top", format, &selection, &[("k", args.k.to_string())]);
+    let offset = if args.offset > 0 {
+        args.offset.to_string()
+    } else {
+        String::new()
+    };
+    let path = route(
+        "/v1/top",
+        format,
+        &selection,
+        &[("k", args.k.to_string()), ("offset", offset)],
+    );
     if let Some(answer) = args.state.remote(&path)? {
         return emit(&answer);
     }
@@ -59,8 +74,9 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         // A non-zero process of the cluster mode: process 0 answers.
         return Ok(());
     };
-    emit(&render(
-        &engine.top_selected(args.k, &selection)?,
+    emit(&render_page(
+        &engine.top_page(args.offset, args.k, &selection)?,
+        args.offset,
         args.k,
         format,
     ))

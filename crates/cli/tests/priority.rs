@@ -50,6 +50,51 @@ fn sprio_weighted_and_normalized() {
     assert_eq!(json[1]["factors"][3]["weighted"], 10000.0);
 }
 
+/// Job 1 (alice, 8025) is behind job 2 (bob, 11550): rank 2, one lab job
+/// ahead, 11550 + 1 − 8025 = 3526 points short; its fair-share factor 0.5
+/// alone would need 0.5 + 3526/10000 = 0.8526 (weight 10,000).
+#[test]
+fn position_of_a_job_and_a_page_of_the_queue() {
+    let events = dataset("events/priority.jsonl");
+    let json: serde_json::Value = serde_json::from_str(&stdout_of(&[
+        "position", "1", "--json", "--events", &events,
+    ]))
+    .unwrap();
+    assert_eq!(json["rank"], 2);
+    assert_eq!(json["ahead_by_account"]["lab"], 1);
+    assert_eq!(json["gap"]["job_id"], "2");
+    assert_eq!(json["gap"]["points"], 3526);
+    let fairshare = json["gap"]["factors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"] == "fairshare")
+        .unwrap()
+        .clone();
+    assert_eq!(fairshare["own"], 0.5);
+    assert_eq!(fairshare["ahead"], 1.0);
+    assert_eq!(fairshare["needed"], 0.5 + 3526.0 / 10000.0);
+    let text = stdout_of(&["position", "1", "--events", &events]);
+    assert!(
+        text.starts_with("job 1 (user alice, account lab): priority 8025, rank 2 in the queue\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("to pass job 2 (user bob, account lab, priority 11550): 3526 points"),
+        "{text}"
+    );
+    // Job 3 is held: no place, a clear error.
+    let out = fairflow(&["position", "3", "--events", &events]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(stderr.contains("job 3 is held"), "{stderr}");
+    // The second page of one job is rank 2.
+    assert_eq!(
+        stdout_of(&["top", "-P", "-k", "1", "--offset", "1", "--events", &events]),
+        "RANK|JOBID|USER|ACCOUNT|PRIORITY\n2|1|alice|lab|8025\n"
+    );
+}
+
 #[test]
 fn top_orders_the_queue() {
     let events = dataset("events/priority.jsonl");

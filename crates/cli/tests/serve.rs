@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use fairflow_engine::{BatchEngine, Engine};
 use fairflow_ingest::reader::read_events;
 use fairflow_model::Config;
-use fairflow_serve::{explain, slurm_json, sprio, sshare, top, OutputFormat};
+use fairflow_serve::{explain, position, slurm_json, sprio, sshare, top, OutputFormat};
 use service::{free_port, Service};
 
 const TOKEN: &str = "a-long-enough-token";
@@ -175,6 +175,27 @@ fn writes_from_every_source_and_reads_equal_to_the_oracle(
         service.request("GET", "/v1/jobs/999/explain", None, "").0,
         404
     );
+    // A job's place and a page of the queue, as the oracle gives them.
+    let place = oracle.position("2").unwrap();
+    let (_, got) = service.request("GET", "/v1/jobs/2/position", None, "");
+    assert_eq!(got, position::render_json(&place));
+    let (_, got) = service.request("GET", "/v1/jobs/2/position?format=text", None, "");
+    assert_eq!(got, position::render_text(&place));
+    assert_eq!(
+        service.request("GET", "/v1/jobs/999/position", None, "").0,
+        404
+    );
+    let all = fairflow_model::report::Selection::default();
+    let (_, got) = service.request("GET", "/v1/top?k=2&offset=1", None, "");
+    assert_eq!(
+        got,
+        top::render_page(
+            &oracle.top_page(1, 2, &all).unwrap(),
+            1,
+            2,
+            OutputFormat::Json
+        )
+    );
     let (status, metrics) = service.request("GET", "/metrics", None, "");
     assert_eq!(status, 200);
     assert!(
@@ -200,6 +221,9 @@ fn writes_from_every_source_and_reads_equal_to_the_oracle(
         &["sprio", "--json"],
         &["top", "-k", "2"],
         &["explain", "2"],
+        &["position", "2"],
+        &["position", "2", "--json"],
+        &["top", "-k", "1", "--offset", "1"],
         // Slurm's selections and shapes, which the service applies (as query
         // parameters) or the command applies to the service's answer.
         &["sshare", "-P", "-A", "chem", "-o", "User,RawUsage", "-n"],

@@ -551,6 +551,21 @@ impl Engine {
         Ok(top)
     }
 
+    /// The ranked queue as of the engine's time up to and including the job
+    /// `id`, in the oracle's `priority::queue` order (`None`: the job is not
+    /// ranked now), read from the queue's index (`PriorityReader::through`).
+    pub fn queue_through(&self, id: &str) -> Result<Option<Vec<JobPriority>>, EngineError> {
+        let Some(id) = self.job_feed.job_id(id) else {
+            return Ok(None);
+        };
+        match self.priority_read(Command::Through(id, self.now()))? {
+            Reply::Through(through) => {
+                Ok(through.map(|queue| queue.into_iter().map(|p| self.identify(p)).collect()))
+            }
+            _ => Err(EngineError::WorkersGone),
+        }
+    }
+
     /// One listed job's priority as of the engine's time.
     pub fn job(&self, id: &str) -> Result<Option<JobPriority>, EngineError> {
         let Some(id) = self.job_feed.job_id(id) else {

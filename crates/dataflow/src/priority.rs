@@ -1212,6 +1212,89 @@ impl PriorityReader {
         }
     }
 
+    /// The ranked queue at `now` up to and including `job`, in queue order
+    /// (the oracle's `priority::queue` cut after the job): `None` when the
+    /// job is not ranked (not active, held, running or not yet begun). The
+    /// same best-first search as [`PriorityReader::top`], stopped when the
+    /// next bound cannot reach the job's priority instead of the `k`-th:
+    /// `O(jobs read · log)`, where the jobs read are those ahead of it and
+    /// the few whose bound ties with it; Moab and `INCR_ONLY` read every
+    /// record.
+    pub fn through(&mut self, job: JobId, now: Time64) -> Option<Vec<JobPriority>> {
+        self.absorb();
+        let record = self.queue.record(job)?;
+        if record.model() == PriorityModel::Moab || record.incr_only() {
+            // Moab's priorities (per-user running totals) and `INCR_ONLY`'s
+            // floors are read over every record.
+            let name = self.name_of(record);
+            let mut ahead = self.listed_priorities(now);
+            let target = ahead.iter().find(|p| *p.job == *name)?;
+            if target.state != JobState::Pending {
+                return None;
+            }
+            let key = target.queue_key();
+            ahead.retain(|p| p.state == JobState::Pending && p.queue_key() <= key);
+            ahead.sort_by_cached_key(JobPriority::queue_key);
+            return Some(ahead);
+        }
+        let target = self.evaluate(record, now)?;
+        if target.state != JobState::Pending {
+            return None;
+        }
+        let key = target.queue_key();
+        let floor = match record.model() {
+            PriorityModel::Slurm => 1,
+            _ => 0,
+        };
+        let mut candidates = self.queue.candidates(now);
+        let mut ahead: Vec<JobPriority> = Vec::new();
+        let mut reached_floor = false;
+        while let Some(bound) = candidates.peek_bound() {
+            if target.priority > floor && bound < target.priority as f64 - 1.0 {
+                break;
+            }
+            if bound < floor as f64 {
+                // Every unread job is at the floor.
+                reached_floor = true;
+                break;
+            }
+            let Some((record, fairshare)) = candidates.next_candidate() else {
+                break;
+            };
+            if let Some(p) = record.evaluate(&self.name_of(record), fairshare, now, None) {
+                if p.state == JobState::Pending && p.queue_key() <= key {
+                    ahead.push(p);
+                }
+            }
+        }
+        if reached_floor && target.priority <= floor {
+            // The job is at the floor: every job above it, then those at
+            // the floor before it in submit order.
+            ahead.retain(|p| p.priority > floor);
+            let above: std::collections::BTreeSet<String> =
+                ahead.iter().map(|p| p.job.clone()).collect();
+            let last_second = ordered_submit(target.submit_at);
+            for (second, id) in self.queue.by_submit() {
+                if second > last_second {
+                    break;
+                }
+                let Some(record) = self.queue.record(id) else {
+                    continue;
+                };
+                if above.contains(&*self.name_of(record)) {
+                    continue;
+                }
+                if let Some(p) = self.evaluate(record, now) {
+                    if p.state == JobState::Pending && p.queue_key() <= key {
+                        ahead.push(p);
+                    }
+                }
+            }
+        }
+        ahead.sort_by_cached_key(JobPriority::queue_key);
+        Some(ahead)
+    }
+
     /// Complete `best` (every ranked job above the floor, fewer than `k`)
     /// with jobs at the floor in queue order (submit time, then job id),
     /// read from the submit-time order: `O(k + jobs above the floor)`.

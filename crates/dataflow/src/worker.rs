@@ -50,6 +50,9 @@ pub enum Command {
     Top(usize, Time64),
     /// One job's priority at this time.
     Job(JobId, Time64),
+    /// The queue at this time up to and including a job
+    /// (`PriorityReader::through`).
+    Through(JobId, Time64),
 }
 
 /// What worker 0 answers.
@@ -67,6 +70,8 @@ pub enum Reply {
     Priorities(Vec<JobPriority>),
     /// One job's priority, if it is listed.
     Job(Option<JobPriority>),
+    /// The queue up to and including a job, if it is ranked.
+    Through(Option<Vec<JobPriority>>),
     /// The `INCR_ONLY` memory.
     Floors(IncrFloors),
     /// A command without a result is done.
@@ -174,6 +179,12 @@ pub fn run_worker(
             Ok(Command::Top(k, now)) => {
                 let top = reader.top(k, now);
                 if feeder.replies.send(Reply::Priorities(top)).is_err() {
+                    break;
+                }
+            }
+            Ok(Command::Through(id, now)) => {
+                let through = reader.through(id, now);
+                if feeder.replies.send(Reply::Through(through)).is_err() {
                     break;
                 }
             }

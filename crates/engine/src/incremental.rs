@@ -76,6 +76,10 @@ impl Engine for IncrementalEngine {
         Ok(self.engine.top(k)?)
     }
 
+    fn queue_through(&mut self, id: &str) -> Result<Option<Vec<JobPriority>>, EngineError> {
+        Ok(self.engine.queue_through(id)?)
+    }
+
     fn job(&mut self, id: &str) -> Result<Option<JobPriority>, EngineError> {
         Ok(self.engine.job(id)?)
     }

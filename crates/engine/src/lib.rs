@@ -22,6 +22,8 @@ use std::collections::BTreeMap;
 
 use fairflow_book::Book;
 use fairflow_ingest::{LogLine, Rejection};
+use fairflow_model::event::is_list;
+use fairflow_model::report::position::{partition_places, partition_places_single, Position};
 use fairflow_model::report::{FairshareRow, FairshareTable, JobPriority, Selection};
 use fairflow_model::{Algorithm, Config, Time};
 
@@ -46,6 +48,17 @@ pub enum EngineError {
     UnknownJob {
         /// The job.
         job: String,
+        /// The time asked about.
+        now: Time,
+    },
+    /// The job is listed but not in the ranked queue (held, or running
+    /// under `CALCULATE_RUNNING` or Moab).
+    #[error("job {job} is {state} as of {now}: only pending jobs have a place in the queue")]
+    NotQueued {
+        /// The job.
+        job: String,
+        /// Its state (`held`, `running`).
+        state: &'static str,
         /// The time asked about.
         now: Time,
     },
@@ -74,7 +87,9 @@ impl EngineError {
     pub fn is_not_found(&self) -> bool {
         matches!(
             self,
-            EngineError::NoPriority { .. } | EngineError::UnknownJob { .. }
+            EngineError::NoPriority { .. }
+                | EngineError::UnknownJob { .. }
+                | EngineError::NotQueued { .. }
         )
     }
 }
@@ -173,6 +188,76 @@ pub trait Engine: Send {
         let mut queue = selection.queue(source);
         queue.truncate(k);
         Ok(queue)
+    }
+
+    /// The ranked queue up to and including the job `id`, in queue order
+    /// (`None`: the job is not ranked now). This default cuts the whole
+    /// sorted queue (the oracle's plain sort); the incremental engine reads
+    /// its queue index only as far as the job.
+    fn queue_through(&mut self, id: &str) -> Result<Option<Vec<JobPriority>>, EngineError> {
+        let mut queue = self.top(usize::MAX)?;
+        Ok(queue.iter().position(|p| p.job == id).map(|index| {
+            queue.truncate(index + 1);
+            queue
+        }))
+    }
+
+    /// A job's place in line: its rank in the whole queue and in each of
+    /// its partitions, the jobs of each account ahead of it, and the gap to
+    /// the job just ahead.
+    fn position(&mut self, id: &str) -> Result<Position, EngineError> {
+        let Some(through) = self.queue_through(id)? else {
+            return Err(self.why_not_ranked(id)?);
+        };
+        // With a job of several (partition, QOS) pairs pending, a
+        // partition's order is not the whole queue's: rank it from every
+        // listed job, as `top -p` does.
+        let several = self.book().state().jobs.values().any(|job| {
+            job.is_pending()
+                && [&job.spec.partition, &job.spec.qos]
+                    .into_iter()
+                    .any(|list| list.as_deref().is_some_and(is_list))
+        });
+        let partitions = match (several, through.last()) {
+            (true, Some(job)) => partition_places(job, &self.priorities()?),
+            _ => partition_places_single(&through),
+        };
+        let now = self.book().state().now;
+        Position::from_queue(through, partitions).ok_or_else(|| EngineError::UnknownJob {
+            job: id.to_string(),
+            now,
+        })
+    }
+
+    /// Why a job has no place in the queue: not known, without a priority,
+    /// or listed but held or running.
+    fn why_not_ranked(&mut self, id: &str) -> Result<EngineError, EngineError> {
+        let now = self.book().state().now;
+        let job = id.to_string();
+        Ok(match self.job(id)? {
+            Some(listed) => EngineError::NotQueued {
+                job,
+                state: listed.state.name(),
+                now,
+            },
+            None if self.book().state().jobs.contains_key(id) => {
+                EngineError::NoPriority { job, now }
+            }
+            None => EngineError::UnknownJob { job, now },
+        })
+    }
+
+    /// A page of the queue `selection` keeps: `k` jobs from the one at
+    /// `offset` (0: the first), as `top_selected` ranks them.
+    fn top_page(
+        &mut self,
+        offset: usize,
+        k: usize,
+        selection: &Selection,
+    ) -> Result<Vec<JobPriority>, EngineError> {
+        let mut page = self.top_selected(offset.saturating_add(k), selection)?;
+        page.drain(..offset.min(page.len()));
+        Ok(page)
     }
 
     /// Pending, non-held jobs (the queue's length).

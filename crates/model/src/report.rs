@@ -2,6 +2,8 @@
 //! the fair-share table. The serving layer renders these; the oracle and the
 //! incremental engine must produce equal values.
 
+pub mod position;
+
 use crate::config::Algorithm;
 use crate::event::Shares;
 use crate::Time;

@@ -9,8 +9,10 @@
 
 #![warn(missing_docs)]
 
+pub mod audit;
 pub mod explain;
 pub mod format;
+pub mod position;
 pub mod slurm_json;
 pub mod sprio;
 pub mod sshare;

@@ -44,7 +44,18 @@ pub const COLUMNS: [Column; 5] = [
 
 /// The first `k` jobs of `queue` (already in queue order) in `format`.
 pub fn render(queue: &[JobPriority], k: usize, format: OutputFormat) -> String {
-    let first = queue.iter().take(k).enumerate();
+    render_page(queue, 0, k, format)
+}
+
+/// A page of the queue: `page` holds the jobs from the one at `offset` (0:
+/// the first), in queue order; the first `k` are written, ranked from
+/// `offset + 1`.
+pub fn render_page(page: &[JobPriority], offset: usize, k: usize, format: OutputFormat) -> String {
+    let first = page
+        .iter()
+        .take(k)
+        .enumerate()
+        .map(|(i, job)| (offset + i, job));
     match format {
         OutputFormat::Json | OutputFormat::SlurmJson => {
             let rows: Vec<Value> = first

@@ -17,6 +17,8 @@ pub enum Query {
     Top {
         /// How many.
         k: usize,
+        /// How many to skip first (paging: `offset` 0 is the first job).
+        offset: usize,
         /// How the answer is written.
         format: OutputFormat,
         /// The accounts, users and partitions asked for (`top -A -u -p`).
@@ -50,6 +52,29 @@ pub enum Query {
     Associations {
         /// How many.
         limit: usize,
+    },
+    /// Who is over- and under-served (`fairflow audit`).
+    Audit {
+        /// How many associations per level and side, and waiting users.
+        top: usize,
+        /// The least fair-share factor of a waiting user listed, in millionths.
+        min_factor_millionths: u64,
+        /// How the answer is written.
+        format: OutputFormat,
+    },
+    /// The `fairness_error` gauges of `/metrics`: the `limit` accounts with
+    /// the largest level error in absolute value, as JSON
+    /// (`fairflow_serve::audit::account_errors`).
+    FairnessErrors {
+        /// How many.
+        limit: usize,
+    },
+    /// One job's place in line (`fairflow position`).
+    Position {
+        /// The job id.
+        job: String,
+        /// JSON (otherwise readable text).
+        json: bool,
     },
     /// Why one job has its priority.
     Explain {

@@ -6,7 +6,7 @@
 use fairflow_engine::Engine;
 use fairflow_ingest::{LogLine, Rejection};
 use fairflow_serve::slurm_json::{self, JobFacts};
-use fairflow_serve::{explain, sprio, sshare, top};
+use fairflow_serve::{audit, explain, position, sprio, sshare, top};
 
 use crate::backend::{Backend, Gauges, Query, QueryError};
 use crate::metrics::association_gauges;
@@ -40,13 +40,37 @@ impl Backend for EngineBackend {
         Ok(match query {
             Query::Top {
                 k,
+                offset,
                 format,
                 selection,
-            } => top::render(
-                &engine.top_selected(*k, selection).map_err(internal)?,
+            } => top::render_page(
+                &engine.top_page(*offset, *k, selection).map_err(internal)?,
+                *offset,
                 *k,
                 *format,
             ),
+            Query::Audit {
+                top,
+                min_factor_millionths,
+                format,
+            } => {
+                let found = run_audit(engine.as_mut(), *min_factor_millionths as f64 / 1e6)
+                    .map_err(internal)?;
+                audit::render(&found, *top, *format)
+            }
+            Query::FairnessErrors { limit } => {
+                let found = run_audit(engine.as_mut(), 1.0).map_err(internal)?;
+                serde_json::to_string(&audit::account_errors(&found, *limit))
+                    .expect("plain values always serialize")
+            }
+            Query::Position { job, json } => {
+                let place = engine.position(job).map_err(internal)?;
+                if *json {
+                    position::render_json(&place)
+                } else {
+                    position::render_text(&place)
+                }
+            }
             Query::Sshare { format, selection } => {
                 let mut table = engine.fairshare().map_err(internal)?;
                 selection.fairshare(&mut table);
@@ -131,4 +155,17 @@ impl Backend for EngineBackend {
             now: self.engine.now().unwrap_or(0),
         }
     }
+}
+
+/// The audit of the engine's state (`fairflow_serve::audit::audit`): its
+/// table, its users' factors and its listed jobs, as of its time.
+pub fn run_audit(
+    engine: &mut dyn Engine,
+    min_factor: f64,
+) -> Result<audit::Audit, fairflow_engine::EngineError> {
+    let table = engine.fairshare()?;
+    let factors = engine.user_factors()?;
+    let listed = engine.priorities()?;
+    let now = engine.now().unwrap_or(0);
+    Ok(audit::audit(&table, &factors, &listed, now, min_factor))
 }

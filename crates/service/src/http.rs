@@ -1,5 +1,6 @@
 //! The HTTP face of the service (interfaces.md): `POST /v1/events`,
-//! `GET /v1/top`, `/v1/sshare`, `/v1/sprio`, `/v1/jobs/{id}/explain`, slurmrestd's
+//! `GET /v1/top`, `/v1/sshare`, `/v1/sprio`, `/v1/jobs/{id}/explain`,
+//! `/v1/jobs/{id}/position`, `/v1/audit`, slurmrestd's
 //! `/slurm/v0.0.46/shares` (Slurm's own JSON),
 //! `/metrics`, `/healthz`. Writing needs the bearer token (compared in
 //! constant time); reading needs it only when configured. Bodies, lines,
@@ -273,7 +274,7 @@ async fn read(state: AppState, headers: HeaderMap, query: Query) -> Response {
     }
 }
 
-/// The query parameters reads take: `k` (top), `format` (`json`, the
+/// The query parameters reads take: `k` and `offset` (top), `format` (`json`, the
 /// default, `parsable` or `table`; explain: `json` or `text`), `norm` (sprio);
 /// Slurm's selections as comma-separated lists, `accounts` and `users`
 /// (sshare, sprio, top), `jobs` (sprio), `partitions` (sprio, top); and
@@ -281,6 +282,9 @@ async fn read(state: AppState, headers: HeaderMap, query: Query) -> Response {
 #[derive(serde::Deserialize, Default)]
 struct ReadParams {
     k: Option<usize>,
+    top: Option<usize>,
+    min_factor: Option<f64>,
+    offset: Option<usize>,
     format: Option<String>,
     norm: Option<bool>,
     accounts: Option<String>,
@@ -359,8 +363,37 @@ async fn get_top(
         Ok(format) => {
             let query = Query::Top {
                 k,
+                offset: params.offset.unwrap_or(0),
                 format,
                 selection,
+            };
+            read(state, headers, query).await
+        }
+        Err(bad) => *bad,
+    }
+}
+
+/// `GET /v1/audit?top=N&min_factor=F&format=`: who is over- and
+/// under-served, and the high fair-share users waiting longest.
+async fn get_audit(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    UrlQuery(params): UrlQuery<ReadParams>,
+) -> Response {
+    let top = params.top.unwrap_or(5).min(100_000);
+    let min_factor = params.min_factor.unwrap_or(0.5);
+    if !(0.0..=1.0).contains(&min_factor) {
+        return error(
+            StatusCode::BAD_REQUEST,
+            format!("min_factor {min_factor}: a fair-share factor is within 0..1"),
+        );
+    }
+    match params.format() {
+        Ok(format) => {
+            let query = Query::Audit {
+                top,
+                min_factor_millionths: (min_factor * 1e6).round() as u64,
+                format,
             };
             read(state, headers, query).await
         }
@@ -423,23 +456,42 @@ async fn get_sprio(
     }
 }
 
+/// `format`: `json` (the default) or `text`, as a read about one job takes.
+fn json_or_text(params: &ReadParams) -> Result<bool, Box<Response>> {
+    match params.format.as_deref() {
+        None | Some("json") => Ok(true),
+        Some("text") => Ok(false),
+        Some(other) => Err(Box::new(error(
+            StatusCode::BAD_REQUEST,
+            format!("unknown format `{other}`: json or text"),
+        ))),
+    }
+}
+
 async fn get_explain(
     State(state): State<AppState>,
     headers: HeaderMap,
     Path(job): Path<String>,
     UrlQuery(params): UrlQuery<ReadParams>,
 ) -> Response {
-    let json = match params.format.as_deref() {
-        None | Some("json") => true,
-        Some("text") => false,
-        Some(other) => {
-            return error(
-                StatusCode::BAD_REQUEST,
-                format!("unknown format `{other}`: json or text"),
-            )
-        }
-    };
-    read(state, headers, Query::Explain { job, json }).await
+    match json_or_text(&params) {
+        Ok(json) => read(state, headers, Query::Explain { job, json }).await,
+        Err(bad) => *bad,
+    }
+}
+
+/// `GET /v1/jobs/{id}/position`: the job's place in line (404 when it is
+/// not in the ranked queue).
+async fn get_position(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(job): Path<String>,
+    UrlQuery(params): UrlQuery<ReadParams>,
+) -> Response {
+    match json_or_text(&params) {
+        Ok(json) => read(state, headers, Query::Position { job, json }).await,
+        Err(bad) => *bad,
+    }
 }
 
 async fn get_metrics(State(state): State<AppState>, headers: HeaderMap) -> Response {
@@ -452,6 +504,11 @@ async fn get_metrics(State(state): State<AppState>, headers: HeaderMap) -> Respo
             Err(_) => Vec::new(),
         };
         state.metrics.set_associations(&rows);
+        let errors = match state.applier.read(Query::FairnessErrors { limit }).await {
+            Ok(body) => serde_json::from_str::<Vec<(String, f64)>>(&body).unwrap_or_default(),
+            Err(_) => Vec::new(),
+        };
+        state.metrics.set_fairness_errors(&errors);
     }
     let gauges = state.applier.gauges().await;
     let text = state.metrics.render(gauges, state.applier.queued());
@@ -500,6 +557,7 @@ pub fn router(applier: ApplierHandle, metrics: Arc<Metrics>, config: HttpConfig)
     Router::new()
         .route("/v1/top", get(get_top))
         .route("/v1/sshare", get(get_sshare))
+        .route("/v1/audit", get(get_audit))
         .route(
             fairflow_serve::slurm_json::SHARES_PATH,
             get(get_slurm_shares),
@@ -507,6 +565,7 @@ pub fn router(applier: ApplierHandle, metrics: Arc<Metrics>, config: HttpConfig)
         .route("/v1/sprio", get(get_sprio))
         .route(fairflow_serve::slurm_json::JOBS_PATH, get(get_slurm_jobs))
         .route("/v1/jobs/{id}/explain", get(get_explain))
+        .route("/v1/jobs/{id}/position", get(get_position))
         .route("/metrics", get(get_metrics))
         .route("/healthz", get(get_healthz))
         .layer(DefaultBodyLimit::max(config.max_body_bytes))

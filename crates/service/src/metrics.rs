@@ -154,6 +154,7 @@ pub struct Metrics {
     ingest_lag: Gauge,
     process: ProcessMetrics,
     association_gauges: [AssociationFamily; 4],
+    fairness_error: AssociationFamily,
 }
 
 /// One per-association gauge family, by `(account, user)` labels.
@@ -281,6 +282,13 @@ impl Metrics {
         ]) {
             registry.register(name, help, family.clone());
         }
+        let fairness_error = AssociationFamily::default();
+        registry.register(
+            "fairness_error",
+            "An account's usage share minus its shares among its siblings (above 0: over-served; \
+             opt-in: the --metrics-associations accounts with the largest error)",
+            fairness_error.clone(),
+        );
         let events_applied = Counter::default();
         let events_rejected = Counter::default();
         let batches = Counter::default();
@@ -353,6 +361,17 @@ impl Metrics {
             ingest_lag,
             process,
             association_gauges,
+            fairness_error,
+        }
+    }
+
+    /// Set the `fairness_error` gauges to `errors` (`(account, error)`, only
+    /// these: accounts of an earlier scrape not among them have no sample).
+    pub fn set_fairness_errors(&self, errors: &[(String, f64)]) {
+        self.fairness_error.clear();
+        for (account, error) in errors {
+            let labels = vec![("account".to_string(), account.clone())];
+            self.fairness_error.get_or_create(&labels).set(*error);
         }
     }
 

@@ -234,6 +234,44 @@ async fn per_association_gauges_are_opt_in_bounded_and_finite() {
     parse(&text);
 }
 
+/// `fairness_error` by hand: root -> a (3 shares), b (1 share), c (0 usage,
+/// 4 shares); usage a 300, b 100 (no decay): among root's children a's
+/// share is 3/8 and its usage 3/4 (+0.375), b 1/8 and 1/4 (+0.125), c 1/2
+/// and 0 (−0.5). The 2 accounts with the largest error in absolute value:
+/// c and a; none without `--metrics-associations`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fairness_error_gauges_are_opt_in_and_bounded() {
+    let events = r#"{"op":"config","t":1700000000,"set":{"PriorityDecayHalfLife":0}}
+{"op":"account","t":1700000000,"name":"a","shares":3}
+{"op":"account","t":1700000000,"name":"b","shares":1}
+{"op":"account","t":1700000000,"name":"c","shares":4}
+{"op":"user","t":1700000000,"user":"u1","account":"a","shares":1}
+{"op":"user","t":1700000000,"user":"u2","account":"b","shares":1}
+{"op":"user","t":1700000000,"user":"u3","account":"c","shares":1}
+{"op":"usage","t":1700000000,"account":"a","user":"u1","amount":300}
+{"op":"usage","t":1700000000,"account":"b","user":"u2","amount":100}
+"#;
+    let text = scrape(events, None).await;
+    assert!(!text.contains("fairflow_fairness_error{"), "{text}");
+    let text = scrape(events, Some(2)).await;
+    let (families, _) = parse(&text);
+    assert_eq!(families["fairflow_fairness_error"], "gauge");
+    let sample = |account: &str| -> Option<f64> {
+        let prefix = format!("fairflow_fairness_error{{account=\"{account}\"}} ");
+        text.lines()
+            .find_map(|l| l.strip_prefix(&prefix))
+            .map(|v| v.parse().unwrap())
+    };
+    assert_eq!(sample("c"), Some(-0.5), "{text}");
+    assert_eq!(sample("a"), Some(0.375), "{text}");
+    assert_eq!(sample("b"), None, "not among the 2: {text}");
+    // The audit route answers the same figures.
+    let body = answer(events, "/v1/audit?top=3", None).await;
+    let json: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(json["levels"][0]["under"][0]["account"], "c", "{body}");
+    assert_eq!(json["levels"][0]["over"][0]["level_error"], 0.375, "{body}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slurmrestds_jobs_route_lists_priority_by_partition() {
     // Slurm's test_165_4 setting (crates/engine/tests/cases/

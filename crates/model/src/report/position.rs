@@ -1,0 +1,173 @@
+//! A job's place in line (`fairflow position`, `GET /v1/jobs/{id}/position`):
+//! its rank in the whole ranked queue and in each of its partitions, how many
+//! jobs of each account are ahead of it, and what it would take to pass the
+//! job just ahead. Built from the queue up to and including the job, which
+//! each engine reads its own way; everything here is arithmetic on that.
+
+use std::collections::BTreeMap;
+
+use super::{partition_queue, JobPriority};
+
+/// The job's rank in one of its partitions (among the jobs that can run
+/// there, each by its priority there, as `top -p` ranks them).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct PartitionPlace {
+    /// The partition (Flux: queue).
+    pub partition: String,
+    /// Its rank there, from 1.
+    pub rank: u64,
+    /// Its priority there.
+    pub priority: u64,
+}
+
+/// One factor of the gap to the job ahead.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct FactorGap {
+    /// The factor's name (as `sprio` and `explain` name it).
+    pub name: String,
+    /// The job's normalised value.
+    pub own: f64,
+    /// The job ahead's normalised value.
+    pub ahead: f64,
+    /// The job ahead's weighted contribution minus the job's.
+    pub weighted_gap: f64,
+    /// The normalised value this factor alone would need for the job to
+    /// reach the job ahead's priority plus one, the others unchanged
+    /// (`own + points / weight`); `None` for a factor without weight.
+    pub needed: Option<f64>,
+}
+
+/// What it would take to pass the job just ahead.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Gap {
+    /// The job just ahead.
+    pub job: String,
+    /// Its account.
+    pub account: String,
+    /// Its user.
+    pub user: String,
+    /// Its priority.
+    pub priority: u64,
+    /// The priority points the job lacks to be ranked before it:
+    /// `ahead − own + 1` (an equal priority loses on submit time, then id).
+    pub points: u64,
+    /// Per factor, in the job's factor order.
+    pub factors: Vec<FactorGap>,
+}
+
+/// A job's place in line.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Position {
+    /// The job's priority and factors.
+    pub job: JobPriority,
+    /// Its rank in the whole ranked queue, from 1 (its index in `top -k ALL`
+    /// plus one).
+    pub rank: u64,
+    /// Its rank in each partition it was submitted to, in the order given.
+    pub partitions: Vec<PartitionPlace>,
+    /// How many jobs of each account are ahead of it in the whole queue.
+    pub ahead_by_account: BTreeMap<String, u64>,
+    /// What it would take to pass the job just ahead (`None` at rank 1).
+    pub gap: Option<Gap>,
+}
+
+impl Position {
+    /// The place of the last job of `through` (the ranked queue, in queue
+    /// order, cut after the job); its partition ranks are given. `None`
+    /// when `through` is empty.
+    pub fn from_queue(
+        mut through: Vec<JobPriority>,
+        partitions: Vec<PartitionPlace>,
+    ) -> Option<Self> {
+        let job = through.pop()?;
+        let rank = through.len() as u64 + 1;
+        let mut ahead_by_account: BTreeMap<String, u64> = BTreeMap::new();
+        for ahead in &through {
+            *ahead_by_account.entry(ahead.account.clone()).or_default() += 1;
+        }
+        let gap = through.last().map(|ahead| gap_to(&job, ahead));
+        Some(Position {
+            job,
+            rank,
+            partitions,
+            ahead_by_account,
+            gap,
+        })
+    }
+}
+
+/// The gap from `job` to `ahead`, the job ranked just before it.
+fn gap_to(job: &JobPriority, ahead: &JobPriority) -> Gap {
+    let points = (ahead.priority + 1).saturating_sub(job.priority).max(1);
+    let factors = job
+        .factors
+        .iter()
+        .map(|own| {
+            let theirs = ahead.factor(&own.name);
+            let ahead_value = theirs.map_or(0.0, |f| f.normalized);
+            let ahead_weighted = theirs.map_or(0.0, |f| f.weighted);
+            FactorGap {
+                name: own.name.clone(),
+                own: own.normalized,
+                ahead: ahead_value,
+                weighted_gap: ahead_weighted - own.weighted,
+                needed: (own.weight > 0.0).then(|| own.normalized + points as f64 / own.weight),
+            }
+        })
+        .collect();
+    Gap {
+        job: ahead.job.clone(),
+        account: ahead.account.clone(),
+        user: ahead.user.clone(),
+        priority: ahead.priority,
+        points,
+        factors,
+    }
+}
+
+/// The partitions a job was submitted to, in the order given (one for a job
+/// with one (partition, QOS) pair; none when it names no partition).
+pub fn partitions_of(job: &JobPriority) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for row in job.pair_rows() {
+        if !row.partition.is_empty() && !out.contains(&row.partition) {
+            out.push(row.partition);
+        }
+    }
+    out
+}
+
+/// The job's rank in each of its partitions, from every listed job's
+/// priority (`sprio`'s rows): `partition_queue` per partition.
+pub fn partition_places(job: &JobPriority, listed: &[JobPriority]) -> Vec<PartitionPlace> {
+    partitions_of(job)
+        .into_iter()
+        .filter_map(|partition| {
+            let queue = partition_queue(listed, std::slice::from_ref(&partition));
+            let index = queue.iter().position(|p| p.job == job.job)?;
+            Some(PartitionPlace {
+                rank: index as u64 + 1,
+                priority: queue[index].priority,
+                partition,
+            })
+        })
+        .collect()
+}
+
+/// The job's rank in each of its partitions when every ranked job has one
+/// (partition, QOS) pair, so that a partition's queue is the whole queue's
+/// jobs in that partition, in the same order: counted in `through` (the
+/// queue cut after the job).
+pub fn partition_places_single(through: &[JobPriority]) -> Vec<PartitionPlace> {
+    let Some(job) = through.last() else {
+        return Vec::new();
+    };
+    partitions_of(job)
+        .into_iter()
+        .map(|partition| PartitionPlace {
+            rank: through.iter().filter(|p| p.partition == partition).count() as u64,
+            priority: job.priority,
+            partition,
+        })
+        .collect()
+}

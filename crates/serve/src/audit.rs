@@ -1,0 +1,415 @@
+//! `fairflow audit` and `GET /v1/audit`: who is over- and under-served. From
+//! the fair-share table and the listed jobs' priorities (no engine: these are
+//! the engines' answers), per association at its level of the tree, its
+//! usage share against its normalised shares:
+//!
+//! - `level_share`: its shares over its siblings' (a `FairShare=parent`
+//!   association counts 0);
+//! - `level_usage`: its raw usage over its siblings' (none when the siblings
+//!   have no usage);
+//! - `level_error = level_usage − level_share`: above 0 it used more than
+//!   its share among its siblings (over-served), below 0 less (under-served);
+//! - `global_share` (the product of the level shares from `root`),
+//!   `global_usage` (raw usage over `root`'s) and their difference.
+//!
+//! And the users with a high fair-share factor (at least `min_factor`) whose
+//! pending jobs have waited longest: the ones a help desk hears from.
+//! Rendered as tables (per level, the `top` most over- and most
+//! under-served) or JSON.
+
+use std::collections::BTreeMap;
+
+use fairflow_model::report::{FairshareTable, JobPriority, JobState};
+use fairflow_model::Time;
+use serde_json::{json, Value};
+
+use crate::format::{aligned, fixed6, json_f64, opt_fixed6, Column, Justify};
+use crate::OutputFormat;
+
+/// One association's figures (see the module documentation).
+#[derive(Debug, Clone, PartialEq)]
+pub struct AssociationAudit {
+    /// The account (a user association's account).
+    pub account: String,
+    /// The user, for a user association.
+    pub user: Option<String>,
+    /// Its depth (`root`'s children are 1).
+    pub depth: usize,
+    /// Its shares among its siblings'.
+    pub level_share: Option<f64>,
+    /// Its raw usage among its siblings'.
+    pub level_usage: Option<f64>,
+    /// `level_usage − level_share`.
+    pub level_error: Option<f64>,
+    /// The product of the level shares from `root`.
+    pub global_share: Option<f64>,
+    /// Its raw usage over `root`'s.
+    pub global_usage: Option<f64>,
+    /// `global_usage − global_share`.
+    pub global_error: Option<f64>,
+}
+
+/// A user association with pending jobs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WaitingUser {
+    /// The account.
+    pub account: String,
+    /// The user.
+    pub user: String,
+    /// Its fair-share factor.
+    pub factor: f64,
+    /// Its pending (ranked) jobs.
+    pub pending_jobs: u64,
+    /// How long its earliest-submitted pending job has waited, in seconds.
+    pub longest_wait_secs: i64,
+    /// That job.
+    pub oldest_job: String,
+}
+
+/// The audit of one state.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Audit {
+    /// The time it is as of.
+    pub as_of: Time,
+    /// Every association but `root`, in the table's tree order.
+    pub associations: Vec<AssociationAudit>,
+    /// The users whose factor is at least the asked minimum and who have
+    /// pending jobs, longest wait first (then the higher factor, account, user).
+    pub waiting: Vec<WaitingUser>,
+}
+
+fn ratio(part: u64, whole: u64) -> Option<f64> {
+    (whole > 0).then(|| part as f64 / whole as f64)
+}
+
+fn difference(usage: Option<f64>, share: Option<f64>) -> Option<f64> {
+    Some(usage? - share?)
+}
+
+/// The audit of `table` (in tree order), the users' fair-share `factors`
+/// and the listed jobs `listed`, as of `now`.
+pub fn audit(
+    table: &FairshareTable,
+    factors: &BTreeMap<(String, String), f64>,
+    listed: &[JobPriority],
+    now: Time,
+    min_factor: f64,
+) -> Audit {
+    let rows = &table.rows;
+    // Each row's parent: the last account row one level up.
+    let mut parent: Vec<Option<usize>> = vec![None; rows.len()];
+    let mut open: Vec<usize> = Vec::new();
+    for (i, row) in rows.iter().enumerate() {
+        open.truncate(row.depth);
+        if row.depth > 0 {
+            parent[i] = open.get(row.depth - 1).copied();
+        }
+        if row.user.is_none() {
+            open.push(i);
+        }
+    }
+    let mut sums: BTreeMap<usize, (u64, u64)> = BTreeMap::new();
+    for (i, row) in rows.iter().enumerate() {
+        if let Some(p) = parent[i] {
+            let entry = sums.entry(p).or_default();
+            entry.0 += row.raw_shares.map_or(0, |s| s.raw());
+            entry.1 += row.raw_usage;
+        }
+    }
+    let root_usage = rows.first().map_or(0, |r| r.raw_usage);
+    let mut global: Vec<Option<f64>> = vec![Some(1.0); rows.len()];
+    let mut associations = Vec::new();
+    for (i, row) in rows.iter().enumerate() {
+        let Some(p) = parent[i] else {
+            continue;
+        };
+        let (shares, usage) = sums[&p];
+        let level_share = ratio(row.raw_shares.map_or(0, |s| s.raw()), shares);
+        let level_usage = ratio(row.raw_usage, usage);
+        global[i] = global[p].zip(level_share).map(|(a, b)| a * b);
+        let global_usage = ratio(row.raw_usage, root_usage);
+        associations.push(AssociationAudit {
+            account: row.account.clone(),
+            user: row.user.clone(),
+            depth: row.depth,
+            level_share,
+            level_usage,
+            level_error: difference(level_usage, level_share),
+            global_share: global[i],
+            global_usage,
+            global_error: difference(global_usage, global[i]),
+        });
+    }
+    let mut by_user: BTreeMap<(String, String), (u64, Time, String)> = BTreeMap::new();
+    for job in listed.iter().filter(|p| p.state == JobState::Pending) {
+        let entry = by_user
+            .entry((job.account.clone(), job.user.clone()))
+            .or_insert((0, job.submit_at, job.job.clone()));
+        entry.0 += 1;
+        if job.submit_at < entry.1 {
+            entry.1 = job.submit_at;
+            entry.2 = job.job.clone();
+        }
+    }
+    let mut waiting: Vec<WaitingUser> = by_user
+        .into_iter()
+        .filter_map(|((account, user), (pending_jobs, oldest, oldest_job))| {
+            let factor = factors
+                .get(&(account.clone(), user.clone()))
+                .copied()
+                .unwrap_or(0.0);
+            (factor >= min_factor).then(|| WaitingUser {
+                account,
+                user,
+                factor,
+                pending_jobs,
+                longest_wait_secs: now - oldest,
+                oldest_job,
+            })
+        })
+        .collect();
+    waiting.sort_by(|a, b| {
+        b.longest_wait_secs
+            .cmp(&a.longest_wait_secs)
+            .then(b.factor.total_cmp(&a.factor))
+            .then_with(|| (&a.account, &a.user).cmp(&(&b.account, &b.user)))
+    });
+    Audit {
+        as_of: now,
+        associations,
+        waiting,
+    }
+}
+
+/// Per depth, the `top` most over-served (largest positive level error) and
+/// most under-served (most negative) associations.
+pub fn extremes(
+    audit: &Audit,
+    top: usize,
+) -> Vec<(usize, Vec<&AssociationAudit>, Vec<&AssociationAudit>)> {
+    let mut depths: Vec<usize> = audit.associations.iter().map(|a| a.depth).collect();
+    depths.sort_unstable();
+    depths.dedup();
+    depths
+        .into_iter()
+        .map(|depth| {
+            let mut level: Vec<&AssociationAudit> = audit
+                .associations
+                .iter()
+                .filter(|a| a.depth == depth && a.level_error.is_some())
+                .collect();
+            level.sort_by(|a, b| {
+                b.level_error
+                    .unwrap_or(0.0)
+                    .total_cmp(&a.level_error.unwrap_or(0.0))
+                    .then_with(|| (&a.account, &a.user).cmp(&(&b.account, &b.user)))
+            });
+            let over: Vec<&AssociationAudit> = level
+                .iter()
+                .copied()
+                .filter(|a| a.level_error.unwrap_or(0.0) > 0.0)
+                .take(top)
+                .collect();
+            let under: Vec<&AssociationAudit> = level
+                .iter()
+                .rev()
+                .copied()
+                .filter(|a| a.level_error.unwrap_or(0.0) < 0.0)
+                .take(top)
+                .collect();
+            (depth, over, under)
+        })
+        .collect()
+}
+
+/// The `limit` accounts with the largest level error in absolute value (ties
+/// by name): `(account, level_error)`, for the `fairness_error` gauge.
+pub fn account_errors(audit: &Audit, limit: usize) -> Vec<(String, f64)> {
+    let mut errors: Vec<(String, f64)> = audit
+        .associations
+        .iter()
+        .filter(|a| a.user.is_none())
+        .filter_map(|a| Some((a.account.clone(), a.level_error?)))
+        .collect();
+    errors.sort_by(|a, b| b.1.abs().total_cmp(&a.1.abs()).then_with(|| a.0.cmp(&b.0)));
+    errors.truncate(limit);
+    errors
+}
+
+const LEVEL_COLUMNS: [Column; 9] = [
+    Column {
+        name: "DEPTH",
+        width: 5,
+        justify: Justify::Right,
+    },
+    Column {
+        name: "ACCOUNT",
+        width: 10,
+        justify: Justify::Left,
+    },
+    Column {
+        name: "USER",
+        width: 10,
+        justify: Justify::Left,
+    },
+    Column {
+        name: "SHARE",
+        width: 10,
+        justify: Justify::Right,
+    },
+    Column {
+        name: "USAGE",
+        width: 10,
+        justify: Justify::Right,
+    },
+    Column {
+        name: "ERROR",
+        width: 10,
+        justify: Justify::Right,
+    },
+    Column {
+        name: "GLOBAL_SHARE",
+        width: 12,
+        justify: Justify::Right,
+    },
+    Column {
+        name: "GLOBAL_USAGE",
+        width: 12,
+        justify: Justify::Right,
+    },
+    Column {
+        name: "GLOBAL_ERROR",
+        width: 12,
+        justify: Justify::Right,
+    },
+];
+
+const WAITING_COLUMNS: [Column; 6] = [
+    Column {
+        name: "ACCOUNT",
+        width: 10,
+        justify: Justify::Left,
+    },
+    Column {
+        name: "USER",
+        width: 10,
+        justify: Justify::Left,
+    },
+    Column {
+        name: "FAIRSHARE",
+        width: 10,
+        justify: Justify::Right,
+    },
+    Column {
+        name: "PENDING",
+        width: 8,
+        justify: Justify::Right,
+    },
+    Column {
+        name: "LONGEST_WAIT_SECS",
+        width: 17,
+        justify: Justify::Right,
+    },
+    Column {
+        name: "OLDEST_JOB",
+        width: 10,
+        justify: Justify::Right,
+    },
+];
+
+fn level_cells(a: &AssociationAudit) -> Vec<String> {
+    vec![
+        a.depth.to_string(),
+        a.account.clone(),
+        a.user.clone().unwrap_or_default(),
+        opt_fixed6(a.level_share),
+        opt_fixed6(a.level_usage),
+        opt_fixed6(a.level_error),
+        opt_fixed6(a.global_share),
+        opt_fixed6(a.global_usage),
+        opt_fixed6(a.global_error),
+    ]
+}
+
+fn level_json(a: &AssociationAudit) -> Value {
+    json!({
+        "account": a.account,
+        "user": a.user,
+        "depth": a.depth,
+        "level_share": json_f64(a.level_share),
+        "level_usage": json_f64(a.level_usage),
+        "level_error": json_f64(a.level_error),
+        "global_share": json_f64(a.global_share),
+        "global_usage": json_f64(a.global_usage),
+        "global_error": json_f64(a.global_error),
+    })
+}
+
+/// The audit as tables (per level, the `top` most over- and under-served;
+/// then the first `top` waiting users) or JSON (`as_of`, `levels`: `depth`,
+/// `over`, `under`; `waiting`).
+pub fn render(audit: &Audit, top: usize, format: OutputFormat) -> String {
+    let levels = extremes(audit, top);
+    let waiting = audit.waiting.iter().take(top);
+    match format {
+        OutputFormat::Json | OutputFormat::SlurmJson => {
+            let levels: Vec<Value> = levels
+                .iter()
+                .map(|(depth, over, under)| {
+                    json!({
+                        "depth": depth,
+                        "over": over.iter().map(|a| level_json(a)).collect::<Vec<_>>(),
+                        "under": under.iter().map(|a| level_json(a)).collect::<Vec<_>>(),
+                    })
+                })
+                .collect();
+            let waiting: Vec<Value> = waiting
+                .map(|w| {
+                    json!({
+                        "account": w.account,
+                        "user": w.user,
+                        "fairshare": json_f64(Some(w.factor)),
+                        "pending_jobs": w.pending_jobs,
+                        "longest_wait_secs": w.longest_wait_secs,
+                        "oldest_job": w.oldest_job,
+                    })
+                })
+                .collect();
+            let object = json!({"as_of": audit.as_of, "levels": levels, "waiting": waiting});
+            let mut text =
+                serde_json::to_string_pretty(&object).expect("plain values always serialize");
+            text.push('\n');
+            text
+        }
+        OutputFormat::Parsable | OutputFormat::Table => {
+            let over: Vec<Vec<String>> = levels
+                .iter()
+                .flat_map(|(_, over, _)| over.iter().map(|a| level_cells(a)))
+                .collect();
+            let under: Vec<Vec<String>> = levels
+                .iter()
+                .flat_map(|(_, _, under)| under.iter().map(|a| level_cells(a)))
+                .collect();
+            let waiting: Vec<Vec<String>> = waiting
+                .map(|w| {
+                    vec![
+                        w.account.clone(),
+                        w.user.clone(),
+                        fixed6(w.factor),
+                        w.pending_jobs.to_string(),
+                        w.longest_wait_secs.to_string(),
+                        w.oldest_job.clone(),
+                    ]
+                })
+                .collect();
+            format!(
+                "most over-served (usage share above shares among siblings), per level:\n{}\n\
+                 most under-served (usage share below shares among siblings), per level:\n{}\n\
+                 high fair-share users whose jobs wait longest:\n{}",
+                aligned(&LEVEL_COLUMNS, &over),
+                aligned(&LEVEL_COLUMNS, &under),
+                aligned(&WAITING_COLUMNS, &waiting)
+            )
+        }
+    }
+}
