@@ -220,10 +220,30 @@ impl JobPriority {
     /// The job's row in the queue of the partitions `partitions`: its best
     /// pair in any of them (the highest priority; among equal ones the first
     /// in Slurm's order), as a row of [`JobPriority::pair_rows`]; `None`
-    /// when the job is in none of them.
+    /// when the job is in none of them. A job in one partition (with one or
+    /// several QOS) is ranked by its own priority, in its primary pair's row:
+    /// Slurm's queue sort (`sort_job_queue2`) takes a pair's priority only
+    /// for a job with a partition list (`part_ptr_list`), else the job's
+    /// own (`job_ptr->priority`), which can differ from every pair's under
+    /// `INCR_ONLY`.
     pub fn in_partitions(&self, partitions: &[String]) -> Option<JobPriority> {
+        let rows = self.pair_rows();
+        if rows
+            .windows(2)
+            .all(|two| two[0].partition == two[1].partition)
+        {
+            return rows
+                .into_iter()
+                .next()
+                .filter(|row| partitions.contains(&row.partition))
+                .map(|row| JobPriority {
+                    priority: self.priority,
+                    factors: self.factors.clone(),
+                    ..row
+                });
+        }
         let mut best: Option<JobPriority> = None;
-        for row in self.pair_rows() {
+        for row in rows {
             let inside = partitions.contains(&row.partition);
             if inside && best.as_ref().is_none_or(|b| row.priority > b.priority) {
                 best = Some(row);
@@ -390,4 +410,59 @@ pub struct QueueKey {
     pub submit_at: Time,
     /// The job id.
     pub job: JobIdKey,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{partition_queue, JobPriority, JobState, PairPriority};
+    use crate::config::PriorityModel;
+
+    fn job(id: &str, own: u64, pairs: &[(&str, &str, u64)]) -> JobPriority {
+        JobPriority {
+            job: id.to_string(),
+            user: "u".into(),
+            account: "a".into(),
+            partition: pairs.first().map_or("p1", |p| p.0).to_string(),
+            qos: pairs.first().map_or("", |p| p.1).to_string(),
+            submit_at: 100,
+            priority: own,
+            state: JobState::Pending,
+            model: PriorityModel::Slurm,
+            factors: Vec::new(),
+            pairs: pairs
+                .iter()
+                .map(|&(partition, qos, priority)| PairPriority {
+                    partition: partition.into(),
+                    qos: qos.into(),
+                    priority,
+                    factors: Vec::new(),
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn a_partition_queue_ranks_a_job_in_one_partition_by_its_own_priority() {
+        // Under INCR_ONLY the pairs and the job's own priority are floored
+        // separately: A (one partition, two QOS) has its own 2250 while its
+        // pairs (floored by index) are 2250 and 2600. Slurm's sort_job_queue2
+        // ranks a job without a partition list by job_ptr->priority: 2250.
+        // B (two partitions) is ranked in p1 by its pair there, 2400, and C
+        // (no pairs) by its own 2300.
+        let a = job("A", 2250, &[("p1", "lo", 2250), ("p1", "hi", 2600)]);
+        let b = job("B", 1000, &[("p2", "lo", 1000), ("p1", "lo", 2400)]);
+        let c = job("C", 2300, &[]);
+        let queue = partition_queue(&[a, b, c], &["p1".to_string()]);
+        let ranked: Vec<(&str, u64, &str)> = queue
+            .iter()
+            .map(|p| (p.job.as_str(), p.priority, p.qos.as_str()))
+            .collect();
+        assert_eq!(
+            ranked,
+            vec![("B", 2400, "lo"), ("C", 2300, ""), ("A", 2250, "lo")]
+        );
+        // Not in p2: A is absent from p2's queue.
+        let a = job("A", 2250, &[("p1", "lo", 2250), ("p1", "hi", 2600)]);
+        assert!(a.in_partitions(&["p2".to_string()]).is_none());
+    }
 }
