@@ -154,9 +154,9 @@ fn jobspec_count(resources: &Value, kind: &str, depth: usize) -> u64 {
             if entry.get("type").and_then(Value::as_str) == Some(kind) {
                 count
             } else {
-                entry
-                    .get("with")
-                    .map_or(0, |with| count.saturating_mul(jobspec_count(with, kind, depth + 1)))
+                entry.get("with").map_or(0, |with| {
+                    count.saturating_mul(jobspec_count(with, kind, depth + 1))
+                })
             }
         })
         .fold(0u64, u64::saturating_add)
@@ -262,7 +262,10 @@ impl LineState<'_> {
                 return if events.is_empty() {
                     Ok(Vec::new())
                 } else {
-                    Err(fault("events", "the backlog sentinel (id -1) has no events"))
+                    Err(fault(
+                        "events",
+                        "the backlog sentinel (id -1) has no events",
+                    ))
                 };
             }
             Some(Value::Number(n)) => n
@@ -310,7 +313,9 @@ impl LineState<'_> {
                 let user = self.journal.users.get(&userid).ok_or_else(|| {
                     fault(
                         at("context.userid"),
-                        format!("user id {userid} has no association in the flux-accounting database"),
+                        format!(
+                            "user id {userid} has no association in the flux-accounting database"
+                        ),
                     )
                 })?;
                 let bank = match system_name(jobspec, "bank")? {
@@ -326,7 +331,10 @@ impl LineState<'_> {
                 if !user.banks.contains(&bank) {
                     return Err(fault(
                         "jobspec.attributes.system.bank",
-                        format!("user `{}` has no association in bank `{bank}`", user.username),
+                        format!(
+                            "user `{}` has no association in bank `{bank}`",
+                            user.username
+                        ),
                     ));
                 }
                 let queue = self.queue(jobspec)?;
@@ -408,7 +416,9 @@ impl LineState<'_> {
                     let urgency = context_field("urgency")
                         .and_then(Value::as_u64)
                         .filter(|u| *u <= URGENCY_MAX)
-                        .ok_or_else(|| fault(at("context.urgency"), "missing or not an urgency 0..31"))?;
+                        .ok_or_else(|| {
+                            fault(at("context.urgency"), "missing or not an urgency 0..31")
+                        })?;
                     emit(Op::Update {
                         job: job.clone(),
                         account: None,
@@ -468,7 +478,9 @@ impl LineState<'_> {
             if self.journal.deny_unknown_queues && !self.journal.queues.contains(q) {
                 return Err(fault(
                     "jobspec.attributes.system.queue",
-                    format!("queue `{q}` is not in the flux-accounting database (deny_unknown_queues)"),
+                    format!(
+                        "queue `{q}` is not in the flux-accounting database (deny_unknown_queues)"
+                    ),
                 ));
             }
         }

@@ -214,7 +214,10 @@ impl Cells<'_, '_> {
             ValueRef::Integer(i) => i as f64,
             ValueRef::Real(r) => r,
             other => {
-                return Err((column, format!("must be a number, not {}", type_name(other))));
+                return Err((
+                    column,
+                    format!("must be a number, not {}", type_name(other)),
+                ));
             }
         };
         if value.is_finite() {
@@ -370,10 +373,7 @@ pub fn read_flux_db(path: &Path, t: Time) -> Result<FluxDb, FluxImportError> {
             expected: FLUX_DB_SCHEMA_VERSION,
         });
     }
-    let db = Db {
-        path: &shown,
-        conn,
-    };
+    let db = Db { path: &shown, conn };
     let mut notes = Vec::new();
 
     // The configuration: weights, decay, usage weights.
@@ -544,7 +544,10 @@ pub fn read_flux_db(path: &Path, t: Time) -> Result<FluxDb, FluxImportError> {
                     "bank_table",
                     bank.name.clone(),
                     "parent_bank",
-                    format!("a second root bank (empty parent_bank) besides `{}`", first.name),
+                    format!(
+                        "a second root bank (empty parent_bank) besides `{}`",
+                        first.name
+                    ),
                 ));
             }
             root = Some(bank);

@@ -10,6 +10,7 @@
 #![warn(missing_docs)]
 
 pub mod explain;
+pub mod flux;
 pub mod format;
 pub mod slurm_json;
 pub mod sprio;

@@ -68,13 +68,13 @@ fn the_test_tree_becomes_accounts_users_queues_and_usage() {
     assert_eq!(read.users.len(), 7);
     assert_eq!(read.users[&5021].username, "leaf.2.1");
     assert_eq!(read.users[&5021].default_bank, "account2");
-    assert_eq!(
-        read.queues.iter().collect::<Vec<_>>(),
-        ["batch", "debug"]
-    );
+    assert_eq!(read.queues.iter().collect::<Vec<_>>(), ["batch", "debug"]);
     assert!(!read.deny_unknown_queues);
     // The reset period is reported, not applied: 2419200 / 604800 = 4 bins.
-    assert!(read.notes.iter().any(|n| n.contains("keeps 4 half-life bins")));
+    assert!(read
+        .notes
+        .iter()
+        .any(|n| n.contains("keeps 4 half-life bins")));
     // What the book accepts, in order.
     let mut book = fairflow_book::Book::new(fairflow_model::Config::default());
     for (i, event) in read.events.iter().enumerate() {
@@ -167,8 +167,15 @@ fn decay_factor_inactive_rows_and_a_named_root() {
 
 #[test]
 fn not_a_database_is_an_error() {
-    let path = std::env::temp_dir().join(format!("fairflow-import-flux-{}-text.db", std::process::id()));
-    std::fs::write(&path, "this is not a database, just some text long enough to look like one").unwrap();
+    let path = std::env::temp_dir().join(format!(
+        "fairflow-import-flux-{}-text.db",
+        std::process::id()
+    ));
+    std::fs::write(
+        &path,
+        "this is not a database, just some text long enough to look like one",
+    )
+    .unwrap();
     let error = read_flux_db(&path, 0).unwrap_err();
     let _ = std::fs::remove_file(&path);
     assert!(matches!(error, FluxImportError::Open { .. }), "{error}");
