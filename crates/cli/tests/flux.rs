@@ -96,7 +96,7 @@ const ENGINES: [&[&str]; 3] = [
     &["--engine", "incremental", "--workers", "2"],
 ];
 
-fn run(log: &PathBuf, command: &[&str], engine: &[&str]) -> String {
+fn run(log: &std::path::Path, command: &[&str], engine: &[&str]) -> String {
     let mut args: Vec<&str> = command.to_vec();
     args.extend(["--events", log.to_str().unwrap()]);
     args.extend(engine);
