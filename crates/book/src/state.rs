@@ -6,7 +6,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use fairflow_model::config::ResetPeriod;
+use fairflow_model::config::{ResetPeriod, UsageModel};
 use fairflow_model::event::{is_list, list_items, JobSpec, Op};
 use fairflow_model::job_priority::SlurmTresInput;
 use fairflow_model::moab::Credential;
@@ -722,7 +722,19 @@ impl State {
     /// its partition's `TRESBillingWeights` (CPUs without), times its QOS's
     /// `UsageFactor` (of several, the first partition and the primary QOS:
     /// the pair a pending job's own priority is computed with).
+    ///
+    /// Under `UsageModel=flux`, flux-accounting's rate instead: the nodes
+    /// (1 when the TRES name none), cores and GPUs times their
+    /// `FluxNodeWeight`, `FluxCoreWeight` and `FluxGpuWeight`.
     pub fn billable_rate(&self, spec: &JobSpec, tres: &TresCounts) -> f64 {
+        if self.config.usage_model == UsageModel::Flux {
+            let count = |name: &str| tres.get(name).copied();
+            return self.config.flux_usage.rate(
+                count("node").unwrap_or(1.0),
+                count("cpu").unwrap_or(0.0),
+                count("gres/gpu").unwrap_or(0.0),
+            );
+        }
         let weights = self
             .partitions
             .get(first_item(spec.partition.as_deref()))

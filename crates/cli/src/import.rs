@@ -47,6 +47,37 @@ enum From {
     Slurm(SlurmArgs),
     /// From an SWF trace (`.swf` or `.swf.gz`, e.g. the Parallel Workloads Archive's).
     Swf(SwfArgs),
+    /// From Flux: a flux-accounting database (schema version 38, v0.60) and,
+    /// optionally, a recorded job-manager events journal.
+    ///
+    /// The database gives the banks and their shares and priorities, the
+    /// associations, the queues' priorities, the factor weights, each
+    /// association's usage and the decay (PriorityModel=flux and
+    /// UsageModel=flux). The journal (one events-journal response a line)
+    /// gives the jobs: submitted, held at urgency 0, started at alloc, ended
+    /// at clean; the database's events are then written at the journal's
+    /// first time (or --time, if earlier).
+    Flux(FluxArgs),
+}
+
+/// `fairflow import flux` flags.
+#[derive(Debug, clap::Args)]
+struct FluxArgs {
+    /// The flux-accounting database (`flux account -p FILE`'s file).
+    #[arg(long, value_name = "FILE")]
+    db: PathBuf,
+    /// A recorded events journal: one JSON response a line
+    /// (`{"id":I,"events":[...],"jobspec"?,"R"?}`), `-` for standard input.
+    #[arg(long, value_name = "FILE")]
+    journal: Option<String>,
+    /// The time of the database's events (default: now); with a journal,
+    /// the log ends with a tick at this time when it is later than the
+    /// journal's last event.
+    #[arg(long, value_name = "T", value_parser = crate::state_args::parse_slurm_time_arg)]
+    time: Option<Time>,
+    /// Write the log here instead of standard output.
+    #[arg(short = 'o', long = "output", value_name = "OUT")]
+    output: Option<PathBuf>,
 }
 
 /// `fairflow import swf` flags.
@@ -120,6 +151,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     match &args.from {
         From::Slurm(slurm) => run_slurm(slurm),
         From::Swf(swf) => run_swf(swf),
+        From::Flux(flux) => run_flux(flux),
     }
 }
 
@@ -134,6 +166,81 @@ fn write_log(log: &str, output: &Option<PathBuf>) -> anyhow::Result<()> {
                 .with_context(|| format!("cannot write {}", path.display()))
         }
     }
+}
+
+fn run_flux(args: &FluxArgs) -> anyhow::Result<()> {
+    use fairflow_ingest::flux_journal::FluxJournal;
+    use fairflow_ingest::import_flux::read_flux_db;
+    use std::io::BufRead;
+
+    let journal_lines: Vec<String> = match &args.journal {
+        None => Vec::new(),
+        Some(name) => fairflow_ingest::reader::open_source(name)?
+            .lines()
+            .collect::<Result<_, _>>()
+            .with_context(|| format!("cannot read {name}"))?,
+    };
+    let t = match args.time {
+        Some(t) => t,
+        None => now()?,
+    };
+    let first = journal_lines
+        .iter()
+        .find_map(|line| FluxJournal::first_time(line));
+    let db_t = first.map_or(t, |first| first.min(t));
+    let db = read_flux_db(&args.db, db_t)?;
+    for note in &db.notes {
+        eprintln!("fairflow import flux: {note}");
+    }
+    let mut log = format!(
+        "# fairflow import flux at t={db_t}: flux-accounting database {}",
+        args.db.display()
+    );
+    if let Some(name) = &args.journal {
+        log.push_str(&format!(", jobs from the events journal {name}"));
+    }
+    log.push('\n');
+    let push = |log: &mut String, event: &fairflow_model::Event| {
+        log.push_str(&event_to_line(event));
+        log.push('\n');
+    };
+    for event in &db.events {
+        push(&mut log, event);
+    }
+    let mut journal = FluxJournal::new(&db);
+    let mut last_t = db_t;
+    let mut rejected = 0u64;
+    for (i, line) in journal_lines.iter().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        match journal.line(i as u64 + 1, line) {
+            Ok(events) => {
+                for event in &events {
+                    last_t = last_t.max(event.t);
+                    push(&mut log, event);
+                }
+            }
+            Err(rejection) => {
+                rejected += 1;
+                let name = args.journal.as_deref().unwrap_or("-");
+                eprintln!("{name}: {rejection}");
+            }
+        }
+    }
+    if rejected > 0 {
+        eprintln!("fairflow: {rejected} journal lines rejected");
+    }
+    if args.journal.is_some() && args.time.is_some() && t > last_t {
+        push(
+            &mut log,
+            &fairflow_model::Event {
+                t,
+                op: fairflow_model::event::Op::Tick,
+            },
+        );
+    }
+    write_log(&log, &args.output)
 }
 
 fn run_swf(args: &SwfArgs) -> anyhow::Result<()> {

@@ -18,6 +18,7 @@ mod audit;
 mod bench;
 mod demo;
 mod explain;
+mod flux_views;
 mod gen;
 mod import;
 mod input_check;
@@ -68,6 +69,10 @@ enum Command {
     Sprio(sprio::Args),
     /// The pending jobs in the order a scheduler would visit them.
     Top(top::Args),
+    /// The bank tree as Flux's `flux account view-bank BANK -t [-P]` prints it.
+    ViewBank(flux_views::ViewBankArgs),
+    /// Pending jobs' priority factors as Flux's `flux account jobs` prints them.
+    FluxJobs(flux_views::FluxJobsArgs),
     /// Why a job has its priority: every factor, and the fair-share path.
     Explain(explain::Args),
     /// Who is over- and under-served, per level; high fair-share users waiting longest.
@@ -113,6 +118,8 @@ fn main() -> ExitCode {
         Command::Sshare(args) => sshare::run(&args),
         Command::Sprio(args) => sprio::run(&args),
         Command::Top(args) => top::run(&args),
+        Command::ViewBank(args) => flux_views::run_view_bank(&args),
+        Command::FluxJobs(args) => flux_views::run_flux_jobs(&args),
         Command::Explain(args) => explain::run(&args),
         Command::Position(args) => position::run(&args),
         Command::Audit(args) => audit::run(&args),

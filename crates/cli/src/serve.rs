@@ -54,6 +54,14 @@ pub struct Args {
     /// Follow a Slurm `jobcomp/filetxt` log as it grows (rotation included).
     #[arg(long, value_name = "FILE")]
     follow_jobcomp: Option<PathBuf>,
+    /// Follow a Flux job-manager events journal (one response a line; `-`:
+    /// standard input) as it grows; needs --flux-db.
+    #[arg(long, value_name = "FILE", requires = "flux_db")]
+    follow_flux_journal: Option<PathBuf>,
+    /// The flux-accounting database whose associations the journal's user
+    /// ids map to (load its events with `fairflow import flux --db`).
+    #[arg(long, value_name = "FILE")]
+    flux_db: Option<PathBuf>,
     /// Replay a file (event log or SWF trace) into the service.
     #[arg(long, value_name = "FILE")]
     replay: Option<PathBuf>,
@@ -160,6 +168,13 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     config.tap_tcp = args.tap_tcp;
     config.tap_unix = args.tap_unix.clone();
     config.follow_jobcomp = args.follow_jobcomp.clone();
+    if let (Some(journal), Some(db)) = (&args.follow_flux_journal, &args.flux_db) {
+        let db = fairflow_ingest::import_flux::read_flux_db(db, 0)?;
+        config.follow_flux_journal = Some((
+            journal.clone(),
+            fairflow_ingest::flux_journal::FluxJournal::new(&db),
+        ));
+    }
     config.replay = args.replay.clone().map(|path| (path, args.replay_speed));
     if args.workers == 0 {
         bail!("--workers must be at least 1");

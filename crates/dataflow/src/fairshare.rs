@@ -142,7 +142,8 @@ impl<'a> View<'a> {
         if index != 0 {
             row.raw_shares = Some(node.shares);
         }
-        row.raw_usage = self.tree.frame.to_tres_secs(node.usage, self.tree.as_of) as u64;
+        row.usage_tres_secs = self.tree.frame.to_tres_secs(node.usage, self.tree.as_of);
+        row.raw_usage = row.usage_tres_secs as u64;
         row
     }
 

@@ -11,7 +11,9 @@
 
 #![warn(missing_docs)]
 
+pub mod flux_journal;
 pub mod follow;
+pub mod import_flux;
 pub mod import_slurm;
 pub mod jobcomp;
 pub mod moab_cfg;

@@ -65,6 +65,61 @@ pub enum PriorityModel {
     Moab,
 }
 
+/// How a running job's usage is counted (`UsageModel`, fairflow's key).
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    serde::Serialize,
+    serde::Deserialize,
+)]
+pub enum UsageModel {
+    /// Slurm's: the billable TRES (the partition's `TRESBillingWeights`, CPUs
+    /// without) times the QOS's `UsageFactor`, per second of running.
+    #[default]
+    Slurm,
+    /// flux-accounting's (`job_usage_calculation.py`): `nnodes*node_weight +
+    /// ncores*core_weight + ngpus*gpu_weight` per second of running
+    /// (`FluxNodeWeight`, `FluxCoreWeight`, `FluxGpuWeight`: node-seconds by
+    /// default), whatever the partition and QOS.
+    Flux,
+}
+
+/// flux-accounting's usage weights (`config_table`'s `node_weight`,
+/// `core_weight`, `gpu_weight`), read under `UsageModel=flux`.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct FluxUsageWeights {
+    /// Per node-second (default 1).
+    pub node: f64,
+    /// Per core-second (default 0).
+    pub core: f64,
+    /// Per GPU-second (default 0).
+    pub gpu: f64,
+}
+
+impl Default for FluxUsageWeights {
+    fn default() -> Self {
+        FluxUsageWeights {
+            node: 1.0,
+            core: 0.0,
+            gpu: 0.0,
+        }
+    }
+}
+
+impl FluxUsageWeights {
+    /// The usage per second of running on `nodes`, `cores` and `gpus`.
+    pub fn rate(&self, nodes: f64, cores: f64, gpus: f64) -> f64 {
+        nodes * self.node + cores * self.core + gpus * self.gpu
+    }
+}
+
 /// How Fair Tree orders siblings whose level fair-share ties
 /// (`FairTreeTies`, fairflow's key).
 #[derive(
@@ -294,6 +349,12 @@ pub struct Config {
     /// Slurm's default is 120). Unset, the default: eligible at once.
     #[serde(default)]
     pub requeue_delay_secs: Option<i64>,
+    /// `UsageModel` (fairflow's): how a running job's usage is counted.
+    #[serde(default)]
+    pub usage_model: UsageModel,
+    /// flux-accounting's usage weights, under `UsageModel=flux`.
+    #[serde(default)]
+    pub flux_usage: FluxUsageWeights,
     /// Moab `moab.cfg` parameters, by name as written (e.g. `FSWEIGHT`,
     /// `USERCFG[john]`), with their values as written.
     pub moab: BTreeMap<String, String>,
@@ -321,6 +382,8 @@ impl Default for Config {
             flux: FluxWeights::default(),
             fair_tree_ties: FairTreeTies::Slurm,
             requeue_delay_secs: None,
+            usage_model: UsageModel::Slurm,
+            flux_usage: FluxUsageWeights::default(),
             moab: BTreeMap::new(),
         }
     }
@@ -354,6 +417,20 @@ fn parse_i64(text: &str) -> Result<i64, InvalidValue> {
     text.trim()
         .parse::<i64>()
         .map_err(|_| InvalidValue::new(format!("`{text}` is not an integer")))
+}
+
+/// A usage weight: a finite number from 0 to `MAX_USAGE_FACTOR`.
+fn parse_usage_weight(text: &str) -> Result<f64, InvalidValue> {
+    text.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|w| w.is_finite() && (0.0..=crate::limits::MAX_USAGE_FACTOR).contains(w))
+        .ok_or_else(|| {
+            InvalidValue::new(format!(
+                "`{text}` is not a number from 0 to {}",
+                crate::limits::MAX_USAGE_FACTOR
+            ))
+        })
 }
 
 fn parse_yes_no(text: &str) -> Result<bool, InvalidValue> {
@@ -467,6 +544,16 @@ impl Config {
                 }
                 self.requeue_delay_secs = Some(secs);
             }
+            "usagemodel" => {
+                self.usage_model = match text.trim().to_ascii_lowercase().as_str() {
+                    "slurm" => UsageModel::Slurm,
+                    "flux" => UsageModel::Flux,
+                    _ => return Err(InvalidValue::new(format!("`{text}` is not slurm or flux"))),
+                }
+            }
+            "fluxnodeweight" => self.flux_usage.node = parse_usage_weight(text)?,
+            "fluxcoreweight" => self.flux_usage.core = parse_usage_weight(text)?,
+            "fluxgpuweight" => self.flux_usage.gpu = parse_usage_weight(text)?,
             "fluxweightfairshare" => self.flux.fairshare = parse_i64(text)?,
             "fluxweightqueue" => self.flux.queue = parse_i64(text)?,
             "fluxweightbank" => self.flux.bank = parse_i64(text)?,

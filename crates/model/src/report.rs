@@ -23,6 +23,9 @@ pub struct FairshareRow {
     pub norm_shares: Option<f64>,
     /// `RawUsage`: decayed billable TRES-seconds, truncated.
     pub raw_usage: u64,
+    /// The same usage, not truncated (flux-accounting's `job_usage`, which
+    /// `view-bank` prints).
+    pub usage_tres_secs: f64,
     /// `NormUsage`.
     pub norm_usage: Option<f64>,
     /// `EffectvUsage`.
@@ -49,6 +52,7 @@ impl FairshareRow {
             raw_shares: None,
             norm_shares: None,
             raw_usage: 0,
+            usage_tres_secs: 0.0,
             norm_usage: None,
             effective_usage: None,
             fairshare: None,

@@ -92,7 +92,8 @@ pub(crate) fn base_row(tree: &Tree, index: usize) -> FairshareRow {
         row.raw_shares = Some(node.shares);
     }
     // `as` truncates toward zero and saturates, as sshare's `(uint64)` cast.
-    row.raw_usage = tree.usage_tres_secs(index) as u64;
+    row.usage_tres_secs = tree.usage_tres_secs(index);
+    row.raw_usage = row.usage_tres_secs as u64;
     row
 }
 

@@ -11,6 +11,7 @@
 
 pub mod audit;
 pub mod explain;
+pub mod flux;
 pub mod format;
 pub mod position;
 pub mod slurm_json;

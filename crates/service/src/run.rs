@@ -37,6 +37,9 @@ pub struct ServiceConfig {
     pub tap_unix: Option<PathBuf>,
     /// A `jobcomp/filetxt` file to follow.
     pub follow_jobcomp: Option<PathBuf>,
+    /// A Flux events journal to follow (a file, or `-` for standard input),
+    /// with the flux-accounting associations its users map to.
+    pub follow_flux_journal: Option<(PathBuf, fairflow_ingest::flux_journal::FluxJournal)>,
     /// A file to replay into the service, and its speed (0 = at once).
     pub replay: Option<(PathBuf, f64)>,
     /// Open a damaged log anyway, keeping what is provably intact
@@ -58,6 +61,7 @@ impl ServiceConfig {
             tap_tcp: None,
             tap_unix: None,
             follow_jobcomp: None,
+            follow_flux_journal: None,
             replay: None,
             recover: false,
             max_tap_connections: StreamLimits::default().max_connections,
@@ -171,6 +175,15 @@ pub fn run_blocking<B: Backend>(
                 Duration::from_millis(200),
             ));
         }
+        if let Some((path, journal)) = config.follow_flux_journal.clone() {
+            tracing::info!(tap = "flux-journal", path = %path.display(), "following");
+            tokio::spawn(taps::follow_flux_journal(
+                path,
+                journal,
+                handle.clone(),
+                Duration::from_millis(200),
+            ));
+        }
         if let Some((path, speed)) = config.replay.clone() {
             let handle = handle.clone();
             tracing::info!(tap = "replay", path = %path.display(), speed, "replaying");
@@ -222,6 +235,14 @@ pub fn run_blocking<B: Backend>(
 pub fn check_tap_sources(config: &ServiceConfig) -> Result<(), String> {
     let sources = [
         ("--follow-jobcomp", config.follow_jobcomp.as_ref()),
+        (
+            "--follow-flux-journal",
+            config
+                .follow_flux_journal
+                .as_ref()
+                .map(|(path, _)| path)
+                .filter(|path| path.as_os_str() != "-"),
+        ),
         ("--replay", config.replay.as_ref().map(|(path, _)| path)),
     ];
     for (flag, path) in sources {

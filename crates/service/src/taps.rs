@@ -5,6 +5,8 @@
 //!   (`{"accepted":N,"rejected":[...]}`); lines and idle time are bounded;
 //! - a Slurm `jobcomp/filetxt` file followed as it grows (rotation included),
 //!   each completed job charging its usage;
+//! - a Flux job-manager events journal (a followed file or standard input),
+//!   each job's events becoming fairflow's;
 //! - a replay of a file (event log or SWF trace) at a chosen speed.
 //!
 //! Tap events that would arrive "in the past" (a record ending before the
@@ -23,11 +25,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use fairflow_ingest::flux_journal::FluxJournal;
 use fairflow_ingest::follow::Follower;
 use fairflow_ingest::jobcomp::record_to_event_in;
 use fairflow_ingest::reader::{open_source, read_events};
 use fairflow_ingest::swf::convert_swf;
 use fairflow_ingest::{LogLine, Rejection};
+use fairflow_model::Time;
 use subtle::ConstantTimeEq;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::Semaphore;
@@ -248,6 +252,138 @@ pub async fn follow_jobcomp_in<Tz: chrono::TimeZone + Send + Sync + 'static>(
     interval: Duration,
     tz: Tz,
 ) {
+    let convert =
+        move |number: u64, text: &str, now: Time| match record_to_event_in(number, text, &tz) {
+            Ok(None) => Vec::new(),
+            Ok(Some(mut event)) => {
+                event.t = event.t.max(now);
+                vec![LogLine {
+                    line: number,
+                    event: Ok(event),
+                }]
+            }
+            Err(r) => vec![LogLine {
+                line: number,
+                event: Err(r),
+            }],
+        };
+    follow_file(path, applier, interval, "jobcomp", convert).await
+}
+
+/// The events of one line of a Flux events journal, at the service's time
+/// or later, or its rejection.
+fn journal_lines(journal: &mut FluxJournal, number: u64, text: &str, now: Time) -> Vec<LogLine> {
+    match journal.line(number, text) {
+        Ok(events) => events
+            .into_iter()
+            .map(|mut event| {
+                event.t = event.t.max(now);
+                LogLine {
+                    line: number,
+                    event: Ok(event),
+                }
+            })
+            .collect(),
+        Err(r) => vec![LogLine {
+            line: number,
+            event: Err(r),
+        }],
+    }
+}
+
+/// Follow a Flux job-manager events journal (one response a line, see
+/// `fairflow_ingest::flux_journal`) forever: a file as it grows, or standard
+/// input (`-`) until it ends; each job's events become fairflow's, its user
+/// mapped by `journal`'s flux-accounting associations.
+pub async fn follow_flux_journal(
+    source: PathBuf,
+    mut journal: FluxJournal,
+    applier: ApplierHandle,
+    interval: Duration,
+) {
+    if source.as_os_str() != "-" {
+        let convert = move |number: u64, text: &str, now: Time| {
+            journal_lines(&mut journal, number, text, now)
+        };
+        return follow_file(source, applier, interval, "flux-journal", convert).await;
+    }
+    // Standard input is read on a thread of its own (blocking reads), its
+    // lines handed over in order.
+    let (sender, mut lines) = tokio::sync::mpsc::channel::<std::io::Result<String>>(1024);
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::stdin().lock().lines() {
+            if sender.blocking_send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut number = 0u64;
+    loop {
+        let text = match lines.recv().await {
+            Some(Ok(text)) => text,
+            None => {
+                tracing::info!(tap = "flux-journal", "standard input ended");
+                return;
+            }
+            Some(Err(e)) => {
+                tracing::warn!(tap = "flux-journal", "reading standard input: {e}");
+                return;
+            }
+        };
+        number += 1;
+        if text.trim().is_empty() {
+            continue;
+        }
+        let now = applier.gauges().await.map_or(0, |g| g.now);
+        let batch = journal_lines(&mut journal, number, &text, now);
+        if !write_tap_batch(&applier, batch, "flux-journal", interval).await {
+            return;
+        }
+    }
+}
+
+/// Write one tap batch, retrying while writes are refused for now; false
+/// when the applier has stopped.
+async fn write_tap_batch(
+    applier: &ApplierHandle,
+    batch: Vec<LogLine>,
+    tap: &'static str,
+    interval: Duration,
+) -> bool {
+    // The applier logs rejected lines (rate-limited) and counts them. A
+    // write refused for now (a full disk) is tried again: the follower has
+    // moved past these records.
+    while !batch.is_empty() {
+        match applier.write(batch.clone()).await {
+            Ok(_) => break,
+            Err(WriteError::Stopped) => {
+                tracing::info!(tap, "stopped following");
+                return false;
+            }
+            Err(WriteError::Unavailable(reason)) => {
+                tracing::warn!(tap, "write refused, retrying: {reason}");
+                tokio::time::sleep(interval.max(Duration::from_secs(1))).await;
+            }
+            Err(WriteError::Engine(reason)) => {
+                tracing::error!(tap, "records not applied: {reason}");
+                break;
+            }
+        }
+    }
+    true
+}
+
+/// Follow a file forever (until the applier stops), polling every
+/// `interval`, each complete line turned into log lines by `convert` (its
+/// number, its text, the service's current time).
+async fn follow_file(
+    path: PathBuf,
+    applier: ApplierHandle,
+    interval: Duration,
+    tap: &'static str,
+    mut convert: impl FnMut(u64, &str, Time) -> Vec<LogLine> + Send,
+) {
     let mut follower = Follower::with_max_line_bytes(&path, FOLLOW_MAX_LINE_BYTES);
     // Log the follower's state when it changes, not every poll.
     let mut failing = false;
@@ -259,13 +395,13 @@ pub async fn follow_jobcomp_in<Tz: chrono::TimeZone + Send + Sync + 'static>(
         let lines = match follower.poll(read_bytes) {
             Ok(lines) => {
                 if std::mem::take(&mut failing) {
-                    tracing::info!(tap = "jobcomp", path = %path.display(), "readable again");
+                    tracing::info!(tap, path = %path.display(), "readable again");
                 }
                 lines
             }
             Err(e) => {
                 if !std::mem::replace(&mut failing, true) {
-                    tracing::warn!(tap = "jobcomp", "following {}: {e}", path.display());
+                    tracing::warn!(tap, "following {}: {e}", path.display());
                 }
                 tokio::time::sleep(interval).await;
                 continue;
@@ -275,56 +411,24 @@ pub async fn follow_jobcomp_in<Tz: chrono::TimeZone + Send + Sync + 'static>(
         let idle = lines.is_empty();
         if !lines.is_empty() {
             let now = applier.gauges().await.map_or(0, |g| g.now);
-            let batch: Vec<LogLine> = lines
-                .into_iter()
-                .filter_map(|(number, bytes)| {
-                    let bytes = match bytes {
-                        Ok(bytes) => bytes,
-                        Err(too_long) => {
-                            let reason =
-                                format!("line is longer than {} bytes", too_long.limit_bytes);
-                            return Some(LogLine {
-                                line: number,
-                                event: Err(Rejection::new(number, None, reason)),
-                            });
-                        }
-                    };
-                    let text = String::from_utf8_lossy(&bytes).to_string();
-                    match record_to_event_in(number, &text, &tz) {
-                        Ok(None) => None,
-                        Ok(Some(mut event)) => {
-                            event.t = event.t.max(now);
-                            Some(LogLine {
-                                line: number,
-                                event: Ok(event),
-                            })
-                        }
-                        Err(r) => Some(LogLine {
+            let mut batch: Vec<LogLine> = Vec::new();
+            for (number, bytes) in lines {
+                match bytes {
+                    Ok(bytes) => {
+                        let text = String::from_utf8_lossy(&bytes).to_string();
+                        batch.extend(convert(number, &text, now));
+                    }
+                    Err(too_long) => {
+                        let reason = format!("line is longer than {} bytes", too_long.limit_bytes);
+                        batch.push(LogLine {
                             line: number,
-                            event: Err(r),
-                        }),
-                    }
-                })
-                .collect();
-            // The applier logs rejected lines (rate-limited) and counts them.
-            // A write refused for now (a full disk) is tried again: the
-            // follower has moved past these records.
-            while !batch.is_empty() {
-                match applier.write(batch.clone()).await {
-                    Ok(_) => break,
-                    Err(WriteError::Stopped) => {
-                        tracing::info!(tap = "jobcomp", path = %path.display(), "stopped following");
-                        return;
-                    }
-                    Err(WriteError::Unavailable(reason)) => {
-                        tracing::warn!(tap = "jobcomp", "write refused, retrying: {reason}");
-                        tokio::time::sleep(interval.max(Duration::from_secs(1))).await;
-                    }
-                    Err(WriteError::Engine(reason)) => {
-                        tracing::error!(tap = "jobcomp", "records not applied: {reason}");
-                        break;
+                            event: Err(Rejection::new(number, None, reason)),
+                        });
                     }
                 }
+            }
+            if !write_tap_batch(&applier, batch, tap, interval).await {
+                return;
             }
         }
         drop(held);

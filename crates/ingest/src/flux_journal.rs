@@ -1,0 +1,492 @@
+//! Flux's job events as a tap: the job manager's `events-journal` responses,
+//! one JSON object a line as a consumer writes them
+//! (`{"id":I,"events":[{"timestamp":T,"name":N,"context":{..}}],"jobspec"?:{..},"R"?:{..}}`;
+//! the end of the backlog is the sentinel `{"id":-1,"events":[]}`), turned
+//! into fairflow's job events. Event names and contexts are RFC 21's:
+//!
+//! | Flux event | fairflow |
+//! |---|---|
+//! | `submit` (`userid`, `urgency`; the line's `jobspec`: `attributes.system.bank`, `.queue`, `.duration`, its `resources`) | `submit` (user and bank by the `userid`'s association in the flux-accounting database, the user's default bank when the jobspec names none; queue as the partition; nodes, cores and GPUs as `tres`), and `hold` at urgency 0 |
+//! | `jobspec-update` (`attributes.system.bank` / `.queue`) | `update` of a pending job |
+//! | `urgency` (`urgency`) | `update` of the urgency; `hold` when it becomes 0, `release` when it leaves 0 |
+//! | `alloc` (the line's `R`: its `R_lite` ranks, cores, GPUs) | `start` with the allocated nodes, cores and GPUs (Flux's RUN state, flux-accounting's `t_run`) |
+//! | `exception` with `severity` 0 | `cancel` of a pending job (a running one ends at `clean`) |
+//! | `invalidate` | `cancel` |
+//! | `clean` | `end` of a running job (flux-accounting's `t_inactive`), `cancel` of a pending one |
+//! | `priority`, `depend`, `validate`, `start`, `finish`, `release`, `free`, `memo`, others | nothing (fairflow computes the priority itself) |
+//!
+//! Under `UsageModel=flux` (which `import flux` sets) a running job charges
+//! flux-accounting's usage: its nodes, cores and GPUs times their weights,
+//! per second from `alloc` to `clean`.
+//!
+//! Times are the events' `timestamp`s in whole seconds (rounded down), kept
+//! from going backwards (an event older than the previous one takes its
+//! time). Job ids are Flux's integer ids, written in decimal.
+//!
+//! **Architecture invariant:** a malformed line, or one about a job or user
+//! that cannot be placed, is a [`Rejection`] naming the line, the field and
+//! the reason; a rejected line changes nothing, and nothing here panics on
+//! input.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use fairflow_model::event::{JobSpec, Op};
+use fairflow_model::limits::MAX_TIME;
+use fairflow_model::tres::TresCounts;
+use fairflow_model::{Event, Time};
+use serde_json::Value;
+
+use crate::import_flux::{FluxDb, FluxUser};
+use crate::Rejection;
+
+/// Flux's default urgency (RFC 30).
+const URGENCY_DEFAULT: u64 = 16;
+
+/// Flux's largest urgency (RFC 30).
+const URGENCY_MAX: u64 = 31;
+
+/// Where a job of the journal is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Pending,
+    Running,
+    /// Cancelled (an exception or invalidation before it ran); its `clean`
+    /// is still to come.
+    Ended,
+}
+
+/// What the tap remembers of a job until its `clean`.
+#[derive(Debug, Clone)]
+struct Track {
+    phase: Phase,
+    held: bool,
+}
+
+/// The state of one journal: the users and queues of the flux-accounting
+/// database, and the jobs seen and not yet cleaned.
+#[derive(Debug, Clone)]
+pub struct FluxJournal {
+    users: BTreeMap<u32, FluxUser>,
+    queues: BTreeSet<String>,
+    deny_unknown_queues: bool,
+    jobs: HashMap<u64, Track>,
+    last_t: Time,
+}
+
+/// One line's rejection, before its line number is known.
+type Fault = (String, String);
+
+fn fault(field: impl Into<String>, reason: impl Into<String>) -> Fault {
+    (field.into(), reason.into())
+}
+
+/// The size of an idset (`0-3,5,7-8`), RFC 22.
+fn idset_count(text: &str) -> Option<u64> {
+    let mut count = 0u64;
+    for part in text.split(',').filter(|p| !p.is_empty()) {
+        let number = |s: &str| s.trim().parse::<u64>().ok();
+        count += match part.split_once('-') {
+            Some((lo, hi)) => {
+                let (lo, hi) = (number(lo)?, number(hi)?);
+                hi.checked_sub(lo)? + 1
+            }
+            None => number(part).map(|_| 1)?,
+        };
+    }
+    Some(count)
+}
+
+/// The nodes, cores and GPUs of an `R` (RFC 20: `execution.R_lite`, each
+/// entry's `rank` idset times its `children`' `core` and `gpu` idsets).
+fn r_tres(r: &Value) -> Result<TresCounts, Fault> {
+    let lite = r
+        .pointer("/execution/R_lite")
+        .and_then(Value::as_array)
+        .ok_or_else(|| fault("R.execution.R_lite", "missing or not an array"))?;
+    let (mut nodes, mut cores, mut gpus) = (0u64, 0u64, 0u64);
+    for (i, entry) in lite.iter().enumerate() {
+        let idset = |path: &str, required: bool| -> Result<u64, Fault> {
+            let field = format!("R.execution.R_lite[{i}].{}", path.replace('/', "."));
+            match entry.pointer(&format!("/{path}")) {
+                None if !required => Ok(0),
+                Some(Value::String(s)) => {
+                    idset_count(s).ok_or_else(|| fault(field, format!("`{s}` is not an idset")))
+                }
+                _ => Err(fault(field, "missing or not an idset string")),
+            }
+        };
+        let ranks = idset("rank", true)?;
+        nodes += ranks;
+        cores += ranks * idset("children/core", false)?;
+        gpus += ranks * idset("children/gpu", false)?;
+    }
+    Ok(tres_of(nodes, cores, gpus))
+}
+
+fn tres_of(nodes: u64, cores: u64, gpus: u64) -> TresCounts {
+    let mut tres = TresCounts::new();
+    tres.insert("node".into(), nodes as f64);
+    tres.insert("cpu".into(), cores as f64);
+    if gpus > 0 {
+        tres.insert("gres/gpu".into(), gpus as f64);
+    }
+    tres
+}
+
+/// The count of resources of `kind` a jobspec's `resources` list asks for:
+/// each entry's `count` (a number, or `{"min":..}`) times, unless it is of
+/// `kind` itself, what its `with` list holds.
+fn jobspec_count(resources: &Value, kind: &str, depth: usize) -> u64 {
+    let Some(list) = resources.as_array() else {
+        return 0;
+    };
+    if depth > 16 {
+        return 0;
+    }
+    list.iter()
+        .map(|entry| {
+            let count = match entry.get("count") {
+                Some(Value::Object(range)) => range.get("min").and_then(Value::as_u64),
+                Some(other) => other.as_u64(),
+                None => Some(1),
+            }
+            .unwrap_or(1);
+            if entry.get("type").and_then(Value::as_str) == Some(kind) {
+                count
+            } else {
+                entry.get("with").map_or(0, |with| {
+                    count.saturating_mul(jobspec_count(with, kind, depth + 1))
+                })
+            }
+        })
+        .fold(0u64, u64::saturating_add)
+}
+
+/// A jobspec's system attribute `name` as a name, if it has one.
+fn system_name(jobspec: Option<&Value>, name: &str) -> Result<Option<String>, Fault> {
+    match jobspec.and_then(|j| j.pointer(&format!("/attributes/system/{name}"))) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) if !s.is_empty() && !s.contains([' ', ',', '|']) => {
+            Ok(Some(s.clone()))
+        }
+        Some(_) => Err(fault(
+            format!("jobspec.attributes.system.{name}"),
+            "must be a name",
+        )),
+    }
+}
+
+impl FluxJournal {
+    /// A journal mapped to the database's associations and queues.
+    pub fn new(db: &FluxDb) -> Self {
+        FluxJournal {
+            users: db.users.clone(),
+            queues: db.queues.clone(),
+            deny_unknown_queues: db.deny_unknown_queues,
+            jobs: HashMap::new(),
+            last_t: 0,
+        }
+    }
+
+    /// The time of the first event of a line, if it has one: where a log
+    /// made of the database and a journal starts.
+    pub fn first_time(text: &str) -> Option<Time> {
+        let value: Value = serde_json::from_str(text).ok()?;
+        let ts = value.pointer("/events/0/timestamp")?.as_f64()?;
+        (ts.is_finite() && ts >= 0.0 && ts <= MAX_TIME as f64).then(|| ts.floor() as Time)
+    }
+
+    /// The events of one line (none for the backlog sentinel and events
+    /// fairflow has no use for), or why the line is rejected (then nothing
+    /// changes).
+    pub fn line(&mut self, number: u64, text: &str) -> Result<Vec<Event>, Rejection> {
+        let mut state = LineState {
+            journal: self,
+            id: None,
+            track: None,
+            last_t: self.last_t,
+        };
+        let result = state.apply(text);
+        let LineState {
+            id, track, last_t, ..
+        } = state;
+        match result {
+            Ok(events) => {
+                self.last_t = last_t;
+                if let Some(id) = id {
+                    match track {
+                        Some(track) => self.jobs.insert(id, track),
+                        None => self.jobs.remove(&id),
+                    };
+                }
+                Ok(events)
+            }
+            Err((field, reason)) => Err(Rejection::new(
+                number,
+                Some(field.as_str()).filter(|f| !f.is_empty()),
+                reason,
+            )),
+        }
+    }
+
+    /// The jobs seen and not yet cleaned.
+    pub fn active_jobs(&self) -> usize {
+        self.jobs.len()
+    }
+}
+
+/// A line being applied (a line is about one job): that job's track and the
+/// time as they will be if it is accepted.
+struct LineState<'a> {
+    journal: &'a FluxJournal,
+    /// The line's job, once read.
+    id: Option<u64>,
+    /// The job's track (`None`: not seen, or cleaned).
+    track: Option<Track>,
+    last_t: Time,
+}
+
+impl LineState<'_> {
+    fn apply(&mut self, text: &str) -> Result<Vec<Event>, Fault> {
+        let value: Value =
+            serde_json::from_str(text).map_err(|e| fault("", format!("not valid JSON: {e}")))?;
+        let object = value
+            .as_object()
+            .ok_or_else(|| fault("", "must be a JSON object"))?;
+        let events = object
+            .get("events")
+            .and_then(Value::as_array)
+            .ok_or_else(|| fault("events", "missing or not an array"))?;
+        let id = match object.get("id") {
+            Some(Value::Number(n)) if n.as_i64() == Some(-1) => {
+                return if events.is_empty() {
+                    Ok(Vec::new())
+                } else {
+                    Err(fault(
+                        "events",
+                        "the backlog sentinel (id -1) has no events",
+                    ))
+                };
+            }
+            Some(Value::Number(n)) => n
+                .as_u64()
+                .ok_or_else(|| fault("id", format!("{n} is not a job id")))?,
+            _ => return Err(fault("id", "missing or not a job id")),
+        };
+        self.id = Some(id);
+        self.track = self.journal.jobs.get(&id).cloned();
+        let jobspec = object.get("jobspec");
+        let r = object.get("R");
+        let mut out = Vec::new();
+        for (i, event) in events.iter().enumerate() {
+            let at = |field: &str| format!("events[{i}].{field}");
+            let name = event
+                .get("name")
+                .and_then(Value::as_str)
+                .ok_or_else(|| fault(at("name"), "missing or not a string"))?;
+            let ts = event
+                .get("timestamp")
+                .and_then(Value::as_f64)
+                .filter(|ts| ts.is_finite() && *ts >= 0.0 && *ts <= MAX_TIME as f64)
+                .ok_or_else(|| fault(at("timestamp"), "missing or not a time"))?;
+            let t = (ts.floor() as Time).max(self.last_t);
+            self.last_t = t;
+            let context = event.get("context");
+            let context_field = |key: &str| context.and_then(|c| c.get(key));
+            let job = id.to_string();
+            let mut emit = |op: Op| out.push(Event { t, op });
+            if name == "submit" {
+                if self.track.is_some() {
+                    return Err(fault(at("name"), format!("job {id} was already submitted")));
+                }
+                let userid = context_field("userid")
+                    .and_then(Value::as_u64)
+                    .and_then(|u| u32::try_from(u).ok())
+                    .ok_or_else(|| fault(at("context.userid"), "missing or not a user id"))?;
+                let urgency = match context_field("urgency") {
+                    None => URGENCY_DEFAULT,
+                    Some(u) => u
+                        .as_u64()
+                        .filter(|u| *u <= URGENCY_MAX)
+                        .ok_or_else(|| fault(at("context.urgency"), "not an urgency 0..31"))?,
+                };
+                let user = self.journal.users.get(&userid).ok_or_else(|| {
+                    fault(
+                        at("context.userid"),
+                        format!(
+                            "user id {userid} has no association in the flux-accounting database"
+                        ),
+                    )
+                })?;
+                let bank = match system_name(jobspec, "bank")? {
+                    Some(bank) => bank,
+                    None if !user.default_bank.is_empty() => user.default_bank.clone(),
+                    None => {
+                        return Err(fault(
+                            at("context.userid"),
+                            format!("user `{}` has no default bank", user.username),
+                        ))
+                    }
+                };
+                if !user.banks.contains(&bank) {
+                    return Err(fault(
+                        "jobspec.attributes.system.bank",
+                        format!(
+                            "user `{}` has no association in bank `{bank}`",
+                            user.username
+                        ),
+                    ));
+                }
+                let queue = self.queue(jobspec)?;
+                let resources = jobspec.and_then(|j| j.get("resources"));
+                let tres = resources.map(|res| {
+                    let cores = jobspec_count(res, "core", 0);
+                    let nodes = jobspec_count(res, "node", 0);
+                    let nodes = if nodes == 0 && cores > 0 { 1 } else { nodes };
+                    tres_of(nodes, cores, jobspec_count(res, "gpu", 0))
+                });
+                let time_limit_secs = jobspec
+                    .and_then(|j| j.pointer("/attributes/system/duration"))
+                    .and_then(Value::as_f64)
+                    .filter(|d| d.is_finite() && *d >= 1.0)
+                    .map(|d| d.ceil() as u64);
+                emit(Op::Submit {
+                    job: job.clone(),
+                    user: user.username.clone(),
+                    account: bank,
+                    spec: JobSpec {
+                        partition: queue,
+                        tres,
+                        time_limit_secs,
+                        urgency: Some(urgency as u8),
+                        ..JobSpec::default()
+                    },
+                    submitted: None,
+                });
+                let held = urgency == 0;
+                if held {
+                    emit(Op::Hold { job });
+                }
+                self.track = Some(Track {
+                    phase: Phase::Pending,
+                    held,
+                });
+                continue;
+            }
+            let Some(track) = self.track.as_mut() else {
+                if matches!(name, "priority" | "depend" | "validate" | "memo") {
+                    // Harmless without the job; the journal may start late.
+                    continue;
+                }
+                return Err(fault(at("name"), format!("no `submit` seen for job {id}")));
+            };
+            match (name, track.phase) {
+                ("jobspec-update", Phase::Pending) => {
+                    let bank = context_field("attributes.system.bank");
+                    let queue = context_field("attributes.system.queue");
+                    let name_of = |v: Option<&Value>, key: &str| -> Result<Option<String>, Fault> {
+                        match v {
+                            None => Ok(None),
+                            Some(Value::String(s)) if !s.is_empty() => Ok(Some(s.clone())),
+                            Some(_) => Err(fault(at(&format!("context.{key}")), "must be a name")),
+                        }
+                    };
+                    let bank = name_of(bank, "attributes.system.bank")?;
+                    let queue = name_of(queue, "attributes.system.queue")?;
+                    if let Some(q) = &queue {
+                        if self.journal.deny_unknown_queues && !self.journal.queues.contains(q) {
+                            return Err(fault(
+                                at("context.attributes.system.queue"),
+                                format!("queue `{q}` is not in the flux-accounting database (deny_unknown_queues)"),
+                            ));
+                        }
+                    }
+                    if bank.is_some() || queue.is_some() {
+                        emit(Op::Update {
+                            job,
+                            account: bank,
+                            spec: JobSpec {
+                                partition: queue,
+                                ..JobSpec::default()
+                            },
+                        });
+                    }
+                }
+                ("urgency", Phase::Pending) => {
+                    let urgency = context_field("urgency")
+                        .and_then(Value::as_u64)
+                        .filter(|u| *u <= URGENCY_MAX)
+                        .ok_or_else(|| {
+                            fault(at("context.urgency"), "missing or not an urgency 0..31")
+                        })?;
+                    emit(Op::Update {
+                        job: job.clone(),
+                        account: None,
+                        spec: JobSpec {
+                            urgency: Some(urgency as u8),
+                            ..JobSpec::default()
+                        },
+                    });
+                    if urgency == 0 && !track.held {
+                        emit(Op::Hold { job });
+                        track.held = true;
+                    } else if urgency != 0 && track.held {
+                        emit(Op::Release { job });
+                        track.held = false;
+                    }
+                }
+                ("alloc", Phase::Pending) => {
+                    if track.held {
+                        emit(Op::Release { job: job.clone() });
+                        track.held = false;
+                    }
+                    let tres = r.map(r_tres).transpose()?;
+                    emit(Op::Start { job, tres });
+                    track.phase = Phase::Running;
+                }
+                ("exception", Phase::Pending) | ("invalidate", Phase::Pending) => {
+                    let severity = match context_field("severity") {
+                        None if name == "invalidate" => 0,
+                        v => v.and_then(Value::as_u64).ok_or_else(|| {
+                            fault(at("context.severity"), "missing or not a severity")
+                        })?,
+                    };
+                    if severity == 0 {
+                        emit(Op::Cancel { job });
+                        track.phase = Phase::Ended;
+                    }
+                }
+                ("clean", phase) => {
+                    match phase {
+                        Phase::Pending => emit(Op::Cancel { job }),
+                        Phase::Running => emit(Op::End { job }),
+                        Phase::Ended => {}
+                    }
+                    self.track = None;
+                }
+                _ => {}
+            }
+        }
+        Ok(out)
+    }
+
+    /// A jobspec's queue, checked against the database's when it denies
+    /// unknown queues.
+    fn queue(&self, jobspec: Option<&Value>) -> Result<Option<String>, Fault> {
+        let queue = system_name(jobspec, "queue")?;
+        if let Some(q) = &queue {
+            if self.journal.deny_unknown_queues && !self.journal.queues.contains(q) {
+                return Err(fault(
+                    "jobspec.attributes.system.queue",
+                    format!(
+                        "queue `{q}` is not in the flux-accounting database (deny_unknown_queues)"
+                    ),
+                ));
+            }
+        }
+        Ok(queue)
+    }
+}
+
+#[cfg(test)]
+mod tests;
