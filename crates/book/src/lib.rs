@@ -256,6 +256,17 @@ impl Book {
         Ok(())
     }
 
+    /// Restore the usage model (a snapshot's; not in the serialised
+    /// configuration).
+    pub(crate) fn set_usage_model(
+        &mut self,
+        usage_model: fairflow_model::config::UsageModel,
+        flux_usage: fairflow_model::config::FluxUsageWeights,
+    ) {
+        self.state.config.usage_model = usage_model;
+        self.state.config.flux_usage = flux_usage;
+    }
+
     /// `INCR_ONLY`: remember a pending job's pair priorities evaluated now
     /// (`State::remember_pair_priorities`); the other part of the state an
     /// engine writes itself.

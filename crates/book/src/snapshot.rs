@@ -27,10 +27,14 @@
 //!   every partition reads back in tier 0 (and every job's partition list
 //!   is in the order that tier 0 gives: the order given).
 //! - 5 adds, after the tiers, `INCR_ONLY`'s floors per (partition, QOS) pair
-//!   (`State::pair_floor`, a map from job to its floors by pair index); 2 to
-//!   4 had none, so they read back without pair floors.
+//!   (`State::pair_floor`, a map from job to its floors by pair index) and the
+//!   configuration's usage model (`UsageModel` and flux-accounting's usage
+//!   weights); 2 to 4 had none, so they read back without pair floors and
+//!   with Slurm's usage model.
 
 use std::collections::BTreeMap;
+
+use fairflow_model::config::{FluxUsageWeights, UsageModel};
 
 use crate::Book;
 
@@ -71,6 +75,8 @@ struct BodyRef<'a> {
     applied: u64,
     tiers: BTreeMap<&'a str, u16>,
     pair_floors: &'a BTreeMap<String, Vec<u64>>,
+    usage_model: UsageModel,
+    flux_usage: &'a FluxUsageWeights,
 }
 
 /// The body of versions 2 and 3.
@@ -95,6 +101,8 @@ struct Body {
     applied: u64,
     tiers: BTreeMap<String, u16>,
     pair_floors: BTreeMap<String, Vec<u64>>,
+    usage_model: UsageModel,
+    flux_usage: FluxUsageWeights,
 }
 
 /// `book`, which applied `applied` events, as a snapshot.
@@ -111,6 +119,8 @@ pub fn encode(book: &Book, applied: u64) -> Vec<u8> {
         applied,
         tiers,
         pair_floors: &book.state().pair_floor,
+        usage_model: book.state().config.usage_model,
+        flux_usage: &book.state().config.flux_usage,
     })
     .expect("a book is always serialisable");
     let mut bytes = Vec::with_capacity(HEADER_BYTES + body.len());
@@ -158,6 +168,8 @@ pub fn decode(bytes: &[u8]) -> Result<(Book, u64), SnapshotError> {
             applied: old.applied,
             tiers: BTreeMap::new(),
             pair_floors: BTreeMap::new(),
+            usage_model: UsageModel::default(),
+            flux_usage: FluxUsageWeights::default(),
         }
     } else if version == 4 {
         let old: BodyV4 = postcard::from_bytes(body).map_err(undecodable)?;
@@ -166,6 +178,8 @@ pub fn decode(bytes: &[u8]) -> Result<(Book, u64), SnapshotError> {
             applied: old.applied,
             tiers: old.tiers,
             pair_floors: BTreeMap::new(),
+            usage_model: UsageModel::default(),
+            flux_usage: FluxUsageWeights::default(),
         }
     } else {
         postcard::from_bytes(body).map_err(undecodable)?
@@ -179,6 +193,7 @@ pub fn decode(bytes: &[u8]) -> Result<(Book, u64), SnapshotError> {
     body.book
         .set_pair_floors(body.pair_floors)
         .map_err(SnapshotError::Corrupt)?;
+    body.book.set_usage_model(body.usage_model, body.flux_usage);
     Ok((body.book, body.applied))
 }
 
@@ -277,8 +292,9 @@ mod tests {
     }
 
     #[test]
-    fn pair_floors_survive_a_snapshot_and_a_version_4_snapshot_reads_without() {
-        let log = r#"{"op":"partition","t":1,"name":"p1"}
+    fn pair_floors_and_the_usage_model_survive_a_snapshot_and_a_version_4_snapshot_reads_without() {
+        let log = r#"{"op":"config","t":1,"set":{"UsageModel":"flux","FluxCoreWeight":2}}
+{"op":"partition","t":1,"name":"p1"}
 {"op":"partition","t":1,"name":"p2"}
 {"op":"account","t":1,"name":"a","shares":1}
 {"op":"user","t":1,"user":"u","account":"a","shares":1}
@@ -290,6 +306,9 @@ mod tests {
         assert_eq!(book.state().pair_floor["1"], vec![8, 9]);
         let (restored, _) = decode(&encode(&book, 5)).unwrap();
         assert_eq!(restored.state().pair_floor, book.state().pair_floor);
+        assert_eq!(restored.state().config.usage_model, UsageModel::Flux);
+        assert_eq!(restored.state().config.flux_usage.core, 2.0);
+        assert_eq!(restored, book);
 
         // Format 4: the book, the applied count and the tiers.
         let body = postcard::to_stdvec(&(&book, 5u64, BTreeMap::<String, u16>::new())).unwrap();
@@ -300,6 +319,7 @@ mod tests {
         let (old, applied) = decode(&bytes).unwrap();
         assert_eq!(applied, 5);
         assert!(old.state().pair_floor.is_empty());
+        assert_eq!(old.state().config.usage_model, UsageModel::Slurm);
     }
 
     #[test]

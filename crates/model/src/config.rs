@@ -349,11 +349,14 @@ pub struct Config {
     /// Slurm's default is 120). Unset, the default: eligible at once.
     #[serde(default)]
     pub requeue_delay_secs: Option<i64>,
-    /// `UsageModel` (fairflow's): how a running job's usage is counted.
-    #[serde(default)]
+    /// `UsageModel` (fairflow's): how a running job's usage is counted. Not
+    /// in the serialised configuration: a snapshot carries it after the book
+    /// (format 5), so the formats before it read unchanged.
+    #[serde(skip)]
     pub usage_model: UsageModel,
-    /// flux-accounting's usage weights, under `UsageModel=flux`.
-    #[serde(default)]
+    /// flux-accounting's usage weights, under `UsageModel=flux` (not
+    /// serialised either; format 5 carries them).
+    #[serde(skip)]
     pub flux_usage: FluxUsageWeights,
     /// Moab `moab.cfg` parameters, by name as written (e.g. `FSWEIGHT`,
     /// `USERCFG[john]`), with their values as written.
