@@ -656,13 +656,21 @@ impl State {
         }
     }
 
+    /// Does `INCR_ONLY` keep a floor for `job`: is it still active and not
+    /// running (pending or held)?
+    pub fn keeps_incr_only_floor(&self, job: &str) -> bool {
+        self.jobs
+            .get(job)
+            .is_some_and(|j| !matches!(j.phase, JobPhase::Running { .. }))
+    }
+
     /// Forget the pair floors of every job that is not pending or held.
     pub fn forget_pair_floors_of_unqueued_jobs(&mut self) {
-        let jobs = &self.jobs;
-        self.pair_floor.retain(|id, _| {
-            jobs.get(id)
-                .is_some_and(|j| !matches!(j.phase, JobPhase::Running { .. }))
-        });
+        let kept: BTreeMap<String, Vec<u64>> = std::mem::take(&mut self.pair_floor)
+            .into_iter()
+            .filter(|(id, _)| self.keeps_incr_only_floor(id))
+            .collect();
+        self.pair_floor = kept;
     }
 
     /// A job's (partition, QOS) pairs in Slurm's `priority_array` order:

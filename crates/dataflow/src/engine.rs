@@ -294,7 +294,7 @@ impl Engine {
             .state()
             .jobs
             .values()
-            .filter(|job| job.has_pairs())
+            .filter(|job| job.is_pending() && job.has_pairs())
             .map(|job| job.id.clone())
             .collect();
         for id in with_pairs {

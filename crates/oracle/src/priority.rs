@@ -25,7 +25,7 @@
 //! when the flag is on; [`evaluate`] applies it. Held jobs are 0 regardless.
 //! A job with several (partition, QOS) pairs has a floor per pair too, by
 //! the pair's index, as Slurm floors each `priority_array` entry
-//! ([`pair_priorities_to_remember`], `State::pair_floor`); a `partition`
+//! ([`IncrOnlyMemory::pair_priorities`], `State::pair_floor`); a `partition`
 //! event forgets every job's pair floors (Slurm rebuilds the array when a
 //! partition changed), not the job's own floor.
 
@@ -71,46 +71,44 @@ pub fn queue(priorities: &[JobPriority]) -> Vec<JobPriority> {
     pending
 }
 
-/// `INCR_ONLY` memory at `state.now`: each pending job's floor becomes the
-/// larger of its floor and its priority now; entries of jobs no longer queued
-/// are dropped. Empty (every floor forgotten) unless the Slurm model runs
-/// with `INCR_ONLY`. The caller stores it (`Book::priority_floor_mut`).
-pub fn remembered_incr_only(state: &State, fs: &FairshareFactors) -> BTreeMap<String, u64> {
-    if !(state.config.flags.incr_only && state.config.model == PriorityModel::Slurm) {
-        return BTreeMap::new();
-    }
-    let mut floors = state.priority_floor.clone();
-    for p in evaluate(state, fs) {
-        if p.state == JobState::Pending {
-            let floor = floors.entry(p.job).or_insert(0);
-            *floor = (*floor).max(p.priority);
-        }
-    }
-    floors.retain(|id, _| {
-        state
-            .jobs
-            .get(id)
-            .is_some_and(|j| !matches!(j.phase, JobPhase::Running { .. }))
-    });
-    floors
+/// What `INCR_ONLY` remembers at `state.now` ([`remembered_incr_only`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct IncrOnlyMemory {
+    /// Each pending job's floor: the larger of its floor and its priority
+    /// now; floors of jobs no longer queued are dropped.
+    pub floors: BTreeMap<String, u64>,
+    /// Every pending job with several (partition, QOS) pairs and each pair's
+    /// priority now (floors applied), which the caller remembers
+    /// (`Book::remember_pair_priorities`).
+    pub pair_priorities: Vec<(String, Vec<u64>)>,
 }
 
-/// `INCR_ONLY` memory per (partition, QOS) pair at `state.now`: every
-/// pending job with several pairs and the priority of each pair now (floors
-/// applied), which the caller remembers (`Book::remember_pair_priorities`).
-/// Empty unless the Slurm model runs with `INCR_ONLY`.
-pub fn pair_priorities_to_remember(
-    state: &State,
-    fs: &FairshareFactors,
-) -> Vec<(String, Vec<u64>)> {
+/// `INCR_ONLY` memory at `state.now`, from one evaluation of every job. Empty
+/// (every floor forgotten) unless the Slurm model runs with `INCR_ONLY`. The
+/// caller stores it (`Book::priority_floor_mut`,
+/// `Book::remember_pair_priorities`).
+pub fn remembered_incr_only(state: &State, fs: &FairshareFactors) -> IncrOnlyMemory {
     if !(state.config.flags.incr_only && state.config.model == PriorityModel::Slurm) {
-        return Vec::new();
+        return IncrOnlyMemory::default();
     }
-    evaluate(state, fs)
-        .into_iter()
-        .filter(|p| p.state == JobState::Pending && !p.pairs.is_empty())
-        .map(|p| (p.job, p.pairs.iter().map(|pair| pair.priority).collect()))
-        .collect()
+    let mut memory = IncrOnlyMemory {
+        floors: state.priority_floor.clone(),
+        pair_priorities: Vec::new(),
+    };
+    for p in evaluate(state, fs) {
+        if p.state == JobState::Pending {
+            let floor = memory.floors.entry(p.job.clone()).or_insert(0);
+            *floor = (*floor).max(p.priority);
+            if !p.pairs.is_empty() {
+                let pairs = p.pairs.iter().map(|pair| pair.priority).collect();
+                memory.pair_priorities.push((p.job, pairs));
+            }
+        }
+    }
+    memory
+        .floors
+        .retain(|id, _| state.keeps_incr_only_floor(id));
+    memory
 }
 
 /// Where a job is, and whether the model evaluates it now.

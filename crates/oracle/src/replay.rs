@@ -100,10 +100,9 @@ impl Replay {
 
     fn remember_incr_only(&mut self) {
         let fs = crate::fairshare::user_factors(self.state());
-        let floors = crate::priority::remembered_incr_only(self.state(), &fs);
-        let pairs = crate::priority::pair_priorities_to_remember(self.state(), &fs);
-        *self.book.priority_floor_mut() = floors;
-        for (job, priorities) in pairs {
+        let memory = crate::priority::remembered_incr_only(self.state(), &fs);
+        *self.book.priority_floor_mut() = memory.floors;
+        for (job, priorities) in memory.pair_priorities {
             self.book.remember_pair_priorities(&job, &priorities);
         }
         self.book.forget_pair_floors_of_unqueued_jobs();

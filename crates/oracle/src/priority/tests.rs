@@ -339,7 +339,7 @@ fn slurm_incr_only_never_decreases_while_queued() {
     let mut state = plain.state().clone();
     state.config.flags.incr_only = true;
     state.config.weight_fairshare = 10000;
-    state.priority_floor = remembered_incr_only(&state, &factors(&[("a", "alice", 0.8)]));
+    state.priority_floor = remembered_incr_only(&state, &factors(&[("a", "alice", 0.8)])).floors;
     // Later the factor falls to 0.2: 2000 + 250 < the remembered 8000 + 250.
     assert_eq!(
         evaluate(&state, &factors(&[("a", "alice", 0.2)]))[0].priority,
