@@ -23,6 +23,11 @@
 //!    and each entry is one event's latency. `reorg_10000` moves
 //!    `min(10 000, accounts)` randomly drawn accounts (every user association
 //!    below them moves with them) to new parents in one batch.
+//!    When a sample's clock crosses a `PriorityCalcPeriod` boundary, the
+//!    boundary is first settled in a `tick` batch of its own, timed apart
+//!    as `calc_period_tick` (what `serve --calc-period-ticks` does on the
+//!    wall clock); `--no-calc-period-ticks` leaves the settlement to the
+//!    crossing event's batch instead. `--kinds` samples only some kinds.
 //!    `touched_records_mean` is the batch's input records plus the records
 //!    the dataflow stages emitted (`Engine::touched_records`).
 //! 4. **Top-k read**: `top(k)` alone, repeated.
@@ -108,6 +113,16 @@ pub struct Args {
     /// configuration), so that every algorithm's cost is measured.
     #[arg(long, value_enum, default_value_t = BenchAlgorithm::FairTree)]
     algorithm: BenchAlgorithm,
+    /// Only these update kinds (comma-separated; default: all), e.g.
+    /// `--kinds usage_event,usage_batch_1000` to profile one of them.
+    #[arg(long, value_enum, value_delimiter = ',', value_name = "KIND")]
+    kinds: Vec<Kind>,
+    /// Let the crossing event settle a `PriorityCalcPeriod` boundary itself
+    /// (as `serve` without `--calc-period-ticks`), instead of settling it
+    /// in a `tick` batch of its own at the boundary, timed apart
+    /// (`calc_period_tick`), as `serve --calc-period-ticks` does.
+    #[arg(long)]
+    no_calc_period_ticks: bool,
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
@@ -164,14 +179,24 @@ const REORG_ACCOUNTS: usize = 10_000;
 const USAGE_BATCH: usize = 1_000;
 
 /// What an update sample does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 enum Kind {
+    #[value(name = "submit")]
     Submit,
+    #[value(name = "start_end")]
     StartEnd,
+    #[value(name = "usage_event")]
     UsageEvent,
+    #[value(name = "usage_batch_1000")]
     UsageBatch,
+    #[value(name = "share_change")]
     ShareChange,
+    #[value(name = "reorg_10000")]
     Reorg,
+    /// Not sampled: the `tick` batch that settles a calc-period boundary
+    /// before the sample that crosses it.
+    #[value(skip)]
+    CalcPeriodTick,
 }
 
 impl Kind {
@@ -193,6 +218,18 @@ impl Kind {
             Kind::UsageBatch => "usage_batch_1000",
             Kind::ShareChange => "share_change",
             Kind::Reorg => "reorg_10000",
+            Kind::CalcPeriodTick => "calc_period_tick",
+        }
+    }
+
+    /// Its place in [`EnginePhase::measured`].
+    fn index(self) -> usize {
+        match self {
+            Kind::CalcPeriodTick => Kind::ALL.len(),
+            kind => Kind::ALL
+                .iter()
+                .position(|&x| x == kind)
+                .expect("a sampled kind"),
         }
     }
 
@@ -201,6 +238,7 @@ impl Kind {
         match self {
             Kind::UsageBatch => 20,
             Kind::Reorg => 3,
+            Kind::CalcPeriodTick => 0,
             _ => 200,
         }
     }
@@ -209,7 +247,7 @@ impl Kind {
     fn p99_target_us(self) -> Option<f64> {
         match self {
             Kind::UsageBatch => Some(20_000.0),
-            Kind::Reorg => None,
+            Kind::Reorg | Kind::CalcPeriodTick => None,
             _ => Some(1_000.0),
         }
     }
@@ -349,6 +387,7 @@ fn draw(generator: &mut Generator, kind: Kind) -> anyhow::Result<Vec<Event>> {
         Kind::UsageBatch => (0..USAGE_BATCH).map(|_| generator.usage()).collect(),
         Kind::ShareChange => vec![generator.share_change()],
         Kind::Reorg => generator.reorganisation(REORG_ACCOUNTS),
+        Kind::CalcPeriodTick => bail!("a calc-period tick is not drawn"),
     })
 }
 
@@ -429,10 +468,8 @@ fn engine_phase(args: &Args, params: &WorkloadParams) -> anyhow::Result<EnginePh
     let keep_batches = args.oracle_samples > 0;
     let mut batches = Vec::new();
     let mut measured = Vec::new();
-    for kind in Kind::ALL {
-        let samples = scaled(kind.default_samples(), args.samples_scale);
-        progress(args, &format!("{}: {samples} samples", kind.key()));
-        let mut m = Measured {
+    for kind in Kind::ALL.into_iter().chain([Kind::CalcPeriodTick]) {
+        measured.push(Measured {
             kind,
             latency: Latency::new()?,
             touched_total: 0,
@@ -440,7 +477,15 @@ fn engine_phase(args: &Args, params: &WorkloadParams) -> anyhow::Result<EnginePh
             batches: 0,
             full_recompute_us: Vec::new(),
             oracle_apply_us: Vec::new(),
-        };
+        });
+    }
+    let ticks = calc_period_secs > 0 && !args.no_calc_period_ticks;
+    for kind in Kind::ALL {
+        if !args.kinds.is_empty() && !args.kinds.contains(&kind) {
+            continue;
+        }
+        let samples = scaled(kind.default_samples(), args.samples_scale);
+        progress(args, &format!("{}: {samples} samples", kind.key()));
         for _ in 0..samples {
             generator.advance_by(STEP_SECS);
             let mut pending = vec![draw(&mut generator, kind)?];
@@ -456,26 +501,47 @@ fn engine_phase(args: &Args, params: &WorkloadParams) -> anyhow::Result<EnginePh
                 pending.push(vec![end]);
             }
             for events in pending {
-                if keep_batches {
-                    batches.push((kind, events.clone()));
+                // The service's boundary timer (`serve --calc-period-ticks`)
+                // settles a boundary in a batch of its own before the first
+                // event after it arrives.
+                let first_t = events.first().map_or(i64::MIN, |event| event.t);
+                let boundary = if ticks {
+                    first_t.div_euclid(calc_period_secs) * calc_period_secs
+                } else {
+                    i64::MIN
+                };
+                let tick = (boundary > engine.now()).then(|| {
+                    vec![Event {
+                        t: boundary,
+                        op: Op::Tick,
+                    }]
+                });
+                for (kind, events) in tick
+                    .map(|tick| (Kind::CalcPeriodTick, tick))
+                    .into_iter()
+                    .chain([(kind, events)])
+                {
+                    if keep_batches {
+                        batches.push((kind, events.clone()));
+                    }
+                    let m = &mut measured[kind.index()];
+                    let sent = events.len();
+                    let batch = lines.of(events);
+                    let touched_before = engine.touched_records();
+                    let started = Instant::now();
+                    let report = engine.apply_batch(batch)?;
+                    let top = engine.top(k)?;
+                    let elapsed = started.elapsed();
+                    black_box(top);
+                    check_report(kind.key(), sent, &report)?;
+                    m.latency.record(elapsed)?;
+                    m.touched_total +=
+                        report.input_records as u64 + (engine.touched_records() - touched_before);
+                    m.events_total += sent as u64;
+                    m.batches += 1;
                 }
-                let sent = events.len();
-                let batch = lines.of(events);
-                let touched_before = engine.touched_records();
-                let started = Instant::now();
-                let report = engine.apply_batch(batch)?;
-                let top = engine.top(k)?;
-                let elapsed = started.elapsed();
-                black_box(top);
-                check_report(kind.key(), sent, &report)?;
-                m.latency.record(elapsed)?;
-                m.touched_total +=
-                    report.input_records as u64 + (engine.touched_records() - touched_before);
-                m.events_total += sent as u64;
-                m.batches += 1;
             }
         }
-        measured.push(m);
     }
 
     let reads = scaled(TOPK_READS, args.samples_scale);
@@ -554,9 +620,9 @@ fn oracle_phase(
         .zip(allocated_before)
         .map(|(after, before)| after.saturating_sub(before));
     let k = args.k;
-    let mut timed = vec![0usize; Kind::ALL.len()];
+    let mut timed = vec![0usize; engine.measured.len()];
     for (kind, events) in std::mem::take(&mut engine.batches) {
-        let index = Kind::ALL.iter().position(|&x| x == kind).expect("a kind");
+        let index = kind.index();
         let batch = lines.of(events);
         if timed[index] < args.oracle_samples {
             timed[index] += 1;
@@ -629,7 +695,7 @@ fn report(
     oracle: Option<&OraclePhase>,
 ) -> Value {
     let mut updates = serde_json::Map::new();
-    for m in &engine.measured {
+    for m in engine.measured.iter().filter(|m| m.batches > 0) {
         let mut u = m.latency.percentiles_json();
         let full = median(&m.full_recompute_us);
         let p50 = m.latency.quantile_us(0.5);
@@ -675,6 +741,7 @@ fn report(
         "load_batch": args.load_batch,
         "max_depth": params.max_depth,
         "calc_period_secs": engine.calc_period_secs,
+        "calc_period_ticks": engine.calc_period_secs > 0 && !args.no_calc_period_ticks,
         "initial_events": engine.initial_events,
         "load_secs": engine.load_secs,
         "load_wall_secs": engine.load_wall_secs,
@@ -744,8 +811,13 @@ fn table(report: &Value) -> String {
         machine["cpu_model"].as_str().unwrap_or("unknown"),
     ));
     text.push_str(&format!(
-        "PriorityCalcPeriod {} s (running jobs' usage settles at period boundaries)\n\n",
-        report["calc_period_secs"]
+        "PriorityCalcPeriod {} s (running jobs' usage settles at period boundaries, {})\n\n",
+        report["calc_period_secs"],
+        if report["calc_period_ticks"].as_bool() == Some(true) {
+            "in a tick batch of its own (calc_period_tick)"
+        } else {
+            "in the batch of the event that crosses one"
+        }
     ));
     let load = number(&report["load_secs"]).unwrap_or(f64::NAN);
     text.push_str(&format!(
@@ -800,6 +872,8 @@ fn table(report: &Value) -> String {
     let fmt = |v: &Value| number(v).map_or("-".to_string(), |x| format!("{x:.1}"));
     let mut rows: Vec<(String, &Value)> = Kind::ALL
         .iter()
+        .chain(&[Kind::CalcPeriodTick])
+        .filter(|kind| !report["updates"][kind.key()].is_null())
         .map(|kind| (kind.key().to_string(), &report["updates"][kind.key()]))
         .collect();
     rows.push(("topk_read".to_string(), &report["topk_read"]));

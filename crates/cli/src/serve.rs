@@ -101,6 +101,15 @@ pub struct Args {
     /// make every scrape large).
     #[arg(long, value_name = "N|all", value_parser = parse_associations_limit)]
     metrics_associations: Option<usize>,
+    /// Settle each `PriorityCalcPeriod` boundary of the wall clock in a
+    /// logged `tick` of its own, GRACE_SECS after the boundary (default 2),
+    /// as Slurm's decay thread runs once a period, so that the first event
+    /// after a boundary does not pay for settling every running job. For a
+    /// service fed live: an event timed before a settled boundary is then
+    /// rejected as time going backwards (taps charge late records at the
+    /// current time).
+    #[arg(long, value_name = "GRACE_SECS", num_args = 0..=1, default_missing_value = "2")]
+    calc_period_ticks: Option<u64>,
     /// Start even if the log is damaged (not just a torn tail): keep the
     /// records before the damage, move the rest aside and say what was dropped.
     #[arg(long)]
@@ -164,6 +173,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     config.http.metrics_associations = args.metrics_associations;
     config.max_tap_connections = args.max_tap_connections.max(1);
     config.recover = args.recover;
+    config.calc_period_ticks = args.calc_period_ticks.map(std::time::Duration::from_secs);
     config.checkpoint_every = args.checkpoint_every;
     config.tap_tcp = args.tap_tcp;
     config.tap_unix = args.tap_unix.clone();

@@ -440,3 +440,88 @@ fn serve_takes_a_config_file_and_the_command_line_overrides_it() {
         "{stderr}"
     );
 }
+
+/// `--calc-period-ticks 0`: the service settles the wall clock's last
+/// `PriorityCalcPeriod` boundary in a logged tick of its own, with no event
+/// after it. By hand: alice's job runs 2 CPUs from `t0`, with no decay, so
+/// her raw usage at the boundary `b` is `2 * (b - t0)` CPU-seconds (before a
+/// tick nothing is settled). The state equals the oracle fed the same
+/// events and `{"op":"tick","t":b}`, and survives a restart without ticks.
+#[test]
+fn calc_period_ticks_settle_the_boundary_without_an_event() {
+    const PERIOD_SECS: i64 = 3600;
+    let dir = tempfile::tempdir().unwrap();
+    let token_file = dir.path().join("token");
+    std::fs::write(&token_file, TOKEN).unwrap();
+    std::fs::set_permissions(
+        &token_file,
+        std::os::unix::fs::PermissionsExt::from_mode(0o600),
+    )
+    .unwrap();
+    let wall = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    // Three periods back, on a boundary (`PriorityCalcPeriod` is in minutes).
+    let t0 = (wall / PERIOD_SECS) * PERIOD_SECS - 3 * PERIOD_SECS;
+    let events = format!(
+        r#"{{"op":"config","t":{t0},"set":{{"PriorityCalcPeriod":60,"PriorityDecayHalfLife":0,"PriorityWeightFairshare":1000}}}}
+{{"op":"account","t":{t0},"name":"a","shares":1}}
+{{"op":"user","t":{t0},"user":"alice","account":"a"}}
+{{"op":"submit","t":{t0},"job":"1","user":"alice","account":"a","tres":{{"cpu":2}}}}
+{{"op":"start","t":{t0},"job":"1"}}
+"#
+    );
+    let expected = |boundary: i64| -> String {
+        let mut oracle = BatchEngine::new(Config::default());
+        let all = format!("{events}{{\"op\":\"tick\",\"t\":{boundary}}}\n");
+        let rejected = oracle
+            .apply(read_events(all.as_bytes()).map(Result::unwrap).collect())
+            .unwrap();
+        assert!(rejected.is_empty(), "{rejected:?}");
+        let table = oracle.fairshare().unwrap();
+        let alice = table
+            .rows
+            .iter()
+            .find(|row| row.user.as_deref() == Some("alice"))
+            .expect("alice's row");
+        assert_eq!(alice.raw_usage, 2 * (boundary - t0) as u64);
+        sshare::render_json(&table)
+    };
+    let event_time = |service: &Service| -> i64 {
+        let (_, metrics) = service.request("GET", "/metrics", None, "");
+        metrics
+            .lines()
+            .find(|line| line.starts_with("fairflow_event_time_seconds "))
+            .and_then(|line| line.split_whitespace().nth(1))
+            .and_then(|value| value.parse::<f64>().ok())
+            .map_or(0, |value| value as i64)
+    };
+    // The service's time and its table, read at one state (a boundary may
+    // pass between two reads).
+    let settled = |service: &Service| -> (i64, String) {
+        loop {
+            let before = event_time(service);
+            let (_, table) = service.request("GET", "/v1/sshare", None, "");
+            if event_time(service) == before {
+                return (before, table);
+            }
+        }
+    };
+    let data = dir.path().join("data");
+    let service = Service::start(&data, &token_file, &["--calc-period-ticks", "0"]);
+    let (status, body) = service.request("POST", "/v1/events", Some(TOKEN), &events);
+    assert_eq!(status, 200, "{body}");
+    wait_for(|| event_time(&service) > t0);
+    let (boundary, got) = settled(&service);
+    assert_eq!(boundary % PERIOD_SECS, 0, "a tick lands on a boundary: {boundary}");
+    assert!(boundary >= t0 + 3 * PERIOD_SECS, "the last boundary: {boundary}");
+    assert_eq!(got, expected(boundary));
+
+    // The tick was logged: a restart without ticks has the same state.
+    service.terminate();
+    let service = Service::start(&data, &token_file, &[]);
+    let (boundary, got) = settled(&service);
+    assert!(boundary >= t0 + 3 * PERIOD_SECS, "{boundary}");
+    assert_eq!(got, expected(boundary));
+}

@@ -108,6 +108,9 @@ pub struct Gauges {
     pub associations: u64,
     /// The engine's current time.
     pub now: Time,
+    /// `PriorityCalcPeriod` in force, seconds (0: usage accrues
+    /// continuously; no boundaries to settle).
+    pub calc_period_secs: i64,
 }
 
 /// An engine the service can drive.

@@ -153,6 +153,7 @@ impl Backend for EngineBackend {
             pending_jobs: self.engine.queue_len(),
             associations: self.engine.associations(),
             now: self.engine.now().unwrap_or(0),
+            calc_period_secs: self.engine.config().calc_period_secs,
         }
     }
 }

@@ -47,6 +47,10 @@ pub struct ServiceConfig {
     pub recover: bool,
     /// Most connections open at once on each stream tap listener.
     pub max_tap_connections: usize,
+    /// Settle each `PriorityCalcPeriod` boundary of the wall clock in a
+    /// `tick` of its own, this long after the boundary (`--calc-period-ticks`),
+    /// instead of in the batch of the first event after it.
+    pub calc_period_ticks: Option<Duration>,
 }
 
 impl ServiceConfig {
@@ -65,6 +69,7 @@ impl ServiceConfig {
             replay: None,
             recover: false,
             max_tap_connections: StreamLimits::default().max_connections,
+            calc_period_ticks: None,
         }
     }
 }
@@ -183,6 +188,10 @@ pub fn run_blocking<B: Backend>(
                 handle.clone(),
                 Duration::from_millis(200),
             ));
+        }
+        if let Some(grace) = config.calc_period_ticks {
+            tracing::info!(grace_secs = grace.as_secs(), "settling calc-period boundaries on the wall clock");
+            tokio::spawn(taps::tick_calc_periods(handle.clone(), grace));
         }
         if let Some((path, speed)) = config.replay.clone() {
             let handle = handle.clone();
