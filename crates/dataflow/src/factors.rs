@@ -446,10 +446,9 @@ pub fn build<'s>(inputs: FactorInputs<'s>, touched: &TouchCounter) -> FactorOutp
             },
         );
 
-    let classic_factors = classic_factors(classic, touched);
+    let classic_facts = classic_factors(classic, user_names.clone(), touched);
     let factors = counted(
         fair_tree_factors
-            .concat(classic_factors)
             .concat(tickets.factors)
             .concat(level_factors),
         touched,
@@ -462,6 +461,7 @@ pub fn build<'s>(inputs: FactorInputs<'s>, touched: &TouchCounter) -> FactorOutp
             })
         })
         .concat(tree_facts)
+        .concat(classic_facts)
         .inner
         .map(|(fact, time, diff)| (fact, time, diff as isize))
         .as_collection();
@@ -809,6 +809,10 @@ struct ClassicValues {
     norm_shares_bits: u64,
     effective_bits: u64,
     root_usage: u128,
+    /// For a user association: its interned name and its factor's bits
+    /// (`formula::classic_factor` of these values), so that the factors
+    /// leave the recurrence as facts without another join.
+    user_factor: Option<(AssocId, u64)>,
 }
 
 /// What a node's classic step needs from itself and its fair-share parent.
@@ -824,6 +828,10 @@ struct ClassicLink {
     /// The fair-share parent's non-`parent` children's usage (depth-oblivious).
     parent_child_usage: u128,
     depth_oblivious: bool,
+    /// The node's interned name, for a user association.
+    user: Option<AssocId>,
+    /// `FairShareDampeningFactor`.
+    dampening_factor: u32,
 }
 
 /// One step of the oracle's top-down walk of the fair-share chain
@@ -833,6 +841,21 @@ struct ClassicLink {
 /// `parent` user's factor is its parent's; a `parent` account is nobody's
 /// fair-share parent, so its values are never read).
 fn classic_step(parent: &ClassicValues, link: &ClassicLink) -> ClassicValues {
+    let mut values = classic_values(parent, link);
+    values.user_factor = link.user.map(|assoc| {
+        let factor = classic_factor(
+            f64::from_bits(values.effective_bits),
+            f64::from_bits(values.norm_shares_bits),
+            link.dampening_factor,
+        );
+        (assoc, factor.to_bits())
+    });
+    values
+}
+
+/// A node's normalised shares and effective usage from its fair-share
+/// parent's values (`classic_step` without the user's factor).
+fn classic_values(parent: &ClassicValues, link: &ClassicLink) -> ClassicValues {
     if link.shares.is_parent() {
         return *parent;
     }
@@ -866,22 +889,27 @@ fn classic_step(parent: &ClassicValues, link: &ClassicLink) -> ClassicValues {
         norm_shares_bits: norm_shares.to_bits(),
         effective_bits: effective.to_bits(),
         root_usage: parent.root_usage,
+        user_factor: None,
     }
 }
 
-/// Every user association's classic (or depth-oblivious) factor bits from
-/// the gated `(node, (record, params))`: the values by a top-down recurrence
-/// over the fair-share parents (root's `(1, 1)` first; each node's from its
-/// parent's: one record per association, not a walk per user over its
-/// chain), then `formula::classic_factor` per user. Root's usage is in
-/// every value, so a usage event re-derives every association's values:
-/// `O(associations)`, the algorithm's own cost.
+/// Every user association's classic (or depth-oblivious) `Fairshare` fact
+/// from the gated `(node, (record, params))`: the values by a top-down
+/// recurrence over the fair-share parents (root's `(1, 1)` first; each
+/// node's from its parent's: one record per association, not a walk per
+/// user over its chain), each user's `formula::classic_factor` computed in
+/// the same step (its interned name joined to its link, which changes only
+/// when its record or its parent's does). Root's usage is in every value,
+/// so a usage event re-derives every association's values: `O(associations)`,
+/// the algorithm's own cost, paid once in the recurrence and with no
+/// arrangement or join of the changed values after it.
 fn classic_factors<'s>(
     classic: VecCollection<'s, Epoch, (NodeId, (NodeRec, FsParams)), Diff>,
+    user_names: VecCollection<'s, Epoch, (NodeId, AssocId), Diff>,
     touched: &TouchCounter,
-) -> VecCollection<'s, Epoch, (NodeId, u64), Diff> {
+) -> VecCollection<'s, Epoch, PFact, Diff> {
     let by_node = classic.clone().arrange_by_key();
-    let links = with_fs_parent_record(classic.clone(), by_node.clone()).map(
+    let links = with_fs_parent_record(classic.clone(), by_node).map(
         |(node, (record, params, parent, parent_record))| {
             let link = ClassicLink {
                 shares: record.shares,
@@ -890,10 +918,33 @@ fn classic_factors<'s>(
                 parent_child_level: parent_record.child_level,
                 parent_child_usage: parent_record.child_usage,
                 depth_oblivious: params.algorithm == Algorithm::DepthOblivious,
+                user: None,
+                dampening_factor: params.dampening_factor,
             };
-            (node, (parent, link))
+            (node, (parent, link, record.user))
         },
     );
+    let account_links = links
+        .clone()
+        .flat_map(|(node, (parent, link, user))| (!user).then_some((node, (parent, link))));
+    let user_links = links
+        .flat_map(|(node, (parent, link, user))| user.then_some((node, (parent, link))))
+        .arrange_by_key()
+        .join_core(
+            user_names.arrange_by_key(),
+            |&node, &(parent, link), &assoc| {
+                Some((
+                    node,
+                    (
+                        parent,
+                        ClassicLink {
+                            user: Some(assoc),
+                            ..link
+                        },
+                    ),
+                ))
+            },
+        );
     let root = classic.flat_map(|(node, (record, _))| {
         (node == ROOT).then_some((
             node,
@@ -901,23 +952,19 @@ fn classic_factors<'s>(
                 norm_shares_bits: 1.0f64.to_bits(),
                 effective_bits: 1.0f64.to_bits(),
                 root_usage: record.usage,
+                user_factor: None,
             },
         ))
     });
-    let values = counted(
-        down_the_tree(links, root, |parent, link| Some(classic_step(parent, link))),
+    counted(
+        down_the_tree(account_links.concat(user_links), root, |parent, link| {
+            Some(classic_step(parent, link))
+        }),
         touched,
-    );
-    values
-        .arrange_by_key()
-        .join_core(by_node, |&node, values, &(record, params)| {
-            record.user.then(|| {
-                let factor = classic_factor(
-                    f64::from_bits(values.effective_bits),
-                    f64::from_bits(values.norm_shares_bits),
-                    params.dampening_factor,
-                );
-                (node, factor.to_bits())
-            })
-        })
+    )
+    .flat_map(|(_node, values)| {
+        values
+            .user_factor
+            .map(|(assoc, factor_bits)| PFact::Fairshare { assoc, factor_bits })
+    })
 }

@@ -4,7 +4,7 @@
 //! arrangements and says what an update costs.
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet};
+use std::collections::{BTreeMap, BinaryHeap};
 
 use differential_dataflow::consolidation::consolidate;
 use differential_dataflow::hashable::Hashable;
@@ -13,6 +13,7 @@ use differential_dataflow::operators::CountTotal;
 use differential_dataflow::trace::implementations::ValBuilder;
 use differential_dataflow::trace::implementations::ValSpine;
 use differential_dataflow::{AsCollection, ExchangeData, VecCollection};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use serde::{Deserialize, Serialize};
 use timely::container::CapacityContainerBuilder;
 use timely::dataflow::channels::pact::Exchange;
@@ -62,6 +63,23 @@ pub fn sums_up_the_tree<'s>(
 fn per_batch_on_worker_0<'s, D, O>(
     changes: VecCollection<'s, Epoch, D, Diff>,
     name: &str,
+    logic: impl FnMut(Vec<(D, Diff)>, &mut Vec<(O, Diff)>) + 'static,
+) -> VecCollection<'s, Epoch, O, Diff>
+where
+    D: ExchangeData,
+    O: ExchangeData,
+{
+    per_batch_routed(changes, name, |_| 0, logic)
+}
+
+/// [`per_batch_on_worker_0`] with the updates exchanged by `route` (a
+/// worker receives every update whose route maps to it, so a stage whose
+/// state is per key routes by the key and each worker holds its keys): each
+/// worker applies its part of a time's updates once the time is complete.
+pub fn per_batch_routed<'s, D, O>(
+    changes: VecCollection<'s, Epoch, D, Diff>,
+    name: &str,
+    route: impl Fn(&D) -> u64 + 'static,
     mut logic: impl FnMut(Vec<(D, Diff)>, &mut Vec<(O, Diff)>) + 'static,
 ) -> VecCollection<'s, Epoch, O, Diff>
 where
@@ -71,7 +89,7 @@ where
     changes
         .inner
         .unary_frontier::<CapacityContainerBuilder<Vec<(O, Epoch, Diff)>>, _, _, _>(
-            Exchange::new(|_: &(D, Epoch, Diff)| 0u64),
+            Exchange::new(move |(data, _, _): &(D, Epoch, Diff)| route(data)),
             name,
             |_capability, _info| {
                 let mut pending: BTreeMap<Epoch, Pending<D>> = BTreeMap::new();
@@ -116,7 +134,7 @@ fn walk_depths(
     parent_of: impl Fn(NodeId) -> Option<NodeId>,
     node_bound: usize,
 ) -> HashMap<NodeId, usize> {
-    let mut depth: HashMap<NodeId, usize> = HashMap::new();
+    let mut depth: HashMap<NodeId, usize> = HashMap::default();
     let mut path = Vec::new();
     for &start in nodes {
         let mut node = start;
@@ -177,9 +195,9 @@ impl SubtreeSums {
     /// every node whose sum changed.
     fn apply(&mut self, mut changes: Vec<(TreeChange, Diff)>) -> Vec<(NodeId, Diff, Diff)> {
         consolidate(&mut changes);
-        let mut old_sums: HashMap<NodeId, Diff> = HashMap::new();
+        let mut old_sums: HashMap<NodeId, Diff> = HashMap::default();
         // 1. Cut every child whose link changes.
-        let mut deltas: HashMap<NodeId, Diff> = HashMap::new();
+        let mut deltas: HashMap<NodeId, Diff> = HashMap::default();
         let mut attached = Vec::new();
         for &(change, diff) in &changes {
             if let TreeChange::Edge { child, parent } = change {
@@ -193,7 +211,7 @@ impl SubtreeSums {
         }
         self.push_up(deltas, &mut old_sums);
         // 2. Attach the new links; push their subtrees' sums and the amounts.
-        let mut deltas: HashMap<NodeId, Diff> = HashMap::new();
+        let mut deltas: HashMap<NodeId, Diff> = HashMap::default();
         for &(child, parent) in &attached {
             self.parent.insert(child, parent);
         }
@@ -367,10 +385,10 @@ struct TopDown<I, V> {
 impl<I, V> Default for TopDown<I, V> {
     fn default() -> Self {
         TopDown {
-            links: HashMap::new(),
-            children: HashMap::new(),
-            starts: HashMap::new(),
-            values: HashMap::new(),
+            links: HashMap::default(),
+            children: HashMap::default(),
+            starts: HashMap::default(),
+            values: HashMap::default(),
         }
     }
 }
@@ -420,7 +438,7 @@ impl<I: Ord + Clone, V: Ord + Clone> TopDown<I, V> {
             }
         }
         let mut queue: BinaryHeap<Reverse<(usize, NodeId)>> = BinaryHeap::new();
-        let mut queued: HashSet<NodeId> = HashSet::new();
+        let mut queued: HashSet<NodeId> = HashSet::default();
         let depths = self.depths(&dirty);
         for node in dirty {
             if queued.insert(node) {

@@ -7,7 +7,10 @@
 //!
 //! # Placements (fed by the Fair Tree records gated to this rule, so idle otherwise)
 //! Groups are the fair-share children of one association (no merging, so no
-//! iteration to find them). A `reduce` per group sorts its members
+//! iteration to find them). A stateful stage routed by group
+//! (`stages::per_batch_routed`: each worker holds its groups' items and the
+//! placements it sent) re-sorts each group a batch touches and sends only
+//! the placements that changed; it sorts the members
 //! (`formula::slurm_sibling_order`; "newest first" is the larger `NodeId`:
 //! the tree feed interns accounts in creation order (the book's
 //! `Account::created`) and a re-created one gets a new id) and gives each a
@@ -27,11 +30,16 @@
 //! where the order moved (the members between a moved member's old and new
 //! positions), and no user below them is re-derived.
 
+use std::collections::BTreeMap;
+
+use differential_dataflow::consolidation::consolidate;
 use differential_dataflow::VecCollection;
 use fairflow_model::formula::{slurm_level_fs, slurm_sibling_order, SLURM_PARENT_ACCOUNT_LEVEL_FS};
+use rustc_hash::FxHashMap as HashMap;
 
 use super::{group_members, GroupItem, NodeRec, Own};
 use crate::priority::fair_tree::{SlurmPlacement, TreeSlot};
+use crate::stages::per_batch_routed;
 use crate::types::{Diff, Epoch, NodeId, ROOT};
 
 /// Slurm's `LevelFS` of a member (`FairShare=parent`: a user `+inf`, an
@@ -85,10 +93,99 @@ pub(super) fn place<'s>(
             },
         ))
     });
-    members
-        .concat(parents)
-        .reduce(|&group, items, output| place_group(group, items, output))
-        .map(|(_group, placed)| placed)
+    per_batch_routed(
+        members.concat(parents),
+        "SlurmPlacements",
+        |(group, _)| u64::from(*group),
+        {
+            let mut groups = Groups::default();
+            move |changes, out| groups.apply(changes, out)
+        },
+    )
+}
+
+/// The groups a worker holds: each group's items (members and their
+/// parents' parts, with their counts) and the placements last sent for it.
+/// A batch re-sorts each group it touches and sends the difference from
+/// what was sent (as the `reduce` it replaces did, without replaying the
+/// group's history of inputs and outputs).
+#[derive(Default)]
+struct Groups {
+    groups: HashMap<NodeId, Group>,
+}
+
+#[derive(Default)]
+struct Group {
+    items: BTreeMap<GroupItem, Diff>,
+    /// The placements sent, by node.
+    placed: Vec<(NodeId, TreeSlot)>,
+}
+
+impl Groups {
+    fn apply(
+        &mut self,
+        mut changes: Vec<((NodeId, GroupItem), Diff)>,
+        out: &mut Vec<((NodeId, TreeSlot), Diff)>,
+    ) {
+        consolidate(&mut changes);
+        let mut touched: Vec<NodeId> = Vec::new();
+        for ((group, item), diff) in changes {
+            touched.push(group);
+            let items = &mut self.groups.entry(group).or_default().items;
+            let count = items.entry(item).or_insert(0);
+            *count += diff;
+            if *count == 0 {
+                items.remove(&item);
+            }
+        }
+        touched.sort_unstable();
+        touched.dedup();
+        let mut placed = Vec::new();
+        for group_id in touched {
+            let group = self.groups.get_mut(&group_id).expect("touched just now");
+            let items: Vec<(&GroupItem, Diff)> = group
+                .items
+                .iter()
+                .map(|(item, count)| (item, *count))
+                .collect();
+            placed.clear();
+            place_group(group_id, &items, &mut placed);
+            let mut new: Vec<(NodeId, TreeSlot)> = placed.drain(..).map(|(slot, _)| slot).collect();
+            new.sort_unstable();
+            send_difference(&group.placed, &new, out);
+            group.placed = new;
+            if group.items.is_empty() {
+                self.groups.remove(&group_id);
+            }
+        }
+    }
+}
+
+/// Retract what is in `old` and not in `new`, insert what is in `new` and
+/// not in `old` (both sorted).
+fn send_difference<T: Ord + Clone>(old: &[T], new: &[T], out: &mut Vec<(T, Diff)>) {
+    let (mut i, mut j) = (0, 0);
+    while i < old.len() || j < new.len() {
+        match (old.get(i), new.get(j)) {
+            (Some(a), Some(b)) if a == b => {
+                i += 1;
+                j += 1;
+            }
+            (Some(a), Some(b)) if a < b => {
+                out.push((a.clone(), -1));
+                i += 1;
+            }
+            (Some(a), None) => {
+                out.push((a.clone(), -1));
+                i += 1;
+            }
+            (_, Some(b)) => {
+                out.push((b.clone(), 1));
+                j += 1;
+            }
+            (None, None) => unreachable!("the loop runs while one is left"),
+        }
+    }
 }
 
 /// Sort one group as Slurm does and place its members.

@@ -66,6 +66,15 @@ pub struct Captured {
 /// (one worker thread).
 pub type Capture = Rc<RefCell<Captured>>;
 
+/// Users re-keyed in one absorb from which the user orders are rebuilt
+/// whole (when they are also a quarter of the entered users). The crate's
+/// own tests (the equivalence suites over small trees) take the bulk path
+/// from 4 users; the integration tests take the other.
+#[cfg(not(test))]
+const BULK_REFRESH_MIN_USERS: usize = 4096;
+#[cfg(test)]
+const BULK_REFRESH_MIN_USERS: usize = 4;
+
 /// The rank classes a job can be ranked in, as indexes.
 const UNCAPPED: usize = 0;
 const CAPPED: usize = 1;
@@ -183,10 +192,43 @@ impl Queue {
         }
         changed_users.sort_unstable();
         changed_users.dedup();
-        for user in changed_users {
-            self.entries_changed += self.refresh_user(user);
+        let entered = self.by_user[UNCAPPED].len() + self.by_user[CAPPED].len();
+        if changed_users.len() >= BULK_REFRESH_MIN_USERS && changed_users.len() * 4 >= entered {
+            // Most users moved (a classic usage event changes every
+            // factor): re-key them all, then rebuild the user orders from
+            // sorted entries, instead of a removal and an insertion each.
+            let mut rebuild = false;
+            for user in changed_users {
+                let (changed, moved) = self.refresh_user_entries(user);
+                self.entries_changed += changed;
+                rebuild |= moved;
+            }
+            if rebuild {
+                self.rebuild_user_orders();
+            }
+        } else {
+            for user in changed_users {
+                self.entries_changed += self.refresh_user(user);
+            }
         }
         touched.add(std::mem::take(&mut self.entries_changed));
+    }
+
+    /// Rebuild both user orders from the users' entered keys (a bulk
+    /// build from sorted entries).
+    fn rebuild_user_orders(&mut self) {
+        for (class, order) in self.by_user.iter_mut().enumerate() {
+            let mut entries: Vec<Ranked> = self
+                .users
+                .iter()
+                .enumerate()
+                .filter_map(|(assoc, user)| {
+                    user.entered[class].map(|key| (Reverse(key), assoc as AssocId))
+                })
+                .collect();
+            entries.sort_unstable();
+            *order = entries.into_iter().collect();
+        }
     }
 
     fn apply_fact(
@@ -262,8 +304,32 @@ impl Queue {
     /// Re-key a user association's entries in the user orders; returns how
     /// many entries changed.
     fn refresh_user(&mut self, assoc: AssocId) -> u64 {
-        if self.users.get(assoc as usize).is_none() {
+        let Some(previous) = self.users.get(assoc as usize).map(|user| user.entered) else {
             return 0;
+        };
+        let (changed, _) = self.refresh_user_entries(assoc);
+        let now = self.users[assoc as usize].entered;
+        for class in [UNCAPPED, CAPPED] {
+            if previous[class] == now[class] {
+                continue;
+            }
+            if let Some(old) = previous[class] {
+                self.by_user[class].remove(&(Reverse(old), assoc));
+            }
+            if let Some(new) = now[class] {
+                self.by_user[class].insert((Reverse(new), assoc));
+            }
+        }
+        changed
+    }
+
+    /// Re-derive a user association's best jobs: a placed user's in the
+    /// tree, the others' keys in `UserJobs::entered` (not in the user
+    /// orders: the caller moves them, or rebuilds the orders). Returns the
+    /// entries changed and whether an entered key moved.
+    fn refresh_user_entries(&mut self, assoc: AssocId) -> (u64, bool) {
+        if self.users.get(assoc as usize).is_none() {
+            return (0, false);
         }
         let bests = [UNCAPPED, CAPPED].map(|class| best_job(&self.users, assoc, class));
         let mut changed = 0;
@@ -285,20 +351,15 @@ impl Queue {
             }
         }
         let user = &mut self.users[assoc as usize];
+        let mut moved = false;
         for (class, want) in wanted.into_iter().enumerate() {
-            if user.entered[class] == want {
-                continue;
+            if user.entered[class] != want {
+                user.entered[class] = want;
+                changed += 1;
+                moved = true;
             }
-            if let Some(old) = user.entered[class] {
-                self.by_user[class].remove(&(Reverse(old), assoc));
-            }
-            if let Some(new) = want {
-                self.by_user[class].insert((Reverse(new), assoc));
-            }
-            user.entered[class] = want;
-            changed += 1;
         }
-        changed
+        (changed, moved)
     }
 
     /// A user association's fair-share factor (0 when none is known, as
