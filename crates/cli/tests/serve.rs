@@ -514,8 +514,15 @@ fn calc_period_ticks_settle_the_boundary_without_an_event() {
     assert_eq!(status, 200, "{body}");
     wait_for(|| event_time(&service) > t0);
     let (boundary, got) = settled(&service);
-    assert_eq!(boundary % PERIOD_SECS, 0, "a tick lands on a boundary: {boundary}");
-    assert!(boundary >= t0 + 3 * PERIOD_SECS, "the last boundary: {boundary}");
+    assert_eq!(
+        boundary % PERIOD_SECS,
+        0,
+        "a tick lands on a boundary: {boundary}"
+    );
+    assert!(
+        boundary >= t0 + 3 * PERIOD_SECS,
+        "the last boundary: {boundary}"
+    );
     assert_eq!(got, expected(boundary));
 
     // The tick was logged: a restart without ticks has the same state.

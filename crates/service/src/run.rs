@@ -190,7 +190,10 @@ pub fn run_blocking<B: Backend>(
             ));
         }
         if let Some(grace) = config.calc_period_ticks {
-            tracing::info!(grace_secs = grace.as_secs(), "settling calc-period boundaries on the wall clock");
+            tracing::info!(
+                grace_secs = grace.as_secs(),
+                "settling calc-period boundaries on the wall clock"
+            );
             tokio::spawn(taps::tick_calc_periods(handle.clone(), grace));
         }
         if let Some((path, speed)) = config.replay.clone() {

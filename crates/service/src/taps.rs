@@ -559,9 +559,18 @@ mod tests {
         // boundary after 1000 (the last is 900); at 1200 and up to 1499 the
         // boundary 1200 is due; at 1500, 1500.
         assert_eq!(due_calc_period_boundary(gauges(1000, 300), 1199), None);
-        assert_eq!(due_calc_period_boundary(gauges(1000, 300), 1200), Some(1200));
-        assert_eq!(due_calc_period_boundary(gauges(1000, 300), 1499), Some(1200));
-        assert_eq!(due_calc_period_boundary(gauges(1000, 300), 1500), Some(1500));
+        assert_eq!(
+            due_calc_period_boundary(gauges(1000, 300), 1200),
+            Some(1200)
+        );
+        assert_eq!(
+            due_calc_period_boundary(gauges(1000, 300), 1499),
+            Some(1200)
+        );
+        assert_eq!(
+            due_calc_period_boundary(gauges(1000, 300), 1500),
+            Some(1500)
+        );
         // The engine already at the boundary: nothing to settle.
         assert_eq!(due_calc_period_boundary(gauges(1200, 300), 1300), None);
         // No calc period, or no events yet: no ticks.
