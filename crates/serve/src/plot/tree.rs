@@ -48,6 +48,25 @@ pub enum TreeColor {
     Factor,
 }
 
+impl TreeColor {
+    /// `usage` or `factor`, as the command line and the service name it.
+    pub fn parse(name: &str) -> Option<TreeColor> {
+        match name {
+            "usage" => Some(TreeColor::Usage),
+            "factor" => Some(TreeColor::Factor),
+            _ => None,
+        }
+    }
+
+    /// Its name (`usage`, `factor`).
+    pub fn name(self) -> &'static str {
+        match self {
+            TreeColor::Usage => "usage",
+            TreeColor::Factor => "factor",
+        }
+    }
+}
+
 /// How the tree is drawn.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TreeOptions {
@@ -284,7 +303,7 @@ impl TreePicture {
         top: i32,
     ) -> Result<(), PlotError> {
         const STEPS: i32 = 40;
-        const STEP_PX: i32 = 6;
+        const STEP_PX: i32 = 12;
         let left = MARGIN_PX as i32;
         let font = (FONT_FAMILY, 12.0).into_font().color(&BLACK);
         for s in 0..STEPS {
@@ -301,11 +320,7 @@ impl TreePicture {
             .map_err(drawing)?;
         }
         let (low, middle, high) = match self.options.color {
-            TreeColor::Usage => (
-                "¼ of its shares: under-served",
-                "= shares",
-                "4×: over-served",
-            ),
+            TreeColor::Usage => ("¼×: under-served", "usage = shares", "4×: over-served"),
             TreeColor::Factor => ("factor 0", "0.5", "1"),
         };
         let below = top + 18;
@@ -319,7 +334,7 @@ impl TreePicture {
             anchored(HPos::Center),
         ))
         .map_err(drawing)?;
-        area.draw(&Text::new(high, (end, below), anchored(HPos::Left)))
+        area.draw(&Text::new(high, (end, below), anchored(HPos::Right)))
             .map_err(drawing)?;
         Ok(())
     }
