@@ -76,6 +76,15 @@ pub enum Query {
         /// JSON (otherwise readable text).
         json: bool,
     },
+    /// The fair-share tree as an SVG icicle (`fairflow plot tree`).
+    PlotTree {
+        /// What the boxes' colour shows.
+        color: fairflow_serve::plot::tree::TreeColor,
+        /// Children narrower than this many pixels are one "N others" box.
+        min_width_px: u32,
+        /// The picture's width in pixels.
+        width_px: u32,
+    },
     /// Why one job has its priority.
     Explain {
         /// The job id.

@@ -6,7 +6,8 @@
 use fairflow_engine::Engine;
 use fairflow_ingest::{LogLine, Rejection};
 use fairflow_serve::slurm_json::{self, JobFacts};
-use fairflow_serve::{audit, explain, position, sprio, sshare, top};
+use fairflow_serve::plot::tree::{TreeOptions, TreePicture};
+use fairflow_serve::{audit, explain, plot, position, sprio, sshare, top};
 
 use crate::backend::{Backend, Gauges, Query, QueryError};
 use crate::metrics::association_gauges;
@@ -124,6 +125,19 @@ impl Backend for EngineBackend {
                 let table = engine.fairshare().map_err(internal)?;
                 serde_json::to_string(&association_gauges(&table, *limit))
                     .expect("plain values always serialize")
+            }
+            Query::PlotTree {
+                color,
+                min_width_px,
+                width_px,
+            } => {
+                let options = TreeOptions {
+                    color: *color,
+                    min_width_px: *min_width_px as f64,
+                    width_px: *width_px,
+                };
+                let picture = TreePicture::new(&engine.fairshare().map_err(internal)?, &options);
+                plot::svg(&picture).map_err(|e| QueryError::BadRequest(e.to_string()))?
             }
             Query::Explain { job, json } => {
                 let why = engine.explain(job).map_err(internal)?;
