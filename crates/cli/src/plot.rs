@@ -176,8 +176,7 @@ fn sample(
             let position = queue
                 .iter()
                 .position(|job| {
-                    job.account == row.account
-                        && row.user.as_ref().is_none_or(|u| job.user == *u)
+                    job.account == row.account && row.user.as_ref().is_none_or(|u| job.user == *u)
                 })
                 .map(|index| (index + 1) as f64);
             (key, [factor, Some(row.raw_usage as f64), position])
@@ -252,8 +251,10 @@ fn run_history(args: &HistoryArgs) -> anyhow::Result<()> {
     if rejected > 0 {
         eprintln!("fairflow: {rejected} lines rejected");
     }
-    let keys: std::collections::BTreeSet<&Key> =
-        samples.iter().flat_map(|(_, values)| values.keys()).collect();
+    let keys: std::collections::BTreeSet<&Key> = samples
+        .iter()
+        .flat_map(|(_, values)| values.keys())
+        .collect();
     for user in &args.users {
         if !keys.iter().any(|(_, u)| u.as_ref() == Some(user)) {
             bail!("--users: no association of user `{user}` in the log");

@@ -161,16 +161,18 @@ fn the_live_page_shows_the_queue_and_the_tree_and_follows_events() {
     let session = driver.send(
         "POST",
         "/session",
-        Some(json!({"capabilities": {"alwaysMatch": {"goog:chromeOptions": {
-            "binary": chromium,
-            "args": [
-                "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-                "--no-first-run", "--disable-background-networking",
-                "--disable-component-update", "--disable-sync",
-                "--window-size=1400,900",
-                format!("--user-data-dir={}", profile.display()),
-            ],
-        }}}})),
+        Some(
+            json!({"capabilities": {"alwaysMatch": {"goog:chromeOptions": {
+                "binary": chromium,
+                "args": [
+                    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                    "--no-first-run", "--disable-background-networking",
+                    "--disable-component-update", "--disable-sync",
+                    "--window-size=1400,900",
+                    format!("--user-data-dir={}", profile.display()),
+                ],
+            }}}}),
+        ),
     );
     let id = session["sessionId"].as_str().unwrap().to_string();
     let script = |source: &str| {
@@ -198,14 +200,15 @@ fn the_live_page_shows_the_queue_and_the_tree_and_follows_events() {
              return svg ? svg.textContent : null;",
         );
         tree.as_str()
-            .filter(|text| ["root", "physics", "chem", "alice"].iter().all(|l| text.contains(l)))
+            .filter(|text| {
+                ["root", "physics", "chem", "alice"]
+                    .iter()
+                    .all(|l| text.contains(l))
+            })
             .map(|_| ())
     });
     let accounts = script("return document.querySelector('#accounts tbody').textContent;");
-    assert!(
-        accounts.as_str().unwrap().contains("physics"),
-        "{accounts}"
-    );
+    assert!(accounts.as_str().unwrap().contains("physics"), "{accounts}");
 
     // A mark that a reload would erase.
     script("window.fairflowMark = 'still here'; return null;");

@@ -1,10 +1,12 @@
 //! `fairflow plot tree` and `fairflow plot history` end to end: the files
 //! they write, checked structurally (boxes at hand-computed widths, labels,
-//! panels and lines), PNGs decoding to their size, and bad requests refused
-//! with a message.
+//! panels and lines), PNGs decoding to their size, the service's picture
+//! equal to the command's, and bad requests refused with a message.
 
 #[path = "support/binary.rs"]
 mod binary;
+#[path = "support/service.rs"]
+mod service;
 use binary::{fairflow, text};
 
 /// root -> A (3 shares: a1, a2) and B (1 share: b1); a1 charged 100 at
@@ -61,7 +63,10 @@ fn tree_to_svg_and_png() {
         // One pixel of white separates neighbours.
         let rect = format!("x=\"{x}\" y=\"");
         let found = picture.match_indices(&rect).any(|(at, _)| {
-            picture[at..].split('"').nth(5).and_then(|w| w.parse::<i32>().ok())
+            picture[at..]
+                .split('"')
+                .nth(5)
+                .and_then(|w| w.parse::<i32>().ok())
                 == Some(width - 1)
         });
         assert!(found, "a box at x {x} of width {width}");
@@ -141,4 +146,58 @@ fn bad_requests_are_refused_with_a_reason() {
     );
     let out = plot(dir.path(), &["history", "-o", svg.to_str().unwrap()]);
     assert!(text(&out.stderr).contains("nothing to follow"));
+}
+
+/// The service draws the same tree (`GET /v1/plot/tree.svg`, and `plot tree
+/// --server`) as the command from the log; the live page is served at `/`;
+/// bad parameters are refused.
+#[test]
+fn the_service_draws_the_same_tree() {
+    let dir = tempfile::tempdir().unwrap();
+    let token_file = dir.path().join("token");
+    std::fs::write(&token_file, "a-long-enough-token").unwrap();
+    std::fs::set_permissions(
+        &token_file,
+        std::os::unix::fs::PermissionsExt::from_mode(0o600),
+    )
+    .unwrap();
+    let service = service::Service::start(&dir.path().join("data"), &token_file, &[]);
+    let (status, body) = service.request("POST", "/v1/events", Some("a-long-enough-token"), EVENTS);
+    assert_eq!(status, 200, "{body}");
+
+    let local = dir.path().join("local.svg");
+    let out = plot(
+        dir.path(),
+        &["tree", "--width-px", "900", "-o", local.to_str().unwrap()],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let local = std::fs::read_to_string(&local).unwrap();
+    let (status, served) = service.request("GET", "/v1/plot/tree.svg?width_px=900", None, "");
+    assert_eq!(status, 200, "{served}");
+    assert_eq!(served, local);
+
+    let remote = dir.path().join("remote.svg");
+    let url = format!("http://{}", service.address);
+    let out = fairflow(&[
+        "plot",
+        "tree",
+        "--server",
+        &url,
+        "--width-px",
+        "900",
+        "-o",
+        remote.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(std::fs::read_to_string(&remote).unwrap(), local);
+
+    let (status, page) = service.request("GET", "/", None, "");
+    assert_eq!(status, 200);
+    assert!(page.contains("<title>fairflow · live</title>"), "{page}");
+    let (status, body) = service.request("GET", "/v1/plot/tree.svg?color=pink", None, "");
+    assert_eq!(status, 400);
+    assert!(body.contains("usage or factor"), "{body}");
+    let (status, _) = service.request("GET", "/v1/plot/tree.svg?width_px=5", None, "");
+    assert_eq!(status, 400);
+    service.kill();
 }

@@ -5,8 +5,8 @@
 
 use fairflow_engine::Engine;
 use fairflow_ingest::{LogLine, Rejection};
-use fairflow_serve::slurm_json::{self, JobFacts};
 use fairflow_serve::plot::tree::{TreeOptions, TreePicture};
+use fairflow_serve::slurm_json::{self, JobFacts};
 use fairflow_serve::{audit, explain, plot, position, sprio, sshare, top};
 
 use crate::backend::{Backend, Gauges, Query, QueryError};
