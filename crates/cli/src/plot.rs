@@ -152,13 +152,17 @@ fn read_logs(paths: &[String]) -> anyhow::Result<Vec<(String, Vec<LogLine>)>> {
 /// A followed association: `(account, user)`; an account has no user.
 type Key = (String, Option<String>);
 
+/// One sample's values: per followed association, its fair-share factor,
+/// raw usage and queue position.
+type Values = BTreeMap<Key, [Option<f64>; 3]>;
+
 /// One sample: each followed association's fair-share factor, raw usage
 /// and queue position.
 fn sample(
     engine: &mut dyn Engine,
     users: &[String],
     accounts: &[String],
-) -> anyhow::Result<BTreeMap<Key, [Option<f64>; 3]>> {
+) -> anyhow::Result<Values> {
     let table = engine.fairshare()?;
     let factors = engine.user_factors()?;
     let queue = engine.top(usize::MAX)?;
@@ -235,7 +239,7 @@ fn run_history(args: &HistoryArgs) -> anyhow::Result<()> {
 
     let mut engine = BatchEngine::new(args.config.initial_config()?);
     let mut rejected = 0usize;
-    let mut samples: Vec<(Time, BTreeMap<Key, [Option<f64>; 3]>)> = Vec::new();
+    let mut samples: Vec<(Time, Values)> = Vec::new();
     for (at, batch) in sampled_times(logs, first, every as Time) {
         if !batch.is_empty() {
             rejected += engine.apply(batch)?.len();
