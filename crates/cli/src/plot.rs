@@ -50,8 +50,8 @@ pub struct TreeArgs {
     #[arg(long, value_name = "WHAT", default_value = "usage", value_parser = ["usage", "factor"])]
     color: String,
     /// Children narrower than this are drawn as one "N others" box per parent.
-    #[arg(long, value_name = "N", default_value_t = 4.0)]
-    min_width_px: f64,
+    #[arg(long, value_name = "N", default_value_t = 4)]
+    min_width_px: u32,
     /// The picture's width in pixels.
     #[arg(long, value_name = "N", default_value_t = 1200)]
     width_px: u32,
@@ -108,9 +108,6 @@ fn write(path: &str, bytes: &[u8]) -> anyhow::Result<()> {
 
 fn run_tree(args: &TreeArgs) -> anyhow::Result<()> {
     let format = image_format(&args.output)?;
-    if !(args.min_width_px >= 0.0 && args.min_width_px.is_finite()) {
-        bail!("--min-width-px {}: a width is 0 or more", args.min_width_px);
-    }
     let color = TreeColor::parse(&args.color).expect("clap keeps to the listed values");
     if args.state.server.is_some() && format == ImageFormat::Png {
         bail!("with --server the tree comes as SVG: write it to a .svg file");
@@ -129,7 +126,7 @@ fn run_tree(args: &TreeArgs) -> anyhow::Result<()> {
     };
     let options = TreeOptions {
         color,
-        min_width_px: args.min_width_px,
+        min_width_px: args.min_width_px as f64,
         width_px: args.width_px,
     };
     let picture = TreePicture::new(&engine.fairshare()?, &options);
