@@ -1,7 +1,8 @@
 //! `fairflow plot tree` and `fairflow plot history` end to end: the files
 //! they write, checked structurally (boxes at hand-computed widths, labels,
 //! panels and lines), PNGs decoding to their size, the service's picture
-//! equal to the command's, and bad requests refused with a message.
+//! and the page's overview equal to the command's, and bad requests refused
+//! with a message.
 
 #[path = "support/binary.rs"]
 mod binary;
@@ -190,6 +191,18 @@ fn the_service_draws_the_same_tree() {
     ]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(std::fs::read_to_string(&remote).unwrap(), local);
+
+    // The page's overview: the same picture, and the accounts by usage. B
+    // charged 300 of root's 400 (0.75), A 100 (0.25).
+    let (status, body) = service.request("GET", "/v1/overview?width_px=900", None, "");
+    assert_eq!(status, 200, "{body}");
+    let overview: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(overview["tree_svg"].as_str().unwrap(), local);
+    assert_eq!(overview["accounts"][0]["account"], "B");
+    assert_eq!(overview["accounts"][0]["usage_share"], 0.75);
+    assert_eq!(overview["accounts"][0]["norm_shares"], 0.25);
+    assert_eq!(overview["accounts"][1]["account"], "A");
+    assert_eq!(overview["accounts"][1]["usage_share"], 0.25);
 
     let (status, page) = service.request("GET", "/", None, "");
     assert_eq!(status, 200);
