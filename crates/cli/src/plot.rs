@@ -236,10 +236,15 @@ fn run_history(args: &HistoryArgs) -> anyhow::Result<()> {
 
     let mut engine = BatchEngine::new(args.config.initial_config()?);
     let mut rejected = 0usize;
+    let source = args.events.join(", ");
     let mut samples: Vec<(Time, Values)> = Vec::new();
     for (at, batch) in sampled_times(logs, first, every as Time) {
         if !batch.is_empty() {
-            rejected += engine.apply(batch)?.len();
+            for rejection in engine.apply(batch)? {
+                // Lines are numbered within their log.
+                eprintln!("{source}: {rejection}");
+                rejected += 1;
+            }
         }
         if let Some(at) = at {
             engine.advance_to(at)?;

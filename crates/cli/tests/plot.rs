@@ -147,6 +147,30 @@ fn bad_requests_are_refused_with_a_reason() {
     );
     let out = plot(dir.path(), &["history", "-o", svg.to_str().unwrap()]);
     assert!(text(&out.stderr).contains("nothing to follow"));
+
+    // A rejected line is reported with its line number; the rest is drawn.
+    let log = dir.path().join("with-a-bad-line.jsonl");
+    std::fs::write(
+        &log,
+        format!("{EVENTS}{{\"op\":\"submit\",\"t\":9000,\"job\":\"j9\",\"user\":\"zed\",\"account\":\"A\"}}\n"),
+    )
+    .unwrap();
+    let out = fairflow(&[
+        "plot",
+        "history",
+        "--users",
+        "a1",
+        "--events",
+        log.to_str().unwrap(),
+        "-o",
+        svg.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("line 12"),
+        "{}",
+        text(&out.stderr)
+    );
 }
 
 /// The service draws the same tree (`GET /v1/plot/tree.svg`, and `plot tree
