@@ -1,7 +1,7 @@
 //! The `fairflow` binary: parses the command line and prints what the engines
 //! answer. The only place that uses `anyhow` and prints to stdout.
 //!
-//! One module per subcommand (`sshare`, `sprio`, `top`, `explain`, `position`, `audit`, `demo`,
+//! One module per subcommand (`sshare`, `sprio`, `top`, `explain`, `position`, `audit`, `plot`, `demo`,
 //! `import`, `serve`, `loadtest`, `gen`, `replay`, `bench`, `man` and
 //! `completions` in `manpage`); `measure` holds
 //! the latency, memory and machine helpers `bench` and `demo` share; what every query
@@ -27,6 +27,7 @@ mod logging;
 mod manpage;
 mod measure;
 mod output;
+mod plot;
 mod position;
 mod remote;
 mod replay;
@@ -77,6 +78,8 @@ enum Command {
     Explain(explain::Args),
     /// Who is over- and under-served, per level; high fair-share users waiting longest.
     Audit(audit::Args),
+    /// Pictures: the fair-share tree (`plot tree`), a replay's history (`plot history`).
+    Plot(plot::Args),
     /// A job's place in line: its rank, the jobs ahead by account, the gap to the next.
     Position(position::Args),
     /// Slurm's classic fair-share example under every algorithm (no files needed).
@@ -122,6 +125,7 @@ fn main() -> ExitCode {
         Command::FluxJobs(args) => flux_views::run_flux_jobs(&args),
         Command::Explain(args) => explain::run(&args),
         Command::Position(args) => position::run(&args),
+        Command::Plot(args) => plot::run(&args),
         Command::Audit(args) => audit::run(&args),
         Command::Demo(args) => demo::run(&args),
         Command::Serve(args) => serve::run(&args),

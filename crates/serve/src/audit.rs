@@ -19,7 +19,7 @@
 
 use std::collections::BTreeMap;
 
-use fairflow_model::report::{FairshareTable, JobPriority, JobState};
+use fairflow_model::report::{FairshareRow, FairshareTable, JobPriority, JobState};
 use fairflow_model::Time;
 use serde_json::{json, Value};
 
@@ -86,17 +86,9 @@ fn difference(usage: Option<f64>, share: Option<f64>) -> Option<f64> {
     Some(usage? - share?)
 }
 
-/// The audit of `table` (in tree order), the users' fair-share `factors`
-/// and the listed jobs `listed`, as of `now`.
-pub fn audit(
-    table: &FairshareTable,
-    factors: &BTreeMap<(String, String), f64>,
-    listed: &[JobPriority],
-    now: Time,
-    min_factor: f64,
-) -> Audit {
-    let rows = &table.rows;
-    // Each row's parent: the last account row one level up.
+/// Each row's parent in a table in tree order (`None` for `root`): the
+/// last account row one level up.
+pub fn parents(rows: &[FairshareRow]) -> Vec<Option<usize>> {
     let mut parent: Vec<Option<usize>> = vec![None; rows.len()];
     let mut open: Vec<usize> = Vec::new();
     for (i, row) in rows.iter().enumerate() {
@@ -108,6 +100,20 @@ pub fn audit(
             open.push(i);
         }
     }
+    parent
+}
+
+/// The audit of `table` (in tree order), the users' fair-share `factors`
+/// and the listed jobs `listed`, as of `now`.
+pub fn audit(
+    table: &FairshareTable,
+    factors: &BTreeMap<(String, String), f64>,
+    listed: &[JobPriority],
+    now: Time,
+    min_factor: f64,
+) -> Audit {
+    let rows = &table.rows;
+    let parent = parents(rows);
     let mut sums: BTreeMap<usize, (u64, u64)> = BTreeMap::new();
     for (i, row) in rows.iter().enumerate() {
         if let Some(p) = parent[i] {

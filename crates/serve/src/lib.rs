@@ -13,6 +13,8 @@ pub mod audit;
 pub mod explain;
 pub mod flux;
 pub mod format;
+pub mod overview;
+pub mod plot;
 pub mod position;
 pub mod slurm_json;
 pub mod sprio;

@@ -76,6 +76,28 @@ pub enum Query {
         /// JSON (otherwise readable text).
         json: bool,
     },
+    /// The fair-share tree as an SVG icicle (`fairflow plot tree`).
+    PlotTree {
+        /// What the boxes' colour shows.
+        color: fairflow_serve::plot::tree::TreeColor,
+        /// Children narrower than this many pixels are one "N others" box.
+        min_width_px: u32,
+        /// The picture's width in pixels.
+        width_px: u32,
+    },
+    /// What the live page shows of the fair-share table, from one read of
+    /// it: the accounts with the most usage and the tree picture
+    /// (`fairflow_serve::overview`).
+    Overview {
+        /// How many accounts.
+        accounts: usize,
+        /// What the tree's colour shows.
+        color: fairflow_serve::plot::tree::TreeColor,
+        /// Children narrower than this many pixels are one "N others" box.
+        min_width_px: u32,
+        /// The tree picture's width in pixels.
+        width_px: u32,
+    },
     /// Why one job has its priority.
     Explain {
         /// The job id.

@@ -5,8 +5,9 @@
 
 use fairflow_engine::Engine;
 use fairflow_ingest::{LogLine, Rejection};
+use fairflow_serve::plot::tree::{TreeColor, TreeOptions, TreePicture};
 use fairflow_serve::slurm_json::{self, JobFacts};
-use fairflow_serve::{audit, explain, position, sprio, sshare, top};
+use fairflow_serve::{audit, explain, overview, plot, position, sprio, sshare, top};
 
 use crate::backend::{Backend, Gauges, Query, QueryError};
 use crate::metrics::association_gauges;
@@ -125,6 +126,24 @@ impl Backend for EngineBackend {
                 serde_json::to_string(&association_gauges(&table, *limit))
                     .expect("plain values always serialize")
             }
+            Query::PlotTree {
+                color,
+                min_width_px,
+                width_px,
+            } => {
+                let table = engine.fairshare().map_err(internal)?;
+                tree_svg(&table, *color, *min_width_px, *width_px)?
+            }
+            Query::Overview {
+                accounts,
+                color,
+                min_width_px,
+                width_px,
+            } => {
+                let table = engine.fairshare().map_err(internal)?;
+                let svg = tree_svg(&table, *color, *min_width_px, *width_px)?;
+                overview::render(&table, *accounts, &svg)
+            }
             Query::Explain { job, json } => {
                 let why = engine.explain(job).map_err(internal)?;
                 if *json {
@@ -156,6 +175,21 @@ impl Backend for EngineBackend {
             calc_period_secs: self.engine.config().calc_period_secs,
         }
     }
+}
+
+/// The share tree of `table` as SVG (`fairflow_serve::plot::tree`).
+fn tree_svg(
+    table: &fairflow_model::report::FairshareTable,
+    color: TreeColor,
+    min_width_px: u32,
+    width_px: u32,
+) -> Result<String, QueryError> {
+    let options = TreeOptions {
+        color,
+        min_width_px: min_width_px as f64,
+        width_px,
+    };
+    plot::svg(&TreePicture::new(table, &options)).map_err(|e| QueryError::BadRequest(e.to_string()))
 }
 
 /// The audit of the engine's state (`fairflow_serve::audit::audit`): its

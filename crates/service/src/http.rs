@@ -1,6 +1,7 @@
 //! The HTTP face of the service (interfaces.md): `POST /v1/events`,
 //! `GET /v1/top`, `/v1/sshare`, `/v1/sprio`, `/v1/jobs/{id}/explain`,
-//! `/v1/jobs/{id}/position`, `/v1/audit`, slurmrestd's
+//! `/v1/jobs/{id}/position`, `/v1/audit`, the live page `/` and its tree
+//! picture `/v1/plot/tree.svg` (`page`), slurmrestd's
 //! `/slurm/v0.0.46/shares` (Slurm's own JSON),
 //! `/metrics`, `/healthz`. Writing needs the bearer token (compared in
 //! constant time); reading needs it only when configured. Bodies, lines,
@@ -85,8 +86,8 @@ impl Default for HttpConfig {
 }
 
 #[derive(Clone)]
-struct AppState {
-    applier: ApplierHandle,
+pub(crate) struct AppState {
+    pub(crate) applier: ApplierHandle,
     metrics: Arc<Metrics>,
     config: Arc<HttpConfig>,
 }
@@ -113,12 +114,12 @@ fn bearer_token(value: &str) -> Option<&str> {
         .then(|| token.trim_start())
 }
 
-fn error(status: StatusCode, message: impl Into<String>) -> Response {
+pub(crate) fn error(status: StatusCode, message: impl Into<String>) -> Response {
     (status, Json(json!({ "error": message.into() }))).into_response()
 }
 
 /// `None` when the read may go ahead, else the refusal.
-fn refuse_read(state: &AppState, headers: &HeaderMap) -> Option<Response> {
+pub(crate) fn refuse_read(state: &AppState, headers: &HeaderMap) -> Option<Response> {
     if !state.config.reads_need_token {
         return None;
     }
@@ -566,6 +567,9 @@ pub fn router(applier: ApplierHandle, metrics: Arc<Metrics>, config: HttpConfig)
         .route(fairflow_serve::slurm_json::JOBS_PATH, get(get_slurm_jobs))
         .route("/v1/jobs/{id}/explain", get(get_explain))
         .route("/v1/jobs/{id}/position", get(get_position))
+        .route("/", get(crate::page::get_page))
+        .route("/v1/plot/tree.svg", get(crate::page::get_tree_svg))
+        .route("/v1/overview", get(crate::page::get_overview))
         .route("/metrics", get(get_metrics))
         .route("/healthz", get(get_healthz))
         .layer(DefaultBodyLimit::max(config.max_body_bytes))

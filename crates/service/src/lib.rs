@@ -25,6 +25,7 @@ pub mod health;
 pub mod http;
 pub mod log_limit;
 pub mod metrics;
+pub mod page;
 pub mod progress;
 pub mod quarantine;
 pub mod run;
