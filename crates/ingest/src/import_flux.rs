@@ -676,6 +676,7 @@ pub fn read_flux_db(path: &Path, t: Time) -> Result<FluxDb, FluxImportError> {
                     account,
                     user: Some(assoc.username.clone()),
                     amount: assoc.usage,
+                    period: None,
                 },
             });
         }
