@@ -6,6 +6,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// A running `fairflow serve`.
@@ -28,6 +29,17 @@ pub fn free_port() -> u16 {
 impl Service {
     /// Start the service with `extra` flags; waits until it listens.
     pub fn start(data_dir: &Path, token_file: &Path, extra: &[&str]) -> Service {
+        Self::start_logging(data_dir, token_file, extra, None)
+    }
+
+    /// [`Service::start`], keeping every line the service writes to standard
+    /// error after it began listening in `log` (when given).
+    pub fn start_logging(
+        data_dir: &Path,
+        token_file: &Path,
+        extra: &[&str],
+        log: Option<Arc<Mutex<Vec<String>>>>,
+    ) -> Service {
         let port = free_port();
         let mut child = Command::new(env!("CARGO_BIN_EXE_fairflow"))
             .args([
@@ -61,6 +73,9 @@ impl Service {
         std::thread::spawn(move || {
             let mut sink = String::new();
             while reader.read_line(&mut sink).map(|n| n > 0).unwrap_or(false) {
+                if let Some(log) = &log {
+                    log.lock().unwrap().push(sink.clone());
+                }
                 sink.clear();
             }
         });
