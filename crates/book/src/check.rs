@@ -114,7 +114,10 @@ impl Book {
                             "usage bins are kept under UsageModel=flux only".into(),
                         ));
                     }
-                    let count = state.config.flux_bins.count(state.config.decay_half_life_secs);
+                    let count = state
+                        .config
+                        .flux_bins
+                        .count(state.config.decay_half_life_secs);
                     if *period as usize >= count {
                         return Err(err(
                             "period",

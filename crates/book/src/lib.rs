@@ -282,9 +282,7 @@ impl Book {
         self.state.config.flux_bins = config;
         match (self.state.config.usage_model, bins) {
             (UsageModel::Slurm, None) => Ok(()),
-            (UsageModel::Slurm, Some(_)) => {
-                Err("usage bins under UsageModel=slurm".to_string())
-            }
+            (UsageModel::Slurm, Some(_)) => Err("usage bins under UsageModel=slurm".to_string()),
             (UsageModel::Flux, None) => {
                 let now = self.state.now;
                 self.state.enter_flux_usage(now);

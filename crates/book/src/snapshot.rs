@@ -377,7 +377,10 @@ mod tests {
         assert_eq!(applied, 5);
         assert_eq!(restored, book);
         assert_eq!(restored.state().config.flux_bins.decay_factor, 0.25);
-        assert_eq!(restored.state().config.flux_bins.reset_period_secs, 21 * 86_400);
+        assert_eq!(
+            restored.state().config.flux_bins.reset_period_secs,
+            21 * 86_400
+        );
 
         // Format 5 had no bins: a flux book then decayed continuously (here a
         // Slurm book's usage of 100 charged at 0, read at one half-life, 1

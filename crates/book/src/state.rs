@@ -614,7 +614,10 @@ impl State {
         let job = &self.jobs[job_id];
         let since = self.flux_bins.as_ref().map_or(Time::MIN, |b| b.since);
         let from = job.started_at.unwrap_or(t).max(since);
-        let rate = self.billable_rate(&job.spec, job.allocated.as_ref().unwrap_or(&TresCounts::default()));
+        let rate = self.billable_rate(
+            &job.spec,
+            job.allocated.as_ref().unwrap_or(&TresCounts::default()),
+        );
         fairflow_model::usage::flux_job_usage(rate * (t - from).max(0) as f64)
     }
 

@@ -470,7 +470,10 @@ pub fn read_flux_db(path: &Path, t: Time) -> Result<FluxDb, FluxImportError> {
     );
     set.insert("FluxDecayFactor".into(), json!(decay_factor));
     let reset_secs = positive_secs("priority_usage_reset_period")?.unwrap_or(4 * 604_800);
-    set.insert("FluxUsageResetPeriod".into(), json!(duration_text(reset_secs)));
+    set.insert(
+        "FluxUsageResetPeriod".into(),
+        json!(duration_text(reset_secs)),
+    );
     let bin_count = fairflow_model::config::FluxUsageBins {
         reset_period_secs: reset_secs,
         ..Default::default()
@@ -678,7 +681,10 @@ pub fn read_flux_db(path: &Path, t: Time) -> Result<FluxDb, FluxImportError> {
                 if !(0.0..=fairflow_model::limits::MAX_USAGE_AMOUNT_TRES_SECS).contains(&value) {
                     return Err(("value", format!("{value} is not a usage")));
                 }
-                Ok(((c.text(0, "username")?, c.text(1, "bank")?), (period, value)))
+                Ok((
+                    (c.text(0, "username")?, c.text(1, "bank")?),
+                    (period, value),
+                ))
             })();
             (key, value)
         },

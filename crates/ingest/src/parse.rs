@@ -310,7 +310,7 @@ pub fn parse_event(line: u64, text: &str) -> Result<Event, Rejection> {
                 Some(_) => {
                     return Err(f.err(
                         "period",
-                        &format!(
+                        format!(
                             "must be a usage bin from 0 to {}",
                             fairflow_model::config::MAX_FLUX_BINS - 1
                         ),

@@ -71,9 +71,11 @@ fn the_test_tree_becomes_accounts_users_queues_and_usage() {
     assert_eq!(read.queues.iter().collect::<Vec<_>>(), ["batch", "debug"]);
     assert!(!read.deny_unknown_queues);
     // The site has no bins: each job_usage goes into bin 0, and the notes say so.
-    assert!(read.notes.iter().any(|n| n.contains(
-        "6 associations with usage but no rows in job_usage_per_association_table"
-    )));
+    assert!(read
+        .notes
+        .iter()
+        .any(|n| n
+            .contains("6 associations with usage but no rows in job_usage_per_association_table")));
     // What the book accepts, in order.
     let mut book = fairflow_book::Book::new(fairflow_model::Config::default());
     for (i, event) in read.events.iter().enumerate() {
@@ -197,8 +199,15 @@ fn usage_bins_and_the_period_clock_are_imported_and_the_book_keeps_them() {
     let db = TempDb::new("bins", &[SCHEMA, SITE, bins]);
     let read = read_flux_db(&db.0, 1_000_000).unwrap();
     let got = lines(&read);
-    assert!(got[0].contains(r#""FluxHalfLifePeriodEnd":1000500"#), "{}", got[0]);
-    let usage: Vec<&String> = got.iter().filter(|l| l.contains(r#""op":"usage""#)).collect();
+    assert!(
+        got[0].contains(r#""FluxHalfLifePeriodEnd":1000500"#),
+        "{}",
+        got[0]
+    );
+    let usage: Vec<&String> = got
+        .iter()
+        .filter(|l| l.contains(r#""op":"usage""#))
+        .collect();
     assert_eq!(
         usage[..4],
         [
