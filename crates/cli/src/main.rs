@@ -36,6 +36,7 @@ mod sprio;
 mod sshare;
 mod state_args;
 mod top;
+mod whatif;
 
 #[cfg(not(target_env = "msvc"))]
 #[global_allocator]
@@ -79,6 +80,8 @@ enum Command {
     Audit(audit::Args),
     /// A job's place in line: its rank, the jobs ahead by account, the gap to the next.
     Position(position::Args),
+    /// What proposed changes (events, a slurm.conf) would do to fair-shares and the queue.
+    Whatif(whatif::Args),
     /// Slurm's classic fair-share example under every algorithm (no files needed).
     Demo(demo::Args),
     /// Convert another system's records into an event log.
@@ -123,6 +126,7 @@ fn main() -> ExitCode {
         Command::Explain(args) => explain::run(&args),
         Command::Position(args) => position::run(&args),
         Command::Audit(args) => audit::run(&args),
+        Command::Whatif(args) => whatif::run(&args),
         Command::Demo(args) => demo::run(&args),
         Command::Serve(args) => serve::run(&args),
         Command::Gen(args) => gen::run(&args),

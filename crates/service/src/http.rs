@@ -1,6 +1,6 @@
 //! The HTTP face of the service (interfaces.md): `POST /v1/events`,
 //! `GET /v1/top`, `/v1/sshare`, `/v1/sprio`, `/v1/jobs/{id}/explain`,
-//! `/v1/jobs/{id}/position`, `/v1/audit`, slurmrestd's
+//! `/v1/jobs/{id}/position`, `/v1/audit`, `POST /v1/whatif`, slurmrestd's
 //! `/slurm/v0.0.46/shares` (Slurm's own JSON),
 //! `/metrics`, `/healthz`. Writing needs the bearer token (compared in
 //! constant time); reading needs it only when configured. Bodies, lines,
@@ -34,6 +34,9 @@ use crate::metrics::{AssociationGauge, Metrics};
 use fairflow_model::report::Selection;
 use fairflow_serve::sprio::slurm_format::{Format, SlurmView};
 use fairflow_serve::OutputFormat;
+
+#[path = "whatif.rs"]
+mod whatif;
 
 /// Limits and credentials of the HTTP layer.
 #[derive(Debug, Clone)]
@@ -566,6 +569,7 @@ pub fn router(applier: ApplierHandle, metrics: Arc<Metrics>, config: HttpConfig)
         .route(fairflow_serve::slurm_json::JOBS_PATH, get(get_slurm_jobs))
         .route("/v1/jobs/{id}/explain", get(get_explain))
         .route("/v1/jobs/{id}/position", get(get_position))
+        .route("/v1/whatif", post(whatif::post_whatif))
         .route("/metrics", get(get_metrics))
         .route("/healthz", get(get_healthz))
         .layer(DefaultBodyLimit::max(config.max_body_bytes))
