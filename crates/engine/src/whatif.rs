@@ -184,7 +184,8 @@ mod tests {
         // Job 2 passes job 1: each moves one place; job 1 loses 250 points
         // (500 -> 250), job 2 gains 129 (500 -> 1000 * 0.62996 = 629.96,
         // truncated as Slurm does: 629): job 1 first.
-        let moved: Vec<(&str, Option<u64>, Option<u64>, Option<u64>, Option<u64>)> = answer
+        type Row<'a> = (&'a str, Option<u64>, Option<u64>, Option<u64>, Option<u64>);
+        let moved: Vec<Row> = answer
             .jobs
             .iter()
             .map(|j| {
