@@ -1,7 +1,7 @@
 //! The `fairflow` binary: parses the command line and prints what the engines
 //! answer. The only place that uses `anyhow` and prints to stdout.
 //!
-//! One module per subcommand (`sshare`, `sprio`, `top`, `explain`, `position`, `audit`, `demo`,
+//! One module per subcommand (`sshare`, `sprio`, `top`, `explain`, `position`, `audit`, `whatif`, `demo`,
 //! `import`, `serve`, `loadtest`, `gen`, `replay`, `bench`, `man` and
 //! `completions` in `manpage`); `measure` holds
 //! the latency, memory and machine helpers `bench` and `demo` share; what every query
