@@ -101,7 +101,30 @@ impl Book {
                     ));
                 }
             }
-            Op::Usage { account, user, .. } => {
+            Op::Usage {
+                account,
+                user,
+                period,
+                ..
+            } => {
+                if let Some(period) = period {
+                    if state.flux_bins.is_none() {
+                        return Err(err(
+                            "period",
+                            "usage bins are kept under UsageModel=flux only".into(),
+                        ));
+                    }
+                    let count = state
+                        .config
+                        .flux_bins
+                        .count(state.config.decay_half_life_secs);
+                    if *period as usize >= count {
+                        return Err(err(
+                            "period",
+                            format!("bin {period} is beyond the {count} usage bins kept"),
+                        ));
+                    }
+                }
                 if !state.accounts.contains_key(account) {
                     return Err(err("account", format!("unknown account `{account}`")));
                 }

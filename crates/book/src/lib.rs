@@ -20,6 +20,7 @@
 
 mod changes;
 mod check;
+pub mod flux_bins;
 pub mod snapshot;
 pub mod state;
 
@@ -128,6 +129,7 @@ struct Clockwork {
     last_reset_at: Option<Time>,
     accrual_settled_to: Time,
     now: Time,
+    flux_period_end: Option<Time>,
 }
 
 impl Book {
@@ -267,6 +269,41 @@ impl Book {
         self.state.config.flux_usage = flux_usage;
     }
 
+    /// Restore flux-accounting's bin parameters and the bins (a snapshot's;
+    /// not in the serialised state). A book under `UsageModel=flux` without
+    /// bins (format 5) has its usage put in bin 0 as of its time; bins of an
+    /// association that does not exist, or under Slurm's usage model, are an error.
+    pub(crate) fn set_flux_bins(
+        &mut self,
+        config: fairflow_model::config::FluxUsageBins,
+        bins: Option<flux_bins::FluxBins>,
+    ) -> Result<(), String> {
+        use fairflow_model::config::UsageModel;
+        self.state.config.flux_bins = config;
+        match (self.state.config.usage_model, bins) {
+            (UsageModel::Slurm, None) => Ok(()),
+            (UsageModel::Slurm, Some(_)) => Err("usage bins under UsageModel=slurm".to_string()),
+            (UsageModel::Flux, None) => {
+                let now = self.state.now;
+                self.state.enter_flux_usage(now);
+                Ok(())
+            }
+            (UsageModel::Flux, Some(bins)) => {
+                if let Some((account, user)) = bins.bins.keys().find(|(account, user)| match user {
+                    None => !self.state.accounts.contains_key(account),
+                    Some(user) => !self.has_assoc(account, user),
+                }) {
+                    return Err(format!(
+                        "usage bins for `{account}`/`{}`, which does not exist",
+                        user.as_deref().unwrap_or("")
+                    ));
+                }
+                self.state.flux_bins = Some(bins);
+                Ok(())
+            }
+        }
+    }
+
     /// `INCR_ONLY`: remember a pending job's pair priorities evaluated now
     /// (`State::remember_pair_priorities`); the other part of the state an
     /// engine writes itself.
@@ -394,6 +431,7 @@ impl Book {
             last_reset_at: self.state.last_reset_at,
             accrual_settled_to: self.state.accrual_settled_to,
             now: self.state.now,
+            flux_period_end: self.state.flux_bins.as_ref().and_then(|b| b.period_end),
         }
     }
 
@@ -408,6 +446,7 @@ impl Book {
         if state.frame != before.frame
             || state.next_reset != before.next_reset
             || state.last_reset_at != before.last_reset_at
+            || state.flux_bins.as_ref().and_then(|b| b.period_end) != before.flux_period_end
         {
             changes.all_assocs = true;
         }

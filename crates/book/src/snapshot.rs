@@ -31,11 +31,18 @@
 //!   configuration's usage model (`UsageModel` and flux-accounting's usage
 //!   weights); 2 to 4 had none, so they read back without pair floors and
 //!   with Slurm's usage model.
+//! - 6 adds, after the usage model, flux-accounting's bin parameters
+//!   (`FluxUsageResetPeriod`, `FluxDecayFactor`, `FluxHalfLifePeriodEnd`)
+//!   and the book's bins (`State::flux_bins`: every association's bins and
+//!   the period clock); 2 to 5 had none: a format-5 book under
+//!   `UsageModel=flux` (whose usage decayed continuously) reads back with
+//!   the default parameters and its usage as of its time in bin 0.
 
 use std::collections::BTreeMap;
 
-use fairflow_model::config::{FluxUsageWeights, UsageModel};
+use fairflow_model::config::{FluxUsageBins, FluxUsageWeights, UsageModel};
 
+use crate::flux_bins::FluxBins;
 use crate::Book;
 
 /// The first bytes of every snapshot.
@@ -43,7 +50,7 @@ pub const MAGIC: &[u8; 8] = b"FFLOWENG";
 
 /// The format version this build writes (and reads; see the module's
 /// "Versions" for the older ones).
-pub const VERSION: u32 = 5;
+pub const VERSION: u32 = 6;
 
 /// The oldest format version this build reads (converting it).
 pub const OLDEST_READ: u32 = 2;
@@ -77,6 +84,8 @@ struct BodyRef<'a> {
     pair_floors: &'a BTreeMap<String, Vec<u64>>,
     usage_model: UsageModel,
     flux_usage: &'a FluxUsageWeights,
+    flux_bins_config: &'a FluxUsageBins,
+    flux_bins: &'a Option<FluxBins>,
 }
 
 /// The body of versions 2 and 3.
@@ -96,6 +105,17 @@ struct BodyV4 {
 
 /// The body of version 5.
 #[derive(serde::Deserialize)]
+struct BodyV5 {
+    book: Book,
+    applied: u64,
+    tiers: BTreeMap<String, u16>,
+    pair_floors: BTreeMap<String, Vec<u64>>,
+    usage_model: UsageModel,
+    flux_usage: FluxUsageWeights,
+}
+
+/// The body of version 6.
+#[derive(serde::Deserialize)]
 struct Body {
     book: Book,
     applied: u64,
@@ -103,6 +123,24 @@ struct Body {
     pair_floors: BTreeMap<String, Vec<u64>>,
     usage_model: UsageModel,
     flux_usage: FluxUsageWeights,
+    flux_bins_config: FluxUsageBins,
+    flux_bins: Option<FluxBins>,
+}
+
+impl Body {
+    /// A body of the formats before 6 (no bins).
+    fn without_bins(book: Book, applied: u64, tiers: BTreeMap<String, u16>) -> Self {
+        Body {
+            book,
+            applied,
+            tiers,
+            pair_floors: BTreeMap::new(),
+            usage_model: UsageModel::default(),
+            flux_usage: FluxUsageWeights::default(),
+            flux_bins_config: FluxUsageBins::default(),
+            flux_bins: None,
+        }
+    }
 }
 
 /// `book`, which applied `applied` events, as a snapshot.
@@ -121,6 +159,8 @@ pub fn encode(book: &Book, applied: u64) -> Vec<u8> {
         pair_floors: &book.state().pair_floor,
         usage_model: book.state().config.usage_model,
         flux_usage: &book.state().config.flux_usage,
+        flux_bins_config: &book.state().config.flux_bins,
+        flux_bins: &book.state().flux_bins,
     })
     .expect("a book is always serialisable");
     let mut bytes = Vec::with_capacity(HEADER_BYTES + body.len());
@@ -163,23 +203,17 @@ pub fn decode(bytes: &[u8]) -> Result<(Book, u64), SnapshotError> {
         |e: postcard::Error| SnapshotError::Corrupt(format!("cannot decode the book: {e}"));
     let mut body: Body = if version <= 3 {
         let old: BodyV3 = postcard::from_bytes(body).map_err(undecodable)?;
-        Body {
-            book: old.book,
-            applied: old.applied,
-            tiers: BTreeMap::new(),
-            pair_floors: BTreeMap::new(),
-            usage_model: UsageModel::default(),
-            flux_usage: FluxUsageWeights::default(),
-        }
+        Body::without_bins(old.book, old.applied, BTreeMap::new())
     } else if version == 4 {
         let old: BodyV4 = postcard::from_bytes(body).map_err(undecodable)?;
+        Body::without_bins(old.book, old.applied, old.tiers)
+    } else if version == 5 {
+        let old: BodyV5 = postcard::from_bytes(body).map_err(undecodable)?;
         Body {
-            book: old.book,
-            applied: old.applied,
-            tiers: old.tiers,
-            pair_floors: BTreeMap::new(),
-            usage_model: UsageModel::default(),
-            flux_usage: FluxUsageWeights::default(),
+            pair_floors: old.pair_floors,
+            usage_model: old.usage_model,
+            flux_usage: old.flux_usage,
+            ..Body::without_bins(old.book, old.applied, old.tiers)
         }
     } else {
         postcard::from_bytes(body).map_err(undecodable)?
@@ -194,6 +228,9 @@ pub fn decode(bytes: &[u8]) -> Result<(Book, u64), SnapshotError> {
         .set_pair_floors(body.pair_floors)
         .map_err(SnapshotError::Corrupt)?;
     body.book.set_usage_model(body.usage_model, body.flux_usage);
+    body.book
+        .set_flux_bins(body.flux_bins_config, body.flux_bins)
+        .map_err(SnapshotError::Corrupt)?;
     Ok((body.book, body.applied))
 }
 
@@ -242,12 +279,12 @@ mod tests {
             decode(&bytes[..10]),
             Err(SnapshotError::Corrupt(_))
         ));
-        other_version[8] = 6;
+        other_version[8] = 7;
         let refused = decode(&other_version).unwrap_err();
-        assert_eq!(refused, SnapshotError::Version { found: 6 });
+        assert_eq!(refused, SnapshotError::Version { found: 7 });
         assert_eq!(
             refused.to_string(),
-            "snapshot format version 6 is not supported (this build reads versions 2 to 5); \
+            "snapshot format version 7 is not supported (this build reads versions 2 to 6); \
              rebuild the state from the event log"
         );
     }
@@ -320,6 +357,61 @@ mod tests {
         assert_eq!(applied, 5);
         assert!(old.state().pair_floor.is_empty());
         assert_eq!(old.state().config.usage_model, UsageModel::Slurm);
+    }
+
+    #[test]
+    fn flux_usage_bins_survive_a_snapshot_and_a_version_5_flux_book_reads_its_usage_into_bin_0() {
+        use fairflow_model::usage::FRAME_UNITS_PER_TRES_SEC as NS;
+        let log = r#"{"op":"config","t":0,"set":{"UsageModel":"flux","FluxUsageResetPeriod":"21-0","FluxDecayFactor":0.25}}
+{"op":"account","t":0,"name":"a","shares":1}
+{"op":"user","t":0,"user":"u","account":"a","shares":1}
+{"op":"usage","t":0,"account":"a","user":"u","amount":80,"period":1}
+{"op":"usage","t":5,"account":"a","user":"u","amount":8}
+"#;
+        let book = book_of(log);
+        let key = ("a".to_string(), Some("u".to_string()));
+        // 3 weeks of 1-week bins: [8, 80, 0].
+        let bins = &book.state().flux_bins.as_ref().unwrap().bins[&key];
+        assert_eq!(bins, &vec![8 * NS, 80 * NS, 0]);
+        let (restored, applied) = decode(&encode(&book, 5)).unwrap();
+        assert_eq!(applied, 5);
+        assert_eq!(restored, book);
+        assert_eq!(restored.state().config.flux_bins.decay_factor, 0.25);
+        assert_eq!(
+            restored.state().config.flux_bins.reset_period_secs,
+            21 * 86_400
+        );
+
+        // Format 5 had no bins: a flux book then decayed continuously (here a
+        // Slurm book's usage of 100 charged at 0, read at one half-life, 1
+        // week: 50). It reads back with its usage as of then in bin 0.
+        let slurm = book_of(
+            r#"{"op":"account","t":0,"name":"a","shares":1}
+{"op":"user","t":0,"user":"u","account":"a","shares":1}
+{"op":"usage","t":0,"account":"a","user":"u","amount":100}
+{"op":"tick","t":604800}
+"#,
+        );
+        let body = postcard::to_stdvec(&(
+            &slurm,
+            4u64,
+            BTreeMap::<String, u16>::new(),
+            BTreeMap::<String, Vec<u64>>::new(),
+            UsageModel::Flux,
+            FluxUsageWeights::default(),
+        ))
+        .unwrap();
+        let mut bytes = MAGIC.to_vec();
+        bytes.extend_from_slice(&5u32.to_le_bytes());
+        bytes.extend_from_slice(&crc32fast::hash(&body).to_le_bytes());
+        bytes.extend_from_slice(&body);
+        let (old, applied) = decode(&bytes).unwrap();
+        assert_eq!(applied, 4);
+        assert_eq!(old.state().config.usage_model, UsageModel::Flux);
+        let bins = &old.state().flux_bins.as_ref().unwrap().bins[&key];
+        assert_eq!(bins, &vec![50 * NS, 0, 0, 0]);
+        let own = old.state().users[&("a".into(), "u".into())].usage;
+        assert_eq!(old.state().visible_usage(&own), 50 * NS);
     }
 
     #[test]

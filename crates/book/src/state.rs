@@ -16,6 +16,8 @@ use fairflow_model::{Config, Event, Shares, Time};
 
 use fairflow_model::reset::{next_reset_after, reset_at_or_before};
 
+use crate::flux_bins::{BinKey, BinParams, FluxBins};
+
 /// An account.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Account {
@@ -304,6 +306,12 @@ pub struct State {
     /// [`Account::created`] is one more.
     #[serde(default)]
     pub accounts_created: u64,
+    /// flux-accounting's usage bins, under `UsageModel=flux` (`None` under
+    /// Slurm's): every association's settled usage is the sum of its bins.
+    /// Not in the serialised state: the snapshot carries them after the book
+    /// (format 6, `snapshot`).
+    #[serde(skip)]
+    pub flux_bins: Option<FluxBins>,
     /// Derived: the jobs that may be running (see [`RunningIndex`]).
     #[serde(skip)]
     running_index: RunningIndex,
@@ -347,7 +355,7 @@ impl State {
                 created: 0,
             },
         );
-        let frame = DecayFrame::new(config.decay_half_life_secs, 0);
+        let frame = DecayFrame::new(config.frame_half_life_secs(), 0);
         State {
             now: 0,
             next_reset: None,
@@ -366,6 +374,7 @@ impl State {
             pair_floor: BTreeMap::new(),
             accrual_settled_to: Time::MIN,
             accounts_created: 0,
+            flux_bins: None,
             running_index: RunningIndex {
                 ids: BTreeSet::new(),
                 complete: true,
@@ -398,6 +407,12 @@ impl State {
     pub fn advance_to(&mut self, t: Time) {
         if t < self.now {
             return;
+        }
+        let params = BinParams::of(&self.config);
+        if let Some(bins) = &mut self.flux_bins {
+            if bins.update(t, params) {
+                self.settle_flux_bins();
+            }
         }
         if let Some(first) = self.next_reset.filter(|b| *b <= t) {
             let period = self.config.usage_reset_period;
@@ -559,6 +574,131 @@ impl State {
         self.credential_usage.clear();
         self.last_reset_at = Some(t);
         self.frame = next;
+        if let Some(bins) = &mut self.flux_bins {
+            bins.bins.clear();
+        }
+    }
+
+    /// Set every association's settled usage to the sum of its bins (under
+    /// `UsageModel=flux`).
+    fn settle_flux_bins(&mut self) {
+        let Some(bins) = &self.flux_bins else {
+            return;
+        };
+        for (name, account) in self.accounts.iter_mut() {
+            account.usage.settled = bins.total(&(name.clone(), None));
+        }
+        for ((account, user), assoc) in self.users.iter_mut() {
+            assoc.usage.settled = bins.total(&(account.clone(), Some(user.clone())));
+        }
+    }
+
+    /// Charge `usage` (frame units) to an association under
+    /// `UsageModel=flux`, as a job completing at `t` (flux-accounting's
+    /// update), or into bin `period` as it is.
+    fn charge_flux(&mut self, key: BinKey, usage: FrameUsage, t: Time, period: Option<u32>) {
+        let params = BinParams::of(&self.config);
+        let bins = self.flux_bins.as_mut().expect("UsageModel=flux");
+        match period {
+            Some(period) => bins.charge_into(&key, period as usize, usage, params.count),
+            None => bins.charge_completed(&key, usage, t, params),
+        }
+        let total = bins.total(&key);
+        self.own_usage_mut(&key.0, key.1.as_deref()).settled = total;
+    }
+
+    /// A job's usage ending at `t` as flux-accounting counts it: its weighted
+    /// rate times its run (from its start, or from when `UsageModel=flux` came
+    /// into force if later), rounded to five decimals.
+    fn flux_job_usage(&self, job_id: &str, t: Time) -> FrameUsage {
+        let job = &self.jobs[job_id];
+        let since = self.flux_bins.as_ref().map_or(Time::MIN, |b| b.since);
+        let from = job.started_at.unwrap_or(t).max(since);
+        let rate = self.billable_rate(
+            &job.spec,
+            job.allocated.as_ref().unwrap_or(&TresCounts::default()),
+        );
+        fairflow_model::usage::flux_job_usage(rate * (t - from).max(0) as f64)
+    }
+
+    /// Bring `UsageModel=flux` into force at `t` (a `config` event, or a
+    /// snapshot of an older format restored): what running jobs accrued so
+    /// far is settled, usage is kept as of `t` without continuous decay, each
+    /// association's usage becomes its bin 0, and running jobs stop accruing
+    /// (their usage counts when they end, from `t`).
+    pub(crate) fn enter_flux_usage(&mut self, t: Time) {
+        self.settle_accrual_to(t);
+        let old = self.frame;
+        let next = DecayFrame::new(0, t);
+        self.convert_usage(|usage| old.rebased(usage, &next, t));
+        self.frame = next;
+        let period_end = self
+            .config
+            .flux_bins
+            .period_end
+            .unwrap_or(t + self.config.decay_half_life_secs);
+        let mut bins = FluxBins::new(period_end, t);
+        let count = BinParams::of(&self.config).count;
+        let own = self
+            .accounts
+            .iter()
+            .map(|(name, a)| ((name.clone(), None), a.usage.settled))
+            .chain(
+                self.users
+                    .iter()
+                    .map(|((a, u), assoc)| ((a.clone(), Some(u.clone())), assoc.usage.settled)),
+            );
+        for (key, usage) in own.filter(|(_, usage)| *usage > 0) {
+            bins.charge_into(&key, 0, usage, count);
+        }
+        self.flux_bins = Some(bins);
+        self.restart_running_accrual(t);
+    }
+
+    /// Leave `UsageModel=flux` at `t`: the bins go (each association keeps
+    /// their sum), usage decays continuously again from `t`, and running jobs
+    /// accrue at Slurm's rate from `t`.
+    fn leave_flux_usage(&mut self, t: Time) {
+        self.flux_bins = None;
+        let old = self.frame;
+        let next = DecayFrame::new(self.config.frame_half_life_secs(), t);
+        self.convert_usage(|usage| old.rebased(usage, &next, t));
+        self.frame = next;
+        self.restart_running_accrual(t);
+    }
+
+    /// Every running job accrues from `t` at the rate of the usage model in
+    /// force (none under `UsageModel=flux`), and each association's rate and
+    /// offset follow.
+    fn restart_running_accrual(&mut self, t: Time) {
+        let flux = self.config.usage_model == UsageModel::Flux;
+        let rates: Vec<(String, u128)> = self
+            .jobs
+            .values()
+            .filter(|job| matches!(job.phase, JobPhase::Running { .. }))
+            .map(|job| {
+                let rate = if flux {
+                    0
+                } else {
+                    let allocated = job.allocated.clone().unwrap_or_default();
+                    fixed_rate(self.billable_rate(&job.spec, &allocated))
+                };
+                (job.id.clone(), rate)
+            })
+            .collect();
+        let mut per_assoc: BTreeMap<(String, String), u128> = BTreeMap::new();
+        for (id, rate) in rates {
+            let job = self.jobs.get_mut(&id).expect("listed above");
+            job.phase = JobPhase::Running { since: t, rate };
+            *per_assoc
+                .entry((job.account.clone(), job.user.clone()))
+                .or_default() += rate;
+        }
+        for (key, assoc) in self.users.iter_mut() {
+            assoc.usage.rate = per_assoc.get(key).copied().unwrap_or(0);
+        }
+        self.accrual_settled_to = self.accrual_settled_to.max(t);
+        self.recompute_rate_offsets();
     }
 
     /// A partition list (`a,b`) in Slurm's `part_ptr_list` order: by
@@ -778,6 +918,42 @@ impl State {
         }
     }
 
+    /// A `config` event under `UsageModel=flux`: a new half-life, span or
+    /// decay factor empties every bin (flux-accounting's `edit-config`
+    /// clears the bins); `FluxHalfLifePeriodEnd` restarts the period clock.
+    fn reconfigure_flux_bins(
+        &mut self,
+        t: Time,
+        period_end_given: bool,
+        (old_params, old_bins): (BinParams, fairflow_model::config::FluxUsageBins),
+    ) {
+        let params = BinParams::of(&self.config);
+        let bins = self.flux_bins.as_mut().expect("UsageModel=flux");
+        if params != old_params
+            || self.config.flux_bins.reset_period_secs != old_bins.reset_period_secs
+        {
+            bins.bins.clear();
+        }
+        if period_end_given {
+            bins.period_end = self.config.flux_bins.period_end;
+            // The clock restarts: the next update reads it afresh.
+            bins.updated_at = None;
+            let _ = bins.update(t, params);
+        }
+        self.settle_flux_bins();
+    }
+
+    /// Under `UsageModel=flux`, charge a running job's whole usage as it ends
+    /// (or is requeued) at `t`.
+    fn charge_flux_job(&mut self, job_id: &str, t: Time) {
+        if self.flux_bins.is_some() {
+            let usage = self.flux_job_usage(job_id, t);
+            let job = &self.jobs[job_id];
+            let key = (job.account.clone(), Some(job.user.clone()));
+            self.charge_flux(key, usage, t, None);
+        }
+    }
+
     /// Apply an event [`crate::Book::check`] accepted (through
     /// [`crate::Book::apply`], which also keeps the book's indexes).
     pub(crate) fn apply(&mut self, event: &Event) {
@@ -840,6 +1016,9 @@ impl State {
                 let removed = self.accounts.remove(name).expect("validated account");
                 let parent = removed.parent.expect("root is never removed");
                 self.own_usage_mut(&parent, None).add(&removed.usage);
+                if let Some(bins) = &mut self.flux_bins {
+                    bins.absorb(&(name.clone(), None), &(parent, None));
+                }
             }
             Op::RemoveUser { user, account } => {
                 self.jobs
@@ -849,14 +1028,23 @@ impl State {
                     .remove(&(account.clone(), user.clone()))
                     .expect("validated association");
                 self.own_usage_mut(account, None).add(&removed.usage);
+                if let Some(bins) = &mut self.flux_bins {
+                    let key = (account.clone(), Some(user.clone()));
+                    bins.absorb(&key, &(account.clone(), None));
+                }
             }
             Op::Usage {
                 account,
                 user,
                 amount,
+                period,
             } => {
                 let value = self.frame.point_usage(*amount, t);
-                self.own_usage_mut(account, user.as_deref()).settled += value;
+                if self.flux_bins.is_some() {
+                    self.charge_flux((account.clone(), user.clone()), value, t, *period);
+                } else {
+                    self.own_usage_mut(account, user.as_deref()).settled += value;
+                }
                 *self
                     .credential_usage
                     .entry((Credential::Group, account.clone()))
@@ -921,7 +1109,13 @@ impl State {
                     .clone()
                     .or_else(|| entry.spec.tres.clone())
                     .unwrap_or_default();
-                let rate = fixed_rate(self.billable_rate(&entry.spec, &allocated));
+                // Under `UsageModel=flux` a job charges nothing while it runs:
+                // its whole usage counts when it ends (`charge_flux_job`).
+                let rate = if self.flux_bins.is_some() {
+                    0
+                } else {
+                    fixed_rate(self.billable_rate(&entry.spec, &allocated))
+                };
                 let (account, user) = (entry.account.clone(), entry.user.clone());
                 let clock = self.frame.clock(t);
                 let usage = self.own_usage_mut(&account, Some(&user));
@@ -939,6 +1133,7 @@ impl State {
                 self.pair_floor.remove(job);
             }
             Op::End { job } => {
+                self.charge_flux_job(job, t);
                 self.stop_accrual(job, t);
                 let ended = &self.jobs[job];
                 if let (Some(started_at), Some(limit_secs)) =
@@ -959,6 +1154,7 @@ impl State {
                 self.jobs.remove(job);
             }
             Op::Requeue { job } => {
+                self.charge_flux_job(job, t);
                 self.stop_accrual(job, t);
                 let entry = self.jobs.get_mut(job).expect("validated job");
                 entry.phase = JobPhase::Pending;
@@ -977,11 +1173,23 @@ impl State {
             }
             Op::Config { set } => {
                 let next = self.config.patched(set).expect("validated config");
-                let old_half_life = self.config.decay_half_life_secs;
+                let old_half_life = self.config.frame_half_life_secs();
                 let old_period = self.config.usage_reset_period;
                 let old_calc_period = self.config.calc_period_secs;
+                let old_model = self.config.usage_model;
+                let old_bins = (BinParams::of(&self.config), self.config.flux_bins.clone());
                 self.config = next;
-                if self.config.decay_half_life_secs != old_half_life {
+                if self.config.usage_model != old_model {
+                    match self.config.usage_model {
+                        UsageModel::Flux => self.enter_flux_usage(t),
+                        UsageModel::Slurm => self.leave_flux_usage(t),
+                    }
+                } else if self.config.usage_model == UsageModel::Flux {
+                    let period_end_given = set
+                        .keys()
+                        .any(|k| k.eq_ignore_ascii_case("FluxHalfLifePeriodEnd"));
+                    self.reconfigure_flux_bins(t, period_end_given, old_bins);
+                } else if self.config.frame_half_life_secs() != old_half_life {
                     // With continuous accrual, what running jobs accrued so far
                     // decayed at the old half-life: settle it in the old frame
                     // first, or the re-base would re-integrate it at the new one.
@@ -990,7 +1198,7 @@ impl State {
                     if old_calc_period <= 0 {
                         self.settle_accrual_to(t);
                     }
-                    self.rebase(DecayFrame::new(self.config.decay_half_life_secs, t), t);
+                    self.rebase(DecayFrame::new(self.config.frame_half_life_secs(), t), t);
                 }
                 let period_given = set
                     .keys()
@@ -1101,6 +1309,42 @@ mod tests {
 {"op":"submit","t":1000,"job":"1","user":"u","account":"root","tres":{"cpu":4}}
 {"op":"start","t":1010,"job":"1"}
 "#;
+
+    #[test]
+    fn under_flux_usage_a_job_charges_its_rounded_usage_when_it_ends_and_models_switch() {
+        use fairflow_model::usage::FRAME_UNITS_PER_TRES_SEC as NS;
+        let log = r#"{"op":"config","t":0,"set":{"UsageModel":"flux","FluxNodeWeight":0.3,"FluxCoreWeight":0.001}}
+{"op":"user","t":0,"user":"u","account":"root"}
+{"op":"submit","t":0,"job":"1","user":"u","account":"root","tres":{"node":3,"cpu":7}}
+{"op":"start","t":10,"job":"1"}
+{"op":"tick","t":15}
+"#;
+        // While it runs, nothing is charged.
+        let r = replay(log);
+        assert_eq!(user_usage_tres_secs(&r.state, "root", "u"), 0.0);
+        // Ending at 17: (3 * 0.3 + 7 * 0.001) * 7 = 6.349 in f64
+        // (6.348999999999999), rounded to five decimals as Python does: 6.349 =
+        // 634_900 hundred-thousandths.
+        let ended = format!("{log}{{\"op\":\"end\",\"t\":17,\"job\":\"1\"}}\n");
+        let r = replay(&ended);
+        let own = r.state.users[&("root".to_string(), "u".to_string())].usage;
+        assert_eq!(own.settled, 634_900 * (NS / 100_000));
+        // Back to Slurm's usage model at 20: the usage stays (decaying from
+        // 20), a job started then accrues its CPUs per second.
+        let back = format!(
+            "{ended}{}",
+            r#"{"op":"config","t":20,"set":{"UsageModel":"slurm","PriorityDecayHalfLife":0}}
+{"op":"submit","t":20,"job":"2","user":"u","account":"root","tres":{"cpu":2}}
+{"op":"start","t":20,"job":"2"}
+{"op":"tick","t":30}
+"#
+        );
+        let r = replay(&back);
+        assert!(r.state.flux_bins.is_none());
+        // 6.349 + 2 CPUs * 10 s = 26.349.
+        let usage = user_usage_tres_secs(&r.state, "root", "u");
+        assert!((usage - 26.349).abs() < 1e-9, "{usage}");
+    }
 
     #[test]
     fn continuous_accrual_is_visible_at_any_time() {

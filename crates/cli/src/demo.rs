@@ -110,6 +110,7 @@ fn usage(account: &str, user: Option<&str>, amount: f64) -> Op {
         account: account.to_string(),
         user: user.map(str::to_string),
         amount,
+        period: None,
     }
 }
 

@@ -1,7 +1,7 @@
 //! The `fairflow` binary: parses the command line and prints what the engines
 //! answer. The only place that uses `anyhow` and prints to stdout.
 //!
-//! One module per subcommand (`sshare`, `sprio`, `top`, `explain`, `position`, `audit`, `plot`, `demo`,
+//! One module per subcommand (`sshare`, `sprio`, `top`, `explain`, `position`, `audit`, `plot`, `whatif`, `demo`,
 //! `import`, `serve`, `loadtest`, `gen`, `replay`, `bench`, `man` and
 //! `completions` in `manpage`); `measure` holds
 //! the latency, memory and machine helpers `bench` and `demo` share; what every query
@@ -37,6 +37,7 @@ mod sprio;
 mod sshare;
 mod state_args;
 mod top;
+mod whatif;
 
 #[cfg(not(target_env = "msvc"))]
 #[global_allocator]
@@ -82,6 +83,8 @@ enum Command {
     Plot(plot::Args),
     /// A job's place in line: its rank, the jobs ahead by account, the gap to the next.
     Position(position::Args),
+    /// What proposed changes (events, a slurm.conf) would do to fair-shares and the queue.
+    Whatif(whatif::Args),
     /// Slurm's classic fair-share example under every algorithm (no files needed).
     Demo(demo::Args),
     /// Convert another system's records into an event log.
@@ -127,6 +130,7 @@ fn main() -> ExitCode {
         Command::Position(args) => position::run(&args),
         Command::Plot(args) => plot::run(&args),
         Command::Audit(args) => audit::run(&args),
+        Command::Whatif(args) => whatif::run(&args),
         Command::Demo(args) => demo::run(&args),
         Command::Serve(args) => serve::run(&args),
         Command::Gen(args) => gen::run(&args),

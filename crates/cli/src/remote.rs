@@ -19,21 +19,57 @@ pub fn format_param(format: OutputFormat) -> &'static str {
 /// `GET {server}{path}`, with the bearer token of `token_file` if given;
 /// the body on success, the service's error message otherwise.
 pub fn get(server: &str, path: &str, token_file: Option<&Path>) -> anyhow::Result<String> {
+    exchange(server, path, None, token_file)
+}
+
+/// `POST {server}{path}` with `body`; as [`get`].
+pub fn post(
+    server: &str,
+    path: &str,
+    body: &str,
+    token_file: Option<&Path>,
+) -> anyhow::Result<String> {
+    exchange(server, path, Some(body), token_file)
+}
+
+/// One exchange: a `GET`, or a `POST` of `body`.
+fn exchange(
+    server: &str,
+    path: &str,
+    body: Option<&str>,
+    token_file: Option<&Path>,
+) -> anyhow::Result<String> {
     let url = format!("{}{path}", server.trim_end_matches('/'));
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .http_status_as_error(false)
         .timeout_global(Some(std::time::Duration::from_secs(60)))
         .build()
         .into();
-    let mut request = agent.get(&url);
-    if let Some(file) = token_file {
-        let token = std::fs::read_to_string(file)
-            .with_context(|| format!("cannot read {}", file.display()))?;
-        request = request.header("Authorization", &format!("Bearer {}", token.trim()));
-    }
-    let mut response = request
-        .call()
-        .with_context(|| format!("cannot reach {url}"))?;
+    let token = match token_file {
+        Some(file) => Some(
+            std::fs::read_to_string(file)
+                .with_context(|| format!("cannot read {}", file.display()))?,
+        ),
+        None => None,
+    };
+    let bearer = token.map(|t| format!("Bearer {}", t.trim()));
+    let sent = match body {
+        None => {
+            let mut request = agent.get(&url);
+            if let Some(bearer) = &bearer {
+                request = request.header("Authorization", bearer);
+            }
+            request.call()
+        }
+        Some(body) => {
+            let mut request = agent.post(&url);
+            if let Some(bearer) = &bearer {
+                request = request.header("Authorization", bearer);
+            }
+            request.send(body)
+        }
+    };
+    let mut response = sent.with_context(|| format!("cannot reach {url}"))?;
     let status = response.status();
     let body = response
         .body_mut()

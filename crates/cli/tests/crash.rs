@@ -64,14 +64,7 @@ fn sigkill_at_random_moments_loses_no_acknowledged_event() {
         6
     };
     let dir = tempfile::tempdir().unwrap();
-    let token_file = dir.path().join("token");
-    std::fs::write(&token_file, TOKEN).unwrap();
-    // The service refuses a token file other users can read.
-    std::fs::set_permissions(
-        &token_file,
-        std::os::unix::fs::PermissionsExt::from_mode(0o600),
-    )
-    .unwrap();
+    let token_file = service::token_file(dir.path(), TOKEN);
     let data = dir.path().join("data");
     let flags = |round: u32| {
         let workers = if round.is_multiple_of(2) { "1" } else { "2" };

@@ -9,6 +9,8 @@
 
 #[path = "support/binary.rs"]
 mod binary;
+#[path = "support/service.rs"]
+mod service;
 use binary::{fairflow, text};
 
 use std::path::PathBuf;
@@ -90,6 +92,32 @@ fn import() -> PathBuf {
     log
 }
 
+/// The queue the journal leaves, computed by hand below
+/// (`a_flux_site_from_database_and_journal_to_the_queue_on_both_engines`).
+const EXPECTED_QUEUE: [(&str, u64); 6] = [
+    ("205", 4_294_967_295),
+    ("203", 106_000),
+    ("202", 77_000),
+    ("207", 77_000),
+    ("201", 60_000),
+    ("206", 37_000),
+];
+
+/// `top --json`'s (job, priority) pairs.
+fn queue_of(top_json: &str) -> Vec<(String, u64)> {
+    let top: serde_json::Value = serde_json::from_str(top_json).unwrap();
+    top.as_array()
+        .unwrap()
+        .iter()
+        .map(|j| {
+            (
+                j["job_id"].as_str().unwrap().to_string(),
+                j["priority"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
 const ENGINES: [&[&str]; 3] = [
     &["--engine", "batch"],
     &["--engine", "incremental", "--workers", "1"],
@@ -125,30 +153,10 @@ fn a_flux_site_from_database_and_journal_to_the_queue_on_both_engines() {
     //   206 carol A debug 18:   25000 + 10000 +    0 + 2000 =  37000
     //   207 bob B none 16:      77000, after 202 (ties by job id)
     // 101 ran and ended; 208 was cancelled.
-    let expected_queue = [
-        ("205", 4_294_967_295u64),
-        ("203", 106_000),
-        ("202", 77_000),
-        ("207", 77_000),
-        ("201", 60_000),
-        ("206", 37_000),
-    ];
     let mut answers = Vec::new();
     for engine in ENGINES {
-        let top: serde_json::Value =
-            serde_json::from_str(&run(&log, &["top", "-k", "20", "--json"], engine)).unwrap();
-        let got: Vec<(String, u64)> = top
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|j| {
-                (
-                    j["job_id"].as_str().unwrap().to_string(),
-                    j["priority"].as_u64().unwrap(),
-                )
-            })
-            .collect();
-        let want: Vec<(String, u64)> = expected_queue
+        let got = queue_of(&run(&log, &["top", "-k", "20", "--json"], engine));
+        let want: Vec<(String, u64)> = EXPECTED_QUEUE
             .iter()
             .map(|(j, p)| (j.to_string(), *p))
             .collect();
@@ -225,4 +233,118 @@ fn another_schema_version_is_a_clear_error() {
         stderr.contains("schema version 37") && stderr.contains("reads version 38"),
         "{stderr}"
     );
+}
+
+/// `fairflow serve --flux-db DB --follow-flux-journal FILE` on loopback, on
+/// both engines: the database's events posted, the journal appended to the
+/// followed file with one malformed line among its lines, then `GET /v1/top`
+/// polled until the queue is the hand-computed one of the end-to-end test
+/// above; the malformed line is rejected (its line number in the service's
+/// log, one rejection in the metrics) and changes nothing.
+#[test]
+fn a_followed_flux_journal_reaches_the_services_queue() {
+    use std::io::Write;
+    use std::sync::{Arc, Mutex};
+    use std::time::{Duration, Instant};
+
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("site.db");
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute_batch(SCHEMA).unwrap();
+    conn.execute_batch(SITE).unwrap();
+    drop(conn);
+    // The database's events at 1000, before the journal's first.
+    let db_log = dir.path().join("db.jsonl");
+    let out = fairflow(&[
+        "import",
+        "flux",
+        "--db",
+        db.to_str().unwrap(),
+        "--time",
+        "1000",
+        "-o",
+        db_log.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let db_events = std::fs::read_to_string(&db_log).unwrap();
+    // The journal with a malformed line (a timestamp that is not a number)
+    // as line 6 of the followed file.
+    let mut journal_lines: Vec<&str> = JOURNAL.lines().collect();
+    let bad = r#"{"id":209,"events":[{"timestamp":"soon","name":"submit","context":{"userid":1001,"urgency":16}}]}"#;
+    journal_lines.insert(5, bad);
+    let token = "a-long-enough-token";
+    for engine in [&["--engine", "batch"][..], &["--workers", "2"]] {
+        let run_dir = tempfile::tempdir().unwrap();
+        let token_file = run_dir.path().join("token");
+        std::fs::write(&token_file, token).unwrap();
+        std::fs::set_permissions(
+            &token_file,
+            std::os::unix::fs::PermissionsExt::from_mode(0o600),
+        )
+        .unwrap();
+        let journal = run_dir.path().join("journal.jsonl");
+        std::fs::write(&journal, "").unwrap();
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let service = service::Service::start_logging(
+            &run_dir.path().join("data"),
+            &token_file,
+            &[
+                &[
+                    "--flux-db",
+                    db.to_str().unwrap(),
+                    "--follow-flux-journal",
+                    journal.to_str().unwrap(),
+                ][..],
+                engine,
+            ]
+            .concat(),
+            Some(log.clone()),
+        );
+        let (status, body) = service.request("POST", "/v1/events", Some(token), &db_events);
+        assert_eq!(status, 200, "{body}");
+        assert!(body.contains("\"rejected\":[]"), "{body}");
+        let mut file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&journal)
+            .unwrap();
+        for line in &journal_lines {
+            writeln!(file, "{line}").unwrap();
+        }
+        drop(file);
+        let want: Vec<(String, u64)> = EXPECTED_QUEUE
+            .iter()
+            .map(|(j, p)| (j.to_string(), *p))
+            .collect();
+        let started = Instant::now();
+        let mut got = Vec::new();
+        // The last line (the backlog sentinel) follows job 101's clean: the
+        // queue is final once 101 is gone and the six jobs are ranked.
+        while started.elapsed() < Duration::from_secs(30) {
+            let (status, body) = service.request("GET", "/v1/top?k=20", None, "");
+            assert_eq!(status, 200, "{body}");
+            got = queue_of(&body);
+            if got == want {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert_eq!(got, want, "{engine:?}");
+        let (_, metrics) = service.request("GET", "/metrics", None, "");
+        assert!(
+            metrics.contains("fairflow_events_rejected_total 1"),
+            "{engine:?}: {metrics}"
+        );
+        // The service's log reaches the pipe a moment after it is written.
+        let logged_by = Instant::now() + Duration::from_secs(10);
+        let mut logged = String::new();
+        while Instant::now() < logged_by && !logged.contains("rejected input: line 6: ") {
+            std::thread::sleep(Duration::from_millis(50));
+            logged = log.lock().unwrap().join("");
+        }
+        assert!(
+            logged.contains("rejected input: line 6: "),
+            "{engine:?}: {logged}"
+        );
+        service.kill();
+    }
 }

@@ -136,13 +136,7 @@ fn the_live_page_shows_the_queue_and_the_tree_and_follows_events() {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let token_file = dir.path().join("token");
-    std::fs::write(&token_file, TOKEN).unwrap();
-    std::fs::set_permissions(
-        &token_file,
-        std::os::unix::fs::PermissionsExt::from_mode(0o600),
-    )
-    .unwrap();
+    let token_file = service::token_file(dir.path(), TOKEN);
     let service = Service::start(&dir.path().join("data"), &token_file, &[]);
     let (status, body) = service.request("POST", "/v1/events", Some(TOKEN), EVENTS);
     assert_eq!(status, 200, "{body}");

@@ -86,14 +86,7 @@ fn writes_from_every_source_and_reads_equal_to_the_oracle(
     other: (&[&str], &str),
 ) {
     let dir = tempfile::tempdir().unwrap();
-    let token_file = dir.path().join("token");
-    std::fs::write(&token_file, TOKEN).unwrap();
-    // The service refuses a token file other users can read.
-    std::fs::set_permissions(
-        &token_file,
-        std::os::unix::fs::PermissionsExt::from_mode(0o600),
-    )
-    .unwrap();
+    let token_file = service::token_file(dir.path(), TOKEN);
     let jobcomp = dir.path().join("jobcomp.log");
     std::fs::write(&jobcomp, "").unwrap();
     let tap_port = free_port();
@@ -378,13 +371,7 @@ fn a_listen_beyond_loopback_with_open_reads_needs_allow_remote_reads() {
 #[test]
 fn serve_takes_a_config_file_and_the_command_line_overrides_it() {
     let dir = tempfile::tempdir().unwrap();
-    let token_file = dir.path().join("token");
-    std::fs::write(&token_file, TOKEN).unwrap();
-    std::fs::set_permissions(
-        &token_file,
-        std::os::unix::fs::PermissionsExt::from_mode(0o600),
-    )
-    .unwrap();
+    let token_file = service::token_file(dir.path(), TOKEN);
     let data = dir.path().join("data");
     let config = dir.path().join("serve.toml");
     // The file alone: the batch engine (the default is incremental), and
@@ -451,13 +438,7 @@ fn serve_takes_a_config_file_and_the_command_line_overrides_it() {
 fn calc_period_ticks_settle_the_boundary_without_an_event() {
     const PERIOD_SECS: i64 = 3600;
     let dir = tempfile::tempdir().unwrap();
-    let token_file = dir.path().join("token");
-    std::fs::write(&token_file, TOKEN).unwrap();
-    std::fs::set_permissions(
-        &token_file,
-        std::os::unix::fs::PermissionsExt::from_mode(0o600),
-    )
-    .unwrap();
+    let token_file = service::token_file(dir.path(), TOKEN);
     let wall = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()

@@ -358,6 +358,7 @@ mod tests {
                 account: "a".into(),
                 user: None,
                 amount: 3.0,
+                period: None,
             }),
         )
         .unwrap();

@@ -17,6 +17,7 @@
 
 mod batch;
 mod incremental;
+pub mod whatif;
 
 use std::collections::BTreeMap;
 

@@ -17,29 +17,33 @@
 //!   fair-share walk leaves them out.
 //! - `association_table` (`username`, `userid`, `bank`, `default_bank`,
 //!   `shares`, `job_usage`, `active`, in insertion order): one `user` event per
-//!   active association; its `job_usage` (flux-accounting's decayed usage, what
-//!   its fair-share walk reads) becomes a `usage` event at the import's time,
-//!   which fairflow decays from then on. An association in a bank that has
+//!   active association. An association in a bank that has
 //!   sub-banks is left out (flux-accounting's walk ignores it; its CLI refuses
 //!   to create one), and said so in [`FluxDb::notes`]. The `userid` and
 //!   `default_bank` columns map Flux's job events to associations
 //!   ([`FluxDb::users`]; a user's default bank is the one on their last row, as
 //!   the priority plugin loads them).
+//! - `job_usage_per_association_table` (`username`, `bank`, `period`,
+//!   `value`): each imported association's usage bins, one `usage` event with
+//!   `period` per bin that is not 0 (`UsageModel=flux` keeps them as
+//!   flux-accounting does). An association without rows there has its
+//!   `job_usage` put in bin 0 (said in the notes, as is a `job_usage` that is
+//!   not the sum of the bins: the bins are imported). A `period` beyond the
+//!   `priority_usage_reset_period / priority_decay_half_life` bins is an error.
+//! - `t_half_life_period_table` (`end_half_life_period` of the row
+//!   `cluster='cluster'`, rounded to the second): `FluxHalfLifePeriodEnd`, the
+//!   period clock; without the row the clock starts at the import's time.
 //! - `queue_table` (`queue`, `priority`): one `partition` event per queue with
 //!   its `priority` (the Flux model's queue priority).
 //! - `priority_factor_weight_table` (`factor`, `weight`): the `FluxWeight*`
 //!   parameters of the `config` event (`fairshare`, `queue`, `bank`,
 //!   `urgency`).
-//! - `config_table`: `priority_decay_half_life` (seconds) is
-//!   `PriorityDecayHalfLife`; with a `decay_factor` `f` other than 0.5, the
-//!   half-life fairflow uses is the one whose decay over one flux-accounting
-//!   period is `f`: `period * ln 2 / -ln f`, in whole seconds. `node_weight`,
+//! - `config_table`: `priority_decay_half_life` (seconds, default a week)
+//!   is `PriorityDecayHalfLife` (the bins' period), `priority_usage_reset_period`
+//!   (default 4 weeks) `FluxUsageResetPeriod` (their span) and `decay_factor`
+//!   (default 0.5) `FluxDecayFactor`. `node_weight`,
 //!   `core_weight`, `gpu_weight` are `FluxNodeWeight`, `FluxCoreWeight`,
-//!   `FluxGpuWeight` under `UsageModel=flux`. `priority_usage_reset_period` is
-//!   the span of flux-accounting's usage bins (usage older than it is
-//!   dropped); fairflow's decay is continuous and never drops usage, so it is
-//!   checked and reported in [`FluxDb::notes`], not applied (Slurm's
-//!   `PriorityUsageResetPeriod` is a calendar reset, another thing).
+//!   `FluxGpuWeight` under `UsageModel=flux`.
 //!   `deny_unknown_queues` is [`FluxDb::deny_unknown_queues`]. Other keys are
 //!   ignored.
 //!
@@ -460,24 +464,39 @@ pub fn read_flux_db(path: &Path, t: Time) -> Result<FluxDb, FluxImportError> {
             format!("{decay_factor} is not between 0 and 1"),
         ));
     }
-    let effective_half_life_secs = if decay_factor == 0.5 {
-        half_life_secs
-    } else {
-        let secs = (half_life_secs as f64 * std::f64::consts::LN_2 / -decay_factor.ln()).round();
-        notes.push(format!(
-            "decay_factor {decay_factor} over {half_life_secs} s is a half-life of {secs} s"
-        ));
-        (secs as i64).max(1)
-    };
     set.insert(
         "PriorityDecayHalfLife".into(),
-        json!(duration_text(effective_half_life_secs)),
+        json!(duration_text(half_life_secs)),
     );
-    if let Some(reset_secs) = positive_secs("priority_usage_reset_period")? {
-        notes.push(format!(
-            "priority_usage_reset_period {reset_secs} s (flux-accounting keeps {} half-life bins) is not applied: fairflow's decay is continuous",
-            (reset_secs / half_life_secs).max(1)
-        ));
+    set.insert("FluxDecayFactor".into(), json!(decay_factor));
+    let reset_secs = positive_secs("priority_usage_reset_period")?.unwrap_or(4 * 604_800);
+    set.insert(
+        "FluxUsageResetPeriod".into(),
+        json!(duration_text(reset_secs)),
+    );
+    let bin_count = fairflow_model::config::FluxUsageBins {
+        reset_period_secs: reset_secs,
+        ..Default::default()
+    }
+    .count(half_life_secs);
+    let period_ends = db.rows(
+        "t_half_life_period_table",
+        "SELECT cluster, end_half_life_period FROM t_half_life_period_table \
+         WHERE cluster = 'cluster' ORDER BY rowid",
+        |c| {
+            let key = key_text(c, 0);
+            let value = (|| {
+                let end = c.real(1, "end_half_life_period")?;
+                if !(0.0..=fairflow_model::limits::MAX_TIME as f64).contains(&end) {
+                    return Err(("end_half_life_period", format!("{end} is not a Unix time")));
+                }
+                Ok(end.round() as i64)
+            })();
+            (key, value)
+        },
+    )?;
+    if let Some(end) = period_ends.first() {
+        set.insert("FluxHalfLifePeriodEnd".into(), json!(end));
     }
     for (key, name) in [
         ("node_weight", "FluxNodeWeight"),
@@ -640,6 +659,42 @@ pub fn read_flux_db(path: &Path, t: Time) -> Result<FluxDb, FluxImportError> {
             (key, value)
         },
     )?;
+    // Usage bins, by (username, bank): (period, value).
+    let bin_rows = db.rows(
+        "job_usage_per_association_table",
+        "SELECT username, bank, period, value FROM job_usage_per_association_table \
+         ORDER BY username, bank, period",
+        |c| {
+            let key = format!("{}/{}/{}", key_text(c, 0), key_text(c, 1), key_text(c, 2));
+            let value = (|| {
+                let period = c.integer(2, "period")?;
+                let period = usize::try_from(period)
+                    .ok()
+                    .filter(|p| *p < bin_count)
+                    .ok_or_else(|| {
+                        (
+                            "period",
+                            format!("{period} is not a bin from 0 to {}", bin_count - 1),
+                        )
+                    })?;
+                let value = c.real(3, "value")?;
+                if !(0.0..=fairflow_model::limits::MAX_USAGE_AMOUNT_TRES_SECS).contains(&value) {
+                    return Err(("value", format!("{value} is not a usage")));
+                }
+                Ok((
+                    (c.text(0, "username")?, c.text(1, "bank")?),
+                    (period, value),
+                ))
+            })();
+            (key, value)
+        },
+    )?;
+    let mut bins: BTreeMap<(String, String), Vec<(usize, f64)>> = BTreeMap::new();
+    for (key, bin) in bin_rows {
+        bins.entry(key).or_default().push(bin);
+    }
+    let mut without_bins = 0usize;
+    let mut bins_differ = 0usize;
     let mut users: BTreeMap<u32, FluxUser> = BTreeMap::new();
     let mut usage_events = Vec::new();
     let mut under_sub_banks = 0usize;
@@ -669,13 +724,30 @@ pub fn read_flux_db(path: &Path, t: Time) -> Result<FluxDb, FluxImportError> {
                 priority: None,
             },
         });
-        if assoc.usage > 0.0 {
+        // Its bins; without any, its job_usage in bin 0.
+        let own_bins = match bins.get(&(assoc.username.clone(), assoc.bank.clone())) {
+            Some(rows) => {
+                let sum: f64 = rows.iter().map(|(_, v)| v).sum();
+                if (sum - assoc.usage).abs() > 1e-6 * sum.abs().max(1.0) {
+                    bins_differ += 1;
+                }
+                rows.clone()
+            }
+            None => {
+                if assoc.usage > 0.0 {
+                    without_bins += 1;
+                }
+                vec![(0, assoc.usage)]
+            }
+        };
+        for (period, amount) in own_bins.into_iter().filter(|(_, v)| *v > 0.0) {
             usage_events.push(Event {
                 t,
                 op: Op::Usage {
-                    account,
+                    account: account.clone(),
                     user: Some(assoc.username.clone()),
-                    amount: assoc.usage,
+                    amount,
+                    period: Some(period as u32),
                 },
             });
         }
@@ -699,6 +771,16 @@ pub fn read_flux_db(path: &Path, t: Time) -> Result<FluxDb, FluxImportError> {
         if !assoc.default_bank.is_empty() {
             user.default_bank = assoc.default_bank.clone();
         }
+    }
+    if without_bins > 0 {
+        notes.push(format!(
+            "{without_bins} associations with usage but no rows in job_usage_per_association_table: their job_usage is put in bin 0"
+        ));
+    }
+    if bins_differ > 0 {
+        notes.push(format!(
+            "{bins_differ} associations whose job_usage is not the sum of their bins: the bins are imported"
+        ));
     }
     if under_sub_banks > 0 {
         notes.push(format!(

@@ -1080,6 +1080,7 @@ pub fn import_slurm(input: &SlurmImport<'_>) -> Result<Vec<Event>, ImportError> 
                 account,
                 user,
                 amount,
+                period: None,
             });
         }
     }

@@ -187,6 +187,7 @@ pub fn record_to_event_in<Tz: TimeZone>(
             account,
             user: Some(user),
             amount,
+            period: None,
         },
     }))
 }
@@ -217,7 +218,8 @@ mod tests {
             Op::Usage {
                 account: "physics".into(),
                 user: Some("alice".into()),
-                amount: 57_600.0
+                amount: 57_600.0,
+                period: None,
             }
         );
     }

@@ -305,6 +305,19 @@ pub fn parse_event(line: u64, text: &str) -> Result<Event, Rejection> {
             amount: f
                 .bounded("amount", MAX_USAGE_AMOUNT_TRES_SECS)?
                 .ok_or_else(|| f.err("amount", "missing"))?,
+            period: match f.opt_u64("period")? {
+                Some(p) if p < fairflow_model::config::MAX_FLUX_BINS as u64 => Some(p as u32),
+                Some(_) => {
+                    return Err(f.err(
+                        "period",
+                        format!(
+                            "must be a usage bin from 0 to {}",
+                            fairflow_model::config::MAX_FLUX_BINS - 1
+                        ),
+                    ))
+                }
+                None => None,
+            },
         },
         "reset_usage" => Op::ResetUsage,
         "submit" => Op::Submit {
@@ -406,7 +419,8 @@ mod tests {
             Op::Usage {
                 account: "b".into(),
                 user: Some("alice".into()),
-                amount: 3600.0
+                amount: 3600.0,
+                period: None
             }
         );
         let e = parse_event(2, r#"{"op":"account","t":5,"name":"a","shares":"parent"}"#).unwrap();

@@ -111,12 +111,16 @@ pub fn event_to_json(event: &Event) -> Value {
             account,
             user,
             amount,
+            period,
         } => {
             put("account", json!(account));
             if let Some(u) = user {
                 put("user", json!(u));
             }
             put("amount", number(*amount));
+            if let Some(p) = period {
+                put("period", json!(p));
+            }
         }
         Op::ResetUsage | Op::Tick => {}
         Op::Submit {

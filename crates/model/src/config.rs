@@ -120,6 +120,51 @@ impl FluxUsageWeights {
     }
 }
 
+/// flux-accounting's usage bins (`job_usage_per_association_table`), under
+/// `UsageModel=flux`: usage is kept per half-life period (`PriorityDecayHalfLife`
+/// wide), `bins` of them, shifted and decayed by `decay_factor` at each period
+/// boundary (see `fairflow_book::flux_bins`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct FluxUsageBins {
+    /// `FluxUsageResetPeriod` (flux-accounting's `priority_usage_reset_period`,
+    /// seconds, default 4 weeks): the span of the bins.
+    pub reset_period_secs: i64,
+    /// `FluxDecayFactor` (flux-accounting's `decay_factor`, default 0.5, in (0, 1)).
+    pub decay_factor: f64,
+    /// `FluxHalfLifePeriodEnd` (flux-accounting's `end_half_life_period`, Unix
+    /// seconds), if given: where the book's period clock restarts.
+    pub period_end: Option<crate::Time>,
+}
+
+impl Default for FluxUsageBins {
+    fn default() -> Self {
+        FluxUsageBins {
+            reset_period_secs: 4 * 604_800,
+            decay_factor: 0.5,
+            period_end: None,
+        }
+    }
+}
+
+/// The most usage bins an association keeps (`FluxUsageResetPeriod /
+/// PriorityDecayHalfLife`): a bound on memory per association.
+pub const MAX_FLUX_BINS: i64 = 1024;
+
+impl FluxUsageBins {
+    /// The number of bins with half-life periods of `half_life_secs`:
+    /// flux-accounting's `int(priority_usage_reset_period /
+    /// priority_decay_half_life)`, 4 when that is not positive (or without
+    /// decay), at most [`MAX_FLUX_BINS`].
+    pub fn count(&self, half_life_secs: i64) -> usize {
+        let n = if half_life_secs > 0 {
+            self.reset_period_secs / half_life_secs
+        } else {
+            0
+        };
+        (if n <= 0 { 4 } else { n.min(MAX_FLUX_BINS) }) as usize
+    }
+}
+
 /// How Fair Tree orders siblings whose level fair-share ties
 /// (`FairTreeTies`, fairflow's key).
 #[derive(
@@ -358,6 +403,10 @@ pub struct Config {
     /// serialised either; format 5 carries them).
     #[serde(skip)]
     pub flux_usage: FluxUsageWeights,
+    /// flux-accounting's usage bins, under `UsageModel=flux` (not serialised;
+    /// format 6 carries them).
+    #[serde(skip)]
+    pub flux_bins: FluxUsageBins,
     /// Moab `moab.cfg` parameters, by name as written (e.g. `FSWEIGHT`,
     /// `USERCFG[john]`), with their values as written.
     pub moab: BTreeMap<String, String>,
@@ -387,6 +436,7 @@ impl Default for Config {
             requeue_delay_secs: None,
             usage_model: UsageModel::Slurm,
             flux_usage: FluxUsageWeights::default(),
+            flux_bins: FluxUsageBins::default(),
             moab: BTreeMap::new(),
         }
     }
@@ -554,6 +604,30 @@ impl Config {
                     _ => return Err(InvalidValue::new(format!("`{text}` is not slurm or flux"))),
                 }
             }
+            "fluxusageresetperiod" => {
+                let secs = duration(text)?;
+                if secs == 0 {
+                    return Err(InvalidValue::new("FluxUsageResetPeriod must be positive"));
+                }
+                self.flux_bins.reset_period_secs = secs;
+            }
+            "fluxdecayfactor" => {
+                self.flux_bins.decay_factor = text
+                    .trim()
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|f| *f > 0.0 && *f < 1.0)
+                    .ok_or_else(|| {
+                        InvalidValue::new(format!("`{text}` is not a number between 0 and 1"))
+                    })?
+            }
+            "fluxhalflifeperiodend" => {
+                let t = parse_i64(text)?;
+                if !crate::limits::time_in_range(t) {
+                    return Err(InvalidValue::new(format!("`{text}` is not a Unix time")));
+                }
+                self.flux_bins.period_end = Some(t);
+            }
             "fluxnodeweight" => self.flux_usage.node = parse_usage_weight(text)?,
             "fluxcoreweight" => self.flux_usage.core = parse_usage_weight(text)?,
             "fluxgpuweight" => self.flux_usage.gpu = parse_usage_weight(text)?,
@@ -603,6 +677,16 @@ impl Config {
                 })?;
         }
         Ok(next)
+    }
+
+    /// The half-life of the continuous decay usage is stored with: the
+    /// `PriorityDecayHalfLife` under `UsageModel=slurm`; none (0) under
+    /// `UsageModel=flux`, whose usage decays in steps, by its bins.
+    pub fn frame_half_life_secs(&self) -> i64 {
+        match self.usage_model {
+            UsageModel::Slurm => self.decay_half_life_secs,
+            UsageModel::Flux => 0,
+        }
     }
 
     /// The fair-share algorithm in force.

@@ -154,6 +154,9 @@ pub enum Op {
         account: String,
         user: Option<String>,
         amount: f64,
+        /// Under `UsageModel=flux`: the usage bin (half-life period, 0 the
+        /// current one) the amount is added to as it is.
+        period: Option<u32>,
     },
     ResetUsage,
     Submit {

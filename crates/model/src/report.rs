@@ -3,6 +3,7 @@
 //! incremental engine must produce equal values.
 
 pub mod position;
+pub mod whatif;
 
 use crate::config::Algorithm;
 use crate::event::Shares;

@@ -98,10 +98,24 @@ fn round_to_u128(value: f64) -> u128 {
 /// which is rounded to the micro-TRES-second like any other). 0 for anything
 /// not positive and finite; saturates at `u128::MAX`.
 pub fn micros(amount_tres_secs: f64) -> u128 {
-    if !(amount_tres_secs.is_finite() && amount_tres_secs > 0.0) {
+    round_decimal(amount_tres_secs, MICROS_PER_UNIT, Ties::AwayFromZero)
+}
+
+/// How [`round_decimal`] breaks an exact tie.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Ties {
+    AwayFromZero,
+    Even,
+}
+
+/// `amount · per_unit` rounded to an integer, computed exactly from the
+/// `f64`'s binary value (`m · 2^e`); `per_unit` at most `10^6`. 0 for
+/// anything not positive and finite; saturates at `u128::MAX`.
+fn round_decimal(amount: f64, per_unit: u128, ties: Ties) -> u128 {
+    if !(amount.is_finite() && amount > 0.0) {
         return 0;
     }
-    let bits = amount_tres_secs.to_bits();
+    let bits = amount.to_bits();
     let biased = ((bits >> 52) & 0x7ff) as i32;
     let fraction = u128::from(bits & ((1u64 << 52) - 1));
     // value = mantissa · 2^exponent, exactly.
@@ -110,7 +124,7 @@ pub fn micros(amount_tres_secs: f64) -> u128 {
     } else {
         (fraction | (1 << 52), biased - 1075)
     };
-    let scaled = mantissa * MICROS_PER_UNIT; // < 2^73
+    let scaled = mantissa * per_unit; // < 2^73
     if exponent >= 0 {
         let shift = exponent as u32;
         if shift > scaled.leading_zeros() {
@@ -127,7 +141,35 @@ pub fn micros(amount_tres_secs: f64) -> u128 {
         let whole = scaled >> shift;
         let rest = scaled - (whole << shift);
         let half = 1u128 << (shift - 1);
-        whole + u128::from(rest >= half)
+        let up = match ties {
+            Ties::AwayFromZero => rest >= half,
+            Ties::Even => rest > half || (rest == half && whole % 2 == 1),
+        };
+        whole + u128::from(up)
+    }
+}
+
+/// Hundred-thousandths of a TRES-second in one.
+const FLUX_JOB_USAGE_DIGITS: u128 = 100_000;
+
+/// The frame units (without decay, at the epoch) of one completed Flux job's
+/// usage as flux-accounting records it (`usage_calculators/periodic.py`:
+/// `round(weighted_usage, 5)`): `amount_tres_secs` rounded to five decimals
+/// as Python's `round` does (the exact binary value, ties to even: 0.015625
+/// is 0.01562), each hundred-thousandth exactly `10 · 2^14` units.
+pub fn flux_job_usage(amount_tres_secs: f64) -> FrameUsage {
+    round_decimal(amount_tres_secs, FLUX_JOB_USAGE_DIGITS, Ties::Even)
+        .saturating_mul(FRAME_UNITS_PER_TRES_SEC / FLUX_JOB_USAGE_DIGITS)
+}
+
+/// `usage` times a decay factor given in millionths (`decay_millionths /
+/// 10^6`), rounded to the nearest unit (halves up): flux-accounting's
+/// `value * decay` on a usage bin, exact for the factor's six decimals (0.5
+/// halves a value of whole hundred-thousandths exactly 15 times).
+pub fn decayed(usage: FrameUsage, decay_millionths: u128) -> FrameUsage {
+    match usage.checked_mul(decay_millionths) {
+        Some(product) => (product + MICROS_PER_UNIT / 2) / MICROS_PER_UNIT,
+        None => (usage / MICROS_PER_UNIT).saturating_mul(decay_millionths),
     }
 }
 
@@ -269,6 +311,39 @@ mod tests {
     use super::*;
 
     const DAY: i64 = 86_400;
+
+    #[test]
+    fn flux_job_usage_is_rounded_to_five_decimals_as_python_rounds() {
+        let unit = FRAME_UNITS_PER_TRES_SEC / 100_000; // 10 · 2^14 = 163_840
+        assert_eq!(unit, 163_840);
+        // 2 nodes for 100 s: 200 node-seconds, exactly.
+        assert_eq!(flux_job_usage(200.0), 200 * FRAME_UNITS_PER_TRES_SEC);
+        // 0.3 node-weight · 3 nodes · 7 s = 6.3 (6.299999999999999 in binary,
+        // which Python's round(x, 5) makes 6.3): 630_000 hundred-thousandths.
+        assert_eq!(flux_job_usage(0.3 * 3.0 * 7.0), 630_000 * unit);
+        // 1.234564999... (the f64 of 1.234565 is below it) rounds down to
+        // 1.23456, as Python's round(1.234565, 5) == 1.23456.
+        assert_eq!(flux_job_usage(1.234565), 123_456 * unit);
+        // An exact binary tie: 0.015625 = 2^-6 is 1562.5 hundred-thousandths;
+        // Python rounds ties to even: round(0.015625, 5) == 0.01562.
+        assert_eq!(flux_job_usage(0.015625), 1_562 * unit);
+        // 0.046875 = 3 · 2^-6 is 4687.5: to even, 4688.
+        assert_eq!(flux_job_usage(0.046875), 4_688 * unit);
+        assert_eq!(flux_job_usage(0.0), 0);
+        assert_eq!(flux_job_usage(-1.0), 0);
+    }
+
+    #[test]
+    fn decay_multiplies_by_millionths_and_rounds_to_the_unit() {
+        // 0.5: 7 units are 3.5, rounded up to 4; 200 TRES-seconds halve exactly.
+        assert_eq!(decayed(7, 500_000), 4);
+        assert_eq!(
+            decayed(200 * FRAME_UNITS_PER_TRES_SEC, 500_000),
+            100 * FRAME_UNITS_PER_TRES_SEC
+        );
+        // 0.25 of 10 units: 2.5, up to 3.
+        assert_eq!(decayed(10, 250_000), 3);
+    }
 
     #[test]
     fn usage_halves_every_half_life() {

@@ -41,7 +41,8 @@ fn op() -> impl Strategy<Value = Op> {
             |(account, user, amount)| Op::Usage {
                 account,
                 user,
-                amount: f64::from(amount)
+                amount: f64::from(amount),
+                period: None,
             }
         ),
         (

@@ -20,6 +20,7 @@ pub mod slurm_json;
 pub mod sprio;
 pub mod sshare;
 pub mod top;
+pub mod whatif;
 
 /// How a command's answer is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -98,6 +98,16 @@ pub enum Query {
         /// The tree picture's width in pixels.
         width_px: u32,
     },
+    /// What proposed changes would do (`fairflow whatif`), evaluated on a
+    /// copy of the state.
+    WhatIf {
+        /// The proposal: JSON Lines in the event format.
+        proposal: String,
+        /// How many rows of each list.
+        k: usize,
+        /// How the answer is written.
+        format: OutputFormat,
+    },
     /// Why one job has its priority.
     Explain {
         /// The job id.

@@ -144,6 +144,19 @@ impl Backend for EngineBackend {
                 let svg = tree_svg(&table, *color, *min_width_px, *width_px)?;
                 overview::render(&table, *accounts, &svg)
             }
+            Query::WhatIf {
+                proposal,
+                k,
+                format,
+            } => {
+                let lines = fairflow_ingest::reader::read_events(proposal.as_bytes())
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(|e| QueryError::BadRequest(format!("reading the proposal: {e}")))?;
+                let answer =
+                    fairflow_engine::whatif::evaluate(engine.book(), engine.applied(), lines)
+                        .map_err(|e| QueryError::BadRequest(e.to_string()))?;
+                fairflow_serve::whatif::render(&answer, *k, *format)
+            }
             Query::Explain { job, json } => {
                 let why = engine.explain(job).map_err(internal)?;
                 if *json {

@@ -1,7 +1,7 @@
 //! The HTTP face of the service (interfaces.md): `POST /v1/events`,
 //! `GET /v1/top`, `/v1/sshare`, `/v1/sprio`, `/v1/jobs/{id}/explain`,
-//! `/v1/jobs/{id}/position`, `/v1/audit`, the live page `/` and its tree
-//! picture `/v1/plot/tree.svg` (`page`), slurmrestd's
+//! `/v1/jobs/{id}/position`, `/v1/audit`, `POST /v1/whatif`, the live page
+//! `/` and its tree picture `/v1/plot/tree.svg` (`page`), slurmrestd's
 //! `/slurm/v0.0.46/shares` (Slurm's own JSON),
 //! `/metrics`, `/healthz`. Writing needs the bearer token (compared in
 //! constant time); reading needs it only when configured. Bodies, lines,
@@ -35,6 +35,9 @@ use crate::metrics::{AssociationGauge, Metrics};
 use fairflow_model::report::Selection;
 use fairflow_serve::sprio::slurm_format::{Format, SlurmView};
 use fairflow_serve::OutputFormat;
+
+#[path = "whatif.rs"]
+mod whatif;
 
 /// Limits and credentials of the HTTP layer.
 #[derive(Debug, Clone)]
@@ -570,6 +573,7 @@ pub fn router(applier: ApplierHandle, metrics: Arc<Metrics>, config: HttpConfig)
         .route("/", get(crate::page::get_page))
         .route("/v1/plot/tree.svg", get(crate::page::get_tree_svg))
         .route("/v1/overview", get(crate::page::get_overview))
+        .route("/v1/whatif", post(whatif::post_whatif))
         .route("/metrics", get(get_metrics))
         .route("/healthz", get(get_healthz))
         .layer(DefaultBodyLimit::max(config.max_body_bytes))

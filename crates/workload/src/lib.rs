@@ -299,6 +299,7 @@ impl Generator {
                 account,
                 user: Some(user),
                 amount,
+                period: None,
             }));
         }
         // Running jobs, then pending jobs submitted in bursts.
@@ -432,6 +433,7 @@ impl Generator {
             account,
             user: Some(user),
             amount,
+            period: None,
         })
     }
 

@@ -4,8 +4,9 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// A running `fairflow serve`.
@@ -14,6 +15,16 @@ pub struct Service {
     pub address: SocketAddr,
     /// The line the service printed when it began listening (engine, recovery).
     pub banner: String,
+}
+
+/// A file in `dir` holding `token`, readable by its owner only (the service
+/// refuses a token file other users can read).
+pub fn token_file(dir: &Path, token: &str) -> PathBuf {
+    let path = dir.join("token");
+    std::fs::write(&path, token).unwrap();
+    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o600))
+        .unwrap();
+    path
 }
 
 /// A loopback port that was free a moment ago.
@@ -28,6 +39,17 @@ pub fn free_port() -> u16 {
 impl Service {
     /// Start the service with `extra` flags; waits until it listens.
     pub fn start(data_dir: &Path, token_file: &Path, extra: &[&str]) -> Service {
+        Self::start_logging(data_dir, token_file, extra, None)
+    }
+
+    /// [`Service::start`], keeping every line the service writes to standard
+    /// error after it began listening in `log` (when given).
+    pub fn start_logging(
+        data_dir: &Path,
+        token_file: &Path,
+        extra: &[&str],
+        log: Option<Arc<Mutex<Vec<String>>>>,
+    ) -> Service {
         let port = free_port();
         let mut child = Command::new(env!("CARGO_BIN_EXE_fairflow"))
             .args([
@@ -61,6 +83,9 @@ impl Service {
         std::thread::spawn(move || {
             let mut sink = String::new();
             while reader.read_line(&mut sink).map(|n| n > 0).unwrap_or(false) {
+                if let Some(log) = &log {
+                    log.lock().unwrap().push(sink.clone());
+                }
                 sink.clear();
             }
         });

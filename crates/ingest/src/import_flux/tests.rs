@@ -42,7 +42,7 @@ fn the_test_tree_becomes_accounts_users_queues_and_usage() {
     let got = lines(&read);
     assert_eq!(
         got[0],
-        r#"{"op":"config","set":{"FluxCoreWeight":0.0,"FluxGpuWeight":0.0,"FluxNodeWeight":1.0,"FluxWeightBank":0,"FluxWeightFairshare":100000,"FluxWeightQueue":10000,"FluxWeightUrgency":1000,"PriorityDecayHalfLife":"7-00:00:00","PriorityModel":"flux","UsageModel":"flux"},"t":1000}"#
+        r#"{"op":"config","set":{"FluxCoreWeight":0.0,"FluxDecayFactor":0.5,"FluxGpuWeight":0.0,"FluxNodeWeight":1.0,"FluxUsageResetPeriod":"28-00:00:00","FluxWeightBank":0,"FluxWeightFairshare":100000,"FluxWeightQueue":10000,"FluxWeightUrgency":1000,"PriorityDecayHalfLife":"7-00:00:00","PriorityModel":"flux","UsageModel":"flux"},"t":1000}"#
     );
     let expected = [
         r#"{"name":"account1","op":"account","parent":"root","priority":0,"shares":1000,"t":1000}"#,
@@ -57,12 +57,12 @@ fn the_test_tree_becomes_accounts_users_queues_and_usage() {
         r#"{"account":"account3","op":"user","shares":10,"t":1000,"user":"leaf.3.2"}"#,
         r#"{"name":"batch","op":"partition","priority":0,"t":1000}"#,
         r#"{"name":"debug","op":"partition","priority":1,"t":1000}"#,
-        r#"{"account":"account1","amount":100,"op":"usage","t":1000,"user":"leaf.1.1"}"#,
-        r#"{"account":"account1","amount":11,"op":"usage","t":1000,"user":"leaf.1.2"}"#,
-        r#"{"account":"account1","amount":10,"op":"usage","t":1000,"user":"leaf.1.3"}"#,
-        r#"{"account":"account2","amount":8,"op":"usage","t":1000,"user":"leaf.2.1"}"#,
-        r#"{"account":"account2","amount":3,"op":"usage","t":1000,"user":"leaf.2.2"}"#,
-        r#"{"account":"account3","amount":1,"op":"usage","t":1000,"user":"leaf.3.2"}"#,
+        r#"{"account":"account1","amount":100,"op":"usage","period":0,"t":1000,"user":"leaf.1.1"}"#,
+        r#"{"account":"account1","amount":11,"op":"usage","period":0,"t":1000,"user":"leaf.1.2"}"#,
+        r#"{"account":"account1","amount":10,"op":"usage","period":0,"t":1000,"user":"leaf.1.3"}"#,
+        r#"{"account":"account2","amount":8,"op":"usage","period":0,"t":1000,"user":"leaf.2.1"}"#,
+        r#"{"account":"account2","amount":3,"op":"usage","period":0,"t":1000,"user":"leaf.2.2"}"#,
+        r#"{"account":"account3","amount":1,"op":"usage","period":0,"t":1000,"user":"leaf.3.2"}"#,
     ];
     assert_eq!(got[1..], expected);
     assert_eq!(read.users.len(), 7);
@@ -70,11 +70,12 @@ fn the_test_tree_becomes_accounts_users_queues_and_usage() {
     assert_eq!(read.users[&5021].default_bank, "account2");
     assert_eq!(read.queues.iter().collect::<Vec<_>>(), ["batch", "debug"]);
     assert!(!read.deny_unknown_queues);
-    // The reset period is reported, not applied: 2419200 / 604800 = 4 bins.
+    // The site has no bins: each job_usage goes into bin 0, and the notes say so.
     assert!(read
         .notes
         .iter()
-        .any(|n| n.contains("keeps 4 half-life bins")));
+        .any(|n| n
+            .contains("6 associations with usage but no rows in job_usage_per_association_table")));
     // What the book accepts, in order.
     let mut book = fairflow_book::Book::new(fairflow_model::Config::default());
     for (i, event) in read.events.iter().enumerate() {
@@ -146,9 +147,10 @@ fn decay_factor_inactive_rows_and_a_named_root() {
     );
     let read = read_flux_db(&db.0, 5).unwrap();
     let got = lines(&read);
-    // A half-life whose decay over a week is 0.25: two half-lives a week.
+    // The bins' period stays a week; their decay is 0.25.
     assert!(
-        got[0].contains(r#""PriorityDecayHalfLife":"3-12:00:00""#),
+        got[0].contains(r#""FluxDecayFactor":0.25"#)
+            && got[0].contains(r#""PriorityDecayHalfLife":"7-00:00:00""#),
         "{}",
         got[0]
     );
@@ -181,4 +183,74 @@ fn not_a_database_is_an_error() {
     assert!(matches!(error, FluxImportError::Open { .. }), "{error}");
     let missing = read_flux_db(Path::new("/nonexistent/flux.db"), 0).unwrap_err();
     assert!(matches!(missing, FluxImportError::Open { .. }), "{missing}");
+}
+
+#[test]
+fn usage_bins_and_the_period_clock_are_imported_and_the_book_keeps_them() {
+    use fairflow_model::usage::FRAME_UNITS_PER_TRES_SEC as NS;
+    // leaf.1.1's bins [60, 30, 10, 0] (sum 100, its job_usage); leaf.2.1's
+    // [0, 0, 0, 6] (job_usage 8: not the sum, the bins win); the period
+    // clock's end at 1_000_500.4 (rounded: 1_000_500).
+    let bins = "INSERT INTO job_usage_per_association_table VALUES
+            ('leaf.1.1', 5011, 'account1', 0, 60.0), ('leaf.1.1', 5011, 'account1', 1, 30.0),
+            ('leaf.1.1', 5011, 'account1', 2, 10.0), ('leaf.1.1', 5011, 'account1', 3, 0.0),
+            ('leaf.2.1', 5021, 'account2', 3, 6.0);
+        INSERT INTO t_half_life_period_table VALUES ('cluster', 1000500.4);";
+    let db = TempDb::new("bins", &[SCHEMA, SITE, bins]);
+    let read = read_flux_db(&db.0, 1_000_000).unwrap();
+    let got = lines(&read);
+    assert!(
+        got[0].contains(r#""FluxHalfLifePeriodEnd":1000500"#),
+        "{}",
+        got[0]
+    );
+    let usage: Vec<&String> = got
+        .iter()
+        .filter(|l| l.contains(r#""op":"usage""#))
+        .collect();
+    assert_eq!(
+        usage[..4],
+        [
+            r#"{"account":"account1","amount":60,"op":"usage","period":0,"t":1000000,"user":"leaf.1.1"}"#,
+            r#"{"account":"account1","amount":30,"op":"usage","period":1,"t":1000000,"user":"leaf.1.1"}"#,
+            r#"{"account":"account1","amount":10,"op":"usage","period":2,"t":1000000,"user":"leaf.1.1"}"#,
+            r#"{"account":"account1","amount":11,"op":"usage","period":0,"t":1000000,"user":"leaf.1.2"}"#,
+        ]
+    );
+    assert!(usage.contains(
+        &&r#"{"account":"account2","amount":6,"op":"usage","period":3,"t":1000000,"user":"leaf.2.1"}"#
+            .to_string()
+    ));
+    assert!(read
+        .notes
+        .iter()
+        .any(|n| n.contains("1 associations whose job_usage is not the sum of their bins")));
+    let mut book = fairflow_book::Book::new(fairflow_model::Config::default());
+    for (i, event) in read.events.iter().enumerate() {
+        book.apply(i as u64 + 1, event).unwrap();
+    }
+    let state = book.state();
+    let flux = state.flux_bins.as_ref().unwrap();
+    let key = ("account1".to_string(), Some("leaf.1.1".to_string()));
+    assert_eq!(flux.bins[&key], [60 * NS, 30 * NS, 10 * NS, 0]);
+    assert_eq!(flux.period_end, Some(1_000_500));
+    let own = state.users[&("account2".to_string(), "leaf.2.1".to_string())].usage;
+    assert_eq!(state.visible_usage(&own), 6 * NS);
+
+    // A bin beyond the 4 kept is an error naming the row.
+    let db = TempDb::new(
+        "badbin",
+        &[
+            SCHEMA,
+            SITE,
+            "INSERT INTO job_usage_per_association_table VALUES ('leaf.1.1', 5011, 'account1', 4, 1.0);",
+        ],
+    );
+    let error = read_flux_db(&db.0, 0).unwrap_err().to_string();
+    assert!(
+        error.contains(
+            "job_usage_per_association_table row leaf.1.1/account1/4: column `period`: 4 is not a bin from 0 to 3"
+        ),
+        "{error}"
+    );
 }

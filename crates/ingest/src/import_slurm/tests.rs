@@ -324,12 +324,14 @@ fn an_account_below_its_childrens_usage_is_clamped_at_zero() {
             &Op::Usage {
                 account: "root".into(),
                 user: None,
-                amount: 2.0
+                amount: 2.0,
+                period: None,
             },
             &Op::Usage {
                 account: "a".into(),
                 user: Some("u".into()),
-                amount: 12.0
+                amount: 12.0,
+                period: None,
             },
         ]
     );
