@@ -12,6 +12,8 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use fairflow_ingest::reader::read_events;
+use fairflow_serve::plot::whatif::WhatIfPicture;
+use fairflow_serve::plot::ImageFormat;
 use fairflow_serve::whatif::render;
 use fairflow_serve::OutputFormat;
 
@@ -40,6 +42,28 @@ pub struct Args {
     /// `|`-separated tables.
     #[arg(short = 'P', long)]
     parsable: bool,
+    /// Draw the answer instead (bars of the `k` largest factor changes and
+    /// queue moves) into this file: SVG or PNG by its extension.
+    #[arg(short = 'o', long, value_name = "FILE", conflicts_with_all = ["json", "parsable"])]
+    output: Option<PathBuf>,
+    /// The picture's width in pixels (with `-o`).
+    #[arg(long, value_name = "PX", default_value_t = 1200)]
+    width_px: u32,
+}
+
+/// Draw `answer` into the file `-o` names.
+fn draw(
+    args: &Args,
+    path: &std::path::Path,
+    answer: &fairflow_model::report::whatif::WhatIf,
+) -> anyhow::Result<()> {
+    let name = path.to_string_lossy();
+    let Some(format) = ImageFormat::from_path(&name) else {
+        anyhow::bail!("-o {name}: the file name must end in .svg or .png");
+    };
+    let picture = WhatIfPicture::new(answer, args.k, args.width_px);
+    let bytes = fairflow_serve::plot::render(&picture, format)?;
+    std::fs::write(path, bytes).with_context(|| format!("cannot write {name}"))
 }
 
 /// The proposal as JSON Lines: the log's lines, then the `slurm.conf`'s
@@ -85,9 +109,14 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     };
     let proposal = proposal_text(args)?;
     if let Some(server) = &args.state.server {
+        let name = if args.output.is_some() { "json" } else { name };
         let path = format!("/v1/whatif?k={}&format={name}", args.k);
         let answer =
             crate::remote::post(server, &path, &proposal, args.state.token_file.as_deref())?;
+        if let Some(output) = &args.output {
+            let answer = serde_json::from_str(&answer).context("reading the service's answer")?;
+            return draw(args, output, &answer);
+        }
         return emit(&answer);
     }
     let lines = read_events(proposal.as_bytes())
@@ -98,5 +127,8 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         return Ok(());
     };
     let answer = fairflow_engine::whatif::evaluate(engine.book(), engine.applied(), lines)?;
+    if let Some(output) = &args.output {
+        return draw(args, output, &answer);
+    }
     emit(&render(&answer, args.k, format))
 }

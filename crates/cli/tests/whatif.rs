@@ -266,3 +266,60 @@ fn whatif_equals_the_oracle_on_the_changed_log_from_a_log_and_from_the_service()
     );
     service.kill();
 }
+
+/// `-o FILE.svg|png` draws the answer: every changed association and job of
+/// the JSON answer is labelled in the picture (its geometry is tested with
+/// hand values in `fairflow_serve::plot::whatif`); a PNG is a PNG; another
+/// extension is refused.
+#[test]
+fn whatif_draws_its_answer_into_a_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dataset("events/priority.jsonl");
+    let proposal = dir.path().join("proposal.jsonl");
+    std::fs::write(&proposal, PROPOSAL).unwrap();
+    let args = [
+        "whatif",
+        "--events",
+        &state,
+        "--propose",
+        proposal.to_str().unwrap(),
+    ];
+    let answer = json_of(&[&args[..], &["--json"]].concat());
+    let svg = dir.path().join("whatif.svg");
+    let out = fairflow(&[&args[..], &["-o", svg.to_str().unwrap()]].concat());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let picture = std::fs::read_to_string(&svg).unwrap();
+    assert!(picture.starts_with("<svg"), "{picture}");
+    let associations = answer["associations"].as_array().unwrap();
+    let jobs = answer["jobs"].as_array().unwrap();
+    assert!(!associations.is_empty() && !jobs.is_empty());
+    for a in associations {
+        let label = format!(
+            "{}/{}",
+            a["account"].as_str().unwrap(),
+            a["user"].as_str().unwrap()
+        );
+        assert!(picture.contains(&label), "{label} missing");
+    }
+    for j in jobs {
+        let label = format!(
+            "job {} ({})",
+            j["job"].as_str().unwrap(),
+            j["user"].as_str().unwrap()
+        );
+        assert!(picture.contains(&label), "{label} missing");
+    }
+    let png = dir.path().join("whatif.png");
+    let out = fairflow(&[&args[..], &["-o", png.to_str().unwrap()]].concat());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(std::fs::read(&png)
+        .unwrap()
+        .starts_with(b"\x89PNG\r\n\x1a\n"));
+    let out = fairflow(&[&args[..], &["-o", "whatif.gif"]].concat());
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("must end in .svg or .png"),
+        "{}",
+        text(&out.stderr)
+    );
+}

@@ -1,6 +1,7 @@
 //! Pictures of fairflow's answers, drawn with `plotters` into SVG text or PNG
-//! bytes: `tree` (the fair-share tree as an icicle) and `history` (line
-//! charts of fair-share factor, usage and queue position over a replay).
+//! bytes: `tree` (the fair-share tree as an icicle), `history` (line
+//! charts of fair-share factor, usage and queue position over a replay) and
+//! `whatif` (bars of what a proposal changes).
 //!
 //! A picture is a value implementing [`Picture`] (its size and how it draws
 //! itself on any `plotters` backend); [`svg`] and [`png`] render one. Text
@@ -16,6 +17,7 @@ use plotters::style::FontStyle;
 
 pub mod history;
 pub mod tree;
+pub mod whatif;
 
 /// The font family every picture's text uses (registered from DejaVu Sans).
 pub const FONT_FAMILY: &str = "sans-serif";

@@ -22,8 +22,7 @@ pub struct Service {
 pub fn token_file(dir: &Path, token: &str) -> PathBuf {
     let path = dir.join("token");
     std::fs::write(&path, token).unwrap();
-    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o600))
-        .unwrap();
+    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
     path
 }
 
