@@ -486,11 +486,9 @@ impl State {
     /// Settling is exact at any time: `G` is an integer clock, so the pieces
     /// telescope to the same sum.
     fn settle_accrual_to_boundary(&mut self, t: Time) {
-        let period = self.config.calc_period_secs;
-        if period <= 0 {
-            return;
+        if let Some(boundary) = self.config.calc_period_boundary(t) {
+            self.settle_accrual_to(boundary);
         }
-        self.settle_accrual_to(t.div_euclid(period) * period);
     }
 
     /// Settle every running job's accrual up to `boundary`, in the current frame.

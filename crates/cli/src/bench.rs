@@ -57,6 +57,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context};
 use fairflow_dataflow::Engine;
 use fairflow_ingest::LogLine;
+use fairflow_model::config::calc_period_boundary;
 use fairflow_model::event::Op;
 use fairflow_model::report::JobPriority;
 use fairflow_model::{Config, Event};
@@ -504,18 +505,17 @@ fn engine_phase(args: &Args, params: &WorkloadParams) -> anyhow::Result<EnginePh
                 // The service's boundary timer (`serve --calc-period-ticks`)
                 // settles a boundary in a batch of its own before the first
                 // event after it arrives.
-                let first_t = events.first().map_or(i64::MIN, |event| event.t);
-                let boundary = if ticks {
-                    first_t.div_euclid(calc_period_secs) * calc_period_secs
-                } else {
-                    i64::MIN
-                };
-                let tick = (boundary > engine.now()).then(|| {
-                    vec![Event {
-                        t: boundary,
-                        op: Op::Tick,
-                    }]
-                });
+                let tick = events
+                    .first()
+                    .filter(|_| ticks)
+                    .and_then(|event| calc_period_boundary(calc_period_secs, event.t))
+                    .filter(|&boundary| boundary > engine.now())
+                    .map(|boundary| {
+                        vec![Event {
+                            t: boundary,
+                            op: Op::Tick,
+                        }]
+                    });
                 for (kind, events) in tick
                     .map(|tick| (Kind::CalcPeriodTick, tick))
                     .into_iter()

@@ -377,12 +377,10 @@ fn moab_credential_usage(
     for (credential, usage) in &state.credential_usage {
         *by_credential.entry(credential.clone()).or_default() += *usage;
     }
-    let period = state.config.calc_period_secs;
-    let visible_to: Time = if period > 0 {
-        state.now.div_euclid(period) * period
-    } else {
-        state.now
-    };
+    let visible_to: Time = state
+        .config
+        .calc_period_boundary(state.now)
+        .unwrap_or(state.now);
     for job in state.jobs.values() {
         if let JobPhase::Running { rate, .. } = job.phase {
             let from = job

@@ -504,7 +504,20 @@ pub fn is_moab_key(key: &str) -> bool {
             .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
 }
 
+/// The latest `PriorityCalcPeriod` boundary at or before `t` (boundaries are
+/// the multiples of the period in Unix time); `None` without a period
+/// (`period_secs <= 0`: accrual is continuous).
+pub fn calc_period_boundary(period_secs: i64, t: crate::Time) -> Option<crate::Time> {
+    (period_secs > 0).then(|| t.div_euclid(period_secs) * period_secs)
+}
+
 impl Config {
+    /// The latest calc-period boundary at or before `t` under this
+    /// configuration ([`calc_period_boundary`]).
+    pub fn calc_period_boundary(&self, t: crate::Time) -> Option<crate::Time> {
+        calc_period_boundary(self.calc_period_secs, t)
+    }
+
     /// Set one parameter from its Slurm-syntax text. Keys are Slurm's
     /// (case-insensitive, as in `slurm.conf`), fairflow's `PriorityModel` and
     /// `Flux*` weights, or Moab's upper-case `moab.cfg` names.
@@ -708,6 +721,21 @@ impl Config {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_calc_period_boundary_is_the_last_multiple_at_or_before() {
+        // Period 300 s: 1199 -> 900, 1200 -> 1200; before the epoch too
+        // (-1 -> -300); no period, no boundary.
+        assert_eq!(calc_period_boundary(300, 1199), Some(900));
+        assert_eq!(calc_period_boundary(300, 1200), Some(1200));
+        assert_eq!(calc_period_boundary(300, -1), Some(-300));
+        assert_eq!(calc_period_boundary(0, 1200), None);
+        let config = Config {
+            calc_period_secs: 60,
+            ..Config::default()
+        };
+        assert_eq!(config.calc_period_boundary(125), Some(120));
+    }
 
     #[test]
     fn flags_select_the_algorithm() {

@@ -33,6 +33,7 @@ use fairflow_ingest::jobcomp::record_to_event_in;
 use fairflow_ingest::reader::{open_source, read_events};
 use fairflow_ingest::swf::convert_swf;
 use fairflow_ingest::{LogLine, Rejection};
+use fairflow_model::config::calc_period_boundary;
 use fairflow_model::event::Op;
 use fairflow_model::{Event, Time};
 use subtle::ConstantTimeEq;
@@ -447,12 +448,11 @@ async fn follow_file(
 /// the engine has events, its configuration has a calc period and its time
 /// is before that boundary.
 pub fn due_calc_period_boundary(gauges: Gauges, wall_secs: Time) -> Option<Time> {
-    let period = gauges.calc_period_secs;
-    if period <= 0 || gauges.now <= 0 {
+    if gauges.now <= 0 {
         return None;
     }
-    let boundary = wall_secs.div_euclid(period) * period;
-    (boundary > gauges.now).then_some(boundary)
+    calc_period_boundary(gauges.calc_period_secs, wall_secs)
+        .filter(|&boundary| boundary > gauges.now)
 }
 
 /// Settle each `PriorityCalcPeriod` boundary of the wall clock in a `tick`

@@ -61,12 +61,10 @@ pub fn credential_usage(state: &State) -> CredentialUsage {
         add(credential.0, &credential.1, *usage);
     }
     // Running jobs' accrual so far (to the last calc-period boundary with one).
-    let period = state.config.calc_period_secs;
-    let visible_to = if period > 0 {
-        state.now.div_euclid(period) * period
-    } else {
-        state.now
-    };
+    let visible_to = state
+        .config
+        .calc_period_boundary(state.now)
+        .unwrap_or(state.now);
     for job in state.jobs.values() {
         if let JobPhase::Running { rate, .. } = job.phase {
             let from = job
