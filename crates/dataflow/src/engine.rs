@@ -17,6 +17,7 @@ use fairflow_model::report::{FairshareTable, JobPriority, JobState};
 use fairflow_model::{Config, Time};
 use timely::WorkerConfig;
 
+use crate::factors::{Family, FsParams};
 use crate::fairshare::{EngineTree, TreeNode};
 use crate::graph::Fact;
 use crate::job_feed::{JobDeltas, JobFeed};
@@ -63,6 +64,9 @@ pub struct Engine {
     names: Names,
     tree_feed: TreeFeed,
     job_feed: JobFeed,
+    /// The family of fair-share algorithms whose tree dataflow holds the
+    /// tree (`None` before the first batch).
+    family: Option<Family>,
     applied: u64,
     epoch: Epoch,
     workers: usize,
@@ -147,6 +151,7 @@ impl Engine {
             names: Names::default(),
             tree_feed: TreeFeed::new(),
             job_feed: JobFeed::new(job_names),
+            family: None,
             applied: 0,
             epoch: 0,
             workers,
@@ -226,17 +231,28 @@ impl Engine {
         Ok(())
     }
 
-    fn send_batch(&mut self, deltas: Deltas, jobs: JobDeltas) -> Result<(), EngineError> {
+    fn send_batch(
+        &mut self,
+        family: Family,
+        trees: Vec<(Family, Deltas)>,
+        jobs: Option<JobDeltas>,
+    ) -> Result<(), EngineError> {
         self.epoch += 1;
         self.send(Command::Batch {
             epoch: self.epoch,
-            deltas,
+            family,
+            trees,
             jobs,
         })?;
         match self.replies.recv() {
             Ok(Reply::BatchDone) => Ok(()),
             _ => Err(EngineError::WorkersGone),
         }
+    }
+
+    /// The family of the configuration in force.
+    fn configured_family(&self) -> Family {
+        Family::of(&FsParams::from_config(&self.book.state().config))
     }
 
     /// Send what changed since the last flush as one logical time: the
@@ -249,25 +265,62 @@ impl Engine {
     /// would only make every operator of the dataflow step for nothing.
     fn flush(&mut self) -> Result<usize, EngineError> {
         let changes = self.book.take_changes();
-        let deltas = self.tree_feed.deltas(&self.book, &changes, &mut self.names);
-        self.send_changes(deltas, &changes)
+        let family = self.configured_family();
+        let old = self.family;
+        let trees = if old.is_some_and(|old| old != family) {
+            // A switch of family: the old family's dataflow is emptied and
+            // the new one's filled, in the same batch.
+            let retracted = self.tree_feed.sent_records(false);
+            self.tree_feed.deltas(&self.book, &changes, &mut self.names);
+            tree_sends(old, family, retracted, self.tree_feed.sent_records(true))
+        } else {
+            let deltas = self.tree_feed.deltas(&self.book, &changes, &mut self.names);
+            vec![(family, deltas)]
+        };
+        self.send_changes(old, family, trees, &changes)
     }
 
-    /// Send `deltas` and the job feed's differences for `changes`.
+    /// Send the tree dataflows' `trees` and the job feed's differences for
+    /// `changes`; `old` is the family that held the tree before, `family`
+    /// the one that holds it now (ticket-based's pending jobs move with it).
     fn send_changes(
         &mut self,
-        deltas: Deltas,
+        old: Option<Family>,
+        family: Family,
+        mut trees: Vec<(Family, Deltas)>,
         changes: &fairflow_book::Changes,
     ) -> Result<usize, EngineError> {
+        let moved = old != Some(family);
+        if moved && old == Some(Family::Ticket) {
+            let pending = self.job_feed.pending_by_assoc(-1);
+            tree_entry(&mut trees, Family::Ticket).pending_jobs = pending;
+        }
         self.job_feed.note(changes);
         let state = self.book.state();
         let jobs = JobDeltas {
             jobs: self.job_feed.job_deltas(state, &mut self.names),
             facts: self.job_feed.fact_deltas(state, &mut self.names),
         };
-        let records = deltas.len() + jobs.len();
+        if family == Family::Ticket {
+            let pending = if moved {
+                self.job_feed.pending_by_assoc(1)
+            } else {
+                jobs.jobs
+                    .iter()
+                    .filter(|(row, _)| row.phase == crate::priority::Phase::Pending)
+                    .map(|(row, diff)| (row.assoc, *diff as i128))
+                    .collect()
+            };
+            tree_entry(&mut trees, Family::Ticket)
+                .pending_jobs
+                .extend(pending);
+        }
+        self.family = Some(family);
+        trees.retain(|(_, deltas)| deltas.len() > 0);
+        let records = trees.iter().map(|(_, deltas)| deltas.len()).sum::<usize>() + jobs.len();
         if records > 0 {
-            self.send_batch(deltas, jobs)?;
+            let jobs = (jobs.len() > 0).then_some(jobs);
+            self.send_batch(family, trees, jobs)?;
         }
         Ok(records)
     }
@@ -632,11 +685,45 @@ impl Engine {
             Ok(Reply::Done) => {}
             _ => return Err(EngineError::WorkersGone),
         }
-        let deltas = self.tree_feed.replace_with(&self.book, &mut self.names);
+        let (retracted, inserted) = self.tree_feed.replace_with(&self.book, &mut self.names);
         self.job_feed.replace_all();
-        self.send_changes(deltas, &changes)?;
+        let old = self.family;
+        let family = self.configured_family();
+        let trees = tree_sends(old, family, retracted, inserted);
+        self.send_changes(old, family, trees, &changes)?;
         Ok(())
     }
+}
+
+/// The tree dataflows' inputs when the tree moves from `old`'s dataflow
+/// (`retracted`: everything it held) to `family`'s (`inserted`); one
+/// dataflow gets both when the family stays.
+fn tree_sends(
+    old: Option<Family>,
+    family: Family,
+    retracted: Deltas,
+    inserted: Deltas,
+) -> Vec<(Family, Deltas)> {
+    match old {
+        Some(old) if old != family => vec![(old, retracted), (family, inserted)],
+        _ => {
+            let mut deltas = retracted;
+            deltas.extend(inserted);
+            vec![(family, deltas)]
+        }
+    }
+}
+
+/// `family`'s entry of `trees`, added when missing.
+fn tree_entry(trees: &mut Vec<(Family, Deltas)>, family: Family) -> &mut Deltas {
+    let at = match trees.iter().position(|(f, _)| *f == family) {
+        Some(at) => at,
+        None => {
+            trees.push((family, Deltas::default()));
+            trees.len() - 1
+        }
+    };
+    &mut trees[at].1
 }
 
 impl Drop for Engine {

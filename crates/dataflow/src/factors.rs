@@ -10,12 +10,14 @@
 //! A `reduce` per association assembles a [`NodeRec`] (an outer join over a
 //! tagged [`Part`] enum): its fair-share parent, shares, subtree usage, whether
 //! it is a user association, the user associations in its subtree, and, as a
-//! fair-share parent, its children's level shares and the usage of its
-//! children that are not `FairShare=parent`. Each part is a sum or a nearest
-//! ancestor already maintained by the tree dataflow; a usage event changes the
-//! records of the `depth + 1` associations on its path. The records are gated
-//! by the configured algorithm (a join with the one [`FsParams`] record), so
-//! only the configured algorithm's stages do any work.
+//! fair-share parent, its children's level shares and (depth-oblivious) the
+//! usage of its children that are not `FairShare=parent`. Each part is a sum
+//! or a nearest ancestor already maintained by the tree dataflow; a usage
+//! event changes the records of the `depth + 1` associations on its path.
+//! Each [`Family`] of algorithms has a tree dataflow of its own that builds
+//! only its stages (`graph`), and only the configured family's is fed; the
+//! algorithms with parameters (classic, level-based) see each record with
+//! the one [`FsParams`] record.
 //!
 //! # Fair Tree
 //! Two tie rules (`FsParams::fair_tree_ties`): Slurm's code
@@ -261,7 +263,8 @@ pub struct FactorInputs<'s> {
     /// The one [`FsParams`] record.
     pub params: VecCollection<'s, Epoch, FsParams, Diff>,
     /// The user association (interned name) of every pending (not held, not running) job, one
-    /// record per job (ticket-based: which associations are active).
+    /// record per job (ticket-based: which associations are active; the
+    /// driver feeds it to the ticket family's dataflow only).
     pub pending_jobs: VecCollection<'s, Epoch, AssocId, Diff>,
 }
 
@@ -272,8 +275,8 @@ pub struct FactorOutputs<'s> {
     /// `isize`, the priority dataflow's).
     pub fairshare_facts: VecCollection<'s, Epoch, PFact, isize>,
     /// Ticket-based: `(association, tickets)` of the active associations
-    /// (the others have 0); empty under the other algorithms.
-    pub tickets: VecCollection<'s, Epoch, (NodeId, u64), Diff>,
+    /// (the others have 0); `None` in the other families.
+    pub tickets: Option<VecCollection<'s, Epoch, (NodeId, u64), Diff>>,
 }
 
 /// Count every update leaving a stage.
@@ -285,9 +288,69 @@ fn counted<'s, D: differential_dataflow::Data>(
     collection.inspect(move |_| touched.add(1))
 }
 
-/// Build the factor stages: each user association's `Fairshare` priority
-/// fact, and the ticket-based tickets.
-pub fn build<'s>(inputs: FactorInputs<'s>, touched: &TouchCounter) -> FactorOutputs<'s> {
+/// The stages one tree dataflow builds: the dataflow of each family holds
+/// only its own algorithm's stages, and the driver feeds only the family of
+/// the configuration in force (a switch moves the tree from one dataflow to
+/// the other in one batch; `graph` and `engine` describe it), so the stages
+/// of the algorithms not configured hold nothing and never step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Family {
+    /// Fair Tree under the documented tie rule.
+    FairTreeDocumented,
+    /// Fair Tree under Slurm's code's tie rule (the default).
+    FairTreeSlurm,
+    /// Classic and depth-oblivious.
+    Classic,
+    /// Ticket-based.
+    Ticket,
+    /// Level-based.
+    Level,
+}
+
+impl Family {
+    /// Every family, in the order the tree dataflows are built.
+    pub const ALL: [Family; 5] = [
+        Family::FairTreeSlurm,
+        Family::FairTreeDocumented,
+        Family::Classic,
+        Family::Ticket,
+        Family::Level,
+    ];
+
+    /// The family of the parameters in force.
+    pub fn of(params: &FsParams) -> Family {
+        match params.algorithm {
+            Algorithm::FairTree => match params.fair_tree_ties {
+                FairTreeTies::Slurm => Family::FairTreeSlurm,
+                FairTreeTies::Documented => Family::FairTreeDocumented,
+            },
+            Algorithm::Classic | Algorithm::DepthOblivious => Family::Classic,
+            Algorithm::TicketBased => Family::Ticket,
+            Algorithm::LevelBased => Family::Level,
+        }
+    }
+
+    /// Its place in [`Family::ALL`].
+    pub fn index(self) -> usize {
+        Family::ALL
+            .iter()
+            .position(|&family| family == self)
+            .expect("every family is listed")
+    }
+
+    fn fair_tree(self) -> bool {
+        matches!(self, Family::FairTreeSlurm | Family::FairTreeDocumented)
+    }
+}
+
+/// Build one family's factor stages: each user association's `Fairshare`
+/// priority fact (or Fair Tree's `TreeSlot` facts), and the ticket-based
+/// tickets.
+pub fn build<'s>(
+    inputs: FactorInputs<'s>,
+    family: Family,
+    touched: &TouchCounter,
+) -> FactorOutputs<'s> {
     let FactorInputs {
         edges_by_child,
         fs_parent,
@@ -303,95 +366,156 @@ pub fn build<'s>(inputs: FactorInputs<'s>, touched: &TouchCounter) -> FactorOutp
     } = inputs;
     let scope = edges_by_child.stream.scope();
 
-    // Users in each subtree (each user moved up the edges and counted); the
-    // usage of each node's non-`parent` fs-children.
-    let users_below = sums_up_the_tree(&edges_by_child, users.clone());
-    let child_usage = fs_parent_by_node
+    // The parts of each association's record: its fair-share parent,
+    // shares, subtree usage, whether it is a user, its fair-share children's
+    // level shares; Fair Tree also weighs accounts by the users in their
+    // subtree, depth-oblivious needs the usage of each node's non-`parent`
+    // fs-children.
+    let mut parts = fs_parent
         .clone()
-        .join_core(shares_by_node, |&node, &parent, shares: &Shares| {
-            (!shares.is_parent()).then_some((node, parent))
-        })
-        .arrange_by_key()
-        .join_core(
-            subtree_usage.clone().arrange_by_key(),
-            |_node, &parent, &usage| Some((parent, usage)),
+        .map(|(node, parent)| (node, Part::FsParent(parent)))
+        .concat(shares.map(|(node, shares)| (node, Part::Shares(shares))))
+        .concat(
+            subtree_usage
+                .clone()
+                .map(|(node, usage)| (node, Part::Usage(usage))),
         )
-        .explode(|(parent, usage)| Some((parent, usage)))
-        .count_total_core::<Diff>();
-
-    let records = counted(
-        fs_parent
+        .concat(users.clone().map(|node| (node, Part::User)))
+        .concat(level_shares.map(|(node, level)| (node, Part::ChildLevel(level))));
+    if family.fair_tree() {
+        let users_below = sums_up_the_tree(&edges_by_child, users.clone());
+        parts = parts.concat(users_below.map(|(node, count)| (node, Part::UsersBelow(count))));
+    }
+    if family == Family::Classic {
+        let child_usage = fs_parent_by_node
             .clone()
-            .map(|(node, parent)| (node, Part::FsParent(parent)))
-            .concat(shares.map(|(node, shares)| (node, Part::Shares(shares))))
-            .concat(subtree_usage.map(|(node, usage)| (node, Part::Usage(usage))))
-            .concat(users.clone().map(|node| (node, Part::User)))
-            .concat(users_below.map(|(node, count)| (node, Part::UsersBelow(count))))
-            .concat(level_shares.map(|(node, level)| (node, Part::ChildLevel(level))))
-            .concat(child_usage.map(|(node, usage)| (node, Part::ChildUsage(usage))))
-            .reduce(|_node, parts, output: &mut Vec<(NodeRec, Diff)>| {
-                if let Some(record) = assemble(parts) {
-                    output.push((record, 1));
-                }
-            }),
+            .join_core(shares_by_node, |&node, &parent, shares: &Shares| {
+                (!shares.is_parent()).then_some((node, parent))
+            })
+            .arrange_by_key()
+            .join_core(subtree_usage.arrange_by_key(), |_node, &parent, &usage| {
+                Some((parent, usage))
+            })
+            .explode(|(parent, usage)| Some((parent, usage)))
+            .count_total_core::<Diff>();
+        parts = parts.concat(child_usage.map(|(node, usage)| (node, Part::ChildUsage(usage))));
+    }
+    let records = counted(
+        parts.reduce(|_node, parts, output: &mut Vec<(NodeRec, Diff)>| {
+            if let Some(record) = assemble(parts) {
+                output.push((record, 1));
+            }
+        }),
         touched,
     );
-    let gated = records
-        .map(|(node, record)| ((), (node, record)))
-        .arrange_by_key()
-        .join_core(
-            params.map(|p| ((), p)).arrange_by_key(),
-            |_unit, &(node, record), &params| Some((node, (record, params))),
-        );
-    let fair_tree = gated
-        .clone()
-        .filter(|(_, (_, params))| {
-            params.algorithm == Algorithm::FairTree
-                && params.fair_tree_ties == FairTreeTies::Documented
-        })
-        .map(|(node, (record, _))| (node, record));
-    let fair_tree_slurm_records = gated
-        .clone()
-        .filter(|(_, (_, params))| {
-            params.algorithm == Algorithm::FairTree && params.fair_tree_ties == FairTreeTies::Slurm
-        })
-        .map(|(node, (record, _))| (node, record));
-    let classic = gated.clone().filter(|(_, (_, params))| {
-        matches!(
-            params.algorithm,
-            Algorithm::Classic | Algorithm::DepthOblivious
+    // The algorithms with parameters see every record with them.
+    let gated = |records: VecCollection<'s, Epoch, (NodeId, NodeRec), Diff>| {
+        records
+            .map(|(node, record)| ((), (node, record)))
+            .arrange_by_key()
+            .join_core(
+                params.map(|p| ((), p)).arrange_by_key(),
+                |_unit, &(node, record), &params| Some((node, (record, params))),
+            )
+    };
+    // Per-user factors (every family but Slurm's Fair Tree and classic),
+    // named as the priority dataflow's facts.
+    let named = |factors: VecCollection<'s, Epoch, (NodeId, u64), Diff>| {
+        counted(factors, touched).join_core(
+            user_names.clone().arrange_by_key(),
+            |_node, &bits, &assoc| {
+                Some(PFact::Fairshare {
+                    assoc,
+                    factor_bits: bits,
+                })
+            },
         )
-    });
-    let ticket_records = gated
+    };
+    let (facts, tickets) = match family {
+        Family::FairTreeSlurm => (slurm_tree_facts(records, user_names.clone(), touched), None),
+        Family::FairTreeDocumented => {
+            let factors = documented_factors(scope, records, fs_parent_by_node, users, touched);
+            (named(factors), None)
+        }
+        Family::Classic => (
+            classic_factors(gated(records), user_names.clone(), touched),
+            None,
+        ),
+        Family::Ticket => {
+            // Pending jobs by user association.
+            let pending = pending_jobs
+                .map(|name| (name, ()))
+                .arrange_by_key()
+                .join_core(
+                    user_names
+                        .clone()
+                        .map(|(node, name)| (name, node))
+                        .arrange_by_key(),
+                    |_name, &(), &node| Some(node),
+                );
+            let tickets = ticket::build(&edges_by_child, records, pending, touched);
+            (named(tickets.factors), Some(tickets.tickets))
+        }
+        Family::Level => {
+            let factors = level::build(&edges_by_child, gated(records), touched);
+            (named(factors), None)
+        }
+    };
+    FactorOutputs {
+        fairshare_facts: facts
+            .inner
+            .map(|(fact, time, diff)| (fact, time, diff as isize))
+            .as_collection(),
+        tickets,
+    }
+}
+
+/// Slurm's Fair Tree rule: the placements themselves go to the queue, which
+/// keeps the sorted tree and derives ranks when it reads them; a user's
+/// slot carries its interned name.
+fn slurm_tree_facts<'s>(
+    records: VecCollection<'s, Epoch, (NodeId, NodeRec), Diff>,
+    user_names: VecCollection<'s, Epoch, (NodeId, AssocId), Diff>,
+    touched: &TouchCounter,
+) -> VecCollection<'s, Epoch, PFact, Diff> {
+    let slurm_slots = counted(fair_tree_slurm::place(records), touched);
+    let user_slots = slurm_slots
         .clone()
-        .filter(|(_, (_, params))| params.algorithm == Algorithm::TicketBased)
-        .map(|(node, (record, _))| (node, record));
-    let level_records = gated.filter(|(_, (_, params))| params.algorithm == Algorithm::LevelBased);
-
-    // Ticket-based: pending jobs by user association.
-    let pending = pending_jobs
-        .map(|name| (name, ()))
+        .filter(|(_, slot)| slot.placement.user)
         .arrange_by_key()
-        .join_core(
-            user_names
-                .clone()
-                .map(|(node, name)| (name, node))
-                .arrange_by_key(),
-            |_name, &(), &node| Some(node),
-        );
-    let tickets = ticket::build(&edges_by_child, ticket_records, pending, touched);
-    let level_factors = level::build(&edges_by_child, level_records, touched);
+        .join_core(user_names.arrange_by_key(), |&node, slot, &assoc| {
+            Some((
+                node,
+                TreeSlot {
+                    assoc: Some(assoc),
+                    ..*slot
+                },
+            ))
+        });
+    slurm_slots
+        .filter(|(_, slot)| !slot.placement.user)
+        .concat(user_slots)
+        .map(|(node, slot)| PFact::TreeSlot { node, slot })
+}
 
-    // The documented rule's walk, top-down: each ranked account's walk
-    // state from its fair-share parent's, then each user's position from its
-    // parent's state (no walk over every ancestor per user).
-    let root_state = fair_tree
+/// The documented Fair Tree rule's factors: the walk, top-down: each ranked
+/// account's walk state from its fair-share parent's, then each user's
+/// position from its parent's state (no walk over every ancestor per user),
+/// and its rank factor.
+fn documented_factors<'s>(
+    scope: timely::dataflow::Scope<'s, Epoch>,
+    records: VecCollection<'s, Epoch, (NodeId, NodeRec), Diff>,
+    fs_parent_by_node: ByKey<'s, NodeId, NodeId>,
+    users: VecCollection<'s, Epoch, NodeId, Diff>,
+    touched: &TouchCounter,
+) -> VecCollection<'s, Epoch, (NodeId, u64), Diff> {
+    let root_state = records
         .clone()
         .flat_map(|(node, _)| (node == ROOT).then_some((node, WalkState::default())));
-    let placements = counted(place(scope, fair_tree), touched);
+    let placements = counted(place(scope, records), touched);
     let placed = placements
         .arrange_by_key()
-        .join_core(fs_parent_by_node.clone(), |&node, &placement, &parent| {
+        .join_core(fs_parent_by_node, |&node, &placement, &parent| {
             Some((node, (parent, placement)))
         });
     let states = down_the_tree(
@@ -410,32 +534,8 @@ pub fn build<'s>(inputs: FactorInputs<'s>, touched: &TouchCounter) -> FactorOutp
             ),
         touched,
     );
-    // Slurm's ties: the placements themselves go to the queue, which keeps
-    // the sorted tree and derives ranks when it reads them; a user's slot
-    // carries its interned name.
-    let slurm_slots = counted(fair_tree_slurm::place(fair_tree_slurm_records), touched);
-    let user_slots = slurm_slots
-        .clone()
-        .filter(|(_, slot)| slot.placement.user)
-        .arrange_by_key()
-        .join_core(
-            user_names.clone().arrange_by_key(),
-            |&node, slot, &assoc| {
-                Some((
-                    node,
-                    TreeSlot {
-                        assoc: Some(assoc),
-                        ..*slot
-                    },
-                ))
-            },
-        );
-    let tree_facts = slurm_slots
-        .filter(|(_, slot)| !slot.placement.user)
-        .concat(user_slots)
-        .map(|(node, slot)| PFact::TreeSlot { node, slot });
     let user_count = users.map(|_| ()).count_total_core::<Diff>();
-    let fair_tree_factors = positions
+    positions
         .map(|(user, position)| ((), (user, position)))
         .arrange_by_key()
         .join_core(
@@ -444,31 +544,7 @@ pub fn build<'s>(inputs: FactorInputs<'s>, touched: &TouchCounter) -> FactorOutp
                 let n = u64::try_from(count).ok()?;
                 Some((user, rank_factor(n.saturating_sub(position), n).to_bits()))
             },
-        );
-
-    let classic_facts = classic_factors(classic, user_names.clone(), touched);
-    let factors = counted(
-        fair_tree_factors
-            .concat(tickets.factors)
-            .concat(level_factors),
-        touched,
-    );
-    let fairshare_facts = factors
-        .join_core(user_names.arrange_by_key(), |_node, &bits, &assoc| {
-            Some(PFact::Fairshare {
-                assoc,
-                factor_bits: bits,
-            })
-        })
-        .concat(tree_facts)
-        .concat(classic_facts)
-        .inner
-        .map(|(fact, time, diff)| (fact, time, diff as isize))
-        .as_collection();
-    FactorOutputs {
-        fairshare_facts,
-        tickets: tickets.tickets,
-    }
+        )
 }
 
 /// Assemble one association's record from its parts; `None` until it is live.

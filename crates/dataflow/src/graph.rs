@@ -1,8 +1,14 @@
-//! The dataflow every timely worker builds (identically, in the same
-//! order): the tree half (subtree usage, fair-share parents, level
-//! shares), the fair-share factors (`factors`) and the
-//! priority half (`priority`), with their inputs and the probe. The loop
-//! that drives it is `worker`.
+//! The dataflows every timely worker builds (identically, in the same
+//! order): the priority dataflow (`priority`), and one tree dataflow per
+//! family of fair-share algorithms (`factors::Family`): the tree half
+//! (subtree usage, fair-share parents, level shares) and that family's
+//! factors (`factors`), each with its own inputs and probe. Only the
+//! configured family's tree dataflow is fed (the driver moves the tree from
+//! one to another when the configuration switches family, in one batch), and
+//! a batch steps only the dataflows it feeds: timely's progress tracking
+//! and operator scheduling, which cost per operator at every logical time
+//! whatever the batch holds, run over a graph a fraction of the size of one
+//! holding every algorithm. The loop that drives them is `worker`.
 //!
 //! All collections have time `u64` (one logical time per batch) and diff
 //! `i128`, so that usage can travel in the diff and be summed exactly; this
@@ -12,20 +18,19 @@ use differential_dataflow::input::{Input, InputSession};
 use differential_dataflow::operators::arrange::arrangement::arrange_core;
 use differential_dataflow::operators::arrange::TraceAgent;
 use differential_dataflow::trace::implementations::{ValBatcher, ValSpine};
-use differential_dataflow::AsCollection;
 use fairflow_model::Shares;
 use timely::dataflow::channels::pact::Exchange;
 use timely::dataflow::operators::probe::Handle as ProbeHandle;
-use timely::dataflow::operators::vec::Map as _;
 use timely::dataflow::operators::Probe;
 use timely::worker::Worker;
 
-use crate::factors::{FactorInputs, FsParams};
+use crate::factors::{FactorInputs, Family, FsParams};
 use crate::job_feed::JobDeltas;
 use crate::names::JobNames;
+use crate::priority::queue::Capture;
 use crate::priority::{
-    build as build_priority, Fact as PFact, JobRow, Phase, PriorityInputs, PriorityReader,
-    TouchCounter,
+    build as build_priority, capture_on_worker_0, Fact as PFact, JobRow, PriorityInputs,
+    PriorityReader, TouchCounter,
 };
 use crate::stages::{group_sums, nearest_proper_ancestor, sums_up_the_tree};
 use crate::tree_feed::Deltas;
@@ -48,20 +53,21 @@ pub enum Fact {
 
 pub(crate) type FactTrace = TraceAgent<ValSpine<NodeId, Fact, Epoch, Diff>>;
 
-pub(crate) struct Inputs {
+/// The inputs of one family's tree dataflow.
+pub(crate) struct TreeInputs {
     edges: InputSession<Epoch, (NodeId, NodeId), Diff>,
     shares: InputSession<Epoch, (NodeId, Shares), Diff>,
     usage: InputSession<Epoch, NodeId, Diff>,
     users: InputSession<Epoch, NodeId, Diff>,
     user_names: InputSession<Epoch, (NodeId, AssocId), Diff>,
     fs_params: InputSession<Epoch, FsParams, Diff>,
-    jobs: InputSession<Epoch, JobRow, isize>,
-    priority_facts: InputSession<Epoch, PFact, isize>,
+    pending_jobs: InputSession<Epoch, AssocId, Diff>,
 }
 
-impl Inputs {
-    /// Insert one batch's changes at `epoch` (not before the inputs' time).
-    pub(crate) fn feed(&mut self, epoch: Epoch, deltas: Deltas, jobs: JobDeltas) {
+impl TreeInputs {
+    /// Insert one batch's changes at `epoch` (not before the inputs' time),
+    /// then close `epoch`.
+    pub(crate) fn feed(&mut self, epoch: Epoch, deltas: Deltas) {
         debug_assert!(epoch >= *self.usage.time());
         self.advance_and_flush(epoch);
         for (record, diff) in deltas.edges {
@@ -82,12 +88,10 @@ impl Inputs {
         for (record, diff) in deltas.fs_params {
             self.fs_params.update(record, diff);
         }
-        for (record, diff) in jobs.jobs {
-            self.jobs.update(record, diff);
+        for (record, diff) in deltas.pending_jobs {
+            self.pending_jobs.update(record, diff);
         }
-        for (record, diff) in jobs.facts {
-            self.priority_facts.update(record, diff);
-        }
+        self.advance_and_flush(epoch + 1);
     }
 
     /// Advance every input to `epoch` and flush.
@@ -98,27 +102,113 @@ impl Inputs {
         self.users.advance_to(epoch);
         self.user_names.advance_to(epoch);
         self.fs_params.advance_to(epoch);
-        self.jobs.advance_to(epoch);
-        self.priority_facts.advance_to(epoch);
+        self.pending_jobs.advance_to(epoch);
         self.edges.flush();
         self.shares.flush();
         self.usage.flush();
         self.users.flush();
         self.user_names.flush();
         self.fs_params.flush();
+        self.pending_jobs.flush();
+    }
+}
+
+/// One family's tree dataflow (see [`build`]).
+pub(crate) struct TreeDataflow {
+    /// Its inputs.
+    pub(crate) inputs: TreeInputs,
+    /// The sshare facts, on worker 0.
+    pub(crate) trace: FactTrace,
+    /// Passes a time once the facts and the captured factors reflect it.
+    pub(crate) probe: ProbeHandle<Epoch>,
+}
+
+/// The inputs of the priority dataflow.
+pub(crate) struct JobInputs {
+    jobs: InputSession<Epoch, JobRow, isize>,
+    priority_facts: InputSession<Epoch, PFact, isize>,
+}
+
+impl JobInputs {
+    /// Insert one batch's changes at `epoch` (not before the inputs' time),
+    /// then close `epoch`.
+    pub(crate) fn feed(&mut self, epoch: Epoch, jobs: JobDeltas) {
+        debug_assert!(epoch >= *self.jobs.time());
+        self.advance_and_flush(epoch);
+        for (record, diff) in jobs.jobs {
+            self.jobs.update(record, diff);
+        }
+        for (record, diff) in jobs.facts {
+            self.priority_facts.update(record, diff);
+        }
+        self.advance_and_flush(epoch + 1);
+    }
+
+    /// Advance both inputs to `epoch` and flush.
+    pub(crate) fn advance_and_flush(&mut self, epoch: Epoch) {
+        self.jobs.advance_to(epoch);
+        self.priority_facts.advance_to(epoch);
         self.jobs.flush();
         self.priority_facts.flush();
     }
 }
 
-/// Build the dataflow on this worker. See the crate documentation for the
-/// collections and what each update touches. `touched` counts the records
-/// the stages emit (the tree part's facts and every priority stage).
-pub(crate) fn build(
+/// Every dataflow of one worker: the priority dataflow and one tree
+/// dataflow per [`Family`], each with its own inputs and probe, so that a
+/// batch steps only the dataflows it feeds (a usage event the configured
+/// family's tree, a job event the priority dataflow) and the families not
+/// configured never step.
+pub(crate) struct Dataflows {
+    /// By [`Family::index`].
+    pub(crate) trees: Vec<TreeDataflow>,
+    /// The priority dataflow's inputs.
+    pub(crate) jobs: JobInputs,
+    /// Passes a time once the priority dataflow's captured updates reflect it.
+    pub(crate) jobs_probe: ProbeHandle<Epoch>,
+    /// The reader of everything captured on this worker (worker 0's is the one read).
+    pub(crate) reader: PriorityReader,
+}
+
+/// Build every dataflow on this worker (every worker builds the same, in the
+/// same order). `touched` counts the records the stages emit (the tree
+/// part's facts and every priority stage).
+pub(crate) fn build(worker: &mut Worker, touched: &TouchCounter, names: JobNames) -> Dataflows {
+    let (jobs, jobs_probe, capture) = worker.dataflow::<Epoch, _, _>(|scope| {
+        let (jobs_input, jobs) = scope.new_collection::<JobRow, isize>();
+        let (priority_facts_input, facts) = scope.new_collection::<PFact, isize>();
+        let priority = build_priority(PriorityInputs { jobs, facts }, touched);
+        let probe = ProbeHandle::new();
+        for stream in priority.captured {
+            stream.probe_with(&probe);
+        }
+        let inputs = JobInputs {
+            jobs: jobs_input,
+            priority_facts: priority_facts_input,
+        };
+        (inputs, probe, priority.capture)
+    });
+    let trees = Family::ALL
+        .into_iter()
+        .map(|family| build_tree(worker, family, touched, &capture))
+        .collect();
+    Dataflows {
+        trees,
+        jobs,
+        jobs_probe,
+        reader: PriorityReader::new(names, capture, touched.clone()),
+    }
+}
+
+/// Build one family's tree dataflow: subtree usage, fair-share parents and
+/// level shares (the sshare facts, arranged on worker 0), and the family's
+/// factors, captured on worker 0 into `capture` with the priority
+/// dataflow's updates.
+fn build_tree(
     worker: &mut Worker,
+    family: Family,
     touched: &TouchCounter,
-    names: JobNames,
-) -> (Inputs, FactTrace, PriorityReader, ProbeHandle<Epoch>) {
+    capture: &Capture,
+) -> TreeDataflow {
     worker.dataflow::<Epoch, _, _>(|scope| {
         let (edges_input, edges) = scope.new_collection::<(NodeId, NodeId), Diff>();
         let (shares_input, shares) = scope.new_collection::<(NodeId, Shares), Diff>();
@@ -126,8 +216,7 @@ pub(crate) fn build(
         let (users_input, users) = scope.new_collection::<NodeId, Diff>();
         let (user_names_input, user_names) = scope.new_collection::<(NodeId, AssocId), Diff>();
         let (fs_params_input, fs_params) = scope.new_collection::<FsParams, Diff>();
-        let (jobs_input, jobs) = scope.new_collection::<JobRow, isize>();
-        let (priority_facts_input, priority_facts) = scope.new_collection::<PFact, isize>();
+        let (pending_jobs_input, pending_jobs) = scope.new_collection::<AssocId, Diff>();
         let shares_for_factors = shares.clone();
 
         let edges_by_child = edges.arrange_by_key();
@@ -136,9 +225,6 @@ pub(crate) fn build(
         // Subtree usage: every own usage (in the diff) moved up the edges
         // and summed per node (no ancestor pairs).
         let subtree_usage_sums = sums_up_the_tree(&edges_by_child, usage);
-        let subtree_usage = subtree_usage_sums
-            .clone()
-            .map(|(node, usage)| (node, Fact::SubtreeUsage(usage)));
 
         // Fair-share parent: the nearest proper ancestor not `parent`; its
         // output arrangement (by node) is joined with the shares twice.
@@ -155,18 +241,6 @@ pub(crate) fn build(
             shares_by_node.clone(),
             |_node, &fs_parent, shares: &Shares| Some((fs_parent, Diff::from(shares.raw()))),
         ));
-        let level_shares = level_share_sums
-            .clone()
-            .map(|(node, level)| (node, Fact::LevelShares(level)));
-
-        // One record per pending job, by `(account, user)` (ticket-based).
-        let pending_jobs = jobs
-            .clone()
-            .filter(|row| row.phase == Phase::Pending)
-            .map(|row| row.assoc)
-            .inner
-            .map(|(name, time, diff)| (name, time, diff as Diff))
-            .as_collection();
         let factors = crate::factors::build(
             FactorInputs {
                 edges_by_child,
@@ -175,22 +249,22 @@ pub(crate) fn build(
                 shares: shares_for_factors,
                 shares_by_node,
                 subtree_usage: subtree_usage_sums.clone(),
-                level_shares: level_share_sums,
+                level_shares: level_share_sums.clone(),
                 users,
                 user_names,
                 params: fs_params,
                 pending_jobs,
             },
+            family,
             touched,
         );
-        let facts = subtree_usage
+        let mut facts = subtree_usage_sums
+            .map(|(node, usage)| (node, Fact::SubtreeUsage(usage)))
             .concat(fs_parent.map(|(node, parent)| (node, Fact::FsParent(parent))))
-            .concat(level_shares)
-            .concat(
-                factors
-                    .tickets
-                    .map(|(node, tickets)| (node, Fact::Tickets(tickets))),
-            );
+            .concat(level_share_sums.map(|(node, level)| (node, Fact::LevelShares(level))));
+        if let Some(tickets) = factors.tickets {
+            facts = facts.concat(tickets.map(|(node, tickets)| (node, Fact::Tickets(tickets))));
+        }
         let facts_touched = touched.clone();
         let facts = facts.inspect(move |_| facts_touched.add(1));
         // Pinned to worker 0, where the driver's reads are served.
@@ -202,30 +276,27 @@ pub(crate) fn build(
                 ValBatcher::new,
             );
         let (probe, _) = pinned.stream.clone().probe();
-
-        // Job priority (crate::priority), probed with the same handle; the
-        // fair-share factors arrive as facts in the same logical time.
-        let priority = build_priority(
-            PriorityInputs {
-                jobs,
-                facts: priority_facts.concat(factors.fairshare_facts),
-            },
-            touched,
-        );
-        for stream in priority.captured {
-            stream.probe_with(&probe);
-        }
-        let reader = PriorityReader::new(names, priority.capture, touched.clone());
-        let inputs = Inputs {
+        // The factors reach the queue with the priority dataflow's updates.
+        let sink = capture.clone();
+        capture_on_worker_0(
+            factors.fairshare_facts.inner,
+            "CaptureFactors",
+            move |data| sink.borrow_mut().facts.append(data),
+        )
+        .probe_with(&probe);
+        let inputs = TreeInputs {
             edges: edges_input,
             shares: shares_input,
             usage: usage_input,
             users: users_input,
             user_names: user_names_input,
             fs_params: fs_params_input,
-            jobs: jobs_input,
-            priority_facts: priority_facts_input,
+            pending_jobs: pending_jobs_input,
         };
-        (inputs, pinned.trace, reader, probe)
+        TreeDataflow {
+            inputs,
+            trace: pinned.trace,
+            probe,
+        }
     })
 }

@@ -48,7 +48,7 @@ use crate::priority::crossings::{age_capped_at, begun_at, next_crossing, Crossin
 use crate::priority::{
     tres_bits, AssocRef, Fact as PFact, JobRow, MoabRow, PartitionRec, Phase, PriorityParams,
 };
-use crate::types::JobId;
+use crate::types::{AssocId, JobId};
 
 /// Input changes for the priority dataflow.
 #[derive(Debug, Clone, Default)]
@@ -185,6 +185,19 @@ impl JobFeed {
         self.qos_changed |= !changes.qos.is_empty();
         self.dirty_subjects
             .extend(changes.partitions.iter().cloned().map(Subject::Partition));
+    }
+
+    /// Every sent pending row's user association with its count of pending
+    /// jobs (ticket-based's active associations), for the tree dataflow a
+    /// configuration switch moves to or from ticket-based.
+    pub fn pending_by_assoc(&self, sign: i128) -> Vec<(AssocId, i128)> {
+        let mut counts: BTreeMap<AssocId, i128> = BTreeMap::new();
+        for row in self.sent_jobs.0.iter().flatten() {
+            if row.phase == Phase::Pending {
+                *counts.entry(row.assoc).or_default() += sign;
+            }
+        }
+        counts.into_iter().collect()
     }
 
     /// Retract everything sent and re-derive everything at the next send (a

@@ -7,8 +7,10 @@
 //! cluster modes (`--processes/--process/--hostfile`) only build a different
 //! `timely::Config` ([`Engine::start_layout`] from a `cluster::WorkerLayout`:
 //! process 0 gets the engine, the others run [`Engine::run_follower`]; tested
-//! with two processes over TCP on localhost). Every worker builds the same dataflow
-//! (`worker::run_worker`); the worker with global index 0 is *fed* by the
+//! with two processes over TCP on localhost). Every worker builds the same dataflows
+//! (`worker::run_worker`, `graph::build`: the priority dataflow and one tree
+//! dataflow per family of fair-share algorithms, `factors::Family`); the
+//! worker with global index 0 is *fed* by the
 //! driver over crossbeam channels, every other worker closes its empty input
 //! sessions at once and only steps (`step_or_park`), so the worker closure does
 //! not depend on how workers were started.
@@ -25,6 +27,25 @@
 //! ([`names`]). After a batch the book says what changed
 //! (`fairflow_book::Changes`) and each feed emits, for those only, the
 //! differences from what it last sent. One batch is one logical time `u64`.
+//!
+//! # Several dataflows, and only the fed ones step
+//! Timely's progress tracking and operator scheduling cost something per
+//! operator at every logical time, whatever the batch holds: at a handful of
+//! records that fixed cost is most of a batch's. So the graph is cut where
+//! no collection crosses: the priority dataflow (job rows and priority
+//! facts), and one tree dataflow per [`factors`] family (Fair Tree under
+//! Slurm's ties, under the documented ties, classic and depth-oblivious,
+//! ticket-based, level-based), each holding only its own algorithm's stages.
+//! A batch feeds and steps only the dataflows it has records for (a usage
+//! event the configured family's tree dataflow, a submit the priority
+//! dataflow); each dataflow has its own probe. Only the configured family's
+//! tree dataflow holds the tree: when a configuration switches family, the
+//! driver retracts everything it sent from the old family's dataflow and
+//! sends it all to the new one, in the same batch (`TreeFeed::sent_records`;
+//! ticket-based's pending-job counts move with it), so the switch costs a
+//! reload of the tree, not of the jobs. The factors leave every tree dataflow
+//! through a capture on worker 0 into the same buffer as the priority
+//! dataflow's updates, so the queue sees both of one batch together.
 //!
 //! # Collections (time `u64`, diff `i128` everywhere; no floats)
 //! - inputs: `edges (child, parent)`, `shares (node, Shares)` (which also
@@ -44,7 +65,7 @@
 //!   placements per (merged) group (Slurm's rule: sent as they are, the
 //!   queue derives ranks; the documented rule: ranks by top-down sums),
 //!   top-down recurrences for the other algorithms;
-//!   they enter the priority half as `Fairshare` facts in the same time;
+//!   they reach the queue as `Fairshare` (or `TreeSlot`) facts in the same time;
 //! - the subtree sums, the nearest ancestor, the
 //!   top-down recurrences and the group sums are the generic stages of
 //!   `stages`;
@@ -70,14 +91,14 @@
 //! touches.
 //!
 //! # Job priority (module [`priority`], driven by [`job_feed`])
-//! The same dataflow holds the priority half: `jobs` ([`priority::JobRow`])
+//! The priority dataflow: `jobs` ([`priority::JobRow`])
 //! and priority `facts` inputs; its records (without the fair-share term)
 //! and facts are captured on worker 0 into the queue
 //! ([`priority::queue`]), where a [`priority::PriorityReader`] serves
 //! [`Engine::priorities`], [`Engine::top`] and [`Engine::job`] as of the
 //! engine's time. Per batch the driver sends the tree and usage deltas, the
 //! changed job rows and the changed priority facts as one logical time; the
-//! fair-share factors reach the priority stages inside the dataflow. Job
+//! fair-share factors meet the job records in the queue. Job
 //! attributes are the book's; with `INCR_ONLY` the driver
 //! flushes and remembers at each event-time boundary exactly where the
 //! oracle's `Replay` does. Every fair-share algorithm is maintained

@@ -952,7 +952,7 @@ pub fn build<'s>(inputs: PriorityInputs<'s>, touched: &TouchCounter) -> Priority
 /// Exchange `updates` to worker 0 and hand each arriving batch to `sink`
 /// there; the returned (empty) stream passes a time once every update up to
 /// it was handed over, so a probe on it says when the capture is complete.
-fn capture_on_worker_0<'s, D: differential_dataflow::ExchangeData>(
+pub(crate) fn capture_on_worker_0<'s, D: differential_dataflow::ExchangeData>(
     updates: StreamVec<'s, Time, (D, Time, isize)>,
     name: &str,
     mut sink: impl FnMut(&mut Vec<(D, Time, isize)>) + 'static,

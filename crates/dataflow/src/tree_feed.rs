@@ -52,6 +52,9 @@ pub struct Deltas {
     pub user_names: Vec<(UserName, i128)>,
     /// The fair-share parameters (on a configuration change).
     pub fs_params: Vec<(FsParams, i128)>,
+    /// Ticket-based: the pending jobs' user associations (interned names),
+    /// one per job in the diff; the driver fills it from the job feed.
+    pub pending_jobs: Vec<(AssocId, i128)>,
 }
 
 impl Deltas {
@@ -63,6 +66,7 @@ impl Deltas {
             + self.users.len()
             + self.user_names.len()
             + self.fs_params.len()
+            + self.pending_jobs.len()
     }
 
     /// Nothing to send?
@@ -72,13 +76,14 @@ impl Deltas {
     }
 
     /// Append `other`'s records after this one's.
-    fn extend(&mut self, other: Deltas) {
+    pub fn extend(&mut self, other: Deltas) {
         self.edges.extend(other.edges);
         self.shares.extend(other.shares);
         self.usage.extend(other.usage);
         self.users.extend(other.users);
         self.user_names.extend(other.user_names);
         self.fs_params.extend(other.fs_params);
+        self.pending_jobs.extend(other.pending_jobs);
     }
 }
 
@@ -262,7 +267,12 @@ impl TreeFeed {
     /// Record that `id` is now `now`, pushing the differences from what it
     /// was sent as.
     fn send(&mut self, id: NodeId, now: Sent, deltas: &mut Deltas) {
-        let before = self.sent[id as usize];
+        self.push_difference(id, self.sent[id as usize], now, deltas);
+        self.sent[id as usize] = now;
+    }
+
+    /// Push the records that take `id` from `before` to `now`.
+    fn push_difference(&self, id: NodeId, before: Sent, now: Sent, deltas: &mut Deltas) {
         if before.alive != now.alive && self.names[id as usize].user.is_some() {
             let diff = if now.alive { 1 } else { -1 };
             deltas.users.push((id, diff));
@@ -290,26 +300,40 @@ impl TreeFeed {
             let change = as_diff(now.usage).saturating_sub(as_diff(before.usage));
             deltas.usage.push((id, change));
         }
-        self.sent[id as usize] = now;
     }
 
-    /// The deltas that replace everything sent by the contents of `book` (a
-    /// restore): every sent record is retracted and every record of the book
-    /// sent, as one batch (records that did not change cancel in the
-    /// dataflow).
-    pub fn replace_with(&mut self, book: &Book, interner: &mut Names) -> Deltas {
+    /// Everything sent so far as records: insertions (`present`), or their
+    /// retractions. The tree moves between dataflows this way when the
+    /// configuration switches the family of algorithms (`factors::Family`):
+    /// the old family's dataflow is emptied, the new one's filled.
+    pub fn sent_records(&self, present: bool) -> Deltas {
         let mut deltas = Deltas::default();
-        for id in 0..self.names.len() {
+        for (id, &sent) in self.sent.iter().enumerate() {
             let id = NodeId::try_from(id).expect("interned");
-            self.send(id, Sent::default(), &mut deltas);
+            if present {
+                self.push_difference(id, Sent::default(), sent, &mut deltas);
+            } else {
+                self.push_difference(id, sent, Sent::default(), &mut deltas);
+            }
         }
-        if let Some(params) = self.sent_fs_params.take() {
-            deltas.fs_params.push((params, -1));
+        if let Some(params) = self.sent_fs_params {
+            deltas
+                .fs_params
+                .push((params, if present { 1 } else { -1 }));
         }
+        deltas
+    }
+
+    /// Replace everything sent by the contents of `book` (a restore):
+    /// returns the retraction of every sent record and the records of the
+    /// book, to send as one batch (records that did not change cancel in
+    /// the dataflow when both go to the same one).
+    pub fn replace_with(&mut self, book: &Book, interner: &mut Names) -> (Deltas, Deltas) {
+        let retracted = self.sent_records(false);
         // A fresh interning, in the new book's creation order.
         *self = TreeFeed::new();
-        deltas.extend(self.deltas(book, &Changes::everything(), interner));
-        deltas
+        let inserted = self.deltas(book, &Changes::everything(), interner);
+        (retracted, inserted)
     }
 
     /// The shares each association was last sent with.

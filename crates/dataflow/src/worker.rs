@@ -14,6 +14,7 @@ use fairflow_model::report::JobPriority;
 use timely::progress::frontier::{Antichain, AntichainRef};
 use timely::worker::Worker;
 
+use crate::factors::Family;
 use crate::graph::{build, Fact, FactTrace};
 use crate::job_feed::JobDeltas;
 use crate::names::JobNames;
@@ -24,14 +25,19 @@ use crate::types::{AssocId, Diff, Epoch, JobId, NodeId, TouchCounter};
 /// What the driver asks worker 0 to do.
 #[derive(Debug)]
 pub enum Command {
-    /// Insert the deltas at `epoch`, then step until every result reflects it.
+    /// Insert the deltas at `epoch` into the dataflows they are for, then
+    /// step until every result reflects it.
     Batch {
         /// The batch's logical time.
         epoch: Epoch,
-        /// The input changes.
-        deltas: Deltas,
-        /// The priority inputs' changes.
-        jobs: JobDeltas,
+        /// The family whose tree dataflow holds the tree after the batch
+        /// (the one the tree's reads come from).
+        family: Family,
+        /// The tree dataflows' input changes, by family (usually one; two
+        /// when the tree moves between families).
+        trees: Vec<(Family, Deltas)>,
+        /// The priority dataflow's input changes, if any.
+        jobs: Option<JobDeltas>,
     },
     /// Send every fact of the result arrangement (consolidated).
     ReadFacts,
@@ -114,17 +120,19 @@ pub fn run_worker(
     touched: TouchCounter,
     names: JobNames,
 ) {
-    let (mut inputs, mut trace, mut reader, probe) = build(worker, &touched, names);
+    let mut dataflows = build(worker, &touched, names);
     let Some(feeder) = feeder else {
         // Not fed: close the inputs so only the feeding worker drives progress.
-        drop(inputs);
-        drop(trace);
-        drop(reader);
+        drop(dataflows);
         while worker.step_or_park(None) {}
         return;
     };
     // Nothing is sent for epoch 0: results start at epoch 1.
-    inputs.advance_and_flush(1);
+    dataflows.jobs.advance_and_flush(1);
+    for tree in &mut dataflows.trees {
+        tree.inputs.advance_and_flush(1);
+    }
+    let mut active = Family::FairTreeSlurm;
     if feeder
         .replies
         .send(Reply::Ready(std::thread::current()))
@@ -136,66 +144,86 @@ pub fn run_worker(
         match feeder.commands.try_recv() {
             Ok(Command::Batch {
                 epoch,
-                deltas,
+                family,
+                trees,
                 jobs,
             }) => {
-                inputs.feed(epoch, deltas, jobs);
-                inputs.advance_and_flush(epoch + 1);
-                while probe.less_than(&(epoch + 1)) {
+                active = family;
+                // Only the dataflows fed at `epoch` move to it; the others
+                // stay where they are and do not step.
+                let mut fed: Vec<usize> = Vec::with_capacity(trees.len());
+                for (family, deltas) in trees {
+                    dataflows.trees[family.index()].inputs.feed(epoch, deltas);
+                    fed.push(family.index());
+                }
+                let jobs_fed = jobs.is_some();
+                if let Some(jobs) = jobs {
+                    dataflows.jobs.feed(epoch, jobs);
+                }
+                let behind = |dataflows: &crate::graph::Dataflows| {
+                    (jobs_fed && dataflows.jobs_probe.less_than(&(epoch + 1)))
+                        || fed
+                            .iter()
+                            .any(|&at| dataflows.trees[at].probe.less_than(&(epoch + 1)))
+                };
+                while behind(&dataflows) {
                     worker.step();
                 }
                 let frontier = [epoch];
-                trace.set_logical_compaction(AntichainRef::new(&frontier));
-                trace.set_physical_compaction(AntichainRef::new(&frontier));
-                reader.absorb();
+                for &at in &fed {
+                    let trace = &mut dataflows.trees[at].trace;
+                    trace.set_logical_compaction(AntichainRef::new(&frontier));
+                    trace.set_physical_compaction(AntichainRef::new(&frontier));
+                }
+                dataflows.reader.absorb();
                 if feeder.replies.send(Reply::BatchDone).is_err() {
                     break;
                 }
             }
             Ok(Command::RememberIncrOnly(now)) => {
-                reader.remember_incr_only(now);
+                dataflows.reader.remember_incr_only(now);
                 if feeder.replies.send(Reply::Done).is_err() {
                     break;
                 }
             }
             Ok(Command::ReadFloors) => {
-                let floors = reader.floors().clone();
+                let floors = dataflows.reader.floors().clone();
                 if feeder.replies.send(Reply::Floors(floors)).is_err() {
                     break;
                 }
             }
             Ok(Command::SetFloors(floors)) => {
-                reader.set_floors(floors);
+                dataflows.reader.set_floors(floors);
                 if feeder.replies.send(Reply::Done).is_err() {
                     break;
                 }
             }
             Ok(Command::EvaluateAll(now)) => {
-                let all = reader.evaluate_all(now);
+                let all = dataflows.reader.evaluate_all(now);
                 if feeder.replies.send(Reply::Priorities(all)).is_err() {
                     break;
                 }
             }
             Ok(Command::Top(k, now)) => {
-                let top = reader.top(k, now);
+                let top = dataflows.reader.top(k, now);
                 if feeder.replies.send(Reply::Priorities(top)).is_err() {
                     break;
                 }
             }
             Ok(Command::Through(id, now)) => {
-                let through = reader.through(id, now);
+                let through = dataflows.reader.through(id, now);
                 if feeder.replies.send(Reply::Through(through)).is_err() {
                     break;
                 }
             }
             Ok(Command::Job(id, now)) => {
-                let job = reader.job(id, now);
+                let job = dataflows.reader.job(id, now);
                 if feeder.replies.send(Reply::Job(job)).is_err() {
                     break;
                 }
             }
             Ok(Command::ReadFactors) => {
-                let factors = reader.fairshare_factors();
+                let factors = dataflows.reader.fairshare_factors();
                 if feeder.replies.send(Reply::Factors(factors)).is_err() {
                     break;
                 }
@@ -203,7 +231,9 @@ pub fn run_worker(
             Ok(Command::ReadFacts) => {
                 if feeder
                     .replies
-                    .send(Reply::Facts(read_facts(&mut trace)))
+                    .send(Reply::Facts(read_facts(
+                        &mut dataflows.trees[active.index()].trace,
+                    )))
                     .is_err()
                 {
                     break;
@@ -215,8 +245,6 @@ pub fn run_worker(
             Err(TryRecvError::Disconnected) => break,
         }
     }
-    drop(inputs);
-    drop(trace);
-    drop(reader);
+    drop(dataflows);
     while worker.step_or_park(None) {}
 }
