@@ -76,6 +76,27 @@ const SLURM_LEVEL: Scenario = Scenario {
     lazy_caps: false,
 };
 
+/// Every family of fair-share algorithms in turn, with jobs queued: each
+/// switch moves the tree from one family's dataflow to another's (and
+/// ticket-based's pending-job counts with it) in one batch, and the queue
+/// must see the old family's factors retracted and the new one's in the same
+/// batch.
+const SLURM_FAMILY_SWITCHES: Scenario = Scenario {
+    name: "slurm-family-switches",
+    config: r#"{"PriorityWeightAge":100,"PriorityMaxAge":"1:00:00","PriorityWeightFairshare":100000,"PriorityWeightQOS":400,"PriorityLevels":3}"#,
+    changes: &[
+        r#"{"PriorityFlags":"TICKET_BASED"}"#,
+        r#"{"PriorityFlags":"NO_FAIR_TREE"}"#,
+        r#"{"FairTreeTies":"documented"}"#,
+        r#"{"PriorityFlags":"LEVEL_BASED"}"#,
+        r#"{"PriorityFlags":"NO_FAIR_TREE,DEPTH_OBLIVIOUS"}"#,
+        r#"{"PriorityFlags":"","FairTreeTies":"slurm"}"#,
+        r#"{"PriorityFlags":"TICKET_BASED"}"#,
+        r#"{"PriorityFlags":""}"#,
+    ],
+    lazy_caps: false,
+};
+
 const MOAB: Scenario = Scenario {
     name: "moab",
     config: r#"{"PriorityModel":"moab","PriorityDecayHalfLife":"1:00:00","CREDWEIGHT":2,"USERWEIGHT":1,"QOSWEIGHT":3,"CLASSWEIGHT":5,"ACCOUNTWEIGHT":1,"USERCFG[u1]":"PRIORITY=200 FSTARGET=30","QOSCFG[q1]":"PRIORITY=50 QTWEIGHT=2 QTTARGET=1:00:00","FSUSERWEIGHT":10,"FSGROUPWEIGHT":1,"GROUPCFG[a]":"FSTARGET=40-","FSJPUWEIGHT":3,"FSPSPUWEIGHT":1,"WCACCURACYWEIGHT":100,"PROCWEIGHT":2,"PEWEIGHT":1,"XFACTORWEIGHT":100,"XFMINWCLIMIT":"0:30:00","USAGEEXECUTIONTIMEWEIGHT":1}"#,
@@ -197,4 +218,9 @@ fn slurm_ticket_based_priorities_equal_the_oracle() {
 #[test]
 fn slurm_level_based_priorities_equal_the_oracle() {
     sweep(&SLURM_LEVEL);
+}
+
+#[test]
+fn slurm_priorities_across_family_switches_equal_the_oracle() {
+    sweep(&SLURM_FAMILY_SWITCHES);
 }
