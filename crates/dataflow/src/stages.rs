@@ -8,7 +8,6 @@ use std::collections::{BTreeMap, BinaryHeap};
 
 use differential_dataflow::consolidation::consolidate;
 use differential_dataflow::hashable::Hashable;
-use differential_dataflow::operators::iterate::Iterate;
 use differential_dataflow::operators::CountTotal;
 use differential_dataflow::trace::implementations::ValBuilder;
 use differential_dataflow::trace::implementations::ValSpine;
@@ -20,7 +19,7 @@ use timely::dataflow::channels::pact::Exchange;
 use timely::dataflow::operators::generic::Operator;
 use timely::dataflow::operators::Capability;
 
-use crate::types::{ByKey, Diff, Epoch, NodeId};
+use crate::types::{ByKey, Diff, Epoch, NodeId, ROOT};
 
 /// For every node, the sum over the nodes of its subtree (itself included)
 /// of the amounts `amounts` carries in its diffs (absent when 0), without
@@ -286,46 +285,61 @@ impl SubtreeSums {
 
 /// For every node with a parent, its nearest proper ancestor whose value in
 /// `values` satisfies `keep` (none for a node without one), arranged by
-/// node, without any ancestor pairs: a node whose parent is kept takes the
-/// parent; one whose parent is skipped takes its parent's answer (an
-/// `iterate`: as many rounds as the longest run of skipped ancestors, plus
-/// one). A value change touches the links to the node's children and the
-/// nodes whose answer changes.
+/// node, without any ancestor pairs and without a loop: a top-down
+/// recurrence ([`down_the_tree`] from root) over `W(n)`, the nearest kept
+/// ancestor-or-self (`n` when `n` is kept, else its parent's `W`); a node's
+/// answer is its parent's `W`. A value change touches the node and the
+/// nodes below it whose answer changes, in one pass per batch (an `iterate`
+/// did this before, at the price of a nested scope whose progress tracking
+/// every batch paid, whatever it changed).
 pub fn nearest_proper_ancestor<'s, V>(
     edges_by_child: &ByKey<'s, NodeId, NodeId>,
     values: &ByKey<'s, NodeId, V>,
-    keep: impl Fn(&V) -> bool + 'static,
+    keep: impl Fn(&V) -> bool + Clone + 'static,
 ) -> ByKey<'s, NodeId, NodeId>
 where
     V: ExchangeData,
 {
-    // `(child, (parent, is the parent kept?))`.
+    // `(child, (parent, (child, is the child kept?)))`.
+    let keep_link = keep.clone();
     let links = edges_by_child
         .clone()
-        .as_collection(|&child, &parent| (parent, child))
-        .arrange_by_key()
-        .join_core(values.clone(), move |&parent, &child, value: &V| {
-            Some((child, (parent, keep(value))))
+        .join_core(values.clone(), move |&child, &parent, value: &V| {
+            Some((child, (parent, (child, keep_link(value)))))
         });
-    let direct = links
-        .clone()
-        .flat_map(|(child, (parent, kept))| kept.then_some((child, parent)));
-    let through = links
-        .flat_map(|(child, (parent, kept))| (!kept).then_some((parent, child)))
-        .arrange_by_key();
-    direct
-        .clone()
-        .iterate(|inner_scope, nearest| {
-            let through = through.enter(inner_scope);
-            let direct = direct.enter(inner_scope);
-            through
-                .join_core(nearest.arrange_by_key(), |_parent, &child, &nearest| {
-                    Some((child, nearest))
-                })
-                .concat(direct)
-                .consolidate()
+    let root = values.clone().flat_map_ref(move |&node, value| {
+        (node == ROOT).then(|| (node, Nearest::root(node, keep(value))))
+    });
+    down_the_tree(links, root, |parent: &Nearest, &(child, kept)| {
+        Some(Nearest {
+            own_or_above: if kept {
+                Some(child)
+            } else {
+                parent.own_or_above
+            },
+            above: parent.own_or_above,
         })
-        .arrange_by_key_named("Arrange: NearestProperAncestor")
+    })
+    .flat_map(|(node, nearest)| nearest.above.map(|above| (node, above)))
+    .arrange_by_key_named("Arrange: NearestProperAncestor")
+}
+
+/// A node's value in [`nearest_proper_ancestor`]'s recurrence.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+struct Nearest {
+    /// The nearest kept ancestor-or-self.
+    own_or_above: Option<NodeId>,
+    /// The nearest kept proper ancestor (the answer).
+    above: Option<NodeId>,
+}
+
+impl Nearest {
+    fn root(node: NodeId, kept: bool) -> Self {
+        Nearest {
+            own_or_above: kept.then_some(node),
+            above: None,
+        }
+    }
 }
 
 /// Values defined top-down over a forest: `starts` gives the value of the
