@@ -114,8 +114,8 @@ use timely::dataflow::operators::vec::Map as _;
 use crate::priority::fair_tree::TreeSlot;
 use crate::priority::Fact as PFact;
 use crate::stages::{down_the_tree, per_batch_routed, sums_up_the_tree};
-use rustc_hash::FxHashMap;
 use crate::types::{AssocId, ByKey, Diff, Epoch, NodeId, TouchCounter, ROOT};
+use rustc_hash::FxHashMap;
 
 mod fair_tree_slurm;
 mod level;
