@@ -47,6 +47,7 @@ use std::collections::{btree_set, BTreeMap, BTreeSet, BinaryHeap};
 use std::iter::Peekable;
 use std::rc::Rc;
 
+use super::classic::ClassicTree;
 use super::fair_tree::{grow, Best, FairTree, TreeSlot};
 use super::record::{from_ordered_bits, ordered_bits, PriorityRecord, RankClass};
 use super::{ordered_submit, Fact};
@@ -113,6 +114,9 @@ pub struct Queue {
     by_user: [BTreeSet<Ranked>; 2],
     /// Fair Tree with Slurm's ties: the sorted tree.
     tree: FairTree,
+    /// Classic and depth-oblivious: every association's classic inputs;
+    /// the factors it evaluates are kept in `fairshare`.
+    classic: ClassicTree,
     fifo: BTreeSet<(u64, JobId)>,
     /// Job and user entries changed by the current `absorb`.
     entries_changed: u64,
@@ -151,12 +155,30 @@ impl Queue {
                     .collect(),
             );
             let mut slots: Vec<(NodeId, TreeSlot, isize)> = Vec::new();
+            // Classic: the inputs first, then every user's factor from them
+            // (one pass over the tree), applied with the facts below.
+            for (fact, diff) in &facts {
+                if let Fact::ClassicNode { node, inputs } = fact {
+                    self.classic.apply(*node, inputs, *diff);
+                }
+            }
+            let classic_changes = self.classic.evaluate();
             // Retractions first: a changed factor is a retraction and an insertion.
             for (fact, diff) in facts.iter().filter(|(_, d)| *d < 0) {
                 self.apply_fact(fact, *diff, &mut changed_users, &mut slots);
             }
+            for &(assoc, old, _) in &classic_changes {
+                if let Some(bits) = old {
+                    self.apply_factor(assoc, bits, -1, &mut changed_users);
+                }
+            }
             for (fact, diff) in facts.iter().filter(|(_, d)| *d > 0) {
                 self.apply_fact(fact, *diff, &mut changed_users, &mut slots);
+            }
+            for &(assoc, _, new) in &classic_changes {
+                if let Some(bits) = new {
+                    self.apply_factor(assoc, bits, 1, &mut changed_users);
+                }
             }
             if !slots.is_empty() {
                 // The placed or unplaced users are refreshed below, which
@@ -243,13 +265,11 @@ impl Queue {
             return;
         }
         if let Fact::Fairshare { assoc, factor_bits } = fact {
-            let slot = grow(&mut self.fairshare, *assoc as usize);
-            if diff > 0 {
-                *slot = Some(*factor_bits);
-            } else if *slot == Some(*factor_bits) {
-                *slot = None;
-            }
-            changed_users.push(*assoc);
+            self.apply_factor(*assoc, *factor_bits, diff, changed_users);
+            return;
+        }
+        if let Fact::ClassicNode { .. } = fact {
+            // Applied to `classic` before the other facts.
             return;
         }
         let count = self.facts.entry(fact.clone()).or_insert(0);
@@ -257,6 +277,23 @@ impl Queue {
         if *count == 0 {
             self.facts.remove(fact);
         }
+    }
+
+    /// Apply one update of a user association's factor bits.
+    fn apply_factor(
+        &mut self,
+        assoc: AssocId,
+        factor_bits: u64,
+        diff: isize,
+        changed_users: &mut Vec<AssocId>,
+    ) {
+        let slot = grow(&mut self.fairshare, assoc as usize);
+        if diff > 0 {
+            *slot = Some(factor_bits);
+        } else if *slot == Some(factor_bits) {
+            *slot = None;
+        }
+        changed_users.push(assoc);
     }
 
     fn remove_record(&mut self, job: JobId, record: &PriorityRecord, changed: &mut Vec<AssocId>) {
