@@ -191,11 +191,8 @@ impl ClassicTree {
                 );
                 values.push(own);
                 if let Some(assoc) = node.user {
-                    let factor = classic_factor(
-                        own.effective_usage,
-                        own.norm_shares,
-                        node.dampening_factor,
-                    );
+                    let factor =
+                        classic_factor(own.effective_usage, own.norm_shares, node.dampening_factor);
                     *grow(&mut factors, assoc as usize) = Some(factor.to_bits());
                 }
             }
@@ -216,8 +213,7 @@ impl ClassicTree {
     /// The nodes reachable from root, parents first (breadth-first).
     fn rebuild_order(&mut self) {
         self.order.clear();
-        if !matches!(self.nodes.get(ROOT as usize), Some(Some(root)) if root.fs_parent.is_none())
-        {
+        if !matches!(self.nodes.get(ROOT as usize), Some(Some(root)) if root.fs_parent.is_none()) {
             return;
         }
         let mut children: HashMap<NodeId, Vec<NodeId>> = HashMap::default();
@@ -237,5 +233,150 @@ impl ClassicTree {
             }
             next += 1;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use fairflow_model::Shares;
+
+    use super::{ClassicNode, ClassicTree, FactorChange};
+    use crate::types::{AssocId, NodeId};
+
+    /// An association's inputs (dampening 1, classic).
+    fn node(
+        fs_parent: Option<NodeId>,
+        shares: Shares,
+        usage: u128,
+        child_level: u64,
+        user: Option<AssocId>,
+    ) -> ClassicNode {
+        ClassicNode {
+            fs_parent,
+            shares,
+            usage,
+            child_level,
+            child_usage: 0,
+            user,
+            dampening_factor: 1,
+            depth_oblivious: false,
+        }
+    }
+
+    /// The tree of the tests, by hand:
+    /// - root (0), usage 100; its fair-share children A (3 shares) and u4
+    ///   (1 share, below the `parent` account B): level shares 4;
+    /// - A (1): usage 60, children u3 and u5 (1 share each, level shares 2)
+    ///   and u6 (`parent`);
+    /// - B (2): `FairShare=parent`, usage 40 (nobody's fair-share parent);
+    /// - u3 (3): usage 60, user 13; u4 (4): usage 40, user 14; u5 (5):
+    ///   usage 0, user 15; u6 (6): `parent`, usage 0, user 16.
+    fn tree(root_usage: u128) -> Vec<(NodeId, ClassicNode)> {
+        let used = |usage: u128| if root_usage == 0 { 0 } else { usage };
+        vec![
+            (0, node(None, Shares::Value(1), root_usage, 4, None)),
+            (1, node(Some(0), Shares::Value(3), used(60), 2, None)),
+            (2, node(Some(0), Shares::Parent, used(40), 0, None)),
+            (3, node(Some(1), Shares::Value(1), used(60), 0, Some(13))),
+            (4, node(Some(0), Shares::Value(1), used(40), 0, Some(14))),
+            (5, node(Some(1), Shares::Value(1), 0, 0, Some(15))),
+            (6, node(Some(1), Shares::Parent, 0, 0, Some(16))),
+        ]
+    }
+
+    fn load(state: &mut ClassicTree, nodes: &[(NodeId, ClassicNode)], diff: isize) {
+        for (id, inputs) in nodes {
+            state.apply(*id, inputs, diff);
+        }
+    }
+
+    /// The changes as `(user, old factor, new factor)`.
+    fn factors(changes: &[FactorChange]) -> Vec<(AssocId, Option<f64>, Option<f64>)> {
+        changes
+            .iter()
+            .map(|&(assoc, old, new)| (assoc, old.map(f64::from_bits), new.map(f64::from_bits)))
+            .collect()
+    }
+
+    fn assert_near(actual: Option<f64>, expected: f64) {
+        let actual = actual.expect("a factor");
+        assert!(
+            (actual - expected).abs() < 1e-12,
+            "{actual} is not {expected}"
+        );
+    }
+
+    #[test]
+    fn factors_by_hand_with_parent_shares_and_zero_root_usage() {
+        let mut state = ClassicTree::default();
+        load(&mut state, &tree(100), 1);
+        let changes = factors(&state.evaluate());
+        assert_eq!(
+            changes.iter().map(|c| (c.0, c.1)).collect::<Vec<_>>(),
+            vec![(13, None), (14, None), (15, None), (16, None)]
+        );
+        // A: S = 3/4, UE = UN = 60/100 (under root).
+        // u3: S = 1/2 · 3/4 = 0.375, UN = 0.6, UE = 0.6 + (0.6 − 0.6) · 1/2 = 0.6:
+        //     F = 2^-(0.6 / 0.375) = 2^-1.6.
+        assert_near(changes[0].2, (-1.6f64).exp2());
+        // u4 (fair-share parent root through the `parent` account B):
+        //     S = 1/4, UE = UN = 0.4: F = 2^-1.6.
+        assert_near(changes[1].2, (-1.6f64).exp2());
+        // u5: S = 0.375, UN = 0, UE = 0 + 0.6 · 1/2 = 0.3: F = 2^-0.8.
+        assert_near(changes[2].2, (-0.8f64).exp2());
+        // u6 (`parent`): A's S = 0.75 and UE = 0.6: F = 2^-0.8.
+        assert_near(changes[3].2, (-0.8f64).exp2());
+        // Nothing changed: nothing to evaluate.
+        assert!(state.evaluate().is_empty());
+
+        // Zero root usage (every usage gone): UN = 0 and UE = 0 everywhere,
+        // F = 2^0 = 1 for every user.
+        load(&mut state, &tree(100), -1);
+        load(&mut state, &tree(0), 1);
+        let changes = factors(&state.evaluate());
+        assert_eq!(changes.len(), 4);
+        for change in changes {
+            assert_near(change.2, 1.0);
+        }
+    }
+
+    #[test]
+    fn users_removed_re_added_and_the_algorithm_switched_away() {
+        let mut state = ClassicTree::default();
+        let nodes = tree(100);
+        load(&mut state, &nodes, 1);
+        state.evaluate();
+        // u5 removed: its factor goes; A's level shares drop to 1, so u3's
+        // S becomes 1 · 3/4 and UE = 0.6 + 0 · 1 = 0.6: F = 2^-0.8.
+        let a_without_u5 = ClassicNode {
+            child_level: 1,
+            ..nodes[1].1
+        };
+        state.apply(5, &nodes[5].1, -1);
+        state.apply(1, &nodes[1].1, -1);
+        state.apply(1, &a_without_u5, 1);
+        let changes = factors(&state.evaluate());
+        assert_eq!(changes.len(), 2);
+        assert_eq!((changes[0].0, changes[1].0), (13, 15));
+        assert_near(changes[0].2, (-0.8f64).exp2());
+        assert_eq!((changes[1].1.is_some(), changes[1].2), (true, None));
+        // Re-added (insertion before the retraction of A's replaced inputs):
+        // the first tree's factors again.
+        state.apply(1, &nodes[1].1, 1);
+        state.apply(5, &nodes[5].1, 1);
+        state.apply(1, &a_without_u5, -1);
+        let changes = factors(&state.evaluate());
+        assert_eq!(changes.len(), 2);
+        assert_near(changes[0].2, (-1.6f64).exp2());
+        assert_near(changes[1].2, (-0.8f64).exp2());
+        assert_eq!(changes[1].1, None);
+        // Another algorithm: every input retracted, every factor goes.
+        load(&mut state, &nodes, -1);
+        let changes = state.evaluate();
+        assert_eq!(changes.len(), 4);
+        assert!(changes
+            .iter()
+            .all(|&(_, old, new)| old.is_some() && new.is_none()));
+        assert!(state.order.is_empty());
     }
 }

@@ -922,4 +922,76 @@ mod tests {
         queue.absorb(&mut captured, &touched);
         assert_eq!(queue.record(7).map(|r| r.row.nice), Some(5));
     }
+
+    /// A classic association's inputs fact (dampening 1).
+    fn classic_node(
+        node: NodeId,
+        fs_parent: Option<NodeId>,
+        child_level: u64,
+        user: Option<AssocId>,
+    ) -> Fact {
+        Fact::ClassicNode {
+            node,
+            inputs: Box::new(crate::priority::classic::ClassicNode {
+                fs_parent,
+                shares: fairflow_model::Shares::Value(1),
+                usage: 0,
+                child_level,
+                child_usage: 0,
+                user,
+                dampening_factor: 1,
+                depth_oblivious: false,
+            }),
+        }
+    }
+
+    #[test]
+    fn switching_between_classic_and_sent_factors_in_one_batch_keeps_the_new_ones() {
+        // Classic: root with users 1 and 2 (one share each, level shares 2),
+        // no usage: S = 1/2, UE = UN = 0, F = 2^0 = 1 for both.
+        let classic = [
+            classic_node(0, None, 2, None),
+            classic_node(1, Some(0), 0, Some(1)),
+            classic_node(2, Some(0), 0, Some(2)),
+        ];
+        let touched = TouchCounter::new();
+        let mut queue = Queue::new();
+        let mut captured = Captured {
+            records: vec![((1, record(1, 1, 0)), 1, 1), ((2, record(2, 2, 0)), 1, 1)],
+            facts: classic.iter().map(|fact| (fact.clone(), 1, 1)).collect(),
+        };
+        queue.absorb(&mut captured, &touched);
+        assert_eq!(queue.fairshare_of(1), 1.0);
+        assert_eq!(queue.fairshare_of(2), 1.0);
+        // Another algorithm in one batch: user 1's sent factor equals its
+        // classic one (1.0) and must stay; user 2's is 0.5.
+        let mut captured = Captured {
+            records: Vec::new(),
+            facts: classic
+                .iter()
+                .map(|fact| (fact.clone(), 2, -1))
+                .chain([(fairshare(1, 1.0), 2, 1), (fairshare(2, 0.5), 2, 1)])
+                .collect(),
+        };
+        queue.absorb(&mut captured, &touched);
+        assert_eq!(queue.fairshare_of(1), 1.0);
+        assert_eq!(queue.fairshare_of(2), 0.5);
+        assert_eq!(order(&queue), vec![1, 2]);
+        // And back to classic: both 1.0 again.
+        let mut captured = Captured {
+            records: Vec::new(),
+            facts: classic
+                .iter()
+                .map(|fact| (fact.clone(), 3, 1))
+                .chain([(fairshare(1, 1.0), 3, -1), (fairshare(2, 0.5), 3, -1)])
+                .collect(),
+        };
+        queue.absorb(&mut captured, &touched);
+        assert_eq!(queue.fairshare_of(1), 1.0);
+        assert_eq!(queue.fairshare_of(2), 1.0);
+        assert!(
+            queue.facts().is_empty(),
+            "classic inputs are not read-time facts"
+        );
+    }
 }
