@@ -68,18 +68,15 @@
 //!   states, not a path of `d` placements per user.
 //!
 //! # Classic and depth-oblivious
-//! The oracle's top-down walk of the fair-share chain
-//! (`formula::classic_norm_shares`, `classic_effective_usage`,
-//! `depth_oblivious_effective_usage`) as a parent-to-child recurrence
-//! (`stages::down_the_tree` over the fair-share parents): each
-//! association's `(norm shares, effective usage)` from its fair-share
-//! parent's, in the same order of operations, so bit-identical; then
-//! `classic_factor` per user. One record per association, not a walk per
-//! user over its chain (a chain of depth `d`: `d` records in one pass, not
-//! `users · d`). Normalised usage divides by root's usage, so under these
-//! algorithms every usage event changes every association's values: the
-//! algorithm's own cost, `O(associations)` per usage change, which Slurm
-//! pays at every `PriorityCalcPeriod` too.
+//! Normalised usage divides by root's usage, so under these algorithms
+//! every usage event changes every association's values and every user's
+//! factor: the algorithm's own `O(associations)` cost, which Slurm pays at
+//! every `PriorityCalcPeriod` too. It is not paid as dataflow records:
+//! `classic` sends each gated association's classic inputs (its record and
+//! the parameters, a user's with its interned name) as one `ClassicNode`
+//! fact, so a usage event changes the `depth + 1` facts on its path, and
+//! the queue evaluates the oracle's top-down walk over them in one pass in
+//! tree order (`priority::classic`).
 //!
 //! # Ticket-based and level-based
 //! Their own modules: `ticket` (active associations from the pending job

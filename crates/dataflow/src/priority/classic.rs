@@ -32,12 +32,15 @@
 //! An association not reachable from root through the nodes sent has no
 //! values (and a user there no factor), as in the dataflow's recurrence.
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
 use fairflow_model::formula::{
     classic_effective_usage, classic_factor, classic_norm_shares, depth_oblivious_effective_usage,
     norm_usage,
 };
 use fairflow_model::Shares;
-use rustc_hash::FxHashMap as HashMap;
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use super::fair_tree::grow;
 use crate::types::{AssocId, NodeId, ROOT};
@@ -125,19 +128,25 @@ fn step(
 /// `(user association, old factor bits, new factor bits)` (`None`: none).
 pub type FactorChange = (AssocId, Option<u64>, Option<u64>);
 
-/// The classic inputs of every association and the users' factors last
-/// evaluated from them; see the module documentation.
+/// The classic inputs of every association, their values and the users'
+/// factors last evaluated from them; see the module documentation.
 #[derive(Debug, Default)]
 pub struct ClassicTree {
     /// The inputs, by node id (ids are dense).
     nodes: Vec<Option<ClassicNode>>,
-    /// The nodes reachable from root, each after its fair-share parent, as
-    /// `(node, index of its parent in this order)` (root first, its own
-    /// parent); rebuilt when a fair-share parent link changes.
-    order: Vec<(NodeId, usize)>,
-    /// The fair-share parent link of every node touched since the last
-    /// evaluation, as it was before (`None`: absent).
-    touched: HashMap<NodeId, Option<Option<NodeId>>>,
+    /// The nodes reachable from root, each after its fair-share parent
+    /// (breadth-first from root, so a node's fair-share children are
+    /// consecutive); rebuilt when a fair-share parent link changes.
+    order: Vec<NodeId>,
+    /// By node id: its fair-share children's range in `order`.
+    children: Vec<(u32, u32)>,
+    /// By node id: its place in `order` (`u32::MAX`: unreachable).
+    position: Vec<u32>,
+    /// By node id: its values as last evaluated (reachable nodes).
+    values: Vec<Values>,
+    /// The inputs of every node touched since the last evaluation, as they
+    /// were before.
+    touched: HashMap<NodeId, Option<ClassicNode>>,
     /// Each user association's factor bits, as last evaluated.
     factors: Vec<Option<u64>>,
 }
@@ -147,9 +156,7 @@ impl ClassicTree {
     /// retraction and insertion may come in either order).
     pub fn apply(&mut self, node: NodeId, inputs: &ClassicNode, diff: isize) {
         let slot = grow(&mut self.nodes, node as usize);
-        self.touched
-            .entry(node)
-            .or_insert_with(|| slot.map(|old| old.fs_parent));
+        self.touched.entry(node).or_insert(*slot);
         if diff > 0 {
             *slot = Some(*inputs);
         } else if slot.as_ref() == Some(inputs) {
@@ -157,62 +164,142 @@ impl ClassicTree {
         }
     }
 
-    /// Re-evaluate every user's factor if any node changed since the last
-    /// call; returns the users whose factor changed.
+    /// Re-evaluate the users' factors if any node changed since the last
+    /// call; returns the users whose factor changed. A change of root's
+    /// usage (every normalised usage moves) or of the tree's shape
+    /// re-evaluates every node in one pass in tree order; any other (a
+    /// share change, a `parent` account's usage) only the subtrees whose
+    /// values move, parents first.
     pub fn evaluate(&mut self) -> Vec<FactorChange> {
         if self.touched.is_empty() {
             return Vec::new();
         }
-        let reshaped = self.touched.drain().any(|(node, before)| {
-            before != self.nodes[node as usize].as_ref().map(|now| now.fs_parent)
-        });
+        let touched: Vec<(NodeId, Option<ClassicNode>)> = self.touched.drain().collect();
+        let mut reshaped = false;
+        let mut everything = false;
+        for (node, before) in &touched {
+            let now = self.nodes[*node as usize];
+            match (before, now) {
+                (Some(before), Some(now))
+                    if before.fs_parent == now.fs_parent && before.user == now.user =>
+                {
+                    everything |= *node == ROOT && before.usage != now.usage;
+                }
+                (None, None) => {}
+                _ => reshaped = true,
+            }
+        }
         if reshaped {
             self.rebuild_order();
         }
-        let mut factors: Vec<Option<u64>> = Vec::with_capacity(self.factors.len());
-        if !self.order.is_empty() {
-            let nodes = &self.nodes;
-            let node_at = |index: usize| -> &ClassicNode {
-                nodes[self.order[index].0 as usize]
-                    .as_ref()
-                    .expect("an ordered node has inputs")
-            };
-            let root_usage = node_at(0).usage;
-            let mut values = Vec::with_capacity(self.order.len());
-            values.push(ROOT_VALUES);
-            for (index, &(_, parent_index)) in self.order.iter().enumerate().skip(1) {
-                let node = node_at(index);
-                let own = step(
-                    values[parent_index],
-                    node_at(parent_index),
-                    parent_index == 0,
-                    node,
-                    root_usage,
-                );
-                values.push(own);
-                if let Some(assoc) = node.user {
-                    let factor =
-                        classic_factor(own.effective_usage, own.norm_shares, node.dampening_factor);
-                    *grow(&mut factors, assoc as usize) = Some(factor.to_bits());
+        let mut changes = Vec::new();
+        if reshaped || everything {
+            let mut factors = vec![None; self.factors.len()];
+            for index in 0..self.order.len() {
+                let node = self.order[index];
+                if let Some(bits) = self.revalue(node) {
+                    *grow(&mut factors, bits.0 as usize) = Some(bits.1);
                 }
             }
+            let len = factors.len().max(self.factors.len());
+            for assoc in 0..len {
+                let old = self.factors.get(assoc).copied().flatten();
+                let new = factors.get(assoc).copied().flatten();
+                if old != new {
+                    changes.push((assoc as AssocId, old, new));
+                }
+            }
+            self.factors = factors;
+            return changes;
         }
-        let len = factors.len().max(self.factors.len());
-        let mut changes = Vec::new();
-        for assoc in 0..len {
-            let old = self.factors.get(assoc).copied().flatten();
-            let new = factors.get(assoc).copied().flatten();
-            if old != new {
-                changes.push((assoc as AssocId, old, new));
+        // Only the touched nodes and, below a node whose children's inputs
+        // moved, its fair-share children; then the children of every node
+        // whose values moved.
+        let mut heap: BinaryHeap<Reverse<u32>> = BinaryHeap::new();
+        let mut queued: HashSet<u32> = HashSet::default();
+        let mut enqueue_children = |tree: &Self, node: NodeId, heap: &mut BinaryHeap<_>| {
+            let (start, end) = tree.children[node as usize];
+            for position in start..end {
+                if queued.insert(position) {
+                    heap.push(Reverse(position));
+                }
+            }
+        };
+        for (node, before) in &touched {
+            let position = self.position.get(*node as usize).copied();
+            let Some(position) = position.filter(|&p| p != u32::MAX) else {
+                continue;
+            };
+            heap.push(Reverse(position));
+            let now = self.nodes[*node as usize];
+            let parent_part = |n: &Option<ClassicNode>| n.map(|n| (n.child_level, n.child_usage));
+            if parent_part(before) != parent_part(&now) {
+                enqueue_children(self, *node, &mut heap);
             }
         }
-        self.factors = factors;
+        let mut last = None;
+        while let Some(Reverse(position)) = heap.pop() {
+            if last == Some(position) {
+                continue;
+            }
+            last = Some(position);
+            let node = self.order[position as usize];
+            let old_values = self.values[node as usize];
+            if let Some((assoc, bits)) = self.revalue(node) {
+                let slot = grow(&mut self.factors, assoc as usize);
+                if *slot != Some(bits) {
+                    changes.push((assoc, *slot, Some(bits)));
+                    *slot = Some(bits);
+                }
+            }
+            if self.values[node as usize] != old_values {
+                enqueue_children(self, node, &mut heap);
+            }
+        }
+        changes.sort_unstable();
         changes
     }
 
-    /// The nodes reachable from root, parents first (breadth-first).
+    /// Recompute a reachable node's values from its fair-share parent's
+    /// (root: `(1, 1)`); a user's `(association, factor bits)`.
+    fn revalue(&mut self, node: NodeId) -> Option<(AssocId, u64)> {
+        let inputs = self.nodes[node as usize].expect("an ordered node has inputs");
+        let own = match inputs.fs_parent {
+            None => ROOT_VALUES,
+            Some(parent) => {
+                let root_usage = self.nodes[ROOT as usize].map_or(0, |root| root.usage);
+                step(
+                    self.values[parent as usize],
+                    self.nodes[parent as usize]
+                        .as_ref()
+                        .expect("a reachable node's parent has inputs"),
+                    parent == ROOT,
+                    &inputs,
+                    root_usage,
+                )
+            }
+        };
+        self.values[node as usize] = own;
+        inputs.user.map(|assoc| {
+            let factor = classic_factor(
+                own.effective_usage,
+                own.norm_shares,
+                inputs.dampening_factor,
+            );
+            (assoc, factor.to_bits())
+        })
+    }
+
+    /// The nodes reachable from root, parents first (breadth-first), with
+    /// each node's children's range and its position.
     fn rebuild_order(&mut self) {
         self.order.clear();
+        let len = self.nodes.len();
+        self.children.clear();
+        self.children.resize(len, (0, 0));
+        self.position.clear();
+        self.position.resize(len, u32::MAX);
+        self.values.resize(len, Values::default());
         if !matches!(self.nodes.get(ROOT as usize), Some(Some(root)) if root.fs_parent.is_none()) {
             return;
         }
@@ -222,15 +309,19 @@ impl ClassicTree {
                 children.entry(parent).or_default().push(node as NodeId);
             }
         }
-        self.order.push((ROOT, 0));
+        self.order.push(ROOT);
+        self.position[ROOT as usize] = 0;
         let mut next = 0;
         while next < self.order.len() {
-            let (node, _) = self.order[next];
+            let node = self.order[next];
+            let start = self.order.len() as u32;
             for &child in children.get(&node).into_iter().flatten() {
                 if child != ROOT {
-                    self.order.push((child, next));
+                    self.position[child as usize] = self.order.len() as u32;
+                    self.order.push(child);
                 }
             }
+            self.children[node as usize] = (start, self.order.len() as u32);
             next += 1;
         }
     }
@@ -378,5 +469,47 @@ mod tests {
             .iter()
             .all(|&(_, old, new)| old.is_some() && new.is_none()));
         assert!(state.order.is_empty());
+    }
+
+    #[test]
+    fn a_share_change_re_evaluates_the_subtree_below_it_only() {
+        let mut state = ClassicTree::default();
+        let mut nodes = tree(100);
+        load(&mut state, &nodes, 1);
+        state.evaluate();
+        // u3's shares 1 -> 3: A's level shares 2 -> 4 (root's usage and
+        // A's values unchanged). u3: S = 3/4 · 3/4 = 0.5625, UE = 0.6:
+        // F = 2^-(0.6 / 0.5625); u4 (under root) and u6 (A's values) keep
+        // theirs.
+        let changed = [
+            (
+                1,
+                ClassicNode {
+                    child_level: 4,
+                    ..nodes[1].1
+                },
+            ),
+            (
+                3,
+                ClassicNode {
+                    shares: Shares::Value(3),
+                    ..nodes[3].1
+                },
+            ),
+        ];
+        for (id, inputs) in changed {
+            state.apply(id, &nodes[id as usize].1, -1);
+            state.apply(id, &inputs, 1);
+            nodes[id as usize].1 = inputs;
+        }
+        let changes = factors(&state.evaluate());
+        assert_eq!(changes[0].0, 13);
+        assert_near(changes[0].2, (-(0.6f64 / 0.5625)).exp2());
+        assert!(changes.iter().all(|c| c.0 == 13 || c.0 == 15));
+        // The same as evaluating the changed tree afresh.
+        let mut fresh = ClassicTree::default();
+        load(&mut fresh, &nodes, 1);
+        fresh.evaluate();
+        assert_eq!(state.factors, fresh.factors);
     }
 }

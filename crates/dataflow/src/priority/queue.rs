@@ -15,6 +15,9 @@
 //! - per rank class, the user associations by the key of their best job with
 //!   the user's fair-share term added ([`PriorityRecord::key_with_fairshare`]),
 //!   for the algorithms whose factors are sent per user;
+//! - under classic and depth-oblivious, every association's classic
+//!   inputs ([`super::classic`]), from which it evaluates every user's
+//!   factor into the factors above after a batch that changed any;
 //! - under Fair Tree with Slurm's ties, the sorted tree instead
 //!   ([`super::fair_tree`]): placements per group, the best job per subtree,
 //!   ranks derived when read; its users are not in the user order;
