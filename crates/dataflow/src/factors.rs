@@ -71,18 +71,15 @@
 //!   states, not a path of `d` placements per user.
 //!
 //! # Classic and depth-oblivious
-//! The oracle's top-down walk of the fair-share chain
-//! (`formula::classic_norm_shares`, `classic_effective_usage`,
-//! `depth_oblivious_effective_usage`) as a parent-to-child recurrence
-//! (`stages::down_the_tree` over the fair-share parents): each
-//! association's `(norm shares, effective usage)` from its fair-share
-//! parent's, in the same order of operations, so bit-identical; then
-//! `classic_factor` per user. One record per association, not a walk per
-//! user over its chain (a chain of depth `d`: `d` records in one pass, not
-//! `users · d`). Normalised usage divides by root's usage, so under these
-//! algorithms every usage event changes every association's values: the
-//! algorithm's own cost, `O(associations)` per usage change, which Slurm
-//! pays at every `PriorityCalcPeriod` too.
+//! Normalised usage divides by root's usage, so under these algorithms
+//! every usage event changes every association's values and every user's
+//! factor: the algorithm's own `O(associations)` cost, which Slurm pays at
+//! every `PriorityCalcPeriod` too. It is not paid as dataflow records:
+//! `classic` sends each gated association's classic inputs (its record and
+//! the parameters, a user's with its interned name) as one `ClassicNode`
+//! fact, so a usage event changes the `depth + 1` facts on its path, and
+//! the queue evaluates the oracle's top-down walk over them in one pass in
+//! tree order (`priority::classic`).
 //!
 //! # Ticket-based and level-based
 //! Their own modules: `ticket` (active associations from the pending job
@@ -104,10 +101,7 @@
 use differential_dataflow::operators::iterate::Iterate;
 use differential_dataflow::operators::CountTotal;
 use differential_dataflow::{AsCollection, VecCollection};
-use fairflow_model::formula::{
-    classic_effective_usage, classic_factor, classic_norm_shares, depth_oblivious_effective_usage,
-    norm_usage, rank_factor, LevelFs,
-};
+use fairflow_model::formula::{rank_factor, LevelFs};
 use fairflow_model::{Algorithm, Config, FairTreeTies, Shares};
 use timely::dataflow::operators::vec::Map as _;
 
@@ -117,6 +111,7 @@ use crate::stages::{down_the_tree, per_batch_routed, sums_up_the_tree};
 use crate::types::{AssocId, ByKey, Diff, Epoch, NodeId, TouchCounter, ROOT};
 use rustc_hash::FxHashMap;
 
+mod classic;
 mod fair_tree_slurm;
 mod level;
 mod ticket;
@@ -433,7 +428,7 @@ pub fn build<'s>(
             (named(factors), None)
         }
         Family::Classic => (
-            classic_factors(gated(records), user_names.clone(), touched),
+            classic::facts(gated(records), user_names.clone(), touched),
             None,
         ),
         Family::Ticket => {
@@ -913,174 +908,4 @@ fn with_fs_parent_record<'s>(
                 Some((node, (record, params, parent, parent_record)))
             },
         )
-}
-
-/// A node's classic (or depth-oblivious) values, top-down: its normalised
-/// shares and effective usage (as bits), and root's usage (every node's
-/// normalised usage divides by it, so it travels down with the values).
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
-)]
-struct ClassicValues {
-    norm_shares_bits: u64,
-    effective_bits: u64,
-    root_usage: u128,
-    /// For a user association: its interned name and its factor's bits
-    /// (`formula::classic_factor` of these values), so that the factors
-    /// leave the recurrence as facts without another join.
-    user_factor: Option<(AssocId, u64)>,
-}
-
-/// What a node's classic step needs from itself and its fair-share parent.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
-)]
-struct ClassicLink {
-    shares: Shares,
-    usage: u128,
-    parent_is_root: bool,
-    /// The fair-share parent's children's level shares.
-    parent_child_level: u64,
-    /// The fair-share parent's non-`parent` children's usage (depth-oblivious).
-    parent_child_usage: u128,
-    depth_oblivious: bool,
-    /// The node's interned name, for a user association.
-    user: Option<AssocId>,
-    /// `FairShareDampeningFactor`.
-    dampening_factor: u32,
-}
-
-/// One step of the oracle's top-down walk of the fair-share chain
-/// (`formula::classic_norm_shares`, `classic_effective_usage`,
-/// `depth_oblivious_effective_usage`), from the fair-share parent's values.
-/// A `FairShare=parent` node takes its fair-share parent's values (a
-/// `parent` user's factor is its parent's; a `parent` account is nobody's
-/// fair-share parent, so its values are never read).
-fn classic_step(parent: &ClassicValues, link: &ClassicLink) -> ClassicValues {
-    let mut values = classic_values(parent, link);
-    values.user_factor = link.user.map(|assoc| {
-        let factor = classic_factor(
-            f64::from_bits(values.effective_bits),
-            f64::from_bits(values.norm_shares_bits),
-            link.dampening_factor,
-        );
-        (assoc, factor.to_bits())
-    });
-    values
-}
-
-/// A node's normalised shares and effective usage from its fair-share
-/// parent's values (`classic_step` without the user's factor).
-fn classic_values(parent: &ClassicValues, link: &ClassicLink) -> ClassicValues {
-    if link.shares.is_parent() {
-        return *parent;
-    }
-    let parent_norm_shares = f64::from_bits(parent.norm_shares_bits);
-    let parent_effective = f64::from_bits(parent.effective_bits);
-    let norm_shares = classic_norm_shares(
-        link.shares.raw(),
-        link.parent_child_level,
-        parent_norm_shares,
-    );
-    let node_norm_usage = norm_usage(link.usage, parent.root_usage);
-    let effective = if link.parent_is_root {
-        node_norm_usage
-    } else if link.depth_oblivious {
-        depth_oblivious_effective_usage(
-            norm_shares,
-            node_norm_usage,
-            parent_norm_shares,
-            parent_effective,
-            norm_usage(link.parent_child_usage, parent.root_usage),
-        )
-    } else {
-        classic_effective_usage(
-            node_norm_usage,
-            parent_effective,
-            link.shares.raw(),
-            link.parent_child_level,
-        )
-    };
-    ClassicValues {
-        norm_shares_bits: norm_shares.to_bits(),
-        effective_bits: effective.to_bits(),
-        root_usage: parent.root_usage,
-        user_factor: None,
-    }
-}
-
-/// Every user association's classic (or depth-oblivious) `Fairshare` fact
-/// from the gated `(node, (record, params))`: the values by a top-down
-/// recurrence over the fair-share parents (root's `(1, 1)` first; each
-/// node's from its parent's: one record per association, not a walk per
-/// user over its chain), each user's `formula::classic_factor` computed in
-/// the same step (its interned name joined to its link, which changes only
-/// when its record or its parent's does). Root's usage is in every value,
-/// so a usage event re-derives every association's values: `O(associations)`,
-/// the algorithm's own cost, paid once in the recurrence and with no
-/// arrangement or join of the changed values after it.
-fn classic_factors<'s>(
-    classic: VecCollection<'s, Epoch, (NodeId, (NodeRec, FsParams)), Diff>,
-    user_names: VecCollection<'s, Epoch, (NodeId, AssocId), Diff>,
-    touched: &TouchCounter,
-) -> VecCollection<'s, Epoch, PFact, Diff> {
-    let by_node = classic.clone().arrange_by_key();
-    let links = with_fs_parent_record(classic.clone(), by_node).map(
-        |(node, (record, params, parent, parent_record))| {
-            let link = ClassicLink {
-                shares: record.shares,
-                usage: record.usage,
-                parent_is_root: parent == ROOT,
-                parent_child_level: parent_record.child_level,
-                parent_child_usage: parent_record.child_usage,
-                depth_oblivious: params.algorithm == Algorithm::DepthOblivious,
-                user: None,
-                dampening_factor: params.dampening_factor,
-            };
-            (node, (parent, link, record.user))
-        },
-    );
-    let account_links = links
-        .clone()
-        .flat_map(|(node, (parent, link, user))| (!user).then_some((node, (parent, link))));
-    let user_links = links
-        .flat_map(|(node, (parent, link, user))| user.then_some((node, (parent, link))))
-        .arrange_by_key()
-        .join_core(
-            user_names.arrange_by_key(),
-            |&node, &(parent, link), &assoc| {
-                Some((
-                    node,
-                    (
-                        parent,
-                        ClassicLink {
-                            user: Some(assoc),
-                            ..link
-                        },
-                    ),
-                ))
-            },
-        );
-    let root = classic.flat_map(|(node, (record, _))| {
-        (node == ROOT).then_some((
-            node,
-            ClassicValues {
-                norm_shares_bits: 1.0f64.to_bits(),
-                effective_bits: 1.0f64.to_bits(),
-                root_usage: record.usage,
-                user_factor: None,
-            },
-        ))
-    });
-    counted(
-        down_the_tree(account_links.concat(user_links), root, |parent, link| {
-            Some(classic_step(parent, link))
-        }),
-        touched,
-    )
-    .flat_map(|(_node, values)| {
-        values
-            .user_factor
-            .map(|(assoc, factor_bits)| PFact::Fairshare { assoc, factor_bits })
-    })
 }

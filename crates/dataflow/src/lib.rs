@@ -83,7 +83,9 @@
 //! Every algorithm's user factors (Fair Tree, classic, depth-oblivious,
 //! ticket-based, level-based) are maintained in the dataflow ([`factors`]),
 //! in the same logical time as the changes that move them, and reach the
-//! priority dataflow as facts. The sshare table ([`fairshare`]) computes the
+//! priority dataflow as facts (classic and depth-oblivious: each
+//! association's inputs, from which the queue evaluates every user's factor,
+//! [`priority::classic`]). The sshare table ([`fairshare`]) computes the
 //! per-association columns from the tree at read time with the shared
 //! scalar formulas of `fairflow_model::formula` (bit-identical to the
 //! oracle), taking the users' factors and the ticket-based tickets from the

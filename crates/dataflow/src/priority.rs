@@ -136,6 +136,7 @@
 //! a negative Flux wait-time weight a lagging flag would under-estimate, so
 //! the driver applies the age-cap crossings `<= now` too.
 
+pub mod classic;
 pub mod crossings;
 pub mod fair_tree;
 pub mod moab;
@@ -458,6 +459,15 @@ pub enum Fact {
         node: NodeId,
         /// Its group, weight and placement.
         slot: fair_tree::TreeSlot,
+    },
+    /// Classic or depth-oblivious: an association's classic inputs (the
+    /// queue evaluates every user's factor from these; boxed, so that
+    /// facts stay small).
+    ClassicNode {
+        /// The association.
+        node: NodeId,
+        /// Its inputs.
+        inputs: Box<classic::ClassicNode>,
     },
     /// A user association's fair-share factor.
     Fairshare {

@@ -15,6 +15,9 @@
 //! - per rank class, the user associations by the key of their best job with
 //!   the user's fair-share term added ([`PriorityRecord::key_with_fairshare`]),
 //!   for the algorithms whose factors are sent per user;
+//! - under classic and depth-oblivious, every association's classic
+//!   inputs ([`super::classic`]), from which it evaluates every user's
+//!   factor into the factors above after a batch that changed any;
 //! - under Fair Tree with Slurm's ties, the sorted tree instead
 //!   ([`super::fair_tree`]): placements per group, the best job per subtree,
 //!   ranks derived when read; its users are not in the user order;
@@ -47,6 +50,7 @@ use std::collections::{btree_set, BTreeMap, BTreeSet, BinaryHeap};
 use std::iter::Peekable;
 use std::rc::Rc;
 
+use super::classic::ClassicTree;
 use super::fair_tree::{grow, Best, FairTree, TreeSlot};
 use super::record::{from_ordered_bits, ordered_bits, PriorityRecord, RankClass};
 use super::{ordered_submit, Fact};
@@ -113,6 +117,9 @@ pub struct Queue {
     by_user: [BTreeSet<Ranked>; 2],
     /// Fair Tree with Slurm's ties: the sorted tree.
     tree: FairTree,
+    /// Classic and depth-oblivious: every association's classic inputs;
+    /// the factors it evaluates are kept in `fairshare`.
+    classic: ClassicTree,
     fifo: BTreeSet<(u64, JobId)>,
     /// Job and user entries changed by the current `absorb`.
     entries_changed: u64,
@@ -151,12 +158,30 @@ impl Queue {
                     .collect(),
             );
             let mut slots: Vec<(NodeId, TreeSlot, isize)> = Vec::new();
+            // Classic: the inputs first, then every user's factor from them
+            // (one pass over the tree), applied with the facts below.
+            for (fact, diff) in &facts {
+                if let Fact::ClassicNode { node, inputs } = fact {
+                    self.classic.apply(*node, inputs, *diff);
+                }
+            }
+            let classic_changes = self.classic.evaluate();
             // Retractions first: a changed factor is a retraction and an insertion.
             for (fact, diff) in facts.iter().filter(|(_, d)| *d < 0) {
                 self.apply_fact(fact, *diff, &mut changed_users, &mut slots);
             }
+            for &(assoc, old, _) in &classic_changes {
+                if let Some(bits) = old {
+                    self.apply_factor(assoc, bits, -1, &mut changed_users);
+                }
+            }
             for (fact, diff) in facts.iter().filter(|(_, d)| *d > 0) {
                 self.apply_fact(fact, *diff, &mut changed_users, &mut slots);
+            }
+            for &(assoc, _, new) in &classic_changes {
+                if let Some(bits) = new {
+                    self.apply_factor(assoc, bits, 1, &mut changed_users);
+                }
             }
             if !slots.is_empty() {
                 // The placed or unplaced users are refreshed below, which
@@ -243,13 +268,11 @@ impl Queue {
             return;
         }
         if let Fact::Fairshare { assoc, factor_bits } = fact {
-            let slot = grow(&mut self.fairshare, *assoc as usize);
-            if diff > 0 {
-                *slot = Some(*factor_bits);
-            } else if *slot == Some(*factor_bits) {
-                *slot = None;
-            }
-            changed_users.push(*assoc);
+            self.apply_factor(*assoc, *factor_bits, diff, changed_users);
+            return;
+        }
+        if let Fact::ClassicNode { .. } = fact {
+            // Applied to `classic` before the other facts.
             return;
         }
         let count = self.facts.entry(fact.clone()).or_insert(0);
@@ -257,6 +280,23 @@ impl Queue {
         if *count == 0 {
             self.facts.remove(fact);
         }
+    }
+
+    /// Apply one update of a user association's factor bits.
+    fn apply_factor(
+        &mut self,
+        assoc: AssocId,
+        factor_bits: u64,
+        diff: isize,
+        changed_users: &mut Vec<AssocId>,
+    ) {
+        let slot = grow(&mut self.fairshare, assoc as usize);
+        if diff > 0 {
+            *slot = Some(factor_bits);
+        } else if *slot == Some(factor_bits) {
+            *slot = None;
+        }
+        changed_users.push(assoc);
     }
 
     fn remove_record(&mut self, job: JobId, record: &PriorityRecord, changed: &mut Vec<AssocId>) {
@@ -884,5 +924,77 @@ mod tests {
         };
         queue.absorb(&mut captured, &touched);
         assert_eq!(queue.record(7).map(|r| r.row.nice), Some(5));
+    }
+
+    /// A classic association's inputs fact (dampening 1).
+    fn classic_node(
+        node: NodeId,
+        fs_parent: Option<NodeId>,
+        child_level: u64,
+        user: Option<AssocId>,
+    ) -> Fact {
+        Fact::ClassicNode {
+            node,
+            inputs: Box::new(crate::priority::classic::ClassicNode {
+                fs_parent,
+                shares: fairflow_model::Shares::Value(1),
+                usage: 0,
+                child_level,
+                child_usage: 0,
+                user,
+                dampening_factor: 1,
+                depth_oblivious: false,
+            }),
+        }
+    }
+
+    #[test]
+    fn switching_between_classic_and_sent_factors_in_one_batch_keeps_the_new_ones() {
+        // Classic: root with users 1 and 2 (one share each, level shares 2),
+        // no usage: S = 1/2, UE = UN = 0, F = 2^0 = 1 for both.
+        let classic = [
+            classic_node(0, None, 2, None),
+            classic_node(1, Some(0), 0, Some(1)),
+            classic_node(2, Some(0), 0, Some(2)),
+        ];
+        let touched = TouchCounter::new();
+        let mut queue = Queue::new();
+        let mut captured = Captured {
+            records: vec![((1, record(1, 1, 0)), 1, 1), ((2, record(2, 2, 0)), 1, 1)],
+            facts: classic.iter().map(|fact| (fact.clone(), 1, 1)).collect(),
+        };
+        queue.absorb(&mut captured, &touched);
+        assert_eq!(queue.fairshare_of(1), 1.0);
+        assert_eq!(queue.fairshare_of(2), 1.0);
+        // Another algorithm in one batch: user 1's sent factor equals its
+        // classic one (1.0) and must stay; user 2's is 0.5.
+        let mut captured = Captured {
+            records: Vec::new(),
+            facts: classic
+                .iter()
+                .map(|fact| (fact.clone(), 2, -1))
+                .chain([(fairshare(1, 1.0), 2, 1), (fairshare(2, 0.5), 2, 1)])
+                .collect(),
+        };
+        queue.absorb(&mut captured, &touched);
+        assert_eq!(queue.fairshare_of(1), 1.0);
+        assert_eq!(queue.fairshare_of(2), 0.5);
+        assert_eq!(order(&queue), vec![1, 2]);
+        // And back to classic: both 1.0 again.
+        let mut captured = Captured {
+            records: Vec::new(),
+            facts: classic
+                .iter()
+                .map(|fact| (fact.clone(), 3, 1))
+                .chain([(fairshare(1, 1.0), 3, -1), (fairshare(2, 0.5), 3, -1)])
+                .collect(),
+        };
+        queue.absorb(&mut captured, &touched);
+        assert_eq!(queue.fairshare_of(1), 1.0);
+        assert_eq!(queue.fairshare_of(2), 1.0);
+        assert!(
+            queue.facts().is_empty(),
+            "classic inputs are not read-time facts"
+        );
     }
 }
