@@ -32,6 +32,9 @@ pub enum Command {
         deltas: Deltas,
         /// The priority inputs' changes.
         jobs: JobDeltas,
+        /// Then read the first `k` of the queue at this time (the top `k'`
+        /// the driver keeps current), answered with `BatchDone`.
+        top: Option<(usize, Time64)>,
     },
     /// Send every fact of the result arrangement (consolidated).
     ReadFacts,
@@ -60,8 +63,9 @@ pub enum Command {
 pub enum Reply {
     /// Worker 0 is running on this thread (unpark it after sending a command).
     Ready(std::thread::Thread),
-    /// The batch is reflected in the result arrangement.
-    BatchDone,
+    /// The batch is reflected in the result arrangement; the top `k'` if
+    /// the batch asked for it.
+    BatchDone(Option<Vec<JobPriority>>),
     /// Every `(node, fact)` with a positive count.
     Facts(Vec<(NodeId, Fact)>),
     /// Fair-share factors by interned `(account, user)`.
@@ -138,6 +142,7 @@ pub fn run_worker(
                 epoch,
                 deltas,
                 jobs,
+                top,
             }) => {
                 inputs.feed(epoch, deltas, jobs);
                 inputs.advance_and_flush(epoch + 1);
@@ -148,7 +153,8 @@ pub fn run_worker(
                 trace.set_logical_compaction(AntichainRef::new(&frontier));
                 trace.set_physical_compaction(AntichainRef::new(&frontier));
                 reader.absorb();
-                if feeder.replies.send(Reply::BatchDone).is_err() {
+                let top = top.map(|(k, now)| reader.top(k, now));
+                if feeder.replies.send(Reply::BatchDone(top)).is_err() {
                     break;
                 }
             }
