@@ -553,7 +553,7 @@ fn engine_phase(args: &Args, params: &WorkloadParams) -> anyhow::Result<EnginePh
         let top = engine.top(k)?;
         let elapsed = started.elapsed();
         topk.record(elapsed)?;
-        last_top = top.into_iter().map(|p| p.job).collect();
+        last_top = top.iter().map(|p| p.job.clone()).collect();
     }
     let peak_rss_bytes = measure::peak_rss_bytes();
     drop(engine);

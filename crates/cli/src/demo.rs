@@ -27,7 +27,7 @@ use anyhow::{bail, Context};
 use fairflow_dataflow::Engine;
 use fairflow_ingest::reader::LogLine;
 use fairflow_model::event::{JobSpec, Op};
-use fairflow_model::report::JobPriority;
+use fairflow_model::report::{JobPriority, SharedJobs};
 use fairflow_model::tres::TresCounts;
 use fairflow_model::{Config, Event, Shares};
 use fairflow_oracle::Replay;
@@ -279,7 +279,7 @@ pub fn cluster(format: OutputFormat) -> anyhow::Result<ClusterRun> {
     let mut per_batch = Latency::new()?;
     let (mut events, mut busy_secs) = (0usize, 0.0f64);
     let batch_count = batches.len();
-    let mut top = Vec::new();
+    let mut top = SharedJobs::default();
     for batch in batches {
         let len = batch.len();
         let started = Instant::now();
@@ -332,7 +332,10 @@ pub fn cluster(format: OutputFormat) -> anyhow::Result<ClusterRun> {
         engine.now()
     ));
     text.push_str(&queue_table(&top, format));
-    Ok(ClusterRun { text, top })
+    Ok(ClusterRun {
+        text,
+        top: top.to_vec(),
+    })
 }
 
 /// The queue with a rank before sprio's columns.

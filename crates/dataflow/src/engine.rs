@@ -13,7 +13,7 @@ use std::time::Duration;
 use crossbeam_channel::{Receiver, Sender};
 use fairflow_book::Book;
 use fairflow_ingest::{LogLine, Rejection};
-use fairflow_model::report::{FairshareTable, JobPriority, JobState};
+use fairflow_model::report::{FairshareTable, JobPriority, JobState, SharedJobs};
 use fairflow_model::{Config, Time};
 use timely::WorkerConfig;
 
@@ -81,7 +81,17 @@ pub struct Engine {
     generation: AtomicU64,
     /// The last `top` read, named; a read with nothing changed since copies it.
     last_top: Mutex<Option<LastTop>>,
+    /// The `k'` kept current: the largest `k` (at most [`KEEP_TOP_MAX`]) a
+    /// `top` read asked for so far (0: none yet). Each batch that
+    /// [`Engine::apply_batch`] or [`Engine::advance_to`] sends asks worker 0
+    /// for the top `k'` at the batch's time in the same round trip, so the
+    /// next `top(k <= k')` copies it.
+    keep_top: std::sync::atomic::AtomicUsize,
 }
+
+/// The largest `k` kept current after each batch: larger reads (a whole
+/// queue for a selection or a page far down) are read when asked.
+const KEEP_TOP_MAX: usize = 1000;
 
 /// A `top` read and what it was read at.
 #[derive(Debug)]
@@ -92,8 +102,8 @@ struct LastTop {
     now: Time,
     /// How many jobs were asked for.
     k: usize,
-    /// The result, named.
-    result: Vec<JobPriority>,
+    /// The result, named, shared with every reader.
+    result: SharedJobs,
 }
 
 impl std::fmt::Debug for Engine {
@@ -162,9 +172,10 @@ impl Engine {
             touched,
             generation: AtomicU64::new(0),
             last_top: Mutex::new(None),
+            keep_top: std::sync::atomic::AtomicUsize::new(0),
         };
         // Root exists from the start.
-        engine.flush()?;
+        engine.flush(false)?;
         Ok(engine)
     }
 
@@ -231,23 +242,42 @@ impl Engine {
         Ok(())
     }
 
+    /// Send one batch; with `keep_top`, worker 0 also reads the top `k'`
+    /// (`Engine::keep_top`) at the engine's time once the batch is
+    /// reflected, and the named result becomes the last `top` read.
     fn send_batch(
         &mut self,
         family: Family,
         trees: Vec<(Family, Deltas)>,
         jobs: Option<JobDeltas>,
+        keep_top: bool,
     ) -> Result<(), EngineError> {
         self.epoch += 1;
+        let now = self.now();
+        let kept = *self.keep_top.get_mut();
+        let top = (keep_top && kept > 0).then_some((kept, now));
         self.send(Command::Batch {
             epoch: self.epoch,
             family,
             trees,
             jobs,
+            top,
         })?;
-        match self.replies.recv() {
-            Ok(Reply::BatchDone) => Ok(()),
-            _ => Err(EngineError::WorkersGone),
-        }
+        let reply = match self.replies.recv() {
+            Ok(Reply::BatchDone(reply)) => reply,
+            _ => return Err(EngineError::WorkersGone),
+        };
+        let kept_top = reply.map(|top| LastTop {
+            generation: self.generation.load(Ordering::Relaxed),
+            now,
+            k: kept,
+            result: self.identify_all(top),
+        });
+        *self
+            .last_top
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner) = kept_top;
+        Ok(())
     }
 
     /// The family of the configuration in force.
@@ -263,7 +293,12 @@ impl Engine {
     /// With nothing to send, no logical time is used: every result already
     /// reflects the last batch (the probe passed it), and an empty time
     /// would only make every operator of the dataflow step for nothing.
-    fn flush(&mut self) -> Result<usize, EngineError> {
+    ///
+    /// With `keep_top`, the batch also reads the top `k'` at the engine's
+    /// time (see [`Engine::send_batch`]): the flushes that end a public
+    /// write (`apply_batch`, `advance_to`), not the one before `INCR_ONLY`'s
+    /// memory moves.
+    fn flush(&mut self, keep_top: bool) -> Result<usize, EngineError> {
         let changes = self.book.take_changes();
         let family = self.configured_family();
         let old = self.family;
@@ -277,7 +312,7 @@ impl Engine {
             let deltas = self.tree_feed.deltas(&self.book, &changes, &mut self.names);
             vec![(family, deltas)]
         };
-        self.send_changes(old, family, trees, &changes)
+        self.send_changes(old, family, trees, &changes, keep_top)
     }
 
     /// Send the tree dataflows' `trees` and the job feed's differences for
@@ -289,6 +324,7 @@ impl Engine {
         family: Family,
         mut trees: Vec<(Family, Deltas)>,
         changes: &fairflow_book::Changes,
+        keep_top: bool,
     ) -> Result<usize, EngineError> {
         let moved = old != Some(family);
         if moved && old == Some(Family::Ticket) {
@@ -320,7 +356,7 @@ impl Engine {
         let records = trees.iter().map(|(_, deltas)| deltas.len()).sum::<usize>() + jobs.len();
         if records > 0 {
             let jobs = (jobs.len() > 0).then_some(jobs);
-            self.send_batch(family, trees, jobs)?;
+            self.send_batch(family, trees, jobs, keep_top)?;
         }
         Ok(records)
     }
@@ -334,7 +370,7 @@ impl Engine {
             return Ok(0);
         }
         let now = state.now;
-        let records = self.flush()?;
+        let records = self.flush(false)?;
         self.send(Command::RememberIncrOnly(now))?;
         match self.replies.recv() {
             Ok(Reply::Done) => {}
@@ -385,7 +421,7 @@ impl Engine {
                 Err(rejection) => report.rejected.push(rejection),
             }
         }
-        report.input_records += self.flush()?;
+        report.input_records += self.flush(true)?;
         Ok(report)
     }
 
@@ -399,7 +435,7 @@ impl Engine {
         }
         self.remember_before_moving_to(t)?;
         self.book.advance_to(t);
-        self.flush()?;
+        self.flush(true)?;
         Ok(())
     }
 
@@ -567,6 +603,15 @@ impl Engine {
         priority
     }
 
+    /// [`Engine::identify`] every result, shared.
+    fn identify_all(&self, mut top: Vec<JobPriority>) -> SharedJobs {
+        let state = self.book.state();
+        for priority in &mut top {
+            crate::job_feed::identify(state, priority);
+        }
+        top.into()
+    }
+
     /// Every listed job's priority as of the engine's time, in the oracle's
     /// `priority::evaluate` order (sprio).
     pub fn priorities(&self) -> Result<Vec<JobPriority>, EngineError> {
@@ -577,10 +622,13 @@ impl Engine {
     }
 
     /// The first `k` jobs of the pending queue as of the engine's time, in
-    /// the oracle's `priority::queue` order.
-    /// A read at the same time with nothing changed since copies the last
-    /// one (named already).
-    pub fn top(&self, k: usize) -> Result<Vec<JobPriority>, EngineError> {
+    /// the oracle's `priority::queue` order, shared ([`SharedJobs`]).
+    /// A read at the same time with nothing changed since shares the last
+    /// one (named already): one reference count, whatever `k`. After the
+    /// first read, every batch keeps the top `k'` (the largest `k` read, up
+    /// to [`KEEP_TOP_MAX`]) current, read by worker 0 in the batch's round
+    /// trip, so the first read after a batch copies too.
+    pub fn top(&self, k: usize) -> Result<SharedJobs, EngineError> {
         let now = self.now();
         let generation = self.generation.load(Ordering::Relaxed);
         let mut last = self.last_top.lock().unwrap_or_else(PoisonError::into_inner);
@@ -588,11 +636,14 @@ impl Engine {
             // A shorter result than asked for is the whole queue.
             let covers = k <= read.k || read.result.len() < read.k;
             if read.generation == generation && read.now == now && covers {
-                return Ok(read.result.iter().take(k).cloned().collect());
+                return Ok(read.result.prefix(k));
             }
         }
-        let top: Vec<JobPriority> = match self.priority_read(Command::Top(k, now))? {
-            Reply::Priorities(top) => top.into_iter().map(|p| self.identify(p)).collect(),
+        if k <= KEEP_TOP_MAX {
+            self.keep_top.fetch_max(k, Ordering::Relaxed);
+        }
+        let top = match self.priority_read(Command::Top(k, now))? {
+            Reply::Priorities(top) => self.identify_all(top),
             _ => return Err(EngineError::WorkersGone),
         };
         *last = Some(LastTop {
@@ -690,7 +741,7 @@ impl Engine {
         let old = self.family;
         let family = self.configured_family();
         let trees = tree_sends(old, family, retracted, inserted);
-        self.send_changes(old, family, trees, &changes)?;
+        self.send_changes(old, family, trees, &changes, true)?;
         Ok(())
     }
 }

@@ -79,8 +79,9 @@
 //! above the model's floor (Slurm 1, Flux 0: e.g. all weights 0, where
 //! every job ties), the reader stops as soon as no unread job can exceed
 //! the floor and fills the rest from the submit-time order:
-//! `O(k + jobs above the floor)`. The result is kept until the next batch:
-//! a read at the same `now` copies it.
+//! `O(k + jobs above the floor)`. The reader keeps no result: the driver
+//! (`Engine::top`) keeps the last read, named and shared, and has worker 0
+//! read its top `k'` in each batch's round trip.
 
 //! # Costs that are not incremental
 //! - **Slurm `INCR_ONLY`** (the oracle's definition, `fairflow_oracle::
@@ -997,8 +998,6 @@ pub struct PriorityReader {
     touched: TouchCounter,
     /// `INCR_ONLY` memory: job -> (stay, floor).
     floors: IncrFloors,
-    /// The last `top` read: `(now, k, result)`, until the next change.
-    cached_top: Option<(Time64, usize, Vec<JobPriority>)>,
 }
 
 impl PriorityReader {
@@ -1012,7 +1011,6 @@ impl PriorityReader {
             queue: Queue::new(),
             touched,
             floors: BTreeMap::new(),
-            cached_top: None,
         }
     }
 
@@ -1024,7 +1022,6 @@ impl PriorityReader {
             return;
         }
         self.queue.absorb(&mut captured, &self.touched);
-        self.cached_top = None;
     }
 
     /// The `INCR_ONLY` memory (for a snapshot).
@@ -1035,7 +1032,6 @@ impl PriorityReader {
     /// Replace the `INCR_ONLY` memory (a restore).
     pub fn set_floors(&mut self, floors: IncrFloors) {
         self.floors = floors;
-        self.cached_top = None;
     }
 
     /// Every user association's fair-share factor as the priority dataflow
@@ -1128,7 +1124,6 @@ impl PriorityReader {
     /// forgotten. `O(active jobs)`.
     pub fn remember_incr_only(&mut self, now: Time64) {
         self.absorb();
-        self.cached_top = None;
         let on = self
             .queue
             .any_record()
@@ -1158,18 +1153,10 @@ impl PriorityReader {
     }
 
     /// The first `k` jobs of the ranked queue at `now`, exactly the oracle's
-    /// `priority::queue(..)[..k]` (see the module documentation). A read at
-    /// the time of the previous one, with nothing changed since, copies it.
+    /// `priority::queue(..)[..k]` (see the module documentation).
     pub fn top(&mut self, k: usize, now: Time64) -> Vec<JobPriority> {
         self.absorb();
-        if let Some((at, cached_k, cached)) = &self.cached_top {
-            if *at == now && (k <= *cached_k || cached.len() < *cached_k) {
-                return cached.iter().take(k).cloned().collect();
-            }
-        }
-        let top = self.compute_top(k, now);
-        self.cached_top = Some((now, k, top.clone()));
-        top
+        self.compute_top(k, now)
     }
 
     fn compute_top(&self, k: usize, now: Time64) -> Vec<JobPriority> {

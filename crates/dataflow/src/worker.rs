@@ -38,6 +38,9 @@ pub enum Command {
         trees: Vec<(Family, Deltas)>,
         /// The priority dataflow's input changes, if any.
         jobs: Option<JobDeltas>,
+        /// Then read the first `k` of the queue at this time (the top `k'`
+        /// the driver keeps current), answered with `BatchDone`.
+        top: Option<(usize, Time64)>,
     },
     /// Send every fact of the result arrangement (consolidated).
     ReadFacts,
@@ -66,8 +69,9 @@ pub enum Command {
 pub enum Reply {
     /// Worker 0 is running on this thread (unpark it after sending a command).
     Ready(std::thread::Thread),
-    /// The batch is reflected in the result arrangement.
-    BatchDone,
+    /// The batch is reflected in the result arrangement; the top `k'` if
+    /// the batch asked for it.
+    BatchDone(Option<Vec<JobPriority>>),
     /// Every `(node, fact)` with a positive count.
     Facts(Vec<(NodeId, Fact)>),
     /// Fair-share factors by interned `(account, user)`.
@@ -147,6 +151,7 @@ pub fn run_worker(
                 family,
                 trees,
                 jobs,
+                top,
             }) => {
                 active = family;
                 // Only the dataflows fed at `epoch` move to it; the others
@@ -176,7 +181,8 @@ pub fn run_worker(
                     trace.set_physical_compaction(AntichainRef::new(&frontier));
                 }
                 dataflows.reader.absorb();
-                if feeder.replies.send(Reply::BatchDone).is_err() {
+                let top = top.map(|(k, now)| dataflows.reader.top(k, now));
+                if feeder.replies.send(Reply::BatchDone(top)).is_err() {
                     break;
                 }
             }

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use fairflow_book::Book;
 use fairflow_ingest::{LogLine, Rejection};
-use fairflow_model::report::{FairshareTable, JobPriority};
+use fairflow_model::report::{FairshareTable, JobPriority, SharedJobs};
 use fairflow_model::{Config, Time};
 use fairflow_oracle::{fairshare, priority, Replay};
 
@@ -65,10 +65,10 @@ impl Engine for BatchEngine {
         Ok(priority::evaluate(state, &factors))
     }
 
-    fn top(&mut self, k: usize) -> Result<Vec<JobPriority>, EngineError> {
+    fn top(&mut self, k: usize) -> Result<SharedJobs, EngineError> {
         let mut queue = priority::queue(&self.priorities()?);
         queue.truncate(k);
-        Ok(queue)
+        Ok(queue.into())
     }
 
     fn job(&mut self, id: &str) -> Result<Option<JobPriority>, EngineError> {

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use fairflow_book::Book;
 use fairflow_ingest::{LogLine, Rejection};
-use fairflow_model::report::{FairshareTable, JobPriority};
+use fairflow_model::report::{FairshareTable, JobPriority, SharedJobs};
 use fairflow_model::{Config, Time};
 
 use crate::{Engine, EngineError, WorkerLayout};
@@ -72,7 +72,7 @@ impl Engine for IncrementalEngine {
         Ok(self.engine.priorities()?)
     }
 
-    fn top(&mut self, k: usize) -> Result<Vec<JobPriority>, EngineError> {
+    fn top(&mut self, k: usize) -> Result<SharedJobs, EngineError> {
         Ok(self.engine.top(k)?)
     }
 

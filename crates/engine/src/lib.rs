@@ -25,7 +25,7 @@ use fairflow_book::Book;
 use fairflow_ingest::{LogLine, Rejection};
 use fairflow_model::event::is_list;
 use fairflow_model::report::position::{partition_places, partition_places_single, Position};
-use fairflow_model::report::{FairshareRow, FairshareTable, JobPriority, Selection};
+use fairflow_model::report::{FairshareRow, FairshareTable, JobPriority, Selection, SharedJobs};
 use fairflow_model::{Algorithm, Config, Time};
 
 pub use batch::BatchEngine;
@@ -129,8 +129,9 @@ pub trait Engine: Send {
     fn user_factors(&mut self) -> Result<BTreeMap<(String, String), f64>, EngineError>;
     /// Every listed job's priority (the rows of `sprio`).
     fn priorities(&mut self) -> Result<Vec<JobPriority>, EngineError>;
-    /// The first `k` jobs of the ranked pending queue.
-    fn top(&mut self, k: usize) -> Result<Vec<JobPriority>, EngineError>;
+    /// The first `k` jobs of the ranked pending queue, shared: a read with
+    /// nothing changed since the last one copies a reference, not the values.
+    fn top(&mut self, k: usize) -> Result<SharedJobs, EngineError>;
     /// One listed job's priority (`None`: not listed now).
     fn job(&mut self, id: &str) -> Result<Option<JobPriority>, EngineError>;
     /// The whole state as bytes, for a checkpoint (`fairflow_book::snapshot`).
@@ -173,22 +174,18 @@ pub trait Engine: Send {
 
     /// The first `k` jobs of the queue `selection` keeps (`top -A -u -p`):
     /// with partitions, each job ranked by its priority there.
-    fn top_selected(
-        &mut self,
-        k: usize,
-        selection: &Selection,
-    ) -> Result<Vec<JobPriority>, EngineError> {
+    fn top_selected(&mut self, k: usize, selection: &Selection) -> Result<SharedJobs, EngineError> {
         if selection.is_empty() {
             return self.top(k);
         }
         let source = if selection.partitions.is_empty() {
-            self.top(usize::MAX)?
+            self.top(usize::MAX)?.into_vec()
         } else {
             self.priorities()?
         };
         let mut queue = selection.queue(source);
         queue.truncate(k);
-        Ok(queue)
+        Ok(queue.into())
     }
 
     /// The ranked queue up to and including the job `id`, in queue order
@@ -196,11 +193,11 @@ pub trait Engine: Send {
     /// sorted queue (the oracle's plain sort); the incremental engine reads
     /// its queue index only as far as the job.
     fn queue_through(&mut self, id: &str) -> Result<Option<Vec<JobPriority>>, EngineError> {
-        let mut queue = self.top(usize::MAX)?;
-        Ok(queue.iter().position(|p| p.job == id).map(|index| {
-            queue.truncate(index + 1);
-            queue
-        }))
+        let queue = self.top(usize::MAX)?;
+        Ok(queue
+            .iter()
+            .position(|p| p.job == id)
+            .map(|index| queue[..=index].to_vec()))
     }
 
     /// A job's place in line: its rank in the whole queue and in each of
@@ -255,10 +252,9 @@ pub trait Engine: Send {
         offset: usize,
         k: usize,
         selection: &Selection,
-    ) -> Result<Vec<JobPriority>, EngineError> {
-        let mut page = self.top_selected(offset.saturating_add(k), selection)?;
-        page.drain(..offset.min(page.len()));
-        Ok(page)
+    ) -> Result<SharedJobs, EngineError> {
+        let page = self.top_selected(offset.saturating_add(k), selection)?;
+        Ok(page.skip(offset))
     }
 
     /// Pending, non-held jobs (the queue's length).

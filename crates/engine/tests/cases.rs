@@ -547,7 +547,7 @@ fn run_case(path: &Path) -> Vec<String> {
                 table: engine.fairshare().expect("table"),
                 factors: engine.user_factors().expect("factors"),
                 priorities: engine.priorities().expect("priorities"),
-                top: engine.top(k).expect("top"),
+                top: engine.top(k).expect("top").to_vec(),
             };
             check_step(step, &answers, &mut fail);
             match &batch_answers {

@@ -133,8 +133,8 @@ fn a_small_queue_by_hand() {
 
         // Pages: ranks 2-3 are jobs 3 and 1; from rank 5 only job 5; past the end nothing.
         let all = Selection::default();
-        let ids = |page: Vec<fairflow_model::report::JobPriority>| {
-            page.into_iter().map(|p| p.job).collect::<Vec<_>>()
+        let ids = |page: fairflow_model::report::SharedJobs| {
+            page.iter().map(|p| p.job.clone()).collect::<Vec<_>>()
         };
         assert_eq!(
             ids(engine.top_page(1, 2, &all).unwrap()),

@@ -3,7 +3,10 @@
 //! incremental engine must produce equal values.
 
 pub mod position;
+pub mod shared;
 pub mod whatif;
+
+pub use shared::SharedJobs;
 
 use crate::config::Algorithm;
 use crate::event::Shares;

@@ -27,7 +27,7 @@ use fairflow_book::Book;
 use fairflow_engine::{BatchEngine, Engine, EngineError};
 use fairflow_ingest::reader::read_events;
 use fairflow_ingest::{LogLine, Rejection};
-use fairflow_model::report::{FairshareTable, JobPriority};
+use fairflow_model::report::{FairshareTable, JobPriority, SharedJobs};
 use fairflow_model::{Config, Time};
 use fairflow_serve::OutputFormat;
 use fairflow_service::applier::{self, ApplierConfig, ApplierHandle, WriteError};
@@ -88,7 +88,7 @@ impl Engine for Faulty {
     fn priorities(&mut self) -> Result<Vec<JobPriority>, EngineError> {
         self.0.priorities()
     }
-    fn top(&mut self, k: usize) -> Result<Vec<JobPriority>, EngineError> {
+    fn top(&mut self, k: usize) -> Result<SharedJobs, EngineError> {
         self.0.top(k)
     }
     fn job(&mut self, id: &str) -> Result<Option<JobPriority>, EngineError> {
