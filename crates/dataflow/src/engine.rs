@@ -352,7 +352,7 @@ impl Engine {
                 .extend(pending);
         }
         self.family = Some(family);
-        trees.retain(|(_, deltas)| deltas.len() > 0);
+        trees.retain(|(_, deltas)| !deltas.is_empty());
         let records = trees.iter().map(|(_, deltas)| deltas.len()).sum::<usize>() + jobs.len();
         if records > 0 {
             let jobs = (jobs.len() > 0).then_some(jobs);

@@ -70,7 +70,6 @@ impl Deltas {
     }
 
     /// Nothing to send?
-    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
