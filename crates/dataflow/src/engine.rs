@@ -341,11 +341,7 @@ impl Engine {
             let pending = if moved {
                 self.job_feed.pending_by_assoc(1)
             } else {
-                jobs.jobs
-                    .iter()
-                    .filter(|(row, _)| row.phase == crate::priority::Phase::Pending)
-                    .map(|(row, diff)| (row.assoc, *diff as i128))
-                    .collect()
+                JobFeed::pending_deltas(&jobs.jobs)
             };
             tree_entry(&mut trees, Family::Ticket)
                 .pending_jobs
@@ -604,12 +600,11 @@ impl Engine {
     }
 
     /// [`Engine::identify`] every result, shared.
-    fn identify_all(&self, mut top: Vec<JobPriority>) -> SharedJobs {
-        let state = self.book.state();
-        for priority in &mut top {
-            crate::job_feed::identify(state, priority);
-        }
-        top.into()
+    fn identify_all(&self, top: Vec<JobPriority>) -> SharedJobs {
+        top.into_iter()
+            .map(|p| self.identify(p))
+            .collect::<Vec<_>>()
+            .into()
     }
 
     /// Every listed job's priority as of the engine's time, in the oracle's

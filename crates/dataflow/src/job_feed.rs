@@ -117,6 +117,12 @@ impl SentRows {
     }
 }
 
+/// The user association a row counts a pending job for (ticket-based's
+/// active associations): pending rows only.
+fn pending_assoc(row: &JobRow) -> Option<AssocId> {
+    (row.phase == Phase::Pending).then_some(row.assoc)
+}
+
 /// What was last sent to the priority inputs; see the module documentation.
 #[derive(Debug, Default)]
 pub struct JobFeed {
@@ -193,11 +199,19 @@ impl JobFeed {
     pub fn pending_by_assoc(&self, sign: i128) -> Vec<(AssocId, i128)> {
         let mut counts: BTreeMap<AssocId, i128> = BTreeMap::new();
         for row in self.sent_jobs.0.iter().flatten() {
-            if row.phase == Phase::Pending {
-                *counts.entry(row.assoc).or_default() += sign;
+            if let Some(assoc) = pending_assoc(row) {
+                *counts.entry(assoc).or_default() += sign;
             }
         }
         counts.into_iter().collect()
+    }
+
+    /// The changes of ticket-based's pending-job counts that the row
+    /// changes `jobs` (one batch's [`JobDeltas::jobs`]) make.
+    pub fn pending_deltas(jobs: &[(JobRow, isize)]) -> Vec<(AssocId, i128)> {
+        jobs.iter()
+            .filter_map(|(row, diff)| Some((pending_assoc(row)?, *diff as i128)))
+            .collect()
     }
 
     /// Retract everything sent and re-derive everything at the next send (a
