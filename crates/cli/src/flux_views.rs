@@ -176,8 +176,11 @@ fn remote_job(job: &Value) -> Option<JobPriority> {
         .iter()
         .map(|f| {
             let name = f.get("name").and_then(Value::as_str).unwrap_or("");
-            let mut factor =
-                PriorityFactor::new(name, number(f, "normalized"), number(f, "weight"));
+            let mut factor = PriorityFactor::new(
+                name.to_string(),
+                number(f, "normalized"),
+                number(f, "weight"),
+            );
             factor.weighted = number(f, "weighted");
             factor
         })

@@ -592,10 +592,13 @@ impl Engine {
         self.replies.recv().map_err(|_| EngineError::WorkersGone)
     }
 
-    /// Name a result's user, account, partition and QOS from the book (the
-    /// dataflow's records carry only ids).
+    /// Name a result's user, account, partition and QOS (the dataflow's
+    /// records carry only ids): from the row the job feed sent, else (a job
+    /// with several partitions or QOS, whose pairs come along) from the book.
     fn identify(&self, mut priority: JobPriority) -> JobPriority {
-        crate::job_feed::identify(self.book.state(), &mut priority);
+        if !self.job_feed.identify_from_rows(&self.names, &mut priority) {
+            crate::job_feed::identify(self.book.state(), &mut priority);
+        }
         priority
     }
 

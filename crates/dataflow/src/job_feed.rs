@@ -146,6 +146,9 @@ pub struct JobFeed {
     /// The active jobs with several QOS: a QOS priority change may change
     /// their primary QOS (Slurm sorts a job's QOS by priority).
     multi_qos: BTreeSet<String>,
+    /// The active jobs with several partitions or several QOS (named from
+    /// the book, which adds their pairs: [`identify`]).
+    paired: BTreeSet<String>,
     /// A QOS changed since the last send.
     qos_changed: bool,
 }
@@ -162,6 +165,35 @@ impl JobFeed {
     /// The id of the active job `name`.
     pub fn job_id(&self, name: &str) -> Option<JobId> {
         self.job_ids.get(name)
+    }
+
+    /// Name a result's user, account, partition and QOS from the row last
+    /// sent for its job (interned ids: no lookup in the book's million-job
+    /// map), the names [`identify`] gives. `false`, naming nothing, when no
+    /// row was sent for it or the job has several partitions or QOS (its
+    /// pairs come from the book: call [`identify`]).
+    pub fn identify_from_rows(&self, names: &Names, priority: &mut JobPriority) -> bool {
+        let Some(row) = self
+            .job_id(&priority.job)
+            .and_then(|id| self.sent_jobs.get(id))
+        else {
+            return false;
+        };
+        if self.paired.contains(&priority.job) {
+            return false;
+        }
+        let (Some((account, user)), Some(partition), Some(qos)) = (
+            names.assocs.name(row.assoc),
+            names.labels.name(row.partition),
+            names.labels.name(row.qos),
+        ) else {
+            return false;
+        };
+        priority.user.clone_from(user);
+        priority.account.clone_from(account);
+        priority.partition.clone_from(partition);
+        priority.qos.clone_from(qos);
+        true
     }
 
     /// Mark what the book's `changes` make stale.
@@ -254,6 +286,11 @@ impl JobFeed {
                 self.multi_qos.insert(name.clone());
             } else {
                 self.multi_qos.remove(&name);
+            }
+            if job.is_some_and(|j| j.has_pairs()) {
+                self.paired.insert(name.clone());
+            } else {
+                self.paired.remove(&name);
             }
             let row = job.map(|job| {
                 let id = self.job_ids.intern(&name);

@@ -154,7 +154,7 @@ use differential_dataflow::operators::ThresholdTotal;
 use differential_dataflow::trace::implementations::ValSpine;
 use differential_dataflow::VecCollection;
 use fairflow_model::moab::Credential;
-use fairflow_model::report::{JobPriority, JobState};
+use fairflow_model::report::{JobIdKey, JobPriority, JobState};
 use fairflow_model::tres::TresCounts;
 use fairflow_model::{Config, PriorityModel};
 use timely::container::CapacityContainerBuilder;
@@ -168,6 +168,27 @@ use queue::{Capture, Captured, Queue};
 
 pub use crate::types::TouchCounter;
 pub use record::PriorityRecord;
+
+/// A candidate of a top read, ranked before it is evaluated whole: its
+/// priority at the read's time, its name and where to evaluate it from.
+struct Ranked<'q> {
+    priority: u64,
+    name: Arc<str>,
+    record: &'q PriorityRecord,
+    fairshare: f64,
+}
+
+impl Ranked<'_> {
+    /// The queue's order ([`JobPriority::queue_key`]'s): priority
+    /// descending, submit time, job id.
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        other
+            .priority
+            .cmp(&self.priority)
+            .then(self.record.row.submit_at.cmp(&other.record.row.submit_at))
+            .then_with(|| JobIdKey::compare(&self.name, &other.name))
+    }
+}
 
 /// TRES counts as `(name, f64 bits)`, sorted by name.
 pub type TresBits = Vec<(String, u64)>;
@@ -1178,35 +1199,54 @@ impl PriorityReader {
             PriorityModel::Slurm => 1,
             _ => 0,
         };
+        // Candidates are ranked by their priority alone (no factor list, no
+        // key built); only the `k` kept are evaluated whole at the end.
         let mut candidates = self.queue.candidates(now);
-        let mut best: Vec<JobPriority> = Vec::with_capacity(k.min(1024) + 1);
-        loop {
-            let Some(bound) = candidates.peek_bound() else {
-                return best;
-            };
+        let mut best: Vec<Ranked<'_>> = Vec::with_capacity(k.min(1024) + 1);
+        while let Some(bound) = candidates.peek_bound() {
             if best.len() >= k {
                 let kth = best[k - 1].priority;
                 if kth > floor && bound < kth as f64 - 1.0 {
-                    return best;
+                    break;
                 }
             }
             if bound < floor as f64 {
                 // Every unread job is at the floor: fewer than `k` jobs are
                 // above it, and `best` holds them all.
+                let best = Self::evaluate_ranked(best, now);
                 return self.fill_from_floor(best, k, floor, now);
             }
             let Some((record, fairshare)) = candidates.next_candidate() else {
-                return best;
+                break;
             };
-            if let Some(p) = record.evaluate(&self.name_of(record), fairshare, now, None) {
-                let key = p.queue_key();
-                let at = best.partition_point(|q| q.queue_key() < key);
+            if let Some((_, priority)) = record.priority_at(fairshare, now, None) {
+                let candidate = Ranked {
+                    priority,
+                    name: self.name_of(record),
+                    record,
+                    fairshare,
+                };
+                let at = best.partition_point(|kept| kept.cmp(&candidate).is_lt());
                 if at < k {
-                    best.insert(at, p);
+                    best.insert(at, candidate);
                     best.truncate(k);
                 }
             }
         }
+        Self::evaluate_ranked(best, now)
+    }
+
+    /// The ranked candidates evaluated whole, in their order.
+    fn evaluate_ranked(best: Vec<Ranked<'_>>, now: Time64) -> Vec<JobPriority> {
+        best.into_iter()
+            .filter_map(|ranked| {
+                let p = ranked
+                    .record
+                    .evaluate(&ranked.name, ranked.fairshare, now, None)?;
+                debug_assert_eq!(p.priority, ranked.priority, "the same bits both ways");
+                Some(p)
+            })
+            .collect()
     }
 
     /// The ranked queue at `now` up to and including `job`, in queue order

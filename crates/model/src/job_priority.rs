@@ -139,6 +139,40 @@ pub struct SlurmJobInputs<'a> {
 /// `set_priority_factors` does not compute it). With `now = None` the age is
 /// 0 (see the module documentation).
 pub fn slurm_job_factors(job: &SlurmJobInputs, now: Option<Time>) -> Vec<PriorityFactor> {
+    let fixed = slurm_fixed_values(job, now);
+    let mut factors = Vec::with_capacity(8 + job.tres.len());
+    factors.extend(
+        SLURM_FIXED_FACTORS
+            .iter()
+            .zip(fixed)
+            .map(|(&name, (normalized, weight))| PriorityFactor::new(name, normalized, weight)),
+    );
+    for (name, normalized, weight) in slurm_tres_values(job) {
+        factors.push(PriorityFactor::new(
+            format!("tres/{name}"),
+            normalized,
+            weight,
+        ));
+    }
+    factors
+}
+
+/// The names of Slurm's factors before the TRES, in [`slurm_job_factors`]' order.
+const SLURM_FIXED_FACTORS: [&str; 8] = [
+    "site",
+    "age",
+    "assoc",
+    "fairshare",
+    "jobsize",
+    "partition",
+    "qos",
+    "nice",
+];
+
+/// `(normalized, weight)` of each of [`SLURM_FIXED_FACTORS`]: the one
+/// computation behind both [`slurm_job_factors`] and
+/// [`slurm_job_priority_at`].
+fn slurm_fixed_values(job: &SlurmJobInputs, now: Option<Time>) -> [(f64, f64); 8] {
     let w = job.weights;
     let gated = |weight: u32, value: &dyn Fn() -> f64| -> f64 {
         if weight == 0 {
@@ -180,26 +214,27 @@ pub fn slurm_job_factors(job: &SlurmJobInputs, now: Option<Time>) -> Vec<Priorit
             slurm_normalize(job.qos_priority as f64, job.max_qos as f64, job.raw.qos)
         }
     });
-    let mut factors = Vec::with_capacity(8 + job.tres.len());
-    factors.extend([
-        PriorityFactor::new("site", job.site as f64, 1.0),
-        PriorityFactor::new("age", age, f64::from(w.age)),
-        PriorityFactor::new("assoc", assoc, f64::from(w.assoc)),
-        PriorityFactor::new("fairshare", fairshare, f64::from(w.fairshare)),
-        PriorityFactor::new("jobsize", job_size, f64::from(w.job_size)),
-        PriorityFactor::new("partition", partition, f64::from(w.partition)),
-        PriorityFactor::new("qos", qos, f64::from(w.qos)),
-        PriorityFactor::new("nice", job.nice as f64, -1.0),
-    ]);
-    for tres in job.tres.iter().filter(|t| t.weight != 0.0) {
+    [
+        (job.site as f64, 1.0),
+        (age, f64::from(w.age)),
+        (assoc, f64::from(w.assoc)),
+        (fairshare, f64::from(w.fairshare)),
+        (job_size, f64::from(w.job_size)),
+        (partition, f64::from(w.partition)),
+        (qos, f64::from(w.qos)),
+        (job.nice as f64, -1.0),
+    ]
+}
+
+/// `(TRES name, normalized, weight)` of each TRES with a nonzero weight, in
+/// `PriorityWeightTRES` order.
+fn slurm_tres_values<'a>(
+    job: &'a SlurmJobInputs<'a>,
+) -> impl Iterator<Item = (&'a str, f64, f64)> + 'a {
+    job.tres.iter().filter(|t| t.weight != 0.0).map(|tres| {
         let value = slurm_tres_factor(tres.count, tres.total, job.raw.tres);
-        factors.push(PriorityFactor::new(
-            &format!("tres/{}", tres.name),
-            value,
-            tres.weight,
-        ));
-    }
-    factors
+        (tres.name, value, tres.weight)
+    })
 }
 
 /// Slurm's priority from [`slurm_job_factors`]' list (before `INCR_ONLY` and
@@ -207,12 +242,25 @@ pub fn slurm_job_factors(job: &SlurmJobInputs, now: Option<Time>) -> Vec<Priorit
 /// fair-share, job size, partition, QOS, TRES), then `+ site - nice`,
 /// truncated into `1..=2^32-1`.
 pub fn slurm_job_priority(factors: &[PriorityFactor], site: i64, nice: i64) -> u64 {
-    let weighted: Vec<f64> = factors
+    let weighted = factors
         .iter()
-        .filter(|f| !matches!(f.name.as_str(), "site" | "nice"))
-        .map(|f| f.weighted)
-        .collect();
-    slurm_final_priority(slurm_priority_sum(&weighted, site, nice))
+        .filter(|f| !matches!(f.name.as_ref(), "site" | "nice"))
+        .map(|f| f.weighted);
+    slurm_final_priority(slurm_priority_sum(weighted, site, nice))
+}
+
+/// `slurm_job_priority(&slurm_job_factors(job, now), job.site, job.nice)`
+/// without building the list (no allocation): the same values, weighted as
+/// [`PriorityFactor::new`] weights them and summed in the same order, so the
+/// same bits. For an engine that ranks many candidates and names only the
+/// ones it returns.
+pub fn slurm_job_priority_at(job: &SlurmJobInputs, now: Option<Time>) -> u64 {
+    let fixed = slurm_fixed_values(job, now);
+    let weighted = fixed[1..7]
+        .iter()
+        .map(|&(normalized, weight)| weight * normalized)
+        .chain(slurm_tres_values(job).map(|(_, normalized, weight)| weight * normalized));
+    slurm_final_priority(slurm_priority_sum(weighted, job.site, job.nice))
 }
 
 /// What differs between the (partition, QOS) pairs of a job submitted to
@@ -406,6 +454,34 @@ pub struct FluxJobInputs {
 /// bank, urgency (`urgency - 16`), wait time, QOS, job size, user (whose
 /// weighted value is never positive). With `now = None` the wait time is 0.
 pub fn flux_job_factors(job: &FluxJobInputs, now: Option<Time>) -> Vec<PriorityFactor> {
+    FLUX_FACTORS
+        .iter()
+        .zip(flux_values(job, now))
+        .map(|(&name, (normalized, weight, weighted))| {
+            let mut factor = PriorityFactor::new(name, normalized, weight);
+            factor.weighted = weighted;
+            factor
+        })
+        .collect()
+}
+
+/// The names of the Flux model's factors, in [`flux_job_factors`]' order.
+const FLUX_FACTORS: [&str; 8] = [
+    "fairshare",
+    "queue",
+    "bank",
+    "urgency",
+    "wait_time",
+    "qos",
+    "jobsize",
+    "user",
+];
+
+/// `(normalized, weight, weighted)` of each of [`FLUX_FACTORS`]: the one
+/// computation behind both [`flux_job_factors`] and
+/// [`flux_job_priority_at`]. Every weighted value is `weight * normalized`
+/// but the user factor's ([`flux_user_contribution`]).
+fn flux_values(job: &FluxJobInputs, now: Option<Time>) -> [(f64, f64, f64); 8] {
     let w = job.weights;
     let wait = now.map_or(0.0, |now| {
         flux_wait_time_factor(now - job.eligible_at, w.max_wait_secs)
@@ -417,30 +493,52 @@ pub fn flux_job_factors(job: &FluxJobInputs, now: Option<Time>) -> Vec<PriorityF
         0.0
     };
     let user = flux_user_factor(job.user_priority);
-    let mut user_factor = PriorityFactor::new("user", user, w.user as f64);
-    user_factor.weighted = flux_user_contribution(w.user as f64, user);
-    vec![
-        PriorityFactor::new("fairshare", job.fairshare, w.fairshare as f64),
-        PriorityFactor::new("queue", job.queue_priority as f64, w.queue as f64),
-        PriorityFactor::new("bank", job.bank_priority as f64, w.bank as f64),
-        PriorityFactor::new(
-            "urgency",
+    let product = |normalized: f64, weight: i64| {
+        let weight = weight as f64;
+        (normalized, weight, weight * normalized)
+    };
+    [
+        product(job.fairshare, w.fairshare),
+        product(job.queue_priority as f64, w.queue),
+        product(job.bank_priority as f64, w.bank),
+        product(
             f64::from(job.urgency) - f64::from(FLUX_URGENCY_DEFAULT),
-            w.urgency as f64,
+            w.urgency,
         ),
-        PriorityFactor::new("wait_time", wait, w.wait_time as f64),
-        PriorityFactor::new("qos", qos, w.qos as f64),
-        PriorityFactor::new("jobsize", size, w.job_size as f64),
-        user_factor,
+        product(wait, w.wait_time),
+        product(qos, w.qos),
+        product(size, w.job_size),
+        (
+            user,
+            w.user as f64,
+            flux_user_contribution(w.user as f64, user),
+        ),
     ]
 }
 
 /// The Flux priority from [`flux_job_factors`]' list: the weighted values
 /// summed in order, rounded (urgency 0: 0, urgency 31: `2^32-1`).
 pub fn flux_job_priority(factors: &[PriorityFactor], urgency: u8) -> u64 {
+    flux_priority_of(factors.iter().map(|f| f.weighted), urgency)
+}
+
+/// `flux_job_priority(&flux_job_factors(job, now), job.urgency)` without
+/// building the list (no allocation): the same weighted values summed in the
+/// same order, so the same bits.
+pub fn flux_job_priority_at(job: &FluxJobInputs, now: Option<Time>) -> u64 {
+    flux_priority_of(
+        flux_values(job, now)
+            .iter()
+            .map(|&(_, _, weighted)| weighted),
+        job.urgency,
+    )
+}
+
+/// The weighted values summed in order, then rounded ([`flux_final_priority`]).
+fn flux_priority_of(weighted: impl Iterator<Item = f64>, urgency: u8) -> u64 {
     let mut sum = 0.0;
-    for factor in factors {
-        sum += factor.weighted;
+    for value in weighted {
+        sum += value;
     }
     flux_final_priority(sum, urgency)
 }
@@ -448,6 +546,96 @@ pub fn flux_job_priority(factors: &[PriorityFactor], urgency: u8) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The allocation-free priorities equal the factor lists' sums bit for
+    /// bit, over inputs that exercise every factor (weights 0 and not, raw
+    /// and normalised, TRES, caps, Flux's user factor and urgency ends).
+    #[test]
+    fn priorities_without_the_list_are_the_lists_sums() {
+        let tres = [
+            SlurmTresInput {
+                name: "cpu",
+                weight: 3.7,
+                count: 12.0,
+                total: Some(1024.0),
+            },
+            SlurmTresInput {
+                name: "mem",
+                weight: 0.0,
+                count: 5.0,
+                total: None,
+            },
+            SlurmTresInput {
+                name: "gres/gpu",
+                weight: 1e-3,
+                count: 2.0,
+                total: None,
+            },
+        ];
+        for (i, now) in [None, Some(0), Some(1_000), Some(86_400), Some(10_000_000)]
+            .into_iter()
+            .enumerate()
+        {
+            for raw in [false, true] {
+                let mut job = slurm_job(&tres);
+                job.raw = SlurmRawFactors {
+                    assoc: raw,
+                    partition: raw,
+                    qos: !raw,
+                    tres: raw,
+                };
+                job.weights.assoc = 1234 * i as u32;
+                job.weights.job_size = 777;
+                job.weights.qos = 4321;
+                job.assoc_priority = 17;
+                job.max_assoc = 40;
+                job.qos_priority = 3;
+                job.max_qos = 9;
+                job.fairshare = 0.123_456_789;
+                job.site = 11 * i as i64;
+                job.nice = 5 - 3 * i as i64;
+                let factors = slurm_job_factors(&job, now);
+                assert_eq!(
+                    slurm_job_priority_at(&job, now),
+                    slurm_job_priority(&factors, job.site, job.nice),
+                    "slurm, now {now:?}, raw {raw}"
+                );
+            }
+        }
+        for (urgency, user_priority) in [(0, None), (16, Some(-3)), (20, Some(7)), (31, None)] {
+            for now in [None, Some(50), Some(5_000_000)] {
+                let job = FluxJobInputs {
+                    weights: FluxWeights {
+                        fairshare: 100_000,
+                        queue: 10_000,
+                        bank: 100,
+                        urgency: 1000,
+                        wait_time: 333,
+                        qos: 10_000,
+                        job_size: 7,
+                        user: 10,
+                        max_wait_secs: 86_400,
+                    },
+                    fairshare: 0.7321,
+                    queue_priority: 3,
+                    bank_priority: -2,
+                    urgency,
+                    eligible_at: 10,
+                    qos_priority: 4,
+                    max_qos: 12,
+                    nodes: 3.0,
+                    cluster_nodes: 64,
+                    user_priority,
+                };
+                let factors = flux_job_factors(&job, now);
+                assert_eq!(
+                    flux_job_priority_at(&job, now),
+                    flux_job_priority(&factors, urgency),
+                    "flux, urgency {urgency}, now {now:?}"
+                );
+            }
+        }
+    }
 
     fn slurm_job<'a>(tres: &'a [SlurmTresInput<'a>]) -> SlurmJobInputs<'a> {
         SlurmJobInputs {
@@ -497,7 +685,7 @@ mod tests {
         }];
         let job = slurm_job(&tres);
         let factors = slurm_job_factors(&job, Some(7 * 86_400 / 2));
-        let names: Vec<&str> = factors.iter().map(|f| f.name.as_str()).collect();
+        let names: Vec<&str> = factors.iter().map(|f| f.name.as_ref()).collect();
         assert_eq!(
             names,
             [

@@ -633,7 +633,7 @@ pub fn weigh_components(
             let weighted = moab_cap(weight * value, cap);
             component_sum += weighted;
             rows.push(PriorityFactor {
-                name: sub.to_string(),
+                name: sub.to_string().into(),
                 component: Some(component.to_string()),
                 normalized: value,
                 weight,
@@ -652,7 +652,7 @@ pub fn weigh_components(
         let contribution = weight * capped;
         sum += contribution;
         factors.push(PriorityFactor {
-            name: component.to_string(),
+            name: component.to_string().into(),
             component: None,
             normalized: capped,
             weight,

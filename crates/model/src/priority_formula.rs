@@ -44,7 +44,11 @@ pub fn slurm_final_priority(weighted_sum: f64) -> u64 {
 /// given (age, assoc, fair-share, job size, partition, QOS, then each TRES),
 /// then `+ site_factor - nice`. Both engines add in this order, so they get
 /// the same bits.
-pub fn slurm_priority_sum(weighted_factors: &[f64], site_factor: i64, nice: i64) -> f64 {
+pub fn slurm_priority_sum(
+    weighted_factors: impl IntoIterator<Item = f64>,
+    site_factor: i64,
+    nice: i64,
+) -> f64 {
     let mut sum = 0.0;
     for weighted in weighted_factors {
         sum += weighted;

@@ -11,6 +11,7 @@ pub use shared::SharedJobs;
 use crate::config::Algorithm;
 use crate::event::Shares;
 use crate::Time;
+use std::borrow::Cow;
 
 /// One association's row, as `sshare -a -l` shows it. `None` is an empty cell.
 #[derive(Debug, Clone, PartialEq)]
@@ -90,7 +91,9 @@ pub struct PriorityFactor {
     /// `fairshare`, `queue`, `bank`, `urgency`, `wait_time`, `qos`, `jobsize`,
     /// `user`; Moab the component (`CRED`, `FS`, `RES`, `SERV`, `TARGET`,
     /// `USAGE`, `ATTR`) or subcomponent (`QUEUETIME`, `XFACTOR`, ...) name.
-    pub name: String,
+    /// Borrowed when it is one of the model's fixed names (no allocation
+    /// per job), owned otherwise (`tres/<name>`, read from JSON).
+    pub name: Cow<'static, str>,
     /// For a Moab subcomponent, its component's name; `None` otherwise.
     pub component: Option<String>,
     /// The factor's value before weighting: Slurm and Flux normalise to 0..1
@@ -109,9 +112,9 @@ pub struct PriorityFactor {
 
 impl PriorityFactor {
     /// A factor whose contribution is `weight * normalized`.
-    pub fn new(name: &str, normalized: f64, weight: f64) -> Self {
+    pub fn new(name: impl Into<Cow<'static, str>>, normalized: f64, weight: f64) -> Self {
         PriorityFactor {
-            name: name.to_string(),
+            name: name.into(),
             component: None,
             normalized,
             weight,
@@ -404,6 +407,26 @@ impl JobIdKey {
             JobIdKey::Text(id.to_string())
         }
     }
+
+    /// `JobIdKey::new(a).cmp(&JobIdKey::new(b))`, without building either
+    /// key (no allocation).
+    pub fn compare(a: &str, b: &str) -> std::cmp::Ordering {
+        use std::cmp::Ordering;
+        fn significant(id: &str) -> Option<&str> {
+            (!id.is_empty() && id.bytes().all(|b| b.is_ascii_digit()))
+                .then(|| id.trim_start_matches('0'))
+        }
+        match (significant(a), significant(b)) {
+            (Some(x), Some(y)) => x
+                .len()
+                .cmp(&y.len())
+                .then_with(|| x.cmp(y))
+                .then_with(|| a.cmp(b)),
+            (Some(_), None) => Ordering::Less,
+            (None, Some(_)) => Ordering::Greater,
+            (None, None) => a.cmp(b),
+        }
+    }
 }
 
 /// The ranked queue's order: priority descending, then submit time
@@ -446,6 +469,55 @@ mod tests {
                     factors: Vec::new(),
                 })
                 .collect(),
+        }
+    }
+
+    #[test]
+    fn job_ids_compare_as_their_keys_without_building_them() {
+        use super::JobIdKey;
+        use std::cmp::Ordering::{Greater, Less};
+        // The queue's id order, by hand: numbers as numbers ("9" < "10"),
+        // leading zeros ignored then the text breaks the tie ("007" < "7"),
+        // every number before any other id, which compare as text.
+        assert_eq!(JobIdKey::compare("9", "10"), Less);
+        assert_eq!(JobIdKey::compare("007", "7"), Less);
+        assert_eq!(JobIdKey::compare("100", "99"), Greater);
+        assert_eq!(JobIdKey::compare("99999", "a"), Less);
+        assert_eq!(JobIdKey::compare("1.5", "1"), Greater);
+        assert_eq!(JobIdKey::compare("", "0"), Greater);
+        assert_eq!(JobIdKey::compare("job10", "job9"), Less);
+        let ids = [
+            "",
+            "0",
+            "00",
+            "000",
+            "1",
+            "01",
+            "001",
+            "9",
+            "10",
+            "010",
+            "99",
+            "100",
+            "0100",
+            "123456789012345678901234567890",
+            "a",
+            "A",
+            "job1",
+            "1a",
+            "a1",
+            "-1",
+            "1.5",
+            " 1",
+        ];
+        for a in ids {
+            for b in ids {
+                assert_eq!(
+                    JobIdKey::compare(a, b),
+                    JobIdKey::new(a).cmp(&JobIdKey::new(b)),
+                    "{a:?} vs {b:?}"
+                );
+            }
         }
     }
 

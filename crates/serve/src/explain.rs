@@ -92,7 +92,7 @@ pub fn render_text(job: &JobPriority, algorithm: Algorithm, path: &[FairshareRow
     for factor in &job.factors {
         let name = match &factor.component {
             Some(_) => format!("  {}", factor.name),
-            None => factor.name.clone(),
+            None => factor.name.to_string(),
         };
         let cap = factor.cap.map(|c| format!("{c}")).unwrap_or_default();
         let line = format!(

@@ -26,9 +26,9 @@
 use std::sync::Arc;
 
 use fairflow_model::job_priority::{
-    flux_job_factors, flux_job_priority, slurm_job_factors, slurm_job_priority, FluxJobInputs,
-    FluxWeights, SlurmJobInputs, SlurmRawFactors, SlurmTresInput, SlurmWeights, FLUX_WAIT_FACTOR,
-    SLURM_AGE_FACTOR,
+    flux_job_factors, flux_job_priority, flux_job_priority_at, slurm_job_factors,
+    slurm_job_priority, slurm_job_priority_at, FluxJobInputs, FluxWeights, SlurmJobInputs,
+    SlurmRawFactors, SlurmTresInput, SlurmWeights, FLUX_WAIT_FACTOR, SLURM_AGE_FACTOR,
 };
 use fairflow_model::priority_formula::{eligible_at, JobSizeInputs, FLUX_URGENCY_EXPEDITE};
 use fairflow_model::report::{JobPriority, JobState, PriorityFactor};
@@ -175,6 +175,20 @@ fn slurm_factors(
     fairshare: f64,
     now: Option<Time>,
 ) -> Vec<PriorityFactor> {
+    with_slurm_inputs(row, context, fairshare, |inputs| {
+        slurm_job_factors(inputs, now)
+    })
+}
+
+/// Slurm's per-job assembly's inputs for the job, given to `then`: the one
+/// place the record's fields become [`SlurmJobInputs`], for both the factor
+/// list and the priority alone.
+fn with_slurm_inputs<R>(
+    row: &JobRow,
+    context: &JobContext,
+    fairshare: f64,
+    then: impl FnOnce(&SlurmJobInputs) -> R,
+) -> R {
     let (ctx, globals) = (&context.ctx, &context.globals);
     let p = &globals.params;
     let partition = &ctx.partition;
@@ -233,7 +247,7 @@ fn slurm_factors(
         nice: row.nice,
         tres: &tres,
     };
-    slurm_job_factors(&inputs, now)
+    then(&inputs)
 }
 
 /// The job's factors under the Flux model (`now = None`: wait time 0).
@@ -243,9 +257,14 @@ fn flux_factors(
     fairshare: f64,
     now: Option<Time>,
 ) -> Vec<PriorityFactor> {
+    flux_job_factors(&flux_inputs(row, context, fairshare), now)
+}
+
+/// The Flux model's per-job assembly's inputs for the job.
+fn flux_inputs(row: &JobRow, context: &JobContext, fairshare: f64) -> FluxJobInputs {
     let (ctx, globals) = (&context.ctx, &context.globals);
     let w = &globals.params;
-    let inputs = FluxJobInputs {
+    FluxJobInputs {
         weights: FluxWeights {
             fairshare: w.flux_fairshare,
             queue: w.flux_queue,
@@ -267,8 +286,7 @@ fn flux_factors(
         nodes: f64::from_bits(row.nodes_bits),
         cluster_nodes: globals.cluster_nodes,
         user_priority: Some(row.user_priority),
-    };
-    flux_job_factors(&inputs, now)
+    }
 }
 
 /// The fair-share factor's weight `w_fs` (the term is `w_fs · factor`).
@@ -453,30 +471,14 @@ impl PriorityRecord {
     ) -> Option<JobPriority> {
         let listed = self.listed?;
         let row = &self.row;
-        let (state, priority, factors) = match self.model() {
-            PriorityModel::Slurm => {
-                let factors = slurm_factors(row, &self.context, fairshare, Some(now));
-                let computed = slurm_job_priority(&factors, row.site_factor, row.nice);
-                let priority = match listed {
-                    Listed::Held => 0,
-                    Listed::Pending if self.incr_only() => {
-                        floor.map_or(computed, |f| computed.max(f))
-                    }
-                    _ => computed,
-                };
-                (listed.job_state(), priority, factors)
-            }
-            PriorityModel::Flux => {
-                let factors = flux_factors(row, &self.context, fairshare, Some(now));
-                match listed {
-                    Listed::Held => (JobState::Held, 0, factors),
-                    other => {
-                        let priority = flux_job_priority(&factors, row.urgency);
-                        (other.job_state(), priority, factors)
-                    }
-                }
-            }
+        let factors = match self.model() {
+            PriorityModel::Slurm => slurm_factors(row, &self.context, fairshare, Some(now)),
+            PriorityModel::Flux => flux_factors(row, &self.context, fairshare, Some(now)),
             PriorityModel::Moab => return None,
+        };
+        let computed = match self.model() {
+            PriorityModel::Slurm => slurm_job_priority(&factors, row.site_factor, row.nice),
+            _ => flux_job_priority(&factors, row.urgency),
         };
         Some(JobPriority {
             job: job.to_string(),
@@ -485,12 +487,52 @@ impl PriorityRecord {
             partition: String::new(),
             qos: String::new(),
             submit_at: row.submit_at,
-            priority,
-            state,
+            priority: self.listed_priority(listed, computed, floor),
+            state: listed.job_state(),
             model: self.model(),
             factors,
             pairs: Vec::new(),
         })
+    }
+
+    /// [`PriorityRecord::evaluate`]'s state and priority alone, without the
+    /// factor list or the name (no allocation but the TRES inputs): the
+    /// same bits (`fairflow_model::job_priority::slurm_job_priority_at`).
+    /// For ranking candidates; only the ones returned are evaluated whole.
+    pub fn priority_at(
+        &self,
+        fairshare: f64,
+        now: Time,
+        floor: Option<u64>,
+    ) -> Option<(JobState, u64)> {
+        let listed = self.listed?;
+        let row = &self.row;
+        let computed = match self.model() {
+            PriorityModel::Slurm => with_slurm_inputs(row, &self.context, fairshare, |inputs| {
+                slurm_job_priority_at(inputs, Some(now))
+            }),
+            PriorityModel::Flux => {
+                flux_job_priority_at(&flux_inputs(row, &self.context, fairshare), Some(now))
+            }
+            PriorityModel::Moab => return None,
+        };
+        Some((
+            listed.job_state(),
+            self.listed_priority(listed, computed, floor),
+        ))
+    }
+
+    /// The priority of a job listed as `listed` whose model computed
+    /// `computed`: Slurm's held jobs 0 and `INCR_ONLY`'s floor on pending
+    /// jobs; Flux's held jobs 0.
+    fn listed_priority(&self, listed: Listed, computed: u64, floor: Option<u64>) -> u64 {
+        match (self.model(), listed) {
+            (_, Listed::Held) => 0,
+            (PriorityModel::Slurm, Listed::Pending) if self.incr_only() => {
+                floor.map_or(computed, |f| computed.max(f))
+            }
+            _ => computed,
+        }
     }
 }
 

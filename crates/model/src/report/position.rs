@@ -107,7 +107,7 @@ fn gap_to(job: &JobPriority, ahead: &JobPriority) -> Gap {
             let ahead_value = theirs.map_or(0.0, |f| f.normalized);
             let ahead_weighted = theirs.map_or(0.0, |f| f.weighted);
             FactorGap {
-                name: own.name.clone(),
+                name: own.name.to_string(),
                 own: own.normalized,
                 ahead: ahead_value,
                 weighted_gap: ahead_weighted - own.weighted,

@@ -115,7 +115,8 @@ fn python_floats() {
 }
 
 fn flux_job(job: &str, fs: f64, queue: f64, bank: f64, urgency: u8, priority: u64) -> JobPriority {
-    let factor = |name: &str, value: f64, weight: f64| PriorityFactor::new(name, value, weight);
+    let factor =
+        |name: &'static str, value: f64, weight: f64| PriorityFactor::new(name, value, weight);
     JobPriority {
         job: job.into(),
         user: "bonds".into(),

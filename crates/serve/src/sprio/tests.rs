@@ -74,7 +74,7 @@ fn a_job_in_several_partitions_has_one_row_per_pair() {
     let debug_factors: Vec<PriorityFactor> = job
         .factors
         .iter()
-        .map(|f| match f.name.as_str() {
+        .map(|f| match f.name.as_ref() {
             "partition" => PriorityFactor::new("partition", 1.0, 5000.0),
             "tres/cpu" => PriorityFactor::new("tres/cpu", 0.4, 800.0),
             _ => f.clone(),
@@ -167,11 +167,11 @@ fn flux_fills_the_slurm_columns_and_appends_its_own() {
 
 #[test]
 fn moab_shows_components_as_extra_columns() {
-    let component = |name: &str, value: f64, weight: f64| PriorityFactor {
+    let component = |name: &'static str, value: f64, weight: f64| PriorityFactor {
         cap: Some(500.0),
         ..PriorityFactor::new(name, value, weight)
     };
-    let sub = |name: &str, parent: &str, value: f64, weight: f64| PriorityFactor {
+    let sub = |name: &'static str, parent: &str, value: f64, weight: f64| PriorityFactor {
         component: Some(parent.to_string()),
         ..PriorityFactor::new(name, value, weight)
     };
