@@ -10,7 +10,8 @@
 //! A stateful stage routed by association (`assemble_records`) assembles a
 //! [`NodeRec`] (an outer join over a tagged [`Part`] enum) for the
 //! associations a batch changed: its fair-share parent, shares, subtree usage, whether
-//! it is a user association, the user associations in its subtree, and, as a
+//! it is a user association (with its interned name, so the facts that leave
+//! for the queue need no join with the names), the user associations in its subtree, and, as a
 //! fair-share parent, its children's level shares and (depth-oblivious) the
 //! usage of its children that are not `FairShare=parent`. Each part is a sum
 //! or a nearest ancestor already maintained by the tree dataflow; a usage

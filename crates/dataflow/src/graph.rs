@@ -235,7 +235,7 @@ pub(crate) fn build(worker: &mut Worker, touched: &TouchCounter, names: JobNames
 }
 
 /// Build one family's tree dataflow: subtree usage, fair-share parents and
-/// level shares (the sshare facts, arranged on worker 0), and the family's
+/// level shares (the sshare facts, kept on worker 0 in a [`FactStore`]), and the family's
 /// factors, captured on worker 0 into `capture` with the priority
 /// dataflow's updates.
 fn build_tree(
