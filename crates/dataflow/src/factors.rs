@@ -10,7 +10,8 @@
 //! A stateful stage routed by association (`assemble_records`) assembles a
 //! [`NodeRec`] (an outer join over a tagged [`Part`] enum) for the
 //! associations a batch changed: its fair-share parent, shares, subtree usage, whether
-//! it is a user association, the user associations in its subtree, and, as a
+//! it is a user association (with its interned name, so the facts that leave
+//! for the queue need no join with the names), the user associations in its subtree, and, as a
 //! fair-share parent, its children's level shares and (depth-oblivious) the
 //! usage of its children that are not `FairShare=parent`. Each part is a sum
 //! or a nearest ancestor already maintained by the tree dataflow; a usage
@@ -105,7 +106,6 @@ use fairflow_model::formula::{rank_factor, LevelFs};
 use fairflow_model::{Algorithm, Config, FairTreeTies, Shares};
 use timely::dataflow::operators::vec::Map as _;
 
-use crate::priority::fair_tree::TreeSlot;
 use crate::priority::Fact as PFact;
 use crate::stages::{down_the_tree, per_batch_routed, sums_up_the_tree};
 use crate::types::{AssocId, ByKey, Diff, Epoch, NodeId, TouchCounter, ROOT};
@@ -156,6 +156,9 @@ pub struct NodeRec {
     pub usage: u128,
     /// Is it a user association?
     pub user: bool,
+    /// A user association's interned name (what job rows and the queue
+    /// carry), so no stage joins the records with the names again.
+    pub assoc: Option<AssocId>,
     /// User associations in its subtree (itself included).
     pub users_below: u64,
     /// As a fair-share parent: its fair-share children's raw shares, summed.
@@ -173,7 +176,8 @@ enum Part {
     FsParent(NodeId),
     Shares(Shares),
     Usage(i128),
-    User,
+    /// A user association, with its interned name.
+    User(AssocId),
     UsersBelow(i128),
     ChildLevel(i128),
     ChildUsage(i128),
@@ -189,6 +193,8 @@ struct Member {
     usage: u128,
     parent_usage: u128,
     user: bool,
+    /// A user association's interned name.
+    assoc: Option<AssocId>,
     /// A user 1, an account the users in its subtree.
     weight: u64,
 }
@@ -377,7 +383,11 @@ pub fn build<'s>(
                 .clone()
                 .map(|(node, usage)| (node, Part::Usage(usage))),
         )
-        .concat(users.clone().map(|node| (node, Part::User)))
+        .concat(
+            user_names
+                .clone()
+                .map(|(node, assoc)| (node, Part::User(assoc))),
+        )
         .concat(level_shares.map(|(node, level)| (node, Part::ChildLevel(level))));
     if family.fair_tree() {
         let users_below = sums_up_the_tree(&edges_by_child, users.clone());
@@ -422,15 +432,12 @@ pub fn build<'s>(
         )
     };
     let (facts, tickets) = match family {
-        Family::FairTreeSlurm => (slurm_tree_facts(records, user_names.clone(), touched), None),
+        Family::FairTreeSlurm => (slurm_tree_facts(records, touched), None),
         Family::FairTreeDocumented => {
             let factors = documented_factors(scope, records, fs_parent_by_node, users, touched);
             (named(factors), None)
         }
-        Family::Classic => (
-            classic::facts(gated(records), user_names.clone(), touched),
-            None,
-        ),
+        Family::Classic => (classic::facts(gated(records), touched), None),
         Family::Ticket => {
             // Pending jobs by user association.
             let pending = pending_jobs
@@ -462,29 +469,12 @@ pub fn build<'s>(
 
 /// Slurm's Fair Tree rule: the placements themselves go to the queue, which
 /// keeps the sorted tree and derives ranks when it reads them; a user's
-/// slot carries its interned name.
+/// slot carries its interned name (from its record: no join with the names).
 fn slurm_tree_facts<'s>(
     records: VecCollection<'s, Epoch, (NodeId, NodeRec), Diff>,
-    user_names: VecCollection<'s, Epoch, (NodeId, AssocId), Diff>,
     touched: &TouchCounter,
 ) -> VecCollection<'s, Epoch, PFact, Diff> {
-    let slurm_slots = counted(fair_tree_slurm::place(records), touched);
-    let user_slots = slurm_slots
-        .clone()
-        .filter(|(_, slot)| slot.placement.user)
-        .arrange_by_key()
-        .join_core(user_names.arrange_by_key(), |&node, slot, &assoc| {
-            Some((
-                node,
-                TreeSlot {
-                    assoc: Some(assoc),
-                    ..*slot
-                },
-            ))
-        });
-    slurm_slots
-        .filter(|(_, slot)| !slot.placement.user)
-        .concat(user_slots)
+    counted(fair_tree_slurm::place(records), touched)
         .map(|(node, slot)| PFact::TreeSlot { node, slot })
 }
 
@@ -585,14 +575,14 @@ fn assemble_records<'s>(
 /// `None` until it is live.
 fn assemble<'a>(parts: impl Iterator<Item = (&'a Part, Diff)>) -> Option<NodeRec> {
     let non_negative = |value: i128| u128::try_from(value).unwrap_or(0);
-    let (mut fs_parent, mut shares, mut usage, mut user) = (None, None, 0, false);
+    let (mut fs_parent, mut shares, mut usage, mut assoc) = (None, None, 0, None);
     let (mut users_below, mut child_level, mut child_usage) = (0, 0, 0);
     for (part, _) in parts.filter(|(_, count)| *count > 0) {
         match *part {
             Part::FsParent(parent) => fs_parent = Some(parent),
             Part::Shares(s) => shares = Some(s),
             Part::Usage(u) => usage = non_negative(u),
-            Part::User => user = true,
+            Part::User(name) => assoc = Some(name),
             Part::UsersBelow(c) => users_below = u64::try_from(c).unwrap_or(0),
             Part::ChildLevel(l) => child_level = u64::try_from(l).unwrap_or(0),
             Part::ChildUsage(u) => child_usage = non_negative(u),
@@ -602,7 +592,8 @@ fn assemble<'a>(parts: impl Iterator<Item = (&'a Part, Diff)>) -> Option<NodeRec
         fs_parent,
         shares: shares?,
         usage,
-        user,
+        user: assoc.is_some(),
+        assoc,
         users_below,
         child_level,
         child_usage,
@@ -618,6 +609,8 @@ struct Own {
     shares: Shares,
     usage: u128,
     user: bool,
+    /// A user association's interned name.
+    assoc: Option<AssocId>,
     /// A user 1, an account the users in its subtree.
     weight: u64,
 }
@@ -677,6 +670,7 @@ fn group_members(items: &[(&GroupItem, Diff)]) -> Vec<(NodeId, Member)> {
                         usage: own.usage,
                         parent_usage,
                         user: own.user,
+                        assoc: own.assoc,
                         weight: own.weight,
                     },
                 ))
@@ -731,6 +725,7 @@ fn place<'s>(
             shares: record.shares,
             usage: record.usage,
             user: record.user,
+            assoc: record.assoc,
             weight: if record.user { 1 } else { record.users_below },
         };
         record

@@ -14,13 +14,14 @@
 //! `i128`, so that usage can travel in the diff and be summed exactly; this
 //! also keeps the number of distinct `(K, V, T, R)` combinations small.
 
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
 use differential_dataflow::input::{Input, InputSession};
-use differential_dataflow::operators::arrange::arrangement::arrange_core;
-use differential_dataflow::operators::arrange::TraceAgent;
-use differential_dataflow::trace::implementations::{ValBatcher, ValSpine};
 use fairflow_model::Shares;
-use timely::dataflow::channels::pact::Exchange;
 use timely::dataflow::operators::probe::Handle as ProbeHandle;
+use timely::dataflow::operators::vec::Map as _;
 use timely::dataflow::operators::Probe;
 use timely::worker::Worker;
 
@@ -51,7 +52,41 @@ pub enum Fact {
     Tickets(u64),
 }
 
-pub(crate) type FactTrace = TraceAgent<ValSpine<NodeId, Fact, Epoch, Diff>>;
+/// The sshare facts of one tree dataflow as worker 0 holds them: each
+/// present `(node, fact)` with its count, updated by a capture as the
+/// stages emit them (a usage event: the `depth + 1` subtree sums on its
+/// path), read only after the probe passed a batch. A sorted map rather
+/// than an arrangement: no batcher, no spine to merge and compact at every
+/// batch, and the read is the map in order.
+#[derive(Clone, Default)]
+pub(crate) struct FactStore(Rc<RefCell<BTreeMap<(NodeId, Fact), isize>>>);
+
+impl FactStore {
+    /// Apply captured updates.
+    fn absorb(&self, updates: &mut Vec<((NodeId, Fact), Epoch, isize)>) {
+        let mut facts = self.0.borrow_mut();
+        for (fact, _time, diff) in updates.drain(..) {
+            let count = facts.entry(fact).or_insert(0);
+            *count += diff;
+            if *count == 0 {
+                facts.remove(&fact);
+            }
+        }
+    }
+
+    /// Every present fact, in `(node, fact)` order.
+    pub(crate) fn read(&self) -> Vec<(NodeId, Fact)> {
+        let facts = self.0.borrow();
+        facts
+            .iter()
+            .filter(|(_, count)| **count > 0)
+            .map(|(fact, count)| {
+                debug_assert!(*count == 1, "a fact is present at most once");
+                *fact
+            })
+            .collect()
+    }
+}
 
 /// The inputs of one family's tree dataflow.
 pub(crate) struct TreeInputs {
@@ -118,7 +153,7 @@ pub(crate) struct TreeDataflow {
     /// Its inputs.
     pub(crate) inputs: TreeInputs,
     /// The sshare facts, on worker 0.
-    pub(crate) trace: FactTrace,
+    pub(crate) facts: FactStore,
     /// Passes a time once the facts and the captured factors reflect it.
     pub(crate) probe: ProbeHandle<Epoch>,
 }
@@ -200,7 +235,7 @@ pub(crate) fn build(worker: &mut Worker, touched: &TouchCounter, names: JobNames
 }
 
 /// Build one family's tree dataflow: subtree usage, fair-share parents and
-/// level shares (the sshare facts, arranged on worker 0), and the family's
+/// level shares (the sshare facts, kept on worker 0 in a [`FactStore`]), and the family's
 /// factors, captured on worker 0 into `capture` with the priority
 /// dataflow's updates.
 fn build_tree(
@@ -267,15 +302,17 @@ fn build_tree(
         }
         let facts_touched = touched.clone();
         let facts = facts.inspect(move |_| facts_touched.add(1));
-        // Pinned to worker 0, where the driver's reads are served.
-        let pinned =
-            arrange_core::<_, _, ValBatcher<NodeId, Fact, Epoch, Diff>, ValSpine<_, _, _, _>>(
-                facts.inner,
-                Exchange::new(|_: &((NodeId, Fact), Epoch, Diff)| 0u64),
-                "FactsOnWorker0",
-                ValBatcher::new,
-            );
-        let (probe, _) = pinned.stream.clone().probe();
+        // Kept on worker 0, where the driver's reads are served.
+        let store = FactStore::default();
+        let fact_sink = store.clone();
+        let (probe, _) = capture_on_worker_0(
+            facts
+                .inner
+                .map(|(fact, time, diff)| (fact, time, diff as isize)),
+            "FactsOnWorker0",
+            move |data| fact_sink.absorb(data),
+        )
+        .probe();
         // The factors reach the queue with the priority dataflow's updates.
         let sink = capture.clone();
         capture_on_worker_0(
@@ -295,7 +332,7 @@ fn build_tree(
         };
         TreeDataflow {
             inputs,
-            trace: pinned.trace,
+            facts: store,
             probe,
         }
     })

@@ -15,6 +15,7 @@
 //! plus what its running jobs accrued so far; with a period, the usage
 //! settled at the last period boundary.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
 use fairflow_book::{AssocKey, Book, Changes};
@@ -184,13 +185,15 @@ impl TreeFeed {
     /// book, for the associations `changes` names.
     pub fn deltas(&mut self, book: &Book, changes: &Changes, interner: &mut Names) -> Deltas {
         let state = book.state();
-        let keys: BTreeSet<AssocKey> = if changes.all_assocs {
+        // The changed keys are read in place (a batch of usage events names
+        // a thousand associations: no copy of their names).
+        let keys: Cow<'_, BTreeSet<AssocKey>> = if changes.all_assocs {
             let mut all: BTreeSet<AssocKey> = self.names.iter().cloned().collect();
             all.extend(state.accounts.keys().map(|a| AssocKey::account(a)));
             all.extend(state.users.keys().map(|(a, u)| AssocKey::user(a, u)));
-            all
+            Cow::Owned(all)
         } else {
-            changes.assocs.clone()
+            Cow::Borrowed(&changes.assocs)
         };
         let mut deltas = Deltas::default();
         // New (or re-created) accounts are interned first, oldest first, so
@@ -215,7 +218,7 @@ impl TreeFeed {
             }
             self.intern(&key, created, interner);
         }
-        for key in keys {
+        for key in keys.iter() {
             // What the association is now, if it exists.
             let current = match &key.user {
                 None => state.accounts.get(&key.account).map(|account| {
@@ -233,8 +236,8 @@ impl TreeFeed {
             let (id, now) = match current {
                 Some((parent, shares, usage)) => {
                     let id = match &key.user {
-                        None => self.id_of(&key).expect("accounts are interned above"),
-                        Some(_) => self.intern(&key, 0, interner),
+                        None => self.id_of(key).expect("accounts are interned above"),
+                        Some(_) => self.intern(key, 0, interner),
                     };
                     // Accounts (and so every parent) were interned above or before.
                     let parent = parent.map(|p| self.id_of(&p).expect("parents are interned"));
@@ -246,7 +249,7 @@ impl TreeFeed {
                     };
                     (id, now)
                 }
-                None => match self.id_of(&key) {
+                None => match self.id_of(key) {
                     Some(id) => (id, Sent::default()),
                     None => continue,
                 },

@@ -8,19 +8,16 @@
 //! cluster mode).
 
 use crossbeam_channel::{Receiver, Sender, TryRecvError};
-use differential_dataflow::trace::cursor::cursor_list;
-use differential_dataflow::trace::{Cursor, TraceReader};
 use fairflow_model::report::JobPriority;
-use timely::progress::frontier::{Antichain, AntichainRef};
 use timely::worker::Worker;
 
 use crate::factors::Family;
-use crate::graph::{build, Fact, FactTrace};
+use crate::graph::{build, Fact};
 use crate::job_feed::JobDeltas;
 use crate::names::JobNames;
 use crate::priority::{IncrFloors, Time64};
 use crate::tree_feed::Deltas;
-use crate::types::{AssocId, Diff, Epoch, JobId, NodeId, TouchCounter};
+use crate::types::{AssocId, Epoch, JobId, NodeId, TouchCounter};
 
 /// What the driver asks worker 0 to do.
 #[derive(Debug)]
@@ -97,25 +94,6 @@ pub struct Feeder {
     pub replies: Sender<Reply>,
 }
 
-/// Everything in the trace, consolidated, with positive counts.
-fn read_facts(trace: &mut FactTrace) -> Vec<(NodeId, Fact)> {
-    let mut upper = Antichain::new();
-    trace.read_upper(&mut upper);
-    let Some(batches) = trace.batches_through(upper.borrow()) else {
-        return Vec::new();
-    };
-    let (mut cursor, storage) = cursor_list(batches);
-    let mut facts = Vec::new();
-    for ((node, fact), times) in cursor.to_vec(&storage, |k| *k, |v| *v) {
-        let count: Diff = times.iter().map(|(_, d)| *d).sum();
-        debug_assert!(count == 0 || count == 1, "a fact is present at most once");
-        if count > 0 {
-            facts.push((node, fact));
-        }
-    }
-    facts
-}
-
 /// The loop of one worker. `feeder` is `Some` only for the worker the driver
 /// talks to; `touched` is the process's one record counter (shared by its workers).
 pub fn run_worker(
@@ -174,12 +152,6 @@ pub fn run_worker(
                 while behind(&dataflows) {
                     worker.step();
                 }
-                let frontier = [epoch];
-                for &at in &fed {
-                    let trace = &mut dataflows.trees[at].trace;
-                    trace.set_logical_compaction(AntichainRef::new(&frontier));
-                    trace.set_physical_compaction(AntichainRef::new(&frontier));
-                }
                 dataflows.reader.absorb();
                 let top = top.map(|(k, now)| dataflows.reader.top(k, now));
                 if feeder.replies.send(Reply::BatchDone(top)).is_err() {
@@ -237,9 +209,7 @@ pub fn run_worker(
             Ok(Command::ReadFacts) => {
                 if feeder
                     .replies
-                    .send(Reply::Facts(read_facts(
-                        &mut dataflows.trees[active.index()].trace,
-                    )))
+                    .send(Reply::Facts(dataflows.trees[active.index()].facts.read()))
                     .is_err()
                 {
                     break;

@@ -36,25 +36,13 @@ fn fact(node: NodeId, inputs: ClassicNode) -> PFact {
 }
 
 /// Every classic-gated association's `ClassicNode` fact, from the gated
-/// `(node, (record, params))`: an account's from its record, a user's
-/// joined with its interned name (which changes only when the user
-/// association is added or removed).
+/// `(node, (record, params))` (a user's record carries its interned name).
 pub(super) fn facts<'s>(
     classic: VecCollection<'s, Epoch, (NodeId, (NodeRec, FsParams)), Diff>,
-    user_names: VecCollection<'s, Epoch, (NodeId, AssocId), Diff>,
     touched: &TouchCounter,
 ) -> VecCollection<'s, Epoch, PFact, Diff> {
-    let accounts = classic.clone().flat_map(|(node, (record, params))| {
-        (!record.user).then(|| fact(node, inputs(&record, &params, None)))
-    });
-    let users = classic
-        .flat_map(|(node, (record, params))| record.user.then_some((node, (record, params))))
-        .arrange_by_key()
-        .join_core(
-            user_names.arrange_by_key(),
-            |&node, &(record, params), &assoc| {
-                Some(fact(node, inputs(&record, &params, Some(assoc))))
-            },
-        );
-    counted(accounts.concat(users), touched)
+    counted(
+        classic.map(|(node, (record, params))| fact(node, inputs(&record, &params, record.assoc))),
+        touched,
+    )
 }
