@@ -135,8 +135,11 @@ pub(crate) struct JobInputs {
     /// their records (`(shard key, job, name)`), for the process whose
     /// shard holds them (its queue breaks ties by name), and the table
     /// they are looked up in.
-    names: Option<(InputHandleVec<Epoch, (u64, JobId, String)>, JobNames)>,
+    names: Option<(NameInput, JobNames)>,
 }
+
+/// The input of `(shard key, job, name)` for the names of inserted jobs.
+type NameInput = InputHandleVec<Epoch, (u64, JobId, String)>;
 
 impl JobInputs {
     /// Insert one batch's changes at `epoch` (not before the inputs' time),
