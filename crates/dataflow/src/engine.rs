@@ -70,6 +70,8 @@ pub struct Engine {
     applied: u64,
     epoch: Epoch,
     workers: usize,
+    /// Timely workers per process (every process runs as many).
+    workers_per_process: usize,
     commands: Option<Sender<Command>>,
     replies: Receiver<Reply>,
     worker0: std::thread::Thread,
@@ -145,9 +147,19 @@ impl Engine {
         let worker_touched = touched.clone();
         let job_names = JobNames::default();
         let worker_names = job_names.clone();
+        let (share_names, workers_per_process) = match &timely_config.communication {
+            timely::CommunicationConfig::Cluster { threads, .. } => (true, *threads),
+            _ => (false, workers),
+        };
         let guards = timely::execute(timely_config, move |worker| {
             let feeder = (worker.index() == 0).then(|| feeder.clone());
-            run_worker(worker, feeder, worker_touched.clone(), worker_names.clone());
+            run_worker(
+                worker,
+                feeder,
+                worker_touched.clone(),
+                worker_names.clone(),
+                share_names,
+            );
         })
         .map_err(|reason| EngineError::Start { workers, reason })?;
         let worker0 = match reply_rx.recv() {
@@ -165,6 +177,7 @@ impl Engine {
             applied: 0,
             epoch: 0,
             workers,
+            workers_per_process: workers_per_process.max(1),
             commands: Some(command_tx),
             replies: reply_rx,
             worker0,
@@ -206,8 +219,13 @@ impl Engine {
     /// shuts the computation down.
     pub fn run_follower(timely_config: timely::Config) -> Result<(), EngineError> {
         let touched = TouchCounter::new();
+        let names = JobNames::default();
+        let share_names = matches!(
+            timely_config.communication,
+            timely::CommunicationConfig::Cluster { .. }
+        );
         let guards = timely::execute(timely_config, move |worker| {
-            run_worker(worker, None, touched.clone(), JobNames::default())
+            run_worker(worker, None, touched.clone(), names.clone(), share_names)
         })
         .map_err(|reason| EngineError::Start { workers: 0, reason })?;
         if guards.join().iter().any(Result::is_err) {
@@ -219,6 +237,26 @@ impl Engine {
     /// The number of timely workers.
     pub fn workers(&self) -> usize {
         self.workers
+    }
+
+    /// How many active jobs each worker's shard of the queue holds, by
+    /// worker index (the jobs are sharded by user association; see
+    /// `priority::shard_key`).
+    pub fn jobs_per_worker(&self) -> Result<Vec<usize>, EngineError> {
+        match self.priority_read(Command::Count)? {
+            Reply::Counts(counts) => Ok(counts),
+            _ => Err(EngineError::WorkersGone),
+        }
+    }
+
+    /// How many active jobs each process's shards hold, by process index
+    /// (process `p` runs workers `p · w .. (p + 1) · w`).
+    pub fn jobs_per_process(&self) -> Result<Vec<usize>, EngineError> {
+        Ok(self
+            .jobs_per_worker()?
+            .chunks(self.workers_per_process)
+            .map(|chunk| chunk.iter().sum())
+            .collect())
     }
 
     /// The book (every accepted event applied).

@@ -20,9 +20,14 @@ use std::rc::Rc;
 
 use differential_dataflow::input::{Input, InputSession};
 use fairflow_model::Shares;
+use timely::container::CapacityContainerBuilder;
+use timely::dataflow::channels::pact::Exchange;
+use timely::dataflow::operators::generic::Operator;
 use timely::dataflow::operators::probe::Handle as ProbeHandle;
+use timely::dataflow::operators::vec::Input as _;
 use timely::dataflow::operators::vec::Map as _;
 use timely::dataflow::operators::Probe;
+use timely::dataflow::InputHandleVec;
 use timely::worker::Worker;
 
 use crate::factors::{FactorInputs, Family, FsParams};
@@ -30,12 +35,12 @@ use crate::job_feed::JobDeltas;
 use crate::names::JobNames;
 use crate::priority::queue::Capture;
 use crate::priority::{
-    build as build_priority, capture_on_worker_0, Fact as PFact, JobRow, PriorityInputs,
-    PriorityReader, TouchCounter,
+    build as build_priority, capture_on_every_worker, capture_on_worker_0, shard_key,
+    Fact as PFact, JobRow, PriorityInputs, PriorityReader, TouchCounter,
 };
 use crate::stages::{group_sums, nearest_proper_ancestor, sums_up_the_tree};
 use crate::tree_feed::Deltas;
-use crate::types::{AssocId, Diff, Epoch, NodeId};
+use crate::types::{AssocId, Diff, Epoch, JobId, NodeId};
 
 /// One derived fact about an association, as read from the result arrangement.
 #[derive(
@@ -162,7 +167,15 @@ pub(crate) struct TreeDataflow {
 pub(crate) struct JobInputs {
     jobs: InputSession<Epoch, JobRow, isize>,
     priority_facts: InputSession<Epoch, PFact, isize>,
+    /// With several processes: the names of inserted jobs, routed like
+    /// their records (`(shard key, job, name)`), for the process whose
+    /// shard holds them (its queue breaks ties by name), and the table
+    /// they are looked up in.
+    names: Option<(NameInput, JobNames)>,
 }
+
+/// The input of `(shard key, job, name)` for the names of inserted jobs.
+type NameInput = InputHandleVec<Epoch, (u64, JobId, String)>;
 
 impl JobInputs {
     /// Insert one batch's changes at `epoch` (not before the inputs' time),
@@ -170,6 +183,13 @@ impl JobInputs {
     pub(crate) fn feed(&mut self, epoch: Epoch, jobs: JobDeltas) {
         debug_assert!(epoch >= *self.jobs.time());
         self.advance_and_flush(epoch);
+        if let Some((input, table)) = &mut self.names {
+            for (row, _) in jobs.jobs.iter().filter(|(_, diff)| *diff > 0) {
+                if let Some(name) = table.get(row.job) {
+                    input.send((shard_key(row), row.job, name.to_string()));
+                }
+            }
+        }
         for (record, diff) in jobs.jobs {
             self.jobs.update(record, diff);
         }
@@ -185,6 +205,9 @@ impl JobInputs {
         self.priority_facts.advance_to(epoch);
         self.jobs.flush();
         self.priority_facts.flush();
+        if let Some((input, _)) = &mut self.names {
+            input.advance_to(epoch);
+        }
     }
 }
 
@@ -206,8 +229,15 @@ pub(crate) struct Dataflows {
 
 /// Build every dataflow on this worker (every worker builds the same, in the
 /// same order). `touched` counts the records the stages emit (the tree
-/// part's facts and every priority stage).
-pub(crate) fn build(worker: &mut Worker, touched: &TouchCounter, names: JobNames) -> Dataflows {
+/// part's facts and every priority stage). With `share_names` (several
+/// processes), the names of inserted jobs travel to the process whose shard
+/// holds them, into its `names`.
+pub(crate) fn build(
+    worker: &mut Worker,
+    touched: &TouchCounter,
+    names: JobNames,
+    share_names: bool,
+) -> Dataflows {
     let (jobs, jobs_probe, capture) = worker.dataflow::<Epoch, _, _>(|scope| {
         let (jobs_input, jobs) = scope.new_collection::<JobRow, isize>();
         let (priority_facts_input, facts) = scope.new_collection::<PFact, isize>();
@@ -216,9 +246,30 @@ pub(crate) fn build(worker: &mut Worker, touched: &TouchCounter, names: JobNames
         for stream in priority.captured {
             stream.probe_with(&probe);
         }
+        let names = share_names.then(|| {
+            let (input, stream) = scope.new_input::<(u64, JobId, String)>();
+            let table = names.clone();
+            stream
+                .unary::<CapacityContainerBuilder<Vec<()>>, _, _, _>(
+                    Exchange::new(|(key, _, _): &(u64, JobId, String)| *key),
+                    "JobNamesOnShards",
+                    |_capability, _info| {
+                        move |input, _output| {
+                            input.for_each(|_time, data| {
+                                for (_, job, name) in data.drain(..) {
+                                    table.set(job, Some(name.into()));
+                                }
+                            })
+                        }
+                    },
+                )
+                .probe_with(&probe);
+            (input, names.clone())
+        });
         let inputs = JobInputs {
             jobs: jobs_input,
             priority_facts: priority_facts_input,
+            names,
         };
         (inputs, probe, priority.capture)
     });
@@ -313,9 +364,10 @@ fn build_tree(
             move |data| fact_sink.absorb(data),
         )
         .probe();
-        // The factors reach the queue with the priority dataflow's updates.
+        // The factors reach every shard's queue with the priority
+        // dataflow's updates.
         let sink = capture.clone();
-        capture_on_worker_0(
+        capture_on_every_worker(
             factors.fairshare_facts.inner,
             "CaptureFactors",
             move |data| sink.borrow_mut().facts.append(data),

@@ -98,7 +98,7 @@ impl JobNames {
         table.get(id as usize).cloned().flatten()
     }
 
-    fn set(&self, id: JobId, name: Option<Arc<str>>) {
+    pub(crate) fn set(&self, id: JobId, name: Option<Arc<str>>) {
         let mut table = self.0.write().unwrap_or_else(PoisonError::into_inner);
         let slot = id as usize;
         if table.len() <= slot {

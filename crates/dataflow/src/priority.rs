@@ -45,9 +45,13 @@
 //!   combination and job (every normalised factor changes). **A fair-share
 //!   change touches no record**: the records' keys leave the fair-share
 //!   term out ([`record`]).
-//! - the records' and the facts' updates are exchanged to worker 0 and
-//!   captured there (`capture_on_worker_0`); after each batch the reader
-//!   applies them to its [`queue::Queue`]: records by job id (`explain`),
+//! - the queue is sharded across the workers: each record update is
+//!   exchanged to its job's shard ([`shard_key`]: the user association,
+//!   under Moab the user) and each fact to every worker, and captured there
+//!   (`capture_on_shards`, `capture_on_every_worker`); each worker's reader
+//!   applies them to its shard's [`queue::Queue`] (worker 0 after each
+//!   batch, the others when a read reaches them; reads merge the shards,
+//!   see `worker::shards`): records by job id (`explain`),
 //!   per user association its ranked jobs by key, the users ordered by
 //!   their best key plus their fair-share term, and the ranked jobs by
 //!   submit time. A fair-share change re-keys that user's two entries.
@@ -67,7 +71,7 @@
 //! globals, the five joins, records) and every job and user entry the
 //! queue changes, for the benchmark's `touched_records_mean`.
 //!
-//! # Reading (`PriorityReader`, worker 0, after the probe passed the batch)
+//! # Reading (`PriorityReader`, each shard, after the probe passed the batch)
 //! `top(k, now)` takes candidates from the queue in non-increasing order of
 //! their upper bound at `now` (a best-first merge over the users, see
 //! [`queue`]), computes each candidate's exact priority with the shared
@@ -109,9 +113,9 @@
 //! 1. In `graph::build`, create two more inputs (`new_collection::<JobRow,
 //!    isize>()`, `new_collection::<Fact, isize>()`), call [`build`] with a
 //!    [`TouchCounter`], `probe_with` every stream of
-//!    [`PriorityOutputs::captured`], and give worker 0's
-//!    [`PriorityOutputs::capture`] to a [`PriorityReader`] (other workers
-//!    drop theirs). Call `reader.absorb()` once the probe passed a batch.
+//!    [`PriorityOutputs::captured`], and give each worker's
+//!    [`PriorityOutputs::capture`] to its [`PriorityReader`] (its shard).
+//!    Call `reader.absorb()` once the probe passed a batch.
 //! 2. The job feed keeps each job's last sent [`JobRow`] (retract exactly the
 //!    old row) and a [`crossings::Crossings`]; per batch at time `t`: re-send
 //!    the rows of `due(t)` jobs with `begun_at`/`age_capped_at` recomputed,
@@ -126,7 +130,8 @@
 //! 4. `INCR_ONLY`: split batches at event-time boundaries and call
 //!    `reader.remember_incr_only(prev_t)` where `Replay::feed` would.
 //! 5. Reads: `reader.top(k, now)`, `reader.job(id, now)`,
-//!    `reader.evaluate_all(now)` (sprio) on worker 0 between steps.
+//!    `reader.evaluate_all(now)` (sprio), `reader.ahead_of(target, now)` on
+//!    every shard between steps, merged (`worker::shards`).
 //!
 //! # Driver contract
 //! Before reading at `now`, the driver has run a batch at a time `<= now`
@@ -158,8 +163,9 @@ use fairflow_model::report::{JobIdKey, JobPriority, JobState};
 use fairflow_model::tres::TresCounts;
 use fairflow_model::{Config, PriorityModel};
 use timely::container::CapacityContainerBuilder;
-use timely::dataflow::channels::pact::Exchange;
+use timely::dataflow::channels::pact::{Exchange, ParallelizationContract, Pipeline};
 use timely::dataflow::operators::generic::Operator;
+use timely::dataflow::operators::vec::Broadcast;
 use timely::dataflow::StreamVec;
 
 use crate::names::JobNames;
@@ -710,11 +716,11 @@ pub struct PriorityInputs<'s> {
     pub facts: VecCollection<'s, Time, Fact, isize>,
 }
 
-/// The output: the updates captured on worker 0 for its reader, and the
-/// streams to probe (they pass a time once the capture holds everything up
-/// to it).
+/// The output: the updates captured on this worker for its shard's reader,
+/// and the streams to probe (they pass a time once every worker's capture
+/// holds everything up to it).
 pub struct PriorityOutputs<'s> {
-    /// Worker 0's capture buffer (empty on every other worker).
+    /// This worker's capture buffer (its shard's records, every fact).
     pub capture: Capture,
     /// Probe these.
     pub captured: Vec<StreamVec<'s, Time, ()>>,
@@ -850,6 +856,27 @@ fn globals(values: &[(&Val, isize)], out: &mut Vec<(Side, isize)>) {
 
 /// Build the priority dataflow over `inputs` (on every worker, identically).
 pub fn build<'s>(inputs: PriorityInputs<'s>, touched: &TouchCounter) -> PriorityOutputs<'s> {
+    build_routed(inputs, touched, Sharding::ByShardKey)
+}
+
+/// Where the priority dataflow's outputs are captured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Sharding {
+    /// Records on their job's shard ([`shard_key`]), facts on every worker
+    /// (the engine).
+    ByShardKey,
+    /// Everything on worker 0 (the crate's own tests of the stages, which
+    /// read one queue on worker 0 whatever the number of workers).
+    #[cfg(test)]
+    OnWorkerZero,
+}
+
+/// [`build`], with the outputs captured as `sharding` says.
+pub(crate) fn build_routed<'s>(
+    inputs: PriorityInputs<'s>,
+    touched: &TouchCounter,
+    sharding: Sharding,
+) -> PriorityOutputs<'s> {
     let PriorityInputs { jobs, facts } = inputs;
 
     let refs = jobs.clone().flat_map(|row: JobRow| {
@@ -967,37 +994,121 @@ pub fn build<'s>(inputs: PriorityInputs<'s>, touched: &TouchCounter) -> Priority
     );
 
     let capture: Capture = Rc::new(RefCell::new(Captured::default()));
-    let sink = capture.clone();
-    let records_captured = capture_on_worker_0(records.inner, "CaptureRecords", move |data| {
-        sink.borrow_mut().records.append(data)
-    });
-    let sink = capture.clone();
-    let facts_captured = capture_on_worker_0(facts_for_queue.inner, "CaptureFacts", move |data| {
-        sink.borrow_mut().facts.append(data)
-    });
+    let records_sink = capture.clone();
+    let records_sink =
+        move |data: &mut Vec<RecordUpdate>| records_sink.borrow_mut().records.append(data);
+    let facts_sink = capture.clone();
+    let facts_sink =
+        move |data: &mut Vec<(Fact, Time, isize)>| facts_sink.borrow_mut().facts.append(data);
+    let (records_captured, facts_captured) = match sharding {
+        Sharding::ByShardKey => (
+            capture_on_shards(records.inner, "CaptureRecords", records_sink),
+            capture_on_every_worker(facts_for_queue.inner, "CaptureFacts", facts_sink),
+        ),
+        #[cfg(test)]
+        Sharding::OnWorkerZero => (
+            capture_with(
+                records.inner,
+                Exchange::new(|_: &RecordUpdate| 0u64),
+                "CaptureRecords",
+                records_sink,
+            ),
+            capture_with(
+                facts_for_queue.inner,
+                Exchange::new(|_: &(Fact, Time, isize)| 0u64),
+                "CaptureFacts",
+                facts_sink,
+            ),
+        ),
+    };
     PriorityOutputs {
         capture,
         captured: vec![records_captured, facts_captured],
     }
 }
 
-/// Exchange `updates` to worker 0 and hand each arriving batch to `sink`
-/// there; the returned (empty) stream passes a time once every update up to
-/// it was handed over, so a probe on it says when the capture is complete.
+/// The shard a job's records live on, as a key for timely's exchange
+/// (`key % workers`): its user association, mixed, so that consecutive ids
+/// spread; under Moab its user's name, so that a user's running totals
+/// (summed over every job of the user, whatever the account) are read on
+/// one shard. Every record of one user association is on one shard, so its
+/// ranked jobs and best keys are local.
+pub fn shard_key(row: &JobRow) -> u64 {
+    use std::hash::{Hash, Hasher};
+    match &row.moab {
+        Some(moab) => {
+            // `DefaultHasher::new` has fixed keys: the same key in every
+            // process of one binary.
+            let mut hasher = std::collections::hash_map::DefaultHasher::new();
+            moab.user.hash(&mut hasher);
+            hasher.finish()
+        }
+        None => u64::from(row.assoc).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 17,
+    }
+}
+
+/// A job's records and its updates at one logical time.
+pub(crate) type RecordUpdate = ((JobId, PriorityRecord), Time, isize);
+
+/// Exchange record updates to their shards ([`shard_key`]) and hand each
+/// arriving batch to `sink` there (see [`capture_with`]).
+pub(crate) fn capture_on_shards<'s>(
+    updates: StreamVec<'s, Time, RecordUpdate>,
+    name: &str,
+    sink: impl FnMut(&mut Vec<RecordUpdate>) + 'static,
+) -> StreamVec<'s, Time, ()> {
+    let route = Exchange::new(|((_, record), _, _): &RecordUpdate| shard_key(&record.row));
+    capture_with(updates, route, name, sink)
+}
+
+/// Send every update to every worker (each shard needs every factor, the
+/// sorted tree and the context: one fact per association at most, small
+/// against jobs) and hand each arriving batch to `sink` (see
+/// [`capture_with`]). With one worker, nothing moves.
+pub(crate) fn capture_on_every_worker<'s, D: differential_dataflow::ExchangeData>(
+    updates: StreamVec<'s, Time, (D, Time, isize)>,
+    name: &str,
+    sink: impl FnMut(&mut Vec<(D, Time, isize)>) + 'static,
+) -> StreamVec<'s, Time, ()> {
+    let updates = if updates.scope().peers() > 1 {
+        updates.broadcast()
+    } else {
+        updates
+    };
+    capture_with(updates, Pipeline, name, sink)
+}
+
+/// Send every update to worker 0 (where the driver's reads of the tree are
+/// served) and hand each arriving batch to `sink` there (see
+/// [`capture_with`]).
 pub(crate) fn capture_on_worker_0<'s, D: differential_dataflow::ExchangeData>(
     updates: StreamVec<'s, Time, (D, Time, isize)>,
     name: &str,
-    mut sink: impl FnMut(&mut Vec<(D, Time, isize)>) + 'static,
+    sink: impl FnMut(&mut Vec<(D, Time, isize)>) + 'static,
 ) -> StreamVec<'s, Time, ()> {
-    updates.unary::<CapacityContainerBuilder<Vec<()>>, _, _, _>(
-        Exchange::new(|_: &(D, Time, isize)| 0u64),
-        name,
-        |_capability, _info| {
-            move |input, _output| {
-                input.for_each(|_time, data| sink(data));
-            }
-        },
-    )
+    let route = Exchange::new(|_: &(D, Time, isize)| 0u64);
+    capture_with(updates, route, name, sink)
+}
+
+/// Move `updates` by `pact` and hand each arriving batch to `sink` on the
+/// worker it reaches; the returned (empty) stream passes a time once every
+/// update up to it was handed over, so a probe on it says when every
+/// worker's capture is complete.
+fn capture_with<'s, D, P>(
+    updates: StreamVec<'s, Time, D>,
+    pact: P,
+    name: &str,
+    mut sink: impl FnMut(&mut Vec<D>) + 'static,
+) -> StreamVec<'s, Time, ()>
+where
+    D: Clone + 'static,
+    P: ParallelizationContract<Time, Vec<D>>,
+{
+    updates.unary::<CapacityContainerBuilder<Vec<()>>, _, _, _>(pact, name, |_capability, _info| {
+        move |input, _output| {
+            input.for_each(|_time, data| sink(data));
+        }
+    })
 }
 
 /// Submit times as order-preserving `u64`.
@@ -1008,9 +1119,9 @@ pub(crate) fn ordered_submit(t: Time64) -> u64 {
 /// Slurm's `INCR_ONLY` memory: job -> (its stay in the queue, its floor).
 pub type IncrFloors = BTreeMap<String, ((Time64, u32), u64)>;
 
-/// Reads the priority outputs on worker 0 (after the probe passed the
+/// Reads one shard of the priority outputs (after the probe passed the
 /// batch): the [`Queue`] the captured updates are applied to, and Slurm's
-/// `INCR_ONLY` memory.
+/// `INCR_ONLY` memory of its jobs.
 pub struct PriorityReader {
     /// The active jobs' names (ties in the queue are broken by name).
     names: JobNames,
@@ -1022,8 +1133,8 @@ pub struct PriorityReader {
 }
 
 impl PriorityReader {
-    /// A reader of the updates [`build`] captures in `capture` (worker 0's
-    /// [`PriorityOutputs::capture`]), naming jobs from `names`; the queue's
+    /// A reader of the updates [`build`] captures in `capture` (this
+    /// worker's [`PriorityOutputs::capture`]), naming jobs from `names`; the queue's
     /// own updates are counted in `touched`.
     pub fn new(names: JobNames, capture: Capture, touched: TouchCounter) -> Self {
         PriorityReader {
@@ -1043,6 +1154,33 @@ impl PriorityReader {
             return;
         }
         self.queue.absorb(&mut captured, &self.touched);
+    }
+
+    /// Apply the captured record updates of the logical times before
+    /// `upper` (complete: the probe of the priority dataflow passed them),
+    /// leaving the facts and later records for the next [`absorb`]: a shard
+    /// other than worker 0's absorbs its records while worker 0 works,
+    /// instead of at its next read. The queue's state is a function of the
+    /// records and facts it holds, whatever the order they came in.
+    ///
+    /// [`absorb`]: PriorityReader::absorb
+    pub fn absorb_records_before(&mut self, upper: Time) {
+        let mut captured = self.capture.borrow_mut();
+        if captured.records.is_empty() {
+            return;
+        }
+        let (ready, later): (Vec<_>, Vec<_>) = std::mem::take(&mut captured.records)
+            .into_iter()
+            .partition(|(_, time, _)| *time < upper);
+        captured.records = later;
+        if ready.is_empty() {
+            return;
+        }
+        let mut ready = Captured {
+            records: ready,
+            facts: Vec::new(),
+        };
+        self.queue.absorb(&mut ready, &self.touched);
     }
 
     /// The `INCR_ONLY` memory (for a snapshot).
@@ -1249,37 +1387,30 @@ impl PriorityReader {
             .collect()
     }
 
-    /// The ranked queue at `now` up to and including `job`, in queue order
-    /// (the oracle's `priority::queue` cut after the job): `None` when the
-    /// job is not ranked (not active, held, running or not yet begun). The
-    /// same best-first search as [`PriorityReader::top`], stopped when the
-    /// next bound cannot reach the job's priority instead of the `k`-th:
-    /// `O(jobs read · log)`, where the jobs read are those ahead of it and
-    /// the few whose bound ties with it; Moab and `INCR_ONLY` read every
-    /// record.
-    pub fn through(&mut self, job: JobId, now: Time64) -> Option<Vec<JobPriority>> {
+    /// Every ranked job of this queue at `now` whose queue key is at most
+    /// `target`'s (the target itself included when it is here), in queue
+    /// order. A sharded queue answers for its shard, and the shards' answers
+    /// merged are the whole queue's (the target may live on another shard).
+    /// The same best-first search as [`PriorityReader::top`], stopped when
+    /// the next bound cannot reach the target's priority instead of the
+    /// `k`-th: `O(jobs read · log)`, where the jobs read are those ahead of
+    /// it and the few whose bound ties with it; Moab and `INCR_ONLY` read
+    /// every record.
+    pub fn ahead_of(&mut self, target: &JobPriority, now: Time64) -> Vec<JobPriority> {
         self.absorb();
-        let record = self.queue.record(job)?;
-        if record.model() == PriorityModel::Moab || record.incr_only() {
+        let Some(first) = self.queue.any_record() else {
+            return Vec::new();
+        };
+        let key = target.queue_key();
+        if first.model() == PriorityModel::Moab || first.incr_only() {
             // Moab's priorities (per-user running totals) and `INCR_ONLY`'s
             // floors are read over every record.
-            let name = self.name_of(record);
             let mut ahead = self.listed_priorities(now);
-            let target = ahead.iter().find(|p| *p.job == *name)?;
-            if target.state != JobState::Pending {
-                return None;
-            }
-            let key = target.queue_key();
             ahead.retain(|p| p.state == JobState::Pending && p.queue_key() <= key);
             ahead.sort_by_cached_key(JobPriority::queue_key);
-            return Some(ahead);
+            return ahead;
         }
-        let target = self.evaluate(record, now)?;
-        if target.state != JobState::Pending {
-            return None;
-        }
-        let key = target.queue_key();
-        let floor = match record.model() {
+        let floor = match first.model() {
             PriorityModel::Slurm => 1,
             _ => 0,
         };
@@ -1329,7 +1460,14 @@ impl PriorityReader {
             }
         }
         ahead.sort_by_cached_key(JobPriority::queue_key);
-        Some(ahead)
+        ahead
+    }
+
+    /// The number of active jobs whose records this reader's queue holds
+    /// (its shard's).
+    pub fn jobs(&mut self) -> usize {
+        self.absorb();
+        self.queue.len()
     }
 
     /// Complete `best` (every ranked job above the floor, fewer than `k`)

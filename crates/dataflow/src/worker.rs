@@ -3,21 +3,27 @@
 //! receives [`Command`]s on a channel, feeds the inputs of the dataflow
 //! (`graph::build`), steps until the probe passed the batch and serves
 //! reads between batches; every other worker closes its (empty) inputs at
-//! once and only steps, so the worker logic does not depend on how the
-//! workers were started (threads of one process, or timely's multi-process
-//! cluster mode).
+//! once, steps, and answers the reads worker 0 sends every shard of the
+//! queue through the control dataflow (`shards`), so the worker logic
+//! does not depend on how the workers were started (threads of one
+//! process, or timely's multi-process cluster mode).
 
 use crossbeam_channel::{Receiver, Sender, TryRecvError};
-use fairflow_model::report::JobPriority;
+use fairflow_model::report::{JobPriority, JobState};
 use timely::worker::Worker;
 
 use crate::factors::Family;
-use crate::graph::{build, Fact};
+use crate::graph::{build, Dataflows, Fact};
 use crate::job_feed::JobDeltas;
 use crate::names::JobNames;
 use crate::priority::{IncrFloors, Time64};
 use crate::tree_feed::Deltas;
 use crate::types::{AssocId, Epoch, JobId, NodeId, TouchCounter};
+
+mod shards;
+use shards::{
+    ask_all, counts, found_job, merge_by_name, merge_floors, merge_ranked, Jobs, Request, Shards,
+};
 
 /// What the driver asks worker 0 to do.
 #[derive(Debug)]
@@ -59,6 +65,8 @@ pub enum Command {
     /// The queue at this time up to and including a job
     /// (`PriorityReader::through`).
     Through(JobId, Time64),
+    /// How many jobs each worker's shard holds.
+    Count,
 }
 
 /// What worker 0 answers.
@@ -81,6 +89,8 @@ pub enum Reply {
     Through(Option<Vec<JobPriority>>),
     /// The `INCR_ONLY` memory.
     Floors(IncrFloors),
+    /// The jobs each worker's shard holds, by worker index.
+    Counts(Vec<usize>),
     /// A command without a result is done.
     Done,
 }
@@ -95,17 +105,42 @@ pub struct Feeder {
 }
 
 /// The loop of one worker. `feeder` is `Some` only for the worker the driver
-/// talks to; `touched` is the process's one record counter (shared by its workers).
+/// talks to; `touched` is the process's one record counter (shared by its
+/// workers); `names` the process's job names (filled by the driver in
+/// process 0, and with `share_names` from the dataflow for the jobs on this
+/// process's shards).
 pub fn run_worker(
     worker: &mut Worker,
     feeder: Option<Feeder>,
     touched: TouchCounter,
     names: JobNames,
+    share_names: bool,
 ) {
-    let mut dataflows = build(worker, &touched, names);
+    let mut dataflows = build(worker, &touched, names, share_names);
+    let mut shards = Shards::build(worker);
     let Some(feeder) = feeder else {
-        // Not fed: close the inputs so only the feeding worker drives progress.
-        drop(dataflows);
+        // Not fed: close the inputs so only the feeding worker drives
+        // progress; keep the shard's reader and answer worker 0's requests.
+        let Dataflows {
+            trees,
+            jobs,
+            jobs_probe,
+            mut reader,
+        } = dataflows;
+        drop(jobs);
+        drop(trees);
+        if let Some(shards) = &mut shards {
+            while !shards.stopped() {
+                worker.step_or_park(None);
+                // The shard's records of every batch the priority dataflow
+                // passed, absorbed while worker 0 absorbs its own.
+                let upper = jobs_probe.with_frontier(|f| f.first().copied());
+                reader.absorb_records_before(upper.unwrap_or(Epoch::MAX));
+                shards.serve(&mut reader);
+            }
+        }
+        drop(shards);
+        drop(reader);
         while worker.step_or_park(None) {}
         return;
     };
@@ -123,14 +158,23 @@ pub fn run_worker(
         return;
     }
     loop {
-        match feeder.commands.try_recv() {
-            Ok(Command::Batch {
+        let command = match feeder.commands.try_recv() {
+            Ok(command) => command,
+            Err(TryRecvError::Empty) => {
+                worker.step_or_park(None);
+                continue;
+            }
+            Err(TryRecvError::Disconnected) => break,
+        };
+        let reader = &mut dataflows.reader;
+        let reply = match command {
+            Command::Batch {
                 epoch,
                 family,
                 trees,
                 jobs,
                 top,
-            }) => {
+            } => {
                 active = family;
                 // Only the dataflows fed at `epoch` move to it; the others
                 // stay where they are and do not step.
@@ -152,75 +196,71 @@ pub fn run_worker(
                 while behind(&dataflows) {
                     worker.step();
                 }
-                dataflows.reader.absorb();
-                let top = top.map(|(k, now)| dataflows.reader.top(k, now));
-                if feeder.replies.send(Reply::BatchDone(top)).is_err() {
-                    break;
-                }
+                let reader = &mut dataflows.reader;
+                reader.absorb();
+                let top = top.map(|(k, now)| {
+                    merge_ranked(
+                        ask_all(&mut shards, worker, reader, Request::Top(k, now)),
+                        k,
+                    )
+                });
+                Reply::BatchDone(top)
             }
-            Ok(Command::RememberIncrOnly(now)) => {
-                dataflows.reader.remember_incr_only(now);
-                if feeder.replies.send(Reply::Done).is_err() {
-                    break;
-                }
+            Command::RememberIncrOnly(now) => {
+                ask_all(&mut shards, worker, reader, Request::RememberIncrOnly(now));
+                Reply::Done
             }
-            Ok(Command::ReadFloors) => {
-                let floors = dataflows.reader.floors().clone();
-                if feeder.replies.send(Reply::Floors(floors)).is_err() {
-                    break;
-                }
+            Command::ReadFloors => Reply::Floors(merge_floors(ask_all(
+                &mut shards,
+                worker,
+                reader,
+                Request::ReadFloors,
+            ))),
+            Command::SetFloors(floors) => {
+                ask_all(&mut shards, worker, reader, Request::SetFloors(floors));
+                Reply::Done
             }
-            Ok(Command::SetFloors(floors)) => {
-                dataflows.reader.set_floors(floors);
-                if feeder.replies.send(Reply::Done).is_err() {
-                    break;
-                }
+            Command::EvaluateAll(now) => Reply::Priorities(merge_by_name(ask_all(
+                &mut shards,
+                worker,
+                reader,
+                Request::EvaluateAll(now),
+            ))),
+            Command::Top(k, now) => Reply::Priorities(merge_ranked(
+                ask_all(&mut shards, worker, reader, Request::Top(k, now)),
+                k,
+            )),
+            Command::Through(id, now) => {
+                let target = found_job(ask_all(&mut shards, worker, reader, Request::Job(id, now)));
+                let through = target
+                    .filter(|target| target.state == JobState::Pending)
+                    .map(|target| {
+                        let request = Request::Ahead(Jobs(vec![target]), now);
+                        merge_ranked(ask_all(&mut shards, worker, reader, request), usize::MAX)
+                    });
+                Reply::Through(through)
             }
-            Ok(Command::EvaluateAll(now)) => {
-                let all = dataflows.reader.evaluate_all(now);
-                if feeder.replies.send(Reply::Priorities(all)).is_err() {
-                    break;
-                }
+            Command::Job(id, now) => Reply::Job(found_job(ask_all(
+                &mut shards,
+                worker,
+                reader,
+                Request::Job(id, now),
+            ))),
+            Command::ReadFactors => {
+                // Every shard holds every factor (the facts are broadcast).
+                Reply::Factors(reader.fairshare_factors())
             }
-            Ok(Command::Top(k, now)) => {
-                let top = dataflows.reader.top(k, now);
-                if feeder.replies.send(Reply::Priorities(top)).is_err() {
-                    break;
-                }
+            Command::Count => {
+                Reply::Counts(counts(ask_all(&mut shards, worker, reader, Request::Count)))
             }
-            Ok(Command::Through(id, now)) => {
-                let through = dataflows.reader.through(id, now);
-                if feeder.replies.send(Reply::Through(through)).is_err() {
-                    break;
-                }
-            }
-            Ok(Command::Job(id, now)) => {
-                let job = dataflows.reader.job(id, now);
-                if feeder.replies.send(Reply::Job(job)).is_err() {
-                    break;
-                }
-            }
-            Ok(Command::ReadFactors) => {
-                let factors = dataflows.reader.fairshare_factors();
-                if feeder.replies.send(Reply::Factors(factors)).is_err() {
-                    break;
-                }
-            }
-            Ok(Command::ReadFacts) => {
-                if feeder
-                    .replies
-                    .send(Reply::Facts(dataflows.trees[active.index()].facts.read()))
-                    .is_err()
-                {
-                    break;
-                }
-            }
-            Err(TryRecvError::Empty) => {
-                worker.step_or_park(None);
-            }
-            Err(TryRecvError::Disconnected) => break,
+            Command::ReadFacts => Reply::Facts(dataflows.trees[active.index()].facts.read()),
+        };
+        if feeder.replies.send(reply).is_err() {
+            break;
         }
     }
+    // Closing the requests (with the inputs) lets every other worker stop.
+    drop(shards);
     drop(dataflows);
     while worker.step_or_park(None) {}
 }

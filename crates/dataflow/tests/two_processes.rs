@@ -1,6 +1,11 @@
 //! Timely's multi-process mode, both processes in this test: "process 1"
 //! runs on a thread as a follower, "process 0" hosts the driver; they talk
-//! over TCP on localhost. The results equal the single-process engine's.
+//! over TCP on localhost. The results equal the single-process engine's:
+//! the fair-share table, and with hundreds of jobs of many users queued
+//! (sharded across both processes' workers by user association, each
+//! process holding about half, the job names travelling to the process
+//! whose shard holds them) the top `k`, `sprio`, each job's explanation and
+//! its place in line.
 
 use std::io::Write;
 
@@ -21,6 +26,45 @@ const LOG: &str = r#"{"op":"config","t":100,"set":{"PriorityDecayHalfLife":0}}
 {"op":"usage","t":100,"account":"a","user":"ua","amount":100}
 {"op":"usage","t":101,"account":"b","user":"ub","amount":40}
 {"op":"usage","t":102,"account":"c","user":"uc","amount":70}"#;
+
+/// Many users in three accounts, usage, and `jobs` jobs: nice values and
+/// sizes that give ties (equal priorities and submit seconds across users),
+/// some jobs started.
+fn many_jobs(jobs: usize) -> String {
+    let mut log = String::from(
+        r#"{"op":"config","t":200,"set":{"PriorityDecayHalfLife":0,"PriorityWeightFairshare":10000,"PriorityWeightAge":1000,"PriorityMaxAge":"1:00:00","PriorityWeightJobSize":200}}
+{"op":"account","t":200,"name":"x","shares":3}
+{"op":"account","t":200,"name":"y","shares":1}
+{"op":"account","t":200,"name":"z","parent":"y","shares":2}
+"#,
+    );
+    let users = 24;
+    for u in 0..users {
+        let account = ["x", "y", "z"][u % 3];
+        log.push_str(&format!(
+            "{{\"op\":\"user\",\"t\":200,\"user\":\"u{u}\",\"account\":\"{account}\"}}\n"
+        ));
+        log.push_str(&format!(
+            "{{\"op\":\"usage\",\"t\":200,\"account\":\"{account}\",\"user\":\"u{u}\",\"amount\":{}}}\n",
+            (u * 37) % 200
+        ));
+    }
+    for j in 0..jobs {
+        let u = (j * 7) % users;
+        let account = ["x", "y", "z"][u % 3];
+        let t = 200 + (j / 40) as i64;
+        let nice = [0, -100, 50][j % 3];
+        let cpus = 1 + j % 4;
+        log.push_str(&format!(
+            "{{\"op\":\"submit\",\"t\":{t},\"job\":\"{j}\",\"user\":\"u{u}\",\"account\":\"{account}\",\"nice\":{nice},\"tres\":{{\"cpu\":{cpus}}}}}\n"
+        ));
+    }
+    let t = 200 + (jobs / 40) as i64 + 60;
+    for j in (0..jobs).step_by(29) {
+        log.push_str(&format!("{{\"op\":\"start\",\"t\":{t},\"job\":\"{j}\"}}\n"));
+    }
+    log
+}
 
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
@@ -55,13 +99,59 @@ fn two_processes_compute_what_one_does() {
     assert_eq!(engine.workers(), 4);
     engine.apply_batch(lines(LOG)).unwrap();
     let cluster_table = engine.fairshare_table().unwrap();
-    drop(engine);
-    assert!(follower.join().unwrap().unwrap(), "process 1 follows");
 
     let mut single = Engine::start(1, Config::default()).unwrap();
     single.apply_batch(lines(LOG)).unwrap();
     assert_eq!(cluster_table, single.fairshare_table().unwrap());
     // The root holds all 210 TRES-seconds (no decay).
     assert_eq!(cluster_table.rows[0].raw_usage, 210);
+
+    // Hundreds of jobs, queued on both processes' shards.
+    let jobs = 400;
+    let log = many_jobs(jobs);
+    engine.top(50).unwrap();
+    single.top(50).unwrap();
+    for engine in [&mut engine, &mut single] {
+        let report = engine.apply_batch(lines(&log)).unwrap();
+        assert!(report.rejected.is_empty(), "{:?}", report.rejected);
+        engine.advance_to(200 + (jobs / 40) as i64 + 600).unwrap();
+    }
+    assert_eq!(engine.top(50).unwrap(), single.top(50).unwrap(), "top 50");
+    let all = single.top(jobs).unwrap();
+    assert!(all.len() > jobs / 2, "most jobs are pending: {}", all.len());
+    assert_eq!(engine.top(jobs).unwrap(), all, "the whole queue");
+    let sprio = single.priorities().unwrap();
+    assert_eq!(engine.priorities().unwrap(), sprio, "sprio");
+    for p in sprio.iter().step_by(13) {
+        assert_eq!(
+            engine.job(&p.job).unwrap().as_ref(),
+            Some(p),
+            "job {}",
+            p.job
+        );
+        assert_eq!(
+            engine.queue_through(&p.job).unwrap(),
+            single.queue_through(&p.job).unwrap(),
+            "through {}",
+            p.job
+        );
+    }
+    assert_eq!(
+        engine.fairshare_table().unwrap(),
+        single.fairshare_table().unwrap()
+    );
+    let per_process = engine.jobs_per_process().unwrap();
+    assert_eq!(per_process.len(), 2);
+    // Every active job (pending and running) has its record on one shard.
+    assert_eq!(per_process.iter().sum::<usize>(), jobs);
+    for held in &per_process {
+        // By user association: 24 users, about half the jobs each.
+        assert!(
+            *held * 10 >= jobs * 3 && *held * 10 <= jobs * 7,
+            "each process holds about half the jobs: {per_process:?}"
+        );
+    }
+    drop(engine);
+    assert!(follower.join().unwrap().unwrap(), "process 1 follows");
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -454,9 +454,19 @@ impl Queue {
         self.records.iter().flatten()
     }
 
+    /// The number of active jobs' records.
+    pub fn len(&self) -> usize {
+        self.live
+    }
+
+    /// Does the queue hold no record?
+    pub fn is_empty(&self) -> bool {
+        self.live == 0
+    }
+
     /// Any active job's record (they all carry the same configuration).
     pub fn any_record(&self) -> Option<&PriorityRecord> {
-        if self.live == 0 {
+        if self.is_empty() {
             return None;
         }
         self.records().next()

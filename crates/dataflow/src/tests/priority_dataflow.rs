@@ -6,7 +6,9 @@
 #![allow(dead_code)]
 
 use crate::names::JobNames;
-use crate::priority::{build, Fact, JobRow, PriorityInputs, PriorityReader, TouchCounter};
+use crate::priority::{
+    build_routed, Fact, JobRow, PriorityInputs, PriorityReader, Sharding, TouchCounter,
+};
 use differential_dataflow::input::{Input, InputSession};
 use timely::dataflow::operators::probe::Handle;
 use timely::dataflow::operators::Probe;
@@ -35,7 +37,13 @@ impl PriorityDataflow {
         let (jobs, facts, capture) = worker.dataflow::<u64, _, _>(|scope| {
             let (jobs_in, jobs) = scope.new_collection::<JobRow, isize>();
             let (facts_in, facts) = scope.new_collection::<Fact, isize>();
-            let out = build(PriorityInputs { jobs, facts }, &touched);
+            // One queue on worker 0 (the engine shards it; its suites read
+            // the shards merged).
+            let out = build_routed(
+                PriorityInputs { jobs, facts },
+                &touched,
+                Sharding::OnWorkerZero,
+            );
             for stream in out.captured {
                 stream.probe_with(&probe);
             }
