@@ -3,7 +3,8 @@
 //! the book (`fairflow_book::Book`), turns what the book says changed into
 //! input deltas (through the [`TreeFeed`] and the [`JobFeed`]) and waits
 //! until the dataflow reflects them; the read methods ask worker 0 for the
-//! result arrangement and assemble the tree and the fair-share table from it.
+//! tree's facts (kept there) and for the queue's reads (merged from every
+//! worker's shard), and assemble the tree and the fair-share table.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -42,7 +42,8 @@ use crate::stages::{group_sums, nearest_proper_ancestor, sums_up_the_tree};
 use crate::tree_feed::Deltas;
 use crate::types::{AssocId, Diff, Epoch, JobId, NodeId};
 
-/// One derived fact about an association, as read from the result arrangement.
+/// One derived fact about an association, as read from the facts store on
+/// worker 0 ([`FactStore`]).
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
 )]

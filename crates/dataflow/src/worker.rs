@@ -45,7 +45,7 @@ pub enum Command {
         /// the driver keeps current), answered with `BatchDone`.
         top: Option<(usize, Time64)>,
     },
-    /// Send every fact of the result arrangement (consolidated).
+    /// Send every fact of the active family's facts store (consolidated).
     ReadFacts,
     /// Send every user association's fair-share factor (by interned name).
     ReadFactors,
@@ -74,7 +74,7 @@ pub enum Command {
 pub enum Reply {
     /// Worker 0 is running on this thread (unpark it after sending a command).
     Ready(std::thread::Thread),
-    /// The batch is reflected in the result arrangement; the top `k'` if
+    /// The batch is reflected in every result; the top `k'` if
     /// the batch asked for it.
     BatchDone(Option<Vec<JobPriority>>),
     /// Every `(node, fact)` with a positive count.
