@@ -396,15 +396,13 @@ pub enum JobIdKey {
 impl JobIdKey {
     /// The key of an id.
     pub fn new(id: &str) -> Self {
-        if !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit()) {
-            let significant = id.trim_start_matches('0');
-            JobIdKey::Numeric {
+        match significant_digits(id) {
+            Some(significant) => JobIdKey::Numeric {
                 digits: significant.len(),
                 significant: significant.to_string(),
                 text: id.to_string(),
-            }
-        } else {
-            JobIdKey::Text(id.to_string())
+            },
+            None => JobIdKey::Text(id.to_string()),
         }
     }
 
@@ -412,11 +410,7 @@ impl JobIdKey {
     /// key (no allocation).
     pub fn compare(a: &str, b: &str) -> std::cmp::Ordering {
         use std::cmp::Ordering;
-        fn significant(id: &str) -> Option<&str> {
-            (!id.is_empty() && id.bytes().all(|b| b.is_ascii_digit()))
-                .then(|| id.trim_start_matches('0'))
-        }
-        match (significant(a), significant(b)) {
+        match (significant_digits(a), significant_digits(b)) {
             (Some(x), Some(y)) => x
                 .len()
                 .cmp(&y.len())
@@ -427,6 +421,12 @@ impl JobIdKey {
             (None, None) => a.cmp(b),
         }
     }
+}
+
+/// A numeric job id's digits without leading zeros (`None`: not made only
+/// of ASCII digits, or empty).
+fn significant_digits(id: &str) -> Option<&str> {
+    (!id.is_empty() && id.bytes().all(|b| b.is_ascii_digit())).then(|| id.trim_start_matches('0'))
 }
 
 /// The ranked queue's order: priority descending, then submit time

@@ -471,14 +471,18 @@ impl PriorityRecord {
     ) -> Option<JobPriority> {
         let listed = self.listed?;
         let row = &self.row;
-        let factors = match self.model() {
-            PriorityModel::Slurm => slurm_factors(row, &self.context, fairshare, Some(now)),
-            PriorityModel::Flux => flux_factors(row, &self.context, fairshare, Some(now)),
+        let (factors, computed) = match self.model() {
+            PriorityModel::Slurm => {
+                let factors = slurm_factors(row, &self.context, fairshare, Some(now));
+                let computed = slurm_job_priority(&factors, row.site_factor, row.nice);
+                (factors, computed)
+            }
+            PriorityModel::Flux => {
+                let factors = flux_factors(row, &self.context, fairshare, Some(now));
+                let computed = flux_job_priority(&factors, row.urgency);
+                (factors, computed)
+            }
             PriorityModel::Moab => return None,
-        };
-        let computed = match self.model() {
-            PriorityModel::Slurm => slurm_job_priority(&factors, row.site_factor, row.nice),
-            _ => flux_job_priority(&factors, row.urgency),
         };
         Some(JobPriority {
             job: job.to_string(),
