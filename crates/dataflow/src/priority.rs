@@ -188,11 +188,16 @@ impl Ranked<'_> {
     /// The queue's order ([`JobPriority::queue_key`]'s): priority
     /// descending, submit time, job id.
     fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        other
-            .priority
+        self.cmp_to(other.priority, other.record.row.submit_at, &other.name)
+    }
+
+    /// [`Ranked::cmp`] against a job given by its priority, submit time
+    /// and name.
+    fn cmp_to(&self, priority: u64, submit_at: Time64, name: &str) -> std::cmp::Ordering {
+        priority
             .cmp(&self.priority)
-            .then(self.record.row.submit_at.cmp(&other.record.row.submit_at))
-            .then_with(|| JobIdKey::compare(&self.name, &other.name))
+            .then(self.record.row.submit_at.cmp(&submit_at))
+            .then_with(|| JobIdKey::compare(&self.name, name))
     }
 }
 
@@ -1357,13 +1362,7 @@ impl PriorityReader {
             let Some((record, fairshare)) = candidates.next_candidate() else {
                 break;
             };
-            if let Some((_, priority)) = record.priority_at(fairshare, now, None) {
-                let candidate = Ranked {
-                    priority,
-                    name: self.name_of(record),
-                    record,
-                    fairshare,
-                };
+            if let Some((_, candidate)) = self.rank(record, fairshare, now) {
                 let at = best.partition_point(|kept| kept.cmp(&candidate).is_lt());
                 if at < k {
                     best.insert(at, candidate);
@@ -1372,6 +1371,24 @@ impl PriorityReader {
             }
         }
         Self::evaluate_ranked(best, now)
+    }
+
+    /// A candidate's state and its ranking at `now` with its user's factor
+    /// (no factor list built).
+    fn rank<'q>(
+        &self,
+        record: &'q PriorityRecord,
+        fairshare: f64,
+        now: Time64,
+    ) -> Option<(JobState, Ranked<'q>)> {
+        let (state, priority) = record.priority_at(fairshare, now, None)?;
+        let ranked = Ranked {
+            priority,
+            name: self.name_of(record),
+            record,
+            fairshare,
+        };
+        Some((state, ranked))
     }
 
     /// The ranked candidates evaluated whole, in their order.
@@ -1401,10 +1418,10 @@ impl PriorityReader {
         let Some(first) = self.queue.any_record() else {
             return Vec::new();
         };
-        let key = target.queue_key();
         if first.model() == PriorityModel::Moab || first.incr_only() {
             // Moab's priorities (per-user running totals) and `INCR_ONLY`'s
             // floors are read over every record.
+            let key = target.queue_key();
             let mut ahead = self.listed_priorities(now);
             ahead.retain(|p| p.state == JobState::Pending && p.queue_key() <= key);
             ahead.sort_by_cached_key(JobPriority::queue_key);
@@ -1414,8 +1431,15 @@ impl PriorityReader {
             PriorityModel::Slurm => 1,
             _ => 0,
         };
+        // Candidates are ranked as in `compute_top` (no factor list); only
+        // the jobs ahead are evaluated whole.
+        let is_ahead = |candidate: &Ranked<'_>| {
+            candidate
+                .cmp_to(target.priority, target.submit_at, &target.job)
+                .is_le()
+        };
         let mut candidates = self.queue.candidates(now);
-        let mut ahead: Vec<JobPriority> = Vec::new();
+        let mut ahead: Vec<Ranked<'_>> = Vec::new();
         let mut reached_floor = false;
         while let Some(bound) = candidates.peek_bound() {
             if target.priority > floor && bound < target.priority as f64 - 1.0 {
@@ -1429,38 +1453,41 @@ impl PriorityReader {
             let Some((record, fairshare)) = candidates.next_candidate() else {
                 break;
             };
-            if let Some(p) = record.evaluate(&self.name_of(record), fairshare, now, None) {
-                if p.state == JobState::Pending && p.queue_key() <= key {
-                    ahead.push(p);
+            if let Some((JobState::Pending, candidate)) = self.rank(record, fairshare, now) {
+                if is_ahead(&candidate) {
+                    ahead.push(candidate);
                 }
             }
         }
         if reached_floor && target.priority <= floor {
             // The job is at the floor: every job above it, then those at
             // the floor before it in submit order.
-            ahead.retain(|p| p.priority > floor);
-            let above: std::collections::BTreeSet<String> =
-                ahead.iter().map(|p| p.job.clone()).collect();
+            ahead.retain(|candidate| candidate.priority > floor);
+            let above: std::collections::HashSet<JobId> = ahead
+                .iter()
+                .map(|candidate| candidate.record.job())
+                .collect();
             let last_second = ordered_submit(target.submit_at);
             for (second, id) in self.queue.by_submit() {
                 if second > last_second {
                     break;
                 }
+                if above.contains(&id) {
+                    continue;
+                }
                 let Some(record) = self.queue.record(id) else {
                     continue;
                 };
-                if above.contains(&*self.name_of(record)) {
-                    continue;
-                }
-                if let Some(p) = self.evaluate(record, now) {
-                    if p.state == JobState::Pending && p.queue_key() <= key {
-                        ahead.push(p);
+                let fairshare = self.queue.fairshare_of(record.row.assoc);
+                if let Some((JobState::Pending, candidate)) = self.rank(record, fairshare, now) {
+                    if is_ahead(&candidate) {
+                        ahead.push(candidate);
                     }
                 }
             }
         }
-        ahead.sort_by_cached_key(JobPriority::queue_key);
-        ahead
+        ahead.sort_by(Ranked::cmp);
+        Self::evaluate_ranked(ahead, now)
     }
 
     /// The number of active jobs whose records this reader's queue holds

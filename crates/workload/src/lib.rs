@@ -310,7 +310,8 @@ impl Generator {
                 _ => unreachable!("submit builds a submit"),
             };
             events.push(submit);
-            events.push(self.start_job(&id));
+            let last = self.pending.iter().rposition(|j| *j == id);
+            events.push(self.start_at(last.expect("submit lists the job as pending")));
         }
         while self.pending.len() < p.pending_jobs {
             self.now += self.rng.random_range(0..3);
@@ -378,11 +379,13 @@ impl Generator {
         self.submit_for(association)
     }
 
-    fn start_job(&mut self, id: &str) -> Event {
-        self.pending.retain(|j| j != id);
-        self.running.push(id.to_string());
+    /// Start the pending job at `index` of the pending list (removed in
+    /// `O(1)`: the list's order is not kept).
+    fn start_at(&mut self, index: usize) -> Event {
+        let id = self.pending.swap_remove(index);
+        self.running.push(id.clone());
         self.event(Op::Start {
-            job: id.to_string(),
+            job: id,
             tres: None,
         })
     }
@@ -392,8 +395,8 @@ impl Generator {
         if self.pending.is_empty() {
             return None;
         }
-        let id = self.pending[self.rng.random_range(0..self.pending.len())].clone();
-        Some(self.start_job(&id))
+        let index = self.rng.random_range(0..self.pending.len());
+        Some(self.start_at(index))
     }
 
     /// End a random running job, if any.

@@ -125,6 +125,10 @@ fn walk_in_group(start: u64, entered_tied: bool, own: &SlurmPlacement) -> Walk {
 /// The best job of a subtree in one rank class: `(key_hi, job)`.
 pub type Best = (u64, JobId);
 
+/// A member of a group as the search reads it: its node, its placement's
+/// prefix and its user association if it is a user.
+pub type GroupMember = (NodeId, u64, Option<AssocId>);
+
 /// An entry of a group's members by best job: highest key first.
 type Ranked = (Reverse<u64>, JobId, NodeId);
 
@@ -314,20 +318,21 @@ impl FairTree {
         }
     }
 
-    /// A group's members with a job in `class`, best first: `(member, its
-    /// placement's prefix, its user association if a user)`.
+    /// A group's members with a job in `class`, best first (by the best
+    /// job key in their subtree): `(member, its placement's prefix, its user
+    /// association if a user)`, with that best `(key, job)`.
     pub fn members(
         &self,
         group: NodeId,
         class: usize,
-    ) -> impl Iterator<Item = (NodeId, u64, Option<AssocId>)> + '_ {
+    ) -> impl Iterator<Item = (GroupMember, Best)> + '_ {
         self.groups
             .get(group as usize)
             .into_iter()
             .flat_map(move |g| g.ranked[class].iter())
-            .filter_map(|&(_, _, node)| {
+            .filter_map(|&(Reverse(key), job, node)| {
                 let slot = self.slot(node)?;
-                Some((node, slot.placement.prefix, slot.assoc))
+                Some(((node, slot.placement.prefix, slot.assoc), (key, job)))
             })
     }
 

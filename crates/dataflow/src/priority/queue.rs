@@ -42,7 +42,10 @@
 //! next bound cannot reach the `k`-th priority. Under Fair Tree the heap
 //! also holds tree members, bounded by their subtree's best key and their
 //! first user's factor (the search down the sorted tree, see
-//! [`super::fair_tree`]).
+//! [`super::fair_tree`]); an opened group enters it as one cursor over its
+//! members by best key, since their first bounds share the group's factor
+//! and so come out in that order: a wide group costs the members whose
+//! bounds reach the top of the heap, not all of them.
 
 use std::cell::RefCell;
 use std::cmp::{Ordering as CmpOrdering, Reverse};
@@ -51,8 +54,8 @@ use std::iter::Peekable;
 use std::rc::Rc;
 
 use super::classic::ClassicTree;
-use super::fair_tree::{grow, Best, FairTree, TreeSlot};
-use super::record::{from_ordered_bits, ordered_bits, PriorityRecord, RankClass};
+use super::fair_tree::{grow, Best, FairTree, GroupMember, TreeSlot};
+use super::record::{from_ordered_bits, key_with_term, ordered_bits, PriorityRecord, RankClass};
 use super::{ordered_submit, Fact};
 use crate::types::{AssocId, Epoch as Time, JobId, NodeId, TouchCounter, ROOT};
 
@@ -486,9 +489,13 @@ impl Queue {
             now,
             heap: BinaryHeap::new(),
             cursors: Vec::new(),
+            groups: Vec::new(),
             shift: [0.0, 0.0],
+            fairshare_weight: 0.0,
             pushed: 0,
         };
+        // One configuration: every record weighs the factor alike.
+        candidates.fairshare_weight = self.any_record().map_or(0.0, |r| r.fairshare_term(1.0));
         // Every uncapped record moves by the same amount (one configuration).
         let any_uncapped = self.by_user[UNCAPPED]
             .first()
@@ -532,7 +539,7 @@ enum Source {
     /// A class's user order.
     Users(usize),
     /// One user association's jobs of a class, with its factor.
-    Jobs(f64),
+    Jobs { class: usize, factor: f64 },
 }
 
 /// A member of the sorted tree in the search: its subtree's best job in
@@ -549,9 +556,21 @@ struct Member {
     tight: bool,
 }
 
+/// An opened group of the sorted tree in the search: its members are read
+/// best first, each bounded with the group's factor.
+#[derive(Debug, Clone, Copy)]
+struct OpenGroup {
+    class: usize,
+    /// The position of the group's first user in the walk.
+    start: u64,
+    factor: f64,
+}
+
 #[derive(Debug)]
 enum Item {
     Cursor(usize),
+    /// The next member of an opened group.
+    Group(usize),
     Member(Member),
 }
 
@@ -584,6 +603,9 @@ impl Ord for HeapEntry {
     }
 }
 
+/// An opened group's members, best first.
+type GroupMembers<'q> = Peekable<Box<dyn Iterator<Item = (GroupMember, Best)> + 'q>>;
+
 /// The ranked jobs in non-increasing bound order, lazily (see
 /// [`Queue::candidates`]).
 pub struct Candidates<'q> {
@@ -591,7 +613,10 @@ pub struct Candidates<'q> {
     now: Time64,
     heap: BinaryHeap<HeapEntry>,
     cursors: Vec<(Source, Peekable<btree_set::Iter<'q, Ranked>>)>,
+    groups: Vec<(OpenGroup, GroupMembers<'q>)>,
     shift: [f64; 2],
+    /// The fair-share weight of the configuration (of every record).
+    fairshare_weight: f64,
     pushed: u64,
 }
 
@@ -615,25 +640,34 @@ impl<'q> Candidates<'q> {
     }
 
     fn push_member(&mut self, member: Member) {
-        let Some((_, job)) = self.queue.tree.best_of(member.node, member.class) else {
+        let Some((key, _)) = self.queue.tree.best_of(member.node, member.class) else {
             return;
         };
-        let Some(record) = self.queue.record(job) else {
-            return;
-        };
-        let bound = record.key_with_fairshare(member.factor) + self.shift[member.class];
+        let bound = self.key_bound(key, member.factor, member.class);
         self.push(bound, Item::Member(member));
     }
 
-    fn bound_of(&self, source: Source, (Reverse(key), id): Ranked) -> f64 {
+    /// The upper bound at `now` of a job of `class` whose rank key is `key`
+    /// with the fair-share factor `factor` ([`PriorityRecord::upper_bound`]
+    /// from the key an index holds: no record is read).
+    fn key_bound(&self, key: u64, factor: f64, class: usize) -> f64 {
+        key_with_term(key, self.fairshare_weight * factor) + self.shift[class]
+    }
+
+    /// Enter an opened group's next member: its bound is its subtree's best
+    /// key with the group's factor, so the members come out best first.
+    fn push_group_head(&mut self, index: usize) {
+        let open = self.groups[index].0;
+        if let Some(&(_, (key, _))) = self.groups[index].1.peek() {
+            let bound = self.key_bound(key, open.factor, open.class);
+            self.push(bound, Item::Group(index));
+        }
+    }
+
+    fn bound_of(&self, source: Source, (Reverse(key), _): Ranked) -> f64 {
         match source {
             Source::Users(class) => from_ordered_bits(key) + self.shift[class],
-            Source::Jobs(factor) => {
-                let record = self.queue.records[id as usize]
-                    .as_ref()
-                    .expect("an indexed job has a record");
-                record.upper_bound(self.now, factor)
-            }
+            Source::Jobs { class, factor } => self.key_bound(key, factor, class),
         }
     }
 
@@ -648,9 +682,27 @@ impl<'q> Candidates<'q> {
             let entry = self.heap.pop()?;
             match entry.item {
                 Item::Cursor(cursor) => {
-                    if let Some(found) = self.advance(cursor) {
+                    if let Some(found) = self.advance(cursor, entry.bound) {
                         return Some(found);
                     }
+                }
+                Item::Group(index) => {
+                    let (open, members) = &mut self.groups[index];
+                    let open = *open;
+                    let Some(((node, prefix, assoc), _)) = members.next() else {
+                        continue;
+                    };
+                    self.push_group_head(index);
+                    // At the top of the heap with the bound it was entered
+                    // with: opened at once.
+                    self.expand(Member {
+                        class: open.class,
+                        node,
+                        assoc,
+                        start: open.start + prefix,
+                        factor: open.factor,
+                        tight: false,
+                    });
                 }
                 Item::Member(member) => self.expand(member),
             }
@@ -658,25 +710,31 @@ impl<'q> Candidates<'q> {
     }
 
     /// Take a cursor's head: a job is a candidate; a user joins with its jobs.
-    fn advance(&mut self, cursor: usize) -> Option<(&'q PriorityRecord, f64)> {
+    fn advance(&mut self, cursor: usize, bound: f64) -> Option<(&'q PriorityRecord, f64)> {
         let (source, iter) = &mut self.cursors[cursor];
         let source = *source;
         let &(_, id) = iter.next().expect("a cursor in the heap has a head");
         if let Some(&&next) = iter.peek() {
-            let bound = self.bound_of(source, next);
-            self.push(bound, Item::Cursor(cursor));
+            let next_bound = self.bound_of(source, next);
+            self.push(next_bound, Item::Cursor(cursor));
         }
         let queue = self.queue;
         match source {
             Source::Users(class) => {
                 let jobs = &queue.users[id as usize].jobs[class];
-                self.push_cursor(Source::Jobs(queue.fairshare_of(id)), jobs.iter().peekable());
+                let factor = queue.fairshare_of(id);
+                self.push_cursor(Source::Jobs { class, factor }, jobs.iter().peekable());
                 None
             }
-            Source::Jobs(factor) => {
+            Source::Jobs { factor, .. } => {
                 let record = queue.records[id as usize]
                     .as_ref()
                     .expect("an indexed job has a record");
+                debug_assert_eq!(
+                    bound.to_bits(),
+                    record.upper_bound(self.now, factor).to_bits(),
+                    "a job's bound from its key is its record's"
+                );
                 Some((record, factor))
             }
         }
@@ -701,19 +759,24 @@ impl<'q> Candidates<'q> {
         }
         if let Some(assoc) = member.assoc {
             let jobs = &queue.users[assoc as usize].jobs[member.class];
-            self.push_cursor(Source::Jobs(member.factor), jobs.iter().peekable());
+            let source = Source::Jobs {
+                class: member.class,
+                factor: member.factor,
+            };
+            self.push_cursor(source, jobs.iter().peekable());
             return;
         }
-        for (node, prefix, assoc) in tree.members(member.node, member.class) {
-            self.push_member(Member {
-                class: member.class,
-                node,
-                assoc,
-                start: member.start + prefix,
-                factor: member.factor,
-                tight: false,
-            });
-        }
+        // The group's members are read lazily, best first: a wide group
+        // costs the members whose bounds reach the top of the heap, not all.
+        let open = OpenGroup {
+            class: member.class,
+            start: member.start,
+            factor: member.factor,
+        };
+        let members: Box<dyn Iterator<Item = (GroupMember, Best)> + 'q> =
+            Box::new(tree.members(member.node, member.class));
+        self.groups.push((open, members.peekable()));
+        self.push_group_head(self.groups.len() - 1);
     }
 }
 

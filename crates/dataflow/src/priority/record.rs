@@ -402,6 +402,14 @@ fn rank(
     record.key_hi = ordered_bits(key_hi);
 }
 
+/// A rank key (`key_hi`'s ordered bits) with a fair-share term added and
+/// its error bound ([`PriorityRecord::key_with_fairshare`]; the search
+/// bounds tree members and jobs from the keys its indexes hold, without
+/// reading their records).
+pub fn key_with_term(key_hi: u64, term: f64) -> f64 {
+    from_ordered_bits(key_hi) + term + RELATIVE_SLACK * term.abs()
+}
+
 impl PriorityRecord {
     /// The job.
     pub fn job(&self) -> JobId {
@@ -433,8 +441,7 @@ impl PriorityRecord {
     /// bound: the value the queue orders a user's best job by (ordered
     /// bits); passing time adds [`PriorityRecord::time_shift`] to it.
     pub fn key_with_fairshare(&self, fairshare: f64) -> f64 {
-        let term = self.fairshare_term(fairshare);
-        from_ordered_bits(self.key_hi) + term + RELATIVE_SLACK * term.abs()
+        key_with_term(self.key_hi, self.fairshare_term(fairshare))
     }
 
     /// What passing time adds to a key at `now`, with its error bound
