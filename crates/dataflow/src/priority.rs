@@ -83,7 +83,10 @@
 //! above the model's floor (Slurm 1, Flux 0: e.g. all weights 0, where
 //! every job ties), the reader stops as soon as no unread job can exceed
 //! the floor and fills the rest from the submit-time order:
-//! `O(k + jobs above the floor)`. The reader keeps no result: the driver
+//! `O(k + jobs above the floor)`. The reader keeps the first jobs of its
+//! last search and the bounds of the rest ([`kept`]): after a batch that
+//! brought no fact it re-ranks those with the jobs the batch changed, and
+//! searches only when that cannot prove the first `k`. The driver
 //! (`Engine::top`) keeps the last read, named and shared, and has worker 0
 //! read its top `k'` in each batch's round trip.
 
@@ -145,6 +148,7 @@
 pub mod classic;
 pub mod crossings;
 pub mod fair_tree;
+mod kept;
 pub mod moab;
 pub mod queue;
 pub mod record;
@@ -1135,6 +1139,12 @@ pub struct PriorityReader {
     touched: TouchCounter,
     /// `INCR_ONLY` memory: job -> (stay, floor).
     floors: IncrFloors,
+    /// The first jobs of the last top read ([`kept`]).
+    kept: Option<kept::KeptTop>,
+    /// What was absorbed since.
+    since_kept: kept::SinceKept,
+    /// Top reads answered from the kept top (not searched).
+    kept_reads: u64,
 }
 
 impl PriorityReader {
@@ -1148,6 +1158,9 @@ impl PriorityReader {
             queue: Queue::new(),
             touched,
             floors: BTreeMap::new(),
+            kept: None,
+            since_kept: kept::SinceKept::default(),
+            kept_reads: 0,
         }
     }
 
@@ -1158,6 +1171,7 @@ impl PriorityReader {
         if captured.records.is_empty() && captured.facts.is_empty() {
             return;
         }
+        self.since_kept.note(&mut self.kept, &captured);
         self.queue.absorb(&mut captured, &self.touched);
     }
 
@@ -1185,6 +1199,7 @@ impl PriorityReader {
             records: ready,
             facts: Vec::new(),
         };
+        self.since_kept.note(&mut self.kept, &ready);
         self.queue.absorb(&mut ready, &self.touched);
     }
 
@@ -1318,34 +1333,64 @@ impl PriorityReader {
 
     /// The first `k` jobs of the ranked queue at `now`, exactly the oracle's
     /// `priority::queue(..)[..k]` (see the module documentation).
+    ///
+    /// After a batch that brought no fact, the read re-ranks the first jobs
+    /// of the last read with the jobs changed since ([`kept`]) and searches
+    /// only when that cannot prove the first `k`.
     pub fn top(&mut self, k: usize, now: Time64) -> Vec<JobPriority> {
         self.absorb();
-        self.compute_top(k, now)
+        if let Some(top) = self.top_from_kept(k, now) {
+            self.kept_reads += 1;
+            return top;
+        }
+        let (top, kept) = self.search_top(k, now);
+        self.kept = kept;
+        self.since_kept = kept::SinceKept::default();
+        top
     }
 
-    fn compute_top(&self, k: usize, now: Time64) -> Vec<JobPriority> {
-        if k == 0 {
-            return Vec::new();
+    /// How many top reads were answered from the kept top.
+    #[cfg(test)]
+    pub(crate) fn kept_reads(&self) -> u64 {
+        self.kept_reads
+    }
+
+    /// The priority at or below which jobs are ordered by submit time alone
+    /// (Slurm 1, Flux 0); `None` for the models whose reads evaluate every
+    /// record (Moab, Slurm's `INCR_ONLY`) and for an empty queue.
+    fn floor(&self) -> Option<u64> {
+        let first = self.queue.any_record()?;
+        if first.model() == PriorityModel::Moab || first.incr_only() {
+            return None;
         }
-        let Some(first) = self.queue.any_record() else {
-            return Vec::new();
-        };
-        let full_scan = first.model() == PriorityModel::Moab || first.incr_only();
-        if full_scan {
+        Some(match first.model() {
+            PriorityModel::Slurm => 1,
+            _ => 0,
+        })
+    }
+
+    /// The first `k` jobs at `now` by a search of the queue, with what the
+    /// next read may keep of it ([`kept`]; `None` where the read filled
+    /// from the floor or evaluated every record).
+    fn search_top(&self, k: usize, now: Time64) -> (Vec<JobPriority>, Option<kept::KeptTop>) {
+        if k == 0 || self.queue.any_record().is_none() {
+            return (Vec::new(), None);
+        }
+        let Some(floor) = self.floor() else {
             let mut all = self.listed_priorities(now);
             all.retain(|p| p.state == JobState::Pending);
             all.sort_by_cached_key(JobPriority::queue_key);
             all.truncate(k);
-            return all;
-        }
-        let floor = match first.model() {
-            PriorityModel::Slurm => 1,
-            _ => 0,
+            return (all, None);
         };
         // Candidates are ranked by their priority alone (no factor list, no
-        // key built); only the `k` kept are evaluated whole at the end.
+        // key built); only the `k` returned are evaluated whole at the end.
+        // The best `k + KEPT_SPARE` read are kept for the next read, and the
+        // bounds of the others noted.
+        let wanted = k + kept::KEPT_SPARE;
+        let mut left_out = [f64::NEG_INFINITY; 2];
         let mut candidates = self.queue.candidates(now);
-        let mut best: Vec<Ranked<'_>> = Vec::with_capacity(k.min(1024) + 1);
+        let mut best: Vec<Ranked<'_>> = Vec::with_capacity(wanted.min(1024) + 1);
         while let Some(bound) = candidates.peek_bound() {
             if best.len() >= k {
                 let kth = best[k - 1].priority;
@@ -1356,21 +1401,31 @@ impl PriorityReader {
             if bound < floor as f64 {
                 // Every unread job is at the floor: fewer than `k` jobs are
                 // above it, and `best` holds them all.
+                best.truncate(k);
                 let best = Self::evaluate_ranked(best, now);
-                return self.fill_from_floor(best, k, floor, now);
+                return (self.fill_from_floor(best, k, floor, now), None);
             }
             let Some((record, fairshare)) = candidates.next_candidate() else {
                 break;
             };
             if let Some((_, candidate)) = self.rank(record, fairshare, now) {
                 let at = best.partition_point(|kept| kept.cmp(&candidate).is_lt());
-                if at < k {
+                if at < wanted {
                     best.insert(at, candidate);
-                    best.truncate(k);
+                    if best.len() > wanted {
+                        let dropped = best.pop().expect("longer than wanted");
+                        kept::leave_out(&mut left_out, &dropped);
+                    }
+                } else {
+                    kept::leave_out(&mut left_out, &candidate);
                 }
             }
         }
-        Self::evaluate_ranked(best, now)
+        let unread = candidates.unread_key_bounds();
+        let unread = [unread[0].max(left_out[0]), unread[1].max(left_out[1])];
+        let kept = kept::KeptTop::new(now, k, &best, unread);
+        best.truncate(k);
+        (Self::evaluate_ranked(best, now), Some(kept))
     }
 
     /// A candidate's state and its ranking at `now` with its user's factor

@@ -102,10 +102,16 @@ enum Walk {
 fn walk(ancestors: impl Iterator<Item = SlurmPlacement>, own: &SlurmPlacement) -> Walk {
     let (mut start, mut entered_tied) = (0u64, false);
     for ancestor in ancestors {
-        entered_tied = ancestor.local_tie || (ancestor.first && entered_tied);
+        entered_tied = enters_tied(&ancestor, entered_tied);
         start += ancestor.prefix;
     }
     walk_in_group(start, entered_tied, own)
+}
+
+/// Is the group of an account placed `account` entered tied, when the group
+/// the account stands in was entered `parent_tied`?
+pub fn enters_tied(account: &SlurmPlacement, parent_tied: bool) -> bool {
+    account.local_tie || (account.first && parent_tied)
 }
 
 /// The walk of a user placed `own` in a group starting at `start`, entered
@@ -125,9 +131,9 @@ fn walk_in_group(start: u64, entered_tied: bool, own: &SlurmPlacement) -> Walk {
 /// The best job of a subtree in one rank class: `(key_hi, job)`.
 pub type Best = (u64, JobId);
 
-/// A member of a group as the search reads it: its node, its placement's
-/// prefix and its user association if it is a user.
-pub type GroupMember = (NodeId, u64, Option<AssocId>);
+/// A member of a group as the search reads it: its node, its placement and
+/// its user association if it is a user.
+pub type GroupMember = (NodeId, SlurmPlacement, Option<AssocId>);
 
 /// An entry of a group's members by best job: highest key first.
 type Ranked = (Reverse<u64>, JobId, NodeId);
@@ -332,7 +338,7 @@ impl FairTree {
             .flat_map(move |g| g.ranked[class].iter())
             .filter_map(|&(Reverse(key), job, node)| {
                 let slot = self.slot(node)?;
-                Some(((node, slot.placement.prefix, slot.assoc), (key, job)))
+                Some(((node, slot.placement, slot.assoc), (key, job)))
             })
     }
 
@@ -399,6 +405,50 @@ impl FairTree {
         self.factor_of_node(self.user_at(position)?)
     }
 
+    /// The factor of a user placed `own` in a group that starts at
+    /// `group_start` and was entered `entered_tied` (what a walk down the
+    /// tree knows when it reaches the user: no walk back up, unless the user
+    /// takes a tied predecessor's rank).
+    pub fn factor_in_group(
+        &self,
+        group_start: u64,
+        entered_tied: bool,
+        own: &SlurmPlacement,
+    ) -> Option<f64> {
+        match walk_in_group(group_start, entered_tied, own) {
+            Walk::Resolved(j) => Some(rank_factor(self.users.saturating_sub(j), self.users)),
+            Walk::Refers(target) => self.factor_at(target),
+        }
+    }
+
+    /// The factor of the first user below an account whose group starts at
+    /// `start` and is entered `entered_tied`: the highest factor of its
+    /// subtree ([`FairTree::factor_at`] of `start`, found by walking down
+    /// from the account instead of from the root).
+    pub fn first_user_factor(
+        &self,
+        account: NodeId,
+        start: u64,
+        entered_tied: bool,
+    ) -> Option<f64> {
+        let (mut group, mut start, mut tied) = (account, start, entered_tied);
+        for _ in 0..=self.slots.len() {
+            let (&prefix, &member) = self
+                .groups
+                .get(group as usize)?
+                .by_prefix
+                .first_key_value()?;
+            let slot = self.slot(member)?;
+            if slot.placement.user {
+                return self.factor_in_group(start, tied, &slot.placement);
+            }
+            start += prefix;
+            tied = enters_tied(&slot.placement, tied);
+            group = member;
+        }
+        None
+    }
+
     /// Every placed user association's factor, by one walk of the tree in
     /// position order (references point to earlier positions).
     pub fn all_factors(&self) -> Vec<(AssocId, f64)> {
@@ -431,7 +481,7 @@ impl FairTree {
                     out.push((assoc, rank_factor(n.saturating_sub(j), n)));
                 }
             } else {
-                let entered = slot.placement.local_tie || (slot.placement.first && tied);
+                let entered = enters_tied(&slot.placement, tied);
                 stack.push((member, start + prefix, entered, 0));
             }
         }

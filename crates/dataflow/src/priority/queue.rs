@@ -54,7 +54,7 @@ use std::iter::Peekable;
 use std::rc::Rc;
 
 use super::classic::ClassicTree;
-use super::fair_tree::{grow, Best, FairTree, GroupMember, TreeSlot};
+use super::fair_tree::{enters_tied, grow, Best, FairTree, GroupMember, SlurmPlacement, TreeSlot};
 use super::record::{from_ordered_bits, key_with_term, ordered_bits, PriorityRecord, RankClass};
 use super::{ordered_submit, Fact};
 use crate::types::{AssocId, Epoch as Time, JobId, NodeId, TouchCounter, ROOT};
@@ -496,14 +496,7 @@ impl Queue {
         };
         // One configuration: every record weighs the factor alike.
         candidates.fairshare_weight = self.any_record().map_or(0.0, |r| r.fairshare_term(1.0));
-        // Every uncapped record moves by the same amount (one configuration).
-        let any_uncapped = self.by_user[UNCAPPED]
-            .first()
-            .and_then(|&(_, assoc)| best_job(&self.users, assoc, UNCAPPED))
-            .or_else(|| self.tree.best_of(ROOT, UNCAPPED));
-        candidates.shift[UNCAPPED] = any_uncapped
-            .and_then(|(_, job)| self.record(job))
-            .map_or(0.0, |record| record.time_shift(now));
+        candidates.shift = self.time_shifts(now);
         for class in [UNCAPPED, CAPPED] {
             candidates.push_cursor(Source::Users(class), self.by_user[class].iter().peekable());
         }
@@ -517,11 +510,35 @@ impl Queue {
                     start: 0,
                     factor: top_factor,
                     tight: true,
+                    placement: SlurmPlacement::default(),
+                    in_tied: false,
                 });
             }
         }
         candidates
     }
+}
+
+impl Queue {
+    /// What passing time adds to the bound of a job of each rank class at
+    /// `now` ([`PriorityRecord::time_shift`]): every uncapped record moves
+    /// by the same amount (one configuration), capped ones not at all.
+    pub fn time_shifts(&self, now: Time64) -> [f64; 2] {
+        let any_uncapped = self.by_user[UNCAPPED]
+            .first()
+            .and_then(|&(_, assoc)| best_job(&self.users, assoc, UNCAPPED))
+            .or_else(|| self.tree.best_of(ROOT, UNCAPPED));
+        let uncapped = any_uncapped
+            .and_then(|(_, job)| self.record(job))
+            .map_or(0.0, |record| record.time_shift(now));
+        [uncapped, 0.0]
+    }
+}
+
+/// A ranked record's class as an index of [`Queue::time_shifts`] (`None`:
+/// not ranked).
+pub fn rank_class_index(record: &PriorityRecord) -> Option<usize> {
+    class_index(record.class)
 }
 
 /// A user association's best job in a class.
@@ -554,6 +571,10 @@ struct Member {
     start: u64,
     factor: f64,
     tight: bool,
+    /// Its placement in its group (the root: the default, never tied).
+    placement: SlurmPlacement,
+    /// Was its group entered tied (Slurm's walk, carried down the search)?
+    in_tied: bool,
 }
 
 /// An opened group of the sorted tree in the search: its members are read
@@ -564,6 +585,8 @@ struct OpenGroup {
     /// The position of the group's first user in the walk.
     start: u64,
     factor: f64,
+    /// Was the group entered tied?
+    tied: bool,
 }
 
 #[derive(Debug)]
@@ -664,11 +687,11 @@ impl<'q> Candidates<'q> {
         }
     }
 
-    fn bound_of(&self, source: Source, (Reverse(key), _): Ranked) -> f64 {
-        match source {
-            Source::Users(class) => from_ordered_bits(key) + self.shift[class],
-            Source::Jobs { class, factor } => self.key_bound(key, factor, class),
-        }
+    fn bound_of(&self, source: Source, entry: Ranked) -> f64 {
+        let class = match source {
+            Source::Users(class) | Source::Jobs { class, .. } => class,
+        };
+        self.key_space_bound(source, entry) + self.shift[class]
     }
 
     /// The bound of the next candidate (`None`: no ranked job is left).
@@ -689,7 +712,7 @@ impl<'q> Candidates<'q> {
                 Item::Group(index) => {
                     let (open, members) = &mut self.groups[index];
                     let open = *open;
-                    let Some(((node, prefix, assoc), _)) = members.next() else {
+                    let Some(((node, placement, assoc), _)) = members.next() else {
                         continue;
                     };
                     self.push_group_head(index);
@@ -699,13 +722,68 @@ impl<'q> Candidates<'q> {
                         class: open.class,
                         node,
                         assoc,
-                        start: open.start + prefix,
+                        start: open.start + placement.prefix,
                         factor: open.factor,
                         tight: false,
+                        placement,
+                        in_tied: open.tied,
                     });
                 }
                 Item::Member(member) => self.expand(member),
             }
+        }
+    }
+
+    /// Per rank class, an upper bound without the time shift (add
+    /// [`Queue::time_shifts`] at any later `now`) on every job not yet
+    /// returned: the largest bound left in the heap, each computed from the
+    /// key its index holds exactly as the heap's bound was, less the shift.
+    /// `-inf` for a class with nothing left. Valid for as long as no
+    /// fair-share factor and no record changes (the bounds of the jobs
+    /// behind an entry hold at every time: passing time moves every job of
+    /// a class alike).
+    pub fn unread_key_bounds(&mut self) -> [f64; 2] {
+        let mut out = [f64::NEG_INFINITY; 2];
+        for entry in self.heap.iter() {
+            let (class, bound) = match &entry.item {
+                Item::Cursor(cursor) => {
+                    let (source, iter) = &mut self.cursors[*cursor];
+                    let source = *source;
+                    let Some(&&head) = iter.peek() else {
+                        continue;
+                    };
+                    let class = match source {
+                        Source::Users(class) | Source::Jobs { class, .. } => class,
+                    };
+                    (class, self.key_space_bound(source, head))
+                }
+                Item::Group(index) => {
+                    let (open, members) = &mut self.groups[*index];
+                    let open = *open;
+                    let Some(&(_, (key, _))) = members.peek() else {
+                        continue;
+                    };
+                    let term = self.fairshare_weight * open.factor;
+                    (open.class, key_with_term(key, term))
+                }
+                Item::Member(member) => {
+                    let Some((key, _)) = self.queue.tree.best_of(member.node, member.class) else {
+                        continue;
+                    };
+                    let term = self.fairshare_weight * member.factor;
+                    (member.class, key_with_term(key, term))
+                }
+            };
+            out[class] = out[class].max(bound);
+        }
+        out
+    }
+
+    /// [`Candidates::bound_of`] without the time shift.
+    fn key_space_bound(&self, source: Source, (Reverse(key), _): Ranked) -> f64 {
+        match source {
+            Source::Users(_) => from_ordered_bits(key),
+            Source::Jobs { factor, .. } => key_with_term(key, self.fairshare_weight * factor),
         }
     }
 
@@ -745,10 +823,19 @@ impl<'q> Candidates<'q> {
     fn expand(&mut self, mut member: Member) {
         let queue = self.queue;
         let tree = &queue.tree;
+        // The walk's state where the member stands: no walk back up from
+        // the root to find a factor.
+        let opens_tied = enters_tied(&member.placement, member.in_tied);
         if !member.tight {
             let exact = match member.assoc {
-                Some(assoc) => queue.fairshare_of(assoc),
-                None => tree.factor_at(member.start).unwrap_or(member.factor),
+                Some(_) => {
+                    let group_start = member.start - member.placement.prefix;
+                    tree.factor_in_group(group_start, member.in_tied, &member.placement)
+                        .unwrap_or(0.0)
+                }
+                None => tree
+                    .first_user_factor(member.node, member.start, opens_tied)
+                    .unwrap_or(member.factor),
             };
             member.tight = true;
             if exact != member.factor {
@@ -772,6 +859,7 @@ impl<'q> Candidates<'q> {
             class: member.class,
             start: member.start,
             factor: member.factor,
+            tied: opens_tied,
         };
         let members: Box<dyn Iterator<Item = (GroupMember, Best)> + 'q> =
             Box::new(tree.members(member.node, member.class));

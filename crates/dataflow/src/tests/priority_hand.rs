@@ -1,6 +1,7 @@
 //! Hand-computed checks of the priority dataflow on one worker: two Slurm
 //! jobs whose order flips as one reaches the age cap and the other does not,
-//! a tie broken by submit time, and the number of records an update touches.
+//! a tie broken by submit time, the number of records an update touches,
+//! and top reads answered from the kept top after batches of job changes.
 
 use crate::names::{JobIds, JobNames};
 use crate::priority::crossings::{age_capped_at, next_crossing, Crossings};
@@ -178,5 +179,94 @@ fn jobs_at_the_floor_are_read_in_submit_then_id_order() {
         assert_eq!(top(&mut h.reader, 1, 300), all[..1].to_vec());
         assert_eq!(top(&mut h.reader, 3, 300), all[..3].to_vec());
         assert_eq!(top(&mut h.reader, 10, 300), all);
+    });
+}
+
+#[test]
+fn job_batches_are_read_from_the_kept_top_and_a_fact_makes_the_reader_search() {
+    timely::execute_directly(|worker| {
+        let names = JobNames::default();
+        let mut h = PriorityDataflow::build(worker, names.clone());
+        let ids = &mut JobIds::new(names);
+        // Fair-share weight 4000, age weight 2000 over 2000 s (no job
+        // reaches the cap here). ua: factor 0.5 (2000), ub: 0.75 (3000).
+        h.facts.insert(Fact::Config(Box::new(params())));
+        h.facts.insert(fairshare(UA, 0.5));
+        h.facts.insert(fairshare(UB, 0.75));
+        h.jobs.insert(job(ids, "A", UA, 0, 1500));
+        h.jobs.insert(job(ids, "B", UB, 1000, 1500));
+        h.jobs.insert(job(ids, "D", UA, 1200, 1500));
+        h.step(worker);
+        // At 1500: A = 2000 + 1500 = 3500, B = 3000 + 500 = 3500 (A first:
+        // submitted first), D = 2000 + 300 = 2300. A search.
+        assert_eq!(
+            top(&mut h.reader, 2, 1500),
+            vec![("A".to_string(), 3500), ("B".to_string(), 3500)]
+        );
+        assert_eq!(h.reader.kept_reads(), 0);
+
+        // A submit: E of ub at 1500. At 1600: A = 3600, B = 3600,
+        // E = 3000 + 100 = 3100, D = 2400: the kept A and B stay first.
+        h.jobs.insert(job(ids, "E", UB, 1500, 1600));
+        h.step(worker);
+        assert_eq!(
+            top(&mut h.reader, 2, 1600),
+            vec![("A".to_string(), 3600), ("B".to_string(), 3600)]
+        );
+        assert_eq!(h.reader.kept_reads(), 1);
+
+        // A starts (its record leaves the ranking). At 1700: B = 3700,
+        // E = 3200, D = 2500: E, changed in the last batch, follows B.
+        let running = JobRow {
+            phase: Phase::Running,
+            ..job(ids, "A", UA, 0, 1600)
+        };
+        h.jobs.remove(job(ids, "A", UA, 0, 1500));
+        h.jobs.insert(running);
+        h.step(worker);
+        assert_eq!(
+            top(&mut h.reader, 2, 1700),
+            vec![("B".to_string(), 3700), ("E".to_string(), 3200)]
+        );
+        assert_eq!(h.reader.kept_reads(), 2);
+        // A smaller k at the same time is a prefix, from the kept top too.
+        assert_eq!(top(&mut h.reader, 1, 1700), vec![("B".to_string(), 3700)]);
+        assert_eq!(h.reader.kept_reads(), 3);
+
+        // A fact: ua's factor becomes 1 (4000). D = 4000 + 500 = 4500
+        // leads, which the kept top (B, E) does not hold: a search.
+        h.facts.remove(fairshare(UA, 0.5));
+        h.facts.insert(fairshare(UA, 1.0));
+        h.step(worker);
+        assert_eq!(
+            top(&mut h.reader, 2, 1700),
+            vec![("D".to_string(), 4500), ("B".to_string(), 3700)]
+        );
+        assert_eq!(h.reader.kept_reads(), 3);
+
+        // D leaves: that search read only D and B (E's bound was below
+        // B's priority), so one job is left of the kept top, fewer than k:
+        // a search. At 1800, B = 3800, E = 3300.
+        h.jobs.remove(job(ids, "D", UA, 1200, 1500));
+        h.step(worker);
+        assert_eq!(
+            top(&mut h.reader, 2, 1800),
+            vec![("B".to_string(), 3800), ("E".to_string(), 3300)]
+        );
+        assert_eq!(h.reader.kept_reads(), 3);
+        // A hold-free change of E's nice (its record changes): at 1900,
+        // B = 3900, E = 3000 + 400 - 100 = 3300, read from the kept top.
+        let nicer = JobRow {
+            nice: 100,
+            ..job(ids, "E", UB, 1500, 1800)
+        };
+        h.jobs.remove(job(ids, "E", UB, 1500, 1600));
+        h.jobs.insert(nicer);
+        h.step(worker);
+        assert_eq!(
+            top(&mut h.reader, 2, 1900),
+            vec![("B".to_string(), 3900), ("E".to_string(), 3300)]
+        );
+        assert_eq!(h.reader.kept_reads(), 4);
     });
 }
