@@ -156,8 +156,10 @@ impl PriorityReader {
         let kth = ranked.get(k - 1)?.priority;
         let shifts = self.queue.time_shifts(now);
         let unread_now = (kept.unread[0] + shifts[0]).max(kept.unread[1] + shifts[1]);
-        // The search's stopping rule (`search_top`), written the same way.
-        if kth <= floor || !(unread_now < kth as f64 - 1.0) {
+        // The search's stopping rule (`search_top`), written the same way
+        // (a NaN bound proves nothing).
+        let proved = kth > floor && unread_now < kth as f64 - 1.0;
+        if !proved {
             return None;
         }
         let next = KeptTop::new(now, kept.k, &ranked, kept.unread);
