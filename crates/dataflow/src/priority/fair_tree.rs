@@ -34,6 +34,7 @@
 //! event changes `O(depth)` subtree maxima.
 
 use std::cmp::Reverse;
+use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, BTreeSet};
 
 use fairflow_model::formula::rank_factor;
@@ -138,6 +139,16 @@ type Ranked = (Reverse<u64>, JobId, NodeId);
 struct Group {
     by_prefix: BTreeMap<u64, NodeId>,
     ranked: [BTreeSet<Ranked>; 2],
+}
+
+/// Remove `prefix` from a group's positions if it maps to `node` (another
+/// member may have been placed there since), with one search.
+fn unmap(by_prefix: &mut BTreeMap<u64, NodeId>, prefix: u64, node: NodeId) {
+    if let Entry::Occupied(held) = by_prefix.entry(prefix) {
+        if *held.get() == node {
+            held.remove();
+        }
+    }
 }
 
 /// The sorted tree; see the module documentation.
@@ -255,10 +266,11 @@ impl FairTree {
     /// association: only its position in the group moves.
     fn move_in_place(&mut self, node: NodeId, old: &TreeSlot, new: TreeSlot) {
         if old.weight > 0 {
-            let group = &mut self.groups[old.group as usize];
-            if group.by_prefix.get(&old.placement.prefix) == Some(&node) {
-                group.by_prefix.remove(&old.placement.prefix);
-            }
+            unmap(
+                &mut self.groups[old.group as usize].by_prefix,
+                old.placement.prefix,
+                node,
+            );
         }
         if new.weight > 0 {
             grow(&mut self.groups, new.group as usize)
@@ -274,10 +286,11 @@ impl FairTree {
             return;
         };
         if old.weight > 0 {
-            let group = &mut self.groups[old.group as usize];
-            if group.by_prefix.get(&old.placement.prefix) == Some(&node) {
-                group.by_prefix.remove(&old.placement.prefix);
-            }
+            unmap(
+                &mut self.groups[old.group as usize].by_prefix,
+                old.placement.prefix,
+                node,
+            );
         }
         if let Some(assoc) = old.assoc {
             if self.node_of(assoc) == Some(node) {

@@ -145,20 +145,46 @@ fn consolidate<D: Ord>(mut updates: Vec<(D, isize)>) -> Vec<(D, isize)> {
     out
 }
 
-/// Consolidated tree-slot updates, sorted by node, then slot: a node has
-/// one or two updates per batch, so the sort compares nodes (not whole
-/// facts), and [`FairTree::apply`] finds each node's updates together.
-fn consolidate_slots(
-    mut updates: Vec<(NodeId, TreeSlot, isize)>,
-) -> Vec<(NodeId, TreeSlot, isize)> {
-    updates.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
+/// Consolidated tree-slot updates, sorted by node, then slot, so that
+/// [`FairTree::apply`] finds each node's updates together. A batch of usage
+/// events moves thousands of slots, each one or two updates of its node:
+/// a comparison sort of them was the largest part of the queue's work, so
+/// they are ordered by a counting sort on the (dense) node ids, and only a
+/// node's own updates are compared.
+fn consolidate_slots(updates: Vec<(NodeId, TreeSlot, isize)>) -> Vec<(NodeId, TreeSlot, isize)> {
+    let Some(last) = updates.iter().map(|&(node, _, _)| node as usize).max() else {
+        return updates;
+    };
+    // `next[node]`: where the node's next update goes in node order.
+    let mut next: Vec<usize> = vec![0; last + 2];
+    for &(node, _, _) in &updates {
+        next[node as usize + 1] += 1;
+    }
+    for index in 1..next.len() {
+        next[index] += next[index - 1];
+    }
+    let mut in_order: Vec<usize> = vec![0; updates.len()];
+    for (index, &(node, _, _)) in updates.iter().enumerate() {
+        let at = &mut next[node as usize];
+        in_order[*at] = index;
+        *at += 1;
+    }
     let mut out: Vec<(NodeId, TreeSlot, isize)> = Vec::with_capacity(updates.len());
-    for (node, slot, diff) in updates {
-        match out.last_mut() {
-            Some((last_node, last_slot, sum)) if *last_node == node && *last_slot == slot => {
-                *sum += diff;
+    for run in in_order.chunk_by(|&a, &b| updates[a].0 == updates[b].0) {
+        let first = out.len();
+        out.extend(run.iter().map(|&index| updates[index]));
+        if run.len() > 1 {
+            out[first..].sort_unstable_by_key(|update| update.1);
+            let mut kept = first;
+            for read in first + 1..out.len() {
+                if out[kept].1 == out[read].1 {
+                    out[kept].2 += out[read].2;
+                } else {
+                    kept += 1;
+                    out[kept] = out[read];
+                }
             }
-            _ => out.push((node, slot, diff)),
+            out.truncate(kept + 1);
         }
     }
     out.retain(|(_, _, diff)| *diff != 0);
