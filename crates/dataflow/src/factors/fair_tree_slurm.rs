@@ -8,10 +8,14 @@
 //! # Placements (fed by the Fair Tree records gated to this rule, so idle otherwise)
 //! Groups are the fair-share children of one association (no merging, so no
 //! iteration to find them). A stateful stage routed by group
-//! (`stages::per_batch_routed`: each worker holds its groups' items and the
-//! placements it sent) re-sorts each group a batch touches and sends only
-//! the placements that changed; it sorts the members
-//! (`formula::slurm_sibling_order`; "newest first" is the larger `NodeId`:
+//! (`stages::per_batch_routed`: each worker holds its groups' items and
+//! each group's members in their last order with the placements it sent)
+//! re-places each group a batch touches and sends only the placements that
+//! changed. The members whose items changed are taken out of the kept
+//! order, sorted among themselves and merged back; the others keep their
+//! order (re-checked, and sorted only if `f64` rounding moved one, when the
+//! parent's part changed their `LevelFS`). The order is
+//! `formula::slurm_sibling_order` ("newest first" is the larger `NodeId`:
 //! the tree feed interns accounts in creation order (the book's
 //! `Account::created`) and a re-created one gets a new id) and gives each a
 //! [`SlurmPlacement`]: the users in the members before it (`prefix`),
@@ -26,19 +30,24 @@
 //! it reads one (`priority::fair_tree`, where Slurm's walk is written out).
 //!
 //! # Cost
-//! A usage event re-sorts the groups on its path; a placement changes only
-//! where the order moved (the members between a moved member's old and new
-//! positions), and no user below them is re-derived.
+//! A usage event re-places the groups on its path: `O(m log m + n)` for a
+//! group of `n` members of which `m` changed (one `LevelFS` and one
+//! comparison per kept member, since the parent's usage moved them all;
+//! no hashing or sorting of the kept members). A placement is sent only
+//! where it changed (the members between a moved member's old and new
+//! positions, and ties that appeared or ended), and no user below them is
+//! re-derived.
 
+use std::cmp::Ordering;
 use std::collections::BTreeMap;
 
 use differential_dataflow::consolidation::consolidate;
 use differential_dataflow::VecCollection;
 use fairflow_model::formula::{slurm_level_fs, slurm_sibling_order, SLURM_PARENT_ACCOUNT_LEVEL_FS};
+use fairflow_model::Shares;
 use rustc_hash::FxHashMap as HashMap;
-use std::collections::hash_map::Entry;
 
-use super::{group_members, GroupItem, NodeRec, Own};
+use super::{GroupItem, NodeRec, Own};
 use crate::priority::fair_tree::{SlurmPlacement, TreeSlot};
 use crate::stages::per_batch_routed;
 use crate::types::{Diff, Epoch, NodeId, ROOT};
@@ -106,34 +115,79 @@ pub(super) fn place<'s>(
     )
 }
 
-/// The groups a worker holds: each group's items (members and their
-/// parents' parts, with their counts) and the placements last sent for it.
-/// A batch re-sorts each group it touches and sends the difference from
-/// what was sent (as the `reduce` it replaces did, without replaying the
-/// group's history of inputs and outputs).
+/// The groups a worker holds, by group (see [`Group`]).
 #[derive(Default)]
 struct Groups {
     groups: HashMap<NodeId, Group>,
-    /// How many batches were applied (marks the placements a batch kept).
-    batches: u64,
 }
 
+/// One group: its items (members and their parents' parts, with their
+/// counts), the parents' parts last used, and its members in Slurm's
+/// sibling order, each with the placement last sent for it. A batch
+/// re-places the group from that kept order ([`Group::update`]) and sends
+/// the difference from what was sent (as the `reduce` it replaces did,
+/// without replaying the group's history of inputs and outputs).
 #[derive(Default)]
 struct Group {
     items: BTreeMap<GroupItem, Diff>,
-    /// The placements sent, by node, with each member's position in the
-    /// last sort.
-    placed: HashMap<NodeId, Placed>,
+    /// `(parent, usage, level shares)` of the parents present, by parent.
+    parts: Vec<(NodeId, u128, u64)>,
+    /// The members in Slurm's sibling order.
+    order: Vec<Placed>,
 }
 
-/// A member's placement as last sent.
+/// A member in its group's order: its sort key and the placement sent.
+#[derive(Clone, Copy)]
 struct Placed {
-    slot: TreeSlot,
-    /// Its position in the group's last sort.
-    position: u32,
-    /// The batch that last placed it.
-    batch: u64,
+    node: NodeId,
+    /// Its fair-share parent (whose part gives its level shares and its
+    /// parent's usage).
+    parent: NodeId,
+    member: super::Member,
+    level_fs: f64,
+    /// The placement last sent (none yet: a member new to the group).
+    sent: Option<TreeSlot>,
 }
+
+impl Placed {
+    fn new(node: NodeId, parent: NodeId, own: Own, part: (u128, u64)) -> Placed {
+        let (parent_usage, level_shares) = part;
+        let member = super::Member {
+            shares: own.shares,
+            level_shares,
+            usage: own.usage,
+            parent_usage,
+            user: own.user,
+            assoc: own.assoc,
+            weight: own.weight,
+        };
+        Placed {
+            node,
+            parent,
+            member,
+            level_fs: member_level_fs(&member),
+            sent: None,
+        }
+    }
+}
+
+/// Slurm's sibling order ([`slurm_sibling_order`]: `LevelFS` descending,
+/// users first, newest first). Total: ties end at the node id.
+fn sibling_order(a: &Placed, b: &Placed) -> Ordering {
+    slurm_sibling_order(
+        (a.level_fs, a.member.user, u64::from(a.node)),
+        (b.level_fs, b.member.user, u64::from(b.node)),
+    )
+}
+
+/// The smallest [`Own`] (a lower bound of a node's member items).
+const LEAST_OWN: Own = Own {
+    shares: Shares::Value(0),
+    usage: 0,
+    user: false,
+    assoc: None,
+    weight: 0,
+};
 
 impl Groups {
     fn apply(
@@ -141,156 +195,271 @@ impl Groups {
         mut changes: Vec<((NodeId, GroupItem), Diff)>,
         out: &mut Vec<((NodeId, TreeSlot), Diff)>,
     ) {
+        // Sorted by group, then item: a group's changes are one run, its
+        // members' by node.
         consolidate(&mut changes);
-        self.batches += 1;
-        let batch = self.batches;
-        let mut touched: Vec<NodeId> = Vec::new();
-        for ((group, item), diff) in changes {
-            touched.push(group);
-            let items = &mut self.groups.entry(group).or_default().items;
-            let count = items.entry(item).or_insert(0);
-            *count += diff;
-            if *count == 0 {
-                items.remove(&item);
-            }
-        }
-        touched.sort_unstable();
-        touched.dedup();
-        for group_id in touched {
-            let group = self.groups.get_mut(&group_id).expect("touched just now");
-            let items: Vec<(&GroupItem, Diff)> = group
-                .items
-                .iter()
-                .map(|(item, count)| (item, *count))
-                .collect();
-            let sorted = sort_members(&group.placed, group_members(&items));
-            let mut kept = 0usize;
-            let before = group.placed.len();
-            for (position, (node, slot)) in place_group(group_id, &sorted).enumerate() {
-                let position = u32::try_from(position).expect("fewer than 2^32 members");
-                match group.placed.entry(node) {
-                    Entry::Occupied(mut held) => {
-                        let held = held.get_mut();
-                        if held.batch != batch {
-                            kept += 1;
-                        }
-                        if held.slot != slot {
-                            out.push(((node, held.slot), -1));
-                            out.push(((node, slot), 1));
-                            held.slot = slot;
-                        }
-                        held.position = position;
-                        held.batch = batch;
-                    }
-                    Entry::Vacant(vacant) => {
-                        out.push(((node, slot), 1));
-                        vacant.insert(Placed {
-                            slot,
-                            position,
-                            batch,
-                        });
-                    }
+        let mut rest = &changes[..];
+        while let Some(&((group_id, _), _)) = rest.first() {
+            let (mine, later) = rest.split_at(rest.partition_point(|((g, _), _)| *g == group_id));
+            rest = later;
+            let group = self.groups.entry(group_id).or_default();
+            let mut changed: Vec<NodeId> = Vec::new();
+            for &((_, item), diff) in mine {
+                if let GroupItem::Member { node, .. } = item {
+                    changed.push(node);
+                }
+                let count = group.items.entry(item).or_insert(0);
+                *count += diff;
+                if *count == 0 {
+                    group.items.remove(&item);
                 }
             }
-            if kept < before {
-                // Members that left the group: retract their placements.
-                group.placed.retain(|&node, held| {
-                    let stays = held.batch == batch;
-                    if !stays {
-                        out.push(((node, held.slot), -1));
-                    }
-                    stays
-                });
-            }
+            changed.dedup();
+            group.update(group_id, &changed, out);
             if group.items.is_empty() {
                 self.groups.remove(&group_id);
             }
         }
-        // Sent in `(node, slot)` order: the queue consolidates the captured
-        // facts with a stable sort, which then finds them already in order
-        // (a sort of the facts as sent, in sorted-position order, was the
-        // largest part of its work on a batch of 1,000 usage events).
-        out.sort_unstable_by_key(|(fact, _)| *fact);
+        // Sent as placed, group by group: the queue sorts the slots by node
+        // (`priority::queue`), a cheaper sort than one of whole slots here.
     }
 }
 
-/// The members in Slurm's sibling order, with their `LevelFS`. The sort
-/// starts from the order of the group's last sort (members new to the
-/// group last): a batch moves few members of a group, so the stable sort
-/// mostly finds runs already in order, and it sorts small keys, not members.
-/// The order is total (ties end at the node id), so the result does not
-/// depend on where the sort starts.
-fn sort_members(
-    placed: &HashMap<NodeId, Placed>,
-    members: Vec<(NodeId, super::Member)>,
-) -> Vec<(f64, NodeId, super::Member)> {
-    let mut by_last: Vec<Option<usize>> = vec![None; placed.len()];
-    let mut fresh = Vec::new();
-    for (index, (node, _)) in members.iter().enumerate() {
-        match placed.get(node).map(|held| held.position as usize) {
-            Some(position) if position < by_last.len() && by_last[position].is_none() => {
-                by_last[position] = Some(index);
+impl Group {
+    /// The parents' parts present (positive counts), by parent; of two
+    /// items of one parent the larger (as `group_members` reads them).
+    fn parent_parts(&self) -> Vec<(NodeId, u128, u64)> {
+        let mut parts: Vec<(NodeId, u128, u64)> = Vec::new();
+        let first_parent = GroupItem::Parent {
+            parent: NodeId::MIN,
+            usage: 0,
+            child_level: 0,
+        };
+        // Parent items sort after every member item.
+        for (item, count) in self.items.range(first_parent..) {
+            if let (
+                GroupItem::Parent {
+                    parent,
+                    usage,
+                    child_level,
+                },
+                true,
+            ) = (*item, *count > 0)
+            {
+                match parts.last_mut() {
+                    Some(last) if last.0 == parent => *last = (parent, usage, child_level),
+                    _ => parts.push((parent, usage, child_level)),
+                }
             }
-            _ => fresh.push(index),
+        }
+        parts
+    }
+
+    /// The members a node's present items make (one in a consistent
+    /// state), each whose parent's part is present.
+    fn members_of(&self, node: NodeId, parts: &[(NodeId, u128, u64)], into: &mut Vec<Placed>) {
+        let from = GroupItem::Member {
+            node,
+            parent: NodeId::MIN,
+            own: LEAST_OWN,
+        };
+        for (item, count) in self.items.range(from..) {
+            let GroupItem::Member {
+                node: of,
+                parent,
+                own,
+            } = *item
+            else {
+                break;
+            };
+            if of != node {
+                break;
+            }
+            if *count > 0 {
+                if let Some(part) = part_of(parts, parent) {
+                    into.push(Placed::new(node, parent, own, part));
+                }
+            }
         }
     }
-    let mut keys: Vec<(f64, bool, NodeId, usize)> = by_last
-        .into_iter()
-        .flatten()
-        .chain(fresh)
-        .map(|index| {
-            let (node, member) = &members[index];
-            (member_level_fs(member), member.user, *node, index)
-        })
-        .collect();
-    keys.sort_by(|a, b| {
-        slurm_sibling_order((a.0, a.1, u64::from(a.2)), (b.0, b.1, u64::from(b.2)))
-    });
-    keys.into_iter()
-        .map(|(level_fs, _, node, index)| (level_fs, node, members[index].1))
-        .collect()
+
+    /// Re-place the group after its items changed: `changed` are the
+    /// members whose items changed (sorted). The members kept (all others)
+    /// stay in their last order, their `LevelFS` re-derived when a
+    /// parent's part changed (a usage event changes its group's parent's
+    /// usage, so every member's `LevelFS`); that order is checked (one
+    /// comparison per member) and sorted only if `f64` rounding reordered
+    /// it. The changed members are sorted among themselves and merged in.
+    /// Placements are then recomputed in one pass in order and only those
+    /// that differ from what was sent are sent. When the set of parents
+    /// changes (the group appears, or a tree change), every member is
+    /// re-derived from the items.
+    fn update(
+        &mut self,
+        group_id: NodeId,
+        changed: &[NodeId],
+        out: &mut Vec<((NodeId, TreeSlot), Diff)>,
+    ) {
+        let parts = self.parent_parts();
+        let parents_changed = parts != self.parts;
+        let rebuild = parts
+            .iter()
+            .map(|part| part.0)
+            .ne(self.parts.iter().map(|part| part.0));
+        let old = std::mem::take(&mut self.order);
+        // The placements sent to members taken out of the order, by node.
+        let mut taken: Vec<(NodeId, TreeSlot)> = Vec::new();
+        let mut kept: Vec<Placed> = Vec::with_capacity(old.len() + changed.len());
+        let mut kept_in_order = true;
+        let mut fresh: Vec<Placed> = Vec::new();
+        if rebuild {
+            taken.extend(
+                old.iter()
+                    .filter_map(|placed| Some((placed.node, placed.sent?))),
+            );
+            for (item, count) in &self.items {
+                if let (GroupItem::Member { node, parent, own }, true) = (*item, *count > 0) {
+                    if let Some(part) = part_of(&parts, parent) {
+                        fresh.push(Placed::new(node, parent, own, part));
+                    }
+                }
+            }
+        } else {
+            for mut placed in old {
+                let part = if parents_changed {
+                    part_of(&parts, placed.parent)
+                } else {
+                    Some((placed.member.parent_usage, placed.member.level_shares))
+                };
+                match part {
+                    Some((usage, level)) if changed.binary_search(&placed.node).is_err() => {
+                        if (usage, level)
+                            != (placed.member.parent_usage, placed.member.level_shares)
+                        {
+                            placed.member.parent_usage = usage;
+                            placed.member.level_shares = level;
+                            placed.level_fs = member_level_fs(&placed.member);
+                        }
+                        if let Some(last) = kept.last() {
+                            kept_in_order &= sibling_order(last, &placed) == Ordering::Less;
+                        }
+                        kept.push(placed);
+                    }
+                    _ => taken.extend(placed.sent.map(|slot| (placed.node, slot))),
+                }
+            }
+            for &node in changed {
+                self.members_of(node, &parts, &mut fresh);
+            }
+        }
+        if !kept_in_order {
+            kept.sort_by(sibling_order);
+        }
+        fresh.sort_by(sibling_order);
+        taken.sort_unstable_by_key(|&(node, _)| node);
+        let mut taken_back = vec![false; taken.len()];
+        for placed in &mut fresh {
+            if let Ok(index) = taken.binary_search_by_key(&placed.node, |&(node, _)| node) {
+                debug_assert!(!taken_back[index], "one member per node");
+                taken_back[index] = true;
+                placed.sent = Some(taken[index].1);
+            }
+        }
+        // Merge the kept and the changed members, and place them in order.
+        let mut order = Vec::with_capacity(kept.len() + fresh.len());
+        let mut kept = kept.into_iter().peekable();
+        let mut fresh = fresh.into_iter().peekable();
+        let mut placing = Placing::new(group_id);
+        loop {
+            let next = match (kept.peek(), fresh.peek()) {
+                (Some(a), Some(b)) if sibling_order(a, b) == Ordering::Greater => fresh.next(),
+                (Some(_), _) => kept.next(),
+                (None, _) => fresh.next(),
+            };
+            let Some(mut placed) = next else {
+                break;
+            };
+            let slot = placing.place(&placed);
+            match placed.sent {
+                Some(sent) if sent == slot => {}
+                Some(sent) => {
+                    out.push(((placed.node, sent), -1));
+                    out.push(((placed.node, slot), 1));
+                }
+                None => out.push(((placed.node, slot), 1)),
+            }
+            placed.sent = Some(slot);
+            order.push(placed);
+        }
+        // Members that left the group: retract their placements.
+        for (&(node, slot), back) in taken.iter().zip(taken_back) {
+            if !back {
+                out.push(((node, slot), -1));
+            }
+        }
+        self.order = order;
+        self.parts = parts;
+    }
 }
 
-/// Place the members of one group, sorted as Slurm sorts them
-/// ([`sort_members`]), in that order.
-fn place_group(
+/// A parent's part `(usage, level shares)`, if present.
+fn part_of(parts: &[(NodeId, u128, u64)], parent: NodeId) -> Option<(u128, u64)> {
+    let index = parts.binary_search_by_key(&parent, |part| part.0).ok()?;
+    Some((parts[index].1, parts[index].2))
+}
+
+/// Placing the members of one group, in Slurm's sibling order: the users
+/// before the next member, the previous member's `LevelFS` and kind, and
+/// the current run of tied users.
+struct Placing {
     group: NodeId,
-    sorted: &[(f64, NodeId, super::Member)],
-) -> impl Iterator<Item = (NodeId, TreeSlot)> + '_ {
-    let mut prefix = 0u64;
-    let mut prev = SLURM_PARENT_ACCOUNT_LEVEL_FS;
-    let mut prev_user = false;
-    let mut run = (0u64, false, false);
-    sorted
-        .iter()
-        .enumerate()
-        .map(move |(i, &(level_fs, node, member))| {
-            let first = i == 0;
-            let local_tie = prev == level_fs;
-            if member.user && !(local_tie && prev_user) {
-                run = (prefix, first, local_tie);
-            }
-            let placement = SlurmPlacement {
-                prefix,
-                first,
-                local_tie,
-                run_prefix: run.0,
-                run_first: run.1,
-                run_local_tie: run.2,
-                user: member.user,
-                parent_account: !member.user && member.shares.is_parent(),
-            };
-            let slot = TreeSlot {
-                group,
-                weight: member.weight,
-                placement,
-                assoc: member.assoc,
-            };
-            prefix += member.weight;
-            prev = level_fs;
-            prev_user = member.user;
-            (node, slot)
-        })
+    first: bool,
+    prefix: u64,
+    prev: f64,
+    prev_user: bool,
+    run: (u64, bool, bool),
+}
+
+impl Placing {
+    fn new(group: NodeId) -> Self {
+        Placing {
+            group,
+            first: true,
+            prefix: 0,
+            prev: SLURM_PARENT_ACCOUNT_LEVEL_FS,
+            prev_user: false,
+            run: (0, false, false),
+        }
+    }
+
+    /// The next member's slot.
+    fn place(&mut self, placed: &Placed) -> TreeSlot {
+        let (level_fs, member) = (placed.level_fs, &placed.member);
+        let first = std::mem::replace(&mut self.first, false);
+        let local_tie = self.prev == level_fs;
+        if member.user && !(local_tie && self.prev_user) {
+            self.run = (self.prefix, first, local_tie);
+        }
+        let placement = SlurmPlacement {
+            prefix: self.prefix,
+            first,
+            local_tie,
+            run_prefix: self.run.0,
+            run_first: self.run.1,
+            run_local_tie: self.run.2,
+            user: member.user,
+            parent_account: !member.user && member.shares.is_parent(),
+        };
+        self.prefix += member.weight;
+        self.prev = level_fs;
+        self.prev_user = member.user;
+        TreeSlot {
+            group: self.group,
+            weight: member.weight,
+            placement,
+            assoc: member.assoc,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -340,6 +509,117 @@ mod tests {
             .collect();
         sent.sort_unstable();
         sent
+    }
+
+    /// `(node, (prefix, first, local_tie, run_prefix, run_first,
+    /// run_local_tie), diff)` of each placement sent, sorted.
+    type Sent = (NodeId, (u64, bool, bool, u64, bool, bool), Diff);
+
+    fn sent_in_full(groups: &mut Groups, changes: Vec<((NodeId, GroupItem), Diff)>) -> Vec<Sent> {
+        let mut out = Vec::new();
+        groups.apply(changes, &mut out);
+        let mut sent: Vec<Sent> = out
+            .into_iter()
+            .map(|((node, slot), diff)| {
+                let p = slot.placement;
+                let placement = (
+                    p.prefix,
+                    p.first,
+                    p.local_tie,
+                    p.run_prefix,
+                    p.run_first,
+                    p.run_local_tie,
+                );
+                (node, placement, diff)
+            })
+            .collect();
+        sent.sort_unstable();
+        sent
+    }
+
+    #[test]
+    fn a_member_moving_across_others_changes_only_the_slots_between() {
+        // Six users of one share each under root (usage 100), used 10, 20,
+        // ..., 60: the least used first, so user i has prefix i - 1, only
+        // user 1 is first, and no two `LevelFS` are equal (each user starts
+        // its own run).
+        let mut groups = Groups::default();
+        let mut load = vec![root(100, 1)];
+        load.extend((1..=6).map(|node| user(node, u128::from(node) * 10, 1)));
+        let loaded = sent_in_full(&mut groups, load);
+        let expected: Vec<Sent> = (1..=6u32)
+            .map(|node| {
+                let prefix = u64::from(node) - 1;
+                (
+                    node,
+                    (prefix, node == 1, false, prefix, node == 1, false),
+                    1,
+                )
+            })
+            .collect();
+        assert_eq!(loaded, expected);
+        // User 1 is charged 45 (55; root 145): the order is 2 (20), 3, 4,
+        // 5 (50), 1 (55), 6 (60). User 1 moves from the front across four
+        // users, each of which moves up one place (and 2 becomes first);
+        // user 6, after the moved one, keeps its slot.
+        let moved = sent_in_full(
+            &mut groups,
+            vec![root(100, -1), root(145, 1), user(1, 10, -1), user(1, 55, 1)],
+        );
+        assert_eq!(
+            moved,
+            vec![
+                (1, (0, true, false, 0, true, false), -1),
+                (1, (4, false, false, 4, false, false), 1),
+                (2, (0, true, false, 0, true, false), 1),
+                (2, (1, false, false, 1, false, false), -1),
+                (3, (1, false, false, 1, false, false), 1),
+                (3, (2, false, false, 2, false, false), -1),
+                (4, (2, false, false, 2, false, false), 1),
+                (4, (3, false, false, 3, false, false), -1),
+                (5, (3, false, false, 3, false, false), 1),
+                (5, (4, false, false, 4, false, false), -1),
+            ]
+        );
+        // User 2 is charged 20 (40, as user 4; root 165): 3 (30) comes
+        // first, then the tied 4 and 2 (newest, the larger id, first), then
+        // 5, 1, 6 as before. User 2 ties with 4, a user just before it, so
+        // it joins 4's run (run prefix 1); 5, 1 and 6 keep their slots.
+        let tied = sent_in_full(
+            &mut groups,
+            vec![root(145, -1), root(165, 1), user(2, 20, -1), user(2, 40, 1)],
+        );
+        assert_eq!(
+            tied,
+            vec![
+                (2, (0, true, false, 0, true, false), -1),
+                (2, (2, false, true, 1, false, false), 1),
+                (3, (0, true, false, 0, true, false), 1),
+                (3, (1, false, false, 1, false, false), -1),
+                (4, (1, false, false, 1, false, false), 1),
+                (4, (2, false, false, 2, false, false), -1),
+            ]
+        );
+    }
+
+    #[test]
+    fn members_are_placed_once_their_parent_arrives() {
+        // Users 1 (usage 30) and 2 (usage 10) before root's part: no
+        // placement; with root's part, 2 first (less used), then 1.
+        let mut groups = Groups::default();
+        assert_eq!(
+            sent(&mut groups, vec![user(1, 30, 1), user(2, 10, 1)]),
+            vec![]
+        );
+        assert_eq!(
+            sent(&mut groups, vec![root(40, 1)]),
+            vec![(1, 1, 1), (2, 0, 1)]
+        );
+        // Root's part leaves: both placements are retracted.
+        assert_eq!(
+            sent(&mut groups, vec![root(40, -1)]),
+            vec![(1, 1, -1), (2, 0, -1)]
+        );
     }
 
     #[test]

@@ -34,6 +34,7 @@
 //! event changes `O(depth)` subtree maxima.
 
 use std::cmp::Reverse;
+use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, BTreeSet};
 
 use fairflow_model::formula::rank_factor;
@@ -146,6 +147,16 @@ struct Group {
     ranked: [BTreeSet<Ranked>; 2],
 }
 
+/// Remove `prefix` from a group's positions if it maps to `node` (another
+/// member may have been placed there since), with one search.
+fn unmap(by_prefix: &mut BTreeMap<u64, NodeId>, prefix: u64, node: NodeId) {
+    if let Entry::Occupied(held) = by_prefix.entry(prefix) {
+        if *held.get() == node {
+            held.remove();
+        }
+    }
+}
+
 /// The sorted tree; see the module documentation.
 #[derive(Debug, Default)]
 pub struct FairTree {
@@ -184,40 +195,62 @@ impl FairTree {
         self.slots.get(node as usize)?.as_ref()
     }
 
-    /// Apply consolidated slot updates (retractions before insertions);
-    /// returns the entries changed and the user associations placed or
-    /// unplaced: the caller sets their best jobs ([`FairTree::set_user_best`])
-    /// or enters them in its user order.
+    /// Apply consolidated slot updates, sorted by node; returns the
+    /// entries changed and the user associations placed or unplaced: the
+    /// caller sets their best jobs ([`FairTree::set_user_best`]) or enters
+    /// them in its user order. A node whose slot moves within its group (a
+    /// retraction of its slot and one insertion, same group and
+    /// association: most of a usage batch) is moved in place; it stays
+    /// attached and its user is neither unplaced nor re-entered. Otherwise
+    /// its retraction is applied before its insertion. The result does not
+    /// depend on the order of the nodes: a position is unmapped only by the
+    /// node it maps to, and mapped to the node placed there.
     pub fn apply(&mut self, updates: &[(NodeId, TreeSlot, isize)]) -> (u64, Vec<AssocId>) {
+        debug_assert!(updates.windows(2).all(|pair| pair[0].0 <= pair[1].0));
         let mut changed = 0u64;
         let mut touched: Vec<NodeId> = Vec::new();
         let mut moved_users: Vec<AssocId> = Vec::new();
-        for (node, slot, _) in updates.iter().filter(|(_, _, d)| *d < 0) {
-            if self.slot(*node) == Some(slot) {
-                self.unplace(*node, &mut moved_users);
-                touched.push(*node);
+        for run in updates.chunk_by(|a, b| a.0 == b.0) {
+            let node = run[0].0;
+            let current = self.slot(node).copied();
+            let retracted = run
+                .iter()
+                .any(|&(_, slot, diff)| diff < 0 && Some(slot) == current);
+            let mut inserted = run.iter().filter(|(_, _, diff)| *diff > 0);
+            match (current, inserted.next(), inserted.next()) {
+                (Some(old), Some(&(_, new, _)), None)
+                    if retracted && old.group == new.group && old.assoc == new.assoc =>
+                {
+                    self.move_in_place(node, &old, new);
+                    touched.push(node);
+                    continue;
+                }
+                _ => {}
+            }
+            if retracted {
+                self.unplace(node, &mut moved_users);
+                touched.push(node);
+            }
+            for (_, slot, _) in run.iter().filter(|(_, _, diff)| *diff > 0) {
+                if self.slot(node).is_some() {
+                    self.unplace(node, &mut moved_users);
+                }
+                *grow(&mut self.slots, node as usize) = Some(*slot);
+                if slot.weight > 0 {
+                    grow(&mut self.groups, slot.group as usize)
+                        .by_prefix
+                        .insert(slot.placement.prefix, node);
+                }
+                if let Some(assoc) = slot.assoc {
+                    *grow(&mut self.node_of, assoc as usize) = Some(node);
+                    self.users += 1;
+                    moved_users.push(assoc);
+                }
+                touched.push(node);
             }
         }
-        for (node, slot, _) in updates.iter().filter(|(_, _, d)| *d > 0) {
-            if self.slot(*node).is_some() {
-                self.unplace(*node, &mut moved_users);
-            }
-            *grow(&mut self.slots, *node as usize) = Some(*slot);
-            if slot.weight > 0 {
-                grow(&mut self.groups, slot.group as usize)
-                    .by_prefix
-                    .insert(slot.placement.prefix, *node);
-            }
-            if let Some(assoc) = slot.assoc {
-                *grow(&mut self.node_of, assoc as usize) = Some(*node);
-                self.users += 1;
-                moved_users.push(assoc);
-            }
-            touched.push(*node);
-        }
-        touched.sort_unstable();
+        // In node order already; one entry per association whose slot changed.
         touched.dedup();
-        // One entry per association whose slot changed.
         changed += touched.len() as u64;
         for node in touched {
             let want = self.slot(node).map(|slot| slot.group);
@@ -235,16 +268,35 @@ impl FairTree {
         (changed, moved_users)
     }
 
+    /// Replace a placed node's slot by one in the same group for the same
+    /// association: only its position in the group moves.
+    fn move_in_place(&mut self, node: NodeId, old: &TreeSlot, new: TreeSlot) {
+        if old.weight > 0 {
+            unmap(
+                &mut self.groups[old.group as usize].by_prefix,
+                old.placement.prefix,
+                node,
+            );
+        }
+        if new.weight > 0 {
+            grow(&mut self.groups, new.group as usize)
+                .by_prefix
+                .insert(new.placement.prefix, node);
+        }
+        self.slots[node as usize] = Some(new);
+    }
+
     /// Take a node's slot out (its attachment is settled by the caller).
     fn unplace(&mut self, node: NodeId, moved_users: &mut Vec<AssocId>) {
         let Some(old) = self.slots[node as usize].take() else {
             return;
         };
         if old.weight > 0 {
-            let group = &mut self.groups[old.group as usize];
-            if group.by_prefix.get(&old.placement.prefix) == Some(&node) {
-                group.by_prefix.remove(&old.placement.prefix);
-            }
+            unmap(
+                &mut self.groups[old.group as usize].by_prefix,
+                old.placement.prefix,
+                node,
+            );
         }
         if let Some(assoc) = old.assoc {
             if self.node_of(assoc) == Some(node) {

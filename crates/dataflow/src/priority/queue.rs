@@ -29,7 +29,10 @@
 //! change of a user association re-keys its two entries in the user order:
 //! `O(log users)`, whatever its number of jobs. Under Fair Tree a usage
 //! event changes the placements of the members that moved in the groups
-//! on its path and no user entry. A change of the
+//! on its path and no user entry: the slot facts are consolidated apart
+//! from the other facts, sorted by node, and a slot that moves within its
+//! group is replaced in place (two position-map updates, no user
+//! re-entered). A change of the
 //! configuration or of a normalisation maximum changes every record (every
 //! normalised factor moves), as it must.
 //!
@@ -142,6 +145,52 @@ fn consolidate<D: Ord>(mut updates: Vec<(D, isize)>) -> Vec<(D, isize)> {
     out
 }
 
+/// Consolidated tree-slot updates, sorted by node, then slot, so that
+/// [`FairTree::apply`] finds each node's updates together. A batch of usage
+/// events moves thousands of slots, each one or two updates of its node:
+/// a comparison sort of them was the largest part of the queue's work, so
+/// they are ordered by a counting sort on the (dense) node ids, and only a
+/// node's own updates are compared.
+fn consolidate_slots(updates: Vec<(NodeId, TreeSlot, isize)>) -> Vec<(NodeId, TreeSlot, isize)> {
+    let Some(last) = updates.iter().map(|&(node, _, _)| node as usize).max() else {
+        return updates;
+    };
+    // `next[node]`: where the node's next update goes in node order.
+    let mut next: Vec<usize> = vec![0; last + 2];
+    for &(node, _, _) in &updates {
+        next[node as usize + 1] += 1;
+    }
+    for index in 1..next.len() {
+        next[index] += next[index - 1];
+    }
+    let mut in_order: Vec<usize> = vec![0; updates.len()];
+    for (index, &(node, _, _)) in updates.iter().enumerate() {
+        let at = &mut next[node as usize];
+        in_order[*at] = index;
+        *at += 1;
+    }
+    let mut out: Vec<(NodeId, TreeSlot, isize)> = Vec::with_capacity(updates.len());
+    for run in in_order.chunk_by(|&a, &b| updates[a].0 == updates[b].0) {
+        let first = out.len();
+        out.extend(run.iter().map(|&index| updates[index]));
+        if run.len() > 1 {
+            out[first..].sort_unstable_by_key(|update| update.1);
+            let mut kept = first;
+            for read in first + 1..out.len() {
+                if out[kept].1 == out[read].1 {
+                    out[kept].2 += out[read].2;
+                } else {
+                    kept += 1;
+                    out[kept] = out[read];
+                }
+            }
+            out.truncate(kept + 1);
+        }
+    }
+    out.retain(|(_, _, diff)| *diff != 0);
+    out
+}
+
 impl Queue {
     /// An empty queue.
     pub fn new() -> Self {
@@ -153,14 +202,18 @@ impl Queue {
     pub fn absorb(&mut self, captured: &mut Captured, touched: &TouchCounter) {
         let mut changed_users: Vec<AssocId> = Vec::new();
         if !captured.facts.is_empty() {
-            let facts = consolidate(
-                captured
-                    .facts
-                    .drain(..)
-                    .map(|(fact, _, diff)| (fact, diff))
-                    .collect(),
-            );
+            // Tree slots (most of a usage batch's facts under Fair Tree) are
+            // consolidated apart, by node: see `consolidate_slots`.
             let mut slots: Vec<(NodeId, TreeSlot, isize)> = Vec::new();
+            let mut others: Vec<(Fact, isize)> = Vec::new();
+            for (fact, _, diff) in captured.facts.drain(..) {
+                match fact {
+                    Fact::TreeSlot { node, slot } => slots.push((node, slot, diff)),
+                    fact => others.push((fact, diff)),
+                }
+            }
+            let slots = consolidate_slots(slots);
+            let facts = consolidate(others);
             // Classic: the inputs first, then every user's factor from them
             // (one pass over the tree), applied with the facts below.
             for (fact, diff) in &facts {
@@ -171,7 +224,7 @@ impl Queue {
             let classic_changes = self.classic.evaluate();
             // Retractions first: a changed factor is a retraction and an insertion.
             for (fact, diff) in facts.iter().filter(|(_, d)| *d < 0) {
-                self.apply_fact(fact, *diff, &mut changed_users, &mut slots);
+                self.apply_fact(fact, *diff, &mut changed_users);
             }
             for &(assoc, old, _) in &classic_changes {
                 if let Some(bits) = old {
@@ -179,7 +232,7 @@ impl Queue {
                 }
             }
             for (fact, diff) in facts.iter().filter(|(_, d)| *d > 0) {
-                self.apply_fact(fact, *diff, &mut changed_users, &mut slots);
+                self.apply_fact(fact, *diff, &mut changed_users);
             }
             for &(assoc, _, new) in &classic_changes {
                 if let Some(bits) = new {
@@ -259,17 +312,10 @@ impl Queue {
         }
     }
 
-    fn apply_fact(
-        &mut self,
-        fact: &Fact,
-        diff: isize,
-        changed_users: &mut Vec<AssocId>,
-        slots: &mut Vec<(NodeId, TreeSlot, isize)>,
-    ) {
-        if let Fact::TreeSlot { node, slot } = fact {
-            slots.push((*node, *slot, diff));
-            return;
-        }
+    /// Apply one consolidated fact other than a tree slot (those are
+    /// applied together, [`FairTree::apply`]).
+    fn apply_fact(&mut self, fact: &Fact, diff: isize, changed_users: &mut Vec<AssocId>) {
+        debug_assert!(!matches!(fact, Fact::TreeSlot { .. }), "slots are apart");
         if let Fact::Fairshare { assoc, factor_bits } = fact {
             self.apply_factor(*assoc, *factor_bits, diff, changed_users);
             return;
@@ -1058,6 +1104,78 @@ mod tests {
             got[1..].iter().copied().collect::<BTreeSet<_>>(),
             BTreeSet::from([1, 2])
         );
+    }
+
+    /// Three users of root's group, u1, u2, u3 at positions 0, 1, 2
+    /// (ranks 3, 2, 1 by Slurm's walk: factors 1, 2/3, 1/3). u1 moves to
+    /// the end across the two others, which move up one place each: u2 at
+    /// 0 (1), u3 at 1 (2/3), u1 at 2 (1/3); with weight 1,000 the jobs
+    /// rank 2 (1000), 3 (666), 1 (333). The facts come in no particular
+    /// order (u1's new slot at u3's old position before u3's retraction).
+    #[test]
+    fn a_slot_moved_across_others_is_moved_in_place() {
+        let touched = TouchCounter::new();
+        let mut queue = Queue::new();
+        let (u1, u2, u3) = (1, 2, 3);
+        let mut captured = Captured {
+            records: vec![
+                ((1, record(1, 1, 0)), 1, 1),
+                ((2, record(2, 2, 0)), 1, 1),
+                ((3, record(3, 3, 0)), 1, 1),
+            ],
+            facts: vec![
+                (tree_fact(u3, slot(ROOT, 2, 1, Some(3), false, 2)), 1, 1),
+                (tree_fact(u1, slot(ROOT, 0, 1, Some(1), false, 0)), 1, 1),
+                (tree_fact(u2, slot(ROOT, 1, 1, Some(2), false, 1)), 1, 1),
+            ],
+        };
+        queue.absorb(&mut captured, &touched);
+        assert_eq!(order(&queue), vec![1, 2, 3]);
+        assert_eq!(queue.fairshare_of(2), 2.0 / 3.0);
+        touched.take();
+
+        let mut captured = Captured {
+            records: Vec::new(),
+            facts: vec![
+                (tree_fact(u1, slot(ROOT, 2, 1, Some(1), false, 2)), 2, 1),
+                (tree_fact(u3, slot(ROOT, 2, 1, Some(3), false, 2)), 2, -1),
+                (tree_fact(u2, slot(ROOT, 0, 1, Some(2), false, 0)), 2, 1),
+                (tree_fact(u1, slot(ROOT, 0, 1, Some(1), false, 0)), 2, -1),
+                (tree_fact(u3, slot(ROOT, 1, 1, Some(3), false, 1)), 2, 1),
+                (tree_fact(u2, slot(ROOT, 1, 1, Some(2), false, 1)), 2, -1),
+            ],
+        };
+        queue.absorb(&mut captured, &touched);
+        assert_eq!(touched.take(), 3, "three slots, no user entry");
+        assert_eq!(queue.fairshare_of(2), 1.0);
+        assert_eq!(queue.fairshare_of(3), 2.0 / 3.0);
+        assert_eq!(queue.fairshare_of(1), 1.0 / 3.0);
+        assert_eq!(order(&queue), vec![2, 3, 1]);
+        let all = queue.fairshare_factors();
+        assert_eq!(all.get(&1), Some(&(1.0 / 3.0)));
+    }
+
+    #[test]
+    fn slot_updates_are_consolidated_by_node_then_slot() {
+        // `early` sorts before `late` (prefix 0 before 1). Node 2: `early`
+        // retracted and inserted again (net nothing), `late` inserted;
+        // node 5: `early` retracted, `late` inserted twice; node 9: `early`.
+        let early = slot(ROOT, 0, 1, Some(1), false, 0);
+        let late = slot(ROOT, 1, 1, Some(1), false, 1);
+        let updates = vec![
+            (5, late, 1),
+            (2, early, -1),
+            (5, early, -1),
+            (9, early, 1),
+            (2, late, 1),
+            (2, early, 1),
+            (5, late, 1),
+        ];
+        assert_eq!(
+            consolidate_slots(updates),
+            vec![(2, late, 1), (5, early, -1), (5, late, 2), (9, early, 1)]
+        );
+        assert_eq!(consolidate_slots(Vec::new()), Vec::new());
     }
 
     #[test]
