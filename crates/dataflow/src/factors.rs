@@ -615,6 +615,21 @@ struct Own {
     weight: u64,
 }
 
+impl Member {
+    /// A member from its own part and its parent's `(usage, level shares)`.
+    fn of(own: Own, (parent_usage, level_shares): (u128, u64)) -> Member {
+        Member {
+            shares: own.shares,
+            level_shares,
+            usage: own.usage,
+            parent_usage,
+            user: own.user,
+            assoc: own.assoc,
+            weight: own.weight,
+        }
+    }
+}
+
 /// One value of a Fair Tree group's reduce. A member's `LevelFs` needs its
 /// fair-share parent's usage and level shares; they travel once per parent
 /// (not once per member), so a usage event changes one item per parent on
@@ -661,19 +676,7 @@ fn group_members(items: &[(&GroupItem, Diff)]) -> Vec<(NodeId, Member)> {
         .filter(|(_, count)| *count > 0)
         .filter_map(|(item, _)| match **item {
             GroupItem::Member { node, parent, own } => {
-                let &(parent_usage, level_shares) = parents.get(&parent)?;
-                Some((
-                    node,
-                    Member {
-                        shares: own.shares,
-                        level_shares,
-                        usage: own.usage,
-                        parent_usage,
-                        user: own.user,
-                        assoc: own.assoc,
-                        weight: own.weight,
-                    },
-                ))
+                Some((node, Member::of(own, *parents.get(&parent)?)))
             }
             GroupItem::Parent { .. } => None,
         })

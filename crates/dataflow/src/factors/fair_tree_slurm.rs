@@ -151,16 +151,7 @@ struct Placed {
 
 impl Placed {
     fn new(node: NodeId, parent: NodeId, own: Own, part: (u128, u64)) -> Placed {
-        let (parent_usage, level_shares) = part;
-        let member = super::Member {
-            shares: own.shares,
-            level_shares,
-            usage: own.usage,
-            parent_usage,
-            user: own.user,
-            assoc: own.assoc,
-            weight: own.weight,
-        };
+        let member = super::Member::of(own, part);
         Placed {
             node,
             parent,
