@@ -80,15 +80,10 @@ impl KeptTop {
                 kept.jobs
                     .push((candidate.record.job(), candidate.fairshare));
             } else {
-                kept.leave_out(candidate);
+                leave_out(&mut kept.unread, candidate);
             }
         }
         kept
-    }
-
-    /// Count a ranked candidate among the jobs not kept.
-    pub(super) fn leave_out(&mut self, candidate: &Ranked<'_>) {
-        leave_out(&mut self.unread, candidate);
     }
 }
 

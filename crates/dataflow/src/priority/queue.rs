@@ -605,6 +605,15 @@ enum Source {
     Jobs { class: usize, factor: f64 },
 }
 
+impl Source {
+    /// The rank class its candidates are in.
+    fn class(self) -> usize {
+        match self {
+            Source::Users(class) | Source::Jobs { class, .. } => class,
+        }
+    }
+}
+
 /// A member of the sorted tree in the search: its subtree's best job in
 /// `class`, bounded with `factor` (its first user's factor when `tight`,
 /// else its group's, an upper bound of it).
@@ -720,7 +729,12 @@ impl<'q> Candidates<'q> {
     /// with the fair-share factor `factor` ([`PriorityRecord::upper_bound`]
     /// from the key an index holds: no record is read).
     fn key_bound(&self, key: u64, factor: f64, class: usize) -> f64 {
-        key_with_term(key, self.fairshare_weight * factor) + self.shift[class]
+        self.unshifted_bound(key, factor) + self.shift[class]
+    }
+
+    /// [`Candidates::key_bound`] without the time shift.
+    fn unshifted_bound(&self, key: u64, factor: f64) -> f64 {
+        key_with_term(key, self.fairshare_weight * factor)
     }
 
     /// Enter an opened group's next member: its bound is its subtree's best
@@ -734,10 +748,7 @@ impl<'q> Candidates<'q> {
     }
 
     fn bound_of(&self, source: Source, entry: Ranked) -> f64 {
-        let class = match source {
-            Source::Users(class) | Source::Jobs { class, .. } => class,
-        };
-        self.key_space_bound(source, entry) + self.shift[class]
+        self.key_space_bound(source, entry) + self.shift[source.class()]
     }
 
     /// The bound of the next candidate (`None`: no ranked job is left).
@@ -798,10 +809,7 @@ impl<'q> Candidates<'q> {
                     let Some(&&head) = iter.peek() else {
                         continue;
                     };
-                    let class = match source {
-                        Source::Users(class) | Source::Jobs { class, .. } => class,
-                    };
-                    (class, self.key_space_bound(source, head))
+                    (source.class(), self.key_space_bound(source, head))
                 }
                 Item::Group(index) => {
                     let (open, members) = &mut self.groups[*index];
@@ -809,15 +817,13 @@ impl<'q> Candidates<'q> {
                     let Some(&(_, (key, _))) = members.peek() else {
                         continue;
                     };
-                    let term = self.fairshare_weight * open.factor;
-                    (open.class, key_with_term(key, term))
+                    (open.class, self.unshifted_bound(key, open.factor))
                 }
                 Item::Member(member) => {
                     let Some((key, _)) = self.queue.tree.best_of(member.node, member.class) else {
                         continue;
                     };
-                    let term = self.fairshare_weight * member.factor;
-                    (member.class, key_with_term(key, term))
+                    (member.class, self.unshifted_bound(key, member.factor))
                 }
             };
             out[class] = out[class].max(bound);
@@ -829,7 +835,7 @@ impl<'q> Candidates<'q> {
     fn key_space_bound(&self, source: Source, (Reverse(key), _): Ranked) -> f64 {
         match source {
             Source::Users(_) => from_ordered_bits(key),
-            Source::Jobs { factor, .. } => key_with_term(key, self.fairshare_weight * factor),
+            Source::Jobs { factor, .. } => self.unshifted_bound(key, factor),
         }
     }
 
