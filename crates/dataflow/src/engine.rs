@@ -25,7 +25,7 @@ use crate::job_feed::{JobDeltas, JobFeed};
 use crate::names::{JobNames, Names};
 use crate::tree_feed::{Deltas, TreeFeed};
 use crate::types::{Epoch, NodeId, TouchCounter, ROOT};
-use crate::worker::{run_worker, Command, Feeder, Reply};
+use crate::worker::{handoff_spin, recv_polling, run_worker, Command, Feeder, Reply};
 
 /// Why the engine could not do what was asked.
 #[derive(Debug, thiserror::Error)]
@@ -75,6 +75,8 @@ pub struct Engine {
     workers_per_process: usize,
     commands: Option<Sender<Command>>,
     replies: Receiver<Reply>,
+    /// How long to poll for a reply before parking ([`handoff_spin`]).
+    spin: Option<Duration>,
     worker0: std::thread::Thread,
     guards: Option<timely::communication::initialize::WorkerGuards<()>>,
     /// Records emitted by the dataflow stages of this process's workers.
@@ -140,18 +142,20 @@ impl Engine {
     ) -> Result<Engine, EngineError> {
         let (command_tx, command_rx) = crossbeam_channel::unbounded();
         let (reply_tx, reply_rx) = crossbeam_channel::unbounded();
+        let (share_names, workers_per_process) = match &timely_config.communication {
+            timely::CommunicationConfig::Cluster { threads, .. } => (true, *threads),
+            _ => (false, workers),
+        };
+        let spin = handoff_spin(workers_per_process);
         let feeder = Feeder {
             commands: command_rx,
             replies: reply_tx,
+            spin,
         };
         let touched = TouchCounter::new();
         let worker_touched = touched.clone();
         let job_names = JobNames::default();
         let worker_names = job_names.clone();
-        let (share_names, workers_per_process) = match &timely_config.communication {
-            timely::CommunicationConfig::Cluster { threads, .. } => (true, *threads),
-            _ => (false, workers),
-        };
         let guards = timely::execute(timely_config, move |worker| {
             let feeder = (worker.index() == 0).then(|| feeder.clone());
             run_worker(
@@ -181,6 +185,7 @@ impl Engine {
             workers_per_process: workers_per_process.max(1),
             commands: Some(command_tx),
             replies: reply_rx,
+            spin,
             worker0,
             guards: Some(guards),
             touched,
@@ -265,6 +270,11 @@ impl Engine {
         &self.book
     }
 
+    /// Worker 0's reply to the last command ([`recv_polling`]).
+    fn reply(&self) -> Result<Reply, crossbeam_channel::RecvError> {
+        recv_polling(&self.replies, self.spin)
+    }
+
     fn send(&self, command: Command) -> Result<(), EngineError> {
         if matches!(
             command,
@@ -302,7 +312,7 @@ impl Engine {
             jobs,
             top,
         })?;
-        let reply = match self.replies.recv() {
+        let reply = match self.reply() {
             Ok(Reply::BatchDone(reply)) => reply,
             _ => return Err(EngineError::WorkersGone),
         };
@@ -407,7 +417,7 @@ impl Engine {
         let now = state.now;
         let records = self.flush(false)?;
         self.send(Command::RememberIncrOnly(now))?;
-        match self.replies.recv() {
+        match self.reply() {
             Ok(Reply::Done) => {}
             _ => return Err(EngineError::WorkersGone),
         }
@@ -499,7 +509,7 @@ impl Engine {
 
     fn read_facts(&self) -> Result<Vec<(NodeId, Fact)>, EngineError> {
         self.send(Command::ReadFacts)?;
-        match self.replies.recv() {
+        match self.reply() {
             Ok(Reply::Facts(facts)) => Ok(facts),
             _ => Err(EngineError::WorkersGone),
         }
@@ -613,7 +623,7 @@ impl Engine {
     /// as the dataflow maintains it (and the priorities use it).
     pub fn user_factors(&self) -> Result<BTreeMap<(String, String), f64>, EngineError> {
         self.send(Command::ReadFactors)?;
-        match self.replies.recv() {
+        match self.reply() {
             Ok(Reply::Factors(factors)) => Ok(factors
                 .into_iter()
                 .filter_map(|(assoc, factor)| {
@@ -628,7 +638,7 @@ impl Engine {
 impl Engine {
     fn priority_read(&self, command: Command) -> Result<Reply, EngineError> {
         self.send(command)?;
-        self.replies.recv().map_err(|_| EngineError::WorkersGone)
+        self.reply().map_err(|_| EngineError::WorkersGone)
     }
 
     /// Name a result's user, account, partition and QOS (the dataflow's
@@ -725,7 +735,7 @@ impl Engine {
     /// memory the dataflow keeps written into it, not the dataflow.
     pub fn snapshot(&self) -> Result<Vec<u8>, EngineError> {
         self.send(Command::ReadFloors)?;
-        let floors = match self.replies.recv() {
+        let floors = match self.reply() {
             Ok(Reply::Floors(floors)) => floors,
             _ => return Err(EngineError::WorkersGone),
         };
@@ -769,7 +779,7 @@ impl Engine {
         self.book = book;
         self.applied = applied;
         self.send(Command::SetFloors(floors))?;
-        match self.replies.recv() {
+        match self.reply() {
             Ok(Reply::Done) => {}
             _ => return Err(EngineError::WorkersGone),
         }

@@ -8,7 +8,9 @@
 //! does not depend on how the workers were started (threads of one
 //! process, or timely's multi-process cluster mode).
 
-use crossbeam_channel::{Receiver, Sender, TryRecvError};
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, RecvError, Sender, TryRecvError};
 use fairflow_model::report::{JobPriority, JobState};
 use timely::worker::Worker;
 
@@ -102,6 +104,49 @@ pub struct Feeder {
     pub commands: Receiver<Command>,
     /// Replies to the driver.
     pub replies: Sender<Reply>,
+    /// How long worker 0 polls for the next command after serving one
+    /// before it parks (`None`: park at once); see [`HANDOFF_SPIN`].
+    pub spin: Option<Duration>,
+}
+
+/// How long the driver polls for worker 0's reply, and worker 0 for the
+/// driver's next command, before parking, when every thread of the
+/// process has a core of its own (the driver and one worker on two cores).
+/// Waking a parked thread costs tens of microseconds on a virtual machine,
+/// twice per command: more than a whole single-job batch's work in the
+/// dataflow. With more threads than cores the poll would take a core from
+/// a worker that has work, so both sides park at once (`None`).
+pub const HANDOFF_SPIN: Duration = Duration::from_millis(2);
+
+/// The handoff's poll for this many threads per process: [`HANDOFF_SPIN`]
+/// when the driver and the process's workers each have a core.
+pub fn handoff_spin(workers_per_process: usize) -> Option<Duration> {
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    (workers_per_process < cores).then_some(HANDOFF_SPIN)
+}
+
+/// Receive from `channel`, polling it for up to `spin` before blocking.
+pub fn recv_polling<T>(channel: &Receiver<T>, spin: Option<Duration>) -> Result<T, RecvError> {
+    if let Some(spin) = spin {
+        let started = Instant::now();
+        let mut polls = 0u32;
+        loop {
+            match channel.try_recv() {
+                Ok(message) => return Ok(message),
+                Err(TryRecvError::Disconnected) => return Err(RecvError),
+                Err(TryRecvError::Empty) => {}
+            }
+            // Yield, not spin: a thread with work (another engine's, in
+            // the tests) gets the core; with none, this returns at once.
+            std::thread::yield_now();
+            polls = polls.wrapping_add(1);
+            // The clock only now and then: it is not free.
+            if polls.is_multiple_of(8) && started.elapsed() >= spin {
+                break;
+            }
+        }
+    }
+    channel.recv()
 }
 
 /// The loop of one worker. `feeder` is `Some` only for the worker the driver
@@ -157,15 +202,28 @@ pub fn run_worker(
     {
         return;
     }
+    // Since when worker 0 has had no command (`None`: it just served one).
+    let mut idle_since: Option<Instant> = None;
     loop {
         let command = match feeder.commands.try_recv() {
             Ok(command) => command,
             Err(TryRecvError::Empty) => {
-                worker.step_or_park(None);
+                let idle = idle_since.get_or_insert_with(Instant::now).elapsed();
+                match feeder.spin {
+                    // Poll: step what is active without parking, look again.
+                    Some(spin) if idle < spin => {
+                        worker.step_or_park(Some(Duration::ZERO));
+                        std::thread::yield_now();
+                    }
+                    _ => {
+                        worker.step_or_park(None);
+                    }
+                }
                 continue;
             }
             Err(TryRecvError::Disconnected) => break,
         };
+        idle_since = None;
         let reader = &mut dataflows.reader;
         let reply = match command {
             Command::Batch {
