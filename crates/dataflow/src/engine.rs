@@ -382,9 +382,13 @@ impl Engine {
         }
         self.job_feed.note(changes);
         let state = self.book.state();
+        let rows = self.job_feed.job_deltas(state, &mut self.names);
+        let (combos, partition_refs) = self.job_feed.combo_deltas(&rows);
         let jobs = JobDeltas {
-            jobs: self.job_feed.job_deltas(state, &mut self.names),
+            jobs: rows,
             facts: self.job_feed.fact_deltas(state, &mut self.names),
+            combos,
+            partition_refs,
         };
         if family == Family::Ticket {
             let pending = if moved {

@@ -1,5 +1,7 @@
 //! The dataflows every timely worker builds (identically, in the same
-//! order): the priority dataflow (`priority`), and one tree dataflow per
+//! order): the two priority dataflows (`priority`: the rows dataflow, which
+//! routes job rows to their shards, and the context dataflow, fed facts and
+//! the combinations jobs name), and one tree dataflow per
 //! family of fair-share algorithms (`factors::Family`): the tree half
 //! (subtree usage, fair-share parents, level shares) and that family's
 //! factors (`factors`), each with its own inputs and probe. Only the
@@ -35,12 +37,12 @@ use crate::job_feed::JobDeltas;
 use crate::names::JobNames;
 use crate::priority::queue::Capture;
 use crate::priority::{
-    build as build_priority, capture_on_every_worker, capture_on_worker_0, shard_key,
-    Fact as PFact, JobRow, PriorityInputs, PriorityReader, TouchCounter,
+    build as build_priority, capture_on_every_worker, capture_on_worker_0, capture_rows, shard_key,
+    Combo, Fact as PFact, JobRow, PriorityInputs, PriorityReader, Sharding, TouchCounter,
 };
 use crate::stages::{group_sums, nearest_proper_ancestor, sums_up_the_tree};
 use crate::tree_feed::Deltas;
-use crate::types::{AssocId, Diff, Epoch, JobId, NodeId};
+use crate::types::{AssocId, Diff, Epoch, JobId, NameId, NodeId};
 
 /// One derived fact about an association, as read from the facts store on
 /// worker 0 ([`FactStore`]).
@@ -164,68 +166,139 @@ pub(crate) struct TreeDataflow {
     pub(crate) probe: ProbeHandle<Epoch>,
 }
 
-/// The inputs of the priority dataflow.
+/// The inputs of the two priority dataflows: the rows dataflow (job rows,
+/// and the names of inserted jobs) and the context dataflow (facts, the
+/// combinations and partition pairs jobs name).
 pub(crate) struct JobInputs {
     jobs: InputSession<Epoch, JobRow, isize>,
-    priority_facts: InputSession<Epoch, PFact, isize>,
     /// With several processes: the names of inserted jobs, routed like
-    /// their records (`(shard key, job, name)`), for the process whose
+    /// their rows (`(shard key, job, name)`), for the process whose
     /// shard holds them (its queue breaks ties by name), and the table
     /// they are looked up in.
     names: Option<(NameInput, JobNames)>,
+    priority_facts: InputSession<Epoch, PFact, isize>,
+    combos: InputSession<Epoch, Combo, isize>,
+    partition_refs: InputSession<Epoch, (NameId, u8), isize>,
 }
 
 /// The input of `(shard key, job, name)` for the names of inserted jobs.
 type NameInput = InputHandleVec<Epoch, (u64, JobId, String)>;
 
+/// Which of the two priority dataflows a batch fed.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Fed {
+    /// The rows dataflow.
+    pub(crate) rows: bool,
+    /// The context dataflow.
+    pub(crate) contexts: bool,
+}
+
 impl JobInputs {
     /// Insert one batch's changes at `epoch` (not before the inputs' time),
-    /// then close `epoch`.
-    pub(crate) fn feed(&mut self, epoch: Epoch, jobs: JobDeltas) {
-        debug_assert!(epoch >= *self.jobs.time());
-        self.advance_and_flush(epoch);
-        if let Some((input, table)) = &mut self.names {
-            for (row, _) in jobs.jobs.iter().filter(|(_, diff)| *diff > 0) {
-                if let Some(name) = table.get(row.job) {
-                    input.send((shard_key(row), row.job, name.to_string()));
+    /// then close `epoch` in the dataflows the batch feeds; a dataflow
+    /// without changes in it does not move (its operators do not step).
+    pub(crate) fn feed(&mut self, epoch: Epoch, jobs: JobDeltas) -> Fed {
+        let fed = Fed {
+            rows: !jobs.jobs.is_empty(),
+            contexts: !(jobs.facts.is_empty()
+                && jobs.combos.is_empty()
+                && jobs.partition_refs.is_empty()),
+        };
+        if fed.rows {
+            debug_assert!(epoch >= *self.jobs.time());
+            self.advance_rows(epoch);
+            if let Some((input, table)) = &mut self.names {
+                for (row, _) in jobs.jobs.iter().filter(|(_, diff)| *diff > 0) {
+                    if let Some(name) = table.get(row.job) {
+                        input.send((shard_key(row), row.job, name.to_string()));
+                    }
                 }
             }
+            for (record, diff) in jobs.jobs {
+                self.jobs.update(record, diff);
+            }
+            self.advance_rows(epoch + 1);
         }
-        for (record, diff) in jobs.jobs {
-            self.jobs.update(record, diff);
+        if fed.contexts {
+            debug_assert!(epoch >= *self.priority_facts.time());
+            self.advance_contexts(epoch);
+            for (record, diff) in jobs.facts {
+                self.priority_facts.update(record, diff);
+            }
+            for (combo, diff) in jobs.combos {
+                self.combos.update(combo, diff);
+            }
+            for (pair, diff) in jobs.partition_refs {
+                self.partition_refs.update(pair, diff);
+            }
+            self.advance_contexts(epoch + 1);
         }
-        for (record, diff) in jobs.facts {
-            self.priority_facts.update(record, diff);
-        }
-        self.advance_and_flush(epoch + 1);
+        fed
     }
 
-    /// Advance both inputs to `epoch` and flush.
+    /// Advance every input to `epoch` and flush.
     pub(crate) fn advance_and_flush(&mut self, epoch: Epoch) {
+        self.advance_rows(epoch);
+        self.advance_contexts(epoch);
+    }
+
+    fn advance_rows(&mut self, epoch: Epoch) {
         self.jobs.advance_to(epoch);
-        self.priority_facts.advance_to(epoch);
         self.jobs.flush();
-        self.priority_facts.flush();
         if let Some((input, _)) = &mut self.names {
             input.advance_to(epoch);
         }
     }
+
+    fn advance_contexts(&mut self, epoch: Epoch) {
+        self.priority_facts.advance_to(epoch);
+        self.combos.advance_to(epoch);
+        self.partition_refs.advance_to(epoch);
+        self.priority_facts.flush();
+        self.combos.flush();
+        self.partition_refs.flush();
+    }
 }
 
-/// Every dataflow of one worker: the priority dataflow and one tree
+/// Every dataflow of one worker: the two priority dataflows and one tree
 /// dataflow per [`Family`], each with its own inputs and probe, so that a
 /// batch steps only the dataflows it feeds (a usage event the configured
-/// family's tree, a job event the priority dataflow) and the families not
-/// configured never step.
+/// family's tree, a job event the rows dataflow, and the context dataflow
+/// only when a fact changes or a job names a combination no other job
+/// names) and the families not configured never step.
 pub(crate) struct Dataflows {
     /// By [`Family::index`].
     pub(crate) trees: Vec<TreeDataflow>,
-    /// The priority dataflow's inputs.
+    /// The priority dataflows' inputs.
     pub(crate) jobs: JobInputs,
-    /// Passes a time once the priority dataflow's captured updates reflect it.
+    /// Passes a time once the rows dataflow's captured updates reflect it.
+    pub(crate) rows_probe: ProbeHandle<Epoch>,
+    /// Passes a time once the context dataflow's captured updates reflect it.
     pub(crate) jobs_probe: ProbeHandle<Epoch>,
     /// The reader of everything captured on this worker (worker 0's is the one read).
     pub(crate) reader: PriorityReader,
+}
+
+impl Dataflows {
+    /// Whether the priority dataflows `fed` have not yet passed `epoch`.
+    pub(crate) fn priority_behind(&self, fed: Fed, epoch: Epoch) -> bool {
+        (fed.rows && self.rows_probe.less_than(&(epoch + 1)))
+            || (fed.contexts && self.jobs_probe.less_than(&(epoch + 1)))
+    }
+}
+
+/// The first time either priority dataflow may still capture updates at,
+/// by their probes (`None`: both finished).
+pub(crate) fn priority_upper(
+    rows_probe: &ProbeHandle<Epoch>,
+    jobs_probe: &ProbeHandle<Epoch>,
+) -> Option<Epoch> {
+    let rows = rows_probe.with_frontier(|f| f.first().copied());
+    let contexts = jobs_probe.with_frontier(|f| f.first().copied());
+    match (rows, contexts) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
 }
 
 /// Build every dataflow on this worker (every worker builds the same, in the
@@ -239,14 +312,11 @@ pub(crate) fn build(
     names: JobNames,
     share_names: bool,
 ) -> Dataflows {
-    let (jobs, jobs_probe, capture) = worker.dataflow::<Epoch, _, _>(|scope| {
+    let capture: Capture = Capture::default();
+    let (jobs_input, names_input, rows_probe) = worker.dataflow::<Epoch, _, _>(|scope| {
         let (jobs_input, jobs) = scope.new_collection::<JobRow, isize>();
-        let (priority_facts_input, facts) = scope.new_collection::<PFact, isize>();
-        let priority = build_priority(PriorityInputs { jobs, facts }, touched);
         let probe = ProbeHandle::new();
-        for stream in priority.captured {
-            stream.probe_with(&probe);
-        }
+        capture_rows(jobs, &capture, Sharding::ByShardKey).probe_with(&probe);
         let names = share_names.then(|| {
             let (input, stream) = scope.new_input::<(u64, JobId, String)>();
             let table = names.clone();
@@ -267,13 +337,38 @@ pub(crate) fn build(
                 .probe_with(&probe);
             (input, names.clone())
         });
-        let inputs = JobInputs {
-            jobs: jobs_input,
-            priority_facts: priority_facts_input,
-            names,
-        };
-        (inputs, probe, priority.capture)
+        (jobs_input, names, probe)
     });
+    let (contexts_inputs, jobs_probe) = worker.dataflow::<Epoch, _, _>(|scope| {
+        let (priority_facts_input, facts) = scope.new_collection::<PFact, isize>();
+        let (combos_input, combos) = scope.new_collection::<Combo, isize>();
+        let (partition_refs_input, partition_refs) = scope.new_collection::<(NameId, u8), isize>();
+        let priority = build_priority(
+            PriorityInputs {
+                facts,
+                combos,
+                partition_refs,
+            },
+            &capture,
+            touched,
+        );
+        let probe = ProbeHandle::new();
+        for stream in priority.captured {
+            stream.probe_with(&probe);
+        }
+        (
+            (priority_facts_input, combos_input, partition_refs_input),
+            probe,
+        )
+    });
+    let (priority_facts, combos, partition_refs) = contexts_inputs;
+    let jobs = JobInputs {
+        jobs: jobs_input,
+        names: names_input,
+        priority_facts,
+        combos,
+        partition_refs,
+    };
     let trees = Family::ALL
         .into_iter()
         .map(|family| build_tree(worker, family, touched, &capture))
@@ -281,6 +376,7 @@ pub(crate) fn build(
     Dataflows {
         trees,
         jobs,
+        rows_probe,
         jobs_probe,
         reader: PriorityReader::new(names, capture, touched.clone()),
     }

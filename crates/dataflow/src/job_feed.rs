@@ -46,9 +46,10 @@ use fairflow_model::{PriorityModel, Time};
 use crate::names::{JobIds, JobNames, Names};
 use crate::priority::crossings::{age_capped_at, begun_at, next_crossing, Crossings};
 use crate::priority::{
-    tres_bits, AssocRef, Fact as PFact, JobRow, MoabRow, PartitionRec, Phase, PriorityParams,
+    tres_bits, AssocRef, Combo, ComboDeltas, ComboRefs, Fact as PFact, JobRow, MoabRow,
+    PartitionRec, Phase, PriorityParams,
 };
-use crate::types::{AssocId, JobId};
+use crate::types::{AssocId, JobId, NameId};
 
 /// Input changes for the priority dataflow.
 #[derive(Debug, Clone, Default)]
@@ -57,12 +58,17 @@ pub struct JobDeltas {
     pub jobs: Vec<(JobRow, isize)>,
     /// Fact retractions and insertions.
     pub facts: Vec<(PFact, isize)>,
+    /// Combinations the rows start (`+1`) or stop (`-1`) naming
+    /// ([`crate::priority::ComboRefs`]).
+    pub combos: Vec<(Combo, isize)>,
+    /// (Partition, job category) pairs the rows start or stop naming.
+    pub partition_refs: Vec<((NameId, u8), isize)>,
 }
 
 impl JobDeltas {
     /// Records in the deltas.
     pub fn len(&self) -> usize {
-        self.jobs.len() + self.facts.len()
+        self.jobs.len() + self.facts.len() + self.combos.len() + self.partition_refs.len()
     }
 }
 
@@ -151,6 +157,8 @@ pub struct JobFeed {
     paired: BTreeSet<String>,
     /// A QOS changed since the last send.
     qos_changed: bool,
+    /// How many sent rows name each combination and partition pair.
+    combo_refs: ComboRefs,
 }
 
 impl JobFeed {
@@ -160,6 +168,13 @@ impl JobFeed {
             job_ids: JobIds::new(names),
             ..JobFeed::default()
         }
+    }
+
+    /// The combinations and (partition, category) pairs that `rows` (the
+    /// row deltas about to be sent) make named or unnamed by every sent row
+    /// ([`ComboRefs::deltas`]).
+    pub fn combo_deltas(&mut self, rows: &[(JobRow, isize)]) -> ComboDeltas {
+        self.combo_refs.deltas(rows)
     }
 
     /// The id of the active job `name`.

@@ -5,53 +5,56 @@
 //! [`PriorityReader::top`] returns exactly the oracle's first `k`
 //! `JobPriority` values (`fairflow_oracle::priority::queue`), at any `now`.
 //!
-//! # Inputs ([`PriorityInputs`], time `u64`, diff `isize`)
-//! - `jobs`: one [`JobRow`] per active job (pending, held, running): its
-//!   id, user association, the attributes priority needs, and two flags the
-//!   driver keeps current as time passes (`begun`, `age_capped`; see
-//!   [`crossings`]). A change is a retraction of the old row and an
-//!   insertion of the new one.
-//! - `facts`: everything else, as [`Fact`]s: the priority configuration
+//! # Inputs (time `u64`, diff `isize`)
+//! - job rows, into the *rows dataflow* ([`capture_rows`]): one [`JobRow`]
+//!   per active job (pending, held, running): its id, user association,
+//!   the attributes priority needs, and two flags the driver keeps current
+//!   as time passes (`begun`, `age_capped`; see [`crossings`]). A change is
+//!   a retraction of the old row and an insertion of the new one. The
+//!   dataflow only routes each row update to its job's shard
+//!   ([`shard_key`]: the user association, under Moab the user): a job
+//!   event steps a graph of two operators.
+//! - into the *context dataflow* ([`PriorityInputs`], [`build`]):
+//!   `facts`, everything else, as [`Fact`]s: the priority configuration
 //!   ([`PriorityParams`], one), the cluster size (one), each user
 //!   association's fair-share factor (exact `f64` bits, from the fair-share
 //!   part), every association's effective Slurm association priority
 //!   (the user association's own, else its nearest account's; accounts
 //!   too), accounts' own priorities (Flux's bank priority), QOS priorities
-//!   and partitions.
+//!   and partitions; `combos`, the distinct `(association, QOS, partition)`
+//!   combinations active jobs name ([`Combo`]), and `partition_refs`, the
+//!   distinct (partition, job category) pairs. The driver counts the rows
+//!   it sends per combination and pair ([`ComboRefs`]) and sends only those
+//!   that start or stop being named, so most job events do not feed (or
+//!   step) the context dataflow at all.
 //!
 //! # Operators (what an update touches)
 //! - `resolve`: one `reduce` per context key (association, account, QOS,
-//!   partition) over that key's facts and one *reference* value per job
-//!   category (counts consolidated), giving the key's context with the
-//!   oracle's defaults for what no fact defines (QOS priority 0, partition
-//!   factor 1, ...). A job change re-runs four groups of at most a handful
-//!   of distinct values: `O(1)`. Fair-share factors do not enter here.
+//!   partition) over that key's facts and one *reference* per combination
+//!   naming it (and per job category, for partitions), giving the key's
+//!   context with the oracle's defaults for what no fact defines (QOS
+//!   priority 0, partition factor 1, ...). Fair-share factors do not enter
+//!   here.
 //! - `globals`: one `reduce` on the unit key over the *distinct* values of
 //!   association priorities, QOS priorities, partition factors (plus the
 //!   partitions that listed jobs name without a definition, which count
 //!   with factor 1), the configuration and the cluster: the normalisation
 //!   maxima. `O(distinct values)` per change, typically a few dozen.
-//! - the context joins run over *combinations*, not jobs: the distinct
-//!   `(association, QOS, partition)` triples that active jobs name
-//!   ([`Combo`], `distinct_total`). Four `join_core` stages carry each
-//!   combination through its association, account, QOS and partition
-//!   contexts, a fifth joins the globals, giving one [`JobContext`] per
-//!   combination, arranged by combination. The job rows are arranged once,
-//!   by combination, and one `join_core` with the contexts builds each
-//!   [`PriorityRecord`]. A job event touches its record (and a combination
-//!   only when it is the first or last job naming it); a change of a QOS or
-//!   partition priority touches the combinations and jobs naming it; a
-//!   change of a maximum, the cluster or the configuration touches every
-//!   combination and job (every normalised factor changes). **A fair-share
-//!   change touches no record**: the records' keys leave the fair-share
-//!   term out ([`record`]).
-//! - the queue is sharded across the workers: each record update is
-//!   exchanged to its job's shard ([`shard_key`]: the user association,
-//!   under Moab the user) and each fact to every worker, and captured there
-//!   (`capture_on_shards`, `capture_on_every_worker`); each worker's reader
-//!   applies them to its shard's [`queue::Queue`] (worker 0 after each
-//!   batch, the others when a read reaches them; reads merge the shards,
-//!   see `worker::shards`): records by job id (`explain`),
+//! - the context joins run over *combinations*, not jobs. Four `join_core`
+//!   stages carry each combination through its association, account, QOS
+//!   and partition contexts, a fifth joins the globals, giving one
+//!   [`JobContext`] per combination, captured on every worker.
+//! - each shard's reader meets its rows with their combinations' contexts
+//!   (`PriorityReader::join_rows`) into [`PriorityRecord`]s: a job event
+//!   re-derives its record; a change of a QOS or partition priority touches
+//!   the combinations and jobs naming it; a change of a maximum, the
+//!   cluster or the configuration touches every combination and job (every
+//!   normalised factor changes). **A fair-share change touches no record**:
+//!   the records' keys leave the fair-share term out ([`record`]).
+//! - the queue is sharded across the workers: each worker's reader applies
+//!   its records and every fact to its shard's [`queue::Queue`] (worker 0
+//!   after each batch, the others when a read reaches them; reads merge the
+//!   shards, see `worker::shards`): records by job id (`explain`),
 //!   per user association its ranked jobs by key, the users ordered by
 //!   their best key plus their fair-share term, and the ranked jobs by
 //!   submit time. A fair-share change re-keys that user's two entries.
@@ -61,15 +64,17 @@
 //! QOS are interned integers ([`crate::names`]); a [`JobRow`] holds only what
 //! priority needs (the job's name and other attributes stay in the book),
 //! and a record is its row plus its combination's shared context (one
-//! `Arc` per combination). Memory per active job: its row in the one job
-//! arrangement, its record in the queue, one entry in its user's ranked
-//! jobs and one submit-time entry (pending jobs). Results name their job
+//! `Arc` per combination). Memory per active job: its record in the queue
+//! (which holds its row), one entry in its combination's jobs, one entry in
+//! its user's ranked jobs and one submit-time entry (pending jobs); no
+//! arrangement holds rows. Results name their job
 //! from the shared [`JobNames`] table (the queue breaks ties by name); the
 //! driver fills in the other names from the book.
 //!
 //! [`TouchCounter`] counts every update leaving each stage (resolve,
-//! globals, the five joins, records) and every job and user entry the
-//! queue changes, for the benchmark's `touched_records_mean`.
+//! globals, the five joins), every record the readers remove or add, and
+//! every job and user entry the queue changes, for the benchmark's
+//! `touched_records_mean`.
 //!
 //! # Reading (`PriorityReader`, each shard, after the probe passed the batch)
 //! `top(k, now)` takes candidates from the queue in non-increasing order of
@@ -113,12 +118,13 @@
 //!   read whatever the XFACTOR weight; updates stay incremental.
 //!
 //! # Plugging into the engine
-//! 1. In `graph::build`, create two more inputs (`new_collection::<JobRow,
-//!    isize>()`, `new_collection::<Fact, isize>()`), call [`build`] with a
-//!    [`TouchCounter`], `probe_with` every stream of
-//!    [`PriorityOutputs::captured`], and give each worker's
-//!    [`PriorityOutputs::capture`] to its [`PriorityReader`] (its shard).
-//!    Call `reader.absorb()` once the probe passed a batch.
+//! 1. In `graph::build`, create a rows dataflow (`new_collection::<JobRow,
+//!    isize>()` into [`capture_rows`]) and a context dataflow (the
+//!    [`PriorityInputs`] into [`build`], with a [`TouchCounter`]), both
+//!    capturing into the worker's one [`queue::Capture`], which its
+//!    [`PriorityReader`] (its shard) reads; `probe_with` every stream of
+//!    [`PriorityOutputs::captured`] and the rows' capture. Call
+//!    `reader.absorb()` once the probes passed a batch.
 //! 2. The job feed keeps each job's last sent [`JobRow`] (retract exactly the
 //!    old row) and a [`crossings::Crossings`]; per batch at time `t`: re-send
 //!    the rows of `due(t)` jobs with `begun_at`/`age_capped_at` recomputed,
@@ -153,13 +159,10 @@ pub mod moab;
 pub mod queue;
 pub mod record;
 
-use std::cell::RefCell;
 use std::collections::BTreeMap;
-use std::rc::Rc;
 use std::sync::Arc;
 
 use differential_dataflow::operators::arrange::{Arranged, TraceAgent};
-use differential_dataflow::operators::ThresholdTotal;
 use differential_dataflow::trace::implementations::ValSpine;
 use differential_dataflow::VecCollection;
 use fairflow_model::moab::Credential;
@@ -586,7 +589,9 @@ pub enum Key {
     Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
 )]
 pub enum Val {
-    /// A job refers to the key (with its category, for partitions).
+    /// A combination active jobs name refers to the key.
+    Named,
+    /// A job category refers to the partition.
     Ref(u8),
     /// Association priority.
     AssocPriority(i64),
@@ -717,22 +722,85 @@ pub struct JobContext {
     pub globals: Arc<Globals>,
 }
 
-/// The input collections.
+/// The input collections of the context dataflow.
 pub struct PriorityInputs<'s> {
-    /// One row per active job.
-    pub jobs: VecCollection<'s, Time, JobRow, isize>,
-    /// Everything else.
+    /// Everything that is not a job.
     pub facts: VecCollection<'s, Time, Fact, isize>,
+    /// The combinations active jobs name, each once ([`ComboRefs`]).
+    pub combos: VecCollection<'s, Time, Combo, isize>,
+    /// The (partition, job category) pairs active jobs name, each once.
+    pub partition_refs: VecCollection<'s, Time, (NameId, u8), isize>,
 }
 
-/// The output: the updates captured on this worker for its shard's reader,
-/// and the streams to probe (they pass a time once every worker's capture
-/// holds everything up to it).
+/// The output: the streams to probe (they pass a time once every worker's
+/// capture holds everything up to it).
 pub struct PriorityOutputs<'s> {
-    /// This worker's capture buffer (its shard's records, every fact).
-    pub capture: Capture,
     /// Probe these.
     pub captured: Vec<StreamVec<'s, Time, ()>>,
+}
+
+/// The combinations and the (partition, category) pairs that start (`+1`)
+/// or stop (`-1`) being named.
+pub type ComboDeltas = (Vec<(Combo, isize)>, Vec<((NameId, u8), isize)>);
+
+/// The reference counts behind [`PriorityInputs::combos`] and
+/// [`PriorityInputs::partition_refs`]: how many sent job rows name each
+/// combination and each (partition, category) pair. The driver runs every
+/// batch's row deltas through [`ComboRefs::deltas`] and sends only the
+/// pairs that appear or disappear, so a job event that names what other
+/// jobs already name sends nothing to the context dataflow (which then
+/// does not step).
+#[derive(Debug, Default, Clone)]
+pub struct ComboRefs {
+    combos: std::collections::HashMap<Combo, usize>,
+    partition_refs: std::collections::HashMap<(NameId, u8), usize>,
+}
+
+impl ComboRefs {
+    /// Count `rows` (retractions `-1`, insertions `+1`, exactly as sent)
+    /// and return the combinations and partition pairs whose count moved
+    /// between zero and non-zero.
+    pub fn deltas(&mut self, rows: &[(JobRow, isize)]) -> ComboDeltas {
+        let mut combos: Vec<(Combo, isize)> = Vec::new();
+        let mut refs: Vec<((NameId, u8), isize)> = Vec::new();
+        for (row, diff) in rows {
+            combos.push((Combo::of(row), *diff));
+            refs.push(((row.partition, category(row.phase, row.begun)), *diff));
+        }
+        (
+            Self::moved(&mut self.combos, combos),
+            Self::moved(&mut self.partition_refs, refs),
+        )
+    }
+
+    /// Apply the net `changes` to `counts`; the keys that moved between zero
+    /// and non-zero, with `+1` or `-1`.
+    fn moved<K: Ord + std::hash::Hash + Copy>(
+        counts: &mut std::collections::HashMap<K, usize>,
+        mut changes: Vec<(K, isize)>,
+    ) -> Vec<(K, isize)> {
+        differential_dataflow::consolidation::consolidate(&mut changes);
+        let mut moved = Vec::new();
+        for (key, diff) in changes {
+            let before = counts.get(&key).copied().unwrap_or(0);
+            let after = before.checked_add_signed(diff).unwrap_or_else(|| {
+                debug_assert!(false, "a row retracted that was not sent");
+                0
+            });
+            if after == 0 {
+                counts.remove(&key);
+            } else {
+                counts.insert(key, after);
+            }
+            match (before, after) {
+                (0, 0) => {}
+                (0, _) => moved.push((key, 1)),
+                (_, 0) => moved.push((key, -1)),
+                _ => {}
+            }
+        }
+        moved
+    }
 }
 
 /// A job's category for partition references: pending/held x begun, running.
@@ -863,16 +931,21 @@ fn globals(values: &[(&Val, isize)], out: &mut Vec<(Side, isize)>) {
     ));
 }
 
-/// Build the priority dataflow over `inputs` (on every worker, identically).
-pub fn build<'s>(inputs: PriorityInputs<'s>, touched: &TouchCounter) -> PriorityOutputs<'s> {
-    build_routed(inputs, touched, Sharding::ByShardKey)
+/// Build the context dataflow over `inputs` (on every worker, identically),
+/// capturing into `capture`.
+pub fn build<'s>(
+    inputs: PriorityInputs<'s>,
+    capture: &Capture,
+    touched: &TouchCounter,
+) -> PriorityOutputs<'s> {
+    build_routed(inputs, capture, touched, Sharding::ByShardKey)
 }
 
 /// Where the priority dataflow's outputs are captured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Sharding {
-    /// Records on their job's shard ([`shard_key`]), facts on every worker
-    /// (the engine).
+    /// Rows on their job's shard ([`shard_key`]), contexts and facts on
+    /// every worker (the engine).
     ByShardKey,
     /// Everything on worker 0 (the crate's own tests of the stages, which
     /// read one queue on worker 0 whatever the number of workers).
@@ -883,20 +956,27 @@ pub(crate) enum Sharding {
 /// [`build`], with the outputs captured as `sharding` says.
 pub(crate) fn build_routed<'s>(
     inputs: PriorityInputs<'s>,
+    capture: &Capture,
     touched: &TouchCounter,
     sharding: Sharding,
 ) -> PriorityOutputs<'s> {
-    let PriorityInputs { jobs, facts } = inputs;
+    let PriorityInputs {
+        facts,
+        combos,
+        partition_refs,
+    } = inputs;
 
-    let refs = jobs.clone().flat_map(|row: JobRow| {
-        let cat = category(row.phase, row.begun);
-        [
-            (Key::Assoc(row.assoc), Val::Ref(0)),
-            (Key::Account(row.account), Val::Ref(0)),
-            (Key::Qos(row.qos), Val::Ref(0)),
-            (Key::Partition(row.partition), Val::Ref(cat)),
-        ]
-    });
+    let refs = combos
+        .clone()
+        .flat_map(|combo: Combo| {
+            [
+                (Key::Assoc(combo.assoc), Val::Named),
+                (Key::Account(combo.account), Val::Named),
+                (Key::Qos(combo.qos), Val::Named),
+                (Key::Partition(combo.partition), Val::Named),
+            ]
+        })
+        .concat(partition_refs.map(|(partition, cat)| (Key::Partition(partition), Val::Ref(cat))));
     let defs = facts.clone().flat_map(|fact: Fact| match fact {
         Fact::AssocPriority {
             of: AssocRef::User(assoc),
@@ -942,10 +1022,6 @@ pub(crate) fn build_routed<'s>(
 
     // The context joins run over the distinct combinations of keys that
     // active jobs name: association, account, QOS, partition, globals.
-    let combos = jobs
-        .clone()
-        .map(|row: JobRow| Combo::of(&row))
-        .distinct_total();
     let stage = combos.map(|combo: Combo| {
         (
             Key::Assoc(combo.assoc),
@@ -972,6 +1048,8 @@ pub(crate) fn build_routed<'s>(
         cc.ctx.partition = kc.partition.clone();
         Key::Unit
     });
+    // One context per combination, met by its jobs' rows in each shard's
+    // reader (`PriorityReader::join_rows`), not in an arrangement of rows.
     let contexts = counted(
         stage
             .arrange_by_key()
@@ -986,41 +1064,26 @@ pub(crate) fn build_routed<'s>(
                 ))
             }),
         touched,
-    )
-    .arrange_by_key();
-
-    // The one arrangement of job rows: by combination, met by its context.
-    let records = counted(
-        jobs.map(|row: JobRow| (Combo::of(&row), row))
-            .arrange_by_key()
-            .join_core(
-                contexts,
-                |_combo, row: &JobRow, context: &Arc<JobContext>| {
-                    Some((row.job, record::build_record(row, context)))
-                },
-            ),
-        touched,
     );
 
-    let capture: Capture = Rc::new(RefCell::new(Captured::default()));
-    let records_sink = capture.clone();
-    let records_sink =
-        move |data: &mut Vec<RecordUpdate>| records_sink.borrow_mut().records.append(data);
+    let contexts_sink = capture.clone();
+    let contexts_sink =
+        move |data: &mut Vec<ContextUpdate>| contexts_sink.borrow_mut().contexts.append(data);
     let facts_sink = capture.clone();
     let facts_sink =
         move |data: &mut Vec<(Fact, Time, isize)>| facts_sink.borrow_mut().facts.append(data);
-    let (records_captured, facts_captured) = match sharding {
+    let (contexts_captured, facts_captured) = match sharding {
         Sharding::ByShardKey => (
-            capture_on_shards(records.inner, "CaptureRecords", records_sink),
+            capture_on_every_worker(contexts.inner, "CaptureContexts", contexts_sink),
             capture_on_every_worker(facts_for_queue.inner, "CaptureFacts", facts_sink),
         ),
         #[cfg(test)]
         Sharding::OnWorkerZero => (
             capture_with(
-                records.inner,
-                Exchange::new(|_: &RecordUpdate| 0u64),
-                "CaptureRecords",
-                records_sink,
+                contexts.inner,
+                Exchange::new(|_: &ContextUpdate| 0u64),
+                "CaptureContexts",
+                contexts_sink,
             ),
             capture_with(
                 facts_for_queue.inner,
@@ -1031,8 +1094,35 @@ pub(crate) fn build_routed<'s>(
         ),
     };
     PriorityOutputs {
-        capture,
-        captured: vec![records_captured, facts_captured],
+        captured: vec![contexts_captured, facts_captured],
+    }
+}
+
+/// The rows dataflow's one stage: every job row update goes to its shard
+/// ([`shard_key`]; worker 0 with `sharding` `OnWorkerZero`) and into
+/// `capture` there, where the reader meets it with its combination's
+/// context. Returns the stream to probe.
+pub(crate) fn capture_rows<'s>(
+    rows: VecCollection<'s, Time, JobRow, isize>,
+    capture: &Capture,
+    sharding: Sharding,
+) -> StreamVec<'s, Time, ()> {
+    let sink = capture.clone();
+    let sink = move |data: &mut Vec<RowUpdate>| sink.borrow_mut().rows.append(data);
+    match sharding {
+        Sharding::ByShardKey => capture_with(
+            rows.inner,
+            Exchange::new(|(row, _, _): &RowUpdate| shard_key(row)),
+            "CaptureRows",
+            sink,
+        ),
+        #[cfg(test)]
+        Sharding::OnWorkerZero => capture_with(
+            rows.inner,
+            Exchange::new(|_: &RowUpdate| 0u64),
+            "CaptureRows",
+            sink,
+        ),
     }
 }
 
@@ -1056,19 +1146,11 @@ pub fn shard_key(row: &JobRow) -> u64 {
     }
 }
 
-/// A job's records and its updates at one logical time.
-pub(crate) type RecordUpdate = ((JobId, PriorityRecord), Time, isize);
+/// A job row's update at one logical time.
+pub(crate) type RowUpdate = (JobRow, Time, isize);
 
-/// Exchange record updates to their shards ([`shard_key`]) and hand each
-/// arriving batch to `sink` there (see [`capture_with`]).
-pub(crate) fn capture_on_shards<'s>(
-    updates: StreamVec<'s, Time, RecordUpdate>,
-    name: &str,
-    sink: impl FnMut(&mut Vec<RecordUpdate>) + 'static,
-) -> StreamVec<'s, Time, ()> {
-    let route = Exchange::new(|((_, record), _, _): &RecordUpdate| shard_key(&record.row));
-    capture_with(updates, route, name, sink)
-}
+/// A combination's context's update at one logical time.
+pub(crate) type ContextUpdate = ((Combo, Arc<JobContext>), Time, isize);
 
 /// Send every update to every worker (each shard needs every factor, the
 /// sorted tree and the context: one fact per association at most, small
@@ -1145,6 +1227,10 @@ pub struct PriorityReader {
     since_kept: kept::SinceKept,
     /// Top reads answered from the kept top (not searched).
     kept_reads: u64,
+    /// Every combination's context, as captured.
+    contexts: std::collections::HashMap<Combo, Arc<JobContext>>,
+    /// This shard's jobs by the combination their row names.
+    combo_jobs: std::collections::BTreeSet<(Combo, JobId)>,
 }
 
 impl PriorityReader {
@@ -1161,46 +1247,148 @@ impl PriorityReader {
             kept: None,
             since_kept: kept::SinceKept::default(),
             kept_reads: 0,
+            contexts: std::collections::HashMap::new(),
+            combo_jobs: std::collections::BTreeSet::new(),
         }
     }
 
     /// Apply what the dataflow emitted since the last call (the driver calls
     /// it once the probe passed a batch; every read calls it too).
     pub fn absorb(&mut self) {
-        let mut captured = self.capture.borrow_mut();
-        if captured.records.is_empty() && captured.facts.is_empty() {
+        let capture = self.capture.clone();
+        let mut captured = capture.borrow_mut();
+        if captured.rows.is_empty() && captured.contexts.is_empty() && captured.facts.is_empty() {
             return;
         }
+        self.join_rows(&mut captured);
         self.since_kept.note(&mut self.kept, &captured);
         self.queue.absorb(&mut captured, &self.touched);
     }
 
-    /// Apply the captured record updates of the logical times before
-    /// `upper` (complete: the probe of the priority dataflow passed them),
-    /// leaving the facts and later records for the next [`absorb`]: a shard
-    /// other than worker 0's absorbs its records while worker 0 works,
-    /// instead of at its next read. The queue's state is a function of the
-    /// records and facts it holds, whatever the order they came in.
+    /// Apply the captured row and context updates of the logical times
+    /// before `upper` (complete: the probes of both priority dataflows
+    /// passed them), leaving the facts and later updates for the next
+    /// [`absorb`]: a shard other than worker 0's absorbs its jobs while
+    /// worker 0 works, instead of at its next read. The queue's state is a
+    /// function of the rows, contexts and facts it holds, whatever the order
+    /// they came in.
     ///
     /// [`absorb`]: PriorityReader::absorb
     pub fn absorb_records_before(&mut self, upper: Time) {
-        let mut captured = self.capture.borrow_mut();
-        if captured.records.is_empty() {
+        let capture = self.capture.clone();
+        let mut captured = capture.borrow_mut();
+        if captured.rows.is_empty() && captured.contexts.is_empty() {
             return;
         }
-        let (ready, later): (Vec<_>, Vec<_>) = std::mem::take(&mut captured.records)
+        let (rows, later_rows): (Vec<_>, Vec<_>) = std::mem::take(&mut captured.rows)
             .into_iter()
             .partition(|(_, time, _)| *time < upper);
-        captured.records = later;
-        if ready.is_empty() {
+        let (contexts, later_contexts): (Vec<_>, Vec<_>) = std::mem::take(&mut captured.contexts)
+            .into_iter()
+            .partition(|(_, time, _)| *time < upper);
+        captured.rows = later_rows;
+        captured.contexts = later_contexts;
+        if rows.is_empty() && contexts.is_empty() {
             return;
         }
         let mut ready = Captured {
-            records: ready,
-            facts: Vec::new(),
+            rows,
+            contexts,
+            ..Captured::default()
         };
+        self.join_rows(&mut ready);
         self.since_kept.note(&mut self.kept, &ready);
         self.queue.absorb(&mut ready, &self.touched);
+    }
+
+    /// Meet the captured rows with their combinations' contexts: move
+    /// `captured`'s rows and contexts into record updates (`records`), the
+    /// queue's input. A job whose row changed gets its new row's record; a
+    /// combination whose context changed re-derives the record of each of
+    /// its jobs on this shard. Each record removed or added counts as one
+    /// touched record. Updates of several logical times consolidate: the
+    /// records follow the last rows and contexts, as the queue needs.
+    fn join_rows(&mut self, captured: &mut Captured) {
+        if captured.rows.is_empty() && captured.contexts.is_empty() {
+            return;
+        }
+        let mut records: Vec<((JobId, PriorityRecord), Time, isize)> = Vec::new();
+        // Contexts: retractions first (a changed context is a retraction
+        // and an insertion of the same combination).
+        let mut contexts: Vec<((Combo, Arc<JobContext>), isize)> = captured
+            .contexts
+            .drain(..)
+            .map(|(update, _, diff)| (update, diff))
+            .collect();
+        differential_dataflow::consolidation::consolidate(&mut contexts);
+        let mut changed: Vec<Combo> = Vec::with_capacity(contexts.len());
+        for ((combo, context), _) in contexts.iter().filter(|(_, diff)| *diff < 0) {
+            if self.contexts.get(combo) == Some(context) {
+                self.contexts.remove(combo);
+            }
+            changed.push(*combo);
+        }
+        for ((combo, context), _) in contexts.into_iter().filter(|(_, diff)| *diff > 0) {
+            self.contexts.insert(combo, context);
+            changed.push(combo);
+        }
+        changed.sort_unstable();
+        changed.dedup();
+
+        // Rows: each job's net change, by job.
+        let mut rows: Vec<(JobRow, isize)> = captured
+            .rows
+            .drain(..)
+            .map(|(row, _, diff)| (row, diff))
+            .collect();
+        differential_dataflow::consolidation::consolidate(&mut rows);
+        rows.sort_by_key(|(row, diff)| (row.job, *diff));
+        let mut jobs_changed: Vec<JobId> = Vec::with_capacity(rows.len());
+        for (row, diff) in rows {
+            if jobs_changed.last() != Some(&row.job) {
+                jobs_changed.push(row.job);
+                // The job's record as the queue holds it goes, whatever
+                // context it was made with.
+                if let Some(old) = self.queue.record(row.job) {
+                    self.combo_jobs.remove(&(Combo::of(&old.row), row.job));
+                    records.push(((row.job, old.clone()), 0, -1));
+                }
+            }
+            if diff > 0 {
+                let combo = Combo::of(&row);
+                let Some(context) = self.contexts.get(&combo) else {
+                    debug_assert!(false, "a row before its combination's context");
+                    continue;
+                };
+                self.combo_jobs.insert((combo, row.job));
+                records.push(((row.job, record::build_record(&row, context)), 0, 1));
+            }
+        }
+        // Contexts that changed: the other jobs naming them.
+        for combo in changed {
+            let Some(context) = self.contexts.get(&combo) else {
+                continue;
+            };
+            for &(_, job) in self
+                .combo_jobs
+                .range((combo, JobId::MIN)..=(combo, JobId::MAX))
+            {
+                if jobs_changed.binary_search(&job).is_ok() {
+                    continue;
+                }
+                let Some(old) = self.queue.record(job) else {
+                    continue;
+                };
+                if Arc::ptr_eq(&old.context, context) || old.context == *context {
+                    continue;
+                }
+                let new = record::build_record(&old.row, context);
+                records.push(((job, old.clone()), 0, -1));
+                records.push(((job, new), 0, 1));
+            }
+        }
+        self.touched.add(records.len() as u64);
+        captured.records.append(&mut records);
     }
 
     /// The `INCR_ONLY` memory (for a snapshot).

@@ -15,7 +15,7 @@ use fairflow_model::report::{JobPriority, JobState};
 use timely::worker::Worker;
 
 use crate::factors::Family;
-use crate::graph::{build, Dataflows, Fact};
+use crate::graph::{build, priority_upper, Dataflows, Fact};
 use crate::job_feed::JobDeltas;
 use crate::names::JobNames;
 use crate::priority::{IncrFloors, Time64};
@@ -169,6 +169,7 @@ pub fn run_worker(
         let Dataflows {
             trees,
             jobs,
+            rows_probe,
             jobs_probe,
             mut reader,
         } = dataflows;
@@ -177,9 +178,9 @@ pub fn run_worker(
         if let Some(shards) = &mut shards {
             while !shards.stopped() {
                 worker.step_or_park(None);
-                // The shard's records of every batch the priority dataflow
+                // The shard's jobs of every batch both priority dataflows
                 // passed, absorbed while worker 0 absorbs its own.
-                let upper = jobs_probe.with_frontier(|f| f.first().copied());
+                let upper = priority_upper(&rows_probe, &jobs_probe);
                 reader.absorb_records_before(upper.unwrap_or(Epoch::MAX));
                 shards.serve(&mut reader);
             }
@@ -241,12 +242,11 @@ pub fn run_worker(
                     dataflows.trees[family.index()].inputs.feed(epoch, deltas);
                     fed.push(family.index());
                 }
-                let jobs_fed = jobs.is_some();
-                if let Some(jobs) = jobs {
-                    dataflows.jobs.feed(epoch, jobs);
-                }
+                let jobs_fed = jobs
+                    .map(|jobs| dataflows.jobs.feed(epoch, jobs))
+                    .unwrap_or_default();
                 let behind = |dataflows: &crate::graph::Dataflows| {
-                    (jobs_fed && dataflows.jobs_probe.less_than(&(epoch + 1)))
+                    dataflows.priority_behind(jobs_fed, epoch)
                         || fed
                             .iter()
                             .any(|&at| dataflows.trees[at].probe.less_than(&(epoch + 1)))

@@ -55,18 +55,24 @@ use std::cmp::{Ordering as CmpOrdering, Reverse};
 use std::collections::{btree_set, BTreeMap, BTreeSet, BinaryHeap};
 use std::iter::Peekable;
 use std::rc::Rc;
+use std::sync::Arc;
 
 use super::classic::ClassicTree;
 use super::fair_tree::{enters_tied, grow, Best, FairTree, GroupMember, SlurmPlacement, TreeSlot};
 use super::record::{from_ordered_bits, key_with_term, ordered_bits, PriorityRecord, RankClass};
-use super::{ordered_submit, Fact};
+use super::{ordered_submit, Combo, Fact, JobContext, JobRow};
 use crate::types::{AssocId, Epoch as Time, JobId, NodeId, TouchCounter, ROOT};
 
 /// The updates the priority dataflow emitted since the last
 /// [`Queue::absorb`], as captured on the worker that reads.
 #[derive(Debug, Default)]
 pub struct Captured {
-    /// Record updates: `((job, record), time, diff)`.
+    /// Job row updates (this shard's).
+    pub rows: Vec<(JobRow, Time, isize)>,
+    /// Combination context updates (every combination's).
+    pub contexts: Vec<((Combo, Arc<JobContext>), Time, isize)>,
+    /// Record updates: `((job, record), time, diff)`, made by the reader
+    /// from the rows and contexts (`PriorityReader::join_rows`).
     pub records: Vec<((JobId, PriorityRecord), Time, isize)>,
     /// Fact updates.
     pub facts: Vec<(Fact, Time, isize)>,
@@ -991,6 +997,7 @@ mod tests {
                 ((3, record(3, 2, 10)), 1, 1),
             ],
             facts: vec![(fairshare(1, 0.25), 1, 1), (fairshare(2, 0.75), 1, 1)],
+            ..Captured::default()
         };
         queue.absorb(&mut captured, &touched);
         // 750 (job 2), 740 (job 3: nice 10), 250 (job 1).
@@ -1001,6 +1008,7 @@ mod tests {
         let mut captured = Captured {
             records: Vec::new(),
             facts: vec![(fairshare(1, 0.25), 2, -1), (fairshare(1, 1.0), 2, 1)],
+            ..Captured::default()
         };
         queue.absorb(&mut captured, &touched);
         assert_eq!(order(&queue), vec![1, 2, 3]);
@@ -1065,6 +1073,7 @@ mod tests {
                 (tree_fact(u2, slot(a, 1, 1, Some(2), false, 1)), 1, 1),
                 (tree_fact(u3, slot(b, 0, 1, Some(3), false, 0)), 1, 1),
             ],
+            ..Captured::default()
         };
         queue.absorb(&mut captured, &touched);
         assert_eq!(queue.fairshare_of(1), 1.0);
@@ -1085,6 +1094,7 @@ mod tests {
                 (tree_fact(b, slot(ROOT, 0, 1, None, false, 0)), 2, 1),
                 (tree_fact(a, slot(ROOT, 1, 2, None, false, 0)), 2, 1),
             ],
+            ..Captured::default()
         };
         queue.absorb(&mut captured, &touched);
         assert_eq!(touched.take(), 2, "two slots, no user entry");
@@ -1099,6 +1109,7 @@ mod tests {
                 (tree_fact(u2, slot(a, 1, 1, Some(2), false, 1)), 3, -1),
                 (tree_fact(u2, slot(a, 1, 1, Some(2), true, 0)), 3, 1),
             ],
+            ..Captured::default()
         };
         queue.absorb(&mut captured, &touched);
         assert_eq!(queue.fairshare_of(2), 2.0 / 3.0);
@@ -1134,6 +1145,7 @@ mod tests {
                 (tree_fact(u1, slot(ROOT, 0, 1, Some(1), false, 0)), 1, 1),
                 (tree_fact(u2, slot(ROOT, 1, 1, Some(2), false, 1)), 1, 1),
             ],
+            ..Captured::default()
         };
         queue.absorb(&mut captured, &touched);
         assert_eq!(order(&queue), vec![1, 2, 3]);
@@ -1150,6 +1162,7 @@ mod tests {
                 (tree_fact(u3, slot(ROOT, 1, 1, Some(3), false, 1)), 2, 1),
                 (tree_fact(u2, slot(ROOT, 1, 1, Some(2), false, 1)), 2, -1),
             ],
+            ..Captured::default()
         };
         queue.absorb(&mut captured, &touched);
         assert_eq!(touched.take(), 3, "three slots, no user entry");
@@ -1191,12 +1204,14 @@ mod tests {
         let mut captured = Captured {
             records: vec![((7, record(7, 1, 0)), 1, 1)],
             facts: vec![(fairshare(1, 0.5), 1, 1)],
+            ..Captured::default()
         };
         queue.absorb(&mut captured, &touched);
         // The new record first, then the old one's retraction, in one batch.
         let mut captured = Captured {
             records: vec![((7, record(7, 1, 5)), 2, 1), ((7, record(7, 1, 0)), 2, -1)],
             facts: Vec::new(),
+            ..Captured::default()
         };
         queue.absorb(&mut captured, &touched);
         assert_eq!(queue.records().count(), 1);
@@ -1206,6 +1221,7 @@ mod tests {
         let mut captured = Captured {
             records: vec![((7, record(7, 1, 9)), 3, 1), ((7, record(7, 1, 9)), 3, -1)],
             facts: Vec::new(),
+            ..Captured::default()
         };
         queue.absorb(&mut captured, &touched);
         assert_eq!(queue.record(7).map(|r| r.row.nice), Some(5));
@@ -1247,6 +1263,7 @@ mod tests {
         let mut captured = Captured {
             records: vec![((1, record(1, 1, 0)), 1, 1), ((2, record(2, 2, 0)), 1, 1)],
             facts: classic.iter().map(|fact| (fact.clone(), 1, 1)).collect(),
+            ..Captured::default()
         };
         queue.absorb(&mut captured, &touched);
         assert_eq!(queue.fairshare_of(1), 1.0);
@@ -1260,6 +1277,7 @@ mod tests {
                 .map(|fact| (fact.clone(), 2, -1))
                 .chain([(fairshare(1, 1.0), 2, 1), (fairshare(2, 0.5), 2, 1)])
                 .collect(),
+            ..Captured::default()
         };
         queue.absorb(&mut captured, &touched);
         assert_eq!(queue.fairshare_of(1), 1.0);
@@ -1273,6 +1291,7 @@ mod tests {
                 .map(|fact| (fact.clone(), 3, 1))
                 .chain([(fairshare(1, 1.0), 3, -1), (fairshare(2, 0.5), 3, -1)])
                 .collect(),
+            ..Captured::default()
         };
         queue.absorb(&mut captured, &touched);
         assert_eq!(queue.fairshare_of(1), 1.0);

@@ -1,25 +1,51 @@
-//! The priority dataflow on one timely worker, as the priority tests drive it
-//! without the engine: job rows and facts in, a probe on every output, the
-//! reader over the captured updates, and a step that closes one logical
-//! time and says how many records the operators touched.
+//! The priority dataflows on one timely worker, as the priority tests drive
+//! them without the engine: job rows and facts in (the combinations the rows
+//! name counted as the engine's driver counts them, `ComboRefs`), a probe
+//! on every output, the reader over the captured updates, and a step that
+//! closes one logical time and says how many records the operators touched.
 
 #![allow(dead_code)]
 
 use crate::names::JobNames;
+use crate::priority::queue::Capture;
 use crate::priority::{
-    build_routed, Fact, JobRow, PriorityInputs, PriorityReader, Sharding, TouchCounter,
+    build_routed, capture_rows, Combo, ComboRefs, Fact, JobRow, PriorityInputs, PriorityReader,
+    Sharding, TouchCounter,
 };
+use crate::types::NameId;
 use differential_dataflow::input::{Input, InputSession};
 use timely::dataflow::operators::probe::Handle;
 use timely::dataflow::operators::Probe;
 use timely::worker::Worker;
 
-/// The inputs, the reader and the progress of one worker's priority dataflow.
+/// Job row changes for the next step, as the engine's job feed sends them.
+#[derive(Default)]
+pub struct Rows {
+    changes: Vec<(JobRow, isize)>,
+}
+
+impl Rows {
+    /// Insert a row.
+    pub fn insert(&mut self, row: JobRow) {
+        self.changes.push((row, 1));
+    }
+
+    /// Retract a row (exactly one inserted before).
+    pub fn remove(&mut self, row: JobRow) {
+        self.changes.push((row, -1));
+    }
+}
+
+/// The inputs, the reader and the progress of one worker's priority dataflows.
 pub struct PriorityDataflow {
     /// Job rows, at the current logical time.
-    pub jobs: InputSession<u64, JobRow, isize>,
+    pub jobs: Rows,
     /// Facts, at the current logical time.
     pub facts: InputSession<u64, Fact, isize>,
+    rows: InputSession<u64, JobRow, isize>,
+    combos: InputSession<u64, Combo, isize>,
+    partition_refs: InputSession<u64, (NameId, u8), isize>,
+    combo_refs: ComboRefs,
     /// The reader of the updates captured on worker 0.
     pub reader: PriorityReader,
     /// Counts the updates leaving the priority operators.
@@ -30,28 +56,41 @@ pub struct PriorityDataflow {
 }
 
 impl PriorityDataflow {
-    /// Build the dataflow on `worker`, probing every output.
+    /// Build the dataflows on `worker`, probing every output.
     pub fn build(worker: &mut Worker, names: JobNames) -> Self {
         let probe = Handle::new();
         let touched = TouchCounter::new();
-        let (jobs, facts, capture) = worker.dataflow::<u64, _, _>(|scope| {
-            let (jobs_in, jobs) = scope.new_collection::<JobRow, isize>();
+        let capture = Capture::default();
+        let (rows, facts, combos, partition_refs) = worker.dataflow::<u64, _, _>(|scope| {
+            let (rows_in, rows) = scope.new_collection::<JobRow, isize>();
             let (facts_in, facts) = scope.new_collection::<Fact, isize>();
+            let (combos_in, combos) = scope.new_collection::<Combo, isize>();
+            let (refs_in, partition_refs) = scope.new_collection::<(NameId, u8), isize>();
             // One queue on worker 0 (the engine shards it; its suites read
             // the shards merged).
             let out = build_routed(
-                PriorityInputs { jobs, facts },
+                PriorityInputs {
+                    facts,
+                    combos,
+                    partition_refs,
+                },
+                &capture,
                 &touched,
                 Sharding::OnWorkerZero,
             );
             for stream in out.captured {
                 stream.probe_with(&probe);
             }
-            (jobs_in, facts_in, out.capture)
+            capture_rows(rows, &capture, Sharding::OnWorkerZero).probe_with(&probe);
+            (rows_in, facts_in, combos_in, refs_in)
         });
         PriorityDataflow {
-            jobs,
+            jobs: Rows::default(),
             facts,
+            rows,
+            combos,
+            partition_refs,
+            combo_refs: ComboRefs::default(),
             reader: PriorityReader::new(names, capture, touched.clone()),
             touched,
             epoch: 0,
@@ -63,11 +102,26 @@ impl PriorityDataflow {
     /// caught up with it, and return the records touched since the last
     /// count.
     pub fn step(&mut self, worker: &mut Worker) -> u64 {
+        let changes = std::mem::take(&mut self.jobs.changes);
+        let (combos, partition_refs) = self.combo_refs.deltas(&changes);
+        for (row, diff) in changes {
+            self.rows.update(row, diff);
+        }
+        for (combo, diff) in combos {
+            self.combos.update(combo, diff);
+        }
+        for (pair, diff) in partition_refs {
+            self.partition_refs.update(pair, diff);
+        }
         self.epoch += 1;
-        self.jobs.advance_to(self.epoch);
+        self.rows.advance_to(self.epoch);
         self.facts.advance_to(self.epoch);
-        self.jobs.flush();
+        self.combos.advance_to(self.epoch);
+        self.partition_refs.advance_to(self.epoch);
+        self.rows.flush();
         self.facts.flush();
+        self.combos.flush();
+        self.partition_refs.flush();
         while self.probe.less_than(&self.epoch) {
             worker.step();
         }

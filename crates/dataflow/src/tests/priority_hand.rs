@@ -270,3 +270,41 @@ fn job_batches_are_read_from_the_kept_top_and_a_fact_makes_the_reader_search() {
         assert_eq!(h.reader.kept_reads(), 4);
     });
 }
+
+#[test]
+fn the_driver_sends_a_combination_only_when_the_first_job_names_it_or_the_last_stops() {
+    use crate::priority::{Combo, ComboRefs};
+    let mut ids = JobIds::new(JobNames::default());
+    let mut refs = ComboRefs::default();
+    let a = job(&mut ids, "A", UA, 0, 0);
+    let b = job(&mut ids, "B", UA, 10, 10);
+    let combo = Combo::of(&a);
+    // Pending and begun: category 0 of partition 1.
+    let pending_pair = ((1, 0), 1);
+    // Two jobs of one combination in one batch: the combination once.
+    assert_eq!(
+        refs.deltas(&[(a.clone(), 1), (b.clone(), 1)]),
+        (vec![(combo, 1)], vec![pending_pair])
+    );
+    // A starts: its row changes within the combination, which B still
+    // names; the running category of partition 1 appears.
+    let mut running = a.clone();
+    running.phase = Phase::Running;
+    assert_eq!(
+        refs.deltas(&[(a.clone(), -1), (running.clone(), 1)]),
+        (vec![], vec![((1, 4), 1)])
+    );
+    // B goes: A still names the combination; no pending job names partition 1.
+    assert_eq!(refs.deltas(&[(b, -1)]), (vec![], vec![((1, 0), -1)]));
+    // A goes: the combination and its pair go.
+    assert_eq!(
+        refs.deltas(&[(running, -1)]),
+        (vec![(combo, -1)], vec![((1, 4), -1)])
+    );
+    // Another association's job: a new combination.
+    let c = job(&mut ids, "C", UB, 0, 0);
+    assert_eq!(
+        refs.deltas(&[(c.clone(), 1)]),
+        (vec![(Combo::of(&c), 1)], vec![pending_pair])
+    );
+}
