@@ -653,24 +653,29 @@ enum GroupItem {
     },
 }
 
-/// The members of one group, with their parents' parts joined in: every
-/// `(node, Member)` whose parent's item is present (positive counts only).
-fn group_members(items: &[(&GroupItem, Diff)]) -> Vec<(NodeId, Member)> {
-    let mut parents: std::collections::BTreeMap<NodeId, (u128, u64)> =
-        std::collections::BTreeMap::new();
-    for (item, count) in items {
-        if let (
+impl GroupItem {
+    /// A parent's part `(parent, subtree usage, children's level shares)`
+    /// if this is a parent item present `count` times (positive).
+    fn present_parent(&self, count: Diff) -> Option<(NodeId, u128, u64)> {
+        match *self {
             GroupItem::Parent {
                 parent,
                 usage,
                 child_level,
-            },
-            true,
-        ) = (**item, *count > 0)
-        {
-            parents.insert(parent, (usage, child_level));
+            } if count > 0 => Some((parent, usage, child_level)),
+            _ => None,
         }
     }
+}
+
+/// The members of one group, with their parents' parts joined in: every
+/// `(node, Member)` whose parent's item is present (positive counts only).
+fn group_members(items: &[(&GroupItem, Diff)]) -> Vec<(NodeId, Member)> {
+    let parents: std::collections::BTreeMap<NodeId, (u128, u64)> = items
+        .iter()
+        .filter_map(|(item, count)| item.present_parent(*count))
+        .map(|(parent, usage, child_level)| (parent, (usage, child_level)))
+        .collect();
     items
         .iter()
         .filter(|(_, count)| *count > 0)

@@ -228,18 +228,10 @@ impl Group {
         };
         // Parent items sort after every member item.
         for (item, count) in self.items.range(first_parent..) {
-            if let (
-                GroupItem::Parent {
-                    parent,
-                    usage,
-                    child_level,
-                },
-                true,
-            ) = (*item, *count > 0)
-            {
+            if let Some(part) = item.present_parent(*count) {
                 match parts.last_mut() {
-                    Some(last) if last.0 == parent => *last = (parent, usage, child_level),
-                    _ => parts.push((parent, usage, child_level)),
+                    Some(last) if last.0 == part.0 => *last = part,
+                    _ => parts.push(part),
                 }
             }
         }
