@@ -113,27 +113,13 @@ impl TreeInputs {
     pub(crate) fn feed(&mut self, epoch: Epoch, deltas: Deltas) {
         debug_assert!(epoch >= *self.usage.time());
         self.advance_and_flush(epoch);
-        for (record, diff) in deltas.edges {
-            self.edges.update(record, diff);
-        }
-        for (record, diff) in deltas.shares {
-            self.shares.update(record, diff);
-        }
-        for (record, diff) in deltas.usage {
-            self.usage.update(record, diff);
-        }
-        for (record, diff) in deltas.users {
-            self.users.update(record, diff);
-        }
-        for (record, diff) in deltas.user_names {
-            self.user_names.update(record, diff);
-        }
-        for (record, diff) in deltas.fs_params {
-            self.fs_params.update(record, diff);
-        }
-        for (record, diff) in deltas.pending_jobs {
-            self.pending_jobs.update(record, diff);
-        }
+        update_all(&mut self.edges, deltas.edges);
+        update_all(&mut self.shares, deltas.shares);
+        update_all(&mut self.usage, deltas.usage);
+        update_all(&mut self.users, deltas.users);
+        update_all(&mut self.user_names, deltas.user_names);
+        update_all(&mut self.fs_params, deltas.fs_params);
+        update_all(&mut self.pending_jobs, deltas.pending_jobs);
         self.advance_and_flush(epoch + 1);
     }
 
@@ -214,23 +200,15 @@ impl JobInputs {
                     }
                 }
             }
-            for (record, diff) in jobs.jobs {
-                self.jobs.update(record, diff);
-            }
+            update_all(&mut self.jobs, jobs.jobs);
             self.advance_rows(epoch + 1);
         }
         if fed.contexts {
             debug_assert!(epoch >= *self.priority_facts.time());
             self.advance_contexts(epoch);
-            for (record, diff) in jobs.facts {
-                self.priority_facts.update(record, diff);
-            }
-            for (combo, diff) in jobs.combos {
-                self.combos.update(combo, diff);
-            }
-            for (pair, diff) in jobs.partition_refs {
-                self.partition_refs.update(pair, diff);
-            }
+            update_all(&mut self.priority_facts, jobs.facts);
+            update_all(&mut self.combos, jobs.combos);
+            update_all(&mut self.partition_refs, jobs.partition_refs);
             self.advance_contexts(epoch + 1);
         }
         fed
@@ -274,7 +252,7 @@ pub(crate) struct Dataflows {
     /// Passes a time once the rows dataflow's captured updates reflect it.
     pub(crate) rows_probe: ProbeHandle<Epoch>,
     /// Passes a time once the context dataflow's captured updates reflect it.
-    pub(crate) jobs_probe: ProbeHandle<Epoch>,
+    pub(crate) contexts_probe: ProbeHandle<Epoch>,
     /// The reader of everything captured on this worker (worker 0's is the one read).
     pub(crate) reader: PriorityReader,
 }
@@ -283,7 +261,18 @@ impl Dataflows {
     /// Whether the priority dataflows `fed` have not yet passed `epoch`.
     pub(crate) fn priority_behind(&self, fed: Fed, epoch: Epoch) -> bool {
         (fed.rows && self.rows_probe.less_than(&(epoch + 1)))
-            || (fed.contexts && self.jobs_probe.less_than(&(epoch + 1)))
+            || (fed.contexts && self.contexts_probe.less_than(&(epoch + 1)))
+    }
+}
+
+/// Send every `(record, diff)` of `updates` into `input` (at its time).
+pub(crate) fn update_all<D, R>(input: &mut InputSession<Epoch, D, R>, updates: Vec<(D, R)>)
+where
+    D: differential_dataflow::Data,
+    R: differential_dataflow::difference::Semigroup + 'static,
+{
+    for (record, diff) in updates {
+        input.update(record, diff);
     }
 }
 
@@ -291,10 +280,10 @@ impl Dataflows {
 /// by their probes (`None`: both finished).
 pub(crate) fn priority_upper(
     rows_probe: &ProbeHandle<Epoch>,
-    jobs_probe: &ProbeHandle<Epoch>,
+    contexts_probe: &ProbeHandle<Epoch>,
 ) -> Option<Epoch> {
     let rows = rows_probe.with_frontier(|f| f.first().copied());
-    let contexts = jobs_probe.with_frontier(|f| f.first().copied());
+    let contexts = contexts_probe.with_frontier(|f| f.first().copied());
     match (rows, contexts) {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
@@ -339,7 +328,7 @@ pub(crate) fn build(
         });
         (jobs_input, names, probe)
     });
-    let (contexts_inputs, jobs_probe) = worker.dataflow::<Epoch, _, _>(|scope| {
+    let (contexts_inputs, contexts_probe) = worker.dataflow::<Epoch, _, _>(|scope| {
         let (priority_facts_input, facts) = scope.new_collection::<PFact, isize>();
         let (combos_input, combos) = scope.new_collection::<Combo, isize>();
         let (partition_refs_input, partition_refs) = scope.new_collection::<(NameId, u8), isize>();
@@ -377,7 +366,7 @@ pub(crate) fn build(
         trees,
         jobs,
         rows_probe,
-        jobs_probe,
+        contexts_probe,
         reader: PriorityReader::new(names, capture, touched.clone()),
     }
 }

@@ -170,7 +170,7 @@ pub fn run_worker(
             trees,
             jobs,
             rows_probe,
-            jobs_probe,
+            contexts_probe,
             mut reader,
         } = dataflows;
         drop(jobs);
@@ -180,7 +180,7 @@ pub fn run_worker(
                 worker.step_or_park(None);
                 // The shard's jobs of every batch both priority dataflows
                 // passed, absorbed while worker 0 absorbs its own.
-                let upper = priority_upper(&rows_probe, &jobs_probe);
+                let upper = priority_upper(&rows_probe, &contexts_probe);
                 reader.absorb_records_before(upper.unwrap_or(Epoch::MAX));
                 shards.serve(&mut reader);
             }

@@ -6,6 +6,7 @@
 
 #![allow(dead_code)]
 
+use crate::graph::update_all;
 use crate::names::JobNames;
 use crate::priority::queue::Capture;
 use crate::priority::{
@@ -104,15 +105,9 @@ impl PriorityDataflow {
     pub fn step(&mut self, worker: &mut Worker) -> u64 {
         let changes = std::mem::take(&mut self.jobs.changes);
         let (combos, partition_refs) = self.combo_refs.deltas(&changes);
-        for (row, diff) in changes {
-            self.rows.update(row, diff);
-        }
-        for (combo, diff) in combos {
-            self.combos.update(combo, diff);
-        }
-        for (pair, diff) in partition_refs {
-            self.partition_refs.update(pair, diff);
-        }
+        update_all(&mut self.rows, changes);
+        update_all(&mut self.combos, combos);
+        update_all(&mut self.partition_refs, partition_refs);
         self.epoch += 1;
         self.rows.advance_to(self.epoch);
         self.facts.advance_to(self.epoch);
