@@ -433,4 +433,42 @@ mod tests {
         assert_eq!(rejected[0].reason, "unknown job `7`");
         assert_eq!(v.job_phase("7"), None);
     }
+
+    #[test]
+    fn a_user_association_exists_from_its_user_event_until_its_removal_and_after_a_restore() {
+        let (v, rejected) = run(&[
+            r#"{"op":"account","t":1,"name":"a"}"#,
+            r#"{"op":"user","t":1,"user":"u","account":"a"}"#,
+            r#"{"op":"user","t":1,"user":"w","account":"a"}"#,
+            r#"{"op":"usage","t":2,"account":"a","user":"u","amount":5}"#,
+            r#"{"op":"remove_user","t":3,"user":"u","account":"a"}"#,
+            r#"{"op":"usage","t":4,"account":"a","user":"u","amount":5}"#,
+            r#"{"op":"remove_account","t":4,"name":"a"}"#,
+            r#"{"op":"remove_user","t":5,"user":"w","account":"a"}"#,
+            r#"{"op":"remove_account","t":5,"name":"a"}"#,
+            r#"{"op":"usage","t":6,"account":"a","user":"w","amount":5}"#,
+            r#"{"op":"account","t":7,"name":"a"}"#,
+            r#"{"op":"user","t":7,"user":"u","account":"a"}"#,
+            r#"{"op":"usage","t":8,"account":"a","user":"u","amount":5}"#,
+        ]);
+        let got: Vec<_> = rejected.iter().map(field_and_reason).collect();
+        assert_eq!(
+            got,
+            vec![
+                (6, "user", "no user association `u` in account `a`"),
+                (
+                    7,
+                    "name",
+                    "account `a` still has 0 child accounts and 1 user associations"
+                ),
+                (10, "account", "unknown account `a`"),
+            ]
+        );
+        assert!(v.has_assoc("a", "u") && !v.has_assoc("a", "w") && v.users_in("a") == 1);
+        // A book restored from the state holds the same associations.
+        let restored = Book::from_state(v.state().clone(), v.last_event_at()).unwrap();
+        assert!(restored.has_assoc("a", "u") && !restored.has_assoc("a", "w"));
+        assert_eq!(restored.users_in("a"), 1);
+        assert!(restored == v);
+    }
 }

@@ -26,6 +26,8 @@ pub mod state;
 
 use std::collections::BTreeMap;
 
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+
 use fairflow_ingest::{LogLine, Rejection};
 use fairflow_model::event::Op;
 use fairflow_model::{Config, Event, Time};
@@ -56,6 +58,10 @@ pub struct Book {
     child_accounts: BTreeMap<String, u32>,
     /// User associations with running jobs, and how many.
     running: BTreeMap<(String, String), u32>,
+    /// The user associations, by account: a hash index beside the state's
+    /// ordered map, since the check of every usage event and job asks for
+    /// one by name.
+    users_by_account: HashMap<String, HashSet<String>>,
     /// What changed since the last [`Book::take_changes`], when tracked.
     changes: Option<Changes>,
     /// Counts the changes to the state (events and time), so that a
@@ -69,6 +75,7 @@ impl PartialEq for Book {
             && self.last_event_at == other.last_event_at
             && self.child_accounts == other.child_accounts
             && self.running == other.running
+            && self.users_by_account == other.users_by_account
             && self.changes == other.changes
     }
 }
@@ -141,6 +148,7 @@ impl Book {
             last_event_at: None,
             child_accounts: BTreeMap::new(),
             running: BTreeMap::new(),
+            users_by_account: HashMap::default(),
             changes: None,
             version: 0,
         }
@@ -185,12 +193,17 @@ impl Book {
             }
             reaches_root.extend(chain.into_iter().map(|c| (c, true)));
         }
-        for account in state.users.keys().map(|(a, _)| a) {
+        let mut users_by_account: HashMap<String, HashSet<String>> = HashMap::default();
+        for (account, user) in state.users.keys() {
             if !state.accounts.contains_key(account) {
                 return Err(format!(
                     "a user association names unknown account `{account}`"
                 ));
             }
+            users_by_account
+                .entry(account.clone())
+                .or_default()
+                .insert(user.clone());
         }
         let mut running: BTreeMap<(String, String), u32> = BTreeMap::new();
         for (id, job) in &state.jobs {
@@ -210,6 +223,7 @@ impl Book {
             last_event_at,
             child_accounts,
             running,
+            users_by_account,
             changes: None,
             version: 0,
         })
@@ -338,9 +352,9 @@ impl Book {
 
     /// Does this user association exist?
     pub fn has_assoc(&self, account: &str, user: &str) -> bool {
-        self.state
-            .users
-            .contains_key(&(account.to_string(), user.to_string()))
+        self.users_by_account
+            .get(account)
+            .is_some_and(|users| users.contains(user))
     }
 
     /// How many child accounts `account` has.
@@ -350,11 +364,7 @@ impl Book {
 
     /// How many user associations `account` has.
     pub fn users_in(&self, account: &str) -> usize {
-        self.state
-            .users
-            .range((account.to_string(), String::new())..)
-            .take_while(|((a, _), _)| a == account)
-            .count()
+        self.users_by_account.get(account).map_or(0, HashSet::len)
     }
 
     /// How many running jobs a user association has.
@@ -523,6 +533,20 @@ impl Book {
             Op::RemoveAccount { .. } => {
                 if let Some(parent) = &removed_parent {
                     self.uncount_child(parent);
+                }
+            }
+            Op::User { user, account, .. } if !self.has_assoc(account, user) => {
+                self.users_by_account
+                    .entry(account.clone())
+                    .or_default()
+                    .insert(user.clone());
+            }
+            Op::RemoveUser { user, account } => {
+                if let Some(users) = self.users_by_account.get_mut(account) {
+                    users.remove(user);
+                    if users.is_empty() {
+                        self.users_by_account.remove(account);
+                    }
                 }
             }
             Op::Start { .. } => {

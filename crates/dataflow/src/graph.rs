@@ -17,11 +17,12 @@
 //! also keeps the number of distinct `(K, V, T, R)` combinations small.
 
 use std::cell::RefCell;
-use std::collections::BTreeMap;
+use std::collections::hash_map::Entry;
 use std::rc::Rc;
 
 use differential_dataflow::input::{Input, InputSession};
 use fairflow_model::Shares;
+use rustc_hash::FxHashMap as HashMap;
 use timely::container::CapacityContainerBuilder;
 use timely::dataflow::channels::pact::Exchange;
 use timely::dataflow::operators::generic::Operator;
@@ -63,21 +64,29 @@ pub enum Fact {
 /// The sshare facts of one tree dataflow as worker 0 holds them: each
 /// present `(node, fact)` with its count, updated by a capture as the
 /// stages emit them (a usage event: the `depth + 1` subtree sums on its
-/// path), read only after the probe passed a batch. A sorted map rather
+/// path), read only after the probe passed a batch. A hash map rather
 /// than an arrangement: no batcher, no spine to merge and compact at every
-/// batch, and the read is the map in order.
+/// batch; a read (an sshare table, rare) sorts what it copies.
 #[derive(Clone, Default)]
-pub(crate) struct FactStore(Rc<RefCell<BTreeMap<(NodeId, Fact), isize>>>);
+pub(crate) struct FactStore(Rc<RefCell<HashMap<(NodeId, Fact), isize>>>);
 
 impl FactStore {
     /// Apply captured updates.
     fn absorb(&self, updates: &mut Vec<((NodeId, Fact), Epoch, isize)>) {
         let mut facts = self.0.borrow_mut();
         for (fact, _time, diff) in updates.drain(..) {
-            let count = facts.entry(fact).or_insert(0);
-            *count += diff;
-            if *count == 0 {
-                facts.remove(&fact);
+            match facts.entry(fact) {
+                Entry::Occupied(mut count) => {
+                    *count.get_mut() += diff;
+                    if *count.get() == 0 {
+                        count.remove();
+                    }
+                }
+                Entry::Vacant(slot) => {
+                    if diff != 0 {
+                        slot.insert(diff);
+                    }
+                }
             }
         }
     }
@@ -85,14 +94,16 @@ impl FactStore {
     /// Every present fact, in `(node, fact)` order.
     pub(crate) fn read(&self) -> Vec<(NodeId, Fact)> {
         let facts = self.0.borrow();
-        facts
+        let mut present: Vec<(NodeId, Fact)> = facts
             .iter()
             .filter(|(_, count)| **count > 0)
             .map(|(fact, count)| {
                 debug_assert!(*count == 1, "a fact is present at most once");
                 *fact
             })
-            .collect()
+            .collect();
+        present.sort_unstable();
+        present
     }
 }
 

@@ -18,6 +18,8 @@
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
+use rustc_hash::FxHashMap as HashMap;
+
 use fairflow_book::{AssocKey, Book, Changes};
 use fairflow_model::usage::FrameUsage;
 use fairflow_model::Shares;
@@ -90,7 +92,10 @@ impl Deltas {
 /// The feed; see the module documentation.
 #[derive(Debug, Clone)]
 pub struct TreeFeed {
-    accounts: BTreeMap<String, NodeId>,
+    /// Every interned association's current id (a hash map: a batch of
+    /// usage events looks up a thousand names).
+    ids: HashMap<AssocKey, NodeId>,
+    /// The interned user associations in name order.
     users: BTreeMap<(String, String), NodeId>,
     /// Each id's association.
     names: Vec<AssocKey>,
@@ -119,7 +124,7 @@ impl TreeFeed {
     /// A feed that has sent nothing, with only `root` interned (as [`ROOT`]).
     pub fn new() -> Self {
         let mut feed = TreeFeed {
-            accounts: BTreeMap::new(),
+            ids: HashMap::default(),
             users: BTreeMap::new(),
             names: Vec::new(),
             assoc_ids: Vec::new(),
@@ -144,10 +149,7 @@ impl TreeFeed {
         let id = NodeId::try_from(self.names.len()).expect("fewer than 2^32 associations");
         self.created.push(created);
         let assoc_id = match &key.user {
-            None => {
-                self.accounts.insert(key.account.clone(), id);
-                AssocId::MAX
-            }
+            None => AssocId::MAX,
             Some(user) => {
                 let name = (key.account.clone(), user.clone());
                 self.users.insert(name.clone(), id);
@@ -155,6 +157,7 @@ impl TreeFeed {
             }
         };
         self.assoc_ids.push(assoc_id);
+        self.ids.insert(key.clone(), id);
         self.names.push(key.clone());
         self.sent.push(Sent::default());
         id
@@ -162,13 +165,7 @@ impl TreeFeed {
 
     /// The id of an association, if it was ever interned.
     pub fn id_of(&self, key: &AssocKey) -> Option<NodeId> {
-        match &key.user {
-            None => self.accounts.get(&key.account).copied(),
-            Some(user) => self
-                .users
-                .get(&(key.account.clone(), user.clone()))
-                .copied(),
-        }
+        self.ids.get(key).copied()
     }
 
     /// Each id's association (removed ones keep their id).

@@ -320,10 +320,25 @@ pub const SLURM_PARENT_ACCOUNT_LEVEL_FS: f64 = 4_294_967_294.0;
 /// associations equal in exact arithmetic can differ here (test24.4's uD2
 /// and uD3, 40/170 / (20/110) and 50/170 / (25/110)).
 pub fn slurm_level_fs(shares: u64, level_shares: u64, usage: u128, parent_usage: u128) -> f64 {
-    level_fs_value(
+    slurm_level_fs_of(
         share_fraction(shares, level_shares),
-        usage_ratio(usage, parent_usage),
+        usage as f64,
+        parent_usage as f64,
     )
+}
+
+/// [`slurm_level_fs`] from its operands already converted: the share
+/// fraction ([`share_fraction`]) and both usages as `f64` (`u128` to `f64`
+/// is exact-rounded and maps only 0 to 0, so this is [`usage_ratio`]). A
+/// group keeps each member's conversions and re-derives every `LevelFS`
+/// with one division pair when its parent's usage moves.
+pub fn slurm_level_fs_of(share_fraction: f64, usage: f64, parent_usage: f64) -> f64 {
+    let effective_usage = if parent_usage == 0.0 {
+        0.0
+    } else {
+        usage / parent_usage
+    };
+    level_fs_value(share_fraction, effective_usage)
 }
 
 /// Slurm's order of a Fair Tree sibling group, `(LevelFS, is a user,

@@ -43,7 +43,9 @@ use std::collections::BTreeMap;
 
 use differential_dataflow::consolidation::consolidate;
 use differential_dataflow::VecCollection;
-use fairflow_model::formula::{slurm_level_fs, slurm_sibling_order, SLURM_PARENT_ACCOUNT_LEVEL_FS};
+use fairflow_model::formula::{
+    share_fraction, slurm_level_fs_of, slurm_sibling_order, SLURM_PARENT_ACCOUNT_LEVEL_FS,
+};
 use fairflow_model::Shares;
 use rustc_hash::FxHashMap as HashMap;
 
@@ -53,8 +55,14 @@ use crate::stages::per_batch_routed;
 use crate::types::{Diff, Epoch, NodeId, ROOT};
 
 /// Slurm's `LevelFS` of a member (`FairShare=parent`: a user `+inf`, an
-/// account `NO_VAL`).
-fn member_level_fs(member: &super::Member) -> f64 {
+/// account `NO_VAL`), from its share fraction and both usages already
+/// converted to `f64` (`formula::slurm_level_fs_of`).
+fn member_level_fs(
+    member: &super::Member,
+    share_fraction: f64,
+    usage: f64,
+    parent_usage: f64,
+) -> f64 {
     if member.shares.is_parent() {
         if member.user {
             f64::INFINITY
@@ -62,12 +70,7 @@ fn member_level_fs(member: &super::Member) -> f64 {
             SLURM_PARENT_ACCOUNT_LEVEL_FS
         }
     } else {
-        slurm_level_fs(
-            member.shares.raw(),
-            member.level_shares,
-            member.usage,
-            member.parent_usage,
-        )
+        slurm_level_fs_of(share_fraction, usage, parent_usage)
     }
 }
 
@@ -144,6 +147,11 @@ struct Placed {
     /// parent's usage).
     parent: NodeId,
     member: super::Member,
+    /// Its own usage as `f64` and its share fraction (of its level
+    /// shares), kept so that a move of its parent's usage re-derives its
+    /// `LevelFS` with two divisions.
+    usage_f64: f64,
+    share_fraction: f64,
     level_fs: f64,
     /// The placement last sent (none yet: a member new to the group).
     sent: Option<TreeSlot>,
@@ -152,23 +160,41 @@ struct Placed {
 impl Placed {
     fn new(node: NodeId, parent: NodeId, own: Own, part: (u128, u64)) -> Placed {
         let member = super::Member::of(own, part);
+        let usage_f64 = member.usage as f64;
+        let share_fraction = share_fraction(member.shares.raw(), member.level_shares);
         Placed {
             node,
             parent,
             member,
-            level_fs: member_level_fs(&member),
+            usage_f64,
+            share_fraction,
+            level_fs: member_level_fs(&member, share_fraction, usage_f64, part.0 as f64),
             sent: None,
         }
+    }
+
+    /// Its key in [`slurm_sibling_order`].
+    fn order_key(&self) -> (f64, bool, u64) {
+        (self.level_fs, self.member.user, u64::from(self.node))
+    }
+
+    /// Its parent's part moved to `(usage, level shares)` (`usage_f64`:
+    /// the usage converted): re-derive its `LevelFS`.
+    fn repart(&mut self, (usage, level_shares): (u128, u64), usage_f64: f64) {
+        if level_shares != self.member.level_shares {
+            self.member.level_shares = level_shares;
+            self.share_fraction = share_fraction(self.member.shares.raw(), level_shares);
+        }
+        self.member.parent_usage = usage;
+        self.level_fs =
+            member_level_fs(&self.member, self.share_fraction, self.usage_f64, usage_f64);
     }
 }
 
 /// Slurm's sibling order ([`slurm_sibling_order`]: `LevelFS` descending,
 /// users first, newest first). Total: ties end at the node id.
 fn sibling_order(a: &Placed, b: &Placed) -> Ordering {
-    slurm_sibling_order(
-        (a.level_fs, a.member.user, u64::from(a.node)),
-        (b.level_fs, b.member.user, u64::from(b.node)),
-    )
+    slurm_sibling_order(a.order_key(), b.order_key())
 }
 
 /// The smallest [`Own`] (a lower bound of a node's member items).
@@ -268,15 +294,16 @@ impl Group {
 
     /// Re-place the group after its items changed: `changed` are the
     /// members whose items changed (sorted). The members kept (all others)
-    /// stay in their last order, their `LevelFS` re-derived when a
-    /// parent's part changed (a usage event changes its group's parent's
+    /// stay in their last order, in place, their `LevelFS` re-derived when
+    /// a parent's part changed (a usage event changes its group's parent's
     /// usage, so every member's `LevelFS`); that order is checked (one
     /// comparison per member) and sorted only if `f64` rounding reordered
-    /// it. The changed members are sorted among themselves and merged in.
-    /// Placements are then recomputed in one pass in order and only those
-    /// that differ from what was sent are sent. When the set of parents
-    /// changes (the group appears, or a tree change), every member is
-    /// re-derived from the items.
+    /// it. The changed members are sorted among themselves and merged in
+    /// (moving only the kept members after the first of them). Placements
+    /// are then recomputed in one pass in order and only those that differ
+    /// from what was sent are sent. When the set of parents changes (the
+    /// group appears, or a tree change), every member is re-derived from
+    /// the items.
     fn update(
         &mut self,
         group_id: NodeId,
@@ -289,15 +316,14 @@ impl Group {
             .iter()
             .map(|part| part.0)
             .ne(self.parts.iter().map(|part| part.0));
-        let old = std::mem::take(&mut self.order);
         // The placements sent to members taken out of the order, by node.
         let mut taken: Vec<(NodeId, TreeSlot)> = Vec::new();
-        let mut kept: Vec<Placed> = Vec::with_capacity(old.len() + changed.len());
         let mut kept_in_order = true;
         let mut fresh: Vec<Placed> = Vec::new();
         if rebuild {
             taken.extend(
-                old.iter()
+                self.order
+                    .drain(..)
                     .filter_map(|placed| Some((placed.node, placed.sent?))),
             );
             for (item, count) in &self.items {
@@ -308,35 +334,43 @@ impl Group {
                 }
             }
         } else {
-            for mut placed in old {
+            // Each parent's usage converted once for all its members.
+            let parent_usage_f64: Vec<f64> =
+                parts.iter().map(|&(_, usage, _)| usage as f64).collect();
+            let mut previous: Option<(f64, bool, u64)> = None;
+            self.order.retain_mut(|placed| {
                 let part = if parents_changed {
-                    part_of(&parts, placed.parent)
+                    parts
+                        .binary_search_by_key(&placed.parent, |part| part.0)
+                        .ok()
+                        .map(|index| (index, (parts[index].1, parts[index].2)))
                 } else {
-                    Some((placed.member.parent_usage, placed.member.level_shares))
+                    Some((0, (placed.member.parent_usage, placed.member.level_shares)))
                 };
                 match part {
-                    Some((usage, level)) if changed.binary_search(&placed.node).is_err() => {
-                        if (usage, level)
-                            != (placed.member.parent_usage, placed.member.level_shares)
-                        {
-                            placed.member.parent_usage = usage;
-                            placed.member.level_shares = level;
-                            placed.level_fs = member_level_fs(&placed.member);
+                    Some((index, part)) if changed.binary_search(&placed.node).is_err() => {
+                        if part != (placed.member.parent_usage, placed.member.level_shares) {
+                            placed.repart(part, parent_usage_f64[index]);
                         }
-                        if let Some(last) = kept.last() {
-                            kept_in_order &= sibling_order(last, &placed) == Ordering::Less;
+                        let key = placed.order_key();
+                        if let Some(last) = previous {
+                            kept_in_order &= slurm_sibling_order(last, key) == Ordering::Less;
                         }
-                        kept.push(placed);
+                        previous = Some(key);
+                        true
                     }
-                    _ => taken.extend(placed.sent.map(|slot| (placed.node, slot))),
+                    _ => {
+                        taken.extend(placed.sent.map(|slot| (placed.node, slot)));
+                        false
+                    }
                 }
-            }
+            });
             for &node in changed {
                 self.members_of(node, &parts, &mut fresh);
             }
         }
         if !kept_in_order {
-            kept.sort_by(sibling_order);
+            self.order.sort_by(sibling_order);
         }
         fresh.sort_by(sibling_order);
         taken.sort_unstable_by_key(|&(node, _)| node);
@@ -348,21 +382,27 @@ impl Group {
                 placed.sent = Some(taken[index].1);
             }
         }
-        // Merge the kept and the changed members, and place them in order.
-        let mut order = Vec::with_capacity(kept.len() + fresh.len());
-        let mut kept = kept.into_iter().peekable();
-        let mut fresh = fresh.into_iter().peekable();
+        // Merge the changed members into the kept ones in place, from the
+        // back: each kept member after the first changed one moves once.
+        if !fresh.is_empty() {
+            let kept = self.order.len();
+            self.order.extend_from_slice(&fresh);
+            let (mut i, mut j, mut k) = (kept, fresh.len(), self.order.len());
+            while j > 0 {
+                k -= 1;
+                if i > 0 && sibling_order(&self.order[i - 1], &fresh[j - 1]) == Ordering::Greater {
+                    i -= 1;
+                    self.order[k] = self.order[i];
+                } else {
+                    j -= 1;
+                    self.order[k] = fresh[j];
+                }
+            }
+        }
+        // Place them in order.
         let mut placing = Placing::new(group_id);
-        loop {
-            let next = match (kept.peek(), fresh.peek()) {
-                (Some(a), Some(b)) if sibling_order(a, b) == Ordering::Greater => fresh.next(),
-                (Some(_), _) => kept.next(),
-                (None, _) => fresh.next(),
-            };
-            let Some(mut placed) = next else {
-                break;
-            };
-            let slot = placing.place(&placed);
+        for placed in &mut self.order {
+            let slot = placing.place(placed);
             match placed.sent {
                 Some(sent) if sent == slot => {}
                 Some(sent) => {
@@ -372,7 +412,6 @@ impl Group {
                 None => out.push(((placed.node, slot), 1)),
             }
             placed.sent = Some(slot);
-            order.push(placed);
         }
         // Members that left the group: retract their placements.
         for (&(node, slot), back) in taken.iter().zip(taken_back) {
@@ -380,7 +419,6 @@ impl Group {
                 out.push(((node, slot), -1));
             }
         }
-        self.order = order;
         self.parts = parts;
     }
 }
