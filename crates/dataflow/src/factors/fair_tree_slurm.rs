@@ -33,7 +33,11 @@
 //! A usage event re-places the groups on its path: `O(m log m + n)` for a
 //! group of `n` members of which `m` changed (one `LevelFS` and one
 //! comparison per kept member, since the parent's usage moved them all;
-//! no hashing or sorting of the kept members). A placement is sent only
+//! no hashing or sorting of the kept members, which stay where they are in
+//! the group's vector: a member keeps its usage as `f64` and its share
+//! fraction, so its new `LevelFS` is two divisions, and only the kept
+//! members after the first changed one move, once, when the changed ones
+//! are merged in from the back). A placement is sent only
 //! where it changed (the members between a moved member's old and new
 //! positions, and ties that appeared or ended), and no user below them is
 //! re-derived.
