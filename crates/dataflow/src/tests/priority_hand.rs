@@ -182,6 +182,26 @@ fn jobs_at_the_floor_are_read_in_submit_then_id_order() {
     });
 }
 
+/// The reader's top `k` at `now` is `expected` (job names and priorities),
+/// and it has answered `kept_reads` reads from its kept top so far.
+fn assert_top_and_kept_reads(
+    reader: &mut PriorityReader,
+    (k, now): (usize, i64),
+    expected: &[(&str, u64)],
+    kept_reads: u64,
+) {
+    let expected: Vec<(String, u64)> = expected
+        .iter()
+        .map(|&(name, priority)| (name.to_string(), priority))
+        .collect();
+    assert_eq!(top(reader, k, now), expected, "top {k} at {now}");
+    assert_eq!(
+        reader.kept_reads(),
+        kept_reads,
+        "kept reads after top {k} at {now}"
+    );
+}
+
 #[test]
 fn job_batches_are_read_from_the_kept_top_and_a_fact_makes_the_reader_search() {
     timely::execute_directly(|worker| {
@@ -199,21 +219,13 @@ fn job_batches_are_read_from_the_kept_top_and_a_fact_makes_the_reader_search() {
         h.step(worker);
         // At 1500: A = 2000 + 1500 = 3500, B = 3000 + 500 = 3500 (A first:
         // submitted first), D = 2000 + 300 = 2300. A search.
-        assert_eq!(
-            top(&mut h.reader, 2, 1500),
-            vec![("A".to_string(), 3500), ("B".to_string(), 3500)]
-        );
-        assert_eq!(h.reader.kept_reads(), 0);
+        assert_top_and_kept_reads(&mut h.reader, (2, 1500), &[("A", 3500), ("B", 3500)], 0);
 
         // A submit: E of ub at 1500. At 1600: A = 3600, B = 3600,
         // E = 3000 + 100 = 3100, D = 2400: the kept A and B stay first.
         h.jobs.insert(job(ids, "E", UB, 1500, 1600));
         h.step(worker);
-        assert_eq!(
-            top(&mut h.reader, 2, 1600),
-            vec![("A".to_string(), 3600), ("B".to_string(), 3600)]
-        );
-        assert_eq!(h.reader.kept_reads(), 1);
+        assert_top_and_kept_reads(&mut h.reader, (2, 1600), &[("A", 3600), ("B", 3600)], 1);
 
         // A starts (its record leaves the ranking). At 1700: B = 3700,
         // E = 3200, D = 2500: E, changed in the last batch, follows B.
@@ -224,36 +236,23 @@ fn job_batches_are_read_from_the_kept_top_and_a_fact_makes_the_reader_search() {
         h.jobs.remove(job(ids, "A", UA, 0, 1500));
         h.jobs.insert(running);
         h.step(worker);
-        assert_eq!(
-            top(&mut h.reader, 2, 1700),
-            vec![("B".to_string(), 3700), ("E".to_string(), 3200)]
-        );
-        assert_eq!(h.reader.kept_reads(), 2);
+        assert_top_and_kept_reads(&mut h.reader, (2, 1700), &[("B", 3700), ("E", 3200)], 2);
         // A smaller k at the same time is a prefix, from the kept top too.
-        assert_eq!(top(&mut h.reader, 1, 1700), vec![("B".to_string(), 3700)]);
-        assert_eq!(h.reader.kept_reads(), 3);
+        assert_top_and_kept_reads(&mut h.reader, (1, 1700), &[("B", 3700)], 3);
 
         // A fact: ua's factor becomes 1 (4000). D = 4000 + 500 = 4500
         // leads, which the kept top (B, E) does not hold: a search.
         h.facts.remove(fairshare(UA, 0.5));
         h.facts.insert(fairshare(UA, 1.0));
         h.step(worker);
-        assert_eq!(
-            top(&mut h.reader, 2, 1700),
-            vec![("D".to_string(), 4500), ("B".to_string(), 3700)]
-        );
-        assert_eq!(h.reader.kept_reads(), 3);
+        assert_top_and_kept_reads(&mut h.reader, (2, 1700), &[("D", 4500), ("B", 3700)], 3);
 
         // D leaves: that search read only D and B (E's bound was below
         // B's priority), so one job is left of the kept top, fewer than k:
         // a search. At 1800, B = 3800, E = 3300.
         h.jobs.remove(job(ids, "D", UA, 1200, 1500));
         h.step(worker);
-        assert_eq!(
-            top(&mut h.reader, 2, 1800),
-            vec![("B".to_string(), 3800), ("E".to_string(), 3300)]
-        );
-        assert_eq!(h.reader.kept_reads(), 3);
+        assert_top_and_kept_reads(&mut h.reader, (2, 1800), &[("B", 3800), ("E", 3300)], 3);
         // A hold-free change of E's nice (its record changes): at 1900,
         // B = 3900, E = 3000 + 400 - 100 = 3300, read from the kept top.
         let nicer = JobRow {
@@ -263,11 +262,7 @@ fn job_batches_are_read_from_the_kept_top_and_a_fact_makes_the_reader_search() {
         h.jobs.remove(job(ids, "E", UB, 1500, 1600));
         h.jobs.insert(nicer);
         h.step(worker);
-        assert_eq!(
-            top(&mut h.reader, 2, 1900),
-            vec![("B".to_string(), 3900), ("E".to_string(), 3300)]
-        );
-        assert_eq!(h.reader.kept_reads(), 4);
+        assert_top_and_kept_reads(&mut h.reader, (2, 1900), &[("B", 3900), ("E", 3300)], 4);
     });
 }
 
