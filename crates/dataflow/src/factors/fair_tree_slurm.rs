@@ -344,9 +344,7 @@ impl Group {
             let mut previous: Option<(f64, bool, u64)> = None;
             self.order.retain_mut(|placed| {
                 let part = if parents_changed {
-                    parts
-                        .binary_search_by_key(&placed.parent, |part| part.0)
-                        .ok()
+                    part_index(&parts, placed.parent)
                         .map(|index| (index, (parts[index].1, parts[index].2)))
                 } else {
                     Some((0, (placed.member.parent_usage, placed.member.level_shares)))
@@ -429,8 +427,12 @@ impl Group {
 
 /// A parent's part `(usage, level shares)`, if present.
 fn part_of(parts: &[(NodeId, u128, u64)], parent: NodeId) -> Option<(u128, u64)> {
-    let index = parts.binary_search_by_key(&parent, |part| part.0).ok()?;
-    Some((parts[index].1, parts[index].2))
+    part_index(parts, parent).map(|index| (parts[index].1, parts[index].2))
+}
+
+/// Where a parent's part is in `parts` (sorted by parent), if present.
+fn part_index(parts: &[(NodeId, u128, u64)], parent: NodeId) -> Option<usize> {
+    parts.binary_search_by_key(&parent, |part| part.0).ok()
 }
 
 /// Placing the members of one group, in Slurm's sibling order: the users
