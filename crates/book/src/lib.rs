@@ -21,6 +21,7 @@
 mod changes;
 mod check;
 pub mod flux_bins;
+pub mod name_map;
 pub mod snapshot;
 pub mod state;
 
@@ -33,6 +34,7 @@ use fairflow_model::event::Op;
 use fairflow_model::{Config, Event, Time};
 
 pub use changes::{AssocKey, Changes};
+pub use name_map::NameMap;
 pub use state::{Job, JobPhase, State};
 
 /// Where a job is in its life, as the checks see it.
@@ -58,9 +60,9 @@ pub struct Book {
     child_accounts: BTreeMap<String, u32>,
     /// User associations with running jobs, and how many.
     running: BTreeMap<(String, String), u32>,
-    /// The user associations, by account: a hash index beside the state's
-    /// ordered map, since the check of every usage event and job asks for
-    /// one by name.
+    /// The user associations, by account: how many an account has
+    /// ([`Book::users_in`]), and [`Book::has_assoc`] (which the check of
+    /// every usage event and job asks) without building an owned key.
     users_by_account: HashMap<String, HashSet<String>>,
     /// What changed since the last [`Book::take_changes`], when tracked.
     changes: Option<Changes>,

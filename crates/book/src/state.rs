@@ -17,6 +17,7 @@ use fairflow_model::{Config, Event, Shares, Time};
 use fairflow_model::reset::{next_reset_after, reset_at_or_before};
 
 use crate::flux_bins::{BinKey, BinParams, FluxBins};
+use crate::name_map::NameMap;
 
 /// An account.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -258,9 +259,9 @@ pub struct State {
     /// The next `PriorityUsageResetPeriod` boundary.
     pub next_reset: Option<Time>,
     /// Accounts by name, root included.
-    pub accounts: BTreeMap<String, Account>,
+    pub accounts: NameMap<String, Account>,
     /// User associations by `(account, user)`.
-    pub users: BTreeMap<(String, String), UserAssoc>,
+    pub users: NameMap<(String, String), UserAssoc>,
     /// QOS by name.
     pub qos: BTreeMap<String, Qos>,
     /// Partitions by name.
@@ -344,7 +345,7 @@ fn time_min() -> Time {
 impl State {
     /// An empty cluster with only `root`, under `config`, at time 0.
     pub fn new(config: Config) -> Self {
-        let mut accounts = BTreeMap::new();
+        let mut accounts = NameMap::new();
         accounts.insert(
             "root".to_string(),
             Account {
@@ -362,7 +363,7 @@ impl State {
             config,
             frame,
             accounts,
-            users: BTreeMap::new(),
+            users: NameMap::new(),
             qos: BTreeMap::new(),
             partitions: BTreeMap::new(),
             cluster: Cluster::default(),
@@ -476,9 +477,9 @@ impl State {
                     .or_default() += rate * frame.clock(since);
             }
         }
-        for (key, assoc) in self.users.iter_mut() {
+        self.users.for_each_mut(|key, assoc| {
             assoc.usage.rate_offset = offsets.get(key).copied().unwrap_or(0);
-        }
+        });
     }
 
     /// With a `PriorityCalcPeriod`, settle every running job's accrual up to
@@ -583,12 +584,12 @@ impl State {
         let Some(bins) = &self.flux_bins else {
             return;
         };
-        for (name, account) in self.accounts.iter_mut() {
+        self.accounts.for_each_mut(|name, account| {
             account.usage.settled = bins.total(&(name.clone(), None));
-        }
-        for ((account, user), assoc) in self.users.iter_mut() {
+        });
+        self.users.for_each_mut(|(account, user), assoc| {
             assoc.usage.settled = bins.total(&(account.clone(), Some(user.clone())));
-        }
+        });
     }
 
     /// Charge `usage` (frame units) to an association under
@@ -692,9 +693,9 @@ impl State {
                 .entry((job.account.clone(), job.user.clone()))
                 .or_default() += rate;
         }
-        for (key, assoc) in self.users.iter_mut() {
+        self.users.for_each_mut(|key, assoc| {
             assoc.usage.rate = per_assoc.get(key).copied().unwrap_or(0);
-        }
+        });
         self.accrual_settled_to = self.accrual_settled_to.max(t);
         self.recompute_rate_offsets();
     }
@@ -968,16 +969,13 @@ impl State {
                     self.accounts_created += 1;
                 }
                 let created = self.accounts_created;
-                let entry = self
-                    .accounts
-                    .entry(name.clone())
-                    .or_insert_with(|| Account {
-                        parent: Some("root".to_string()),
-                        shares: Shares::Value(1),
-                        priority: None,
-                        usage: OwnUsage::default(),
-                        created,
-                    });
+                let entry = self.accounts.get_or_insert_with(name.clone(), || Account {
+                    parent: Some("root".to_string()),
+                    shares: Shares::Value(1),
+                    priority: None,
+                    usage: OwnUsage::default(),
+                    created,
+                });
                 if let Some(parent) = parent {
                     entry.parent = Some(parent.clone());
                 }
@@ -996,8 +994,7 @@ impl State {
             } => {
                 let entry = self
                     .users
-                    .entry((account.clone(), user.clone()))
-                    .or_insert_with(|| UserAssoc {
+                    .get_or_insert_with((account.clone(), user.clone()), || UserAssoc {
                         shares: Shares::Value(1),
                         priority: None,
                         usage: OwnUsage::default(),
