@@ -30,7 +30,15 @@
 //! it reads one (`priority::fair_tree`, where Slurm's walk is written out).
 //!
 //! # Cost
-//! A usage event re-places the groups on its path: `O(m log m + n)` for a
+//! A usage event re-places the groups on its path. A group whose adjacent
+//! members are all *scale-safe* (their exact `share / usage` ratios
+//! identical, or far apart beyond `f64` rounding, or constants a ratio
+//! cannot cross; `pair_scale_safe`) with one parent whose usage stays
+//! positive keeps its order whatever that usage: when few members changed,
+//! only they move, each to where a binary search finds it, and only the span between
+//! their old and new places is placed again (`Group::update_span`): a scan
+//! of node ids plus `O(m log n)` `LevelFS` and the span. Otherwise (near
+//! ties, several parents, a parent usage of 0): `O(m log m + n)` for a
 //! group of `n` members of which `m` changed (one `LevelFS` and one
 //! comparison per kept member, since the parent's usage moved them all;
 //! no hashing or sorting of the kept members, which stay where they are in
@@ -141,6 +149,14 @@ struct Group {
     parts: Vec<(NodeId, u128, u64)>,
     /// The members in Slurm's sibling order.
     order: Vec<Placed>,
+    /// Their node ids, in the same order: what a span update scans to find
+    /// the changed members (a few bytes each, where a member is ~150).
+    nodes: Vec<NodeId>,
+    /// Is every adjacent pair of members [`pair_scale_safe`]? Then a move of the
+    /// (one) parent's usage cannot reorder the members or make or break a
+    /// tie, and an update places only the span its changed members cross
+    /// ([`Group::update_span`]).
+    scale_safe: bool,
 }
 
 /// A member in its group's order: its sort key and the placement sent.
@@ -156,6 +172,8 @@ struct Placed {
     /// `LevelFS` with two divisions.
     usage_f64: f64,
     share_fraction: f64,
+    /// How its `LevelFS` follows its parent's usage (from the two above).
+    scaling: Scaling,
     level_fs: f64,
     /// The placement last sent (none yet: a member new to the group).
     sent: Option<TreeSlot>,
@@ -172,6 +190,7 @@ impl Placed {
             member,
             usage_f64,
             share_fraction,
+            scaling: Scaling::of(&member, share_fraction, usage_f64),
             level_fs: member_level_fs(&member, share_fraction, usage_f64, part.0 as f64),
             sent: None,
         }
@@ -182,12 +201,21 @@ impl Placed {
         (self.level_fs, self.member.user, u64::from(self.node))
     }
 
+    /// Bring its `LevelFS` to its parent's current part, if it was derived
+    /// at another (`usage_f64`: the usage converted).
+    fn bring_to(&mut self, part: (u128, u64), usage_f64: f64) {
+        if part != (self.member.parent_usage, self.member.level_shares) {
+            self.repart(part, usage_f64);
+        }
+    }
+
     /// Its parent's part moved to `(usage, level shares)` (`usage_f64`:
     /// the usage converted): re-derive its `LevelFS`.
     fn repart(&mut self, (usage, level_shares): (u128, u64), usage_f64: f64) {
         if level_shares != self.member.level_shares {
             self.member.level_shares = level_shares;
             self.share_fraction = share_fraction(self.member.shares.raw(), level_shares);
+            self.scaling = Scaling::of(&self.member, self.share_fraction, self.usage_f64);
         }
         self.member.parent_usage = usage;
         self.level_fs =
@@ -320,6 +348,25 @@ impl Group {
             .iter()
             .map(|part| part.0)
             .ne(self.parts.iter().map(|part| part.0));
+        // One parent, its level shares as before, its usage positive before
+        // and after (at 0 every `LevelFS` is `+inf`, whatever the ratios).
+        if let ([part], [last]) = (&parts[..], &self.parts[..]) {
+            // Few changed members: each costs a scan of the node ids and
+            // its span; many are cheaper merged in one pass.
+            let few = changed.len() * SPAN_UPDATE_MAX_SHARE
+                <= self.order.len().max(SPAN_UPDATE_MAX_SHARE);
+            if few
+                && !rebuild
+                && self.scale_safe
+                && part.2 == last.2
+                && part.1 > 0
+                && last.1 > 0
+                && self.update_span(group_id, changed, *part, out)
+            {
+                self.parts = parts;
+                return;
+            }
+        }
         // The placements sent to members taken out of the order, by node.
         let mut taken: Vec<(NodeId, TreeSlot)> = Vec::new();
         let mut kept_in_order = true;
@@ -351,9 +398,7 @@ impl Group {
                 };
                 match part {
                     Some((index, part)) if changed.binary_search(&placed.node).is_err() => {
-                        if part != (placed.member.parent_usage, placed.member.level_shares) {
-                            placed.repart(part, parent_usage_f64[index]);
-                        }
+                        placed.bring_to(part, parent_usage_f64[index]);
                         let key = placed.order_key();
                         if let Some(last) = previous {
                             kept_in_order &= slurm_sibling_order(last, key) == Ordering::Less;
@@ -375,15 +420,7 @@ impl Group {
             self.order.sort_by(sibling_order);
         }
         fresh.sort_by(sibling_order);
-        taken.sort_unstable_by_key(|&(node, _)| node);
-        let mut taken_back = vec![false; taken.len()];
-        for placed in &mut fresh {
-            if let Ok(index) = taken.binary_search_by_key(&placed.node, |&(node, _)| node) {
-                debug_assert!(!taken_back[index], "one member per node");
-                taken_back[index] = true;
-                placed.sent = Some(taken[index].1);
-            }
-        }
+        let taken_back = take_back(&mut taken, &mut fresh);
         // Merge the changed members into the kept ones in place, from the
         // back: each kept member after the first changed one moves once.
         if !fresh.is_empty() {
@@ -403,25 +440,275 @@ impl Group {
         }
         // Place them in order.
         let mut placing = Placing::new(group_id);
-        for placed in &mut self.order {
-            let slot = placing.place(placed);
-            match placed.sent {
-                Some(sent) if sent == slot => {}
-                Some(sent) => {
-                    out.push(((placed.node, sent), -1));
-                    out.push(((placed.node, slot), 1));
-                }
-                None => out.push(((placed.node, slot), 1)),
+        let mut scale_safe = true;
+        for index in 0..self.order.len() {
+            if index > 0 {
+                scale_safe &= pair_scale_safe(&self.order[index - 1], &self.order[index]);
             }
-            placed.sent = Some(slot);
+            send_placement(&mut self.order[index], &mut placing, out);
         }
-        // Members that left the group: retract their placements.
-        for (&(node, slot), back) in taken.iter().zip(taken_back) {
-            if !back {
-                out.push(((node, slot), -1));
-            }
-        }
+        self.scale_safe = scale_safe;
+        self.nodes.clear();
+        self.nodes
+            .extend(self.order.iter().map(|placed| placed.node));
+        retract_taken(&taken, &taken_back, out);
         self.parts = parts;
+    }
+
+    /// [`Group::update`] when every adjacent pair of members is
+    /// [`pair_scale_safe`] and the group has one parent, `part`, whose level
+    /// shares did not change and whose usage is positive before and after.
+    /// The kept members' order then holds at the new usage, so they are
+    /// neither re-derived nor re-checked: each keeps the `LevelFS` of the
+    /// parent usage it was last derived at (its `member.parent_usage`) and
+    /// is brought to the current one only where it is compared or placed.
+    /// Each changed member is found by a scan of the node ids and moved to
+    /// where a binary search at the current usage finds its place (the
+    /// members between its two places shift by one); a new one is
+    /// inserted, a leaving one removed. Placing starts at the first position that changed (from the previous
+    /// member's slot, which did not) and stops, once past the last member
+    /// whose neighbours changed, at the first slot that is as sent: every
+    /// later member keeps its neighbours, so its prefix, tie and run too.
+    /// The new adjacent pairs are all in the placed span, so the group stays
+    /// scale-safe if they are. Returns false, having changed nothing, when
+    /// a node has two members (the full path places those).
+    fn update_span(
+        &mut self,
+        group_id: NodeId,
+        changed: &[NodeId],
+        part: (NodeId, u128, u64),
+        out: &mut Vec<((NodeId, TreeSlot), Diff)>,
+    ) -> bool {
+        let current = (part.1, part.2);
+        let usage_f64 = part.1 as f64;
+        debug_assert_eq!(self.nodes.len(), self.order.len());
+        // The first position whose member (or predecessor) changed, and the
+        // members left after the last such position's successor.
+        let mut first_changed = usize::MAX;
+        let mut untouched_tail = usize::MAX;
+        let mut fresh: Vec<Placed> = Vec::new();
+        for &node in changed {
+            self.members_of(node, &[part], &mut fresh);
+        }
+        if fresh.windows(2).any(|pair| pair[0].node == pair[1].node) {
+            // Two members for one node (not a consistent state): the full
+            // path, which places whatever the items say.
+            return false;
+        }
+        let mut taken: Vec<(NodeId, TreeSlot)> = Vec::new();
+        let mut fresh = fresh.into_iter().peekable();
+        for &node in changed {
+            let was = self.nodes.iter().position(|&n| n == node);
+            let now = fresh.next_if(|placed| placed.node == node);
+            let len = self.order.len();
+            match (was, now) {
+                (Some(was), Some(mut placed)) => {
+                    // Moved: only the members between its two places shift.
+                    placed.sent = self.order[was].sent;
+                    let to = self.place_of(&placed, Some(was), current, usage_f64);
+                    if to <= was {
+                        self.order[to..=was].rotate_right(1);
+                        self.nodes[to..=was].rotate_right(1);
+                    } else {
+                        self.order[was..=to].rotate_left(1);
+                        self.nodes[was..=to].rotate_left(1);
+                    }
+                    self.order[to] = placed;
+                    first_changed = first_changed.min(to.min(was));
+                    untouched_tail = untouched_tail.min(len.saturating_sub(to.max(was) + 2));
+                }
+                (Some(was), None) => {
+                    let placed = self.order.remove(was);
+                    self.nodes.remove(was);
+                    taken.extend(placed.sent.map(|slot| (node, slot)));
+                    first_changed = first_changed.min(was);
+                    untouched_tail = untouched_tail.min(len.saturating_sub(was + 2));
+                }
+                (None, Some(placed)) => {
+                    let to = self.place_of(&placed, None, current, usage_f64);
+                    self.nodes.insert(to, node);
+                    self.order.insert(to, placed);
+                    first_changed = first_changed.min(to);
+                    untouched_tail = untouched_tail.min(len.saturating_sub(to + 1));
+                }
+                (None, None) => {}
+            }
+        }
+        debug_assert!(
+            fresh.next().is_none(),
+            "every fresh member is a changed node"
+        );
+        // The first member's tie is with `NO_VAL` (`Placing::new`), which a
+        // ratio scaled by the new usage could meet: re-place from there if it
+        // changed.
+        if let Some(head) = self.order.first_mut() {
+            head.bring_to(current, usage_f64);
+            let tied = head.level_fs == SLURM_PARENT_ACCOUNT_LEVEL_FS;
+            if head
+                .sent
+                .is_some_and(|sent| sent.placement.local_tie != tied)
+            {
+                first_changed = 0;
+            }
+        }
+        let len = self.order.len();
+        if first_changed < len {
+            let must_place_through = len - 1 - untouched_tail.min(len - 1);
+            let mut placing = match first_changed.checked_sub(1) {
+                None => Placing::new(group_id),
+                Some(before) => {
+                    let before = &mut self.order[before];
+                    before.bring_to(current, usage_f64);
+                    Placing::after(group_id, before)
+                }
+            };
+            for index in first_changed..len {
+                if index > 0 {
+                    self.scale_safe &= pair_scale_safe(&self.order[index - 1], &self.order[index]);
+                }
+                let placed = &mut self.order[index];
+                placed.bring_to(current, usage_f64);
+                let as_sent = send_placement(placed, &mut placing, out);
+                if as_sent && index >= must_place_through {
+                    break;
+                }
+            }
+        }
+        for (node, slot) in taken {
+            out.push(((node, slot), -1));
+        }
+        true
+    }
+
+    /// Where `placed` goes in the order at the parent's `current` part
+    /// (`usage_f64`: its usage converted), the member at `skip` (its old
+    /// place, if it has one) left out: a binary search, each member it
+    /// compares with brought to the current part first.
+    fn place_of(
+        &mut self,
+        placed: &Placed,
+        skip: Option<usize>,
+        current: (u128, u64),
+        usage_f64: f64,
+    ) -> usize {
+        let len = self.order.len() - usize::from(skip.is_some());
+        let (mut low, mut high) = (0, len);
+        while low < high {
+            let middle = low + (high - low) / 2;
+            let index = match skip {
+                Some(skip) if middle >= skip => middle + 1,
+                _ => middle,
+            };
+            let other = &mut self.order[index];
+            other.bring_to(current, usage_f64);
+            if sibling_order(other, placed) == Ordering::Less {
+                low = middle + 1;
+            } else {
+                high = middle;
+            }
+        }
+        low
+    }
+}
+
+/// Give each changed member the placement last sent for it, if it was
+/// taken out of the order (`taken`, sorted here by node); which of `taken`
+/// came back.
+fn take_back(taken: &mut [(NodeId, TreeSlot)], fresh: &mut [Placed]) -> Vec<bool> {
+    taken.sort_unstable_by_key(|&(node, _)| node);
+    let mut taken_back = vec![false; taken.len()];
+    for placed in fresh {
+        if let Ok(index) = taken.binary_search_by_key(&placed.node, |&(node, _)| node) {
+            debug_assert!(!taken_back[index], "one member per node");
+            taken_back[index] = true;
+            placed.sent = Some(taken[index].1);
+        }
+    }
+    taken_back
+}
+
+/// Members that left the group: retract their placements.
+fn retract_taken(
+    taken: &[(NodeId, TreeSlot)],
+    taken_back: &[bool],
+    out: &mut Vec<((NodeId, TreeSlot), Diff)>,
+) {
+    for (&(node, slot), back) in taken.iter().zip(taken_back) {
+        if !back {
+            out.push(((node, slot), -1));
+        }
+    }
+}
+
+/// Place the next member and send the difference from what was sent for
+/// it; is its slot as sent?
+fn send_placement(
+    placed: &mut Placed,
+    placing: &mut Placing,
+    out: &mut Vec<((NodeId, TreeSlot), Diff)>,
+) -> bool {
+    let slot = placing.place(placed);
+    let as_sent = placed.sent == Some(slot);
+    match placed.sent {
+        Some(_) if as_sent => {}
+        Some(sent) => {
+            out.push(((placed.node, sent), -1));
+            out.push(((placed.node, slot), 1));
+        }
+        None => out.push(((placed.node, slot), 1)),
+    }
+    placed.sent = Some(slot);
+    as_sent
+}
+
+/// How a member's `LevelFS` follows its parent's usage `P > 0`: a constant
+/// (`FairShare=parent`; no shares: 0; no usage: `+inf`), or
+/// `share fraction / (usage / P)`, the ratio `share fraction / usage`
+/// scaled by `P` (within a few ulps).
+#[derive(Clone, Copy)]
+enum Scaling {
+    Constant(f64),
+    Ratio(f64),
+}
+
+impl Scaling {
+    fn of(member: &super::Member, share_fraction: f64, usage_f64: f64) -> Scaling {
+        if member.shares.is_parent() {
+            Scaling::Constant(member_level_fs(member, 0.0, 0.0, 0.0))
+        } else if share_fraction == 0.0 {
+            Scaling::Constant(0.0)
+        } else if usage_f64 == 0.0 {
+            Scaling::Constant(f64::INFINITY)
+        } else {
+            Scaling::Ratio(share_fraction / usage_f64)
+        }
+    }
+}
+
+/// A span update is taken when at most one member in this many changed
+/// (or one in a group of fewer).
+const SPAN_UPDATE_MAX_SHARE: usize = 16;
+
+/// How far apart two members' ratios must be for every positive parent
+/// usage to order them as the ratios do and never tie them: far beyond the
+/// few ulps by which `f64` rounding can move a `LevelFS`.
+const SCALE_MARGIN: f64 = 1e-9;
+
+/// Does `a`, placed just before `b`, stay before it, tied exactly as now,
+/// at every positive usage of their parent? Constants keep their order;
+/// `+inf` stays above and 0 below every ratio; a finite constant (a
+/// `FairShare=parent` account's `NO_VAL`) can be crossed by a ratio; two
+/// members with the same share fraction and usage always tie; other ratios
+/// keep their order if they are more than [`SCALE_MARGIN`] apart.
+fn pair_scale_safe(a: &Placed, b: &Placed) -> bool {
+    match (a.scaling, b.scaling) {
+        (Scaling::Constant(_), Scaling::Constant(_)) => true,
+        (Scaling::Constant(x), Scaling::Ratio(_)) => x == f64::INFINITY,
+        (Scaling::Ratio(_), Scaling::Constant(y)) => y == 0.0,
+        (Scaling::Ratio(x), Scaling::Ratio(y)) => {
+            (a.share_fraction == b.share_fraction && a.usage_f64 == b.usage_f64)
+                || x > y * (1.0 + SCALE_MARGIN)
+        }
     }
 }
 
@@ -456,6 +743,24 @@ impl Placing {
             prev: SLURM_PARENT_ACCOUNT_LEVEL_FS,
             prev_user: false,
             run: (0, false, false),
+        }
+    }
+
+    /// Placing from just after `previous`, whose slot (as sent) is right.
+    fn after(group: NodeId, previous: &Placed) -> Self {
+        let sent = previous.sent.expect("a kept member was placed");
+        let placement = sent.placement;
+        Placing {
+            group,
+            first: false,
+            prefix: placement.prefix + previous.member.weight,
+            prev: previous.level_fs,
+            prev_user: previous.member.user,
+            run: (
+                placement.run_prefix,
+                placement.run_first,
+                placement.run_local_tie,
+            ),
         }
     }
 
@@ -498,29 +803,12 @@ mod tests {
 
     /// A user of root's group with one share and `usage`.
     fn user(node: NodeId, usage: u128, diff: Diff) -> ((NodeId, GroupItem), Diff) {
-        let own = Own {
-            shares: Shares::Value(1),
-            usage,
-            user: true,
-            assoc: Some(node),
-            weight: 1,
-        };
-        let member = GroupItem::Member {
-            node,
-            parent: ROOT,
-            own,
-        };
-        ((ROOT, member), diff)
+        user_with(node, 1, usage, diff)
     }
 
     /// Root's part: its usage, and 4 level shares (four users of one share).
     fn root(usage: u128, diff: Diff) -> ((NodeId, GroupItem), Diff) {
-        let parent = GroupItem::Parent {
-            parent: ROOT,
-            usage,
-            child_level: 4,
-        };
-        ((ROOT, parent), diff)
+        root_part(usage, 4, diff)
     }
 
     /// `(node, prefix, diff)` of each placement sent, sorted.
@@ -540,7 +828,10 @@ mod tests {
 
     /// `(node, (prefix, first, local_tie, run_prefix, run_first,
     /// run_local_tie), diff)` of each placement sent, sorted.
-    type Sent = (NodeId, (u64, bool, bool, u64, bool, bool), Diff);
+    type Sent = (NodeId, SentPlacement, Diff);
+
+    /// `(prefix, first, local_tie, run_prefix, run_first, run_local_tie)`.
+    type SentPlacement = (u64, bool, bool, u64, bool, bool);
 
     fn sent_in_full(groups: &mut Groups, changes: Vec<((NodeId, GroupItem), Diff)>) -> Vec<Sent> {
         let mut out = Vec::new();
@@ -686,5 +977,128 @@ mod tests {
             vec![root(115, 1), user(1, 10, 1), user(2, 35, 1), user(4, 40, 1)],
         );
         assert_eq!(loaded, vec![(1, 0, 1), (2, 1, 1), (4, 2, 1)]);
+    }
+
+    /// A user of root's group with `shares` and `usage`.
+    fn user_with(
+        node: NodeId,
+        shares: u32,
+        usage: u128,
+        diff: Diff,
+    ) -> ((NodeId, GroupItem), Diff) {
+        let own = Own {
+            shares: Shares::Value(shares),
+            usage,
+            user: true,
+            assoc: Some(node),
+            weight: 1,
+        };
+        let member = GroupItem::Member {
+            node,
+            parent: ROOT,
+            own,
+        };
+        ((ROOT, member), diff)
+    }
+
+    /// Root's part with `level` shares among its children.
+    fn root_part(usage: u128, level: u64, diff: Diff) -> ((NodeId, GroupItem), Diff) {
+        let parent = GroupItem::Parent {
+            parent: ROOT,
+            usage,
+            child_level: level,
+        };
+        ((ROOT, parent), diff)
+    }
+
+    /// The items of root's group for `users` (`(shares, usage)` by node,
+    /// absent: `None`) and root's own usage, with `diff`.
+    fn group_items(
+        users: &[Option<(u32, u128)>],
+        own_usage: u128,
+        diff: Diff,
+    ) -> Vec<((NodeId, GroupItem), Diff)> {
+        let present = || {
+            users
+                .iter()
+                .enumerate()
+                .filter_map(|(i, u)| Some((i, (*u)?)))
+        };
+        let level = present().map(|(_, (shares, _))| u64::from(shares)).sum();
+        let usage = own_usage + present().map(|(_, (_, usage))| usage).sum::<u128>();
+        let mut items = vec![root_part(usage, level, diff)];
+        items.extend(
+            present().map(|(i, (shares, usage))| user_with(i as NodeId + 1, shares, usage, diff)),
+        );
+        items
+    }
+
+    #[test]
+    fn a_group_updated_batch_by_batch_sends_what_a_group_built_at_once_would_hold() {
+        // Forty users of root whose shares and usage are drawn so that many
+        // `share / usage` ratios are equal in exact arithmetic (usage a
+        // multiple of shares: `LevelFS` values a few ulps apart, which a move
+        // of root's usage can reorder or tie) or identical (same shares and
+        // usage: always tied); users come and go, root's own usage moves.
+        // After every batch, the placements sent so far (summed) must be
+        // exactly what a group fed the final items at once sends: whichever
+        // path the update took (every member re-derived, or only the span
+        // the changed ones cross), the result is the same.
+        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = move |bound: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % bound
+        };
+        let mut users: Vec<Option<(u32, u128)>> = vec![None; 40];
+        let mut own_usage: u128 = 0;
+        let mut groups = Groups::default();
+        let mut sent: std::collections::BTreeMap<(NodeId, SentPlacement), Diff> =
+            std::collections::BTreeMap::new();
+        for _batch in 0..600 {
+            let before = group_items(&users, own_usage, -1);
+            // One to three users change: few enough, often, for a group
+            // of forty to be updated over the span they cross.
+            for _ in 0..=next(3) {
+                let node = next(40) as usize;
+                users[node] = match next(30) {
+                    0 => None,
+                    // The same shares and usage as another user: always tied.
+                    1 | 2 => users[next(40) as usize],
+                    // A ratio equal in exact arithmetic to other users' (usage
+                    // a multiple of shares): `LevelFS` values ulps apart.
+                    3 => {
+                        let shares = [1, 2, 4, 5][next(4) as usize];
+                        Some((shares, u128::from(shares) * u128::from(10 + 10 * next(3))))
+                    }
+                    4 | 5 => Some(([1, 2, 4, 5][next(4) as usize], 0)),
+                    // Most often: a usage far from everyone else's.
+                    _ => Some(([1, 2, 4, 5][next(4) as usize], u128::from(next(1 << 40)))),
+                };
+            }
+            if next(2) == 0 {
+                own_usage = u128::from(next(500));
+            }
+            let mut changes = before;
+            changes.extend(group_items(&users, own_usage, 1));
+            for (node, (p, diff)) in sent_in_full(&mut groups, changes)
+                .into_iter()
+                .map(|(node, placement, diff)| (node, (placement, diff)))
+            {
+                let count = sent.entry((node, p)).or_insert(0);
+                *count += diff;
+                if *count == 0 {
+                    sent.remove(&(node, p));
+                }
+            }
+            let mut fresh = Groups::default();
+            let expected: Vec<Sent> = sent_in_full(&mut fresh, group_items(&users, own_usage, 1));
+            let held: Vec<Sent> = sent
+                .iter()
+                .map(|(&(node, placement), &diff)| (node, placement, diff))
+                .collect();
+            assert_eq!(held, expected);
+        }
     }
 }
