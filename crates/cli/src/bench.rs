@@ -77,6 +77,11 @@ pub struct Args {
     /// Pending jobs in the generated state.
     #[arg(long, value_name = "M", default_value_t = 100_000)]
     jobs: usize,
+    /// User associations per account on average in the generated tree:
+    /// the size of the sibling groups most usage events land in (a site
+    /// with big flat accounts has thousands).
+    #[arg(long, value_name = "N", default_value_t = 8)]
+    users_per_account: usize,
     /// Running jobs in the generated state (default: a tenth of `--jobs`, at
     /// most 10,000, about what the generated 64,000 CPUs hold).
     #[arg(long, value_name = "N")]
@@ -308,7 +313,7 @@ fn workload(args: &Args) -> WorkloadParams {
         seed: args.seed,
         user_associations: args.associations.max(1),
         max_depth: 6,
-        users_per_account: 8,
+        users_per_account: args.users_per_account.max(1),
         pending_jobs: args.jobs,
         running_jobs: args
             .running_jobs
@@ -740,6 +745,7 @@ fn report(
         "seed": args.seed,
         "load_batch": args.load_batch,
         "max_depth": params.max_depth,
+        "users_per_account": params.users_per_account,
         "calc_period_secs": engine.calc_period_secs,
         "calc_period_ticks": engine.calc_period_secs > 0 && !args.no_calc_period_ticks,
         "initial_events": engine.initial_events,
