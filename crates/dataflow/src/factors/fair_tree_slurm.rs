@@ -35,10 +35,11 @@
 //! identical, or far apart beyond `f64` rounding, or constants a ratio
 //! cannot cross; `pair_scale_safe`) with one parent whose usage stays
 //! positive keeps its order whatever that usage: when few members changed,
-//! only they move, each to where a binary search finds it, and only the span between
-//! their old and new places is placed again (`Group::update_span`): a scan
-//! of node ids plus `O(m log n)` `LevelFS` and the span. Otherwise (near
-//! ties, several parents, a parent usage of 0): `O(m log m + n)` for a
+//! only they move, each to where a binary search finds it, and only the
+//! span between their old and new places is placed again
+//! (`Group::update_span`): a scan of node ids plus `O(m log n)` `LevelFS`
+//! and the span. Otherwise (near ties, several parents, a parent usage of
+//! 0, many changed members): `O(m log m + n)` for a
 //! group of `n` members of which `m` changed (one `LevelFS` and one
 //! comparison per kept member, since the parent's usage moved them all;
 //! no hashing or sorting of the kept members, which stay where they are in
@@ -465,10 +466,11 @@ impl Group {
     /// Each changed member is found by a scan of the node ids and moved to
     /// where a binary search at the current usage finds its place (the
     /// members between its two places shift by one); a new one is
-    /// inserted, a leaving one removed. Placing starts at the first position that changed (from the previous
-    /// member's slot, which did not) and stops, once past the last member
-    /// whose neighbours changed, at the first slot that is as sent: every
-    /// later member keeps its neighbours, so its prefix, tie and run too.
+    /// inserted, a leaving one removed. Placing starts at the first
+    /// position that changed (from the previous member's slot, which did
+    /// not) and stops, once past the last member whose neighbours changed,
+    /// at the first slot that is as sent: every later member keeps its
+    /// neighbours, so its prefix, tie and run too.
     /// The new adjacent pairs are all in the placed span, so the group stays
     /// scale-safe if they are. Returns false, having changed nothing, when
     /// a node has two members (the full path places those).
