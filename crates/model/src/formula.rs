@@ -32,10 +32,17 @@ use std::cmp::Ordering;
 /// `numerator / denominator` as `f64`, or 0 when the denominator is 0.
 /// Usage ratios (usage / parent usage, usage / root usage) go through here.
 pub fn usage_ratio(numerator: u128, denominator: u128) -> f64 {
-    if denominator == 0 {
+    usage_ratio_converted(numerator as f64, denominator as f64)
+}
+
+/// [`usage_ratio`] of usages already converted to `f64` (`usage as f64`),
+/// for a pass that converts each usage once: the same value, since a
+/// conversion is deterministic and only 0 converts to 0.
+pub fn usage_ratio_converted(numerator: f64, denominator: f64) -> f64 {
+    if denominator == 0.0 {
         0.0
     } else {
-        numerator as f64 / denominator as f64
+        numerator / denominator
     }
 }
 
@@ -58,7 +65,13 @@ pub fn classic_norm_shares(shares: u64, level_shares: u64, parent_norm_shares: f
 
 /// `UN = usage / root usage`, capped at 1; 0 when root usage is 0.
 pub fn norm_usage(usage: u128, root_usage: u128) -> f64 {
-    usage_ratio(usage, root_usage).min(1.0)
+    norm_usage_converted(usage as f64, root_usage as f64)
+}
+
+/// [`norm_usage`] of usages already converted to `f64` (see
+/// [`usage_ratio_converted`]).
+pub fn norm_usage_converted(usage: f64, root_usage: f64) -> f64 {
+    usage_ratio_converted(usage, root_usage).min(1.0)
 }
 
 /// Classic effective usage of an association whose fair-share parent is not
@@ -470,6 +483,33 @@ pub fn level_bucket_value(norm_shares: f64, effective_usage: f64, bucket_max: u6
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn converted_usages_give_the_integer_forms_values() {
+        // Hand values: 1/4, capped at 1, 0 over a zero root, and usages
+        // past 2^64 (their conversion rounds).
+        assert_eq!(norm_usage(1, 4), 0.25);
+        assert_eq!(norm_usage(9, 4), 1.0);
+        assert_eq!(norm_usage(5, 0), 0.0);
+        let cases: [(u128, u128); 6] = [
+            (0, 0),
+            (1, 4),
+            (9, 4),
+            (5, 0),
+            (u128::MAX / 3, u128::MAX),
+            ((1 << 70) + 12_345, (1 << 71) + 1),
+        ];
+        for (usage, root) in cases {
+            assert_eq!(
+                norm_usage(usage, root).to_bits(),
+                norm_usage_converted(usage as f64, root as f64).to_bits()
+            );
+            assert_eq!(
+                usage_ratio(usage, root).to_bits(),
+                usage_ratio_converted(usage as f64, root as f64).to_bits()
+            );
+        }
+    }
 
     #[test]
     fn widening_multiplication_by_hand() {

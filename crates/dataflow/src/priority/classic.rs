@@ -37,7 +37,7 @@ use std::collections::BinaryHeap;
 
 use fairflow_model::formula::{
     classic_effective_usage, classic_factor, classic_norm_shares, depth_oblivious_effective_usage,
-    norm_usage,
+    norm_usage_converted,
 };
 use fairflow_model::Shares;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
@@ -82,40 +82,62 @@ const ROOT_VALUES: Values = Values {
     effective_usage: 1.0,
 };
 
+/// A reachable node as the passes read it, by its position in the tree
+/// order: its inputs, its fair-share parent's position, its usages
+/// converted to `f64` once (`formula::norm_usage_converted`) and its
+/// values as last evaluated. A pass in tree order reads these
+/// sequentially (a node's parent comes before it, siblings together).
+#[derive(Debug, Clone, Copy)]
+struct Row {
+    inputs: ClassicNode,
+    parent_position: u32,
+    usage_f64: f64,
+    child_usage_f64: f64,
+    values: Values,
+}
+
+impl Row {
+    fn new(inputs: ClassicNode, parent_position: u32) -> Self {
+        Row {
+            inputs,
+            parent_position,
+            usage_f64: inputs.usage as f64,
+            child_usage_f64: inputs.child_usage as f64,
+            values: Values::default(),
+        }
+    }
+}
+
 /// A node's values from its fair-share parent's (`parent_is_root`: the
-/// parent is root): see the module documentation.
-fn step(
-    parent_values: Values,
-    parent: &ClassicNode,
-    parent_is_root: bool,
-    node: &ClassicNode,
-    root_usage: u128,
-) -> Values {
-    if node.shares.is_parent() {
-        return parent_values;
+/// parent is root; `root_usage`: root's usage converted): see the module
+/// documentation.
+fn step(parent: &Row, parent_is_root: bool, node: &Row, root_usage: f64) -> Values {
+    let inputs = &node.inputs;
+    if inputs.shares.is_parent() {
+        return parent.values;
     }
     let norm_shares = classic_norm_shares(
-        node.shares.raw(),
-        parent.child_level,
-        parent_values.norm_shares,
+        inputs.shares.raw(),
+        parent.inputs.child_level,
+        parent.values.norm_shares,
     );
-    let node_norm_usage = norm_usage(node.usage, root_usage);
+    let node_norm_usage = norm_usage_converted(node.usage_f64, root_usage);
     let effective_usage = if parent_is_root {
         node_norm_usage
-    } else if node.depth_oblivious {
+    } else if inputs.depth_oblivious {
         depth_oblivious_effective_usage(
             norm_shares,
             node_norm_usage,
-            parent_values.norm_shares,
-            parent_values.effective_usage,
-            norm_usage(parent.child_usage, root_usage),
+            parent.values.norm_shares,
+            parent.values.effective_usage,
+            norm_usage_converted(parent.child_usage_f64, root_usage),
         )
     } else {
         classic_effective_usage(
             node_norm_usage,
-            parent_values.effective_usage,
-            node.shares.raw(),
-            parent.child_level,
+            parent.values.effective_usage,
+            inputs.shares.raw(),
+            parent.inputs.child_level,
         )
     };
     Values {
@@ -142,8 +164,8 @@ pub struct ClassicTree {
     children: Vec<(u32, u32)>,
     /// By node id: its place in `order` (`u32::MAX`: unreachable).
     position: Vec<u32>,
-    /// By node id: its values as last evaluated (reachable nodes).
-    values: Vec<Values>,
+    /// By place in `order`: the node's inputs and values.
+    rows: Vec<Row>,
     /// The inputs of every node touched since the last evaluation, as they
     /// were before.
     touched: HashMap<NodeId, Option<ClassicNode>>,
@@ -191,13 +213,26 @@ impl ClassicTree {
         }
         if reshaped {
             self.rebuild_order();
+        } else {
+            for (node, _) in &touched {
+                let position = self.position.get(*node as usize).copied();
+                if let (Some(position), Some(inputs)) = (
+                    position.filter(|&p| p != u32::MAX),
+                    self.nodes[*node as usize],
+                ) {
+                    let row = &mut self.rows[position as usize];
+                    *row = Row {
+                        values: row.values,
+                        ..Row::new(inputs, row.parent_position)
+                    };
+                }
+            }
         }
         let mut changes = Vec::new();
         if reshaped || everything {
             let mut factors = vec![None; self.factors.len()];
-            for index in 0..self.order.len() {
-                let node = self.order[index];
-                if let Some(bits) = self.revalue(node) {
+            for position in 0..self.rows.len() {
+                if let Some(bits) = self.revalue(position) {
                     *grow(&mut factors, bits.0 as usize) = Some(bits.1);
                 }
             }
@@ -244,15 +279,15 @@ impl ClassicTree {
             }
             last = Some(position);
             let node = self.order[position as usize];
-            let old_values = self.values[node as usize];
-            if let Some((assoc, bits)) = self.revalue(node) {
+            let old_values = self.rows[position as usize].values;
+            if let Some((assoc, bits)) = self.revalue(position as usize) {
                 let slot = grow(&mut self.factors, assoc as usize);
                 if *slot != Some(bits) {
                     changes.push((assoc, *slot, Some(bits)));
                     *slot = Some(bits);
                 }
             }
-            if self.values[node as usize] != old_values {
+            if self.rows[position as usize].values != old_values {
                 enqueue_children(self, node, &mut heap);
             }
         }
@@ -260,31 +295,26 @@ impl ClassicTree {
         changes
     }
 
-    /// Recompute a reachable node's values from its fair-share parent's
-    /// (root: `(1, 1)`); a user's `(association, factor bits)`.
-    fn revalue(&mut self, node: NodeId) -> Option<(AssocId, u64)> {
-        let inputs = self.nodes[node as usize].expect("an ordered node has inputs");
-        let own = match inputs.fs_parent {
+    /// Recompute the values of the node at `position` in the tree order
+    /// from its fair-share parent's (root: `(1, 1)`); a user's
+    /// `(association, factor bits)`.
+    fn revalue(&mut self, position: usize) -> Option<(AssocId, u64)> {
+        let row = &self.rows[position];
+        let own = match row.inputs.fs_parent {
             None => ROOT_VALUES,
             Some(parent) => {
-                let root_usage = self.nodes[ROOT as usize].map_or(0, |root| root.usage);
-                step(
-                    self.values[parent as usize],
-                    self.nodes[parent as usize]
-                        .as_ref()
-                        .expect("a reachable node's parent has inputs"),
-                    parent == ROOT,
-                    &inputs,
-                    root_usage,
-                )
+                // Root is the order's first node.
+                let parent_row = &self.rows[row.parent_position as usize];
+                step(parent_row, parent == ROOT, row, self.rows[0].usage_f64)
             }
         };
-        self.values[node as usize] = own;
-        inputs.user.map(|assoc| {
+        let row = &mut self.rows[position];
+        row.values = own;
+        row.inputs.user.map(|assoc| {
             let factor = classic_factor(
                 own.effective_usage,
                 own.norm_shares,
-                inputs.dampening_factor,
+                row.inputs.dampening_factor,
             );
             (assoc, factor.to_bits())
         })
@@ -299,7 +329,7 @@ impl ClassicTree {
         self.children.resize(len, (0, 0));
         self.position.clear();
         self.position.resize(len, u32::MAX);
-        self.values.resize(len, Values::default());
+        self.rows.clear();
         if !matches!(self.nodes.get(ROOT as usize), Some(Some(root)) if root.fs_parent.is_none()) {
             return;
         }
@@ -324,6 +354,13 @@ impl ClassicTree {
             self.children[node as usize] = (start, self.order.len() as u32);
             next += 1;
         }
+        self.rows.extend(self.order.iter().map(|&node| {
+            let inputs = self.nodes[node as usize].expect("an ordered node has inputs");
+            let parent_position = inputs
+                .fs_parent
+                .map_or(0, |parent| self.position[parent as usize]);
+            Row::new(inputs, parent_position)
+        }));
     }
 }
 

@@ -91,6 +91,10 @@ const BULK_REFRESH_MIN_USERS: usize = 4096;
 #[cfg(test)]
 const BULK_REFRESH_MIN_USERS: usize = 4;
 
+/// The fair-share weight `w_fs` of the records (one configuration, so
+/// the same in every record), once read in an absorb.
+type FairshareWeight = Option<f64>;
+
 /// The rank classes a job can be ranked in, as indexes.
 const UNCAPPED: usize = 0;
 const CAPPED: usize = 1;
@@ -112,7 +116,26 @@ type Ranked = (Reverse<u64>, u32);
 #[derive(Debug, Default)]
 struct UserJobs {
     jobs: [BTreeSet<Ranked>; 2],
+    /// Each set's first entry, kept beside it: re-keying every user after
+    /// a classic usage event reads this, not the sets' nodes.
+    best: [Option<Ranked>; 2],
     entered: [Option<u64>; 2],
+}
+
+impl UserJobs {
+    fn insert(&mut self, class: usize, entry: Ranked) {
+        self.jobs[class].insert(entry);
+        if self.best[class].is_none_or(|best| entry < best) {
+            self.best[class] = Some(entry);
+        }
+    }
+
+    fn remove(&mut self, class: usize, entry: &Ranked) {
+        self.jobs[class].remove(entry);
+        if self.best[class].as_ref() == Some(entry) {
+            self.best[class] = self.jobs[class].first().copied();
+        }
+    }
 }
 
 /// The queue index; see the module documentation.
@@ -280,13 +303,15 @@ impl Queue {
         changed_users.sort_unstable();
         changed_users.dedup();
         let entered = self.by_user[UNCAPPED].len() + self.by_user[CAPPED].len();
+        // The fair-share weight, read from the first record the refresh needs.
+        let mut weight = FairshareWeight::default();
         if changed_users.len() >= BULK_REFRESH_MIN_USERS && changed_users.len() * 4 >= entered {
             // Most users moved (a classic usage event changes every
             // factor): re-key them all, then rebuild the user orders from
             // sorted entries, instead of a removal and an insertion each.
             let mut rebuild = false;
             for user in changed_users {
-                let (changed, moved) = self.refresh_user_entries(user);
+                let (changed, moved) = self.refresh_user_entries(user, &mut weight);
                 self.entries_changed += changed;
                 rebuild |= moved;
             }
@@ -295,7 +320,7 @@ impl Queue {
             }
         } else {
             for user in changed_users {
-                self.entries_changed += self.refresh_user(user);
+                self.entries_changed += self.refresh_user(user, &mut weight);
             }
         }
         touched.add(std::mem::take(&mut self.entries_changed));
@@ -376,7 +401,7 @@ impl Queue {
         }
         if let Some(class) = class_index(record.class) {
             let user = grow(&mut self.users, record.row.assoc as usize);
-            user.jobs[class].insert((Reverse(record.key_hi), job));
+            user.insert(class, (Reverse(record.key_hi), job));
             self.fifo
                 .insert((ordered_submit(record.row.submit_at), job));
             self.entries_changed += 1;
@@ -389,7 +414,7 @@ impl Queue {
     fn unindex(&mut self, job: JobId, old: &PriorityRecord, changed: &mut Vec<AssocId>) {
         if let Some(class) = class_index(old.class) {
             let user = &mut self.users[old.row.assoc as usize];
-            user.jobs[class].remove(&(Reverse(old.key_hi), job));
+            user.remove(class, &(Reverse(old.key_hi), job));
             self.fifo.remove(&(ordered_submit(old.row.submit_at), job));
             self.entries_changed += 1;
             changed.push(old.row.assoc);
@@ -398,11 +423,11 @@ impl Queue {
 
     /// Re-key a user association's entries in the user orders; returns how
     /// many entries changed.
-    fn refresh_user(&mut self, assoc: AssocId) -> u64 {
+    fn refresh_user(&mut self, assoc: AssocId, weight: &mut FairshareWeight) -> u64 {
         let Some(previous) = self.users.get(assoc as usize).map(|user| user.entered) else {
             return 0;
         };
-        let (changed, _) = self.refresh_user_entries(assoc);
+        let (changed, _) = self.refresh_user_entries(assoc, weight);
         let now = self.users[assoc as usize].entered;
         for class in [UNCAPPED, CAPPED] {
             if previous[class] == now[class] {
@@ -422,7 +447,16 @@ impl Queue {
     /// tree, the others' keys in `UserJobs::entered` (not in the user
     /// orders: the caller moves them, or rebuilds the orders). Returns the
     /// entries changed and whether an entered key moved.
-    fn refresh_user_entries(&mut self, assoc: AssocId) -> (u64, bool) {
+    ///
+    /// An entered key is [`PriorityRecord::key_with_fairshare`] of the best
+    /// job, made here from the job set's `key_hi` and `weight` (every
+    /// record carries the one configuration), so that re-keying the users
+    /// after a classic usage event reads no job record but the first.
+    fn refresh_user_entries(
+        &mut self,
+        assoc: AssocId,
+        weight: &mut FairshareWeight,
+    ) -> (u64, bool) {
         if self.users.get(assoc as usize).is_none() {
             return (0, false);
         }
@@ -437,11 +471,14 @@ impl Queue {
         } else {
             let fairshare = self.fairshare_of(assoc);
             for (want, best) in wanted.iter_mut().zip(bests) {
-                *want = best.map(|(_, job)| {
-                    let record = self.records[job as usize]
-                        .as_ref()
-                        .expect("an indexed job has a record");
-                    ordered_bits(record.key_with_fairshare(fairshare))
+                *want = best.map(|(key_hi, job)| {
+                    let weight = *weight.get_or_insert_with(|| {
+                        self.records[job as usize]
+                            .as_ref()
+                            .expect("an indexed job has a record")
+                            .fairshare_term(1.0)
+                    });
+                    ordered_bits(key_with_term(key_hi, weight * fairshare))
                 });
             }
         }
@@ -595,7 +632,7 @@ pub fn rank_class_index(record: &PriorityRecord) -> Option<usize> {
 
 /// A user association's best job in a class.
 fn best_job(users: &[UserJobs], assoc: AssocId, class: usize) -> Option<Best> {
-    let &(Reverse(key), job) = users.get(assoc as usize)?.jobs[class].first()?;
+    let (Reverse(key), job) = users.get(assoc as usize)?.best[class]?;
     Some((key, job))
 }
 
