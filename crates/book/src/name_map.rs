@@ -130,6 +130,11 @@ impl<K: Ord + Hash + Clone, V> NameMap<K, V> {
             .expect("an indexed slot holds a value")
     }
 
+    /// Remove every entry.
+    pub fn clear(&mut self) {
+        *self = NameMap::new();
+    }
+
     /// Remove `key`'s entry, returning its value.
     pub fn remove<Q>(&mut self, key: &Q) -> Option<V>
     where

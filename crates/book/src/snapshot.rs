@@ -437,7 +437,9 @@ mod tests {
         user.settled = 3_145_728;
         user.rate_offset = 2048 * ((10 - epoch) as u128 * 1024);
         old.accounts.get_mut("a").unwrap().usage.settled = 524_288;
-        old.credential_usage = [((Credential::Group, "a".to_string()), 3_670_016)].into();
+        old.credential_usage = [((Credential::Group, "a".to_string()), 3_670_016)]
+            .into_iter()
+            .collect();
         let old = Book::from_state(old, book.last_event_at()).unwrap();
         let mut bytes = encode(&old, 7);
         bytes[8..12].copy_from_slice(&2u32.to_le_bytes());

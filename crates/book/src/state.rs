@@ -277,7 +277,7 @@ pub struct State {
     /// their group, QOS and class), in frame units. Running jobs' share is
     /// added when it is read (`priority::moab`).
     #[serde(default)]
-    pub credential_usage: BTreeMap<(Credential, String), FrameUsage>,
+    pub credential_usage: NameMap<(Credential, String), FrameUsage>,
     /// When usage was last reset: running jobs' credential accrual counts
     /// from their start or from here, whichever is later.
     #[serde(default)]
@@ -368,7 +368,7 @@ impl State {
             partitions: BTreeMap::new(),
             cluster: Cluster::default(),
             jobs: BTreeMap::new(),
-            credential_usage: BTreeMap::new(),
+            credential_usage: NameMap::new(),
             last_reset_at: None,
             wallclock_accuracy: BTreeMap::new(),
             priority_floor: BTreeMap::new(),
@@ -913,7 +913,9 @@ impl State {
             .max(self.last_reset_at.unwrap_or(Time::MIN));
         let accrued = accrued_between(&frame, rate, from, t);
         for credential in job.extra_credentials() {
-            *self.credential_usage.entry(credential).or_default() += accrued;
+            *self
+                .credential_usage
+                .get_or_insert_with(credential, FrameUsage::default) += accrued;
         }
     }
 
@@ -1040,10 +1042,10 @@ impl State {
                 } else {
                     self.own_usage_mut(account, user.as_deref()).settled += value;
                 }
-                *self
-                    .credential_usage
-                    .entry((Credential::Group, account.clone()))
-                    .or_default() += value;
+                *self.credential_usage.get_or_insert_with(
+                    (Credential::Group, account.clone()),
+                    FrameUsage::default,
+                ) += value;
             }
             Op::ResetUsage => self.reset_usage_at(t),
             Op::Submit {

@@ -135,6 +135,9 @@ pub(super) fn place<'s>(
 #[derive(Default)]
 struct Groups {
     groups: HashMap<NodeId, Group>,
+    /// A group's parents' parts last replaced, kept for the next group's
+    /// (no allocation per group in a batch).
+    spare_parts: Vec<(NodeId, u128, u64)>,
 }
 
 /// One group: its items (members and their parents' parts, with their
@@ -249,11 +252,12 @@ impl Groups {
         // members' by node.
         consolidate(&mut changes);
         let mut rest = &changes[..];
+        let mut changed: Vec<NodeId> = Vec::new();
         while let Some(&((group_id, _), _)) = rest.first() {
             let (mine, later) = rest.split_at(rest.partition_point(|((g, _), _)| *g == group_id));
             rest = later;
             let group = self.groups.entry(group_id).or_default();
-            let mut changed: Vec<NodeId> = Vec::new();
+            changed.clear();
             for &((_, item), diff) in mine {
                 if let GroupItem::Member { node, .. } = item {
                     changed.push(node);
@@ -265,7 +269,7 @@ impl Groups {
                 }
             }
             changed.dedup();
-            group.update(group_id, &changed, out);
+            group.update(group_id, &changed, &mut self.spare_parts, out);
             if group.items.is_empty() {
                 self.groups.remove(&group_id);
             }
@@ -277,9 +281,10 @@ impl Groups {
 
 impl Group {
     /// The parents' parts present (positive counts), by parent; of two
-    /// items of one parent the larger (as `group_members` reads them).
-    fn parent_parts(&self) -> Vec<(NodeId, u128, u64)> {
-        let mut parts: Vec<(NodeId, u128, u64)> = Vec::new();
+    /// items of one parent the larger (as `group_members` reads them);
+    /// into `parts`, cleared first.
+    fn parent_parts_into(&self, parts: &mut Vec<(NodeId, u128, u64)>) {
+        parts.clear();
         let first_parent = GroupItem::Parent {
             parent: NodeId::MIN,
             usage: 0,
@@ -294,7 +299,6 @@ impl Group {
                 }
             }
         }
-        parts
     }
 
     /// The members a node's present items make (one in a consistent
@@ -341,9 +345,11 @@ impl Group {
         &mut self,
         group_id: NodeId,
         changed: &[NodeId],
+        spare_parts: &mut Vec<(NodeId, u128, u64)>,
         out: &mut Vec<((NodeId, TreeSlot), Diff)>,
     ) {
-        let parts = self.parent_parts();
+        let mut parts = std::mem::take(spare_parts);
+        self.parent_parts_into(&mut parts);
         let parents_changed = parts != self.parts;
         let rebuild = parts
             .iter()
@@ -364,7 +370,7 @@ impl Group {
                 && last.1 > 0
                 && self.update_span(group_id, changed, *part, out)
             {
-                self.parts = parts;
+                *spare_parts = std::mem::replace(&mut self.parts, parts);
                 return;
             }
         }
@@ -453,7 +459,7 @@ impl Group {
         self.nodes
             .extend(self.order.iter().map(|placed| placed.node));
         retract_taken(&taken, &taken_back, out);
-        self.parts = parts;
+        *spare_parts = std::mem::replace(&mut self.parts, parts);
     }
 
     /// [`Group::update`] when every adjacent pair of members is

@@ -34,8 +34,7 @@
 //! event changes `O(depth)` subtree maxima.
 
 use std::cmp::Reverse;
-use std::collections::btree_map::Entry;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use fairflow_model::formula::rank_factor;
 
@@ -143,34 +142,98 @@ type Ranked = (Reverse<u64>, JobId, NodeId);
 /// rank class, by the best job in their subtree.
 #[derive(Debug, Default)]
 struct Group {
-    by_prefix: BTreeMap<u64, NodeId>,
-    /// The first entry of `by_prefix`, kept beside it: the search's walk
-    /// down first members (`FairTree::first_user_factor`) reads it without
-    /// descending the map, one cache miss fewer per level.
-    first: Option<(u64, NodeId)>,
+    /// `(prefix, member)`, by prefix (unique).
+    by_prefix: Vec<(u64, NodeId)>,
+    /// The changes of `by_prefix` made by the current [`FairTree::apply`],
+    /// in the order made: `(prefix, member, placed)` (`placed` false: a
+    /// removal, which holds only if the prefix still maps to the member).
+    pending: Vec<(u64, NodeId, bool)>,
     ranked: [BTreeSet<Ranked>; 2],
 }
 
+/// Bits of a packed sort key (`Group::settle`) that hold a change's index.
+const INDEX_BITS: u32 = 24;
+
+/// Pending position changes of a group up to which each is applied alone
+/// (a binary search and a shift) rather than all in one merge.
+const POSITION_CHANGES_ONE_BY_ONE: usize = 4;
+
 impl Group {
-    /// Place `node` at `prefix` in the group's positions.
-    fn map(&mut self, prefix: u64, node: NodeId) {
-        self.by_prefix.insert(prefix, node);
-        if self.first.is_none_or(|(first, _)| prefix <= first) {
-            self.first = Some((prefix, node));
-        }
+    /// Its first member by position.
+    fn first(&self) -> Option<(u64, NodeId)> {
+        self.by_prefix.first().copied()
     }
 
-    /// Remove `prefix` from the group's positions if it maps to `node`
-    /// (another member may have been placed there since), with one search.
-    fn unmap(&mut self, prefix: u64, node: NodeId) {
-        if let Entry::Occupied(held) = self.by_prefix.entry(prefix) {
-            if *held.get() == node {
-                held.remove();
-                if self.first.is_some_and(|(first, _)| first == prefix) {
-                    self.first = self.by_prefix.first_key_value().map(|(&p, &n)| (p, n));
+    /// Apply the pending position changes, each as if alone in the order
+    /// made: one by one (a binary search and a shift each) when they are
+    /// few, else in one merge of the positions with the changes sorted by
+    /// prefix (each prefix's changes still in the order made).
+    fn settle(&mut self) {
+        let pending = std::mem::take(&mut self.pending);
+        if pending.len() <= POSITION_CHANGES_ONE_BY_ONE {
+            for (prefix, node, placed) in pending {
+                let at = self.by_prefix.partition_point(|&(p, _)| p < prefix);
+                let held = self.by_prefix.get(at).filter(|&&(p, _)| p == prefix);
+                match (placed, held) {
+                    (true, Some(_)) => self.by_prefix[at].1 = node,
+                    (true, None) => self.by_prefix.insert(at, (prefix, node)),
+                    (false, Some(&(_, member))) if member == node => {
+                        self.by_prefix.remove(at);
+                    }
+                    (false, _) => {}
                 }
             }
+            return;
         }
+        // The changes' indexes by (prefix, index): packed in one `u64` when
+        // they fit (a sort of plain integers, the bulk of the cost), else
+        // sorted as pairs.
+        let fits = pending.len() < 1 << INDEX_BITS
+            && pending
+                .iter()
+                .all(|&(prefix, _, _)| prefix < 1 << (64 - INDEX_BITS));
+        let order: Vec<usize> = if fits {
+            let mut packed: Vec<u64> = pending
+                .iter()
+                .enumerate()
+                .map(|(made, &(prefix, _, _))| prefix << INDEX_BITS | made as u64)
+                .collect();
+            packed.sort_unstable();
+            let index_mask = (1u64 << INDEX_BITS) - 1;
+            packed
+                .into_iter()
+                .map(|key| (key & index_mask) as usize)
+                .collect()
+        } else {
+            let mut pairs: Vec<(u64, usize)> = pending
+                .iter()
+                .enumerate()
+                .map(|(made, &(prefix, _, _))| (prefix, made))
+                .collect();
+            pairs.sort_unstable();
+            pairs.into_iter().map(|(_, made)| made).collect()
+        };
+        let before = std::mem::take(&mut self.by_prefix);
+        self.by_prefix.reserve(before.len() + pending.len());
+        let mut before = before.into_iter().peekable();
+        for run in order.chunk_by(|&a, &b| pending[a].0 == pending[b].0) {
+            let prefix = pending[run[0]].0;
+            while let Some(entry) = before.next_if(|&(p, _)| p < prefix) {
+                self.by_prefix.push(entry);
+            }
+            let mut held = before.next_if(|&(p, _)| p == prefix).map(|(_, node)| node);
+            for &(_, node, placed) in run.iter().map(|&made| &pending[made]) {
+                if placed {
+                    held = Some(node);
+                } else if held == Some(node) {
+                    held = None;
+                }
+            }
+            if let Some(node) = held {
+                self.by_prefix.push((prefix, node));
+            }
+        }
+        self.by_prefix.extend(before);
     }
 }
 
@@ -227,6 +290,8 @@ impl FairTree {
         let mut changed = 0u64;
         let mut touched: Vec<NodeId> = Vec::new();
         let mut moved_users: Vec<AssocId> = Vec::new();
+        // The groups whose positions changed, settled after the slots.
+        let mut unsettled: Vec<NodeId> = Vec::new();
         for run in updates.chunk_by(|a, b| a.0 == b.0) {
             let node = run[0].0;
             let current = self.slot(node).copied();
@@ -238,23 +303,29 @@ impl FairTree {
                 (Some(old), Some(&(_, new, _)), None)
                     if retracted && old.group == new.group && old.assoc == new.assoc =>
                 {
-                    self.move_in_place(node, &old, new);
+                    self.move_in_place(node, &old, new, &mut unsettled);
                     touched.push(node);
                     continue;
                 }
                 _ => {}
             }
             if retracted {
-                self.unplace(node, &mut moved_users);
+                self.unplace(node, &mut moved_users, &mut unsettled);
                 touched.push(node);
             }
             for (_, slot, _) in run.iter().filter(|(_, _, diff)| *diff > 0) {
                 if self.slot(node).is_some() {
-                    self.unplace(node, &mut moved_users);
+                    self.unplace(node, &mut moved_users, &mut unsettled);
                 }
                 *grow(&mut self.slots, node as usize) = Some(*slot);
                 if slot.weight > 0 {
-                    grow(&mut self.groups, slot.group as usize).map(slot.placement.prefix, node);
+                    self.position_change(
+                        slot.group,
+                        slot.placement.prefix,
+                        node,
+                        true,
+                        &mut unsettled,
+                    );
                 }
                 if let Some(assoc) = slot.assoc {
                     *grow(&mut self.node_of, assoc as usize) = Some(node);
@@ -263,6 +334,9 @@ impl FairTree {
                 }
                 touched.push(node);
             }
+        }
+        for group in unsettled {
+            self.groups[group as usize].settle();
         }
         // In node order already; one entry per association whose slot changed.
         touched.dedup();
@@ -285,23 +359,51 @@ impl FairTree {
 
     /// Replace a placed node's slot by one in the same group for the same
     /// association: only its position in the group moves.
-    fn move_in_place(&mut self, node: NodeId, old: &TreeSlot, new: TreeSlot) {
+    fn move_in_place(
+        &mut self,
+        node: NodeId,
+        old: &TreeSlot,
+        new: TreeSlot,
+        unsettled: &mut Vec<NodeId>,
+    ) {
         if old.weight > 0 {
-            self.groups[old.group as usize].unmap(old.placement.prefix, node);
+            self.position_change(old.group, old.placement.prefix, node, false, unsettled);
         }
         if new.weight > 0 {
-            grow(&mut self.groups, new.group as usize).map(new.placement.prefix, node);
+            self.position_change(new.group, new.placement.prefix, node, true, unsettled);
         }
         self.slots[node as usize] = Some(new);
     }
 
+    /// Note that `node` is placed at (`placed`) or leaves `prefix` in
+    /// `group`'s positions, applied when the group is settled.
+    fn position_change(
+        &mut self,
+        group: NodeId,
+        prefix: u64,
+        node: NodeId,
+        placed: bool,
+        unsettled: &mut Vec<NodeId>,
+    ) {
+        let pending = &mut grow(&mut self.groups, group as usize).pending;
+        if pending.is_empty() {
+            unsettled.push(group);
+        }
+        pending.push((prefix, node, placed));
+    }
+
     /// Take a node's slot out (its attachment is settled by the caller).
-    fn unplace(&mut self, node: NodeId, moved_users: &mut Vec<AssocId>) {
+    fn unplace(
+        &mut self,
+        node: NodeId,
+        moved_users: &mut Vec<AssocId>,
+        unsettled: &mut Vec<NodeId>,
+    ) {
         let Some(old) = self.slots[node as usize].take() else {
             return;
         };
         if old.weight > 0 {
-            self.groups[old.group as usize].unmap(old.placement.prefix, node);
+            self.position_change(old.group, old.placement.prefix, node, false, unsettled);
         }
         if let Some(assoc) = old.assoc {
             if self.node_of(assoc) == Some(node) {
@@ -403,12 +505,10 @@ impl FairTree {
     fn user_at(&self, position: u64) -> Option<NodeId> {
         let (mut group, mut start) = (ROOT, 0u64);
         for _ in 0..=self.slots.len() {
-            let (&prefix, &member) = self
-                .groups
-                .get(group as usize)?
-                .by_prefix
-                .range(..=position.checked_sub(start)?)
-                .next_back()?;
+            let positions = &self.groups.get(group as usize)?.by_prefix;
+            let within = position.checked_sub(start)?;
+            let at = positions.partition_point(|&(prefix, _)| prefix <= within);
+            let (prefix, member) = positions[at.checked_sub(1)?];
             let slot = self.slot(member)?;
             if position >= start + prefix + slot.weight {
                 return None;
@@ -490,7 +590,7 @@ impl FairTree {
     ) -> Option<f64> {
         let (mut group, mut start, mut tied) = (account, start, entered_tied);
         for _ in 0..=self.slots.len() {
-            let (prefix, member) = self.groups.get(group as usize)?.first?;
+            let (prefix, member) = self.groups.get(group as usize)?.first()?;
             let slot = self.slot(member)?;
             if slot.placement.user {
                 return self.factor_in_group(start, tied, &slot.placement);
@@ -512,11 +612,11 @@ impl FairTree {
         let mut stack: Vec<(NodeId, u64, bool, u64)> = vec![(ROOT, 0, false, 0)];
         while let Some(top) = stack.last_mut() {
             let (group, start, tied, from) = *top;
-            let next = self
-                .groups
-                .get(group as usize)
-                .and_then(|g| g.by_prefix.range(from..).next());
-            let Some((&prefix, &member)) = next else {
+            let next = self.groups.get(group as usize).and_then(|g| {
+                let at = g.by_prefix.partition_point(|&(prefix, _)| prefix < from);
+                g.by_prefix.get(at).copied()
+            });
+            let Some((prefix, member)) = next else {
                 stack.pop();
                 continue;
             };
@@ -539,5 +639,68 @@ impl FairTree {
             }
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::Group;
+    use crate::types::NodeId;
+
+    /// A group's positions after pending changes, applied one at a time to
+    /// a map as the changes say: a member placed at a prefix takes it; a
+    /// removal takes a prefix out only if it still maps to that member.
+    fn applied_one_at_a_time(
+        before: &BTreeMap<u64, NodeId>,
+        changes: &[(u64, NodeId, bool)],
+    ) -> Vec<(u64, NodeId)> {
+        let mut positions = before.clone();
+        for &(prefix, node, placed) in changes {
+            if placed {
+                positions.insert(prefix, node);
+            } else if positions.get(&prefix) == Some(&node) {
+                positions.remove(&prefix);
+            }
+        }
+        positions.into_iter().collect()
+    }
+
+    #[test]
+    fn settling_a_group_equals_applying_its_changes_one_at_a_time() {
+        let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut random = |bound: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % bound
+        };
+        let mut group = Group::default();
+        let mut model: BTreeMap<u64, NodeId> = BTreeMap::new();
+        for round in 0..3_000 {
+            // Few changes (one by one) and many (the merge), over few
+            // prefixes and members so that they collide: a member placed
+            // and removed in one round, two members at one prefix, a
+            // removal of a member a prefix no longer maps to.
+            let count = if round % 3 == 0 {
+                1 + random(4)
+            } else {
+                random(40)
+            };
+            let span = 1 + random(30);
+            // Some rounds past the packed sort key's range (the other sort).
+            let base: u64 = if round % 7 == 0 { 1 << 50 } else { 0 };
+            let changes: Vec<(u64, NodeId, bool)> = (0..count)
+                .map(|_| (base + random(span), random(12) as NodeId, random(5) < 2))
+                .collect();
+            let expected = applied_one_at_a_time(&model, &changes);
+            group.pending = changes;
+            group.settle();
+            assert!(group.pending.is_empty());
+            assert_eq!(group.by_prefix, expected, "round {round}");
+            assert_eq!(group.first(), expected.first().copied());
+            model = expected.into_iter().collect();
+        }
     }
 }

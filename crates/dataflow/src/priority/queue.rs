@@ -31,8 +31,9 @@
 //! event changes the placements of the members that moved in the groups
 //! on its path and no user entry: the slot facts are consolidated apart
 //! from the other facts, sorted by node, and a slot that moves within its
-//! group is replaced in place (two position-map updates, no user
-//! re-entered). A change of the
+//! group is replaced in place (two position changes, applied with the
+//! group's others in one merge when there are many; no user re-entered).
+//! A change of the
 //! configuration or of a normalisation maximum changes every record (every
 //! normalised factor moves), as it must.
 //!
