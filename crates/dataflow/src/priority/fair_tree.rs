@@ -11,6 +11,19 @@
 //! as placements, the same event changes the placements of the members that
 //! moved in the groups on its path (`O(depth)` groups), and no user entry.
 //!
+//! # Labels, not prefixes
+//! A member's [`SlotPlacement`] holds an order *label*, not its position:
+//! the members of a group in Slurm's sibling order have increasing labels,
+//! and a member that moves takes a label between its new neighbours' while
+//! the others keep theirs (order maintenance, in the placement stage). A
+//! usage event that moves an account across a thousand siblings so sends
+//! its own slot and its neighbours', not the thousand shifted slots. Each
+//! group here keeps its members by label with the users before each
+//! (`Group::users_before`, rebuilt when the group is settled), and a
+//! member's [`SlurmPlacement`] (its prefix, whether it is first, its run's
+//! prefix and ties) is derived from that when the search or a walk reads
+//! it ([`FairTree::placement`]).
+//!
 //! # Ranks from placements (the definition is the oracle's
 //! `fair_tree_slurm`; the derivation was the dataflow's walk)
 //! For a user under fair-share ancestors `a_1 .. a_k` (top first), its group
@@ -40,7 +53,8 @@ use fairflow_model::formula::rank_factor;
 
 use crate::types::{AssocId, JobId, NodeId, ROOT};
 
-/// Where a member stands in its group, for Slurm's walk.
+/// Where a member stands in its group, for Slurm's walk (derived from the
+/// group's labels and the member's [`SlotPlacement`]).
 #[derive(
     Debug,
     Clone,
@@ -73,6 +87,36 @@ pub struct SlurmPlacement {
     pub parent_account: bool,
 }
 
+/// Where a member stands in its group, as the dataflow sends it: what
+/// changes only when the member moves or its neighbours change.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    serde::Serialize,
+    serde::Deserialize,
+)]
+pub struct SlotPlacement {
+    /// Its order label: a group's members in Slurm's sibling order have
+    /// increasing labels (unique in the group).
+    pub label: u64,
+    /// Is its `LevelFS` equal to the previous member's (`NO_VAL` for the first)?
+    pub local_tie: bool,
+    /// A user: the label of the first user of its run of tied users (an
+    /// account: its own label).
+    pub run_label: u64,
+    /// Is it a user association?
+    pub user: bool,
+    /// Is it a `FairShare=parent` account (not a fair-share ancestor)?
+    pub parent_account: bool,
+}
+
 /// One association's place in the sorted tree, as the dataflow sends it.
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
@@ -84,7 +128,7 @@ pub struct TreeSlot {
     /// `FairShare=parent` account 0: its users are members of its parent's group).
     pub weight: u64,
     /// Its placement in the group.
-    pub placement: SlurmPlacement,
+    pub placement: SlotPlacement,
     /// A user association: its interned name (what job rows carry).
     pub assoc: Option<AssocId>,
 }
@@ -138,102 +182,125 @@ pub type GroupMember = (NodeId, SlurmPlacement, Option<AssocId>);
 /// An entry of a group's members by best job: highest key first.
 type Ranked = (Reverse<u64>, JobId, NodeId);
 
-/// One group: its members by position (those that stand for users) and, per
-/// rank class, by the best job in their subtree.
+/// A member in its group's order: `(label, member, weight)`.
+type Positioned = (u64, NodeId, u64);
+
+/// A change of a group's members by label, made by [`FairTree::apply`]:
+/// `(label, member, weight, placed)` (`placed` false: a removal, which
+/// holds only if the label still maps to the member).
+type PositionChange = (u64, NodeId, u64, bool);
+
+/// One group: its members by label, the users before each, and, per rank
+/// class, its members by the best job in their subtree.
 #[derive(Debug, Default)]
 struct Group {
-    /// `(prefix, member)`, by prefix (unique).
-    by_prefix: Vec<(u64, NodeId)>,
-    /// The changes of `by_prefix` made by the current [`FairTree::apply`],
-    /// in the order made: `(prefix, member, placed)` (`placed` false: a
-    /// removal, which holds only if the prefix still maps to the member).
-    pending: Vec<(u64, NodeId, bool)>,
+    /// Every member, by label (unique).
+    by_label: Vec<Positioned>,
+    /// `users_before[i]`: the users the members `by_label[..i]` stand for
+    /// (one more entry than `by_label`; rebuilt when settled).
+    users_before: Vec<u64>,
+    /// The changes of `by_label` made by the current [`FairTree::apply`],
+    /// in the order made.
+    pending: Vec<PositionChange>,
     ranked: [BTreeSet<Ranked>; 2],
 }
-
-/// Bits of a packed sort key (`Group::settle`) that hold a change's index.
-const INDEX_BITS: u32 = 24;
 
 /// Pending position changes of a group up to which each is applied alone
 /// (a binary search and a shift) rather than all in one merge.
 const POSITION_CHANGES_ONE_BY_ONE: usize = 4;
 
 impl Group {
-    /// Its first member by position.
-    fn first(&self) -> Option<(u64, NodeId)> {
-        self.by_prefix.first().copied()
+    /// Where a label is (or would be) in `by_label`.
+    fn index_of(&self, label: u64) -> usize {
+        self.by_label.partition_point(|&(l, _, _)| l < label)
     }
 
-    /// Apply the pending position changes, each as if alone in the order
-    /// made: one by one (a binary search and a shift each) when they are
-    /// few, else in one merge of the positions with the changes sorted by
-    /// prefix (each prefix's changes still in the order made).
+    /// The users before the member at `index` of `by_label`.
+    fn users_before(&self, index: usize) -> u64 {
+        self.users_before.get(index).copied().unwrap_or(0)
+    }
+
+    /// Its first member that stands for users: `(users before it, member)`
+    /// (always 0 users: only members that stand for none come before it).
+    fn first_positioned(&self) -> Option<(u64, NodeId)> {
+        let at = self
+            .users_before
+            .get(1..)?
+            .partition_point(|&users| users == 0);
+        let &(_, node, _) = self.by_label.get(at)?;
+        Some((self.users_before(at), node))
+    }
+
+    /// The member standing at `within` users into the group: `(users
+    /// before it, member)`.
+    fn covering(&self, within: u64) -> Option<(u64, NodeId)> {
+        let at = self
+            .users_before
+            .get(1..)?
+            .partition_point(|&users| users <= within);
+        let &(_, node, _) = self.by_label.get(at)?;
+        Some((self.users_before(at), node))
+    }
+
+    /// Apply the pending changes, each as if alone in the order made: one
+    /// by one (a binary search and a shift each) when they are few, else in
+    /// one merge of the members with the changes sorted by label (each
+    /// label's changes still in the order made); then rebuild the users
+    /// before each member from the first that changed.
     fn settle(&mut self) {
         let pending = std::mem::take(&mut self.pending);
+        let mut from = self.by_label.len();
         if pending.len() <= POSITION_CHANGES_ONE_BY_ONE {
-            for (prefix, node, placed) in pending {
-                let at = self.by_prefix.partition_point(|&(p, _)| p < prefix);
-                let held = self.by_prefix.get(at).filter(|&&(p, _)| p == prefix);
+            for (label, node, weight, placed) in pending {
+                let at = self.index_of(label);
+                let held = self.by_label.get(at).filter(|&&(l, _, _)| l == label);
                 match (placed, held) {
-                    (true, Some(_)) => self.by_prefix[at].1 = node,
-                    (true, None) => self.by_prefix.insert(at, (prefix, node)),
-                    (false, Some(&(_, member))) if member == node => {
-                        self.by_prefix.remove(at);
+                    (true, Some(_)) => self.by_label[at] = (label, node, weight),
+                    (true, None) => self.by_label.insert(at, (label, node, weight)),
+                    (false, Some(&(_, member, _))) if member == node => {
+                        self.by_label.remove(at);
                     }
-                    (false, _) => {}
+                    (false, _) => continue,
                 }
+                from = from.min(at);
             }
-            return;
-        }
-        // The changes' indexes by (prefix, index): packed in one `u64` when
-        // they fit (a sort of plain integers, the bulk of the cost), else
-        // sorted as pairs.
-        let fits = pending.len() < 1 << INDEX_BITS
-            && pending
-                .iter()
-                .all(|&(prefix, _, _)| prefix < 1 << (64 - INDEX_BITS));
-        let order: Vec<usize> = if fits {
-            let mut packed: Vec<u64> = pending
-                .iter()
-                .enumerate()
-                .map(|(made, &(prefix, _, _))| prefix << INDEX_BITS | made as u64)
-                .collect();
-            packed.sort_unstable();
-            let index_mask = (1u64 << INDEX_BITS) - 1;
-            packed
-                .into_iter()
-                .map(|key| (key & index_mask) as usize)
-                .collect()
         } else {
-            let mut pairs: Vec<(u64, usize)> = pending
-                .iter()
-                .enumerate()
-                .map(|(made, &(prefix, _, _))| (prefix, made))
-                .collect();
-            pairs.sort_unstable();
-            pairs.into_iter().map(|(_, made)| made).collect()
-        };
-        let before = std::mem::take(&mut self.by_prefix);
-        self.by_prefix.reserve(before.len() + pending.len());
-        let mut before = before.into_iter().peekable();
-        for run in order.chunk_by(|&a, &b| pending[a].0 == pending[b].0) {
-            let prefix = pending[run[0]].0;
-            while let Some(entry) = before.next_if(|&(p, _)| p < prefix) {
-                self.by_prefix.push(entry);
-            }
-            let mut held = before.next_if(|&(p, _)| p == prefix).map(|(_, node)| node);
-            for &(_, node, placed) in run.iter().map(|&made| &pending[made]) {
-                if placed {
-                    held = Some(node);
-                } else if held == Some(node) {
-                    held = None;
+            let mut order: Vec<usize> = (0..pending.len()).collect();
+            order.sort_unstable_by_key(|&made| (pending[made].0, made));
+            let before = std::mem::take(&mut self.by_label);
+            self.by_label.reserve(before.len() + pending.len());
+            let mut before = before.into_iter().peekable();
+            for run in order.chunk_by(|&a, &b| pending[a].0 == pending[b].0) {
+                let label = pending[run[0]].0;
+                while let Some(entry) = before.next_if(|&(l, _, _)| l < label) {
+                    self.by_label.push(entry);
+                }
+                from = from.min(self.by_label.len());
+                let mut held = before
+                    .next_if(|&(l, _, _)| l == label)
+                    .map(|(_, node, weight)| (node, weight));
+                for &(_, node, weight, placed) in run.iter().map(|&made| &pending[made]) {
+                    if placed {
+                        held = Some((node, weight));
+                    } else if held.is_some_and(|(member, _)| member == node) {
+                        held = None;
+                    }
+                }
+                if let Some((node, weight)) = held {
+                    self.by_label.push((label, node, weight));
                 }
             }
-            if let Some(node) = held {
-                self.by_prefix.push((prefix, node));
-            }
+            self.by_label.extend(before);
         }
-        self.by_prefix.extend(before);
+        self.users_before.truncate(from + 1);
+        if self.users_before.is_empty() {
+            self.users_before.push(0);
+        }
+        let mut users = self.users_before[from.min(self.users_before.len() - 1)];
+        for &(_, _, weight) in &self.by_label[from.min(self.by_label.len())..] {
+            users += weight;
+            self.users_before.push(users);
+        }
     }
 }
 
@@ -318,15 +385,7 @@ impl FairTree {
                     self.unplace(node, &mut moved_users, &mut unsettled);
                 }
                 *grow(&mut self.slots, node as usize) = Some(*slot);
-                if slot.weight > 0 {
-                    self.position_change(
-                        slot.group,
-                        slot.placement.prefix,
-                        node,
-                        true,
-                        &mut unsettled,
-                    );
-                }
+                self.position_change(slot, node, true, &mut unsettled);
                 if let Some(assoc) = slot.assoc {
                     *grow(&mut self.node_of, assoc as usize) = Some(node);
                     self.users += 1;
@@ -366,30 +425,25 @@ impl FairTree {
         new: TreeSlot,
         unsettled: &mut Vec<NodeId>,
     ) {
-        if old.weight > 0 {
-            self.position_change(old.group, old.placement.prefix, node, false, unsettled);
-        }
-        if new.weight > 0 {
-            self.position_change(new.group, new.placement.prefix, node, true, unsettled);
-        }
+        self.position_change(old, node, false, unsettled);
+        self.position_change(&new, node, true, unsettled);
         self.slots[node as usize] = Some(new);
     }
 
-    /// Note that `node` is placed at (`placed`) or leaves `prefix` in
-    /// `group`'s positions, applied when the group is settled.
+    /// Note that `node` takes (`placed`) or leaves the label of `slot` in
+    /// its group, applied when the group is settled.
     fn position_change(
         &mut self,
-        group: NodeId,
-        prefix: u64,
+        slot: &TreeSlot,
         node: NodeId,
         placed: bool,
         unsettled: &mut Vec<NodeId>,
     ) {
-        let pending = &mut grow(&mut self.groups, group as usize).pending;
+        let pending = &mut grow(&mut self.groups, slot.group as usize).pending;
         if pending.is_empty() {
-            unsettled.push(group);
+            unsettled.push(slot.group);
         }
-        pending.push((prefix, node, placed));
+        pending.push((slot.placement.label, node, slot.weight, placed));
     }
 
     /// Take a node's slot out (its attachment is settled by the caller).
@@ -402,9 +456,7 @@ impl FairTree {
         let Some(old) = self.slots[node as usize].take() else {
             return;
         };
-        if old.weight > 0 {
-            self.position_change(old.group, old.placement.prefix, node, false, unsettled);
-        }
+        self.position_change(&old, node, false, unsettled);
         if let Some(assoc) = old.assoc {
             if self.node_of(assoc) == Some(node) {
                 self.node_of[assoc as usize] = None;
@@ -497,22 +549,49 @@ impl FairTree {
             .flat_map(move |g| g.ranked[class].iter())
             .filter_map(|&(Reverse(key), job, node)| {
                 let slot = self.slot(node)?;
-                Some(((node, slot.placement, slot.assoc), (key, job)))
+                Some(((node, self.placement(node)?, slot.assoc), (key, job)))
             })
+    }
+
+    /// A placed member's [`SlurmPlacement`], from its slot and its group's
+    /// members by label (see the module documentation).
+    pub fn placement(&self, node: NodeId) -> Option<SlurmPlacement> {
+        let slot = self.slot(node)?;
+        let sent = slot.placement;
+        let group = self.groups.get(slot.group as usize)?;
+        let at = group.index_of(sent.label);
+        let (prefix, first) = (group.users_before(at), at == 0);
+        let (run_prefix, run_first, run_local_tie) = if sent.user {
+            let run_at = group.index_of(sent.run_label);
+            let run_tie = group
+                .by_label
+                .get(run_at)
+                .filter(|&&(label, _, _)| label == sent.run_label)
+                .and_then(|&(_, run_first_user, _)| self.slot(run_first_user))
+                .is_some_and(|run_slot| run_slot.placement.local_tie);
+            (group.users_before(run_at), run_at == 0, run_tie)
+        } else {
+            (prefix, first, sent.local_tie)
+        };
+        Some(SlurmPlacement {
+            prefix,
+            first,
+            local_tie: sent.local_tie,
+            run_prefix,
+            run_first,
+            run_local_tie,
+            user: sent.user,
+            parent_account: sent.parent_account,
+        })
     }
 
     /// The user at a position of the walk.
     fn user_at(&self, position: u64) -> Option<NodeId> {
         let (mut group, mut start) = (ROOT, 0u64);
         for _ in 0..=self.slots.len() {
-            let positions = &self.groups.get(group as usize)?.by_prefix;
             let within = position.checked_sub(start)?;
-            let at = positions.partition_point(|&(prefix, _)| prefix <= within);
-            let (prefix, member) = positions[at.checked_sub(1)?];
+            let (prefix, member) = self.groups.get(group as usize)?.covering(within)?;
             let slot = self.slot(member)?;
-            if position >= start + prefix + slot.weight {
-                return None;
-            }
             if slot.placement.user {
                 return Some(member);
             }
@@ -529,13 +608,13 @@ impl FairTree {
         let mut group = own.group;
         while group != ROOT {
             let slot = self.slot(group)?;
-            chain.push(slot.placement);
+            chain.push(self.placement(group)?);
             group = slot.group;
             if chain.len() > self.slots.len() {
                 return None;
             }
         }
-        Some(walk(chain.into_iter().rev(), &own.placement))
+        Some(walk(chain.into_iter().rev(), &self.placement(user)?))
     }
 
     /// A placed user's `j` (rank `N − j`), following references back.
@@ -590,13 +669,13 @@ impl FairTree {
     ) -> Option<f64> {
         let (mut group, mut start, mut tied) = (account, start, entered_tied);
         for _ in 0..=self.slots.len() {
-            let (prefix, member) = self.groups.get(group as usize)?.first()?;
-            let slot = self.slot(member)?;
-            if slot.placement.user {
-                return self.factor_in_group(start, tied, &slot.placement);
+            let (prefix, member) = self.groups.get(group as usize)?.first_positioned()?;
+            let placement = self.placement(member)?;
+            if placement.user {
+                return self.factor_in_group(start, tied, &placement);
             }
             start += prefix;
-            tied = enters_tied(&slot.placement, tied);
+            tied = enters_tied(&placement, tied);
             group = member;
         }
         None
@@ -608,24 +687,28 @@ impl FairTree {
         let n = self.users;
         let mut j_at: Vec<u64> = Vec::with_capacity(n as usize);
         let mut out = Vec::with_capacity(n as usize);
-        // (group, its start, entered tied, next prefix to visit)
-        let mut stack: Vec<(NodeId, u64, bool, u64)> = vec![(ROOT, 0, false, 0)];
+        // (group, its start, entered tied, next index to visit)
+        let mut stack: Vec<(NodeId, u64, bool, usize)> = vec![(ROOT, 0, false, 0)];
         while let Some(top) = stack.last_mut() {
-            let (group, start, tied, from) = *top;
-            let next = self.groups.get(group as usize).and_then(|g| {
-                let at = g.by_prefix.partition_point(|&(prefix, _)| prefix < from);
-                g.by_prefix.get(at).copied()
-            });
-            let Some((prefix, member)) = next else {
+            let (group, start, tied, at) = *top;
+            let Some(group) = self.groups.get(group as usize) else {
                 stack.pop();
                 continue;
             };
-            top.3 = prefix + 1;
-            let Some(slot) = self.slot(member) else {
+            let Some(&(_, member, weight)) = group.by_label.get(at) else {
+                stack.pop();
                 continue;
             };
-            if slot.placement.user {
-                let j = match walk_in_group(start, tied, &slot.placement) {
+            top.3 = at + 1;
+            let prefix = group.users_before(at);
+            // Members that stand for no user take no position.
+            let (true, Some(slot), Some(placement)) =
+                (weight > 0, self.slot(member), self.placement(member))
+            else {
+                continue;
+            };
+            if placement.user {
+                let j = match walk_in_group(start, tied, &placement) {
                     Walk::Resolved(j) => j,
                     Walk::Refers(target) => j_at.get(target as usize).copied().unwrap_or(target),
                 };
@@ -634,7 +717,7 @@ impl FairTree {
                     out.push((assoc, rank_factor(n.saturating_sub(j), n)));
                 }
             } else {
-                let entered = enters_tied(&slot.placement, tied);
+                let entered = enters_tied(&placement, tied);
                 stack.push((member, start + prefix, entered, 0));
             }
         }
@@ -646,25 +729,31 @@ impl FairTree {
 mod tests {
     use std::collections::BTreeMap;
 
-    use super::Group;
+    use super::{Group, PositionChange, Positioned};
     use crate::types::NodeId;
 
-    /// A group's positions after pending changes, applied one at a time to
-    /// a map as the changes say: a member placed at a prefix takes it; a
-    /// removal takes a prefix out only if it still maps to that member.
+    /// A group's members after pending changes, applied one at a time to a
+    /// map as the changes say: a member placed at a label takes it; a
+    /// removal takes a label out only if it still maps to that member.
     fn applied_one_at_a_time(
-        before: &BTreeMap<u64, NodeId>,
-        changes: &[(u64, NodeId, bool)],
-    ) -> Vec<(u64, NodeId)> {
-        let mut positions = before.clone();
-        for &(prefix, node, placed) in changes {
+        before: &BTreeMap<u64, (NodeId, u64)>,
+        changes: &[PositionChange],
+    ) -> Vec<Positioned> {
+        let mut members = before.clone();
+        for &(label, node, weight, placed) in changes {
             if placed {
-                positions.insert(prefix, node);
-            } else if positions.get(&prefix) == Some(&node) {
-                positions.remove(&prefix);
+                members.insert(label, (node, weight));
+            } else if members
+                .get(&label)
+                .is_some_and(|&(member, _)| member == node)
+            {
+                members.remove(&label);
             }
         }
-        positions.into_iter().collect()
+        members
+            .into_iter()
+            .map(|(label, (node, weight))| (label, node, weight))
+            .collect()
     }
 
     #[test]
@@ -677,30 +766,57 @@ mod tests {
             seed % bound
         };
         let mut group = Group::default();
-        let mut model: BTreeMap<u64, NodeId> = BTreeMap::new();
+        let mut model: BTreeMap<u64, (NodeId, u64)> = BTreeMap::new();
         for round in 0..3_000 {
             // Few changes (one by one) and many (the merge), over few
-            // prefixes and members so that they collide: a member placed
-            // and removed in one round, two members at one prefix, a
-            // removal of a member a prefix no longer maps to.
+            // labels and members so that they collide: a member placed and
+            // removed in one round, two members at one label, a removal of
+            // a member a label no longer maps to. Weights 0 to 3 (members
+            // that stand for no user included).
             let count = if round % 3 == 0 {
                 1 + random(4)
             } else {
                 random(40)
             };
             let span = 1 + random(30);
-            // Some rounds past the packed sort key's range (the other sort).
-            let base: u64 = if round % 7 == 0 { 1 << 50 } else { 0 };
-            let changes: Vec<(u64, NodeId, bool)> = (0..count)
-                .map(|_| (base + random(span), random(12) as NodeId, random(5) < 2))
+            let base: u64 = if round % 7 == 0 { u64::MAX - 40 } else { 0 };
+            let changes: Vec<PositionChange> = (0..count)
+                .map(|_| {
+                    let label = base + random(span);
+                    (label, random(12) as NodeId, random(4), random(5) < 2)
+                })
                 .collect();
             let expected = applied_one_at_a_time(&model, &changes);
             group.pending = changes;
             group.settle();
             assert!(group.pending.is_empty());
-            assert_eq!(group.by_prefix, expected, "round {round}");
-            assert_eq!(group.first(), expected.first().copied());
-            model = expected.into_iter().collect();
+            assert_eq!(group.by_label, expected, "round {round}");
+            // The users before each member, summed by hand.
+            let mut users = 0;
+            let mut users_before = vec![0];
+            for &(_, _, weight) in &expected {
+                users += weight;
+                users_before.push(users);
+            }
+            assert_eq!(group.users_before, users_before, "round {round}");
+            let first_positioned = expected
+                .iter()
+                .find(|&&(_, _, weight)| weight > 0)
+                .map(|&(_, node, _)| (0, node));
+            assert_eq!(group.first_positioned(), first_positioned);
+            // Each user position is covered by the member standing there.
+            let mut before = 0;
+            for &(_, node, weight) in &expected {
+                for within in before..before + weight {
+                    assert_eq!(group.covering(within), Some((before, node)));
+                }
+                before += weight;
+            }
+            assert_eq!(group.covering(before), None);
+            model = expected
+                .into_iter()
+                .map(|(label, node, weight)| (label, (node, weight)))
+                .collect();
         }
     }
 }

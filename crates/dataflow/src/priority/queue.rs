@@ -1054,29 +1054,25 @@ mod tests {
         assert_eq!(queue.fairshare_of(1), 1.0);
     }
 
-    /// A slot of the sorted tree: `prefix` users before it in `group`;
-    /// `tie`: its `LevelFS` equals the previous member's (a user's run then
-    /// starts at `run`).
+    /// A slot of the sorted tree: labelled `label` in `group`; `tie`: its
+    /// `LevelFS` equals the previous member's (a user's run then starts at
+    /// the user labelled `run`).
     fn slot(
         group: NodeId,
-        prefix: u64,
+        label: u64,
         weight: u64,
         assoc: Option<AssocId>,
         tie: bool,
         run: u64,
     ) -> TreeSlot {
-        use super::super::fair_tree::SlurmPlacement;
-        let first = prefix == 0;
+        use super::super::fair_tree::SlotPlacement;
         TreeSlot {
             group,
             weight,
-            placement: SlurmPlacement {
-                prefix,
-                first,
+            placement: SlotPlacement {
+                label,
                 local_tie: tie,
-                run_prefix: run,
-                run_first: run == 0,
-                run_local_tie: false,
+                run_label: run,
                 user: assoc.is_some(),
                 parent_account: false,
             },
@@ -1105,11 +1101,11 @@ mod tests {
                 ((3, record(3, 3, -500)), 1, 1),
             ],
             facts: vec![
-                (tree_fact(a, slot(ROOT, 0, 2, None, false, 0)), 1, 1),
-                (tree_fact(b, slot(ROOT, 2, 1, None, false, 0)), 1, 1),
-                (tree_fact(u1, slot(a, 0, 1, Some(1), false, 0)), 1, 1),
-                (tree_fact(u2, slot(a, 1, 1, Some(2), false, 1)), 1, 1),
-                (tree_fact(u3, slot(b, 0, 1, Some(3), false, 0)), 1, 1),
+                (tree_fact(a, slot(ROOT, 10, 2, None, false, 10)), 1, 1),
+                (tree_fact(b, slot(ROOT, 20, 1, None, false, 20)), 1, 1),
+                (tree_fact(u1, slot(a, 10, 1, Some(1), false, 10)), 1, 1),
+                (tree_fact(u2, slot(a, 20, 1, Some(2), false, 20)), 1, 1),
+                (tree_fact(u3, slot(b, 10, 1, Some(3), false, 10)), 1, 1),
             ],
             ..Captured::default()
         };
@@ -1122,30 +1118,30 @@ mod tests {
         assert_eq!(all.get(&2), Some(&(2.0 / 3.0)));
         touched.take();
 
-        // B moves before A: u3 at 0 (1.0), u1 at 1 (2/3), u2 at 2 (1/3):
-        // 1500 (job 3), 666 (job 1), 333 (job 2). Only the two moved slots change.
+        // B moves before A (a label below A's): u3 at 0 (1.0), u1 at 1
+        // (2/3), u2 at 2 (1/3): 1500 (job 3), 666 (job 1), 333 (job 2).
+        // Only B's slot changes: A keeps its label.
         let mut captured = Captured {
             records: Vec::new(),
             facts: vec![
-                (tree_fact(a, slot(ROOT, 0, 2, None, false, 0)), 2, -1),
-                (tree_fact(b, slot(ROOT, 2, 1, None, false, 0)), 2, -1),
-                (tree_fact(b, slot(ROOT, 0, 1, None, false, 0)), 2, 1),
-                (tree_fact(a, slot(ROOT, 1, 2, None, false, 0)), 2, 1),
+                (tree_fact(b, slot(ROOT, 20, 1, None, false, 20)), 2, -1),
+                (tree_fact(b, slot(ROOT, 5, 1, None, false, 5)), 2, 1),
             ],
             ..Captured::default()
         };
         queue.absorb(&mut captured, &touched);
-        assert_eq!(touched.take(), 2, "two slots, no user entry");
+        assert_eq!(touched.take(), 1, "one slot, no user entry");
         assert_eq!(order(&queue), vec![3, 1, 2]);
         assert_eq!(queue.fairshare_of(3), 1.0);
+        assert_eq!(queue.fairshare_of(1), 2.0 / 3.0);
         assert_eq!(queue.fairshare_of(2), 1.0 / 3.0);
 
         // u2 ties with u1 (its run starts at u1): it takes u1's rank 2.
         let mut captured = Captured {
             records: Vec::new(),
             facts: vec![
-                (tree_fact(u2, slot(a, 1, 1, Some(2), false, 1)), 3, -1),
-                (tree_fact(u2, slot(a, 1, 1, Some(2), true, 0)), 3, 1),
+                (tree_fact(u2, slot(a, 20, 1, Some(2), false, 20)), 3, -1),
+                (tree_fact(u2, slot(a, 20, 1, Some(2), true, 10)), 3, 1),
             ],
             ..Captured::default()
         };
@@ -1161,17 +1157,19 @@ mod tests {
         );
     }
 
-    /// Three users of root's group, u1, u2, u3 at positions 0, 1, 2
-    /// (ranks 3, 2, 1 by Slurm's walk: factors 1, 2/3, 1/3). u1 moves to
-    /// the end across the two others, which move up one place each: u2 at
-    /// 0 (1), u3 at 1 (2/3), u1 at 2 (1/3); with weight 1,000 the jobs
-    /// rank 2 (1000), 3 (666), 1 (333). The facts come in no particular
-    /// order (u1's new slot at u3's old position before u3's retraction).
+    /// Three users of root's group, u1, u2, u3 labelled 10, 20, 30
+    /// (positions 0, 1, 2; ranks 3, 2, 1 by Slurm's walk: factors 1, 2/3,
+    /// 1/3). u1 moves to the end (label 40) across the two others, which
+    /// keep their labels and move up one place each: u2 at 0 (1), u3 at 1
+    /// (2/3), u1 at 2 (1/3); with weight 1,000 the jobs rank 2 (1000), 3
+    /// (666), 1 (333). Then a user labelled 25 joins between u2 and u3
+    /// (N = 4: u2 1, the new one 3/4, u3 1/2, u1 1/4) and u2 leaves (N = 3:
+    /// the new one 1, u3 2/3, u1 1/3), neither touching another slot.
     #[test]
     fn a_slot_moved_across_others_is_moved_in_place() {
         let touched = TouchCounter::new();
         let mut queue = Queue::new();
-        let (u1, u2, u3) = (1, 2, 3);
+        let (u1, u2, u3, u4) = (1, 2, 3, 4);
         let mut captured = Captured {
             records: vec![
                 ((1, record(1, 1, 0)), 1, 1),
@@ -1179,9 +1177,9 @@ mod tests {
                 ((3, record(3, 3, 0)), 1, 1),
             ],
             facts: vec![
-                (tree_fact(u3, slot(ROOT, 2, 1, Some(3), false, 2)), 1, 1),
-                (tree_fact(u1, slot(ROOT, 0, 1, Some(1), false, 0)), 1, 1),
-                (tree_fact(u2, slot(ROOT, 1, 1, Some(2), false, 1)), 1, 1),
+                (tree_fact(u3, slot(ROOT, 30, 1, Some(3), false, 30)), 1, 1),
+                (tree_fact(u1, slot(ROOT, 10, 1, Some(1), false, 10)), 1, 1),
+                (tree_fact(u2, slot(ROOT, 20, 1, Some(2), false, 20)), 1, 1),
             ],
             ..Captured::default()
         };
@@ -1193,28 +1191,45 @@ mod tests {
         let mut captured = Captured {
             records: Vec::new(),
             facts: vec![
-                (tree_fact(u1, slot(ROOT, 2, 1, Some(1), false, 2)), 2, 1),
-                (tree_fact(u3, slot(ROOT, 2, 1, Some(3), false, 2)), 2, -1),
-                (tree_fact(u2, slot(ROOT, 0, 1, Some(2), false, 0)), 2, 1),
-                (tree_fact(u1, slot(ROOT, 0, 1, Some(1), false, 0)), 2, -1),
-                (tree_fact(u3, slot(ROOT, 1, 1, Some(3), false, 1)), 2, 1),
-                (tree_fact(u2, slot(ROOT, 1, 1, Some(2), false, 1)), 2, -1),
+                (tree_fact(u1, slot(ROOT, 40, 1, Some(1), false, 40)), 2, 1),
+                (tree_fact(u1, slot(ROOT, 10, 1, Some(1), false, 10)), 2, -1),
             ],
             ..Captured::default()
         };
         queue.absorb(&mut captured, &touched);
-        assert_eq!(touched.take(), 3, "three slots, no user entry");
+        assert_eq!(touched.take(), 1, "one slot, no user entry");
         assert_eq!(queue.fairshare_of(2), 1.0);
         assert_eq!(queue.fairshare_of(3), 2.0 / 3.0);
         assert_eq!(queue.fairshare_of(1), 1.0 / 3.0);
         assert_eq!(order(&queue), vec![2, 3, 1]);
         let all = queue.fairshare_factors();
         assert_eq!(all.get(&1), Some(&(1.0 / 3.0)));
+
+        let mut captured = Captured {
+            records: vec![((4, record(4, 4, 0)), 3, 1)],
+            facts: vec![(tree_fact(u4, slot(ROOT, 25, 1, Some(4), false, 25)), 3, 1)],
+            ..Captured::default()
+        };
+        queue.absorb(&mut captured, &touched);
+        assert_eq!(queue.fairshare_of(2), 1.0);
+        assert_eq!(queue.fairshare_of(4), 0.75);
+        assert_eq!(queue.fairshare_of(3), 0.5);
+        assert_eq!(queue.fairshare_of(1), 0.25);
+        assert_eq!(order(&queue), vec![2, 4, 3, 1]);
+        let mut captured = Captured {
+            records: Vec::new(),
+            facts: vec![(tree_fact(u2, slot(ROOT, 20, 1, Some(2), false, 20)), 4, -1)],
+            ..Captured::default()
+        };
+        queue.absorb(&mut captured, &touched);
+        assert_eq!(queue.fairshare_of(4), 1.0);
+        assert_eq!(queue.fairshare_of(3), 2.0 / 3.0);
+        assert_eq!(queue.fairshare_of(1), 1.0 / 3.0);
     }
 
     #[test]
     fn slot_updates_are_consolidated_by_node_then_slot() {
-        // `early` sorts before `late` (prefix 0 before 1). Node 2: `early`
+        // `early` sorts before `late` (label 0 before 1). Node 2: `early`
         // retracted and inserted again (net nothing), `late` inserted;
         // node 5: `early` retracted, `late` inserted twice; node 9: `early`.
         let early = slot(ROOT, 0, 1, Some(1), false, 0);
