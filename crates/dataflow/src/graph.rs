@@ -17,12 +17,10 @@
 //! also keeps the number of distinct `(K, V, T, R)` combinations small.
 
 use std::cell::RefCell;
-use std::collections::hash_map::Entry;
 use std::rc::Rc;
 
 use differential_dataflow::input::{Input, InputSession};
 use fairflow_model::Shares;
-use rustc_hash::FxHashMap as HashMap;
 use timely::container::CapacityContainerBuilder;
 use timely::dataflow::channels::pact::Exchange;
 use timely::dataflow::operators::generic::Operator;
@@ -64,29 +62,38 @@ pub enum Fact {
 /// The sshare facts of one tree dataflow as worker 0 holds them: each
 /// present `(node, fact)` with its count, updated by a capture as the
 /// stages emit them (a usage event: the `depth + 1` subtree sums on its
-/// path), read only after the probe passed a batch. A hash map rather
-/// than an arrangement: no batcher, no spine to merge and compact at every
-/// batch; a read (an sshare table, rare) sorts what it copies.
+/// path), read only after the probe passed a batch. Dense by node (ids are
+/// interned densely), each node's few facts in a short list: an update is
+/// an index and a scan of a handful, with no batcher, no spine to merge and
+/// compact at every batch, and no hashing; a read (an sshare table, rare)
+/// sorts what it copies.
 #[derive(Clone, Default)]
-pub(crate) struct FactStore(Rc<RefCell<HashMap<(NodeId, Fact), isize>>>);
+pub(crate) struct FactStore(Rc<RefCell<Vec<NodeFacts>>>);
+
+/// One node's facts in a [`FactStore`], each with its count.
+type NodeFacts = Vec<(Fact, isize)>;
 
 impl FactStore {
     /// Apply captured updates.
     fn absorb(&self, updates: &mut Vec<((NodeId, Fact), Epoch, isize)>) {
         let mut facts = self.0.borrow_mut();
-        for (fact, _time, diff) in updates.drain(..) {
-            match facts.entry(fact) {
-                Entry::Occupied(mut count) => {
-                    *count.get_mut() += diff;
-                    if *count.get() == 0 {
-                        count.remove();
+        for ((node, fact), _time, diff) in updates.drain(..) {
+            if diff == 0 {
+                continue;
+            }
+            let index = node as usize;
+            if facts.len() <= index {
+                facts.resize_with(index + 1, Vec::new);
+            }
+            let held = &mut facts[index];
+            match held.iter().position(|(present, _)| *present == fact) {
+                Some(at) => {
+                    held[at].1 += diff;
+                    if held[at].1 == 0 {
+                        held.swap_remove(at);
                     }
                 }
-                Entry::Vacant(slot) => {
-                    if diff != 0 {
-                        slot.insert(diff);
-                    }
-                }
+                None => held.push((fact, diff)),
             }
         }
     }
@@ -94,15 +101,17 @@ impl FactStore {
     /// Every present fact, in `(node, fact)` order.
     pub(crate) fn read(&self) -> Vec<(NodeId, Fact)> {
         let facts = self.0.borrow();
-        let mut present: Vec<(NodeId, Fact)> = facts
-            .iter()
-            .filter(|(_, count)| **count > 0)
-            .map(|(fact, count)| {
-                debug_assert!(*count == 1, "a fact is present at most once");
-                *fact
-            })
-            .collect();
-        present.sort_unstable();
+        let mut present: Vec<(NodeId, Fact)> = Vec::new();
+        for (node, held) in facts.iter().enumerate() {
+            let from = present.len();
+            for &(fact, count) in held {
+                if count > 0 {
+                    debug_assert!(count == 1, "a fact is present at most once");
+                    present.push((node as NodeId, fact));
+                }
+            }
+            present[from..].sort_unstable();
+        }
         present
     }
 }

@@ -166,8 +166,8 @@ enum TreeChange {
     Amount(NodeId),
 }
 
-/// The state of [`sums_up_the_tree`]'s operator: the forest, the own
-/// amounts and the subtree sums (zeros not stored).
+/// The state of [`sums_up_the_tree`]'s operator: the forest and the
+/// subtree sums (a node's own amount is only ever pushed up, never read).
 ///
 /// A batch is applied in two pushes of deltas, each over a forest:
 /// 1. **cut** every changed link (a moved, new or removed child), then push
@@ -182,11 +182,24 @@ enum TreeChange {
 /// deepest first (depths found by walking up until a node of known depth),
 /// adding each node's accumulated delta to its sum and passing it on to its
 /// parent: `O(p log p)` for `p` nodes on those paths.
+///
+/// The state is dense, by node id (ids are interned densely): a lookup on
+/// a path is an index, not a hash probe.
 #[derive(Debug, Default)]
 struct SubtreeSums {
-    parent: HashMap<NodeId, NodeId>,
-    own: HashMap<NodeId, Diff>,
-    sum: HashMap<NodeId, Diff>,
+    /// Each node's parent link.
+    parent: Vec<Option<NodeId>>,
+    /// Each node's subtree sum.
+    sum: Vec<Diff>,
+}
+
+/// `vec[node]`, growing `vec` with defaults to reach it.
+fn dense<T: Default + Clone>(vec: &mut Vec<T>, node: NodeId) -> &mut T {
+    let index = node as usize;
+    if vec.len() <= index {
+        vec.resize(index + 1, T::default());
+    }
+    &mut vec[index]
 }
 
 impl SubtreeSums {
@@ -203,7 +216,8 @@ impl SubtreeSums {
                 if diff > 0 {
                     attached.push((child, parent));
                 }
-                if let Some(old_parent) = self.parent.remove(&child) {
+                if let Some(old_parent) = self.parent_of(child) {
+                    self.parent[child as usize] = None;
                     *deltas.entry(old_parent).or_default() -= self.sum_of(child);
                 }
             }
@@ -212,7 +226,7 @@ impl SubtreeSums {
         // 2. Attach the new links; push their subtrees' sums and the amounts.
         let mut deltas: HashMap<NodeId, Diff> = HashMap::default();
         for &(child, parent) in &attached {
-            self.parent.insert(child, parent);
+            *dense(&mut self.parent, child) = Some(parent);
         }
         for &(child, parent) in &attached {
             let moved = self.sum_of(child);
@@ -222,11 +236,6 @@ impl SubtreeSums {
         }
         for &(change, amount) in &changes {
             if let TreeChange::Amount(node) = change {
-                let own = self.own.entry(node).or_default();
-                *own += amount;
-                if *own == 0 {
-                    self.own.remove(&node);
-                }
                 *deltas.entry(node).or_default() += amount;
             }
         }
@@ -243,7 +252,11 @@ impl SubtreeSums {
     }
 
     fn sum_of(&self, node: NodeId) -> Diff {
-        self.sum.get(&node).copied().unwrap_or(0)
+        self.sum.get(node as usize).copied().unwrap_or(0)
+    }
+
+    fn parent_of(&self, node: NodeId) -> Option<NodeId> {
+        self.parent.get(node as usize).copied().flatten()
     }
 
     /// Add each node's delta to its sum and to every ancestor's, visiting the
@@ -255,11 +268,7 @@ impl SubtreeSums {
             return;
         }
         let starts: Vec<NodeId> = deltas.keys().copied().collect();
-        let depth = walk_depths(
-            &starts,
-            |node| self.parent.get(&node).copied(),
-            self.parent.len(),
-        );
+        let depth = walk_depths(&starts, |node| self.parent_of(node), self.parent.len());
         let mut order: Vec<(usize, NodeId)> =
             depth.into_iter().map(|(node, d)| (d, node)).collect();
         order.sort_unstable_by(|a, b| b.cmp(a));
@@ -270,13 +279,10 @@ impl SubtreeSums {
             if delta == 0 {
                 continue;
             }
-            let sum = self.sum.entry(node).or_default();
+            let sum = dense(&mut self.sum, node);
             old_sums.entry(node).or_insert(*sum);
             *sum += delta;
-            if *sum == 0 {
-                self.sum.remove(&node);
-            }
-            if let Some(&parent) = self.parent.get(&node) {
+            if let Some(parent) = self.parent_of(node) {
                 *deltas.entry(parent).or_default() += delta;
             }
         }
@@ -670,7 +676,7 @@ mod tests {
         ]);
         let changed = state.apply(vec![edge(2, 1, -1), amount(2, -7)]);
         assert_eq!(changed, vec![(0, 10, 3), (1, 10, 3), (2, 7, 0)]);
-        assert!(!state.sum.contains_key(&2) && !state.own.contains_key(&2));
+        assert_eq!((state.sum_of(2), state.parent_of(2)), (0, None));
     }
 
     fn link(child: u32, parent: u32, input: i64, diff: i128) -> (TopDownChange<i64, i64>, i128) {

@@ -1233,31 +1233,32 @@ mod tests {
         usages.extend((2..=120).map(|node| (node, u128::from(node) * 1_000)));
         let (mut groups, mut held) = (Groups::default(), Held::default());
         batch(&mut groups, &mut held, items(&usages, 1));
-        let mut sent = 0;
-        for step in 0..110u32 {
-            let node = 120 - step;
+        // One step: change the usages, send the difference, and compare
+        // with the group loaded at once; the slots sent.
+        type Usages = Vec<(NodeId, u128)>;
+        let mut step = |change: &dyn Fn(&mut Usages), context: &str| {
             let mut changes = items(&usages, -1);
-            usages[node as usize - 1].1 = 500 - u128::from(step);
+            change(&mut usages);
             changes.extend(items(&usages, 1));
-            sent += batch(&mut groups, &mut held, changes).len();
-            assert_eq!(
-                held.placements(),
-                placed_at_once(items(&usages, 1)),
-                "step {step}"
+            let sent = batch(&mut groups, &mut held, changes).len();
+            let at_once = placed_at_once(items(&usages, 1));
+            assert_eq!(held.placements(), at_once, "{context}");
+            sent
+        };
+        let mut sent = 0;
+        for moved in 0..110u32 {
+            sent += step(
+                &|usages| usages[119 - moved as usize].1 = 500 - u128::from(moved),
+                &format!("move {moved}"),
             );
         }
         assert!(sent < 110 * 3 + 300, "{sent} slots sent in 110 steps");
         // New users joining in the same gap (a new member: the full path,
         // since the level shares change) do the same.
-        for step in 0..110u32 {
-            let mut changes = items(&usages, -1);
-            usages.push((200 + step, 300 - u128::from(step)));
-            changes.extend(items(&usages, 1));
-            sent += batch(&mut groups, &mut held, changes).len();
-            assert_eq!(
-                held.placements(),
-                placed_at_once(items(&usages, 1)),
-                "new {step}"
+        for joined in 0..110u32 {
+            sent += step(
+                &|usages| usages.push((200 + joined, 300 - u128::from(joined))),
+                &format!("join {joined}"),
             );
         }
         assert!(sent < 220 * 3 + 600, "{sent} slots sent in 220 steps");
