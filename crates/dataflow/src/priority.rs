@@ -1067,8 +1067,11 @@ pub(crate) fn build_routed<'s>(
     );
 
     let contexts_sink = capture.clone();
-    let contexts_sink =
-        move |data: &mut Vec<ContextUpdate>| contexts_sink.borrow_mut().contexts.append(data);
+    let contexts_sink = move |data: &mut Vec<ContextUpdate>| {
+        let mut captured = contexts_sink.borrow_mut();
+        captured.note_pending(data.iter().map(|(_, time, _)| *time));
+        captured.contexts.append(data);
+    };
     let facts_sink = capture.clone();
     let facts_sink =
         move |data: &mut Vec<(Fact, Time, isize)>| facts_sink.borrow_mut().facts.append(data);
@@ -1108,7 +1111,11 @@ pub(crate) fn capture_rows<'s>(
     sharding: Sharding,
 ) -> StreamVec<'s, Time, ()> {
     let sink = capture.clone();
-    let sink = move |data: &mut Vec<RowUpdate>| sink.borrow_mut().rows.append(data);
+    let sink = move |data: &mut Vec<RowUpdate>| {
+        let mut captured = sink.borrow_mut();
+        captured.note_pending(data.iter().map(|(_, time, _)| *time));
+        captured.rows.append(data);
+    };
     match sharding {
         Sharding::ByShardKey => capture_with(
             rows.inner,
@@ -1280,12 +1287,22 @@ impl PriorityReader {
         if captured.rows.is_empty() && captured.contexts.is_empty() {
             return;
         }
+        // Nothing complete yet: leave the pending updates where they are
+        // (this runs after every step of the worker).
+        if captured.pending_from.is_some_and(|from| from >= upper) {
+            return;
+        }
         let (rows, later_rows): (Vec<_>, Vec<_>) = std::mem::take(&mut captured.rows)
             .into_iter()
             .partition(|(_, time, _)| *time < upper);
         let (contexts, later_contexts): (Vec<_>, Vec<_>) = std::mem::take(&mut captured.contexts)
             .into_iter()
             .partition(|(_, time, _)| *time < upper);
+        captured.pending_from = later_rows
+            .iter()
+            .map(|(_, time, _)| *time)
+            .chain(later_contexts.iter().map(|(_, time, _)| *time))
+            .min();
         captured.rows = later_rows;
         captured.contexts = later_contexts;
         if rows.is_empty() && contexts.is_empty() {

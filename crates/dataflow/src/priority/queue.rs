@@ -77,6 +77,27 @@ pub struct Captured {
     pub records: Vec<((JobId, PriorityRecord), Time, isize)>,
     /// Fact updates.
     pub facts: Vec<(Fact, Time, isize)>,
+    /// A lower bound of the times of `rows` and `contexts`, kept by the
+    /// capture as it appends (`None`: not known), so that a shard that
+    /// absorbs its records as their times complete
+    /// (`PriorityReader::absorb_records_before`) sees at a glance that
+    /// none has, instead of moving every pending update at each step.
+    pub pending_from: Option<Time>,
+}
+
+impl Captured {
+    /// Note the times of updates about to be appended to `rows` or
+    /// `contexts` (see [`Captured::pending_from`]).
+    pub fn note_pending(&mut self, times: impl Iterator<Item = Time>) {
+        let earliest = times.min();
+        let was_empty = self.rows.is_empty() && self.contexts.is_empty();
+        self.pending_from = match (was_empty, self.pending_from, earliest) {
+            (_, _, None) => self.pending_from,
+            (true, _, Some(t)) => Some(t),
+            (false, Some(from), Some(t)) => Some(from.min(t)),
+            (false, None, Some(_)) => None,
+        };
+    }
 }
 
 /// The capture buffer shared by the capturing operators and the reader
@@ -1225,6 +1246,39 @@ mod tests {
         assert_eq!(queue.fairshare_of(4), 1.0);
         assert_eq!(queue.fairshare_of(3), 2.0 / 3.0);
         assert_eq!(queue.fairshare_of(1), 1.0 / 3.0);
+    }
+
+    #[test]
+    fn the_pending_time_bound_is_never_above_a_captured_update() {
+        let row = |job| JobRow {
+            job,
+            ..JobRow::default()
+        };
+        let mut captured = Captured::default();
+        // Appended to an empty capture: the earliest time appended.
+        captured.note_pending([7, 5].into_iter());
+        captured.rows.extend([(row(1), 7, 1), (row(2), 5, 1)]);
+        assert_eq!(captured.pending_from, Some(5));
+        // A later append lowers it, never raises it.
+        captured.note_pending([9].into_iter());
+        captured.rows.push((row(3), 9, 1));
+        assert_eq!(captured.pending_from, Some(5));
+        captured.note_pending([4].into_iter());
+        captured.rows.push((row(4), 4, 1));
+        assert_eq!(captured.pending_from, Some(4));
+        // An empty append changes nothing.
+        captured.note_pending(std::iter::empty());
+        assert_eq!(captured.pending_from, Some(4));
+        // Not known stays not known while anything is pending...
+        captured.pending_from = None;
+        captured.note_pending([8].into_iter());
+        captured.rows.push((row(5), 8, 1));
+        assert_eq!(captured.pending_from, None);
+        // ...and a stale bound left after the capture was emptied is replaced.
+        captured.rows.clear();
+        captured.pending_from = Some(1);
+        captured.note_pending([6].into_iter());
+        assert_eq!(captured.pending_from, Some(6));
     }
 
     #[test]
