@@ -41,7 +41,7 @@ use crate::priority::{
 };
 use crate::stages::{group_sums, nearest_proper_ancestor, sums_up_the_tree};
 use crate::tree_feed::Deltas;
-use crate::types::{AssocId, Diff, Epoch, JobId, NameId, NodeId};
+use crate::types::{grow, AssocId, Diff, Epoch, JobId, NameId, NodeId};
 
 /// One derived fact about an association, as read from the facts store on
 /// worker 0 ([`FactStore`]).
@@ -81,11 +81,7 @@ impl FactStore {
             if diff == 0 {
                 continue;
             }
-            let index = node as usize;
-            if facts.len() <= index {
-                facts.resize_with(index + 1, Vec::new);
-            }
-            let held = &mut facts[index];
+            let held = grow(&mut facts, node as usize);
             match held.iter().position(|(present, _)| *present == fact) {
                 Some(at) => {
                     held[at].1 += diff;

@@ -19,7 +19,7 @@ use timely::dataflow::channels::pact::Exchange;
 use timely::dataflow::operators::generic::Operator;
 use timely::dataflow::operators::Capability;
 
-use crate::types::{ByKey, Diff, Epoch, NodeId, ROOT};
+use crate::types::{grow, ByKey, Diff, Epoch, NodeId, ROOT};
 
 /// For every node, the sum over the nodes of its subtree (itself included)
 /// of the amounts `amounts` carries in its diffs (absent when 0), without
@@ -193,15 +193,6 @@ struct SubtreeSums {
     sum: Vec<Diff>,
 }
 
-/// `vec[node]`, growing `vec` with defaults to reach it.
-fn dense<T: Default + Clone>(vec: &mut Vec<T>, node: NodeId) -> &mut T {
-    let index = node as usize;
-    if vec.len() <= index {
-        vec.resize(index + 1, T::default());
-    }
-    &mut vec[index]
-}
-
 impl SubtreeSums {
     /// Apply one batch of changes; returns `(node, old sum, new sum)` for
     /// every node whose sum changed.
@@ -226,7 +217,7 @@ impl SubtreeSums {
         // 2. Attach the new links; push their subtrees' sums and the amounts.
         let mut deltas: HashMap<NodeId, Diff> = HashMap::default();
         for &(child, parent) in &attached {
-            *dense(&mut self.parent, child) = Some(parent);
+            *grow(&mut self.parent, child as usize) = Some(parent);
         }
         for &(child, parent) in &attached {
             let moved = self.sum_of(child);
@@ -279,7 +270,7 @@ impl SubtreeSums {
             if delta == 0 {
                 continue;
             }
-            let sum = dense(&mut self.sum, node);
+            let sum = grow(&mut self.sum, node as usize);
             old_sums.entry(node).or_insert(*sum);
             *sum += delta;
             if let Some(parent) = self.parent_of(node) {

@@ -1,6 +1,6 @@
 //! The types every part of the incremental engine shares: logical time, the
-//! diff types, the interned ids, the arrangement alias and the touched-records
-//! counter; one place, so
+//! diff types, the interned ids (and [`grow`], for state kept by id), the
+//! arrangement alias and the touched-records counter; one place, so
 //! that no module reaches into another for a type.
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -68,4 +68,13 @@ impl TouchCounter {
     pub(crate) fn add(&self, n: u64) {
         self.0.fetch_add(n, Ordering::Relaxed);
     }
+}
+
+/// `vec[index]`, growing `vec` with defaults to reach it: the state kept by
+/// an interned id (ids are dense) is a vector indexed by it.
+pub(crate) fn grow<T: Default>(vec: &mut Vec<T>, index: usize) -> &mut T {
+    if vec.len() <= index {
+        vec.resize_with(index + 1, T::default);
+    }
+    &mut vec[index]
 }

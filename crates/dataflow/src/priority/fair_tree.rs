@@ -51,7 +51,7 @@ use std::collections::BTreeSet;
 
 use fairflow_model::formula::rank_factor;
 
-use crate::types::{AssocId, JobId, NodeId, ROOT};
+use crate::types::{grow, AssocId, JobId, NodeId, ROOT};
 
 /// Where a member stands in its group, for Slurm's walk (derived from the
 /// group's labels and the member's [`SlotPlacement`]).
@@ -317,14 +317,6 @@ pub struct FairTree {
     /// Per node and class, the best job in its subtree.
     best: Vec<[Option<Best>; 2]>,
     users: u64,
-}
-
-/// `vec[index]`, growing `vec` with defaults to reach it (ids are dense).
-pub(super) fn grow<T: Default>(vec: &mut Vec<T>, index: usize) -> &mut T {
-    if vec.len() <= index {
-        vec.resize_with(index + 1, T::default);
-    }
-    &mut vec[index]
 }
 
 impl FairTree {

@@ -59,10 +59,10 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use super::classic::ClassicTree;
-use super::fair_tree::{enters_tied, grow, Best, FairTree, GroupMember, SlurmPlacement, TreeSlot};
+use super::fair_tree::{enters_tied, Best, FairTree, GroupMember, SlurmPlacement, TreeSlot};
 use super::record::{from_ordered_bits, key_with_term, ordered_bits, PriorityRecord, RankClass};
 use super::{ordered_submit, Combo, Fact, JobContext, JobRow};
-use crate::types::{AssocId, Epoch as Time, JobId, NodeId, TouchCounter, ROOT};
+use crate::types::{grow, AssocId, Epoch as Time, JobId, NodeId, TouchCounter, ROOT};
 
 /// The updates the priority dataflow emitted since the last
 /// [`Queue::absorb`], as captured on the worker that reads.
