@@ -628,7 +628,8 @@ impl Group {
     }
 
     /// Give the member just moved to or inserted at `order[index]` a label
-    /// between its neighbours' (its own if it still lies there), or
+    /// between its neighbours' (its own if it still lies there; else their
+    /// midpoint, [`spread`] over one member), or
     /// relabel a window around it; every member whose label or
     /// predecessor changed goes into `dirty`.
     fn relabel_at(&mut self, index: usize, dirty: &mut Vec<NodeId>) {
@@ -639,11 +640,7 @@ impl Group {
             label_at(&self.order, index + 1),
         );
         let label = self.order[index].label;
-        if label > low && label < high {
-            return;
-        }
-        if high - low >= 2 {
-            self.order[index].label = low + (high - low) / 2;
+        if (label > low && label < high) || spread(&mut self.order, index, index + 1, low, high) {
             return;
         }
         let window = relabel_around(&mut self.order, index, index + 1, |_| true);
