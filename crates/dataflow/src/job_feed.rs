@@ -140,7 +140,12 @@ pub struct JobFeed {
     sent_facts: BTreeMap<Subject, Vec<PFact>>,
     /// Subjects to re-derive at the next send.
     dirty_subjects: BTreeSet<Subject>,
-    /// Accounts whose whole subtree's association priorities to re-derive.
+    /// Accounts whose parent or own priority changed: their subtrees'
+    /// association priorities are re-derived at the next send if the
+    /// account's effective priority moved. An association's effective
+    /// priority changes only if the lowest moved account on its chain (up
+    /// to the first own priority) changes its own, so the subtrees of the
+    /// moved accounts whose effective priority stayed keep theirs.
     dirty_subtrees: BTreeSet<String>,
     /// Re-derive every subject at the next send.
     all_subjects_dirty: bool,
@@ -352,15 +357,25 @@ impl JobFeed {
             subjects.extend(self.sent_facts.keys().cloned());
             subjects.extend(all_subjects(state));
         }
-        let dirty_subtrees = std::mem::take(&mut self.dirty_subtrees);
-        if !dirty_subtrees.is_empty() {
-            subjects.extend(subtree_subjects(state, &dirty_subtrees));
+        let mut account_priorities = AccountPriorities::default();
+        // A moved account's subtree inherits through it: only the subtrees
+        // whose root's effective priority moved are re-derived (the roots
+        // themselves are dirty subjects of their own).
+        let moved_roots: BTreeSet<String> = std::mem::take(&mut self.dirty_subtrees)
+            .into_iter()
+            .filter(|root| {
+                !state.accounts.contains_key(root)
+                    || self.sent_account_effective_priority(root)
+                        != Some(account_priorities.of(state, root))
+            })
+            .collect();
+        if !moved_roots.is_empty() {
+            subjects.extend(subtree_subjects(state, &moved_roots));
         }
         if state.config.model == PriorityModel::Moab {
             subjects.insert(Subject::Moab);
         }
         let mut deltas = Vec::new();
-        let mut account_priorities = AccountPriorities::default();
         for subject in subjects {
             let facts = subject_facts(state, &subject, names, &mut account_priorities);
             let sent: BTreeSet<PFact> = self
@@ -376,6 +391,20 @@ impl JobFeed {
             }
         }
         deltas
+    }
+
+    /// The effective association priority last sent for `account`.
+    fn sent_account_effective_priority(&self, account: &str) -> Option<i64> {
+        self.sent_facts
+            .get(&Subject::Account(account.to_string()))?
+            .iter()
+            .find_map(|fact| match fact {
+                PFact::AssocPriority {
+                    of: AssocRef::Account(_),
+                    priority,
+                } => Some(*priority),
+                _ => None,
+            })
     }
 }
 

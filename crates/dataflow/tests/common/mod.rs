@@ -58,6 +58,9 @@ pub struct StreamShape {
     pub flags: &'static [&'static str],
     /// Allow `config` events that change `PriorityLevels` (level-based).
     pub levels_changes: bool,
+    /// Give half the account and user events a `priority` (from a few
+    /// values, so that a move keeps or changes the inherited one).
+    pub priorities: bool,
 }
 
 impl Default for StreamShape {
@@ -69,6 +72,7 @@ impl Default for StreamShape {
             config_changes: true,
             flags: &[],
             levels_changes: false,
+            priorities: false,
         }
     }
 }
@@ -119,24 +123,38 @@ impl Stream {
         format!("j{}", self.rng.below(self.shape.jobs))
     }
 
+    /// `,"priority":N` for half the association events, with
+    /// [`StreamShape::priorities`]; nothing otherwise.
+    fn priority(&mut self) -> String {
+        if self.shape.priorities && self.rng.chance(50) {
+            format!(r#","priority":{}"#, self.rng.below(4) * 10)
+        } else {
+            String::new()
+        }
+    }
+
     fn text(&mut self) -> String {
         let t = self.t;
         let r = self.rng.below(100);
         match r {
             0..=11 => {
                 let (name, parent, shares) = (self.account(), self.parent(), self.shares());
+                let priority = self.priority();
                 if self.rng.chance(50) {
                     format!(
-                        r#"{{"op":"account","t":{t},"name":"{name}","parent":"{parent}","shares":{shares}}}"#
+                        r#"{{"op":"account","t":{t},"name":"{name}","parent":"{parent}","shares":{shares}{priority}}}"#
                     )
                 } else {
-                    format!(r#"{{"op":"account","t":{t},"name":"{name}","shares":{shares}}}"#)
+                    format!(
+                        r#"{{"op":"account","t":{t},"name":"{name}","shares":{shares}{priority}}}"#
+                    )
                 }
             }
             12..=23 => {
                 let (user, account, shares) = (self.user(), self.parent(), self.shares());
+                let priority = self.priority();
                 format!(
-                    r#"{{"op":"user","t":{t},"user":"{user}","account":"{account}","shares":{shares}}}"#
+                    r#"{{"op":"user","t":{t},"user":"{user}","account":"{account}","shares":{shares}{priority}}}"#
                 )
             }
             24..=26 => {
