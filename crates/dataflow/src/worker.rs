@@ -255,7 +255,13 @@ pub fn run_worker(
                     worker.step();
                 }
                 let reader = &mut dataflows.reader;
-                reader.absorb();
+                // With several shards, a top read absorbs on every worker
+                // at once: worker 0 sends the request first and absorbs
+                // its own shard as it answers, while the others absorb
+                // theirs (each answer absorbs first).
+                if top.is_none() || shards.is_none() {
+                    reader.absorb();
+                }
                 let top = top.map(|(k, now)| {
                     merge_ranked(
                         ask_all(&mut shards, worker, reader, Request::Top(k, now)),
