@@ -13,7 +13,9 @@
 //! one user association, one QOS, one partition, Moab's usage facts); only
 //! the subjects a batch changed are re-derived and compared with what was
 //! sent. A change of an account's priority or parent re-derives the
-//! effective association priority of its subtree (found in one pass over the
+//! effective association priority of its subtree when the account's own
+//! effective priority moved (an association inherits through the lowest
+//! moved account on its chain; the subtrees are found in one pass over the
 //! associations per batch, however many accounts moved); a share change
 //! re-derives nothing but the account. Under Moab the credential-usage facts
 //! are re-derived every batch (`O(credentials + running jobs)`).
