@@ -70,15 +70,15 @@ fn moves_change_a_subtree_only_through_its_inherited_priority() {
             r#"{"op":"account","t":102,"name":"x","parent":"c"}"#,
             [("1", 1000), ("2", 250)],
         ),
-        // y gets 4 of its own: u takes it; x's move to root below it no
-        // longer reaches u.
+        // y gets 4 of its own and u takes it; x then moves to the root,
+        // above y, which no longer reaches u (v keeps its own 5).
         (
             r#"{"op":"account","t":103,"name":"y","priority":4}
 {"op":"account","t":103,"name":"x","parent":"root"}"#,
             [("1", 200), ("2", 250)],
         ),
-        // y back under a, x (no priority anywhere up its chain) has 0:
-        // but y keeps its own 4.
+        // y moves from x (now 0: no priority up its chain) to a: u keeps
+        // y's own 4.
         (
             r#"{"op":"account","t":104,"name":"y","parent":"a"}"#,
             [("1", 200), ("2", 250)],
