@@ -528,21 +528,27 @@ impl FairTree {
     }
 
     /// A group's members with a job in `class`, best first (by the best
-    /// job key in their subtree): `(member, its placement's prefix, its user
-    /// association if a user)`, with that best `(key, job)`.
+    /// job key in their subtree), with that best `(key, job)`. A member's
+    /// placement is read only when it is opened ([`FairTree::member`]): a
+    /// search peeks at each open group's next member for its bound and
+    /// opens few of them.
     pub fn members(
         &self,
         group: NodeId,
         class: usize,
-    ) -> impl Iterator<Item = (GroupMember, Best)> + '_ {
+    ) -> impl Iterator<Item = (NodeId, Best)> + '_ {
         self.groups
             .get(group as usize)
             .into_iter()
             .flat_map(move |g| g.ranked[class].iter())
-            .filter_map(|&(Reverse(key), job, node)| {
-                let slot = self.slot(node)?;
-                Some(((node, self.placement(node)?, slot.assoc), (key, job)))
-            })
+            .map(|&(Reverse(key), job, node)| (node, (key, job)))
+    }
+
+    /// A placed member as the search opens it: `(member, its placement,
+    /// its user association if a user)`.
+    pub fn member(&self, node: NodeId) -> Option<GroupMember> {
+        let slot = self.slot(node)?;
+        Some((node, self.placement(node)?, slot.assoc))
     }
 
     /// A placed member's [`SlurmPlacement`], from its slot and its group's

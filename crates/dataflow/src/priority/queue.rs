@@ -59,7 +59,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use super::classic::ClassicTree;
-use super::fair_tree::{enters_tied, Best, FairTree, GroupMember, SlurmPlacement, TreeSlot};
+use super::fair_tree::{enters_tied, Best, FairTree, SlurmPlacement, TreeSlot};
 use super::record::{from_ordered_bits, key_with_term, ordered_bits, PriorityRecord, RankClass};
 use super::{ordered_submit, Combo, Fact, JobContext, JobRow};
 use crate::types::{grow, AssocId, Epoch as Time, JobId, NodeId, TouchCounter, ROOT};
@@ -747,7 +747,7 @@ impl Ord for HeapEntry {
 }
 
 /// An opened group's members, best first.
-type GroupMembers<'q> = Peekable<Box<dyn Iterator<Item = (GroupMember, Best)> + 'q>>;
+type GroupMembers<'q> = Peekable<Box<dyn Iterator<Item = (NodeId, Best)> + 'q>>;
 
 /// The ranked jobs in non-increasing bound order, lazily (see
 /// [`Queue::candidates`]).
@@ -834,10 +834,13 @@ impl<'q> Candidates<'q> {
                 Item::Group(index) => {
                     let (open, members) = &mut self.groups[index];
                     let open = *open;
-                    let Some(((node, placement, assoc), _)) = members.next() else {
+                    let Some((node, _)) = members.next() else {
                         continue;
                     };
                     self.push_group_head(index);
+                    let Some((node, placement, assoc)) = self.queue.tree.member(node) else {
+                        continue;
+                    };
                     // At the top of the heap with the bound it was entered
                     // with: opened at once.
                     self.expand(Member {
@@ -978,7 +981,7 @@ impl<'q> Candidates<'q> {
             factor: member.factor,
             tied: opens_tied,
         };
-        let members: Box<dyn Iterator<Item = (GroupMember, Best)> + 'q> =
+        let members: Box<dyn Iterator<Item = (NodeId, Best)> + 'q> =
             Box::new(tree.members(member.node, member.class));
         self.groups.push((open, members.peekable()));
         self.push_group_head(self.groups.len() - 1);
