@@ -42,8 +42,7 @@ use fairflow_model::formula::{
 use fairflow_model::Shares;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
-use crate::types::grow;
-use crate::types::{AssocId, NodeId, ROOT};
+use crate::types::{grow, AssocId, NodeId, ROOT};
 
 /// One association's classic inputs (the payload of `Fact::ClassicNode`).
 #[derive(
