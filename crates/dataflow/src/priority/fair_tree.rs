@@ -43,8 +43,10 @@
 //! first. A top-k read is a best-first search down the tree: a member is
 //! bounded by its subtree's best key plus `w_fs` times its first user's
 //! factor (at first by its group's bound, tightened when it reaches the top
-//! of the heap), and a user's jobs are read with its exact factor. A job
-//! event changes `O(depth)` subtree maxima.
+//! of the heap), and a user's jobs are read with its exact factor. An
+//! account's first user is kept per account ([`FirstUser`], refreshed up
+//! the tree as groups settle), so tightening a member reads it instead of
+//! walking down. A job event changes `O(depth)` subtree maxima.
 
 use std::cmp::Reverse;
 use std::collections::BTreeSet;
@@ -162,7 +164,17 @@ pub fn enters_tied(account: &SlurmPlacement, parent_tied: bool) -> bool {
 /// tied or not.
 fn walk_in_group(start: u64, entered_tied: bool, own: &SlurmPlacement) -> Walk {
     let run_start = start + own.run_prefix;
-    let run_tied = own.run_local_tie || (own.run_first && entered_tied);
+    walk_from_run(run_start, run_tied(own, entered_tied))
+}
+
+/// Is the run of a user placed `own` tied, in a group entered tied or not?
+fn run_tied(own: &SlurmPlacement, entered_tied: bool) -> bool {
+    own.run_local_tie || (own.run_first && entered_tied)
+}
+
+/// The walk of a user whose run of tied users starts at `run_start`, tied
+/// to the user before it or not.
+fn walk_from_run(run_start: u64, run_tied: bool) -> Walk {
     match run_start.checked_sub(1) {
         // Tied to the user just before the run: its rank.
         Some(before) if run_tied => Walk::Refers(before),
@@ -170,6 +182,20 @@ fn walk_in_group(start: u64, entered_tied: bool, own: &SlurmPlacement) -> Walk {
         None if run_tied => Walk::Resolved(0),
         _ => Walk::Resolved(run_start),
     }
+}
+
+/// The first user below an account, as Slurm's walk reaches it from the
+/// start of the account's group: what [`FairTree::first_user_factor`]
+/// needs, kept per account as groups settle instead of walked down at
+/// each read (the search tightens hundreds of accounts per read).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct FirstUser {
+    /// Positions from the group's start to the start of the first user's
+    /// run of tied users.
+    run_offset: u64,
+    /// Is that run tied to the user before it, when the group is entered
+    /// untied (`[0]`) or tied (`[1]`)?
+    run_tied: [bool; 2],
 }
 
 /// The best job of a subtree in one rank class: `(key_hi, job)`.
@@ -316,6 +342,9 @@ pub struct FairTree {
     groups: Vec<Group>,
     /// Per node and class, the best job in its subtree.
     best: Vec<[Option<Best>; 2]>,
+    /// Per account, its first user ([`FirstUser`]; `None`: none placed),
+    /// refreshed up the tree from each group settled.
+    first_users: Vec<Option<FirstUser>>,
     users: u64,
 }
 
@@ -386,8 +415,11 @@ impl FairTree {
                 touched.push(node);
             }
         }
-        for group in unsettled {
+        for &group in &unsettled {
             self.groups[group as usize].settle();
+        }
+        for group in unsettled {
+            self.refresh_first_users(group);
         }
         // In node order already; one entry per association whose slot changed.
         touched.dedup();
@@ -544,22 +576,50 @@ impl FairTree {
             .map(|&(Reverse(key), job, node)| (node, (key, job)))
     }
 
-    /// A placed member as the search opens it: `(member, its placement,
-    /// its user association if a user)`.
-    pub fn member(&self, node: NodeId) -> Option<GroupMember> {
+    /// A placed member as the search opens it: its index in its group's
+    /// order and `(member, its placement, its user association if a user)`.
+    pub fn member(&self, node: NodeId) -> Option<(usize, GroupMember)> {
         let slot = self.slot(node)?;
-        Some((node, self.placement(node)?, slot.assoc))
+        let group = self.groups.get(slot.group as usize)?;
+        let at = group.index_of(slot.placement.label);
+        Some((at, (node, self.placement_in(group, at, slot), slot.assoc)))
+    }
+
+    /// The member at `index` of a group's order as the search opens it
+    /// (`None`: past the last member, or not placed).
+    pub fn member_at(&self, group: NodeId, index: usize) -> Option<GroupMember> {
+        let members = self.groups.get(group as usize)?;
+        let &(_, node, _) = members.by_label.get(index)?;
+        let slot = self.slot(node)?;
+        Some((node, self.placement_in(members, index, slot), slot.assoc))
+    }
+
+    /// How many members a group has (placed or not yet settled out).
+    pub fn group_len(&self, group: NodeId) -> usize {
+        self.groups
+            .get(group as usize)
+            .map_or(0, |g| g.by_label.len())
     }
 
     /// A placed member's [`SlurmPlacement`], from its slot and its group's
     /// members by label (see the module documentation).
     pub fn placement(&self, node: NodeId) -> Option<SlurmPlacement> {
         let slot = self.slot(node)?;
-        let sent = slot.placement;
         let group = self.groups.get(slot.group as usize)?;
-        let at = group.index_of(sent.label);
+        Some(self.placement_in(group, group.index_of(slot.placement.label), slot))
+    }
+
+    /// The [`SlurmPlacement`] of the member whose slot is `slot`, at `at`
+    /// in `group`'s order.
+    fn placement_in(&self, group: &Group, at: usize, slot: &TreeSlot) -> SlurmPlacement {
+        let sent = slot.placement;
         let (prefix, first) = (group.users_before(at), at == 0);
-        let (run_prefix, run_first, run_local_tie) = if sent.user {
+        let (run_prefix, run_first, run_local_tie) = if !sent.user {
+            (prefix, first, sent.local_tie)
+        } else if sent.run_label == sent.label {
+            // The first user of its own run.
+            (prefix, first, sent.local_tie)
+        } else {
             let run_at = group.index_of(sent.run_label);
             let run_tie = group
                 .by_label
@@ -568,10 +628,8 @@ impl FairTree {
                 .and_then(|&(_, run_first_user, _)| self.slot(run_first_user))
                 .is_some_and(|run_slot| run_slot.placement.local_tie);
             (group.users_before(run_at), run_at == 0, run_tie)
-        } else {
-            (prefix, first, sent.local_tie)
         };
-        Some(SlurmPlacement {
+        SlurmPlacement {
             prefix,
             first,
             local_tie: sent.local_tie,
@@ -580,7 +638,7 @@ impl FairTree {
             run_local_tie,
             user: sent.user,
             parent_account: sent.parent_account,
-        })
+        }
     }
 
     /// The user at a position of the walk.
@@ -657,9 +715,65 @@ impl FairTree {
 
     /// The factor of the first user below an account whose group starts at
     /// `start` and is entered `entered_tied`: the highest factor of its
-    /// subtree ([`FairTree::factor_at`] of `start`, found by walking down
-    /// from the account instead of from the root).
+    /// subtree ([`FairTree::factor_at`] of `start`, found from the
+    /// account's kept [`FirstUser`] instead of walking from the root).
     pub fn first_user_factor(
+        &self,
+        account: NodeId,
+        start: u64,
+        entered_tied: bool,
+    ) -> Option<f64> {
+        let first = self.first_users.get(account as usize).copied().flatten()?;
+        let tied = first.run_tied[usize::from(entered_tied)];
+        match walk_from_run(start + first.run_offset, tied) {
+            Walk::Resolved(j) => Some(rank_factor(self.users.saturating_sub(j), self.users)),
+            Walk::Refers(target) => self.factor_at(target),
+        }
+    }
+
+    /// An account's first user from its group's first positioned member:
+    /// that user's run, or the member account's own [`FirstUser`] entered
+    /// as Slurm's walk enters it.
+    fn first_user_below(&self, account: NodeId) -> Option<FirstUser> {
+        let (prefix, member) = self.groups.get(account as usize)?.first_positioned()?;
+        let placement = self.placement(member)?;
+        if placement.user {
+            // A user's own prefix is not part of its group's start.
+            return Some(FirstUser {
+                run_offset: placement.run_prefix,
+                run_tied: [false, true].map(|entered| run_tied(&placement, entered)),
+            });
+        }
+        let below = self.first_users.get(member as usize).copied().flatten()?;
+        Some(FirstUser {
+            run_offset: prefix + below.run_offset,
+            run_tied: [false, true]
+                .map(|entered| below.run_tied[usize::from(enters_tied(&placement, entered))]),
+        })
+    }
+
+    /// Refresh the [`FirstUser`] of a settled group's account, and of its
+    /// ancestors for as long as it changes. Any order of the settled groups
+    /// ends exact: an account is refreshed after each change below it.
+    fn refresh_first_users(&mut self, mut account: NodeId) {
+        for _ in 0..=self.slots.len() {
+            let fresh = self.first_user_below(account);
+            let kept = grow(&mut self.first_users, account as usize);
+            if *kept == fresh {
+                return;
+            }
+            *kept = fresh;
+            match self.slot(account) {
+                Some(slot) if account != ROOT => account = slot.group,
+                _ => return,
+            }
+        }
+    }
+
+    /// [`FairTree::first_user_factor`] by walking down the first positioned
+    /// members (the definition the kept [`FirstUser`]s must agree with).
+    #[cfg(test)]
+    pub fn first_user_factor_walked(
         &self,
         account: NodeId,
         start: u64,
@@ -677,6 +791,23 @@ impl FairTree {
             group = member;
         }
         None
+    }
+
+    /// Check every account's kept [`FirstUser`] against the walk down from
+    /// it, for a group entered at each of a few starts, tied or not.
+    #[cfg(test)]
+    pub fn assert_first_users_fresh(&self) {
+        for account in 0..self.groups.len() as NodeId {
+            for start in [0, 1, 7] {
+                for tied in [false, true] {
+                    assert_eq!(
+                        self.first_user_factor(account, start, tied),
+                        self.first_user_factor_walked(account, start, tied),
+                        "the first user below account node {account} (start {start}, tied {tied})"
+                    );
+                }
+            }
+        }
     }
 
     /// Every placed user association's factor, by one walk of the tree in
@@ -727,8 +858,26 @@ impl FairTree {
 mod tests {
     use std::collections::BTreeMap;
 
-    use super::{Group, PositionChange, Positioned};
-    use crate::types::NodeId;
+    use super::{FairTree, Group, PositionChange, Positioned};
+    use crate::tests::random_tree::RandomTree;
+    use crate::types::{NodeId, ROOT};
+
+    #[test]
+    fn kept_first_users_equal_the_walk_down_as_the_tree_changes() {
+        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+        for _tree in 0..40 {
+            let mut random = RandomTree::new(&mut seed, 40);
+            let mut tree = FairTree::default();
+            for _round in 0..30 {
+                tree.apply(&random.updates());
+                tree.assert_first_users_fresh();
+                if random.has_users() {
+                    assert!(tree.first_user_factor(ROOT, 0, false).is_some());
+                }
+                random.move_some(&mut seed);
+            }
+        }
+    }
 
     /// A group's members after pending changes, applied one at a time to a
     /// map as the changes say: a member placed at a label takes it; a

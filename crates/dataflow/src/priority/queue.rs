@@ -46,10 +46,12 @@
 //! next bound cannot reach the `k`-th priority. Under Fair Tree the heap
 //! also holds tree members, bounded by their subtree's best key and their
 //! first user's factor (the search down the sorted tree, see
-//! [`super::fair_tree`]); an opened group enters it as one cursor over its
-//! members by best key, since their first bounds share the group's factor
-//! and so come out in that order: a wide group costs the members whose
-//! bounds reach the top of the heap, not all of them.
+//! [`super::fair_tree`]); an opened group enters it as one entry that
+//! yields its members from two orders in turn, by best key and by place
+//! (`OpenGroup`: the threshold algorithm again, within the group): a wide
+//! group costs the members whose bounds reach the top of the heap, not all
+//! of them, and where its members' best keys are close (a group of large
+//! accounts) the factors falling along its order stop it.
 
 use std::cell::RefCell;
 use std::cmp::{Ordering as CmpOrdering, Reverse};
@@ -294,6 +296,8 @@ impl Queue {
                 // The placed or unplaced users are refreshed below, which
                 // enters their jobs in the tree or the user order.
                 let (changed, moved) = self.tree.apply(&slots);
+                #[cfg(test)]
+                self.tree.assert_first_users_fresh();
                 self.entries_changed += changed;
                 changed_users.extend(moved);
             }
@@ -697,17 +701,46 @@ struct Member {
     in_tied: bool,
 }
 
-/// An opened group of the sorted tree in the search: its members are read
-/// best first, each bounded with the group's factor.
+/// The factor a member is read with where its exact one is not found: a
+/// user 0, an account its bound so far.
+fn fallback_factor(member: &Member) -> f64 {
+    match member.assoc {
+        Some(_) => 0.0,
+        None => member.factor,
+    }
+}
+
+/// An opened group of the sorted tree in the search. Its members are
+/// entered from two orders, in turn (the threshold algorithm over the
+/// group): by the best key in their subtree (its ranked set) and by their
+/// place in the group (its members by label, whose first users' factors
+/// never increase along it). A member not yet entered from either has a
+/// key at most the next by key and a factor at most `factor`, so the
+/// group's bound is their sum: it falls with the keys where the members'
+/// keys spread, and with the factors where the group is wide.
 #[derive(Debug, Clone, Copy)]
 struct OpenGroup {
     class: usize,
+    /// The group (its account's node).
+    node: NodeId,
     /// The position of the group's first user in the walk.
     start: u64,
+    /// An upper bound of the factor of every member from `next_in_order`
+    /// on (at first, the group's first user's factor; then the factor of
+    /// the last member entered by place).
     factor: f64,
     /// Was the group entered tied?
     tied: bool,
+    /// The first member (index in the group's order) not yet entered by
+    /// place.
+    next_in_order: usize,
+    /// Is the next member entered by place (else by key)?
+    by_place: bool,
 }
+
+/// Members a group's entry by place may pass over (members with no job in
+/// the class, or entered by key already) before it yields its turn.
+const PLACE_SKIPS: usize = 8;
 
 #[derive(Debug)]
 enum Item {
@@ -802,13 +835,120 @@ impl<'q> Candidates<'q> {
         key_with_term(key, self.fairshare_weight * factor)
     }
 
-    /// Enter an opened group's next member: its bound is its subtree's best
-    /// key with the group's factor, so the members come out best first.
+    /// Enter an opened group again with the bound of the members it has
+    /// not entered: the next best key with the group's factor (none left
+    /// by key: every member with a job in the class was entered).
     fn push_group_head(&mut self, index: usize) {
         let open = self.groups[index].0;
         if let Some(&(_, (key, _))) = self.groups[index].1.peek() {
             let bound = self.key_bound(key, open.factor, open.class);
             self.push(bound, Item::Group(index));
+        }
+    }
+
+    /// An opened group at the top of the heap: enter its next member by
+    /// place or by key, in turn (see [`OpenGroup`]), and the group again.
+    fn advance_group(&mut self, index: usize) {
+        let by_place = self.groups[index].0.by_place;
+        self.groups[index].0.by_place = !by_place;
+        if by_place && self.enter_by_place(index) {
+            self.push_group_head(index);
+            return;
+        }
+        let (open, members) = &mut self.groups[index];
+        let open = *open;
+        let Some((node, _)) = members.next() else {
+            return;
+        };
+        self.push_group_head(index);
+        let Some((at, (node, placement, assoc))) = self.queue.tree.member(node) else {
+            return;
+        };
+        if at < open.next_in_order {
+            // Entered by place already.
+            return;
+        }
+        // At the top of the heap with the bound it was entered with:
+        // opened at once.
+        self.expand(Member {
+            class: open.class,
+            node,
+            assoc,
+            start: open.start + placement.prefix,
+            factor: open.factor,
+            tight: false,
+            placement,
+            in_tied: open.tied,
+        });
+    }
+
+    /// Enter an opened group's next member by place with its exact factor,
+    /// which then bounds every member after it (false: none is left).
+    fn enter_by_place(&mut self, index: usize) -> bool {
+        let tree = &self.queue.tree;
+        let open = self.groups[index].0;
+        let end = tree.group_len(open.node);
+        let mut at = open.next_in_order;
+        let mut entered = None;
+        while at < end && at < open.next_in_order + PLACE_SKIPS && entered.is_none() {
+            let member = tree.member_at(open.node, at);
+            at += 1;
+            let Some((node, placement, assoc)) = member else {
+                continue;
+            };
+            let Some((key, job)) = tree.best_of(node, open.class) else {
+                continue;
+            };
+            // Entered by key already: its entry is before the next by key.
+            let by_key_before = match self.groups[index].1.peek() {
+                Some(&(head, (head_key, head_job))) => {
+                    (Reverse(key), job, node) < (Reverse(head_key), head_job, head)
+                }
+                None => true,
+            };
+            if by_key_before {
+                continue;
+            }
+            let mut member = Member {
+                class: open.class,
+                node,
+                assoc,
+                start: open.start + placement.prefix,
+                factor: open.factor,
+                tight: true,
+                placement,
+                in_tied: open.tied,
+            };
+            let exact = self.exact_factor(&member);
+            member.factor = exact.unwrap_or_else(|| fallback_factor(&member));
+            entered = Some((member, exact));
+        }
+        let open = &mut self.groups[index].0;
+        let moved = at != open.next_in_order;
+        open.next_in_order = at;
+        if let Some((member, exact)) = entered {
+            // Members after it stand no higher in the walk.
+            if let Some(exact) = exact {
+                open.factor = open.factor.min(exact);
+            }
+            self.push_member(member);
+        }
+        moved
+    }
+
+    /// A member's exact factor: its first user's (a user: its own).
+    /// `None` only where the tree is not consistent (no first user found).
+    fn exact_factor(&self, member: &Member) -> Option<f64> {
+        let tree = &self.queue.tree;
+        match member.assoc {
+            Some(_) => {
+                let group_start = member.start - member.placement.prefix;
+                tree.factor_in_group(group_start, member.in_tied, &member.placement)
+            }
+            None => {
+                let opens_tied = enters_tied(&member.placement, member.in_tied);
+                tree.first_user_factor(member.node, member.start, opens_tied)
+            }
         }
     }
 
@@ -831,29 +971,7 @@ impl<'q> Candidates<'q> {
                         return Some(found);
                     }
                 }
-                Item::Group(index) => {
-                    let (open, members) = &mut self.groups[index];
-                    let open = *open;
-                    let Some((node, _)) = members.next() else {
-                        continue;
-                    };
-                    self.push_group_head(index);
-                    let Some((node, placement, assoc)) = self.queue.tree.member(node) else {
-                        continue;
-                    };
-                    // At the top of the heap with the bound it was entered
-                    // with: opened at once.
-                    self.expand(Member {
-                        class: open.class,
-                        node,
-                        assoc,
-                        start: open.start + placement.prefix,
-                        factor: open.factor,
-                        tight: false,
-                        placement,
-                        in_tied: open.tied,
-                    });
-                }
+                Item::Group(index) => self.advance_group(index),
                 Item::Member(member) => self.expand(member),
             }
         }
@@ -947,16 +1065,9 @@ impl<'q> Candidates<'q> {
         // the root to find a factor.
         let opens_tied = enters_tied(&member.placement, member.in_tied);
         if !member.tight {
-            let exact = match member.assoc {
-                Some(_) => {
-                    let group_start = member.start - member.placement.prefix;
-                    tree.factor_in_group(group_start, member.in_tied, &member.placement)
-                        .unwrap_or(0.0)
-                }
-                None => tree
-                    .first_user_factor(member.node, member.start, opens_tied)
-                    .unwrap_or(member.factor),
-            };
+            let exact = self
+                .exact_factor(&member)
+                .unwrap_or_else(|| fallback_factor(&member));
             member.tight = true;
             if exact != member.factor {
                 member.factor = exact;
@@ -977,9 +1088,12 @@ impl<'q> Candidates<'q> {
         // costs the members whose bounds reach the top of the heap, not all.
         let open = OpenGroup {
             class: member.class,
+            node: member.node,
             start: member.start,
             factor: member.factor,
             tied: opens_tied,
+            next_in_order: 0,
+            by_place: true,
         };
         let members: Box<dyn Iterator<Item = (NodeId, Best)> + 'q> =
             Box::new(tree.members(member.node, member.class));
@@ -1179,6 +1293,115 @@ mod tests {
             got[1..].iter().copied().collect::<BTreeSet<_>>(),
             BTreeSet::from([1, 2])
         );
+    }
+
+    /// One account under root (node 1) with 1,000 users (nodes 2 to 1,001,
+    /// associations 1 to 1,000, labelled in that order, no ties), one job
+    /// each with the same key: by Slurm's walk user `i` (0-based) has rank
+    /// `1000 − i`, so with weight 1,000 job `i + 1` has priority `1000 −
+    /// i`. Every member's best key is the same, so the group's order by key
+    /// says nothing; entering members by place too, the first ten jobs come
+    /// out after a few dozen entries, not after every member.
+    #[test]
+    fn a_wide_group_with_equal_keys_is_read_by_place() {
+        let touched = TouchCounter::new();
+        let mut queue = Queue::new();
+        let users: u32 = 1_000;
+        let account = 1;
+        let mut facts = vec![(
+            tree_fact(account, slot(ROOT, 10, u64::from(users), None, false, 10)),
+            1,
+            1,
+        )];
+        let mut records = Vec::new();
+        for i in 0..users {
+            let (node, assoc, label) = (2 + i, 1 + i, 10 * u64::from(1 + i));
+            facts.push((
+                tree_fact(node, slot(account, label, 1, Some(assoc), false, label)),
+                1,
+                1,
+            ));
+            records.push(((assoc, record(assoc, assoc, 0)), 1, 1));
+        }
+        let mut captured = Captured {
+            records,
+            facts,
+            ..Captured::default()
+        };
+        queue.absorb(&mut captured, &touched);
+        let mut candidates = queue.candidates(0);
+        let first_ten: Vec<(JobId, f64)> = (0..10)
+            .map(|_| {
+                let (record, factor) = candidates.next_candidate().expect("a candidate");
+                (record.job(), factor)
+            })
+            .collect();
+        let expected: Vec<(JobId, f64)> = (0..10)
+            .map(|i| (1 + i, f64::from(users - i) / f64::from(users)))
+            .collect();
+        assert_eq!(first_ten, expected);
+        assert!(
+            candidates.pushed < 100,
+            "{} heap entries for ten jobs of a group of 1,000",
+            candidates.pushed
+        );
+    }
+
+    /// The search's contract on random sorted trees as they change (moves,
+    /// ties that come and go, wide and deep groups, accounts with no user):
+    /// every ranked job comes out once, with its user's exact factor (the
+    /// walk up from the user, [`FairTree::factor_of_node`], not the
+    /// search's own tightening), in non-increasing order of its bound.
+    #[test]
+    fn the_search_yields_every_job_once_in_bound_order_with_exact_factors() {
+        use crate::tests::random_tree::{xorshift, RandomTree};
+        let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
+        for _tree in 0..60 {
+            let touched = TouchCounter::new();
+            let mut random = RandomTree::new(&mut seed, 60);
+            let mut queue = Queue::new();
+            // Each user node `n` is association `n`, with 0 to 3 jobs whose
+            // nice spreads their keys over less than the factors do.
+            let mut records = Vec::new();
+            let mut job: JobId = 0;
+            for node in 0..random.users.len() {
+                if !random.users[node] {
+                    continue;
+                }
+                for _ in 0..xorshift(&mut seed, 4) {
+                    job += 1;
+                    let nice = xorshift(&mut seed, 200) as i64 - 100;
+                    records.push(((job, record(job, node as AssocId, nice)), 1, 1));
+                }
+            }
+            let jobs = records.len();
+            for round in 0..20 {
+                let facts = random
+                    .updates()
+                    .into_iter()
+                    .map(|(node, slot, diff)| (tree_fact(node, slot), 1 + round, diff))
+                    .collect();
+                let mut captured = Captured {
+                    records: std::mem::take(&mut records),
+                    facts,
+                    ..Captured::default()
+                };
+                queue.absorb(&mut captured, &touched);
+                let mut candidates = queue.candidates(0);
+                let mut seen = BTreeSet::new();
+                let mut last = f64::INFINITY;
+                while let Some((record, factor)) = candidates.next_candidate() {
+                    assert!(seen.insert(record.job()), "job {} twice", record.job());
+                    let node = queue.tree.node_of(record.row.assoc).expect("a placed user");
+                    assert_eq!(Some(factor), queue.tree.factor_of_node(node));
+                    let bound = record.upper_bound(0, factor);
+                    assert!(bound <= last, "bound {bound} after {last}");
+                    last = bound;
+                }
+                assert_eq!(seen.len(), jobs);
+                random.move_some(&mut seed);
+            }
+        }
     }
 
     /// Three users of root's group, u1, u2, u3 labelled 10, 20, 30

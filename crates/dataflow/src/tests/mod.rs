@@ -10,3 +10,4 @@ mod priority_stream;
 
 mod priority_equivalence;
 mod priority_hand;
+pub(crate) mod random_tree;
