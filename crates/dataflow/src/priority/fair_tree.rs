@@ -623,10 +623,8 @@ impl FairTree {
     fn placement_in(&self, group: &Group, at: usize, slot: &TreeSlot) -> SlurmPlacement {
         let sent = slot.placement;
         let (prefix, first) = (group.users_before(at), at == 0);
-        let (run_prefix, run_first, run_local_tie) = if !sent.user {
-            (prefix, first, sent.local_tie)
-        } else if sent.run_label == sent.label {
-            // The first user of its own run.
+        let (run_prefix, run_first, run_local_tie) = if !sent.user || sent.run_label == sent.label {
+            // An account, or a user that starts its own run.
             (prefix, first, sent.local_tie)
         } else {
             let run_at = group.index_of(sent.run_label);

@@ -738,6 +738,23 @@ struct OpenGroup {
     by_place: bool,
 }
 
+impl OpenGroup {
+    /// One of its members as the search enters it: bounded with the
+    /// group's factor (not yet tight), where Slurm's walk places it.
+    fn member(&self, node: NodeId, placement: SlurmPlacement, assoc: Option<AssocId>) -> Member {
+        Member {
+            class: self.class,
+            node,
+            assoc,
+            start: self.start + placement.prefix,
+            factor: self.factor,
+            tight: false,
+            placement,
+            in_tied: self.tied,
+        }
+    }
+}
+
 /// Members a group's entry by place may pass over (members with no job in
 /// the class, or entered by key already) before it yields its turn.
 const PLACE_SKIPS: usize = 8;
@@ -870,16 +887,7 @@ impl<'q> Candidates<'q> {
         }
         // At the top of the heap with the bound it was entered with:
         // opened at once.
-        self.expand(Member {
-            class: open.class,
-            node,
-            assoc,
-            start: open.start + placement.prefix,
-            factor: open.factor,
-            tight: false,
-            placement,
-            in_tied: open.tied,
-        });
+        self.expand(open.member(node, placement, assoc));
     }
 
     /// Enter an opened group's next member by place with its exact factor,
@@ -909,18 +917,10 @@ impl<'q> Candidates<'q> {
             if by_key_before {
                 continue;
             }
-            let mut member = Member {
-                class: open.class,
-                node,
-                assoc,
-                start: open.start + placement.prefix,
-                factor: open.factor,
-                tight: true,
-                placement,
-                in_tied: open.tied,
-            };
+            let mut member = open.member(node, placement, assoc);
             let exact = self.exact_factor(&member);
             member.factor = exact.unwrap_or_else(|| fallback_factor(&member));
+            member.tight = true;
             entered = Some((member, exact));
         }
         let open = &mut self.groups[index].0;
