@@ -22,7 +22,7 @@ pub struct Args {
 /// Load the state, ask the engine why, print it.
 pub fn run(args: &Args) -> anyhow::Result<()> {
     let format = if args.json { "json" } else { "text" };
-    let path = format!("/v1/jobs/{}/explain?format={format}", args.job);
+    let path = crate::remote::job_path(&args.job, "explain", format);
     if let Some(answer) = args.state.remote(&path)? {
         return emit(&answer);
     }

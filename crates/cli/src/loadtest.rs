@@ -175,10 +175,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     if args.duration_secs == 0 || args.duration_secs > 600 {
         bail!("--duration-secs must be from 1 to 600");
     }
-    let token = std::fs::read_to_string(&args.token_file)
-        .with_context(|| format!("cannot read {}", args.token_file.display()))?
-        .trim()
-        .to_string();
+    let token = crate::token_file::read_token_file(&args.token_file)?;
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .http_status_as_error(false)
         .timeout_global(Some(Duration::from_secs(120)))

@@ -36,6 +36,7 @@ mod slurm_flags;
 mod sprio;
 mod sshare;
 mod state_args;
+mod token_file;
 mod top;
 mod whatif;
 

@@ -24,8 +24,7 @@ pub struct Args {
 /// Load the state, ask the engine where the job stands, print it.
 pub fn run(args: &Args) -> anyhow::Result<()> {
     let format = if args.json { "json" } else { "text" };
-    let job = form_urlencoded::byte_serialize(args.job.as_bytes()).collect::<String>();
-    let path = format!("/v1/jobs/{job}/position?format={format}");
+    let path = crate::remote::job_path(&args.job, "position", format);
     if let Some(answer) = args.state.remote(&path)? {
         return emit(&answer);
     }

@@ -16,6 +16,13 @@ pub fn format_param(format: OutputFormat) -> &'static str {
     }
 }
 
+/// The path of a per-job read (`/v1/jobs/{id}/{what}?format=...`), the id
+/// percent-encoded, so an id holding `%`, `/`, `?` or `#` names that job.
+pub fn job_path(job: &str, what: &str, format: &str) -> String {
+    let job = form_urlencoded::byte_serialize(job.as_bytes()).collect::<String>();
+    format!("/v1/jobs/{job}/{what}?format={format}")
+}
+
 /// `GET {server}{path}`, with the bearer token of `token_file` if given;
 /// the body on success, the service's error message otherwise.
 pub fn get(server: &str, path: &str, token_file: Option<&Path>) -> anyhow::Result<String> {
@@ -45,14 +52,10 @@ fn exchange(
         .timeout_global(Some(std::time::Duration::from_secs(60)))
         .build()
         .into();
-    let token = match token_file {
-        Some(file) => Some(
-            std::fs::read_to_string(file)
-                .with_context(|| format!("cannot read {}", file.display()))?,
-        ),
-        None => None,
-    };
-    let bearer = token.map(|t| format!("Bearer {}", t.trim()));
+    let token = token_file
+        .map(crate::token_file::read_token_file)
+        .transpose()?;
+    let bearer = token.map(|t| format!("Bearer {t}"));
     let sent = match body {
         None => {
             let mut request = agent.get(&url);
@@ -83,4 +86,29 @@ fn exchange(
         bail!("{url}: {status}: {message}");
     }
     Ok(body)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_job_id_is_encoded_in_its_path() {
+        assert_eq!(
+            job_path("12", "explain", "json"),
+            "/v1/jobs/12/explain?format=json"
+        );
+        assert_eq!(
+            job_path("1%32", "explain", "text"),
+            "/v1/jobs/1%2532/explain?format=text"
+        );
+        assert_eq!(
+            job_path("a/b", "position", "text"),
+            "/v1/jobs/a%2Fb/position?format=text"
+        );
+        assert_eq!(
+            job_path("x?y#z", "explain", "json"),
+            "/v1/jobs/x%3Fy%23z/explain?format=json"
+        );
+    }
 }

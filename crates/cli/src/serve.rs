@@ -110,6 +110,13 @@ pub struct Args {
     /// current time).
     #[arg(long, value_name = "GRACE_SECS", num_args = 0..=1, default_missing_value = "2")]
     calc_period_ticks: Option<u64>,
+    /// Reject a written event (HTTP, taps) timed more than SECS ahead of the
+    /// wall clock, naming its `t`: once applied, it would hold the service's
+    /// time there and refuse every later write timed before it. `0` refuses
+    /// any event ahead of the clock; `off` lifts the bound (replaying a log
+    /// of future times).
+    #[arg(long, value_name = "SECS|off", default_value = "300", value_parser = parse_event_lead)]
+    max_event_lead_secs: EventLeadSecs,
     /// Start even if the log is damaged (not just a torn tail): keep the
     /// records before the damage, move the rest aside and say what was dropped.
     #[arg(long)]
@@ -131,16 +138,8 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     let token = match &args.token_file {
         None => None,
         Some(path) => {
+            let token = crate::token_file::read_token_file(path)?;
             check_token_file_permissions(path)?;
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("cannot read {}", path.display()))?;
-            let token = text.trim().to_string();
-            if token.len() < 8 {
-                bail!(
-                    "the token in {} is shorter than 8 characters",
-                    path.display()
-                );
-            }
             Some(token)
         }
     };
@@ -174,6 +173,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     config.max_tap_connections = args.max_tap_connections.max(1);
     config.recover = args.recover;
     config.calc_period_ticks = args.calc_period_ticks.map(std::time::Duration::from_secs);
+    config.max_event_lead_secs = args.max_event_lead_secs.0;
     config.checkpoint_every = args.checkpoint_every;
     config.tap_tcp = args.tap_tcp;
     config.tap_unix = args.tap_unix.clone();
@@ -223,6 +223,19 @@ fn parse_associations_limit(text: &str) -> Result<usize, String> {
         .map_err(|_| format!("`{text}` is neither a number of associations nor `all`"))
 }
 
+/// `--max-event-lead-secs`: seconds, or none for `off`.
+#[derive(Debug, Clone, Copy)]
+struct EventLeadSecs(Option<i64>);
+
+fn parse_event_lead(text: &str) -> Result<EventLeadSecs, String> {
+    if text.eq_ignore_ascii_case("off") {
+        return Ok(EventLeadSecs(None));
+    }
+    text.parse::<u32>()
+        .map(|secs| EventLeadSecs(Some(i64::from(secs))))
+        .map_err(|_| format!("`{text}` is neither a number of seconds nor `off`"))
+}
+
 /// What recovery dropped, quarantined or skipped, loudly, on standard error.
 fn print_recovery_warnings(report: &fairflow_service::applier::RecoveryReport) {
     if let Some(dropped) = &report.dropped {
@@ -263,6 +276,9 @@ fn check_token_file_permissions(path: &std::path::Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The largest serve config file read.
+const MAX_CONFIG_BYTES: u64 = 1 << 20;
+
 /// The command line with `serve --config FILE`'s settings in it, when it has
 /// one: the file's flags right after `serve`, so the flags given after them
 /// override them (the caller parses with `args_override_self`); `None` when
@@ -293,8 +309,8 @@ pub fn with_config_file(argv: &[OsString]) -> anyhow::Result<Option<Vec<OsString
     let Some(path) = path else {
         return Ok(None);
     };
-    let text = std::fs::read_to_string(&path)
-        .with_context(|| format!("cannot read the serve config {}", path.display()))?;
+    let text = fairflow_ingest::files::read_small_text(&path, MAX_CONFIG_BYTES)
+        .context("cannot read the serve config")?;
     let tokens = config_tokens(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
     let mut out = argv[..=at].to_vec();
     out.extend(tokens.into_iter().map(OsString::from));
@@ -336,13 +352,44 @@ fn config_tokens(text: &str) -> Result<Vec<String>, String> {
                 }
             }
             _ if switch => return Err(format!("key `{key}`: must be true or false")),
-            toml::Value::String(text) => tokens.extend([format!("--{long}"), text.clone()]),
-            toml::Value::Integer(n) => tokens.extend([format!("--{long}"), n.to_string()]),
-            toml::Value::Float(x) => tokens.extend([format!("--{long}"), x.to_string()]),
+            toml::Value::String(_) | toml::Value::Integer(_) | toml::Value::Float(_) => {
+                let text = match value {
+                    toml::Value::String(text) => text.clone(),
+                    other => other.to_string(),
+                };
+                check_flag_value(&command, flag, &text)
+                    .map_err(|reason| format!("key `{key}`: {reason}"))?;
+                tokens.extend([format!("--{long}"), text]);
+            }
             _ => return Err(format!("key `{key}`: must be a string or a number")),
         }
     }
     Ok(tokens)
+}
+
+/// Whether `text` is a value `flag` takes, by the flag's own parser, so a
+/// config file's bad value is named by its key rather than by a flag the
+/// user never typed; the parser's reason otherwise.
+fn check_flag_value(command: &clap::Command, flag: &clap::Arg, text: &str) -> Result<(), String> {
+    let long = format!("--{}", flag.get_long().unwrap_or_default());
+    let parsed = command
+        .clone()
+        .try_get_matches_from(["serve", long.as_str(), text]);
+    match parsed {
+        // Only the value is judged here: a flag another one requires is
+        // checked when the whole command line is parsed.
+        Err(error)
+            if matches!(
+                error.kind(),
+                clap::error::ErrorKind::InvalidValue | clap::error::ErrorKind::ValueValidation
+            ) =>
+        {
+            let rendered = error.to_string();
+            let first = rendered.lines().next().unwrap_or_default();
+            Err(first.strip_prefix("error: ").unwrap_or(first).to_string())
+        }
+        _ => Ok(()),
+    }
 }
 
 #[cfg(test)]
@@ -376,6 +423,22 @@ mod tests {
         assert_eq!(error, "key `recover`: must be true or false");
         let error = config_tokens("workers = [1]").unwrap_err();
         assert_eq!(error, "key `workers`: must be a string or a number");
+        // A value of the wrong type is named by its key, with the reason.
+        let error = config_tokens("workers = \"two\"").unwrap_err();
+        assert!(
+            error.starts_with("key `workers`: invalid value 'two' for '--workers <N>'"),
+            "{error}"
+        );
+        let error = config_tokens("listen = 7471").unwrap_err();
+        assert!(
+            error.starts_with("key `listen`: invalid value '7471' for '--listen <LISTEN>'"),
+            "{error}"
+        );
+        let error = config_tokens("engine = \"fast\"").unwrap_err();
+        assert!(
+            error.starts_with("key `engine`: invalid value 'fast'"),
+            "{error}"
+        );
         assert!(config_tokens("= 1").is_err());
     }
 

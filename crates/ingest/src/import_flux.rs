@@ -74,6 +74,9 @@ pub const FLUX_DB_SCHEMA_VERSION: i64 = 38;
 /// Why a flux-accounting database could not be imported.
 #[derive(Debug, thiserror::Error)]
 pub enum FluxImportError {
+    /// The path names no regular file (a FIFO would hang the open).
+    #[error(transparent)]
+    File(#[from] crate::IngestError),
     /// The file could not be opened or read as an SQLite database.
     #[error("{path}: cannot read the database: {source}")]
     Open {
@@ -357,6 +360,7 @@ fn duration_text(secs: i64) -> String {
 
 /// Read the flux-accounting database at `path` to events at time `t`.
 pub fn read_flux_db(path: &Path, t: Time) -> Result<FluxDb, FluxImportError> {
+    crate::files::require_regular_file(path)?;
     let shown = path.display().to_string();
     let open_error = |source| FluxImportError::Open {
         path: shown.clone(),

@@ -11,6 +11,7 @@
 
 #![warn(missing_docs)]
 
+pub mod files;
 pub mod flux_journal;
 pub mod follow;
 pub mod import_flux;

@@ -54,6 +54,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::backend::{Backend, Gauges, Query, QueryError};
 use crate::budget::WriteBudget;
+use crate::clock::EventLead;
 use crate::exactly_once::{key_record, parse_key_record, Keys, Ticket};
 use crate::health::Health;
 use crate::log_limit::LogLimit;
@@ -184,6 +185,7 @@ pub struct ApplierHandle {
     sender: mpsc::Sender<Command>,
     health: Arc<Health>,
     budget: WriteBudget,
+    lead: Option<EventLead>,
 }
 
 fn shutting_down() -> WriteError {
@@ -211,6 +213,13 @@ impl ApplierHandle {
         self
     }
 
+    /// This handle with events timed more than `lead` ahead of its clock
+    /// rejected before they reach the applier (`clock::EventLead`).
+    pub fn with_event_lead(mut self, lead: Option<EventLead>) -> Self {
+        self.lead = lead;
+        self
+    }
+
     /// Submit a batch; waits (without dropping) while the queue is full.
     pub async fn write(&self, lines: Vec<LogLine>) -> Result<WriteOutcome, WriteError> {
         self.write_with(lines, None, None).await
@@ -226,6 +235,10 @@ impl ApplierHandle {
         key: Option<String>,
         ticket: Option<Ticket>,
     ) -> Result<WriteOutcome, WriteError> {
+        let mut lines = lines;
+        if let Some(lead) = &self.lead {
+            lead.refuse_early(&mut lines);
+        }
         let (reply, answer) = oneshot::channel();
         self.sender
             .send(Command::Write {
@@ -1121,6 +1134,7 @@ pub fn start<B: Backend>(
         sender,
         health,
         budget: WriteBudget::default(),
+        lead: None,
     };
     Ok((handle, report, thread))
 }

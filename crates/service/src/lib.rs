@@ -19,6 +19,7 @@
 pub mod applier;
 pub mod backend;
 pub mod budget;
+pub mod clock;
 pub mod engine_backend;
 pub mod exactly_once;
 pub mod health;
@@ -30,3 +31,4 @@ pub mod progress;
 pub mod quarantine;
 pub mod run;
 pub mod taps;
+pub mod ticks;

@@ -10,13 +10,19 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use fairflow_model::Time;
 use tokio::net::TcpListener;
 
 use crate::applier::{self, ApplierConfig, RecoveryReport};
 use crate::backend::Backend;
+use crate::clock::{EventLead, WallClock, JUMP_ACCEPT_AFTER_SECS};
 use crate::http::{self, HttpConfig};
 use crate::metrics::Metrics;
 use crate::taps::{self, StreamLimits, StreamSlots};
+use crate::ticks;
+
+/// The default `--max-event-lead-secs`.
+pub const DEFAULT_MAX_EVENT_LEAD_SECS: Time = 300;
 
 /// Everything `fairflow serve` is told.
 #[derive(Debug, Clone)]
@@ -51,6 +57,14 @@ pub struct ServiceConfig {
     /// `tick` of its own, this long after the boundary (`--calc-period-ticks`),
     /// instead of in the batch of the first event after it.
     pub calc_period_ticks: Option<Duration>,
+    /// The wall clock the ticker and the event lead read.
+    pub clock: WallClock,
+    /// How long a jump of the wall clock must hold before the ticker
+    /// follows it (`clock::JUMP_ACCEPT_AFTER_SECS` by default).
+    pub accept_clock_jump_after_secs: f64,
+    /// The most seconds a written event may be timed ahead of the wall clock
+    /// (`--max-event-lead-secs`); `None`: no bound.
+    pub max_event_lead_secs: Option<Time>,
 }
 
 impl ServiceConfig {
@@ -70,6 +84,9 @@ impl ServiceConfig {
             recover: false,
             max_tap_connections: StreamLimits::default().max_connections,
             calc_period_ticks: None,
+            clock: WallClock::system(),
+            accept_clock_jump_after_secs: JUMP_ACCEPT_AFTER_SECS,
+            max_event_lead_secs: Some(DEFAULT_MAX_EVENT_LEAD_SECS),
         }
     }
 }
@@ -130,7 +147,13 @@ pub fn run_blocking<B: Backend>(
         "recovered"
     );
     // HTTP writers and the taps share one write budget.
-    let handle = handle.with_write_budget(config.http.max_inflight_bytes);
+    let lead = config.max_event_lead_secs.map(|max_secs| EventLead {
+        clock: config.clock.clone(),
+        max_secs,
+    });
+    let handle = handle
+        .with_write_budget(config.http.max_inflight_bytes)
+        .with_event_lead(lead);
     let health = handle.health().clone();
     runtime.block_on(async {
         let listener = TcpListener::bind(config.listen)
@@ -194,7 +217,12 @@ pub fn run_blocking<B: Backend>(
                 grace_secs = grace.as_secs(),
                 "settling calc-period boundaries on the wall clock"
             );
-            tokio::spawn(taps::tick_calc_periods(handle.clone(), grace));
+            tokio::spawn(ticks::tick_calc_periods(
+                handle.clone(),
+                grace,
+                config.clock.clone(),
+                config.accept_clock_jump_after_secs,
+            ));
         }
         if let Some((path, speed)) = config.replay.clone() {
             let handle = handle.clone();
@@ -242,8 +270,9 @@ pub fn run_blocking<B: Backend>(
     Ok(())
 }
 
-/// The taps' sources must exist at start: a missing `jobcomp` file or
-/// replay file is an error, not a silent tap that never charges anything.
+/// The taps' sources must be regular files at start: a missing `jobcomp`
+/// file or replay file is an error, not a silent tap that never charges
+/// anything, and a FIFO or a device would block or never end.
 pub fn check_tap_sources(config: &ServiceConfig) -> Result<(), String> {
     let sources = [
         ("--follow-jobcomp", config.follow_jobcomp.as_ref()),
@@ -259,8 +288,11 @@ pub fn check_tap_sources(config: &ServiceConfig) -> Result<(), String> {
     ];
     for (flag, path) in sources {
         if let Some(path) = path {
-            if let Err(e) = std::fs::metadata(path) {
-                return Err(format!("{flag} {}: {e}", path.display()));
+            if let Err(e) = fairflow_ingest::files::require_regular_file(path) {
+                let cause = std::error::Error::source(&e)
+                    .map(|cause| format!(": {cause}"))
+                    .unwrap_or_default();
+                return Err(format!("{flag}: {e}{cause}"));
             }
         }
     }

@@ -7,9 +7,9 @@
 //!   each completed job charging its usage;
 //! - a Flux job-manager events journal (a followed file or standard input),
 //!   each job's events becoming fairflow's;
-//! - a replay of a file (event log or SWF trace) at a chosen speed;
-//! - a `tick` at each `PriorityCalcPeriod` boundary of the wall clock
-//!   (`--calc-period-ticks`), so that no event pays for a boundary.
+//! - a replay of a file (event log or SWF trace) at a chosen speed.
+//!
+//! The calc-period ticker is in `ticks`.
 //!
 //! Tap events that would arrive "in the past" (a record ending before the
 //! service's current time) are charged at the service's current time.
@@ -33,15 +33,12 @@ use fairflow_ingest::jobcomp::record_to_event_in;
 use fairflow_ingest::reader::{open_source, read_events};
 use fairflow_ingest::swf::convert_swf;
 use fairflow_ingest::{LogLine, Rejection};
-use fairflow_model::config::calc_period_boundary;
-use fairflow_model::event::Op;
-use fairflow_model::{Event, Time};
+use fairflow_model::Time;
 use subtle::ConstantTimeEq;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::Semaphore;
 
 use crate::applier::{parse_body, ApplierHandle, WriteError};
-use crate::backend::Gauges;
 
 /// Most bytes of a followed file read (and held) at once.
 pub const FOLLOW_READ_BYTES: usize = 1 << 20;
@@ -443,55 +440,6 @@ async fn follow_file(
     }
 }
 
-/// The boundary a tick should settle now: the latest `PriorityCalcPeriod`
-/// boundary at or before `wall_secs` (the wall clock less the grace), if
-/// the engine has events, its configuration has a calc period and its time
-/// is before that boundary.
-pub fn due_calc_period_boundary(gauges: Gauges, wall_secs: Time) -> Option<Time> {
-    if gauges.now <= 0 {
-        return None;
-    }
-    calc_period_boundary(gauges.calc_period_secs, wall_secs)
-        .filter(|&boundary| boundary > gauges.now)
-}
-
-/// Settle each `PriorityCalcPeriod` boundary of the wall clock in a `tick`
-/// of its own, `grace` after it (`serve --calc-period-ticks`), as Slurm's
-/// decay thread runs once per period: every running job's usage is charged
-/// at the boundary before the next event arrives, so that event pays only
-/// for itself. The tick is logged like any write. An event that arrives
-/// later with a time before the boundary is rejected as time going
-/// backwards (taps charge such records at the current time), which is why
-/// the tick waits `grace` and why this is for a service fed live.
-pub async fn tick_calc_periods(applier: ApplierHandle, grace: Duration) {
-    let mut line = 0u64;
-    loop {
-        let Some(gauges) = applier.gauges().await else {
-            return;
-        };
-        let wall_secs = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |since| since.as_secs() as Time)
-            - grace.as_secs() as Time;
-        if let Some(boundary) = due_calc_period_boundary(gauges, wall_secs) {
-            line += 1;
-            let tick = LogLine {
-                line,
-                event: Ok(Event {
-                    t: boundary,
-                    op: Op::Tick,
-                }),
-            };
-            match applier.write(vec![tick]).await {
-                Ok(_) => tracing::debug!(boundary, "calc-period boundary settled"),
-                Err(WriteError::Stopped) => return,
-                Err(e) => tracing::warn!(boundary, "calc-period tick not applied: {e}"),
-            }
-        }
-        tokio::time::sleep(Duration::from_secs(1)).await;
-    }
-}
-
 /// Replay a file (event log, `.jsonl.gz`, or SWF `.swf`/`.swf.gz`) into the
 /// service, `speed` times faster than its own clock (`0` = as fast as possible).
 pub async fn replay_file(path: PathBuf, applier: ApplierHandle, speed: f64) -> Result<(), String> {
@@ -539,42 +487,4 @@ pub async fn replay_file(path: PathBuf, applier: ApplierHandle, speed: f64) -> R
         applier.write(batch).await.map_err(|e| e.to_string())?;
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn gauges(now: Time, calc_period_secs: i64) -> Gauges {
-        Gauges {
-            now,
-            calc_period_secs,
-            ..Gauges::default()
-        }
-    }
-
-    #[test]
-    fn the_due_boundary_is_the_last_one_at_or_before_the_wall_clock() {
-        // Period 300 s, engine at 1000: the wall clock at 1199 has no
-        // boundary after 1000 (the last is 900); at 1200 and up to 1499 the
-        // boundary 1200 is due; at 1500, 1500.
-        assert_eq!(due_calc_period_boundary(gauges(1000, 300), 1199), None);
-        assert_eq!(
-            due_calc_period_boundary(gauges(1000, 300), 1200),
-            Some(1200)
-        );
-        assert_eq!(
-            due_calc_period_boundary(gauges(1000, 300), 1499),
-            Some(1200)
-        );
-        assert_eq!(
-            due_calc_period_boundary(gauges(1000, 300), 1500),
-            Some(1500)
-        );
-        // The engine already at the boundary: nothing to settle.
-        assert_eq!(due_calc_period_boundary(gauges(1200, 300), 1300), None);
-        // No calc period, or no events yet: no ticks.
-        assert_eq!(due_calc_period_boundary(gauges(1000, 0), 5000), None);
-        assert_eq!(due_calc_period_boundary(gauges(0, 300), 5000), None);
-    }
 }
