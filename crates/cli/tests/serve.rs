@@ -513,3 +513,94 @@ fn calc_period_ticks_settle_the_boundary_without_an_event() {
     assert!(boundary >= t0 + 3 * PERIOD_SECS, "{boundary}");
     assert_eq!(got, expected(boundary));
 }
+
+/// Files named at start must be what they claim: a FIFO (which would block
+/// the start until someone writes to it) or a device (which never ends) is
+/// refused naming the flag's file, and so are a token file of two lines and a
+/// config value of the wrong type (named by the file and its key).
+#[test]
+fn fifos_devices_two_line_tokens_and_mistyped_config_values_are_refused_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let data = data.to_str().unwrap();
+    let fifo = dir.path().join("fifo");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    assert!(made.unwrap().success(), "mkfifo (coreutils) makes a FIFO");
+    let fifo = fifo.to_str().unwrap();
+    let stderr = refused_start(&["--data-dir", data, "--token-file", fifo]);
+    assert!(
+        stderr.contains("fifo: is a FIFO, not a regular file"),
+        "{stderr}"
+    );
+    let stderr = refused_start(&["--data-dir", data, "--config", fifo]);
+    assert!(
+        stderr.contains("fifo: is a FIFO, not a regular file"),
+        "{stderr}"
+    );
+    let stderr = refused_start(&["--data-dir", data, "--config", "/dev/zero"]);
+    assert!(
+        stderr.contains("/dev/zero: is a device, not a regular file"),
+        "{stderr}"
+    );
+    let stderr = refused_start(&["--data-dir", data, "--follow-jobcomp", fifo]);
+    assert!(stderr.contains("--follow-jobcomp: "), "{stderr}");
+    assert!(stderr.contains("is a FIFO, not a regular file"), "{stderr}");
+
+    let two_lines = service::token_file(dir.path(), &format!("{TOKEN}\nsecond-line"));
+    let stderr = refused_start(&[
+        "--data-dir",
+        data,
+        "--token-file",
+        two_lines.to_str().unwrap(),
+    ]);
+    assert!(
+        stderr.contains("holds 2 lines; it must hold the token alone on one line"),
+        "{stderr}"
+    );
+    let config = dir.path().join("serve.toml");
+    std::fs::write(&config, "workers = \"two\"\n").unwrap();
+    let stderr = refused_start(&["--config", config.to_str().unwrap()]);
+    assert!(
+        stderr.contains("serve.toml: key `workers`: invalid value 'two' for '--workers <N>'"),
+        "{stderr}"
+    );
+}
+
+/// `explain ID --server` names the job it was given, whatever the id holds:
+/// `1%32` is not job `12`, and `a/b`, `x?y` and `x#y` are found.
+#[test]
+fn explain_and_position_over_the_server_encode_the_job_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let token_file = service::token_file(dir.path(), TOKEN);
+    let service = Service::start(&dir.path().join("data"), &token_file, &[]);
+    let ids = ["12", "1%32", "a/b", "x?y", "x#y"];
+    let mut events = String::from(
+        "{\"op\":\"account\",\"t\":1700000000,\"name\":\"a\",\"shares\":1}\n\
+         {\"op\":\"user\",\"t\":1700000000,\"user\":\"u\",\"account\":\"a\"}\n",
+    );
+    for id in ids {
+        events.push_str(&format!(
+            "{{\"op\":\"submit\",\"t\":1700000001,\"job\":\"{id}\",\"user\":\"u\",\"account\":\"a\"}}\n"
+        ));
+    }
+    let (status, body) = service.request("POST", "/v1/events", Some(TOKEN), &events);
+    assert_eq!(status, 200, "{body}");
+    let server = format!("http://{}", service.address);
+    for id in ids {
+        for command in ["explain", "position"] {
+            let output = std::process::Command::new(env!("CARGO_BIN_EXE_fairflow"))
+                .args([command, id, "--json", "--server", &server])
+                .output()
+                .unwrap();
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            assert!(output.status.success(), "{command} {id}: {stderr}");
+            let answer: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+            // explain answers the job's row; position nests it under `job`.
+            let named = answer["job_id"]
+                .as_str()
+                .or(answer["job"]["job_id"].as_str());
+            assert_eq!(named, Some(id), "{command} {id}: {answer}");
+        }
+    }
+    service.kill();
+}
