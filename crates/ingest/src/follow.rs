@@ -79,6 +79,16 @@ impl FilePosition {
         (self.dev, self.inode)
     }
 
+    /// Is `file` (of metadata `meta`) the file this position is in: the same
+    /// identity, first bytes, and at least `offset` long? Its first bytes,
+    /// if so.
+    pub fn same_file(&self, file: &mut File, meta: &Metadata) -> Option<Vec<u8>> {
+        if identity(meta) != self.identity() {
+            return None;
+        }
+        self.head_matches(file, meta)
+    }
+
     /// Does `file` (of metadata `meta`) start with the bytes this position
     /// digested, and is it at least `offset` long? Its first bytes, if so.
     pub fn head_matches(&self, file: &mut File, meta: &Metadata) -> Option<Vec<u8>> {
@@ -229,8 +239,7 @@ impl Follower {
         let (offset, line) = (position.offset, position.line);
         let same = File::open(&follower.path).ok().and_then(|mut file| {
             let meta = file.metadata().ok()?;
-            let head = (identity(&meta) == position.identity())
-                .then(|| position.head_matches(&mut file, &meta))??;
+            let head = position.same_file(&mut file, &meta)?;
             Some((file, identity(&meta), head))
         });
         if let Some((file, id, head)) = same {
@@ -274,6 +283,11 @@ impl Follower {
         self.offset = offset;
         self.line_end = offset;
         self.head = head;
+    }
+
+    /// The followed path.
+    pub fn path(&self) -> &Path {
+        &self.path
     }
 
     /// Where the follower is: the file it reads and the end of its last
