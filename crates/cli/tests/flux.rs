@@ -496,23 +496,28 @@ fn a_followed_flux_journal_charges_once_across_restarts_and_rotations() {
     let alloc_301 = r#"{"id":301,"events":[{"timestamp":1200.0,"name":"alloc"}],"R":{"version":1,"execution":{"R_lite":[{"rank":"0","children":{"core":"0"}}]}}}"#;
     let submit_301 = r#"{"id":301,"events":[{"timestamp":1190.0,"name":"submit","context":{"userid":1002,"urgency":16}}]}"#;
     let clean_301 = r#"{"id":301,"events":[{"timestamp":1300.0,"name":"clean"}]}"#;
-    append(&journal, rest);
-    append(&journal, &[alloc_301, submit_301, clean_301]);
     let charged = |service: &service::Service| {
         (
             raw_usage(service, "carol", "A"),
             raw_usage(service, "bob", "B"),
         )
     };
-    let want = (carol_before.map(|u| u + 200), bob_before.map(|u| u + 100));
-    wait("charged", Box::new(|| charged(&service) == want));
-    let (_, live) = service.request("GET", "/v1/sshare", None, "");
+    append(&journal, rest);
+    let ended_101 = (carol_before.map(|u| u + 200), bob_before);
+    wait(
+        "job 101 charged",
+        Box::new(|| charged(&service) == ended_101),
+    );
     let (_, queue) = service.request("GET", "/v1/top?k=20", None, "");
     let expected: Vec<(String, u64)> = EXPECTED_QUEUE
         .iter()
         .map(|(j, p)| (j.to_string(), *p))
         .collect();
     assert_eq!(queue_of(&queue), expected);
+    append(&journal, &[alloc_301, submit_301, clean_301]);
+    let want = (carol_before.map(|u| u + 200), bob_before.map(|u| u + 100));
+    wait("job 301 charged", Box::new(|| charged(&service) == want));
+    let (_, live) = service.request("GET", "/v1/sshare", None, "");
     std::thread::sleep(Duration::from_millis(800));
     // Nothing before the position was read again (the book would reject it).
     let (_, metrics) = service.request("GET", "/metrics", None, "");
