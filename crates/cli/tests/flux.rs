@@ -235,6 +235,29 @@ fn another_schema_version_is_a_clear_error() {
     );
 }
 
+/// The site's database in `dir` and its events at 1000, before the
+/// journal's first (`import flux --db`).
+fn site_db(dir: &std::path::Path) -> (PathBuf, String) {
+    let db = dir.join("site.db");
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute_batch(SCHEMA).unwrap();
+    conn.execute_batch(SITE).unwrap();
+    drop(conn);
+    let db_log = dir.join("db.jsonl");
+    let out = fairflow(&[
+        "import",
+        "flux",
+        "--db",
+        db.to_str().unwrap(),
+        "--time",
+        "1000",
+        "-o",
+        db_log.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    (db, std::fs::read_to_string(&db_log).unwrap())
+}
+
 /// `fairflow serve --flux-db DB --follow-flux-journal FILE` on loopback, on
 /// both engines: the database's events posted, the journal appended to the
 /// followed file with one malformed line among its lines, then `GET /v1/top`
@@ -248,25 +271,7 @@ fn a_followed_flux_journal_reaches_the_services_queue() {
     use std::time::{Duration, Instant};
 
     let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("site.db");
-    let conn = rusqlite::Connection::open(&db).unwrap();
-    conn.execute_batch(SCHEMA).unwrap();
-    conn.execute_batch(SITE).unwrap();
-    drop(conn);
-    // The database's events at 1000, before the journal's first.
-    let db_log = dir.path().join("db.jsonl");
-    let out = fairflow(&[
-        "import",
-        "flux",
-        "--db",
-        db.to_str().unwrap(),
-        "--time",
-        "1000",
-        "-o",
-        db_log.to_str().unwrap(),
-    ]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let db_events = std::fs::read_to_string(&db_log).unwrap();
+    let (db, db_events) = site_db(dir.path());
     // The journal with a malformed line (a timestamp that is not a number)
     // as line 6 of the followed file.
     let mut journal_lines: Vec<&str> = JOURNAL.lines().collect();
@@ -385,23 +390,7 @@ fn a_followed_flux_journal_charges_once_across_restarts_and_rotations() {
     use std::time::{Duration, Instant};
 
     let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("site.db");
-    let conn = rusqlite::Connection::open(&db).unwrap();
-    conn.execute_batch(SCHEMA).unwrap();
-    conn.execute_batch(SITE).unwrap();
-    drop(conn);
-    let db_log = dir.path().join("db.jsonl");
-    let out = fairflow(&[
-        "import",
-        "flux",
-        "--db",
-        db.to_str().unwrap(),
-        "--time",
-        "1000",
-        "-o",
-        db_log.to_str().unwrap(),
-    ]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    let (db, db_events) = site_db(dir.path());
     let token = "a-long-enough-token";
     let token_file = service::token_file(dir.path(), token);
     let journal = dir.path().join("journal.jsonl");
@@ -444,12 +433,7 @@ fn a_followed_flux_journal_charges_once_across_restarts_and_rotations() {
     let (first, rest) = lines.split_at(12);
 
     let (service, _) = start();
-    let (status, body) = service.request(
-        "POST",
-        "/v1/events",
-        Some(token),
-        &std::fs::read_to_string(&db_log).unwrap(),
-    );
+    let (status, body) = service.request("POST", "/v1/events", Some(token), &db_events);
     assert_eq!(status, 200, "{body}");
     let (bob_before, carol_before) = (
         raw_usage(&service, "bob", "B"),

@@ -58,6 +58,12 @@ fn append(path: &Path, text: &str) {
         .unwrap();
 }
 
+/// Cut `path` to nothing in place.
+fn truncate(path: &Path) {
+    let file = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+    file.set_len(0).unwrap();
+}
+
 /// alice's RawUsage in physics as the service reports it.
 fn raw_usage(service: &Service) -> Option<u64> {
     let (status, body) = service.request("GET", "/v1/sshare", None, "");
@@ -140,6 +146,17 @@ impl Site {
         );
         (service, log)
     }
+
+    /// Kill `service` (settled at `usage`) and start it again: the state it
+    /// recovers from the log is the one it served live.
+    fn killed_and_recovered(&self, service: Service, extra: &[&str], usage: u64) -> Service {
+        let (_, live) = service.request("GET", "/v1/sshare", None, "");
+        service.kill();
+        let (service, _) = self.start(extra);
+        settles_at(&service, usage, "recovered after a kill");
+        assert_eq!(service.request("GET", "/v1/sshare", None, "").1, live);
+        service
+    }
 }
 
 #[test]
@@ -175,11 +192,7 @@ fn a_followed_jobcomp_file_charges_each_record_once_across_restarts_and_rotation
     settles_at(&service, 46_200, "after a kill mid-stream");
 
     // Live state equals the state recovered from the log after a kill.
-    let (_, live) = service.request("GET", "/v1/sshare", None, "");
-    service.kill();
-    let (service, _) = site.start(&flags);
-    settles_at(&service, 46_200, "recovered after a kill");
-    assert_eq!(service.request("GET", "/v1/sshare", None, "").1, live);
+    let service = site.killed_and_recovered(service, &flags, 46_200);
 
     // Rename rotation while running: a last record in the old file, a new
     // file with one: both charged once (2 x 14,400).
@@ -193,23 +206,13 @@ fn a_followed_jobcomp_file_charges_each_record_once_across_restarts_and_rotation
     // once each (1 + 3 jobs: 57,600).
     append(&jobcomp, &hour_jobs(20, 1));
     std::fs::copy(&jobcomp, site.path("jobcomp.log.2")).unwrap();
-    std::fs::OpenOptions::new()
-        .write(true)
-        .open(&jobcomp)
-        .unwrap()
-        .set_len(0)
-        .unwrap();
+    truncate(&jobcomp);
     append(&jobcomp, &hour_jobs(21, 3));
     settles_at(&service, 132_600, "a copy-truncate rotation");
 
     // Cut shorter with no copy (its records were charged): a new record in
     // it is charged once.
-    std::fs::OpenOptions::new()
-        .write(true)
-        .open(&jobcomp)
-        .unwrap()
-        .set_len(0)
-        .unwrap();
+    truncate(&jobcomp);
     append(&jobcomp, &record(30, 2, 100));
     settles_at(&service, 132_800, "a shorter file");
     assert!(service.terminate().success());
@@ -265,10 +268,5 @@ fn a_replay_goes_on_after_its_last_line_and_is_not_replayed_again() {
     let (service, log) = site.start(&flags);
     logged(&log, "nothing to replay");
     settles_at(&service, 1_000, "after a clean restart");
-    let (_, live) = service.request("GET", "/v1/sshare", None, "");
-    service.kill();
-    let (service, _) = site.start(&flags);
-    settles_at(&service, 1_000, "after a kill");
-    assert_eq!(service.request("GET", "/v1/sshare", None, "").1, live);
-    service.kill();
+    site.killed_and_recovered(service, &flags, 1_000).kill();
 }

@@ -584,6 +584,12 @@ mod tests {
         f.write_all(text.as_bytes()).unwrap();
     }
 
+    /// Cut `path` to nothing in place.
+    fn truncate(path: &Path) {
+        let file = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+        file.set_len(0).unwrap();
+    }
+
     /// Follow `path` to its end and return where the follower is.
     fn read_all(path: &Path, from: Option<&FilePosition>) -> (Vec<(u64, String)>, FilePosition) {
         let mut follower = Follower::resume(path, 1 << 10, from);
@@ -676,12 +682,7 @@ mod tests {
         // more new bytes than were read before.
         append(&path, "a3\n");
         std::fs::copy(&path, dir.join("journal.jsonl.1")).unwrap();
-        std::fs::OpenOptions::new()
-            .write(true)
-            .open(&path)
-            .unwrap()
-            .set_len(0)
-            .unwrap();
+        truncate(&path);
         append(&path, "b1-longer\nb2\n");
         assert_eq!(
             texts(follower.poll(usize::MAX).unwrap()),
@@ -690,12 +691,7 @@ mod tests {
         assert!(follower.take_notes()[0].contains("its first bytes changed"));
         // Shorter, no copy: from the start.
         std::fs::remove_file(dir.join("journal.jsonl.1")).unwrap();
-        std::fs::OpenOptions::new()
-            .write(true)
-            .open(&path)
-            .unwrap()
-            .set_len(0)
-            .unwrap();
+        truncate(&path);
         append(&path, "c\n");
         assert_eq!(
             texts(follower.poll(usize::MAX).unwrap()),

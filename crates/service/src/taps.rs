@@ -601,9 +601,8 @@ pub async fn replay_file_from(
     let same_file = from.as_ref().is_some_and(|from| {
         std::fs::File::open(&path)
             .and_then(|mut file| {
-                Ok(file
-                    .metadata()
-                    .map(|meta| from.same_file(&mut file, &meta))?)
+                let meta = file.metadata()?;
+                Ok(from.same_file(&mut file, &meta))
             })
             .is_ok_and(|head| head.is_some())
     });

@@ -7,7 +7,8 @@ use std::sync::Arc;
 
 use fairflow_engine::BatchEngine;
 use fairflow_ingest::follow::FilePosition;
-use fairflow_ingest::{parse_event, LogLine};
+use fairflow_ingest::reader::read_events;
+use fairflow_ingest::LogLine;
 use fairflow_model::Config;
 use fairflow_service::applier::{self, ApplierConfig, ApplierHandle, RecoveryReport};
 use fairflow_service::engine_backend::EngineBackend;
@@ -26,13 +27,7 @@ fn position(offset: u64) -> FilePosition {
 }
 
 fn lines(text: &str) -> Vec<LogLine> {
-    text.lines()
-        .enumerate()
-        .map(|(i, l)| LogLine {
-            line: i as u64 + 1,
-            event: parse_event(i as u64 + 1, l),
-        })
-        .collect()
+    read_events(text.as_bytes()).map(Result::unwrap).collect()
 }
 
 /// Start an applier on `dir`, checkpointing every `every` records; run `body`
