@@ -235,6 +235,29 @@ fn another_schema_version_is_a_clear_error() {
     );
 }
 
+/// The site's database in `dir` and its events at 1000, before the
+/// journal's first (`import flux --db`).
+fn site_db(dir: &std::path::Path) -> (PathBuf, String) {
+    let db = dir.join("site.db");
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute_batch(SCHEMA).unwrap();
+    conn.execute_batch(SITE).unwrap();
+    drop(conn);
+    let db_log = dir.join("db.jsonl");
+    let out = fairflow(&[
+        "import",
+        "flux",
+        "--db",
+        db.to_str().unwrap(),
+        "--time",
+        "1000",
+        "-o",
+        db_log.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    (db, std::fs::read_to_string(&db_log).unwrap())
+}
+
 /// `fairflow serve --flux-db DB --follow-flux-journal FILE` on loopback, on
 /// both engines: the database's events posted, the journal appended to the
 /// followed file with one malformed line among its lines, then `GET /v1/top`
@@ -248,25 +271,7 @@ fn a_followed_flux_journal_reaches_the_services_queue() {
     use std::time::{Duration, Instant};
 
     let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("site.db");
-    let conn = rusqlite::Connection::open(&db).unwrap();
-    conn.execute_batch(SCHEMA).unwrap();
-    conn.execute_batch(SITE).unwrap();
-    drop(conn);
-    // The database's events at 1000, before the journal's first.
-    let db_log = dir.path().join("db.jsonl");
-    let out = fairflow(&[
-        "import",
-        "flux",
-        "--db",
-        db.to_str().unwrap(),
-        "--time",
-        "1000",
-        "-o",
-        db_log.to_str().unwrap(),
-    ]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let db_events = std::fs::read_to_string(&db_log).unwrap();
+    let (db, db_events) = site_db(dir.path());
     // The journal with a malformed line (a timestamp that is not a number)
     // as line 6 of the followed file.
     let mut journal_lines: Vec<&str> = JOURNAL.lines().collect();
@@ -347,4 +352,169 @@ fn a_followed_flux_journal_reaches_the_services_queue() {
         );
         service.kill();
     }
+}
+
+/// `user`'s RawUsage in `bank` as the service reports it.
+fn raw_usage(service: &service::Service, user: &str, bank: &str) -> Option<u64> {
+    let (status, body) = service.request("GET", "/v1/sshare", None, "");
+    if status != 200 {
+        return None;
+    }
+    fn find(value: &serde_json::Value, user: &str, bank: &str) -> Option<u64> {
+        match value {
+            serde_json::Value::Object(row)
+                if row.get("user").and_then(|u| u.as_str()) == Some(user)
+                    && row.get("account").and_then(|a| a.as_str()) == Some(bank) =>
+            {
+                row.get("raw_usage")?.as_u64()
+            }
+            serde_json::Value::Object(map) => map.values().find_map(|v| find(v, user, bank)),
+            serde_json::Value::Array(list) => list.iter().find_map(|v| find(v, user, bank)),
+            _ => None,
+        }
+    }
+    find(&serde_json::from_str(&body).ok()?, user, bank)
+}
+
+/// A followed Flux journal across restarts (clean and SIGKILL), a rename
+/// rotation, and a job's `alloc` written before its `submit`: job 101's 200
+/// node-seconds are charged to carol in A once, the queue is the
+/// hand-computed one, no line is rejected (nothing is read twice), and the
+/// state served live equals the state recovered after a kill. Job 301 (bob,
+/// 1 node from its alloc at 1200 to its clean at 1300) charges bob in B 100
+/// more, though its `alloc` comes before its `submit`.
+#[test]
+fn a_followed_flux_journal_charges_once_across_restarts_and_rotations() {
+    use std::io::Write;
+    use std::sync::{Arc, Mutex};
+    use std::time::{Duration, Instant};
+
+    let dir = tempfile::tempdir().unwrap();
+    let (db, db_events) = site_db(dir.path());
+    let token = "a-long-enough-token";
+    let token_file = service::token_file(dir.path(), token);
+    let journal = dir.path().join("journal.jsonl");
+    std::fs::write(&journal, "").unwrap();
+    let data = dir.path().join("data");
+    let flags = [
+        "--flux-db",
+        db.to_str().unwrap(),
+        "--follow-flux-journal",
+        journal.to_str().unwrap(),
+    ];
+    let start = || {
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let service =
+            service::Service::start_logging(&data, &token_file, &flags, Some(log.clone()));
+        (service, log)
+    };
+    let wait = |what: &str, mut done: Box<dyn FnMut() -> bool + '_>| {
+        let started = Instant::now();
+        while !done() {
+            assert!(
+                started.elapsed() < Duration::from_secs(60),
+                "timed out: {what}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    let append = |path: &std::path::Path, lines: &[&str]| {
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .unwrap();
+        for line in lines {
+            writeln!(file, "{line}").unwrap();
+        }
+    };
+    let lines: Vec<&str> = JOURNAL.lines().collect();
+    // Up to job 208's submit; job 101 is running.
+    let (first, rest) = lines.split_at(12);
+
+    let (service, _) = start();
+    let (status, body) = service.request("POST", "/v1/events", Some(token), &db_events);
+    assert_eq!(status, 200, "{body}");
+    let (bob_before, carol_before) = (
+        raw_usage(&service, "bob", "B"),
+        raw_usage(&service, "carol", "A"),
+    );
+    append(&journal, first);
+    wait(
+        "job 208 pending",
+        Box::new(|| {
+            service
+                .request("GET", "/v1/top?k=20", None, "")
+                .1
+                .contains("\"208\"")
+        }),
+    );
+    assert!(service.terminate().success());
+
+    // A clean restart: resumed, jobs rebuilt from the lines before.
+    let (service, log) = start();
+    wait(
+        "resumed",
+        Box::new(|| {
+            log.lock()
+                .unwrap()
+                .iter()
+                .any(|l| l.contains("resumed") && l.contains("(line 12)"))
+        }),
+    );
+    wait(
+        "jobs rebuilt",
+        Box::new(|| {
+            log.lock()
+                .unwrap()
+                .iter()
+                .any(|l| l.contains("jobs rebuilt"))
+        }),
+    );
+    service.kill();
+
+    // After a kill, the rest in a new file (the old one renamed): job 101
+    // ends in it and is charged once; 301's alloc comes before its submit.
+    let (service, _) = start();
+    std::fs::rename(&journal, dir.path().join("journal.jsonl.1")).unwrap();
+    let alloc_301 = r#"{"id":301,"events":[{"timestamp":1200.0,"name":"alloc"}],"R":{"version":1,"execution":{"R_lite":[{"rank":"0","children":{"core":"0"}}]}}}"#;
+    let submit_301 = r#"{"id":301,"events":[{"timestamp":1190.0,"name":"submit","context":{"userid":1002,"urgency":16}}]}"#;
+    let clean_301 = r#"{"id":301,"events":[{"timestamp":1300.0,"name":"clean"}]}"#;
+    let charged = |service: &service::Service| {
+        (
+            raw_usage(service, "carol", "A"),
+            raw_usage(service, "bob", "B"),
+        )
+    };
+    append(&journal, rest);
+    let ended_101 = (carol_before.map(|u| u + 200), bob_before);
+    wait(
+        "job 101 charged",
+        Box::new(|| charged(&service) == ended_101),
+    );
+    let (_, queue) = service.request("GET", "/v1/top?k=20", None, "");
+    let expected: Vec<(String, u64)> = EXPECTED_QUEUE
+        .iter()
+        .map(|(j, p)| (j.to_string(), *p))
+        .collect();
+    assert_eq!(queue_of(&queue), expected);
+    append(&journal, &[alloc_301, submit_301, clean_301]);
+    let want = (carol_before.map(|u| u + 200), bob_before.map(|u| u + 100));
+    wait("job 301 charged", Box::new(|| charged(&service) == want));
+    let (_, live) = service.request("GET", "/v1/sshare", None, "");
+    std::thread::sleep(Duration::from_millis(800));
+    // Nothing before the position was read again (the book would reject it).
+    let (_, metrics) = service.request("GET", "/metrics", None, "");
+    assert!(
+        metrics.contains("fairflow_events_rejected_total 0"),
+        "{metrics}"
+    );
+    service.kill();
+
+    // Recovered after the kill: the same state, nothing read twice.
+    let (service, _) = start();
+    std::thread::sleep(Duration::from_millis(800));
+    assert_eq!(charged(&service), want);
+    assert_eq!(service.request("GET", "/v1/sshare", None, "").1, live);
+    service.kill();
 }

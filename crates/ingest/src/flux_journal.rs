@@ -19,6 +19,18 @@
 //! flux-accounting's usage: its nodes, cores and GPUs times their weights,
 //! per second from `alloc` to `clean`.
 //!
+//! **A job's events before its `submit`.** Flux writes a job's `submit`
+//! first (RFC 21: it opens every job's eventlog) and the journal keeps each
+//! job's events in order, but a journal pieced together (merged files, a
+//! consumer restarted mid-stream) may carry a job's later events before its
+//! `submit`. Such a line is held, not rejected, and applied right after the
+//! `submit` arrives, so the job's charge is not lost. Held lines are bounded
+//! ([`MAX_HELD_LINES`], [`MAX_HELD_BYTES`]) and wait at most
+//! [`MAX_HELD_SECS`] of journal time; what is dropped (the oldest first) is
+//! reported by [`FluxJournal::take_dropped`] as a rejection of its own line,
+//! saying why. Harmless events (`priority`, `depend`, `validate`, `memo`) of
+//! an unknown job are skipped as before.
+//!
 //! Times are the events' `timestamp`s in whole seconds (rounded down), kept
 //! from going backwards (an event older than the previous one takes its
 //! time). Job ids are Flux's integer ids, written in decimal.
@@ -28,7 +40,7 @@
 //! the reason; a rejected line changes nothing, and nothing here panics on
 //! input.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
 use fairflow_model::event::{JobSpec, Op};
 use fairflow_model::limits::MAX_TIME;
@@ -38,6 +50,15 @@ use serde_json::Value;
 
 use crate::import_flux::{FluxDb, FluxUser};
 use crate::Rejection;
+
+/// Most journal lines held waiting for their job's `submit`.
+pub const MAX_HELD_LINES: usize = 10_000;
+
+/// Most bytes of journal lines held waiting for their job's `submit`.
+pub const MAX_HELD_BYTES: usize = 16 << 20;
+
+/// Longest a line waits for its job's `submit`, seconds of journal time.
+pub const MAX_HELD_SECS: Time = 3600;
 
 /// Flux's default urgency (RFC 30).
 const URGENCY_DEFAULT: u64 = 16;
@@ -62,8 +83,19 @@ struct Track {
     held: bool,
 }
 
+/// A line about a job whose `submit` has not been seen yet.
+#[derive(Debug, Clone)]
+struct HeldLine {
+    job: u64,
+    number: u64,
+    text: String,
+    /// The journal's time when it was held.
+    held_at: Time,
+}
+
 /// The state of one journal: the users and queues of the flux-accounting
-/// database, and the jobs seen and not yet cleaned.
+/// database, the jobs seen and not yet cleaned, and the lines waiting for
+/// their job's `submit`.
 #[derive(Debug, Clone)]
 pub struct FluxJournal {
     users: BTreeMap<u32, FluxUser>,
@@ -71,6 +103,14 @@ pub struct FluxJournal {
     deny_unknown_queues: bool,
     jobs: HashMap<u64, Track>,
     last_t: Time,
+    /// The job of the line applied last.
+    line_job: Option<u64>,
+    held: VecDeque<HeldLine>,
+    /// Lines held per job.
+    held_jobs: HashMap<u64, usize>,
+    held_bytes: usize,
+    /// Held lines dropped or rejected when applied, not yet taken.
+    dropped: Vec<Rejection>,
 }
 
 /// One line's rejection, before its line number is known.
@@ -185,6 +225,11 @@ impl FluxJournal {
             deny_unknown_queues: db.deny_unknown_queues,
             jobs: HashMap::new(),
             last_t: 0,
+            line_job: None,
+            held: VecDeque::new(),
+            held_jobs: HashMap::new(),
+            held_bytes: 0,
+            dropped: Vec::new(),
         }
     }
 
@@ -198,18 +243,56 @@ impl FluxJournal {
 
     /// The events of one line (none for the backlog sentinel and events
     /// fairflow has no use for), or why the line is rejected (then nothing
-    /// changes).
+    /// changes). A line about a job not submitted yet is held (no events
+    /// now); the events of the lines held for a job come after its
+    /// `submit`'s (module documentation).
     pub fn line(&mut self, number: u64, text: &str) -> Result<Vec<Event>, Rejection> {
+        let mut events = match self.apply_line(number, text) {
+            Applied::Events(events) => events,
+            Applied::Rejected(rejection) => return Err(rejection),
+            Applied::NeedsSubmit(job) => {
+                self.hold(job, number, text);
+                return Ok(Vec::new());
+            }
+        };
+        if let Some(&job) = self.line_job.as_ref() {
+            if self.jobs.contains_key(&job) && self.held_jobs.contains_key(&job) {
+                events.extend(self.release_held(job));
+            }
+        }
+        self.expire_held();
+        Ok(events)
+    }
+
+    /// Held lines dropped (bounds, time) or rejected when applied after
+    /// their `submit`, each a rejection of its own line, since the last call.
+    pub fn take_dropped(&mut self) -> Vec<Rejection> {
+        std::mem::take(&mut self.dropped)
+    }
+
+    /// Lines held waiting for their job's `submit`.
+    pub fn held_lines(&self) -> usize {
+        self.held.len()
+    }
+
+    /// Apply one line to the journal's state.
+    fn apply_line(&mut self, number: u64, text: &str) -> Applied {
         let mut state = LineState {
             journal: self,
             id: None,
             track: None,
             last_t: self.last_t,
+            needs_submit: false,
         };
         let result = state.apply(text);
         let LineState {
-            id, track, last_t, ..
+            id,
+            track,
+            last_t,
+            needs_submit,
+            ..
         } = state;
+        self.line_job = id;
         match result {
             Ok(events) => {
                 self.last_t = last_t;
@@ -219,14 +302,95 @@ impl FluxJournal {
                         None => self.jobs.remove(&id),
                     };
                 }
-                Ok(events)
+                Applied::Events(events)
             }
-            Err((field, reason)) => Err(Rejection::new(
+            Err(_) if needs_submit => Applied::NeedsSubmit(id.unwrap_or_default()),
+            Err((field, reason)) => Applied::Rejected(Rejection::new(
                 number,
                 Some(field.as_str()).filter(|f| !f.is_empty()),
                 reason,
             )),
         }
+    }
+
+    /// Hold a line about `job` until its `submit`, dropping the oldest held
+    /// lines beyond the bounds.
+    fn hold(&mut self, job: u64, number: u64, text: &str) {
+        self.held_bytes += text.len();
+        *self.held_jobs.entry(job).or_default() += 1;
+        self.held.push_back(HeldLine {
+            job,
+            number,
+            text: text.to_string(),
+            held_at: self.last_t,
+        });
+        while self.held.len() > MAX_HELD_LINES || self.held_bytes > MAX_HELD_BYTES {
+            let reason = format!(
+                "more than {MAX_HELD_LINES} lines or {MAX_HELD_BYTES} bytes wait for their job's                  `submit`: the oldest is dropped"
+            );
+            self.drop_oldest_held(&reason);
+        }
+    }
+
+    /// Drop the oldest held line, reporting it with `reason`.
+    fn drop_oldest_held(&mut self, reason: &str) {
+        let Some(line) = self.held.pop_front() else {
+            return;
+        };
+        self.forget_held(&line);
+        self.dropped.push(Rejection::new(
+            line.number,
+            Some("id"),
+            format!(
+                "job {}: no `submit` seen for it; the line was held waiting for one and is                  dropped ({reason})",
+                line.job
+            ),
+        ));
+    }
+
+    fn forget_held(&mut self, line: &HeldLine) {
+        self.held_bytes -= line.text.len();
+        if let Some(count) = self.held_jobs.get_mut(&line.job) {
+            *count -= 1;
+            if *count == 0 {
+                self.held_jobs.remove(&line.job);
+            }
+        }
+    }
+
+    /// Drop the held lines that waited longer than [`MAX_HELD_SECS`].
+    fn expire_held(&mut self) {
+        while self
+            .held
+            .front()
+            .is_some_and(|line| line.held_at.saturating_add(MAX_HELD_SECS) < self.last_t)
+        {
+            let reason = format!("it waited more than {MAX_HELD_SECS} s of journal time");
+            self.drop_oldest_held(&reason);
+        }
+    }
+
+    /// Apply the lines held for `job` (just submitted), in order: their
+    /// events; what fails now is reported by [`FluxJournal::take_dropped`].
+    fn release_held(&mut self, job: u64) -> Vec<Event> {
+        let (mine, rest): (VecDeque<HeldLine>, VecDeque<HeldLine>) = std::mem::take(&mut self.held)
+            .into_iter()
+            .partition(|line| line.job == job);
+        self.held = rest;
+        let mut events = Vec::new();
+        for line in mine {
+            self.forget_held(&line);
+            match self.apply_line(line.number, &line.text) {
+                Applied::Events(more) => events.extend(more),
+                Applied::Rejected(rejection) => self.dropped.push(rejection),
+                Applied::NeedsSubmit(_) => self.dropped.push(Rejection::new(
+                    line.number,
+                    Some("id"),
+                    format!("job {job} ended before this line, held for its `submit`, applied"),
+                )),
+            }
+        }
+        events
     }
 
     /// The jobs seen and not yet cleaned.
@@ -244,6 +408,16 @@ struct LineState<'a> {
     /// The job's track (`None`: not seen, or cleaned).
     track: Option<Track>,
     last_t: Time,
+    /// The line is about a job whose `submit` was not seen.
+    needs_submit: bool,
+}
+
+/// What applying one line did.
+enum Applied {
+    Events(Vec<Event>),
+    Rejected(Rejection),
+    /// The line is about this job, whose `submit` was not seen.
+    NeedsSubmit(u64),
 }
 
 impl LineState<'_> {
@@ -378,6 +552,7 @@ impl LineState<'_> {
                     // Harmless without the job; the journal may start late.
                     continue;
                 }
+                self.needs_submit = true;
                 return Err(fault(at("name"), format!("no `submit` seen for job {id}")));
             };
             match (name, track.phase) {

@@ -28,7 +28,8 @@
 //!
 //! A write's [`Ticket`] is taken when its group starts; a writer that gave up
 //! first (the HTTP layer's 408) abandoned it, and it is never applied. An
-//! `Idempotency-Key` is logged with its write (`exactly_once`).
+//! `Idempotency-Key` is logged with its write (`exactly_once`), and so is a
+//! file tap's position (`taps::cursor`); recovery returns each tap's last.
 //!
 //! Recovery (`start`): the newest checkpoint that is intact, restorable and
 //! covered by the log is restored (older kept ones are the fallback), then
@@ -60,6 +61,7 @@ use crate::health::Health;
 use crate::log_limit::LogLimit;
 use crate::metrics::Metrics;
 use crate::quarantine::Quarantine;
+use crate::taps::cursor::{TapCursor, TapCursors};
 
 /// The answer to a write.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -125,6 +127,8 @@ pub enum Command {
         key: Option<String>,
         /// Taken by the applier unless the writer abandoned it first.
         ticket: Option<Ticket>,
+        /// A file tap's position after these lines, logged with them.
+        cursor: Option<TapCursor>,
         /// Where the answer goes.
         reply: oneshot::Sender<Result<WriteOutcome, WriteError>>,
     },
@@ -177,6 +181,8 @@ pub struct RecoveryReport {
     pub dropped: Option<String>,
     /// The engine serving after recovery ([`Backend::engine_name`]).
     pub engine: &'static str,
+    /// Each file tap's last logged position (`taps::cursor`).
+    pub tap_cursors: TapCursors,
 }
 
 /// The handle writers and readers use.
@@ -235,6 +241,27 @@ impl ApplierHandle {
         key: Option<String>,
         ticket: Option<Ticket>,
     ) -> Result<WriteOutcome, WriteError> {
+        self.send_write(lines, key, ticket, None).await
+    }
+
+    /// Submit a file tap's batch with its position after these lines: both
+    /// are logged in one append, the position even when every line is
+    /// rejected (or there is none).
+    pub async fn write_from_tap(
+        &self,
+        lines: Vec<LogLine>,
+        cursor: TapCursor,
+    ) -> Result<WriteOutcome, WriteError> {
+        self.send_write(lines, None, None, Some(cursor)).await
+    }
+
+    async fn send_write(
+        &self,
+        lines: Vec<LogLine>,
+        key: Option<String>,
+        ticket: Option<Ticket>,
+        cursor: Option<TapCursor>,
+    ) -> Result<WriteOutcome, WriteError> {
         let mut lines = lines;
         if let Some(lead) = &self.lead {
             lead.refuse_early(&mut lines);
@@ -245,6 +272,7 @@ impl ApplierHandle {
                 lines,
                 key,
                 ticket,
+                cursor,
                 reply,
             })
             .await
@@ -338,16 +366,21 @@ pub fn tally(
 struct PendingWrite {
     lines: Vec<LogLine>,
     key: Option<String>,
+    cursor: Option<TapCursor>,
     reply: oneshot::Sender<Result<WriteOutcome, WriteError>>,
 }
 
 /// A write of the group applied to the engine, not yet durable.
 struct AppliedWrite {
-    /// The records to log: the key record (if any), then the accepted events.
+    /// The records to log: the key record and the cursor record (if any),
+    /// then the accepted events.
     records: Vec<Vec<u8>>,
+    /// How many of `records` come before the events.
+    leading: u64,
     accepted: u64,
     rejected: Vec<Rejection>,
     key: Option<String>,
+    cursor: Option<TapCursor>,
     reply: oneshot::Sender<Result<WriteOutcome, WriteError>>,
 }
 
@@ -383,6 +416,7 @@ struct Replayed {
     skipped_quarantined: u64,
     newly_quarantined: Vec<String>,
     keys: Keys,
+    cursors: TapCursors,
 }
 
 /// Why a replay stopped.
@@ -440,9 +474,12 @@ fn replay<B: Backend>(
             progress.inc(1);
             let sequence = first + offset as u64;
             if record.first() == Some(&b'#') {
-                // Not an event: an idempotency key, or a probe.
-                if let Some(key) = std::str::from_utf8(record).ok().and_then(parse_key_record) {
+                // Not an event: an idempotency key, a tap's cursor, or a probe.
+                let text = std::str::from_utf8(record).ok();
+                if let Some(key) = text.and_then(parse_key_record) {
                     remember_key(&mut done.keys, sequence, key);
+                } else if let Some(cursor) = text.and_then(TapCursor::parse) {
+                    done.cursors.insert(cursor.tap, cursor.position);
                 }
                 continue;
             }
@@ -614,6 +651,8 @@ struct Applier<B: Backend> {
     health: Arc<Health>,
     /// Idempotency keys of recent writes.
     keys: Keys,
+    /// Each file tap's last durable position.
+    cursors: TapCursors,
     reject_log: LogLimit,
     /// The last append failed (the reason): the next group is preceded by a
     /// probe record.
@@ -678,6 +717,7 @@ impl<B: Backend> Applier<B> {
         report.quarantined = done.skipped_quarantined;
         report.newly_quarantined = done.newly_quarantined;
         report.engine = backend.engine_name();
+        report.tap_cursors = done.cursors.clone();
         let since_checkpoint = log.next_sequence().saturating_sub(checkpoint_sequence);
         Ok((
             Applier {
@@ -691,6 +731,7 @@ impl<B: Backend> Applier<B> {
                 metrics,
                 health: Arc::new(Health::default()),
                 keys: done.keys,
+                cursors: done.cursors,
                 reject_log: LogLimit::new(20, Duration::from_secs(10)),
                 log_failing: None,
                 failed: false,
@@ -855,7 +896,12 @@ impl<B: Backend> Applier<B> {
         &mut self,
         write: PendingWrite,
     ) -> Result<AppliedWrite, (String, oneshot::Sender<Result<WriteOutcome, WriteError>>)> {
-        let PendingWrite { lines, key, reply } = write;
+        let PendingWrite {
+            lines,
+            key,
+            cursor,
+            reply,
+        } = write;
         let parsed = lines.iter().filter(|l| l.event.is_ok()).count() as u64;
         let unparsed: Vec<Rejection> = lines
             .iter()
@@ -866,15 +912,25 @@ impl<B: Backend> Applier<B> {
             .filter_map(|l| Some((l.line, event_to_line(l.event.as_ref().ok()?).into_bytes())))
             .collect();
         let backend = &mut self.backend;
-        let engine_rejected = match guarded(|| backend.apply(lines)) {
+        let engine_rejected = match guarded(|| {
+            if lines.is_empty() {
+                Ok(Vec::new())
+            } else {
+                backend.apply(lines)
+            }
+        }) {
             Ok(rejected) => rejected,
             Err(reason) => return Err((reason, reply)),
         };
         let refused: BTreeSet<u64> = engine_rejected.iter().map(|r| r.line).collect();
-        let mut records = Vec::with_capacity(texts.len() + 1);
+        let mut records = Vec::with_capacity(texts.len() + 2);
         if let Some(key) = &key {
             records.push(key_record(key));
         }
+        if let Some(cursor) = &cursor {
+            records.push(cursor.record());
+        }
+        let leading = records.len() as u64;
         records.extend(
             texts
                 .into_iter()
@@ -884,9 +940,11 @@ impl<B: Backend> Applier<B> {
         let (accepted, rejected) = tally(parsed, unparsed, engine_rejected);
         Ok(AppliedWrite {
             records,
+            leading,
             accepted,
             rejected,
             key,
+            cursor,
             reply,
         })
     }
@@ -902,7 +960,8 @@ impl<B: Backend> Applier<B> {
             .iter()
             .flat_map(|w| w.records.iter().cloned())
             .collect();
-        // A group whose every line was rejected logs nothing (and syncs nothing).
+        // A group whose every line was rejected logs nothing (and syncs
+        // nothing), unless a tap's cursor goes with it.
         let appended = if records.is_empty() {
             Ok(self.log.next_sequence())
         } else {
@@ -930,7 +989,7 @@ impl<B: Backend> Applier<B> {
         self.health.beat();
         self.since_checkpoint += records.len() as u64;
         for write in applied {
-            sequence += u64::from(write.key.is_some());
+            sequence += write.leading;
             self.log_rejected(&write.rejected);
             self.metrics.record_batch(
                 write.accepted,
@@ -943,9 +1002,12 @@ impl<B: Backend> Applier<B> {
                 first_sequence: sequence,
                 duplicate: false,
             };
-            sequence += write.records.len() as u64 - u64::from(write.key.is_some());
+            sequence += write.records.len() as u64 - write.leading;
             if let Some(key) = write.key {
                 self.keys.insert(key, outcome.clone());
+            }
+            if let Some(cursor) = write.cursor {
+                self.cursors.insert(cursor.tap, cursor.position);
             }
             let _ = write.reply.send(Ok(outcome));
         }
@@ -986,12 +1048,20 @@ impl<B: Backend> Applier<B> {
         });
         match written {
             Ok(()) => {
-                // The remembered idempotency keys are logged again after the
-                // checkpoint, so they outlive the segments it lets go.
-                let keys: Vec<Vec<u8>> = self.keys.names().map(key_record).collect();
-                if !keys.is_empty() {
-                    if let Err(e) = self.log.append(&keys) {
-                        tracing::warn!("logging the idempotency keys again failed: {e}");
+                // The remembered idempotency keys and the taps' cursors are
+                // logged again after the checkpoint, so they outlive the
+                // segments it lets go.
+                let mut again: Vec<Vec<u8>> = self.keys.names().map(key_record).collect();
+                again.extend(
+                    self.cursors
+                        .iter()
+                        .map(|(tap, position)| TapCursor::new(tap, position.clone()).record()),
+                );
+                if !again.is_empty() {
+                    if let Err(e) = self.log.append(&again) {
+                        tracing::warn!(
+                            "logging the idempotency keys and tap cursors again failed: {e}"
+                        );
                     }
                 }
                 self.since_checkpoint = 0;
@@ -1031,11 +1101,17 @@ impl<B: Backend> Applier<B> {
                         lines,
                         key,
                         ticket,
+                        cursor,
                         reply,
                     } => {
                         // A write its writer abandoned (timed out) is never applied.
                         if ticket.is_none_or(|t| t.take()) {
-                            group.push(PendingWrite { lines, key, reply });
+                            group.push(PendingWrite {
+                                lines,
+                                key,
+                                cursor,
+                                reply,
+                            });
                         }
                     }
                     other => {

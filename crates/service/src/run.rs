@@ -197,19 +197,22 @@ pub fn run_blocking<B: Backend>(
         }
         if let Some(path) = config.follow_jobcomp.clone() {
             tracing::info!(tap = "jobcomp", path = %path.display(), "following");
-            tokio::spawn(taps::follow_jobcomp(
+            tokio::spawn(taps::follow_jobcomp_from(
                 path,
                 handle.clone(),
                 Duration::from_millis(200),
+                chrono::Local,
+                report.tap_cursors.get("jobcomp").cloned(),
             ));
         }
         if let Some((path, journal)) = config.follow_flux_journal.clone() {
             tracing::info!(tap = "flux-journal", path = %path.display(), "following");
-            tokio::spawn(taps::follow_flux_journal(
+            tokio::spawn(taps::follow_flux_journal_from(
                 path,
                 journal,
                 handle.clone(),
                 Duration::from_millis(200),
+                report.tap_cursors.get("flux-journal").cloned(),
             ));
         }
         if let Some(grace) = config.calc_period_ticks {
@@ -226,9 +229,10 @@ pub fn run_blocking<B: Backend>(
         }
         if let Some((path, speed)) = config.replay.clone() {
             let handle = handle.clone();
+            let from = report.tap_cursors.get("replay").cloned();
             tracing::info!(tap = "replay", path = %path.display(), speed, "replaying");
             tokio::spawn(async move {
-                match taps::replay_file(path.clone(), handle, speed).await {
+                match taps::replay_file_from(path.clone(), handle, speed, from).await {
                     Ok(()) => tracing::info!(tap = "replay", path = %path.display(), "replay done"),
                     Err(e) => tracing::warn!(tap = "replay", "replaying {}: {e}", path.display()),
                 }

@@ -11,6 +11,15 @@
 //!
 //! The calc-period ticker is in `ticks`.
 //!
+//! **Charged once, whatever restarts.** Each file tap (`jobcomp`, the Flux
+//! journal read from a file, `--replay`) logs its position with the events
+//! it produced, in the same append (`cursor`); at start it goes on from the
+//! last one recovered, and a followed file rotated in any way is read from
+//! its start exactly once (`fairflow_ingest::follow`). The Flux journal
+//! rebuilds its jobs from the lines before its position (read, not
+//! applied). A journal read from standard input has no position: it is read
+//! from wherever the pipe starts.
+//!
 //! Tap events that would arrive "in the past" (a record ending before the
 //! service's current time) are charged at the service's current time.
 //!
@@ -23,12 +32,14 @@
 //! over the line limit dropped as they are read; a replayed event log is
 //! streamed in batches of at most `REPLAY_BATCH_LINES` lines.
 
+pub mod cursor;
+
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use fairflow_ingest::flux_journal::FluxJournal;
-use fairflow_ingest::follow::Follower;
+use fairflow_ingest::follow::{position_in, FilePosition, Follower};
 use fairflow_ingest::jobcomp::record_to_event_in;
 use fairflow_ingest::reader::{open_source, read_events};
 use fairflow_ingest::swf::convert_swf;
@@ -39,6 +50,7 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader
 use tokio::sync::Semaphore;
 
 use crate::applier::{parse_body, ApplierHandle, WriteError};
+use cursor::TapCursor;
 
 /// Most bytes of a followed file read (and held) at once.
 pub const FOLLOW_READ_BYTES: usize = 1 << 20;
@@ -254,6 +266,18 @@ pub async fn follow_jobcomp_in<Tz: chrono::TimeZone + Send + Sync + 'static>(
     interval: Duration,
     tz: Tz,
 ) {
+    follow_jobcomp_from(path, applier, interval, tz, None).await
+}
+
+/// [`follow_jobcomp_in`] from the tap's last logged position (`cursor`).
+pub async fn follow_jobcomp_from<Tz: chrono::TimeZone + Send + Sync + 'static>(
+    path: PathBuf,
+    applier: ApplierHandle,
+    interval: Duration,
+    tz: Tz,
+    from: Option<FilePosition>,
+) {
+    let follower = Follower::resume(&path, FOLLOW_MAX_LINE_BYTES, from.as_ref());
     let convert =
         move |number: u64, text: &str, now: Time| match record_to_event_in(number, text, &tz) {
             Ok(None) => Vec::new(),
@@ -269,12 +293,21 @@ pub async fn follow_jobcomp_in<Tz: chrono::TimeZone + Send + Sync + 'static>(
                 event: Err(r),
             }],
         };
-    follow_file(path, applier, interval, "jobcomp", convert).await
+    follow_file(follower, applier, interval, "jobcomp", convert).await
 }
 
 /// The events of one line of a Flux events journal, at the service's time
-/// or later, or its rejection.
+/// or later, or its rejection, and the held lines the journal dropped.
 fn journal_lines(journal: &mut FluxJournal, number: u64, text: &str, now: Time) -> Vec<LogLine> {
+    let mut lines = journal_line(journal, number, text, now);
+    lines.extend(journal.take_dropped().into_iter().map(|r| LogLine {
+        line: r.line,
+        event: Err(r),
+    }));
+    lines
+}
+
+fn journal_line(journal: &mut FluxJournal, number: u64, text: &str, now: Time) -> Vec<LogLine> {
     match journal.line(number, text) {
         Ok(events) => events
             .into_iter()
@@ -299,15 +332,51 @@ fn journal_lines(journal: &mut FluxJournal, number: u64, text: &str, now: Time) 
 /// mapped by `journal`'s flux-accounting associations.
 pub async fn follow_flux_journal(
     source: PathBuf,
-    mut journal: FluxJournal,
+    journal: FluxJournal,
     applier: ApplierHandle,
     interval: Duration,
 ) {
+    follow_flux_journal_from(source, journal, applier, interval, None).await
+}
+
+/// [`follow_flux_journal`] from the tap's last logged position (`cursor`;
+/// a file only): the journal's jobs are rebuilt from the lines before it.
+pub async fn follow_flux_journal_from(
+    source: PathBuf,
+    mut journal: FluxJournal,
+    applier: ApplierHandle,
+    interval: Duration,
+    from: Option<FilePosition>,
+) {
     if source.as_os_str() != "-" {
+        let mut follower = Follower::resume(&source, FOLLOW_MAX_LINE_BYTES, from.as_ref());
+        let mut before = 0u64;
+        let rebuilt = follower.read_before_position(|number, line| {
+            before += 1;
+            if let Ok(bytes) = line {
+                let _ = journal.line(number, &String::from_utf8_lossy(bytes));
+            }
+        });
+        // What the lines before the position dropped was reported then.
+        journal.take_dropped();
+        match rebuilt {
+            Ok(()) if before > 0 => tracing::info!(
+                tap = "flux-journal",
+                lines = before,
+                active_jobs = journal.active_jobs(),
+                held_lines = journal.held_lines(),
+                "jobs rebuilt from the lines before the position"
+            ),
+            Ok(()) => {}
+            Err(e) => tracing::warn!(
+                tap = "flux-journal",
+                "reading the lines before the position ({e}): jobs submitted before it are unknown"
+            ),
+        }
         let convert = move |number: u64, text: &str, now: Time| {
             journal_lines(&mut journal, number, text, now)
         };
-        return follow_file(source, applier, interval, "flux-journal", convert).await;
+        return follow_file(follower, applier, interval, "flux-journal", convert).await;
     }
     // Standard input is read on a thread of its own (blocking reads), its
     // lines handed over in order.
@@ -339,25 +408,34 @@ pub async fn follow_flux_journal(
         }
         let now = applier.gauges().await.map_or(0, |g| g.now);
         let batch = journal_lines(&mut journal, number, &text, now);
-        if !write_tap_batch(&applier, batch, "flux-journal", interval).await {
+        if batch.is_empty() {
+            continue;
+        }
+        if !write_tap_batch(&applier, batch, None, "flux-journal", interval).await {
             return;
         }
     }
 }
 
-/// Write one tap batch, retrying while writes are refused for now; false
-/// when the applier has stopped.
+/// Write one tap batch with the tap's position after it (logged even when
+/// the batch is empty or all rejected), retrying while writes are refused
+/// for now; false when the applier has stopped.
 async fn write_tap_batch(
     applier: &ApplierHandle,
     batch: Vec<LogLine>,
+    cursor: Option<TapCursor>,
     tap: &'static str,
     interval: Duration,
 ) -> bool {
     // The applier logs rejected lines (rate-limited) and counts them. A
     // write refused for now (a full disk) is tried again: the follower has
     // moved past these records.
-    while !batch.is_empty() {
-        match applier.write(batch.clone()).await {
+    loop {
+        let written = match &cursor {
+            Some(cursor) => applier.write_from_tap(batch.clone(), cursor.clone()).await,
+            None => applier.write(batch.clone()).await,
+        };
+        match written {
             Ok(_) => break,
             Err(WriteError::Stopped) => {
                 tracing::info!(tap, "stopped following");
@@ -376,20 +454,24 @@ async fn write_tap_batch(
     true
 }
 
-/// Follow a file forever (until the applier stops), polling every
-/// `interval`, each complete line turned into log lines by `convert` (its
-/// number, its text, the service's current time).
+/// Follow a file forever (until the applier stops) with `follower`,
+/// polling every `interval`, each complete line turned into log lines by
+/// `convert` (its number, its text, the service's current time), each poll's
+/// lines written with the follower's position after them.
 async fn follow_file(
-    path: PathBuf,
+    mut follower: Follower,
     applier: ApplierHandle,
     interval: Duration,
     tap: &'static str,
     mut convert: impl FnMut(u64, &str, Time) -> Vec<LogLine> + Send,
 ) {
-    let mut follower = Follower::with_max_line_bytes(&path, FOLLOW_MAX_LINE_BYTES);
+    let path = follower.path().to_path_buf();
     // Log the follower's state when it changes, not every poll.
     let mut failing = false;
     loop {
+        for note in follower.take_notes() {
+            tracing::info!(tap, "{note}");
+        }
         // The bytes of one poll are taken from the write budget before they
         // are read, and held until their write is answered.
         let read_bytes = FOLLOW_READ_BYTES.min(applier.write_budget().cap_bytes());
@@ -429,7 +511,10 @@ async fn follow_file(
                     }
                 }
             }
-            if !write_tap_batch(&applier, batch, tap, interval).await {
+            let cursor = follower
+                .position()
+                .map(|position| TapCursor::new(tap, position));
+            if !write_tap_batch(&applier, batch, cursor, tap, interval).await {
                 return;
             }
         }
@@ -443,7 +528,43 @@ async fn follow_file(
 /// Replay a file (event log, `.jsonl.gz`, or SWF `.swf`/`.swf.gz`) into the
 /// service, `speed` times faster than its own clock (`0` = as fast as possible).
 pub async fn replay_file(path: PathBuf, applier: ApplierHandle, speed: f64) -> Result<(), String> {
+    replay_file_from(path, applier, speed, None).await
+}
+
+/// [`replay_file`] after the lines a previous replay of the same file logged
+/// (`from`, the tap's last cursor): nothing when it was complete; from the
+/// start when the file is another one (identity, first bytes, or shorter).
+pub async fn replay_file_from(
+    path: PathBuf,
+    applier: ApplierHandle,
+    speed: f64,
+    from: Option<FilePosition>,
+) -> Result<(), String> {
     let name = path.to_string_lossy().to_string();
+    let stamp = |lines: u64| -> Result<FilePosition, String> {
+        let mut file = std::fs::File::open(&path).map_err(|e| e.to_string())?;
+        let length = file.metadata().map_err(|e| e.to_string())?.len();
+        position_in(&mut file, length, lines).map_err(|e| e.to_string())
+    };
+    let same_file = from.as_ref().is_some_and(|from| {
+        std::fs::File::open(&path)
+            .and_then(|mut file| {
+                let meta = file.metadata()?;
+                Ok(from.same_file(&mut file, &meta))
+            })
+            .is_ok_and(|head| head.is_some())
+    });
+    let skip = match &from {
+        Some(from) if same_file => {
+            tracing::info!(tap = "replay", path = %name, "going on after line {} replayed before", from.line);
+            from.line
+        }
+        Some(_) => {
+            tracing::info!(tap = "replay", path = %name, "not the file replayed before: replaying it from its start");
+            0
+        }
+        None => 0,
+    };
     let source = open_source(&name).map_err(|e| e.to_string())?;
     // An SWF trace is converted whole (the converter sorts it by submit
     // time); an event log is streamed.
@@ -454,11 +575,24 @@ pub async fn replay_file(path: PathBuf, applier: ApplierHandle, speed: f64) -> R
         } else {
             Box::new(read_events(source).map(|line| line.map_err(|e| e.to_string())))
         };
+    // Each batch is logged with the count of the file's lines (parsed
+    // events or rejections) replayed through it.
+    let write = |batch: Vec<LogLine>, through: u64| {
+        let cursor = stamp(through).map(|position| TapCursor::new("replay", position));
+        let applier = applier.clone();
+        async move {
+            applier
+                .write_from_tap(batch, cursor?)
+                .await
+                .map_err(|e| e.to_string())
+        }
+    };
     let started = tokio::time::Instant::now();
     let mut first_t = None;
     let mut batch: Vec<LogLine> = Vec::new();
     let mut batch_t = None;
-    for line in lines {
+    let mut consumed = skip;
+    for line in lines.skip(skip as usize) {
         let line = line?;
         let t = line.event.as_ref().ok().map(|e| e.t);
         if first_t.is_none() {
@@ -466,10 +600,7 @@ pub async fn replay_file(path: PathBuf, applier: ApplierHandle, speed: f64) -> R
         }
         let full = batch.len() >= REPLAY_BATCH_LINES;
         if (full || (t.is_some() && t != batch_t)) && !batch.is_empty() {
-            applier
-                .write(std::mem::take(&mut batch))
-                .await
-                .map_err(|e| e.to_string())?;
+            write(std::mem::take(&mut batch), consumed).await?;
         }
         if let (Some(t), true) = (t, speed > 0.0) {
             if t != batch_t.unwrap_or(i64::MIN) {
@@ -482,9 +613,12 @@ pub async fn replay_file(path: PathBuf, applier: ApplierHandle, speed: f64) -> R
             batch_t = t;
         }
         batch.push(line);
+        consumed += 1;
     }
     if !batch.is_empty() {
-        applier.write(batch).await.map_err(|e| e.to_string())?;
+        write(batch, consumed).await?;
+    } else if consumed == skip && skip > 0 {
+        tracing::info!(tap = "replay", path = %name, "already replayed whole ({skip} lines): nothing to replay");
     }
     Ok(())
 }

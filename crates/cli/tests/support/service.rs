@@ -42,7 +42,7 @@ impl Service {
     }
 
     /// [`Service::start`], keeping every line the service writes to standard
-    /// error after it began listening in `log` (when given).
+    /// error in `log` (when given), those before it began listening included.
     pub fn start_logging(
         data_dir: &Path,
         token_file: &Path,
@@ -73,6 +73,9 @@ impl Service {
             line.clear();
             if reader.read_line(&mut line).unwrap() == 0 {
                 panic!("fairflow serve exited before listening");
+            }
+            if let Some(log) = &log {
+                log.lock().unwrap().push(line.clone());
             }
             if line.contains("listening on") {
                 break;

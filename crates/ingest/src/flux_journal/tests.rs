@@ -126,14 +126,71 @@ fn bad_lines_are_rejected_with_line_field_and_reason_and_change_nothing() {
             "rejected: line 3: field `jobspec.attributes.system.bank`: user `bob` has no association in bank `A`",
             "rejected: line 4: field `jobspec.attributes.system.queue`: queue `nowhere` is not in the flux-accounting database (deny_unknown_queues)",
             "rejected: line 5: field `events[0].context.urgency`: not an urgency 0..31",
-            "rejected: line 6: field `events[0].name`: no `submit` seen for job 2",
             "rejected: line 7: field `events[1].timestamp`: missing or not a time",
-            "rejected: line 8: field `events[0].name`: no `submit` seen for job 3",
             "rejected: line 9: field `id`: missing or not a job id",
             r#"{"account":"B","job":"4","op":"submit","t":4,"urgency":16,"user":"bob"}"#,
             "rejected: line 11: field `R.execution.R_lite[0].rank`: `3-1` is not an idset",
         ]
     );
+    // Lines 6 and 8 (jobs 2 and 3, never submitted) wait for their submit.
+    assert_eq!(journal.held_lines(), 2);
+    assert!(journal.take_dropped().is_empty());
+}
+
+#[test]
+fn an_alloc_before_its_submit_is_held_and_charged_after_it() {
+    let mut journal = FluxJournal::new(&db(false));
+    let got = feed(
+        &mut journal,
+        &[
+            r#"{"id":9,"events":[{"timestamp":130,"name":"alloc"}],"R":{"execution":{"R_lite":[{"rank":"0","children":{"core":"0-3"}}]}}}"#,
+            r#"{"id":9,"events":[{"timestamp":100,"name":"submit","context":{"userid":5012}}]}"#,
+            r#"{"id":9,"events":[{"timestamp":190,"name":"clean"}]}"#,
+        ],
+    );
+    assert_eq!(
+        got,
+        [
+            r#"{"account":"B","job":"9","op":"submit","t":100,"urgency":16,"user":"bob"}"#,
+            // The held alloc, right after the submit, at its own time.
+            r#"{"job":"9","op":"start","t":130,"tres":{"cpu":4,"node":1}}"#,
+            r#"{"job":"9","op":"end","t":190}"#,
+        ]
+    );
+    assert_eq!((journal.held_lines(), journal.active_jobs()), (0, 0));
+}
+
+#[test]
+fn held_lines_are_bounded_in_count_and_journal_time() {
+    let mut journal = FluxJournal::new(&db(false));
+    let alloc = |id: u64| format!(r#"{{"id":{id},"events":[{{"timestamp":10,"name":"alloc"}}]}}"#);
+    for id in 0..=MAX_HELD_LINES as u64 {
+        assert_eq!(journal.line(id + 1, &alloc(id)), Ok(Vec::new()));
+    }
+    // One line over the bound: the oldest (line 1, job 0) is dropped, saying why.
+    let dropped = journal.take_dropped();
+    assert_eq!(dropped.len(), 1);
+    assert_eq!(dropped[0].line, 1);
+    assert!(
+        dropped[0].reason.starts_with("job 0: no `submit` seen"),
+        "{}",
+        dropped[0]
+    );
+    assert_eq!(journal.held_lines(), MAX_HELD_LINES);
+    // Journal time moves past the hold limit: every held line is dropped.
+    let late = format!(
+        r#"{{"id":99999,"events":[{{"timestamp":{},"name":"submit","context":{{"userid":5012}}}}]}}"#,
+        MAX_HELD_SECS + 1
+    );
+    assert_eq!(journal.line(20_000, &late).map(|e| e.len()), Ok(1));
+    let dropped = journal.take_dropped();
+    assert_eq!(dropped.len(), MAX_HELD_LINES);
+    assert!(
+        dropped[0].reason.contains("waited more than 3600 s"),
+        "{}",
+        dropped[0]
+    );
+    assert_eq!(journal.held_lines(), 0);
 }
 
 #[test]
