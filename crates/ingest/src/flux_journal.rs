@@ -43,11 +43,12 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
 use fairflow_model::event::{JobSpec, Op};
-use fairflow_model::limits::MAX_TIME;
+use fairflow_model::limits::{MAX_TIME, MAX_TRES_COUNT};
 use fairflow_model::tres::TresCounts;
 use fairflow_model::{Event, Time};
 use serde_json::Value;
 
+use crate::check::check_event;
 use crate::import_flux::{FluxDb, FluxUser};
 use crate::Rejection;
 
@@ -120,20 +121,31 @@ fn fault(field: impl Into<String>, reason: impl Into<String>) -> Fault {
     (field.into(), reason.into())
 }
 
-/// The size of an idset (`0-3,5,7-8`), RFC 22.
-fn idset_count(text: &str) -> Option<u64> {
+/// The size of an idset (`0-3,5,7-8`), RFC 22, or why it has none: not an
+/// idset, or more ids than a `u64` counts.
+fn idset_size(text: &str) -> Result<u64, &'static str> {
+    const NOT: &str = "is not an idset";
     let mut count = 0u64;
     for part in text.split(',').filter(|p| !p.is_empty()) {
-        let number = |s: &str| s.trim().parse::<u64>().ok();
-        count += match part.split_once('-') {
+        let number = |s: &str| s.trim().parse::<u64>().map_err(|_| NOT);
+        let size = match part.split_once('-') {
             Some((lo, hi)) => {
                 let (lo, hi) = (number(lo)?, number(hi)?);
-                hi.checked_sub(lo)? + 1
+                hi.checked_sub(lo).ok_or(NOT)?.checked_add(1)
             }
-            None => number(part).map(|_| 1)?,
+            None => number(part).map(|_| Some(1))?,
         };
+        count = size
+            .and_then(|size| count.checked_add(size))
+            .ok_or("holds more ids than a count can")?;
     }
-    Some(count)
+    Ok(count)
+}
+
+/// [`idset_size`], if it has one.
+#[cfg(test)]
+fn idset_count(text: &str) -> Option<u64> {
+    idset_size(text).ok()
 }
 
 /// The nodes, cores and GPUs of an `R` (RFC 20: `execution.R_lite`, each
@@ -150,15 +162,39 @@ fn r_tres(r: &Value) -> Result<TresCounts, Fault> {
             match entry.pointer(&format!("/{path}")) {
                 None if !required => Ok(0),
                 Some(Value::String(s)) => {
-                    idset_count(s).ok_or_else(|| fault(field, format!("`{s}` is not an idset")))
+                    idset_size(s).map_err(|why| fault(field, format!("`{s}` {why}")))
                 }
                 _ => Err(fault(field, "missing or not an idset string")),
             }
         };
         let ranks = idset("rank", true)?;
-        nodes += ranks;
-        cores += ranks * idset("children/core", false)?;
-        gpus += ranks * idset("children/gpu", false)?;
+        let field = |what: &str| format!("R.execution.R_lite[{i}].{what}");
+        let per_rank = |path: &str, what: &str| -> Result<u64, Fault> {
+            ranks.checked_mul(idset(path, false)?).ok_or_else(|| {
+                fault(
+                    field(&path.replace('/', ".")),
+                    format!("{what} per rank times {ranks} ranks overflows"),
+                )
+            })
+        };
+        let (entry_cores, entry_gpus) = (
+            per_rank("children/core", "cores")?,
+            per_rank("children/gpu", "GPUs")?,
+        );
+        let sum = |total: u64, add: u64, path: &str| {
+            total
+                .checked_add(add)
+                .filter(|t| *t as f64 <= MAX_TRES_COUNT)
+                .ok_or_else(|| {
+                    fault(
+                        field(path),
+                        format!("the allocation's count exceeds {MAX_TRES_COUNT:e}"),
+                    )
+                })
+        };
+        nodes = sum(nodes, ranks, "rank")?;
+        cores = sum(cores, entry_cores, "children.core")?;
+        gpus = sum(gpus, entry_gpus, "children.gpu")?;
     }
     Ok(tres_of(nodes, cores, gpus))
 }
@@ -284,7 +320,7 @@ impl FluxJournal {
             last_t: self.last_t,
             needs_submit: false,
         };
-        let result = state.apply(text);
+        let result = state.apply(text).and_then(checked);
         let LineState {
             id,
             track,
@@ -397,6 +433,28 @@ impl FluxJournal {
     pub fn active_jobs(&self) -> usize {
         self.jobs.len()
     }
+}
+
+/// The events of a line if each is within the bounds every event meets
+/// (`check`), else the first fault, named by the line's field that gave it.
+fn checked(events: Vec<Event>) -> Result<Vec<Event>, Fault> {
+    for event in &events {
+        if let Err(r) = check_event(0, event) {
+            let field = r.field.unwrap_or_default();
+            let source = match field.split('.').next().unwrap_or("") {
+                "tres" if matches!(event.op, Op::Start { .. }) => "R".to_string(),
+                "tres" => "jobspec.resources".to_string(),
+                "time_limit" => "jobspec.attributes.system.duration".to_string(),
+                "t" => "events.timestamp".to_string(),
+                _ => field.clone(),
+            };
+            return Err(fault(
+                source,
+                format!("gives a `{}` whose `{field}` {}", event.op.name(), r.reason),
+            ));
+        }
+    }
+    Ok(events)
 }
 
 /// A line being applied (a line is about one job): that job's track and the
@@ -665,3 +723,6 @@ impl LineState<'_> {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod bounds_tests;

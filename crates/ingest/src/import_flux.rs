@@ -107,6 +107,17 @@ pub enum FluxImportError {
         /// SQLite's error.
         source: rusqlite::Error,
     },
+    /// An event the database gives is beyond the bounds every event meets
+    /// (`check`).
+    #[error("{path}: event {} it gives is out of bounds: {rejection}", index + 1)]
+    OutOfBounds {
+        /// The database's path.
+        path: String,
+        /// The event's index among the database's events.
+        index: usize,
+        /// The field and why.
+        rejection: crate::Rejection,
+    },
     /// A row holds a value fairflow cannot use.
     #[error("{path}: {table} row {key}: column `{column}`: {reason}")]
     Row {
@@ -819,6 +830,14 @@ pub fn read_flux_db(path: &Path, t: Time) -> Result<FluxDb, FluxImportError> {
         });
     }
     events.extend(usage_events);
+    // What the log's reader would refuse is refused here, by the same check.
+    crate::check::check_events(&events).map_err(|(index, rejection)| {
+        FluxImportError::OutOfBounds {
+            path: shown.clone(),
+            index,
+            rejection,
+        }
+    })?;
     Ok(FluxDb {
         events,
         users,

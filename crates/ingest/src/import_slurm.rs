@@ -1119,6 +1119,18 @@ pub fn import_slurm(input: &SlurmImport<'_>) -> Result<Vec<Event>, ImportError> 
     if events.last().is_some_and(|last| last.t < t) {
         events.push(Event { t, op: Op::Tick });
     }
+    // What the log's reader would refuse (a RawUsage beyond 2^50, ...) is
+    // refused here, by the same check.
+    crate::check::check_events(&events).map_err(|(index, r)| ImportError {
+        file: "the import".into(),
+        line: index as u64 + 1,
+        field: r.field,
+        reason: format!(
+            "event {} of the import is out of bounds: {}",
+            index + 1,
+            r.reason
+        ),
+    })?;
     Ok(events)
 }
 

@@ -11,6 +11,7 @@
 
 #![warn(missing_docs)]
 
+pub mod check;
 pub mod files;
 pub mod flux_journal;
 pub mod follow;
@@ -25,6 +26,7 @@ pub mod slurm_time;
 pub mod swf;
 pub mod write;
 
+pub use check::check_event;
 pub use parse::parse_event;
 pub use reader::{read_log, LogLine};
 

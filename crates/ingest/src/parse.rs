@@ -1,21 +1,23 @@
-//! JSON line to [`Event`]: every field checked for presence, type and range,
-//! every error naming its field. Unknown fields are ignored (the format may be
+//! JSON line to [`Event`]: every field checked for presence and type here,
+//! every error naming its field; then the event built is checked against the
+//! bounds every way in shares (`check::check_event`: names, ranges of times,
+//! counts and amounts). Unknown fields are ignored (the format may be
 //! extended); unknown ops are rejected.
 
 use std::collections::BTreeMap;
 
-use fairflow_model::event::{is_list, JobSpec, Op};
-use fairflow_model::limits::{
-    MAX_DURATION_SECS, MAX_TIME, MAX_TRES_COUNT, MAX_USAGE_AMOUNT_TRES_SECS, MAX_USAGE_FACTOR,
-};
+use fairflow_model::event::{JobSpec, Op};
 use fairflow_model::tres::{parse_weight_list, tres_name, TresCounts};
 use fairflow_model::{Event, Shares};
 use serde_json::{Map, Value};
 
+use crate::check::{
+    check_event, factor_reason, list_element_reason, period_reason, shares_reason, time_reason,
+    urgency_reason,
+};
 use crate::Rejection;
 
-/// The largest share count Slurm accepts (`0x7FFFFFFF` means `parent`).
-pub const MAX_SHARES: u64 = 0x7FFF_FFFE;
+pub use crate::check::MAX_SHARES;
 
 struct Fields<'a> {
     line: u64,
@@ -39,33 +41,19 @@ impl<'a> Fields<'a> {
     fn opt_name(&self, field: &str) -> Result<Option<String>, Rejection> {
         match self.get(field) {
             None => Ok(None),
-            Some(Value::String(s)) => {
-                if s.is_empty() {
-                    Err(self.err(field, "must not be empty"))
-                } else if s.len() > 256 {
-                    Err(self.err(field, "is longer than 256 bytes"))
-                } else if s
-                    .chars()
-                    .any(|c| c.is_whitespace() || c.is_control() || c == '|')
-                {
-                    Err(self.err(field, "must not contain spaces, control characters or `|`"))
-                } else {
-                    Ok(Some(s.clone()))
-                }
-            }
+            Some(Value::String(s)) => Ok(Some(s.clone())),
             Some(_) => Err(self.err(field, "must be a string")),
         }
     }
 
     /// A partition or QOS list: one name, a comma-separated list (Slurm's
     /// `-p a,b`, `--qos a,b`) or a JSON array of names, stored as the
-    /// comma-separated list in the order given. Every element is a name
-    /// ([`Self::opt_name`]'s rules); none is empty or given twice.
+    /// comma-separated list in the order given (its elements are checked by
+    /// `check::check_name_list`).
     fn opt_name_list(&self, field: &str) -> Result<Option<String>, Rejection> {
         let items: Vec<String> = match self.get(field) {
             None => return Ok(None),
-            Some(Value::String(s)) if !is_list(s) => return self.opt_name(field),
-            Some(Value::String(s)) => s.split(',').map(str::to_string).collect(),
+            Some(Value::String(_)) => return self.opt_name(field),
             Some(Value::Array(items)) => items
                 .iter()
                 .map(|v| v.as_str().map(str::to_string))
@@ -76,28 +64,9 @@ impl<'a> Fields<'a> {
         if items.is_empty() {
             return Err(self.err(field, "must list at least one name"));
         }
-        for (i, item) in items.iter().enumerate() {
-            if item.is_empty() {
-                return Err(self.err(field, format!("element {} of the list is empty", i + 1)));
-            }
-            if item.len() > 256
-                || item
-                    .chars()
-                    .any(|c| c.is_whitespace() || c.is_control() || c == '|' || c == ',')
-            {
-                return Err(self.err(
-                    field,
-                    format!(
-                        "element {} of the list (`{}`) must be at most 256 bytes, without \
-                         spaces, control characters, `|` or `,`",
-                        i + 1,
-                        item.escape_debug()
-                    ),
-                ));
-            }
-            if items[..i].contains(item) {
-                return Err(self.err(field, format!("lists `{item}` twice")));
-            }
+        // An element holding `,` would read back as two.
+        if let Some(i) = items.iter().position(|item| item.contains(',')) {
+            return Err(self.err(field, list_element_reason(i, &items[i])));
         }
         Ok(Some(items.join(",")))
     }
@@ -122,6 +91,20 @@ impl<'a> Fields<'a> {
         }
     }
 
+    /// An integer >= 0 that fits `T`, else rejected with `reason`.
+    fn opt_small<T: TryFrom<u64>>(
+        &self,
+        field: &str,
+        reason: impl Fn() -> String,
+    ) -> Result<Option<T>, Rejection> {
+        match self.opt_u64(field)? {
+            None => Ok(None),
+            Some(n) => T::try_from(n)
+                .map(Some)
+                .map_err(|_| self.err(field, reason())),
+        }
+    }
+
     fn opt_bool(&self, field: &str) -> Result<Option<bool>, Rejection> {
         match self.get(field) {
             None => Ok(None),
@@ -141,48 +124,14 @@ impl<'a> Fields<'a> {
         }
     }
 
-    fn non_negative(&self, field: &str) -> Result<Option<f64>, Rejection> {
-        match self.opt_number(field)? {
-            Some(x) if x < 0.0 => Err(self.err(field, "must be a number >= 0")),
-            other => Ok(other),
-        }
-    }
-
-    /// A number from 0 to `max` (the exact arithmetic's range, `model::limits`).
-    fn bounded(&self, field: &str, max: f64) -> Result<Option<f64>, Rejection> {
-        match self.non_negative(field)? {
-            Some(x) if x > max => {
-                Err(self.err(field, format!("{x:e} is out of range (at most {max:e})")))
-            }
-            other => Ok(other),
-        }
-    }
-
-    /// A time in Unix seconds, from 0 to `MAX_TIME` (9999-12-31T23:59:59Z).
+    /// A time in Unix seconds (its range is checked with the event).
     fn opt_time(&self, field: &str) -> Result<Option<i64>, Rejection> {
         match self.get(field) {
             None => Ok(None),
             Some(v) => v
                 .as_i64()
-                .filter(|t| fairflow_model::limits::time_in_range(*t))
                 .map(Some)
-                .ok_or_else(|| {
-                    self.err(
-                        field,
-                        format!("must be an integer number of Unix seconds from 0 to {MAX_TIME}"),
-                    )
-                }),
-        }
-    }
-
-    /// A duration in seconds, from 0 to `MAX_DURATION_SECS`.
-    fn opt_duration(&self, field: &str) -> Result<Option<u64>, Rejection> {
-        match self.opt_u64(field)? {
-            Some(d) if d > MAX_DURATION_SECS => Err(self.err(
-                field,
-                format!("must be a number of seconds from 0 to {MAX_DURATION_SECS}"),
-            )),
-            other => Ok(other),
+                .ok_or_else(|| self.err(field, time_reason())),
         }
     }
 
@@ -190,13 +139,11 @@ impl<'a> Fields<'a> {
         match self.get(field) {
             None => Ok(None),
             Some(Value::String(s)) if s.eq_ignore_ascii_case("parent") => Ok(Some(Shares::Parent)),
-            Some(v) => match v.as_u64() {
-                Some(n) if n <= MAX_SHARES => Ok(Some(Shares::Value(n as u32))),
-                _ => Err(self.err(
-                    field,
-                    format!("must be an integer from 0 to {MAX_SHARES}, or \"parent\""),
-                )),
-            },
+            Some(v) => v
+                .as_u64()
+                .and_then(|n| u32::try_from(n).ok())
+                .map(|n| Some(Shares::Value(n)))
+                .ok_or_else(|| self.err(field, shares_reason())),
         }
     }
 
@@ -209,14 +156,8 @@ impl<'a> Fields<'a> {
                     let path = format!("{field}.{name}");
                     let count = value
                         .as_f64()
-                        .filter(|c| c.is_finite() && *c >= 0.0)
+                        .filter(|c| c.is_finite())
                         .ok_or_else(|| self.err(&path, "must be a number >= 0"))?;
-                    if count > MAX_TRES_COUNT {
-                        return Err(self.err(
-                            &path,
-                            format!("{count:e} is out of range (at most {MAX_TRES_COUNT:e})"),
-                        ));
-                    }
                     if counts.insert(tres_name(name), count).is_some() {
                         return Err(self.err(&path, "is given twice"));
                     }
@@ -228,10 +169,7 @@ impl<'a> Fields<'a> {
     }
 
     fn job_spec(&self) -> Result<JobSpec, Rejection> {
-        let urgency = match self.opt_u64("urgency")? {
-            Some(u) if u > 31 => return Err(self.err("urgency", "must be from 0 to 31")),
-            other => other.map(|u| u as u8),
-        };
+        let urgency = self.opt_small::<u8>("urgency", urgency_reason)?;
         let attributes = match self.get("attributes") {
             None => None,
             Some(Value::Array(items)) => Some(
@@ -247,7 +185,7 @@ impl<'a> Fields<'a> {
             partition: self.opt_name_list("partition")?,
             qos: self.opt_name_list("qos")?,
             tres: self.tres("tres")?,
-            time_limit_secs: self.opt_duration("time_limit")?,
+            time_limit_secs: self.opt_u64("time_limit")?,
             nice: self.opt_i64("nice")?,
             urgency,
             begin: self.opt_time("begin")?,
@@ -303,21 +241,9 @@ pub fn parse_event(line: u64, text: &str) -> Result<Event, Rejection> {
             account: f.name("account")?,
             user: f.opt_name("user")?,
             amount: f
-                .bounded("amount", MAX_USAGE_AMOUNT_TRES_SECS)?
+                .opt_number("amount")?
                 .ok_or_else(|| f.err("amount", "missing"))?,
-            period: match f.opt_u64("period")? {
-                Some(p) if p < fairflow_model::config::MAX_FLUX_BINS as u64 => Some(p as u32),
-                Some(_) => {
-                    return Err(f.err(
-                        "period",
-                        format!(
-                            "must be a usage bin from 0 to {}",
-                            fairflow_model::config::MAX_FLUX_BINS - 1
-                        ),
-                    ))
-                }
-                None => None,
-            },
+            period: f.opt_small("period", period_reason)?,
         },
         "reset_usage" => Op::ResetUsage,
         "submit" => Op::Submit {
@@ -359,16 +285,11 @@ pub fn parse_event(line: u64, text: &str) -> Result<Event, Rejection> {
         "qos" => Op::Qos {
             name: f.name("name")?,
             priority: f.opt_i64("priority")?,
-            usage_factor: f.bounded("usage_factor", MAX_USAGE_FACTOR)?,
+            usage_factor: f.opt_number("usage_factor")?,
         },
         "partition" => Op::Partition {
             name: f.name("name")?,
-            priority_job_factor: match f.opt_u64("priority_job_factor")? {
-                Some(p) if p > 65533 => {
-                    return Err(f.err("priority_job_factor", "must be from 0 to 65533"))
-                }
-                other => other.map(|p| p as u32),
-            },
+            priority_job_factor: f.opt_small("priority_job_factor", factor_reason)?,
             tres_billing_weights: match f.get("tres_billing_weights") {
                 None => None,
                 Some(Value::String(s)) => Some(
@@ -378,13 +299,8 @@ pub fn parse_event(line: u64, text: &str) -> Result<Event, Rejection> {
             },
             priority: f.opt_i64("priority")?,
             tres: f.tres("tres")?,
-            max_time_secs: f.opt_duration("max_time")?,
-            priority_tier: match f.opt_u64("priority_tier")? {
-                Some(p) if p > 65533 => {
-                    return Err(f.err("priority_tier", "must be from 0 to 65533"))
-                }
-                other => other.map(|p| p as u16),
-            },
+            max_time_secs: f.opt_u64("max_time")?,
+            priority_tier: f.opt_small("priority_tier", factor_reason)?,
         },
         "cluster" => Op::Cluster {
             nodes: f
@@ -395,7 +311,9 @@ pub fn parse_event(line: u64, text: &str) -> Result<Event, Rejection> {
         "tick" => Op::Tick,
         other => return Err(f.err("op", format!("unknown op `{other}`"))),
     };
-    Ok(Event { t, op })
+    let event = Event { t, op };
+    check_event(line, &event)?;
+    Ok(event)
 }
 
 #[cfg(test)]

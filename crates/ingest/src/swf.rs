@@ -19,6 +19,7 @@ use fairflow_model::limits::{time_in_range, MAX_DURATION_SECS, MAX_TRES_COUNT};
 use fairflow_model::tres::TresCounts;
 use fairflow_model::{Event, Shares, Time};
 
+use crate::check::check_event;
 use crate::reader::LogLine;
 use crate::Rejection;
 
@@ -290,9 +291,10 @@ pub fn convert_swf<R: BufRead>(reader: R) -> Result<Vec<LogLine>, std::io::Error
     }
     // Stable: a job's own events, and creations before first use, keep their order.
     events.sort_by_key(|(t, _, _)| *t);
+    // Within range by construction; checked as every event is all the same.
     lines.extend(events.into_iter().map(|(_, line, event)| LogLine {
         line,
-        event: Ok(event),
+        event: check_event(line, &event).map(|()| event),
     }));
     Ok(lines)
 }

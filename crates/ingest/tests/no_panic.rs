@@ -2,7 +2,7 @@
 //! the validator panic; what parses round-trips through the writer.
 
 use fairflow_book::Book;
-use fairflow_ingest::jobcomp::record_to_event;
+use fairflow_ingest::jobcomp::{read_record, JobcompReader};
 use fairflow_ingest::parse_event;
 use fairflow_ingest::reader::read_events;
 use fairflow_ingest::swf::convert_swf;
@@ -108,7 +108,11 @@ proptest! {
 
     #[test]
     fn arbitrary_jobcomp_and_swf_lines_never_panic(text in "[ -~]{0,200}") {
-        let _ = record_to_event(1, &text);
+        let _ = read_record(1, &text);
+        let mut reader = JobcompReader::local();
+        for (i, line) in text.split('|').enumerate() {
+            let _ = reader.line(i as u64 + 1, line);
+        }
         let _ = convert_swf(text.as_bytes()).unwrap();
     }
 }

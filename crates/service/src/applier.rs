@@ -897,19 +897,30 @@ impl<B: Backend> Applier<B> {
         write: PendingWrite,
     ) -> Result<AppliedWrite, (String, oneshot::Sender<Result<WriteOutcome, WriteError>>)> {
         let PendingWrite {
-            lines,
+            mut lines,
             key,
             cursor,
             reply,
         } = write;
+        // Log only what a replay reads back as the same event (the bounds of
+        // `fairflow_ingest::check`, whatever built it): the rest is refused now.
+        let mut texts: Vec<(u64, Vec<u8>)> = Vec::with_capacity(lines.len());
+        for l in &mut lines {
+            let Ok(event) = &l.event else { continue };
+            let text = event_to_line(event);
+            match parse_event(l.line, &text) {
+                Ok(back) if back == *event => texts.push((l.line, text.into_bytes())),
+                Ok(_) => {
+                    let reason = format!("would not replay as itself (logged as {text})");
+                    l.event = Err(Rejection::new(l.line, None, reason));
+                }
+                Err(rejection) => l.event = Err(rejection),
+            }
+        }
         let parsed = lines.iter().filter(|l| l.event.is_ok()).count() as u64;
         let unparsed: Vec<Rejection> = lines
             .iter()
             .filter_map(|l| l.event.as_ref().err().cloned())
-            .collect();
-        let texts: Vec<(u64, Vec<u8>)> = lines
-            .iter()
-            .filter_map(|l| Some((l.line, event_to_line(l.event.as_ref().ok()?).into_bytes())))
             .collect();
         let backend = &mut self.backend;
         let engine_rejected = match guarded(|| {

@@ -40,7 +40,7 @@ use std::time::Duration;
 
 use fairflow_ingest::flux_journal::FluxJournal;
 use fairflow_ingest::follow::{position_in, FilePosition, Follower};
-use fairflow_ingest::jobcomp::record_to_event_in;
+use fairflow_ingest::jobcomp::JobcompReader;
 use fairflow_ingest::reader::{open_source, read_events};
 use fairflow_ingest::swf::convert_swf;
 use fairflow_ingest::{LogLine, Rejection};
@@ -278,21 +278,26 @@ pub async fn follow_jobcomp_from<Tz: chrono::TimeZone + Send + Sync + 'static>(
     from: Option<FilePosition>,
 ) {
     let follower = Follower::resume(&path, FOLLOW_MAX_LINE_BYTES, from.as_ref());
-    let convert =
-        move |number: u64, text: &str, now: Time| match record_to_event_in(number, text, &tz) {
-            Ok(None) => Vec::new(),
-            Ok(Some(mut event)) => {
-                event.t = event.t.max(now);
-                vec![LogLine {
-                    line: number,
-                    event: Ok(event),
-                }]
-            }
-            Err(r) => vec![LogLine {
-                line: number,
-                event: Err(r),
-            }],
-        };
+    let mut records = JobcompReader::new(tz);
+    let convert = move |number: u64, text: &str, now: Time| {
+        let read = records.line(number, text);
+        for why in &read.ambiguous {
+            tracing::warn!(
+                tap = "jobcomp",
+                ambiguous_records = records.ambiguous_records(),
+                "line {number}: {why}"
+            );
+        }
+        read.lines
+            .into_iter()
+            .map(|mut line| {
+                if let Ok(event) = &mut line.event {
+                    event.t = event.t.max(now);
+                }
+                line
+            })
+            .collect()
+    };
     follow_file(follower, applier, interval, "jobcomp", convert).await
 }
 
