@@ -3,6 +3,7 @@
 //! renderers as the commands' `--json`. An engine error is returned, never
 //! a panic: the applier rebuilds the engine from the durable state.
 
+use fairflow_book::JobPhase;
 use fairflow_engine::Engine;
 use fairflow_ingest::{LogLine, Rejection};
 use fairflow_serve::plot::tree::{TreeColor, TreeOptions, TreePicture};
@@ -96,6 +97,21 @@ impl Backend for EngineBackend {
                     .map_err(|e| QueryError::BadRequest(e.to_string()))?,
                     None => sprio::render(&jobs, *normalized, *format),
                 }
+            }
+            Query::JobPhases => {
+                let mut lines = String::new();
+                for (id, job) in &engine.book().state().jobs {
+                    let phase = match job.phase {
+                        JobPhase::Pending => "pending",
+                        JobPhase::Held => "held",
+                        JobPhase::Running { .. } => "running",
+                    };
+                    lines.push_str(id);
+                    lines.push('\t');
+                    lines.push_str(phase);
+                    lines.push('\n');
+                }
+                lines
             }
             Query::SlurmJobs => {
                 let listed = engine.priorities().map_err(internal)?;

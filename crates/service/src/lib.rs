@@ -21,6 +21,7 @@ pub mod backend;
 pub mod budget;
 pub mod engine_backend;
 pub mod exactly_once;
+pub mod follow_slurm;
 pub mod health;
 pub mod http;
 pub mod log_limit;

@@ -51,6 +51,8 @@ pub struct ServiceConfig {
     /// `tick` of its own, this long after the boundary (`--calc-period-ticks`),
     /// instead of in the batch of the first event after it.
     pub calc_period_ticks: Option<Duration>,
+    /// Follow a running Slurm through its commands (`--follow-slurm`).
+    pub follow_slurm: Option<crate::follow_slurm::FollowSlurm>,
 }
 
 impl ServiceConfig {
@@ -70,6 +72,7 @@ impl ServiceConfig {
             recover: false,
             max_tap_connections: StreamLimits::default().max_connections,
             calc_period_ticks: None,
+            follow_slurm: None,
         }
     }
 }
@@ -188,6 +191,17 @@ pub fn run_blocking<B: Backend>(
                 handle.clone(),
                 Duration::from_millis(200),
             ));
+        }
+        if let Some(settings) = config.follow_slurm.clone() {
+            tracing::info!(
+                tap = "follow-slurm",
+                poll_secs = settings.poll.as_secs(),
+                "following"
+            );
+            let store = crate::follow_slurm::FileCursor::in_data_dir(&config.data_dir);
+            let follow =
+                crate::follow_slurm::follow_slurm(settings, store, handle.clone(), metrics.clone());
+            tokio::spawn(follow);
         }
         if let Some(grace) = config.calc_period_ticks {
             tracing::info!(

@@ -49,8 +49,21 @@ impl Service {
         extra: &[&str],
         log: Option<Arc<Mutex<Vec<String>>>>,
     ) -> Service {
+        Self::start_with_env(data_dir, token_file, extra, log, &[])
+    }
+
+    /// [`Service::start_logging`] with `env` added to the service's
+    /// environment.
+    pub fn start_with_env(
+        data_dir: &Path,
+        token_file: &Path,
+        extra: &[&str],
+        log: Option<Arc<Mutex<Vec<String>>>>,
+        env: &[(&str, String)],
+    ) -> Service {
         let port = free_port();
         let mut child = Command::new(env!("CARGO_BIN_EXE_fairflow"))
+            .envs(env.iter().map(|(k, v)| (k, v)))
             .args([
                 "serve",
                 "--listen",
