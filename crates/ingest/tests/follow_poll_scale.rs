@@ -130,5 +130,19 @@ fn one_poll_at_scale() {
         wall.elapsed().as_secs_f64()
     );
     assert_eq!(events.len(), changed, "only the changed jobs");
+    // Where the second poll's time goes, piece by piece.
+    let text = std::fs::read_to_string(file("jobs")).unwrap();
+    let cpu = cpu_secs();
+    let table = JobTable::read(&first.jobs, "squeue", &text).unwrap();
+    println!(
+        "  squeue's 1M lines read against the last table: {:.2} s CPU",
+        cpu_secs() - cpu
+    );
+    let cpu = cpu_secs();
+    let _ = fairflow_ingest::slurm_live::diff::queue_events(&first.jobs, None, &table, 2);
+    println!("  the job diff: {:.2} s CPU", cpu_secs() - cpu);
+    let cpu = cpu_secs();
+    let _ = poll.run(&table).unwrap();
+    println!("  a whole poll's reading: {:.2} s CPU", cpu_secs() - cpu);
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -1,11 +1,13 @@
 //! The live queue: `squeue`'s pending and running jobs read into
-//! [`LiveJob`]s, one a line of [`JOBS_FORMAT`]. Each line's text is kept
-//! with a hash, so that a poll parses only the lines that changed since the
-//! last one ([`JobTable::read`]).
+//! [`LiveJob`]s, one a line of [`JOBS_FORMAT`]. Each line is kept as a
+//! 64-bit hash of its text, so that a poll parses only the lines that
+//! changed since the last one ([`JobTable::read`]) and shares the rest (id
+//! and job) with the last table.
 
-use std::collections::hash_map::DefaultHasher;
-use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+
+use rustc_hash::{FxHashMap, FxHasher};
 
 use fairflow_model::event::JobSpec;
 use fairflow_model::tres::TresCounts;
@@ -70,11 +72,11 @@ pub struct LiveJob {
 /// The jobs of the last poll, by id, each with the hash of its line.
 #[derive(Debug, Default, Clone)]
 pub struct JobTable {
-    jobs: HashMap<Box<str>, (u64, LiveJob)>,
+    jobs: FxHashMap<Arc<str>, (u64, Arc<LiveJob>)>,
 }
 
 fn line_hash(text: &str) -> u64 {
-    let mut hasher = DefaultHasher::new();
+    let mut hasher = FxHasher::default();
     text.hash(&mut hasher);
     hasher.finish()
 }
@@ -82,12 +84,12 @@ fn line_hash(text: &str) -> u64 {
 impl JobTable {
     /// The jobs, by id.
     pub fn jobs(&self) -> impl Iterator<Item = (&str, &LiveJob)> {
-        self.jobs.iter().map(|(id, (_, job))| (&**id, job))
+        self.jobs.iter().map(|(id, (_, job))| (&**id, &**job))
     }
 
     /// The job `id`, if listed.
     pub fn get(&self, id: &str) -> Option<&LiveJob> {
-        self.jobs.get(id).map(|(_, job)| job)
+        self.jobs.get(id).map(|(_, job)| &**job)
     }
 
     /// Is job `id` new in `self`, or its line different from `previous`'s?
@@ -113,8 +115,8 @@ impl JobTable {
     /// (`previous`); `command` names the output in errors. Any malformed
     /// line is an error and no table.
     pub fn read(previous: &JobTable, command: &str, text: &str) -> Result<JobTable, CommandError> {
-        let mut jobs: HashMap<Box<str>, (u64, LiveJob)> =
-            HashMap::with_capacity(previous.jobs.len().max(16));
+        let mut jobs: FxHashMap<Arc<str>, (u64, Arc<LiveJob>)> = FxHashMap::default();
+        jobs.reserve(previous.jobs.len().max(16));
         for (index, raw) in text.lines().enumerate() {
             let line = index as u64 + 1;
             let raw = raw.trim_end_matches('\r');
@@ -125,11 +127,11 @@ impl JobTable {
             let id = raw.split('|').next().unwrap_or("").trim();
             check_name(id).map_err(|reason| err(format!("field `JobID`: {reason}")))?;
             let hash = line_hash(raw);
-            let job = match previous.jobs.get(id) {
-                Some((old, job)) if *old == hash => job.clone(),
-                _ => parse_job(raw).map_err(err)?,
+            let (key, job) = match previous.jobs.get_key_value(id) {
+                Some((key, (old, job))) if *old == hash => (key.clone(), job.clone()),
+                _ => (Arc::from(id), Arc::new(parse_job(raw).map_err(err)?)),
             };
-            if jobs.insert(id.into(), (hash, job)).is_some() {
+            if jobs.insert(key, (hash, job)).is_some() {
                 return Err(err(format!("job `{id}` is listed twice")));
             }
         }
