@@ -185,13 +185,6 @@ fn top(service: &Service) -> Vec<String> {
         .collect()
 }
 
-fn metric(service: &Service, name: &str) -> f64 {
-    let (_, body) = service.request("GET", "/metrics", None, "");
-    body.lines()
-        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
-        .unwrap_or(-1.0)
-}
-
 fn start(dir: &Path, bin: &Path) -> Service {
     Service::start_with_env(
         &dir.join("data"),
@@ -227,7 +220,7 @@ fn the_follower_applies_changes_survives_bad_answers_and_restarts() {
     wait_until("job 1 in the queue", || top(&service) == ["1"]);
 
     // An unreadable answer: the poll changes nothing, even what else changed.
-    let polls = metric(&service, "fairflow_slurm_poll_failures_total");
+    let polls = service.metric("fairflow_slurm_poll_failures_total");
     jobs(
         &scenario,
         &[
@@ -236,15 +229,15 @@ fn the_follower_applies_changes_survives_bad_answers_and_restarts() {
         ],
     );
     wait_until("a failed poll", || {
-        metric(&service, "fairflow_slurm_poll_failures_total") > polls
+        service.metric("fairflow_slurm_poll_failures_total") > polls
     });
     assert_eq!(top(&service), ["1"]);
     // A command that hangs is killed after its timeout, and changes nothing.
     std::fs::write(scenario.join("jobs.hang"), "").unwrap();
     jobs(&scenario, &[job("3", "u1", "PENDING", "Priority")]);
-    let failed = metric(&service, "fairflow_slurm_poll_failures_total");
+    let failed = service.metric("fairflow_slurm_poll_failures_total");
     wait_until("a hung poll", || {
-        metric(&service, "fairflow_slurm_poll_failures_total") > failed
+        service.metric("fairflow_slurm_poll_failures_total") > failed
     });
     assert_eq!(top(&service), ["1"]);
     std::fs::remove_file(scenario.join("jobs.hang")).unwrap();
@@ -265,8 +258,8 @@ fn the_follower_applies_changes_survives_bad_answers_and_restarts() {
             .lines()
             .any(|l| l.starts_with("a|u1|") && l.split('|').nth(4) == Some("1000"))
     });
-    assert!(metric(&service, "fairflow_slurm_last_good_poll_age_seconds") >= 0.0);
-    assert!(metric(&service, "fairflow_slurm_usage_reconciliations_total") >= 1.0);
+    assert!(service.metric("fairflow_slurm_last_good_poll_age_seconds") >= 0.0);
+    assert!(service.metric("fairflow_slurm_usage_reconciliations_total") >= 1.0);
 
     // fairflow stops; meanwhile job 1 is released and starts, 3 is cancelled,
     // 4 is submitted. The start's full comparison repairs the gap.

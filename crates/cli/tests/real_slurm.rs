@@ -206,21 +206,13 @@ fn fairflow_order(service: &Service, partition: &str, multi: &[String]) -> Vec<S
         .collect()
 }
 
-/// A metric's value in `/metrics`.
-fn metric(service: &Service, name: &str) -> f64 {
-    let (_, body) = service.request("GET", "/metrics", None, "");
-    body.lines()
-        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
-        .unwrap_or(-1.0)
-}
-
 /// Wait for the decay thread to run, then for two good polls of fairflow
 /// after it (the second sees Slurm's usage of that pass and reconciles).
 fn settle(cluster: &SlurmCluster, service: &Service) {
     cluster.wait_for_decay_pass();
-    let polls = metric(service, "fairflow_slurm_polls_total");
+    let polls = service.metric("fairflow_slurm_polls_total");
     wait_for("two polls", Duration::from_secs(60), || {
-        metric(service, "fairflow_slurm_polls_total") >= polls + 2.0
+        service.metric("fairflow_slurm_polls_total") >= polls + 2.0
     });
 }
 
@@ -447,7 +439,7 @@ fn fairflow_follows_a_real_slurm_and_agrees_with_its_sshare_sprio_and_queue() {
     settle(&cluster, &service);
     differences.extend(compare_all(&cluster, &service, &multi, "NO_FAIR_TREE"));
 
-    let failures = metric(&service, "fairflow_slurm_poll_failures_total");
+    let failures = service.metric("fairflow_slurm_poll_failures_total");
     println!("polls failed (slurmctld restarting): {failures}");
     for line in log.lock().unwrap().iter() {
         if line.contains("reconciled") || line.contains("poll failed") {

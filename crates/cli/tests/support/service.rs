@@ -121,6 +121,14 @@ impl Service {
         self.child.wait().unwrap()
     }
 
+    /// A sample's value in `/metrics` (`-1` when absent).
+    pub fn metric(&self, name: &str) -> f64 {
+        let (_, body) = self.request("GET", "/metrics", None, "");
+        body.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+            .unwrap_or(-1.0)
+    }
+
     /// One HTTP exchange: `(status, body)`; status 0 when the connection failed.
     pub fn request(
         &self,
