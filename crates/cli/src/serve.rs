@@ -90,6 +90,20 @@ pub struct Args {
     /// `--tap-unix`); more are answered with an error line and closed.
     #[arg(long, value_name = "N", default_value_t = 64)]
     max_tap_connections: usize,
+    /// Most bytes of answers held for readers at once, every connection
+    /// together: each answer sent in pieces (`/v1/sprio`, `/slurm/v0.0.46/jobs`,
+    /// ...) holds a 2 MiB window while it is sent; a read that finds them
+    /// spent gets 503 at once.
+    #[arg(long, value_name = "BYTES", default_value_t = fairflow_service::stream::DEFAULT_RESPONSE_BUDGET_BYTES)]
+    max_response_bytes: usize,
+    /// A connection whose client reads nothing of its answer for this long
+    /// is closed, and what its answer held is released.
+    #[arg(long, value_name = "SECS", default_value_t = 30)]
+    write_timeout_secs: u64,
+    /// Most what-ifs (`POST /v1/whatif`) evaluated at once; more wait for a
+    /// slot until their deadline, then get 503.
+    #[arg(long, value_name = "N", default_value_t = fairflow_service::whatif::DEFAULT_MAX_WHATIFS)]
+    max_whatifs: usize,
     /// `/healthz` turns unhealthy (503) when the applier has been stuck this
     /// long on one step (an engine call that does not return), so a
     /// supervisor restarts the service.
@@ -170,6 +184,9 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     config.http.max_connections_per_client = args.max_connections_per_client.max(1);
     config.http.stall_timeout = std::time::Duration::from_secs(args.stall_timeout_secs.max(1));
     config.http.metrics_associations = args.metrics_associations;
+    config.http.max_response_bytes = args.max_response_bytes;
+    config.http.write_timeout = std::time::Duration::from_secs(args.write_timeout_secs.max(1));
+    config.http.max_whatifs = args.max_whatifs.max(1);
     config.max_tap_connections = args.max_tap_connections.max(1);
     config.recover = args.recover;
     config.calc_period_ticks = args.calc_period_ticks.map(std::time::Duration::from_secs);

@@ -99,7 +99,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         .any(|f| f.contains('%'))
         .then(|| args.fields.join(","));
     if let Some(text) = &percent {
-        Format::parse(text)?;
+        Format::parse(text).map_err(|e| anyhow::anyhow!("-o: {e}"))?;
     }
     let named: &[String] = if percent.is_some() { &[] } else { &args.fields };
     let slurm = (percent.is_some() || args.weights || (args.long && format == OutputFormat::Table))

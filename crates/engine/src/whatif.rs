@@ -13,6 +13,14 @@
 //! time before the state's is taken as the state's time (a proposal is about
 //! now); both sides are evaluated at the later of the state's time and the
 //! proposal's last event.
+//!
+//! A server bounds a proposal's work before anything is copied
+//! ([`check_bounds`]: at most [`MAX_PROPOSAL_EVENTS`] events and
+//! [`MAX_PROPOSAL_TIMES`] distinct later event times; under `INCR_ONLY` each
+//! later time costs a whole evaluation); the command evaluates what it is
+//! given. [`evaluate_base`] takes its own copy of the book and a `stop`
+//! question asked between events and between the two sides, so a server can
+//! give up on a what-if whose client left or whose time ran out.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -22,12 +30,71 @@ use fairflow_model::report::whatif::{AssocChange, JobChange, WhatIf};
 use fairflow_model::report::JobPriority;
 use fairflow_oracle::{fairshare, priority, Replay};
 
+/// The most events a proposal may hold.
+pub const MAX_PROPOSAL_EVENTS: usize = 10_000;
+
+/// The most distinct event times a proposal may step through (each time
+/// later than every earlier one in the proposal counts once).
+pub const MAX_PROPOSAL_TIMES: usize = 1_000;
+
 /// Why a proposal has no answer.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum WhatIfError {
     /// Lines of the proposal the book rejects (nothing was evaluated).
     #[error("the proposal is refused: {}", list(.0))]
     Rejected(Vec<Rejection>),
+    /// The proposal is larger than a what-if evaluates (nothing was
+    /// evaluated): the line where it crosses the limit, and the limit.
+    #[error("the proposal is refused: {0}")]
+    TooLarge(Rejection),
+    /// The evaluation was stopped before it ended (its `stop` said so).
+    #[error("the what-if was stopped before it ended")]
+    Stopped,
+}
+
+/// The state a what-if starts from: a copy of the book and how many events
+/// it applied.
+#[derive(Debug, Clone)]
+pub struct Base {
+    /// The book, copied.
+    pub book: Book,
+    /// Events it applied.
+    pub applied: u64,
+}
+
+/// Refuse a proposal over [`MAX_PROPOSAL_EVENTS`] events or
+/// [`MAX_PROPOSAL_TIMES`] distinct later times, naming the line that
+/// crosses the limit and the limit.
+pub fn check_bounds(proposal: &[LogLine]) -> Result<(), WhatIfError> {
+    let mut events = 0usize;
+    let mut times = 0usize;
+    let mut latest = None;
+    for line in proposal {
+        let Ok(event) = &line.event else { continue };
+        events += 1;
+        if events > MAX_PROPOSAL_EVENTS {
+            return Err(WhatIfError::TooLarge(Rejection::new(
+                line.line,
+                None,
+                format!("a proposal holds at most {MAX_PROPOSAL_EVENTS} events"),
+            )));
+        }
+        if latest.is_none_or(|t| event.t > t) {
+            latest = Some(event.t);
+            times += 1;
+            if times > MAX_PROPOSAL_TIMES {
+                return Err(WhatIfError::TooLarge(Rejection::new(
+                    line.line,
+                    Some("t"),
+                    format!(
+                        "a proposal steps through at most {MAX_PROPOSAL_TIMES} distinct event \
+                         times (ticks included)"
+                    ),
+                )));
+            }
+        }
+    }
+    Ok(())
 }
 
 fn list(rejected: &[Rejection]) -> String {
@@ -65,11 +132,30 @@ fn evaluate_side(replay: &Replay) -> Side {
 /// What `proposal` would change in `book` (which applied `applied` events);
 /// see the module documentation. `book` is only read.
 pub fn evaluate(book: &Book, applied: u64, proposal: Vec<LogLine>) -> Result<WhatIf, WhatIfError> {
-    let mut before = Replay::from_book(book.clone(), applied);
-    let mut after = before.clone();
-    let now = before.state().now;
+    let base = Base {
+        book: book.clone(),
+        applied,
+    };
+    evaluate_base(base, proposal, &|| false)
+}
+
+/// [`evaluate`] on a copy of the state taken before, stopped with
+/// [`WhatIfError::Stopped`] as soon as `stop` answers true (asked between
+/// events and between the sides).
+pub fn evaluate_base(
+    base: Base,
+    proposal: Vec<LogLine>,
+    stop: &dyn Fn() -> bool,
+) -> Result<WhatIf, WhatIfError> {
+    // The proposal's side first, on a second copy, so a refused proposal
+    // costs no evaluation and the two sides are never evaluated at once.
+    let mut after = Replay::from_book(base.book.clone(), base.applied);
+    let now = after.state().now;
     let mut count = 0u64;
     for mut line in proposal {
+        if stop() {
+            return Err(WhatIfError::Stopped);
+        }
         if let Ok(event) = &mut line.event {
             event.t = event.t.max(now);
         }
@@ -80,9 +166,19 @@ pub fn evaluate(book: &Book, applied: u64, proposal: Vec<LogLine>) -> Result<Wha
         return Err(WhatIfError::Rejected(after.report.rejected));
     }
     let at = after.state().now.max(now);
-    before.advance_to(at);
     after.advance_to(at);
-    let (old, new) = (evaluate_side(&before), evaluate_side(&after));
+    if stop() {
+        return Err(WhatIfError::Stopped);
+    }
+    let new = evaluate_side(&after);
+    drop(after);
+    if stop() {
+        return Err(WhatIfError::Stopped);
+    }
+    let mut before = Replay::from_book(base.book, base.applied);
+    before.advance_to(at);
+    let old = evaluate_side(&before);
+    drop(before);
 
     let assoc_keys: BTreeSet<&(String, String)> =
         old.factors.keys().chain(new.factors.keys()).collect();
@@ -218,9 +314,56 @@ mod tests {
 {"op":"submit","t":100,"job":"3","user":"u","account":"a","urgency":99}
 "#,
         );
-        let WhatIfError::Rejected(rejected) = evaluate(&book, 9, proposal).unwrap_err();
+        let Err(WhatIfError::Rejected(rejected)) = evaluate(&book, 9, proposal) else {
+            panic!("lines 2 and 3 are refused");
+        };
         let lines: Vec<u64> = rejected.iter().map(|r| r.line).collect();
         assert_eq!(lines, [2, 3]);
         assert_eq!(rejected[0].field.as_deref(), Some("account"));
+    }
+
+    #[test]
+    fn a_proposal_over_the_limits_is_refused_at_the_line_that_crosses_them() {
+        // 1,000 ticks at distinct later times pass; the 1,001st time is
+        // refused at its line (line 1,001), naming `t` and the limit.
+        let ticks = |n: usize| -> String {
+            (1..=n)
+                .map(|i| format!("{{\"op\":\"tick\",\"t\":{}}}\n", 100 + i))
+                .collect()
+        };
+        assert!(check_bounds(&lines(&ticks(MAX_PROPOSAL_TIMES))).is_ok());
+        let Err(WhatIfError::TooLarge(at)) = check_bounds(&lines(&ticks(1_001))) else {
+            panic!("1,001 times are too many");
+        };
+        assert_eq!((at.line, at.field.as_deref()), (1_001, Some("t")));
+        assert!(at.reason.contains("at most 1000 distinct"), "{}", at.reason);
+        // 10,001 events at one time: refused at line 10,001.
+        let same_time: String = (0..=MAX_PROPOSAL_EVENTS)
+            .map(|_| "{\"op\":\"tick\",\"t\":100}\n")
+            .collect();
+        let Err(WhatIfError::TooLarge(at)) = check_bounds(&lines(&same_time)) else {
+            panic!("10,001 events are too many");
+        };
+        assert_eq!((at.line, at.field), (10_001, None));
+    }
+
+    #[test]
+    fn a_stopped_evaluation_ends_without_an_answer() {
+        let book = book_of(STATE);
+        let proposal = lines(r#"{"op":"account","t":50,"name":"b","shares":3}"#);
+        let base = Base {
+            book: book.clone(),
+            applied: 9,
+        };
+        let asked = std::cell::Cell::new(0);
+        let stop = || {
+            asked.set(asked.get() + 1);
+            true
+        };
+        assert_eq!(
+            evaluate_base(base, proposal, &stop),
+            Err(WhatIfError::Stopped)
+        );
+        assert_eq!(asked.get(), 1, "stopped before the first event");
     }
 }

@@ -64,36 +64,58 @@ pub struct Column {
 /// instead of being truncated with `+`, so no name is ever cut. Trailing
 /// spaces are trimmed.
 pub fn aligned(columns: &[Column], rows: &[Vec<String>]) -> String {
-    let widths: Vec<usize> = columns
-        .iter()
-        .enumerate()
-        .map(|(i, c)| {
-            rows.iter()
-                .filter_map(|r| r.get(i))
-                .map(|cell| cell.chars().count())
-                .chain([c.width, c.name.len()])
-                .max()
-                .unwrap_or(c.width)
-        })
-        .collect();
-    let mut out = String::new();
-    let mut line = |cells: &mut dyn Iterator<Item = (String, Justify)>| {
-        let text: Vec<String> = cells
-            .zip(&widths)
-            .map(|((cell, justify), &width)| match justify {
-                Justify::Left => format!("{cell:<width$}"),
-                Justify::Right => format!("{cell:>width$}"),
-            })
-            .collect();
-        out.push_str(text.join(" ").trim_end());
-        out.push('\n');
-    };
-    line(&mut columns.iter().map(|c| (c.name.to_string(), c.justify)));
-    line(&mut widths.iter().map(|&w| ("-".repeat(w), Justify::Left)));
+    let widths = aligned_widths(columns, rows.iter().map(Vec::as_slice));
+    let mut out = aligned_head(columns, &widths);
     for row in rows {
-        line(&mut row.iter().cloned().zip(columns.iter().map(|c| c.justify)));
+        out.push_str(&aligned_line(columns, &widths, row));
     }
     out
+}
+
+/// The widths of an aligned table's columns: each the longest of its
+/// default width, its header and its cells in `rows`.
+pub fn aligned_widths<'a>(
+    columns: &[Column],
+    rows: impl Iterator<Item = &'a [String]>,
+) -> Vec<usize> {
+    let mut widths: Vec<usize> = columns.iter().map(|c| c.width.max(c.name.len())).collect();
+    for row in rows {
+        widen(&mut widths, row);
+    }
+    widths
+}
+
+/// Widen `widths` to fit the cells of `row`.
+pub fn widen(widths: &mut [usize], row: &[String]) {
+    for (width, cell) in widths.iter_mut().zip(row) {
+        *width = (*width).max(cell.chars().count());
+    }
+}
+
+/// An aligned table's header and its line of dashes.
+pub fn aligned_head(columns: &[Column], widths: &[usize]) -> String {
+    let names: Vec<String> = columns.iter().map(|c| c.name.to_string()).collect();
+    let mut out = aligned_line(columns, widths, &names);
+    let dashes: Vec<String> = widths.iter().map(|&w| "-".repeat(w)).collect();
+    out.push_str(&aligned_line(columns, widths, &dashes));
+    out
+}
+
+/// One line of an aligned table: `cells` padded to `widths` as their
+/// columns justify them, trailing spaces trimmed.
+pub fn aligned_line(columns: &[Column], widths: &[usize], cells: &[String]) -> String {
+    let text: Vec<String> = cells
+        .iter()
+        .zip(columns)
+        .zip(widths)
+        .map(|((cell, column), &width)| match column.justify {
+            Justify::Left => format!("{cell:<width$}"),
+            Justify::Right => format!("{cell:>width$}"),
+        })
+        .collect();
+    let mut line = text.join(" ").trim_end().to_string();
+    line.push('\n');
+    line
 }
 
 /// The parsable form: `|`-separated, header first, no padding, no trailing `|`.

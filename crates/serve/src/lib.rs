@@ -14,6 +14,7 @@ pub mod explain;
 pub mod flux;
 pub mod format;
 pub mod overview;
+pub mod pieces;
 pub mod plot;
 pub mod position;
 pub mod slurm_json;

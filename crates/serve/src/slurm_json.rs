@@ -37,7 +37,11 @@
 //! as fairflow has it (fairflow keeps no job names); a held job is
 //! `PENDING` with priority 0, as Slurm holds a job.
 
+use std::sync::Arc;
+
 use fairflow_model::report::{FairshareRow, FairshareTable, JobPriority, JobState};
+
+use crate::pieces::{nested_array, Pieces};
 use fairflow_model::{Shares, Time};
 use serde_json::{json, Value};
 
@@ -264,15 +268,27 @@ fn job_info(facts: &JobFacts) -> Value {
 /// `last_update`, `meta`, `errors`, `warnings`) of `jobs`, as of `now`
 /// (`last_update`; `last_backfill` unset: fairflow runs no scheduler).
 pub fn render_jobs(jobs: &[JobFacts], now: Time) -> String {
+    render_jobs_pieces(Arc::new(jobs.to_vec()), now).collect()
+}
+
+/// [`render_jobs`] in pieces (`crate::pieces`), each job rendered as its
+/// piece is taken.
+pub fn render_jobs_pieces(jobs: Arc<Vec<JobFacts>>, now: Time) -> Pieces {
     let response = json!({
-        "jobs": jobs.iter().map(job_info).collect::<Vec<_>>(),
+        "jobs": [],
         "last_backfill": no_val(None, false),
         "last_update": no_val(u64::try_from(now).ok().map(|t| json!(t)), false),
         "meta": meta("squeue"),
         "errors": [],
         "warnings": [],
     });
-    pretty(&response)
+    let empty = pretty(&response);
+    let open = "\"jobs\": [";
+    let at = empty.find(open).expect("the response has its jobs") + open.len();
+    let rest = empty[at..].to_string();
+    let head = empty[..at].to_string();
+    let count = jobs.len();
+    nested_array(head, count, 2, Box::new(move |i| job_info(&jobs[i])), rest)
 }
 
 #[cfg(test)]

@@ -37,11 +37,14 @@
 //!   factor with its `normalized` value, `weight`, `weighted` value
 //!   (`component` and `cap` for Moab).
 
+use std::sync::Arc;
+
 use fairflow_model::report::{JobIdKey, JobPriority, PriorityFactor};
 use fairflow_model::PriorityModel;
 use serde_json::{json, Value};
 
-use crate::format::{aligned, json_f64, parsable, Column, Justify};
+use crate::format::{aligned_head, aligned_line, aligned_widths, json_f64, widen, Column, Justify};
+use crate::pieces::{pretty_array, Pieces};
 use crate::OutputFormat;
 
 const fn column(name: &'static str, width: usize, justify: Justify) -> Column {
@@ -220,14 +223,14 @@ pub fn cells(job: &JobPriority, normalized: bool) -> Vec<String> {
 
 /// The jobs sprio lists, in job-id order: every evaluated job but held ones.
 pub fn listed(jobs: &[JobPriority]) -> Vec<&JobPriority> {
-    let mut listed: Vec<&JobPriority> = jobs.iter().filter(|j| !j.held()).collect();
-    listed.sort_by_cached_key(|j| JobIdKey::new(&j.job));
-    listed
+    listed_indices(jobs).into_iter().map(|i| &jobs[i]).collect()
 }
 
-/// The model whose columns to show: the jobs', Slurm's when there are none.
-fn model_of(jobs: &[&JobPriority]) -> PriorityModel {
-    jobs.first().map_or(PriorityModel::Slurm, |j| j.model)
+/// The indices in `jobs` of [`listed`]'s jobs, in its order.
+fn listed_indices(jobs: &[JobPriority]) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..jobs.len()).filter(|&i| !jobs[i].held()).collect();
+    order.sort_by_cached_key(|&i| JobIdKey::new(&jobs[i].job));
+    order
 }
 
 /// A factor list as JSON objects.
@@ -292,27 +295,65 @@ pub(crate) fn pairs_json(job: &JobPriority, with_factors: bool) -> Value {
 /// The listed jobs in `format`, one row per (partition, QOS) pair
 /// ([`JobPriority::pair_rows`]); `normalized` is `-n`.
 pub fn render(jobs: &[JobPriority], normalized: bool, format: OutputFormat) -> String {
-    let pair_rows: Vec<JobPriority> = listed(jobs)
+    render_pieces(Arc::new(jobs.to_vec()), normalized, format).collect()
+}
+
+/// The rows sprio lists: each listed job's index in `jobs` and the index
+/// of its (partition, QOS) pair, in [`listed`]'s order.
+pub fn pair_rows(jobs: &[JobPriority]) -> Vec<(usize, usize)> {
+    listed_indices(jobs)
         .into_iter()
-        .flat_map(JobPriority::pair_rows)
-        .collect();
-    let listed: Vec<&JobPriority> = pair_rows.iter().collect();
-    let model = model_of(&listed);
+        .flat_map(|i| (0..jobs[i].pairs.len().max(1)).map(move |pair| (i, pair)))
+        .collect()
+}
+
+/// Row `row` of [`pair_rows`]: the job with its pair's cells.
+pub fn pair_row(jobs: &[JobPriority], (job, pair): (usize, usize)) -> JobPriority {
+    let mut rows = jobs[job].pair_rows();
+    rows.swap_remove(pair)
+}
+
+/// [`render`] in pieces of a few hundred rows (`pieces`), rendered as they
+/// are taken: what a server sends while it renders.
+pub fn render_pieces(
+    jobs: Arc<Vec<JobPriority>>,
+    normalized: bool,
+    format: OutputFormat,
+) -> Pieces {
+    let rows = pair_rows(&jobs);
+    let count = rows.len();
+    let model = rows
+        .first()
+        .map_or(PriorityModel::Slurm, |&(job, _)| jobs[job].model);
+    let columns = columns(model);
     match format {
         OutputFormat::Json | OutputFormat::SlurmJson => {
-            let rows: Vec<Value> = listed.iter().map(|j| job_json(j)).collect();
-            let mut text =
-                serde_json::to_string_pretty(&rows).expect("rows of plain values always serialize");
-            text.push('\n');
-            text
+            pretty_array(count, move |i| job_json(&pair_row(&jobs, rows[i])))
         }
-        OutputFormat::Parsable | OutputFormat::Table => {
-            let rows: Vec<Vec<String>> = listed.iter().map(|j| cells(j, normalized)).collect();
-            if format == OutputFormat::Parsable {
-                parsable(&columns(model), &rows)
-            } else {
-                aligned(&columns(model), &rows)
+        OutputFormat::Parsable => {
+            let names: Vec<&str> = columns.iter().map(|c| c.name).collect();
+            let head = format!("{}\n", names.join("|"));
+            let row_text = move |i: usize| {
+                let mut line = cells(&pair_row(&jobs, rows[i]), normalized).join("|");
+                line.push('\n');
+                line
+            };
+            Pieces::new(head, count, Box::new(row_text), String::new())
+        }
+        OutputFormat::Table => {
+            let mut widths = aligned_widths(&columns, std::iter::empty());
+            for &row in &rows {
+                widen(&mut widths, &cells(&pair_row(&jobs, row), normalized));
             }
+            let head = aligned_head(&columns, &widths);
+            let row_text = move |i: usize| {
+                aligned_line(
+                    &columns,
+                    &widths,
+                    &cells(&pair_row(&jobs, rows[i]), normalized),
+                )
+            };
+            Pieces::new(head, count, Box::new(row_text), String::new())
         }
     }
 }

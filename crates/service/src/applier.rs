@@ -53,7 +53,7 @@ use fairflow_ingest::{parse_event, LogLine, Rejection};
 use fairflow_store::{Checkpoints, EventLog, OpenMode, Recovery};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::backend::{Backend, Gauges, Query, QueryError};
+use crate::backend::{Answer, Backend, Gauges, Query, QueryError};
 use crate::budget::WriteBudget;
 use crate::clock::EventLead;
 use crate::exactly_once::{key_record, parse_key_record, Keys, Ticket};
@@ -132,12 +132,13 @@ pub enum Command {
         /// Where the answer goes.
         reply: oneshot::Sender<Result<WriteOutcome, WriteError>>,
     },
-    /// Answer a read.
+    /// Answer a read: the engine is read here, the answer rendered by the
+    /// reader (`backend::Answer`).
     Read {
         /// The read.
         query: Query,
         /// Where the answer goes.
-        reply: oneshot::Sender<Result<String, QueryError>>,
+        reply: oneshot::Sender<Result<Answer, QueryError>>,
     },
     /// Current gauges.
     Gauges {
@@ -280,8 +281,16 @@ impl ApplierHandle {
         answer.await.map_err(|_| shutting_down())?
     }
 
-    /// Ask a read.
+    /// Ask a read, its whole text (rendered off the applier, here).
     pub async fn read(&self, query: Query) -> Result<String, QueryError> {
+        let answer = self.read_answer(query).await?;
+        tokio::task::spawn_blocking(move || answer.into_text())
+            .await
+            .unwrap_or_else(|e| Err(QueryError::Internal(format!("rendering failed: {e}"))))
+    }
+
+    /// Ask a read: what the engine computed, to be rendered by the caller.
+    pub async fn read_answer(&self, query: Query) -> Result<Answer, QueryError> {
         let (reply, answer) = oneshot::channel();
         self.sender
             .send(Command::Read { query, reply })
@@ -1159,7 +1168,7 @@ impl<B: Backend> Applier<B> {
         match command {
             Command::Read { query, reply } => {
                 let backend = &mut self.backend;
-                let answer = catch_unwind(AssertUnwindSafe(|| backend.query(&query)))
+                let answer = catch_unwind(AssertUnwindSafe(|| backend.answer(&query)))
                     .unwrap_or_else(|panic| {
                         Err(QueryError::Internal(format!(
                             "the engine panicked: {}",

@@ -3,6 +3,12 @@
 //! engine (`fairflow_engine::Engine`) implements it through
 //! `engine_backend::EngineBackend`; the service's tests drive a recording
 //! double.
+//!
+//! A read's [`Answer`] is what the engine computed, not its text: the
+//! applier only reads the engine, and the HTTP layer renders the answer's
+//! [`Pieces`] off the applier as it sends them (`stream`), so no answer is
+//! rendered whole on the applier and a rendering failure never touches the
+//! engine.
 
 use fairflow_ingest::{LogLine, Rejection};
 use fairflow_model::report::Selection;
@@ -98,16 +104,9 @@ pub enum Query {
         /// The tree picture's width in pixels.
         width_px: u32,
     },
-    /// What proposed changes would do (`fairflow whatif`), evaluated on a
-    /// copy of the state.
-    WhatIf {
-        /// The proposal: JSON Lines in the event format.
-        proposal: String,
-        /// How many rows of each list.
-        k: usize,
-        /// How the answer is written.
-        format: OutputFormat,
-    },
+    /// A copy of the state a what-if starts from (`whatif`: the proposal is
+    /// evaluated on it off the applier).
+    WhatIfBase,
     /// Why one job has its priority.
     Explain {
         /// The job id.
@@ -115,6 +114,48 @@ pub enum Query {
         /// JSON (otherwise readable text).
         json: bool,
     },
+}
+
+/// A read's text in pieces, each rendered when it is taken; a piece that
+/// cannot be rendered is an error (the first piece: the answer's error).
+pub type Pieces = Box<dyn Iterator<Item = Result<String, QueryError>> + Send>;
+
+/// What the applier hands over for a read.
+pub enum Answer {
+    /// The text, rendered.
+    Text(String),
+    /// The text in pieces, rendered as they are taken (off the applier).
+    Pieces(Pieces),
+    /// A copy of the state for a what-if ([`Query::WhatIfBase`]).
+    WhatIfBase(Box<fairflow_engine::whatif::Base>),
+}
+
+impl Answer {
+    /// Pieces rendered by `render` when the first is taken: the data moves
+    /// into the closure, the rendering happens wherever the pieces are read.
+    pub fn later<I>(render: impl FnOnce() -> Result<I, QueryError> + Send + 'static) -> Answer
+    where
+        I: Iterator<Item = String> + Send + 'static,
+    {
+        let pieces = std::iter::once_with(render).flat_map(|rendered| -> Pieces {
+            match rendered {
+                Ok(pieces) => Box::new(pieces.map(Ok)),
+                Err(error) => Box::new(std::iter::once(Err(error))),
+            }
+        });
+        Answer::Pieces(Box::new(pieces))
+    }
+
+    /// The whole text (pieces joined, rendered here).
+    pub fn into_text(self) -> Result<String, QueryError> {
+        match self {
+            Answer::Text(text) => Ok(text),
+            Answer::Pieces(pieces) => pieces.collect(),
+            Answer::WhatIfBase(_) => Err(QueryError::BadRequest(
+                "a what-if's base is not a text answer".to_string(),
+            )),
+        }
+    }
 }
 
 /// Why a query has no answer.
@@ -153,6 +194,11 @@ pub trait Backend: Send + 'static {
     fn apply(&mut self, lines: Vec<LogLine>) -> Result<Vec<Rejection>, String>;
     /// Answer a read as text in the asked form (the same content as the command's).
     fn query(&mut self, query: &Query) -> Result<String, QueryError>;
+    /// Answer a read with what the engine computed, to be rendered off the
+    /// applier ([`Answer`]); by default, [`Backend::query`]'s text.
+    fn answer(&mut self, query: &Query) -> Result<Answer, QueryError> {
+        self.query(query).map(Answer::Text)
+    }
     /// The whole state, for a checkpoint; an error means the engine failed.
     fn snapshot(&mut self) -> Result<Vec<u8>, String>;
     /// Replace the state by a snapshot.

@@ -5,6 +5,10 @@
 //! is answered; when the budget is spent, writers wait in arrival order
 //! (tokio's semaphore is fair), so a flooding tap neither grows memory nor
 //! starves HTTP writers: they take turns.
+//!
+//! The same kind of budget bounds the bytes of answers held for slow readers
+//! (`stream`): there a reader that finds it spent is refused at once
+//! ([`WriteBudget::try_take`]) rather than queued.
 
 use std::sync::Arc;
 
@@ -43,6 +47,14 @@ impl WriteBudget {
     /// Bytes held now.
     pub fn held_bytes(&self) -> usize {
         self.cap_bytes - self.semaphore.available_permits()
+    }
+
+    /// Take `bytes` (at least 1, at most the whole budget) if they are free
+    /// now; `None` when they are not.
+    pub fn try_take(&self, bytes: usize) -> Option<HeldBytes> {
+        let wanted = bytes.clamp(1, self.cap_bytes) as u32;
+        let permit = self.semaphore.clone().try_acquire_many_owned(wanted).ok()?;
+        Some(HeldBytes(permit))
     }
 
     /// Take `bytes` (at least 1; a write larger than the whole budget takes
@@ -84,5 +96,9 @@ mod tests {
         assert_eq!(budget.held_bytes(), 0);
         let _empty = budget.take(0).await;
         assert_eq!(budget.held_bytes(), 1);
+        let most = budget.try_take(99).expect("99 bytes are free");
+        assert!(budget.try_take(1).is_none(), "the budget is spent");
+        drop(most);
+        assert!(budget.try_take(99).is_some());
     }
 }

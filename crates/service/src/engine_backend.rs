@@ -1,7 +1,9 @@
 //! The service's backend over an engine (`Box<dyn fairflow_engine::Engine>`):
 //! writes apply to the engine, reads render its answers with the same
-//! renderers as the commands' `--json`. An engine error is returned, never
-//! a panic: the applier rebuilds the engine from the durable state.
+//! renderers as the commands' `--json`, off the applier (`backend::Answer`).
+//! An engine error is returned, never a panic: the applier rebuilds the
+//! engine from the durable state. The last whole read of the jobs'
+//! priorities is shared by every read until the state changes.
 
 use fairflow_engine::Engine;
 use fairflow_ingest::{LogLine, Rejection};
@@ -9,34 +11,113 @@ use fairflow_serve::plot::tree::{TreeColor, TreeOptions, TreePicture};
 use fairflow_serve::slurm_json::{self, JobFacts};
 use fairflow_serve::{audit, explain, overview, plot, position, sprio, sshare, top};
 
-use crate::backend::{Backend, Gauges, Query, QueryError};
+use std::sync::Arc;
+
+use fairflow_model::report::{JobPriority, Selection};
+
+use crate::backend::{Answer, Backend, Gauges, Query, QueryError};
 use crate::metrics::association_gauges;
 
 /// An engine serving the service.
 pub struct EngineBackend {
     engine: Box<dyn Engine>,
+    /// The last whole read of every job's priority, and the state it was
+    /// read at: reads of an unchanged state share it, so slow readers of
+    /// the same table hold one copy.
+    priorities: Option<(StateKey, Arc<Vec<JobPriority>>)>,
 }
+
+/// What identifies a state: the events applied and the engine's time.
+type StateKey = (u64, Option<fairflow_model::Time>);
 
 impl EngineBackend {
     /// Serve `engine`.
     pub fn new(engine: Box<dyn Engine>) -> Self {
-        EngineBackend { engine }
+        EngineBackend {
+            engine,
+            priorities: None,
+        }
     }
+
+    /// Every job's priority, shared with the reads since the last change.
+    fn priorities(&mut self) -> Result<Arc<Vec<JobPriority>>, QueryError> {
+        let key = (self.engine.applied(), self.engine.now());
+        if let Some((cached, jobs)) = &self.priorities {
+            if *cached == key {
+                return Ok(jobs.clone());
+            }
+        }
+        self.priorities = None;
+        let jobs = Arc::new(self.engine.priorities().map_err(internal)?);
+        self.priorities = Some((key, jobs.clone()));
+        Ok(jobs)
+    }
+
+    /// The selected jobs: the shared read itself when all are selected.
+    fn selected(&mut self, selection: &Selection) -> Result<Arc<Vec<JobPriority>>, QueryError> {
+        let all = self.priorities()?;
+        if selection.is_empty() {
+            return Ok(all);
+        }
+        let mut jobs = all.as_ref().clone();
+        selection.jobs(&mut jobs);
+        Ok(Arc::new(jobs))
+    }
+
+    /// slurmrestd's facts of every listed job.
+    fn job_facts(&mut self) -> Result<Vec<JobFacts>, QueryError> {
+        let listed = self.priorities()?;
+        let state = self.engine.book().state();
+        Ok(listed
+            .iter()
+            .filter_map(|priority| {
+                let job = state.jobs.get(&priority.job)?;
+                let count = |name: &str| {
+                    let tres = job.spec.tres.as_ref()?;
+                    tres.get(name).map(|n| *n as u64)
+                };
+                Some(JobFacts {
+                    partitions: job.spec.partition.clone().unwrap_or_default(),
+                    qos: job.spec.qos.clone().unwrap_or_default(),
+                    eligible_at: job.spec.begin.unwrap_or(job.submit_at),
+                    time_limit_mins: job.spec.time_limit_secs.map(|s| s.div_ceil(60)),
+                    cpus: count("cpu"),
+                    nodes: count("node"),
+                    priority: priority.clone(),
+                })
+            })
+            .collect())
+    }
+}
+
+/// An engine error as a read's: not found, else the engine failed.
+fn internal(e: fairflow_engine::EngineError) -> QueryError {
+    if e.is_not_found() {
+        QueryError::NotFound(e.to_string())
+    } else {
+        QueryError::Internal(e.to_string())
+    }
+}
+
+/// One rendered text as pieces.
+fn text(render: impl FnOnce() -> String + Send + 'static) -> Answer {
+    Answer::later(move || Ok(std::iter::once(render())))
 }
 
 impl Backend for EngineBackend {
     fn apply(&mut self, lines: Vec<LogLine>) -> Result<Vec<Rejection>, String> {
+        self.priorities = None;
         self.engine.apply(lines).map_err(|e| e.to_string())
     }
 
     fn query(&mut self, query: &Query) -> Result<String, QueryError> {
-        let internal = |e: fairflow_engine::EngineError| {
-            if e.is_not_found() {
-                QueryError::NotFound(e.to_string())
-            } else {
-                QueryError::Internal(e.to_string())
-            }
-        };
+        self.answer(query)?.into_text()
+    }
+
+    /// The engine is read here (on the applier); every text is rendered
+    /// where the answer's pieces are taken.
+    fn answer(&mut self, query: &Query) -> Result<Answer, QueryError> {
+        let query = query.clone();
         let engine = &mut self.engine;
         Ok(match query {
             Query::Top {
@@ -44,38 +125,40 @@ impl Backend for EngineBackend {
                 offset,
                 format,
                 selection,
-            } => top::render_page(
-                &engine.top_page(*offset, *k, selection).map_err(internal)?,
-                *offset,
-                *k,
-                *format,
-            ),
+            } => {
+                let page = engine.top_page(offset, k, &selection).map_err(internal)?;
+                text(move || top::render_page(&page, offset, k, format))
+            }
             Query::Audit {
                 top,
                 min_factor_millionths,
                 format,
             } => {
-                let found = run_audit(engine.as_mut(), *min_factor_millionths as f64 / 1e6)
+                let found = run_audit(engine.as_mut(), min_factor_millionths as f64 / 1e6)
                     .map_err(internal)?;
-                audit::render(&found, *top, *format)
+                text(move || audit::render(&found, top, format))
             }
             Query::FairnessErrors { limit } => {
                 let found = run_audit(engine.as_mut(), 1.0).map_err(internal)?;
-                serde_json::to_string(&audit::account_errors(&found, *limit))
-                    .expect("plain values always serialize")
+                text(move || {
+                    serde_json::to_string(&audit::account_errors(&found, limit))
+                        .expect("plain values always serialize")
+                })
             }
             Query::Position { job, json } => {
-                let place = engine.position(job).map_err(internal)?;
-                if *json {
-                    position::render_json(&place)
-                } else {
-                    position::render_text(&place)
-                }
+                let place = engine.position(&job).map_err(internal)?;
+                text(move || {
+                    if json {
+                        position::render_json(&place)
+                    } else {
+                        position::render_text(&place)
+                    }
+                })
             }
             Query::Sshare { format, selection } => {
                 let mut table = engine.fairshare().map_err(internal)?;
                 selection.fairshare(&mut table);
-                sshare::render(&table, *format)
+                text(move || sshare::render(&table, format))
             }
             Query::Sprio {
                 normalized,
@@ -83,48 +166,28 @@ impl Backend for EngineBackend {
                 selection,
                 slurm,
             } => {
-                let mut jobs = engine.priorities().map_err(internal)?;
-                selection.jobs(&mut jobs);
-                match slurm {
-                    Some(view) => sprio::slurm_format::answer(
-                        &jobs,
-                        engine.config(),
-                        *normalized,
-                        view,
-                        !selection.users.is_empty(),
-                    )
-                    .map_err(|e| QueryError::BadRequest(e.to_string()))?,
-                    None => sprio::render(&jobs, *normalized, *format),
-                }
+                let config = engine.config().clone();
+                let users = !selection.users.is_empty();
+                let jobs = self.selected(&selection)?;
+                Answer::later(move || match slurm {
+                    Some(view) => {
+                        sprio::slurm_format::answer_pieces(jobs, &config, normalized, &view, users)
+                            .map_err(|e| QueryError::BadRequest(e.to_string()))
+                    }
+                    None => Ok(sprio::render_pieces(jobs, normalized, format)),
+                })
             }
             Query::SlurmJobs => {
-                let listed = engine.priorities().map_err(internal)?;
-                let state = engine.book().state();
-                let facts: Vec<JobFacts> = listed
-                    .into_iter()
-                    .filter_map(|priority| {
-                        let job = state.jobs.get(&priority.job)?;
-                        let count = |name: &str| {
-                            let tres = job.spec.tres.as_ref()?;
-                            tres.get(name).map(|n| *n as u64)
-                        };
-                        Some(JobFacts {
-                            partitions: job.spec.partition.clone().unwrap_or_default(),
-                            qos: job.spec.qos.clone().unwrap_or_default(),
-                            eligible_at: job.spec.begin.unwrap_or(job.submit_at),
-                            time_limit_mins: job.spec.time_limit_secs.map(|s| s.div_ceil(60)),
-                            cpus: count("cpu"),
-                            nodes: count("node"),
-                            priority,
-                        })
-                    })
-                    .collect();
-                slurm_json::render_jobs(&facts, engine.now().unwrap_or(0))
+                let now = engine.now().unwrap_or(0);
+                let facts = Arc::new(self.job_facts()?);
+                Answer::later(move || Ok(slurm_json::render_jobs_pieces(facts, now)))
             }
             Query::Associations { limit } => {
                 let table = engine.fairshare().map_err(internal)?;
-                serde_json::to_string(&association_gauges(&table, *limit))
-                    .expect("plain values always serialize")
+                text(move || {
+                    serde_json::to_string(&association_gauges(&table, limit))
+                        .expect("plain values always serialize")
+                })
             }
             Query::PlotTree {
                 color,
@@ -132,7 +195,9 @@ impl Backend for EngineBackend {
                 width_px,
             } => {
                 let table = engine.fairshare().map_err(internal)?;
-                tree_svg(&table, *color, *min_width_px, *width_px)?
+                Answer::later(move || {
+                    tree_svg(&table, color, min_width_px, width_px).map(std::iter::once)
+                })
             }
             Query::Overview {
                 accounts,
@@ -141,29 +206,24 @@ impl Backend for EngineBackend {
                 width_px,
             } => {
                 let table = engine.fairshare().map_err(internal)?;
-                let svg = tree_svg(&table, *color, *min_width_px, *width_px)?;
-                overview::render(&table, *accounts, &svg)
+                Answer::later(move || {
+                    let svg = tree_svg(&table, color, min_width_px, width_px)?;
+                    Ok(std::iter::once(overview::render(&table, accounts, &svg)))
+                })
             }
-            Query::WhatIf {
-                proposal,
-                k,
-                format,
-            } => {
-                let lines = fairflow_ingest::reader::read_events(proposal.as_bytes())
-                    .collect::<Result<Vec<_>, _>>()
-                    .map_err(|e| QueryError::BadRequest(format!("reading the proposal: {e}")))?;
-                let answer =
-                    fairflow_engine::whatif::evaluate(engine.book(), engine.applied(), lines)
-                        .map_err(|e| QueryError::BadRequest(e.to_string()))?;
-                fairflow_serve::whatif::render(&answer, *k, *format)
-            }
+            Query::WhatIfBase => Answer::WhatIfBase(Box::new(fairflow_engine::whatif::Base {
+                book: engine.book().clone(),
+                applied: engine.applied(),
+            })),
             Query::Explain { job, json } => {
-                let why = engine.explain(job).map_err(internal)?;
-                if *json {
-                    explain::render_json(&why.job, why.algorithm, &why.path)
-                } else {
-                    explain::render_text(&why.job, why.algorithm, &why.path)
-                }
+                let why = engine.explain(&job).map_err(internal)?;
+                text(move || {
+                    if json {
+                        explain::render_json(&why.job, why.algorithm, &why.path)
+                    } else {
+                        explain::render_text(&why.job, why.algorithm, &why.path)
+                    }
+                })
             }
         })
     }
@@ -173,6 +233,7 @@ impl Backend for EngineBackend {
     }
 
     fn restore(&mut self, snapshot: &[u8]) -> Result<(), String> {
+        self.priorities = None;
         self.engine.restore(snapshot).map_err(|e| e.to_string())
     }
 

@@ -9,7 +9,6 @@
 //! hold the service: connections are capped, headers must arrive within
 //! `header_timeout`, a request must complete within `request_timeout`.
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -18,26 +17,23 @@ use axum::extract::{DefaultBodyLimit, Path, Query as UrlQuery, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use axum::{Json, Router};
-use hyper_util::rt::{TokioIo, TokioTimer};
+use axum::{middleware, Json, Router};
 use serde_json::json;
 use subtle::ConstantTimeEq;
-use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
-use tower::ServiceExt;
-use tower_http::timeout::TimeoutLayer;
 
 use crate::applier::{parse_body, ApplierHandle, WriteError};
-use crate::backend::{Query, QueryError};
-use crate::budget::HeldBytes;
+use crate::backend::Query;
+use crate::budget::{HeldBytes, WriteBudget};
 use crate::exactly_once::{valid_key, AbandonOnDrop, Ticket, MAX_KEY_BYTES};
+use crate::http_errors::{json_errors, unknown_route};
 use crate::metrics::{AssociationGauge, Metrics};
+use crate::stream::respond;
 use fairflow_model::report::Selection;
 use fairflow_serve::sprio::slurm_format::{Format, SlurmView};
 use fairflow_serve::OutputFormat;
 
-#[path = "whatif.rs"]
-mod whatif;
+pub use crate::listener::serve;
 
 /// Limits and credentials of the HTTP layer.
 #[derive(Debug, Clone)]
@@ -68,6 +64,17 @@ pub struct HttpConfig {
     /// Per-association fair-share gauges in `/metrics` for this many
     /// associations (the most raw usage first); `None`: none.
     pub metrics_associations: Option<usize>,
+    /// Most bytes of answers held for readers at once, every connection
+    /// together (`stream`); a read that finds them spent gets 503.
+    pub max_response_bytes: usize,
+    /// A connection whose writes make no progress this long (its client
+    /// stopped reading) is closed (`stream`).
+    pub write_timeout: Duration,
+    /// Most what-ifs evaluated at once (`whatif`).
+    pub max_whatifs: usize,
+    /// Raised when the service stops: running what-ifs stop at once
+    /// (`whatif`). `serve` raises it; clones share it.
+    pub stopping: crate::whatif::Stopping,
 }
 
 impl Default for HttpConfig {
@@ -84,6 +91,10 @@ impl Default for HttpConfig {
             max_connections_per_client: 64,
             stall_timeout: Duration::from_secs(120),
             metrics_associations: None,
+            max_response_bytes: crate::stream::DEFAULT_RESPONSE_BUDGET_BYTES,
+            write_timeout: Duration::from_secs(30),
+            max_whatifs: crate::whatif::DEFAULT_MAX_WHATIFS,
+            stopping: crate::whatif::Stopping::default(),
         }
     }
 }
@@ -91,9 +102,24 @@ impl Default for HttpConfig {
 #[derive(Clone)]
 pub(crate) struct AppState {
     pub(crate) applier: ApplierHandle,
-    metrics: Arc<Metrics>,
-    config: Arc<HttpConfig>,
+    pub(crate) metrics: Arc<Metrics>,
+    pub(crate) config: Arc<HttpConfig>,
+    /// Bytes of answers held for readers (`stream`).
+    pub(crate) response_budget: WriteBudget,
+    /// What-ifs evaluated at once (`whatif`).
+    pub(crate) whatif_slots: Arc<Semaphore>,
+    /// When `/metrics`' per-association tables were last read: every
+    /// scrape within [`SCRAPED_TABLES_MAX_AGE`] of it shares that read, so
+    /// open live pages (each scrapes every two seconds) cost one whole-table
+    /// read together (`get_metrics`).
+    tables_read_at: Arc<tokio::sync::Mutex<Option<tokio::time::Instant>>>,
+    /// The live page's last overview read (`page::get_overview`).
+    pub(crate) overview_read: Arc<tokio::sync::Mutex<Option<crate::page::RecentOverview>>>,
 }
+
+/// How long a read of `/metrics`' per-association tables serves scrapes:
+/// the live page's poll interval.
+pub(crate) const SCRAPED_TABLES_MAX_AGE: Duration = Duration::from_secs(2);
 
 /// Does `headers` carry `Authorization: Bearer <token>` with the right token?
 /// The scheme is case-insensitive (RFC 7235: `bearer`, `BEARER`); the
@@ -181,12 +207,12 @@ fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, Box<Response>>
 }
 
 /// A write body and the bytes of the write budget it holds while in flight.
-struct HeldBody(Bytes, #[allow(dead_code)] HeldBytes);
+pub(crate) struct HeldBody(pub(crate) Bytes, #[allow(dead_code)] HeldBytes);
 
 /// Read a write's body before `deadline`, first taking from the write budget
 /// as many bytes as it can be long (backpressure in bytes, shared with the
 /// taps: `budget`).
-async fn read_body(
+pub(crate) async fn read_body(
     state: &AppState,
     headers: &HeaderMap,
     body: Body,
@@ -263,19 +289,8 @@ async fn read(state: AppState, headers: HeaderMap, query: Query) -> Response {
     if let Some(denied) = refuse_read(&state, &headers) {
         return denied;
     }
-    match state.applier.read(query).await {
-        Ok(body) => {
-            let content_type = if body.starts_with('[') || body.starts_with('{') {
-                "application/json"
-            } else {
-                "text/plain; charset=utf-8"
-            };
-            ([(header::CONTENT_TYPE, content_type)], body).into_response()
-        }
-        Err(QueryError::NotFound(message)) => error(StatusCode::NOT_FOUND, message),
-        Err(QueryError::BadRequest(message)) => error(StatusCode::BAD_REQUEST, message),
-        Err(QueryError::Internal(message)) => error(StatusCode::INTERNAL_SERVER_ERROR, message),
-    }
+    let answer = state.applier.read_answer(query).await;
+    respond(&state.response_budget, answer, None).await
 }
 
 /// The query parameters reads take: `k` and `offset` (top), `format` (`json`, the
@@ -284,8 +299,8 @@ async fn read(state: AppState, headers: HeaderMap, query: Query) -> Response {
 /// (sshare, sprio, top), `jobs` (sprio), `partitions` (sprio, top); and
 /// sprio's Slurm forms: `o` (a `%` format), `long`, `weights`, `noheader`.
 #[derive(serde::Deserialize, Default)]
-struct ReadParams {
-    k: Option<usize>,
+pub(crate) struct ReadParams {
+    pub(crate) k: Option<usize>,
     top: Option<usize>,
     min_factor: Option<f64>,
     offset: Option<usize>,
@@ -332,7 +347,10 @@ impl ReadParams {
         }
         if let Some(text) = &self.o {
             if let Err(bad) = Format::parse(text) {
-                return Err(Box::new(error(StatusCode::BAD_REQUEST, bad.to_string())));
+                return Err(Box::new(error(
+                    StatusCode::BAD_REQUEST,
+                    format!("parameter `o`: {bad}"),
+                )));
             }
         }
         Ok(Some(SlurmView {
@@ -343,7 +361,7 @@ impl ReadParams {
         }))
     }
 
-    fn format(&self) -> Result<OutputFormat, Box<Response>> {
+    pub(crate) fn format(&self) -> Result<OutputFormat, Box<Response>> {
         match self.format.as_deref() {
             None | Some("json") => Ok(OutputFormat::Json),
             Some("parsable") => Ok(OutputFormat::Parsable),
@@ -503,16 +521,24 @@ async fn get_metrics(State(state): State<AppState>, headers: HeaderMap) -> Respo
         return denied;
     }
     if let Some(limit) = state.config.metrics_associations {
-        let rows = match state.applier.read(Query::Associations { limit }).await {
-            Ok(body) => serde_json::from_str::<Vec<AssociationGauge>>(&body).unwrap_or_default(),
-            Err(_) => Vec::new(),
-        };
-        state.metrics.set_associations(&rows);
-        let errors = match state.applier.read(Query::FairnessErrors { limit }).await {
-            Ok(body) => serde_json::from_str::<Vec<(String, f64)>>(&body).unwrap_or_default(),
-            Err(_) => Vec::new(),
-        };
-        state.metrics.set_fairness_errors(&errors);
+        // One scrape reads, the others wait for it and share what it read.
+        let mut read_at = state.tables_read_at.lock().await;
+        let fresh = read_at.is_some_and(|at| at.elapsed() < SCRAPED_TABLES_MAX_AGE);
+        if !fresh {
+            let associations: Vec<AssociationGauge> =
+                match state.applier.read(Query::Associations { limit }).await {
+                    Ok(body) => serde_json::from_str(&body).unwrap_or_default(),
+                    Err(_) => Vec::new(),
+                };
+            let fairness_errors: Vec<(String, f64)> =
+                match state.applier.read(Query::FairnessErrors { limit }).await {
+                    Ok(body) => serde_json::from_str(&body).unwrap_or_default(),
+                    Err(_) => Vec::new(),
+                };
+            state.metrics.set_associations(&associations);
+            state.metrics.set_fairness_errors(&fairness_errors);
+            *read_at = Some(tokio::time::Instant::now());
+        }
     }
     let gauges = state.applier.gauges().await;
     let text = state.metrics.render(gauges, state.applier.queued());
@@ -554,11 +580,18 @@ pub fn router(applier: ApplierHandle, metrics: Arc<Metrics>, config: HttpConfig)
     let state = AppState {
         applier: applier.with_write_budget(config.max_inflight_bytes),
         metrics,
+        response_budget: WriteBudget::new(config.max_response_bytes),
+        whatif_slots: Arc::new(Semaphore::new(config.max_whatifs.max(1))),
+        tables_read_at: Arc::default(),
+        overview_read: Arc::default(),
         config: Arc::new(config.clone()),
     };
-    // Writes keep their own deadline (`post_events`); reads have the layer's.
-    let writes = Router::new().route("/v1/events", post(post_events));
-    Router::new()
+    // Writes and what-ifs keep their own deadlines (`post_events`,
+    // `whatif`); the other routes have the request deadline.
+    let own_deadlines = Router::new()
+        .route("/v1/events", post(post_events))
+        .route("/v1/whatif", post(crate::whatif::post_whatif));
+    let reads = Router::new()
         .route("/v1/top", get(get_top))
         .route("/v1/sshare", get(get_sshare))
         .route("/v1/audit", get(get_audit))
@@ -573,119 +606,18 @@ pub fn router(applier: ApplierHandle, metrics: Arc<Metrics>, config: HttpConfig)
         .route("/", get(crate::page::get_page))
         .route("/v1/plot/tree.svg", get(crate::page::get_tree_svg))
         .route("/v1/overview", get(crate::page::get_overview))
-        .route("/v1/whatif", post(whatif::post_whatif))
         .route("/metrics", get(get_metrics))
         .route("/healthz", get(get_healthz))
         .layer(DefaultBodyLimit::max(config.max_body_bytes))
-        .layer(TimeoutLayer::with_status_code(
-            StatusCode::REQUEST_TIMEOUT,
+        .layer(middleware::from_fn_with_state(
             config.request_timeout,
-        ))
-        .merge(writes)
+            json_errors,
+        ));
+    // Far past any request: the deadline of the routes with their own.
+    let never = Duration::from_secs(u32::MAX as u64);
+    reads
+        .merge(own_deadlines)
+        .fallback(unknown_route)
+        .layer(middleware::from_fn_with_state(never, json_errors))
         .with_state(state)
-}
-
-/// Serve `router` on `listener` until `shutdown` resolves, then finish the
-/// requests in flight (for at most `grace`).
-pub async fn serve(
-    listener: TcpListener,
-    router: Router,
-    config: &HttpConfig,
-    shutdown: impl std::future::Future<Output = ()>,
-    grace: Duration,
-) {
-    let permits = Arc::new(Semaphore::new(config.max_connections.max(1)));
-    let clients = ClientSlots::new(config.max_connections_per_client.max(1));
-    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
-    let mut builder = hyper::server::conn::http1::Builder::new();
-    builder
-        .timer(TokioTimer::new())
-        .header_read_timeout(config.header_timeout);
-    tokio::pin!(shutdown);
-    loop {
-        let permit = tokio::select! {
-            _ = &mut shutdown => break,
-            permit = permits.clone().acquire_owned() => permit.expect("the semaphore is never closed"),
-        };
-        let (stream, peer): (_, SocketAddr) = tokio::select! {
-            _ = &mut shutdown => break,
-            accepted = listener.accept() => match accepted {
-                Ok(pair) => pair,
-                Err(e) => {
-                    tracing::warn!("accept failed: {e}");
-                    continue;
-                }
-            },
-        };
-        let service = hyper::service::service_fn({
-            let router = router.clone();
-            move |request: hyper::Request<hyper::body::Incoming>| {
-                router.clone().oneshot(request.map(axum::body::Body::new))
-            }
-        });
-        let Some(client) = clients.admit(peer.ip()) else {
-            // Over this client's limit: closed at once, its permit released.
-            drop(stream);
-            continue;
-        };
-        let connection = builder.serve_connection(TokioIo::new(stream), service);
-        let connection = graceful.watch(connection);
-        tokio::spawn(async move {
-            let _ = connection.await;
-            drop((permit, client));
-        });
-    }
-    drop(listener);
-    tokio::select! {
-        _ = graceful.shutdown() => {}
-        _ = tokio::time::sleep(grace) => tracing::warn!("connections still open after the grace period"),
-    }
-}
-
-/// Open connections per client address, each held by a [`ClientSlot`].
-#[derive(Clone)]
-struct ClientSlots {
-    limit: usize,
-    open: Arc<std::sync::Mutex<std::collections::HashMap<std::net::IpAddr, usize>>>,
-}
-
-/// One open connection of a client; dropping it frees the slot.
-struct ClientSlot {
-    slots: ClientSlots,
-    ip: std::net::IpAddr,
-}
-
-impl ClientSlots {
-    fn new(limit: usize) -> Self {
-        ClientSlots {
-            limit,
-            open: Arc::default(),
-        }
-    }
-
-    /// A slot for a new connection from `ip`, unless it has `limit` open.
-    fn admit(&self, ip: std::net::IpAddr) -> Option<ClientSlot> {
-        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
-        let count = open.entry(ip).or_insert(0);
-        if *count >= self.limit {
-            return None;
-        }
-        *count += 1;
-        Some(ClientSlot {
-            slots: self.clone(),
-            ip,
-        })
-    }
-}
-
-impl Drop for ClientSlot {
-    fn drop(&mut self) {
-        let mut open = self.slots.open.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(count) = open.get_mut(&self.ip) {
-            *count -= 1;
-            if *count == 0 {
-                open.remove(&self.ip);
-            }
-        }
-    }
 }

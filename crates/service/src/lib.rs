@@ -2,7 +2,9 @@
 //! the durable log (`applier`); the HTTP layer (`http`) and the taps (`taps`)
 //! turn requests into batches for it and reads into queries; `metrics`
 //! exports Prometheus text; `budget` bounds the bytes of writes held by every
-//! way in together. The applier drives anything implementing
+//! way in together; `stream` sends answers while they are rendered, off the
+//! applier, and bounds what slow readers hold; `whatif` evaluates proposals
+//! off the applier, bounded in work, time and concurrency. The applier drives anything implementing
 //! [`backend::Backend`]; `fairflow serve` gives it an engine
 //! (`Box<dyn fairflow_engine::Engine>`: the incremental engine by default, or
 //! the batch engine) through [`engine_backend::EngineBackend`].
@@ -24,11 +26,15 @@ pub mod engine_backend;
 pub mod exactly_once;
 pub mod health;
 pub mod http;
+mod http_errors;
+pub mod listener;
 pub mod log_limit;
 pub mod metrics;
 pub mod page;
 pub mod progress;
 pub mod quarantine;
 pub mod run;
+pub mod stream;
 pub mod taps;
 pub mod ticks;
+pub mod whatif;

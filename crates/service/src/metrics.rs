@@ -142,6 +142,9 @@ pub struct Metrics {
     /// Rebuilds of the engine from the checkpoint and the log (after a
     /// refused append or an engine error).
     pub engine_rebuilds: Counter,
+    /// What-ifs stopped before they ended (their client left, their time
+    /// ran out, or the service stopped).
+    pub whatifs_stopped: Counter,
     /// Seconds to make a batch durable and apply it.
     pub update_latency: Histogram,
     pending_jobs: Gauge,
@@ -295,6 +298,7 @@ impl Metrics {
         let checkpoints = Counter::default();
         let writes_refused = Counter::default();
         let engine_rebuilds = Counter::default();
+        let whatifs_stopped = Counter::default();
         let update_latency = Histogram::new(exponential_buckets(50e-6, 2.0, 18));
         let pending_jobs = Gauge::default();
         let associations = Gauge::default();
@@ -317,6 +321,11 @@ impl Metrics {
             "engine_rebuilds",
             "Rebuilds of the engine from the newest checkpoint and the durable log",
             engine_rebuilds.clone(),
+        );
+        registry.register(
+            "whatifs_stopped",
+            "What-ifs stopped before they ended (client gone, deadline passed, or the service stopping)",
+            whatifs_stopped.clone(),
         );
         registry.register(
             "update_latency_seconds",
@@ -351,6 +360,7 @@ impl Metrics {
             checkpoints,
             writes_refused,
             engine_rebuilds,
+            whatifs_stopped,
             update_latency,
             pending_jobs,
             associations,

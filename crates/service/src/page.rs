@@ -16,15 +16,21 @@
 //! - `GET /v1/overview?accounts=N&...`: the page's accounts and tree from
 //!   one read of the table (`fairflow_serve::overview`): at 100,000
 //!   associations the whole table is tens of megabytes of JSON and each
-//!   read of it costs the applier a fraction of a second.
+//!   read of it costs the applier a fraction of a second. One read serves
+//!   every open page: the answer is kept for the poll interval and shared
+//!   (as `/metrics` shares its per-association tables), so N pages cost one
+//!   read of the table per interval, not N.
 
 use axum::extract::{Query as UrlQuery, State};
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 
-use crate::backend::{Query, QueryError};
+use crate::backend::Query;
+use crate::http::SCRAPED_TABLES_MAX_AGE;
 use crate::http::{error, refuse_read, AppState};
+use crate::stream::{query_error, respond};
 use fairflow_serve::plot::tree::TreeColor;
+use std::sync::Arc;
 
 /// The page's HTML.
 pub const PAGE_HTML: &str = include_str!("page.html");
@@ -76,19 +82,12 @@ impl TreeParams {
 
 /// Answer `query` with `content_type`, or the error's status and message.
 async fn answer(state: &AppState, query: Query, content_type: &'static str) -> Response {
-    match state.applier.read(query).await {
-        Ok(body) => (
-            [
-                (header::CONTENT_TYPE, content_type),
-                (header::CACHE_CONTROL, "no-cache"),
-            ],
-            body,
-        )
-            .into_response(),
-        Err(QueryError::NotFound(message)) => error(StatusCode::NOT_FOUND, message),
-        Err(QueryError::BadRequest(message)) => error(StatusCode::BAD_REQUEST, message),
-        Err(QueryError::Internal(message)) => error(StatusCode::INTERNAL_SERVER_ERROR, message),
-    }
+    let answer = state.applier.read_answer(query).await;
+    let mut response = respond(&state.response_budget, answer, Some(content_type)).await;
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    response
 }
 
 /// `GET /v1/plot/tree.svg`: the share tree as SVG.
@@ -133,5 +132,41 @@ pub(crate) async fn get_overview(
         min_width_px,
         width_px,
     };
-    answer(&state, query, "application/json").await
+    // One read at a time; the others wait for it and share what it read.
+    let mut recent = state.overview_read.lock().await;
+    let shared = recent
+        .as_ref()
+        .filter(|read| read.query == query && read.read_at.elapsed() < SCRAPED_TABLES_MAX_AGE);
+    let text = match shared {
+        Some(read) => read.text.clone(),
+        None => match state.applier.read(query.clone()).await {
+            Ok(text) => {
+                let text: Arc<str> = text.into();
+                *recent = Some(RecentOverview {
+                    query,
+                    read_at: tokio::time::Instant::now(),
+                    text: text.clone(),
+                });
+                text
+            }
+            Err(e) => return query_error(e),
+        },
+    };
+    drop(recent);
+    (
+        [
+            (header::CONTENT_TYPE, "application/json"),
+            (header::CACHE_CONTROL, "no-cache"),
+        ],
+        text.to_string(),
+    )
+        .into_response()
+}
+
+/// The overview last read, shared by the pages asking the same within the
+/// poll interval.
+pub(crate) struct RecentOverview {
+    query: Query,
+    read_at: tokio::time::Instant,
+    text: Arc<str>,
 }

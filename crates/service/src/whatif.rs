@@ -1,43 +1,198 @@
 //! `POST /v1/whatif?k=K&format=`: what-if on the service's state. The body
 //! is the proposal (JSON Lines in the event format, as `POST /v1/events`
-//! takes); the engine's book is copied and the proposal evaluated on the
-//! copy with the batch oracle (`fairflow_engine::whatif`), so the live state
-//! is never touched and nothing is logged. The answer is
-//! `fairflow_serve::whatif`'s (JSON by default, `table` or `parsable`); a
-//! proposal with a rejected line is a 400 naming every line, field and
-//! reason. It is a read: it needs the token only when reads do. Declared as
-//! a child of `http` (whose state and read path it uses).
+//! takes). It is a read: it needs the token only when reads do.
+//!
+//! The applier only copies the book (`Query::WhatIfBase`); the proposal is
+//! evaluated on the copy with the batch oracle
+//! (`fairflow_engine::whatif::evaluate_base`) on the blocking pool, so the
+//! live state is never touched, nothing is logged, and reads and writes go
+//! on while it runs. A what-if is bounded:
+//! - in size: its body is counted in the write budget while it is held
+//!   (`budget`), and a proposal over the engine's limits of events and
+//!   distinct times is a 400 naming the line and the limit;
+//! - in concurrency: at most `HttpConfig::max_whatifs` are evaluated at
+//!   once; the others wait for a slot until their deadline, then get 503;
+//! - in time: one that has not ended by the request deadline is stopped and
+//!   answered 503;
+//! - by its client and the service: it is stopped when its client goes away
+//!   (the request's future is dropped, and [`StopOnDrop`] raises its flag)
+//!   and when the service stops ([`Stopping`]); each stop is counted in
+//!   `fairflow_whatifs_stopped_total`.
+//!
+//! The answer is `fairflow_serve::whatif`'s (JSON by default, `table` or
+//! `parsable`), rendered off the applier; a proposal with a rejected line is
+//! a 400 naming every line, field and reason.
 
-use axum::body::Bytes;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use axum::body::Body;
 use axum::extract::{Query as UrlQuery, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
+use fairflow_engine::whatif::{check_bounds, evaluate_base, WhatIfError};
+use prometheus_client::metrics::counter::Counter;
+use tokio::sync::Notify;
 
-use super::{error, read, AppState, ReadParams};
-use crate::backend::Query;
+use crate::backend::{Answer, Query};
+use crate::http::{error, read_body, refuse_read, AppState, ReadParams};
+use crate::stream::{query_error, respond};
 
 /// The most rows of each list a what-if answers.
 const MAX_ROWS: usize = 1_000_000;
 
+/// The default number of what-ifs evaluated at once.
+pub const DEFAULT_MAX_WHATIFS: usize = 1;
+
+/// Raised when the service stops: every what-if running stops with it, and
+/// no new one starts. Clones share one flag.
+#[derive(Debug, Clone, Default)]
+pub struct Stopping {
+    raised: Arc<AtomicBool>,
+    notify: Arc<Notify>,
+}
+
+impl Stopping {
+    /// Raise it (the service is stopping).
+    pub fn raise(&self) {
+        self.raised.store(true, Ordering::SeqCst);
+        self.notify.notify_waiters();
+    }
+
+    /// Is it raised?
+    pub fn is_raised(&self) -> bool {
+        self.raised.load(Ordering::SeqCst)
+    }
+
+    /// Wait until it is raised.
+    async fn raised(&self) {
+        let notified = self.notify.notified();
+        if !self.is_raised() {
+            notified.await;
+        }
+    }
+}
+
+/// Raises its what-if's stop flag when dropped: the request ended, by its
+/// answer, its deadline or its client leaving. Dropped while still armed
+/// (the evaluation had not ended: the client left), it counts the stop.
+struct StopOnDrop {
+    stop: Arc<AtomicBool>,
+    stopped: Counter,
+    armed: bool,
+}
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if self.armed {
+            self.stopped.inc();
+            tracing::info!("a what-if's client went away: the what-if was stopped");
+        }
+    }
+}
+
 /// The handler of `POST /v1/whatif`.
-pub(super) async fn post_whatif(
+pub(crate) async fn post_whatif(
     State(state): State<AppState>,
     headers: HeaderMap,
     UrlQuery(params): UrlQuery<ReadParams>,
-    body: Bytes,
+    body: Body,
 ) -> Response {
-    let Ok(proposal) = String::from_utf8(body.to_vec()) else {
-        return error(StatusCode::BAD_REQUEST, "the proposal is not UTF-8 text");
+    // Outside the timeout layer: it keeps its own deadline (the request
+    // timeout), so it can stop its evaluation and say so.
+    let deadline = tokio::time::Instant::now() + state.config.request_timeout;
+    if let Some(denied) = refuse_read(&state, &headers) {
+        return denied;
+    }
+    let format = match params.format() {
+        Ok(format) => format,
+        Err(bad) => return *bad,
     };
-    match params.format() {
-        Ok(format) => {
-            let query = Query::WhatIf {
-                proposal,
-                k: params.k.unwrap_or(20).min(MAX_ROWS),
-                format,
-            };
-            read(state, headers, query).await
+    let k = params.k.unwrap_or(20).min(MAX_ROWS);
+    let body = match read_body(&state, &headers, body, deadline).await {
+        Ok(body) => body,
+        Err(refusal) => return *refusal,
+    };
+    let lines =
+        match fairflow_ingest::reader::read_events(&body.0[..]).collect::<Result<Vec<_>, _>>() {
+            Ok(lines) => lines,
+            Err(e) => {
+                return error(
+                    StatusCode::BAD_REQUEST,
+                    format!("reading the proposal: {e}"),
+                )
+            }
+        };
+    drop(body);
+    if let Err(too_large) = check_bounds(&lines) {
+        return error(StatusCode::BAD_REQUEST, too_large.to_string());
+    }
+    let slots = state.whatif_slots.clone();
+    let busy = || {
+        error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "every what-if slot stayed busy until the request's deadline: retry later",
+        )
+    };
+    let Ok(Ok(_slot)) = tokio::time::timeout_at(deadline, slots.acquire_owned()).await else {
+        return busy();
+    };
+    let base = match state.applier.read_answer(Query::WhatIfBase).await {
+        Ok(Answer::WhatIfBase(base)) => base,
+        Ok(_) => return error(StatusCode::INTERNAL_SERVER_ERROR, "no state to evaluate on"),
+        Err(e) => return query_error(e),
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut stop_on_drop = StopOnDrop {
+        stop: stop.clone(),
+        stopped: state.metrics.whatifs_stopped.clone(),
+        armed: true,
+    };
+    let stopping = state.config.stopping.clone();
+    let evaluation = tokio::task::spawn_blocking({
+        let (stop, stopping) = (stop.clone(), stopping.clone());
+        move || {
+            evaluate_base(*base, lines, &|| {
+                stop.load(Ordering::SeqCst) || stopping.is_raised()
+            })
         }
-        Err(bad) => *bad,
+    });
+    let outcome = tokio::select! {
+        done = tokio::time::timeout_at(deadline, evaluation) => done,
+        _ = stopping.raised() => {
+            return error(StatusCode::SERVICE_UNAVAILABLE, "the service is stopping: the what-if was stopped");
+        }
+    };
+    let counted = matches!(outcome, Err(_) | Ok(Ok(Err(WhatIfError::Stopped))));
+    stop_on_drop.armed = counted;
+    match outcome {
+        Err(_) => {
+            tracing::info!("a what-if ran past its deadline and was stopped");
+            error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!(
+                    "the what-if did not end within {} s and was stopped: propose fewer events or \
+                     times",
+                    state.config.request_timeout.as_secs()
+                ),
+            )
+        }
+        Ok(Err(e)) => error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("the what-if failed: {e}"),
+        ),
+        Ok(Ok(Err(WhatIfError::Stopped))) => {
+            error(StatusCode::SERVICE_UNAVAILABLE, "the what-if was stopped")
+        }
+        Ok(Ok(Err(refused))) => error(StatusCode::BAD_REQUEST, refused.to_string()),
+        Ok(Ok(Ok(answer))) => {
+            let rendered = Answer::later(move || {
+                Ok(std::iter::once(fairflow_serve::whatif::render(
+                    &answer, k, format,
+                )))
+            });
+            respond(&state.response_budget, Ok(rendered), None).await
+        }
     }
 }

@@ -27,7 +27,10 @@
 use fairflow_model::config::Config;
 use fairflow_model::report::{JobPriority, PriorityFactor};
 
-use super::{factor_cells, listed, Cell};
+use std::sync::Arc;
+
+use super::{factor_cells, pair_row, pair_rows, Cell};
+use crate::pieces::Pieces;
 
 /// sprio's `-l` format, weighted (`sprio.c`).
 pub const LONG: &str =
@@ -63,6 +66,14 @@ pub struct Format {
     fields: Vec<Field>,
 }
 
+/// The widest cell a `%` specifier may ask for, characters (Slurm takes any
+/// `int`; a wider cell is no use to a reader and would cost every line that
+/// many bytes).
+pub const MAX_WIDTH: usize = 4_096;
+
+/// The most `%` specifiers a format may hold.
+pub const MAX_FIELDS: usize = 256;
+
 /// The letters sprio knows (`fmt_data` in `opts.c`).
 const LETTERS: &str = "aAbBcfFijJnNopPrSqQsuyYtT";
 
@@ -85,13 +96,23 @@ impl Format {
                 None => (false, token),
             };
             let digits = token.len() - token.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+            let too_wide = || {
+                error(format!(
+                    "the width `{}` is larger than {MAX_WIDTH}",
+                    &token[..digits]
+                ))
+            };
             let width = if digits == 0 {
                 0
             } else {
-                token[..digits]
-                    .parse()
-                    .map_err(|_| error(format!("the width `{}` is too large", &token[..digits])))?
+                token[..digits].parse().map_err(|_| too_wide())?
             };
+            if width > MAX_WIDTH {
+                return Err(too_wide());
+            }
+            if fields.len() == MAX_FIELDS {
+                return Err(error(format!("more than {MAX_FIELDS} `%` specifiers")));
+            }
             let mut chars = token[digits..].chars();
             let Some(letter) = chars.next() else {
                 return Err(error("a `%` specifier without a letter".into()));
@@ -341,14 +362,20 @@ fn line_text(format: &Format, line: &Line) -> String {
 /// The listed jobs (one line per (partition, QOS) pair, as the default
 /// table) in `format`, after the header unless `header` is false.
 pub fn render(jobs: &[JobPriority], format: &Format, header: bool) -> String {
-    let mut text = String::new();
-    if header {
-        text.push_str(&line_text(format, &Line::Header));
-    }
-    for job in listed(jobs).into_iter().flat_map(JobPriority::pair_rows) {
-        text.push_str(&line_text(format, &Line::Job(&job)));
-    }
-    text
+    render_pieces(Arc::new(jobs.to_vec()), format.clone(), header).collect()
+}
+
+/// [`render`] in pieces (`crate::pieces`), rendered as they are taken.
+pub fn render_pieces(jobs: Arc<Vec<JobPriority>>, format: Format, header: bool) -> Pieces {
+    let head = if header {
+        line_text(&format, &Line::Header)
+    } else {
+        String::new()
+    };
+    let rows = pair_rows(&jobs);
+    let count = rows.len();
+    let row_text = move |i: usize| line_text(&format, &Line::Job(&pair_row(&jobs, rows[i])));
+    Pieces::new(head, count, Box::new(row_text), String::new())
 }
 
 /// sprio's `-w`: the header (unless `header` is false) and the weights row
@@ -389,13 +416,24 @@ pub fn answer(
     view: &SlurmView,
     users: bool,
 ) -> Result<String, FormatError> {
+    Ok(answer_pieces(Arc::new(jobs.to_vec()), config, normalized, view, users)?.collect())
+}
+
+/// [`answer`] in pieces (`crate::pieces`), rendered as they are taken.
+pub fn answer_pieces(
+    jobs: Arc<Vec<JobPriority>>,
+    config: &Config,
+    normalized: bool,
+    view: &SlurmView,
+    users: bool,
+) -> Result<Pieces, FormatError> {
     let format = match &view.format {
         Some(text) => Format::parse(text)?,
         None => Format::default_for(config, view.long, normalized, users),
     };
     Ok(if view.weights {
-        render_weights(config, &format, !view.noheader)
+        Pieces::whole(render_weights(config, &format, !view.noheader))
     } else {
-        render(jobs, &format, !view.noheader)
+        render_pieces(jobs, format, !view.noheader)
     })
 }

@@ -114,3 +114,25 @@ fn a_held_job_is_not_listed_and_pairs_are_rows() {
     let format = Format::parse("%i %r %Y").unwrap();
     assert_eq!(render(&[job(), held], &format, false), "9 batch 9041\n");
 }
+
+#[test]
+fn widths_and_specifier_counts_are_bounded_at_parse() {
+    // Rust's formatter panics on a width above 65,535: `%.65536i` must be
+    // refused before anything is padded, naming the width and the limit.
+    for wide in [
+        "%.65536i",
+        "%.70000i",
+        "%4097i",
+        "%99999999999999999999999i",
+    ] {
+        let error = Format::parse(wide).unwrap_err().to_string();
+        assert!(error.contains("is larger than 4096"), "{wide}: {error}");
+    }
+    let widest = Format::parse("%.4096i").unwrap();
+    let line = render(&[job()], &widest, false);
+    assert_eq!(line, format!("{:>4096}\n", "9"));
+    let many = "%i".repeat(257);
+    let error = Format::parse(&many).unwrap_err().to_string();
+    assert!(error.contains("more than 256 `%` specifiers"), "{error}");
+    assert!(Format::parse(&"%i".repeat(256)).is_ok());
+}
