@@ -19,8 +19,9 @@ use fairflow_service::http::{self, HttpConfig};
 use fairflow_service::metrics::Metrics;
 use fairflow_service::taps::follow_jobcomp_in;
 use serde_json::Value;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
+
+mod support;
 
 const TOKEN: &str = "bounds-token";
 
@@ -101,19 +102,12 @@ impl Service {
 
     /// An HTTP/1.1 exchange on loopback: (status, body).
     async fn request(&self, method: &str, path: &str, body: &str) -> (u16, String) {
-        let mut stream = TcpStream::connect(&self.address).await.unwrap();
         let raw = format!(
             "{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\
              Authorization: Bearer {TOKEN}\r\nContent-Length: {}\r\n\r\n{body}",
             body.len()
         );
-        stream.write_all(raw.as_bytes()).await.unwrap();
-        let mut response = Vec::new();
-        stream.read_to_end(&mut response).await.unwrap();
-        let text = String::from_utf8_lossy(&response).to_string();
-        let status = text.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap();
-        let body = text.split_once("\r\n\r\n").map(|(_, b)| b.to_string());
-        (status, body.unwrap_or_default())
+        support::http_exchange(&self.address, raw.as_bytes()).await
     }
 
     /// alice's raw usage, as `GET /v1/sshare` gives it.

@@ -17,6 +17,8 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
+mod support;
+
 #[derive(Default)]
 struct RecordingBackend {
     book: Book,
@@ -129,21 +131,7 @@ impl Running {
 
 /// A raw HTTP/1.1 exchange; returns (status, body).
 async fn request(address: &str, raw: &[u8]) -> (u16, String) {
-    let mut stream = TcpStream::connect(address).await.unwrap();
-    stream.write_all(raw).await.unwrap();
-    let mut response = Vec::new();
-    let _ = tokio::time::timeout(Duration::from_secs(15), stream.read_to_end(&mut response)).await;
-    let text = String::from_utf8_lossy(&response).to_string();
-    let status = text
-        .split(' ')
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    let body = text
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_string())
-        .unwrap_or_default();
-    (status, body)
+    support::http_exchange(address, raw).await
 }
 
 fn post(body: &[u8], token: Option<&str>) -> Vec<u8> {

@@ -47,3 +47,48 @@ impl Running {
             .unwrap();
     }
 }
+
+/// A raw HTTP/1.1 exchange on loopback (`raw` is the whole request): the
+/// status and the body, a `Transfer-Encoding: chunked` body decoded. Waits at
+/// most 15 s for the server to close.
+pub async fn http_exchange(address: &str, raw: &[u8]) -> (u16, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
+    stream.write_all(raw).await.unwrap();
+    let mut response = Vec::new();
+    let read = stream.read_to_end(&mut response);
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(15), read).await;
+    let text = String::from_utf8_lossy(&response).to_string();
+    let status = text
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let chunked = head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked");
+    let body = if chunked {
+        dechunk(body)
+    } else {
+        body.to_string()
+    };
+    (status, body)
+}
+
+/// The body of a `Transfer-Encoding: chunked` answer: each chunk's size in
+/// hexadecimal on its own line, the chunk, a line break; a size 0 ends it.
+fn dechunk(mut rest: &str) -> String {
+    let mut body = String::new();
+    while let Some((size, after)) = rest.split_once("\r\n") {
+        let Ok(size) = usize::from_str_radix(size.trim(), 16) else {
+            break;
+        };
+        if size == 0 || after.len() < size {
+            break;
+        }
+        body.push_str(&after[..size]);
+        rest = after[size..].strip_prefix("\r\n").unwrap_or(&after[size..]);
+    }
+    body
+}
