@@ -17,7 +17,8 @@
 //! per event time) through the incremental engine, and shows the top 10 of
 //! the queue (sprio's columns, after a rank) with the per-batch latency
 //! (apply plus top-10 read: p50, p99, max, events per second) and the
-//! latency of a top-10 read alone.
+//! latency of a top-10 read alone, computed at a moved time (never the
+//! engine's kept answer).
 
 use std::collections::BTreeMap;
 
@@ -293,8 +294,13 @@ pub fn cluster(format: OutputFormat) -> anyhow::Result<ClusterRun> {
         busy_secs += elapsed.as_secs_f64();
         events += len;
     }
+    // The queue shown is the last batch's; the reads then compute, each at a
+    // time one second on (the engine keeps its answer only while neither
+    // its time nor its facts move).
+    let shown_at = engine.now();
     let mut reads = Latency::new()?;
     for _ in 0..READS {
+        engine.advance_to(engine.now() + 1)?;
         let started = Instant::now();
         std::hint::black_box(engine.top(SHOWN_JOBS)?);
         reads.record(started.elapsed())?;
@@ -323,13 +329,12 @@ pub fn cluster(format: OutputFormat) -> anyhow::Result<ClusterRun> {
         millis(per_batch.max_us()),
     ));
     text.push_str(&format!(
-        "Latency of a top-{SHOWN_JOBS} read alone: p50 {:.1} us, p99 {:.1} us\n",
+        "Latency of a top-{SHOWN_JOBS} read alone, computed at a moved time: p50 {:.1} us, p99 {:.1} us\n",
         reads.quantile_us(0.5),
         reads.quantile_us(0.99),
     ));
     text.push_str(&format!(
-        "\nTop {SHOWN_JOBS} of the queue at t={}:\n",
-        engine.now()
+        "\nTop {SHOWN_JOBS} of the queue at t={shown_at}:\n"
     ));
     text.push_str(&queue_table(&top, format));
     Ok(ClusterRun {

@@ -16,6 +16,7 @@ use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 mod audit;
 mod bench;
+mod bench_reads;
 mod demo;
 mod explain;
 mod flux_views;

@@ -53,9 +53,11 @@ impl Latency {
         self.histogram.mean() / 1_000.0
     }
 
-    /// `p50_us`, `p99_us`, `p999_us`, `max_us` as a JSON object.
+    /// `p50_us`, `p99_us`, `p999_us`, `max_us` and `samples` as a JSON
+    /// object.
     pub fn percentiles_json(&self) -> Value {
         json!({
+            "samples": self.len(),
             "p50_us": self.quantile_us(0.5),
             "p99_us": self.quantile_us(0.99),
             "p999_us": self.quantile_us(0.999),

@@ -118,12 +118,19 @@ pub struct Args {
     /// Settle each `PriorityCalcPeriod` boundary of the wall clock in a
     /// logged `tick` of its own, GRACE_SECS after the boundary (default 2),
     /// as Slurm's decay thread runs once a period, so that the first event
-    /// after a boundary does not pay for settling every running job. For a
-    /// service fed live: an event timed before a settled boundary is then
-    /// rejected as time going backwards (taps charge late records at the
-    /// current time).
-    #[arg(long, value_name = "GRACE_SECS", num_args = 0..=1, default_missing_value = "2")]
+    /// after a boundary does not pay for settling every running job. This is
+    /// the default whenever `PriorityCalcPeriod` > 0; the flag sets the
+    /// grace. Only a service fed live is ticked (its time within four
+    /// periods, at least an hour, of the boundary): a log of past times is
+    /// never cut by a tick of today. An event timed before a settled
+    /// boundary is rejected as time going backwards (taps charge late
+    /// records at the current time).
+    #[arg(long, value_name = "GRACE_SECS", num_args = 0..=1, default_missing_value = "2",
+          conflicts_with = "no_calc_period_ticks")]
     calc_period_ticks: Option<u64>,
+    /// Never settle a boundary apart: the first event after it settles it.
+    #[arg(long)]
+    no_calc_period_ticks: bool,
     /// Reject a written event (HTTP, taps) timed more than SECS ahead of the
     /// wall clock, naming its `t`: once applied, it would hold the service's
     /// time there and refuse every later write timed before it. `0` refuses
@@ -189,7 +196,12 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     config.http.max_whatifs = args.max_whatifs.max(1);
     config.max_tap_connections = args.max_tap_connections.max(1);
     config.recover = args.recover;
-    config.calc_period_ticks = args.calc_period_ticks.map(std::time::Duration::from_secs);
+    config.calc_period_ticks = (!args.no_calc_period_ticks).then(|| {
+        std::time::Duration::from_secs(
+            args.calc_period_ticks
+                .unwrap_or(fairflow_service::ticks::DEFAULT_TICK_GRACE_SECS),
+        )
+    });
     config.max_event_lead_secs = args.max_event_lead_secs.0;
     config.checkpoint_every = args.checkpoint_every;
     config.tap_tcp = args.tap_tcp;

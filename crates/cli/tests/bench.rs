@@ -6,7 +6,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-fn bench(workers: &str) -> Value {
+fn bench(workers: &str, extra: &[&str]) -> Value {
     let out = Command::new(env!("CARGO_BIN_EXE_fairflow"))
         .args([
             "bench",
@@ -24,6 +24,7 @@ fn bench(workers: &str) -> Value {
             "1",
             "--json",
         ])
+        .args(extra)
         .output()
         .expect("run fairflow");
     assert!(
@@ -62,6 +63,15 @@ fn check(report: &Value, workers: u64) {
     let p50 = positive(&topk["p50_us"], "topk p50");
     let p99 = positive(&topk["p99_us"], "topk p99");
     assert!(p50 <= p99);
+    // 1,000 reads scaled by 0.05: 50 computed, alternately after a moved
+    // time and after a usage event, and 50 cached.
+    assert_eq!(topk["samples"], 50);
+    assert_eq!(topk["after_time_move"]["samples"], 25);
+    assert_eq!(topk["after_fact_change"]["samples"], 25);
+    positive(&topk["after_time_move"]["p99_us"], "after a time move");
+    positive(&topk["after_fact_change"]["p99_us"], "after a fact change");
+    assert_eq!(report["topk_read_cached"]["samples"], 50);
+    assert_eq!(report["topk_read_cached"]["k"], 100);
     for key in UPDATES {
         let u = &report["updates"][key];
         let p50 = positive(&u["p50_us"], key);
@@ -84,7 +94,6 @@ fn check(report: &Value, workers: u64) {
         report["updates"]["usage_batch_1000"]["events_per_batch"],
         1000.0
     );
-    assert_eq!(report["calc_period_secs"], 300);
     assert!(report["commit"].is_string());
     assert!(report["machine"]["cores"].as_u64().is_some_and(|c| c > 0));
     assert_eq!(report["topk_matches_oracle"], true);
@@ -92,10 +101,26 @@ fn check(report: &Value, workers: u64) {
 
 #[test]
 fn the_json_report_has_every_key_with_one_worker() {
-    check(&bench("1"), 1);
+    let report = bench("1", &[]);
+    check(&report, 1);
+    // Slurm's default period, settled by ticks as `serve` settles it.
+    assert_eq!(report["calc_period_secs"], 300);
+    assert_eq!(report["calc_period_ticks"], true);
 }
 
 #[test]
 fn the_json_report_has_every_key_with_two_workers() {
-    check(&bench("2"), 2);
+    check(&bench("2", &[]), 2);
+}
+
+/// `--calc-period 0`: continuous accrual, no boundary to settle; the
+/// engine's last top (after the reads' moved times and usage events) still
+/// equals the oracle's on the same stream.
+#[test]
+fn continuous_accrual_is_measured_with_calc_period_zero() {
+    let report = bench("1", &["--calc-period", "0"]);
+    check(&report, 1);
+    assert_eq!(report["calc_period_secs"], 0);
+    assert_eq!(report["calc_period_ticks"], false);
+    assert!(report["updates"]["calc_period_tick"].is_null());
 }

@@ -27,7 +27,7 @@ fn the_demo_shows_the_synthetic_clusters_queue_and_latencies() {
     assert!(
         latency.contains(" p99 ") && latency.contains(" max ") && latency.ends_with("events/s")
     );
-    assert!(part.contains("Latency of a top-10 read alone: p50 "));
+    assert!(part.contains("Latency of a top-10 read alone, computed at a moved time: p50 "));
     let lines: Vec<&str> = part.lines().collect();
     let header = lines
         .iter()

@@ -428,14 +428,14 @@ fn serve_takes_a_config_file_and_the_command_line_overrides_it() {
     );
 }
 
-/// `--calc-period-ticks 0`: the service settles the wall clock's last
-/// `PriorityCalcPeriod` boundary in a logged tick of its own, with no event
-/// after it. By hand: alice's job runs 2 CPUs from `t0`, with no decay, so
+/// By default (and with `--calc-period-ticks GRACE`) the service settles the
+/// wall clock's last `PriorityCalcPeriod` boundary in a logged tick of its
+/// own, with no event after it. By hand: alice's job runs 2 CPUs from `t0`, with no decay, so
 /// her raw usage at the boundary `b` is `2 * (b - t0)` CPU-seconds (before a
 /// tick nothing is settled). The state equals the oracle fed the same
 /// events and `{"op":"tick","t":b}`, and survives a restart without ticks.
 #[test]
-fn calc_period_ticks_settle_the_boundary_without_an_event() {
+fn calc_period_ticks_by_default_settle_the_boundary_without_an_event() {
     const PERIOD_SECS: i64 = 3600;
     let dir = tempfile::tempdir().unwrap();
     let token_file = service::token_file(dir.path(), TOKEN);
@@ -490,7 +490,7 @@ fn calc_period_ticks_settle_the_boundary_without_an_event() {
         }
     };
     let data = dir.path().join("data");
-    let service = Service::start(&data, &token_file, &["--calc-period-ticks", "0"]);
+    let service = Service::start(&data, &token_file, &[]);
     let (status, body) = service.request("POST", "/v1/events", Some(TOKEN), &events);
     assert_eq!(status, 200, "{body}");
     wait_for(|| event_time(&service) > t0);
@@ -508,10 +508,41 @@ fn calc_period_ticks_settle_the_boundary_without_an_event() {
 
     // The tick was logged: a restart without ticks has the same state.
     service.terminate();
-    let service = Service::start(&data, &token_file, &[]);
+    let service = Service::start(&data, &token_file, &["--no-calc-period-ticks"]);
     let (boundary, got) = settled(&service);
     assert!(boundary >= t0 + 3 * PERIOD_SECS, "{boundary}");
     assert_eq!(got, expected(boundary));
+}
+
+/// The default ticker leaves a log of the past alone: events of November
+/// 2023 under a one-hour `PriorityCalcPeriod` are years behind the wall
+/// clock, so no tick of today is logged and a later event of 2023 is still
+/// accepted (a tick would refuse it as time going backwards).
+#[test]
+fn the_default_ticker_never_cuts_a_log_of_the_past() {
+    let dir = tempfile::tempdir().unwrap();
+    let token_file = service::token_file(dir.path(), TOKEN);
+    let service = Service::start(&dir.path().join("data"), &token_file, &[]);
+    let events = r#"{"op":"config","t":1700000000,"set":{"PriorityCalcPeriod":60}}
+{"op":"account","t":1700000000,"name":"a","shares":1}
+{"op":"user","t":1700000000,"user":"alice","account":"a"}
+{"op":"submit","t":1700000000,"job":"1","user":"alice","account":"a","tres":{"cpu":2}}
+"#;
+    let (status, body) = service.request("POST", "/v1/events", Some(TOKEN), events);
+    assert_eq!(status, 200, "{body}");
+    // The ticker looks once a second: give it three looks.
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    let later = r#"{"op":"start","t":1700000100,"job":"1"}
+"#;
+    let (status, body) = service.request("POST", "/v1/events", Some(TOKEN), later);
+    assert_eq!(status, 200, "{body}");
+    let outcome: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(outcome["accepted"], 1, "{body}");
+    assert_eq!(
+        outcome["rejected"].as_array().map(Vec::len),
+        Some(0),
+        "{body}"
+    );
 }
 
 /// Files named at start must be what they claim: a FIFO (which would block

@@ -54,8 +54,9 @@ pub struct ServiceConfig {
     /// Most connections open at once on each stream tap listener.
     pub max_tap_connections: usize,
     /// Settle each `PriorityCalcPeriod` boundary of the wall clock in a
-    /// `tick` of its own, this long after the boundary (`--calc-period-ticks`),
-    /// instead of in the batch of the first event after it.
+    /// `tick` of its own, this long after the boundary (`ticks`; on by
+    /// default, `DEFAULT_TICK_GRACE_SECS` after it), instead of in the batch
+    /// of the first event after it (`None`, `--no-calc-period-ticks`).
     pub calc_period_ticks: Option<Duration>,
     /// The wall clock the ticker and the event lead read.
     pub clock: WallClock,
@@ -83,7 +84,7 @@ impl ServiceConfig {
             replay: None,
             recover: false,
             max_tap_connections: StreamLimits::default().max_connections,
-            calc_period_ticks: None,
+            calc_period_ticks: Some(Duration::from_secs(ticks::DEFAULT_TICK_GRACE_SECS)),
             clock: WallClock::system(),
             accept_clock_jump_after_secs: JUMP_ACCEPT_AFTER_SECS,
             max_event_lead_secs: Some(DEFAULT_MAX_EVENT_LEAD_SECS),
