@@ -8,7 +8,12 @@
 //!   fact changing, as between two reads of a service whose ticker or
 //!   writers moved its clock) is applied, untimed, then `top(k)` is timed;
 //! - **after a fact change**: one usage event at the same time is applied,
-//!   untimed, then `top(k)` is timed.
+//!   untimed, then `top(k)` is timed. The incremental engine reads the top
+//!   `k` it was last asked for inside every batch that changed something
+//!   (`Engine::keep_top`), so this read finds it ready: its cost is in the
+//!   update's latency (`updates`), and this figure is what a reader waits
+//!   after that update. A moved time with nothing to send runs no batch, so
+//!   the read after it computes the top itself.
 //!
 //! The two alternate. Where a moved time crosses a `PriorityCalcPeriod`
 //! boundary and the service would settle it (its ticker), the boundary's
