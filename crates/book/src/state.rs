@@ -5,6 +5,7 @@
 //! resets and re-bases the decay frame (see `fairflow_model::usage`).
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use fairflow_model::config::{ResetPeriod, UsageModel};
 use fairflow_model::event::{is_list, list_items, JobSpec, Op};
@@ -18,6 +19,14 @@ use fairflow_model::reset::{next_reset_after, reset_at_or_before};
 
 use crate::flux_bins::{BinKey, BinParams, FluxBins};
 use crate::name_map::NameMap;
+
+/// The active jobs by id, in id order: a persistent B-tree whose nodes and
+/// jobs are shared between copies, so copying a state (a what-if's base)
+/// copies a pointer, and a change to a copy copies the path to the job it
+/// changes and that job, not the others. (Each job behind its own `Arc`: a
+/// node holds dozens of entries, so a changed node copies pointers, not
+/// jobs.) Change a job through [`State::job_mut`].
+pub type Jobs = imbl::OrdMap<String, Arc<Job>>;
 
 /// An account.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -268,10 +277,8 @@ pub struct State {
     pub partitions: BTreeMap<String, Partition>,
     /// The cluster.
     pub cluster: Cluster,
-    /// Active jobs by id.
-    /// (Boxed: a B-tree node holds eleven entries, half of them empty on
-    /// average, so a job inline would leave hundreds of bytes unused.)
-    pub jobs: BTreeMap<String, Box<Job>>,
+    /// Active jobs by id, shared copy-on-write ([`Jobs`]).
+    pub jobs: Jobs,
     /// Moab fair-share usage settled to group, QOS and class credentials
     /// (usage events charge the account's group; ended and requeued jobs
     /// their group, QOS and class), in frame units. Running jobs' share is
@@ -367,7 +374,7 @@ impl State {
             qos: BTreeMap::new(),
             partitions: BTreeMap::new(),
             cluster: Cluster::default(),
-            jobs: BTreeMap::new(),
+            jobs: Jobs::new(),
             credential_usage: NameMap::new(),
             last_reset_at: None,
             wallclock_accuracy: BTreeMap::new(),
@@ -516,7 +523,7 @@ impl State {
         // One pass in id order: jobs no longer running leave the index, the
         // others are settled (one lookup each).
         self.running_index.ids.retain(|id| {
-            let Some(job) = jobs.get_mut(id) else {
+            let Some(job) = jobs.get_mut(id).map(Arc::make_mut) else {
                 return false;
             };
             let JobPhase::Running { since, rate } = &mut job.phase else {
@@ -546,6 +553,12 @@ impl State {
         }
     }
 
+    /// Job `id`, to change it: copied first if a copy of the state shares
+    /// it ([`Jobs`]).
+    pub fn job_mut(&mut self, id: &str) -> Option<&mut Job> {
+        self.jobs.get_mut(id).map(Arc::make_mut)
+    }
+
     /// An association's usage as visible at `now`, in frame units: settled
     /// usage, plus (with continuous accrual) what running jobs accrued so far.
     pub fn visible_usage(&self, own: &OwnUsage) -> FrameUsage {
@@ -565,8 +578,18 @@ impl State {
         };
         self.accounts.values_mut().for_each(|a| zero(&mut a.usage));
         self.users.values_mut().for_each(|u| zero(&mut u.usage));
-        for job in self.jobs.values_mut() {
-            if let JobPhase::Running { since, .. } = &mut job.phase {
+        let running: Vec<String> = self
+            .jobs
+            .values()
+            .filter(|job| matches!(job.phase, JobPhase::Running { .. }))
+            .map(|job| job.id.clone())
+            .collect();
+        for id in running {
+            if let Some(Job {
+                phase: JobPhase::Running { since, .. },
+                ..
+            }) = self.job_mut(&id)
+            {
                 *since = t;
             }
         }
@@ -687,7 +710,7 @@ impl State {
             .collect();
         let mut per_assoc: BTreeMap<(String, String), u128> = BTreeMap::new();
         for (id, rate) in rates {
-            let job = self.jobs.get_mut(&id).expect("listed above");
+            let job = self.job_mut(&id).expect("listed above");
             job.phase = JobPhase::Running { since: t, rate };
             *per_assoc
                 .entry((job.account.clone(), job.user.clone()))
@@ -737,7 +760,7 @@ impl State {
             .as_deref()
             .and_then(|l| self.tier_ordered(l))
         {
-            self.jobs.get_mut(job_id).expect("present").spec.partition = Some(sorted);
+            self.job_mut(job_id).expect("present").spec.partition = Some(sorted);
         }
     }
 
@@ -1018,8 +1041,15 @@ impl State {
                 }
             }
             Op::RemoveUser { user, account } => {
-                self.jobs
-                    .retain(|_, j| !(j.account == *account && j.user == *user));
+                let theirs: Vec<String> = self
+                    .jobs
+                    .values()
+                    .filter(|j| j.account == *account && j.user == *user)
+                    .map(|j| j.id.clone())
+                    .collect();
+                for id in theirs {
+                    self.jobs.remove(&id);
+                }
                 let removed = self
                     .users
                     .remove(&(account.clone(), user.clone()))
@@ -1058,7 +1088,7 @@ impl State {
                 let submit_at = submitted.unwrap_or(t);
                 self.jobs.insert(
                     job.clone(),
-                    Box::new(Job {
+                    Arc::new(Job {
                         id: job.clone(),
                         user: user.clone(),
                         account: account.clone(),
@@ -1078,7 +1108,7 @@ impl State {
                 self.order_partitions(job);
             }
             Op::Update { job, account, spec } => {
-                let entry = self.jobs.get_mut(job).expect("validated job");
+                let entry = Arc::make_mut(self.jobs.get_mut(job).expect("validated job"));
                 entry.spec.apply(spec);
                 if let Some(account) = account {
                     entry.account = account.clone();
@@ -1086,12 +1116,12 @@ impl State {
                 self.order_partitions(job);
             }
             Op::Hold { job } => {
-                let entry = self.jobs.get_mut(job).expect("validated job");
+                let entry = Arc::make_mut(self.jobs.get_mut(job).expect("validated job"));
                 entry.phase = JobPhase::Held;
                 entry.held_since = Some(t);
             }
             Op::Release { job } => {
-                let entry = self.jobs.get_mut(job).expect("validated job");
+                let entry = Arc::make_mut(self.jobs.get_mut(job).expect("validated job"));
                 entry.phase = JobPhase::Pending;
                 if let Some(held_at) = entry.held_since.take() {
                     entry.held_spans.push((held_at, t));
@@ -1118,7 +1148,7 @@ impl State {
                 let usage = self.own_usage_mut(&account, Some(&user));
                 usage.rate += rate;
                 usage.rate_offset += rate * clock;
-                let entry = self.jobs.get_mut(job).expect("validated job");
+                let entry = Arc::make_mut(self.jobs.get_mut(job).expect("validated job"));
                 entry.phase = JobPhase::Running { since: t, rate };
                 entry.allocated = Some(allocated);
                 if self.running_index.complete {
@@ -1153,7 +1183,7 @@ impl State {
             Op::Requeue { job } => {
                 self.charge_flux_job(job, t);
                 self.stop_accrual(job, t);
-                let entry = self.jobs.get_mut(job).expect("validated job");
+                let entry = Arc::make_mut(self.jobs.get_mut(job).expect("validated job"));
                 entry.phase = JobPhase::Pending;
                 entry.queued_at = t;
                 if let Some(delay) = self.config.requeue_delay_secs {
@@ -1368,5 +1398,54 @@ mod tests {
         // 740 TRES-seconds are 740 · 2^20 · 5^6 = 12_124_160_000_000 frame units.
         assert_eq!(own.settled, 12_124_160_000_000);
         assert_eq!((own.rate, own.rate_offset), (0, 0));
+    }
+
+    #[test]
+    fn a_copy_shares_the_jobs_and_each_side_changes_only_its_own() {
+        let apply = |book: &mut Book, log: &str| {
+            for line in read_events(log.as_bytes()) {
+                let line = line.unwrap();
+                book.apply(line.line, &line.event.unwrap()).unwrap();
+            }
+        };
+        let mut book = Book::new(Config::default());
+        apply(
+            &mut book,
+            &format!(
+                "{SETUP}{}",
+                r#"{"op":"submit","t":1010,"job":"2","user":"u","account":"root"}
+{"op":"submit","t":1010,"job":"3","user":"u","account":"root"}
+"#
+            ),
+        );
+        let mut copy = book.clone();
+        let shared =
+            |a: &Book, b: &Book, id: &str| Arc::ptr_eq(&a.state.jobs[id], &b.state.jobs[id]);
+        assert!(["1", "2", "3"].iter().all(|id| shared(&book, &copy, id)));
+        apply(
+            &mut book,
+            r#"{"op":"start","t":1020,"job":"2"}
+{"op":"end","t":1030,"job":"1"}
+{"op":"submit","t":1030,"job":"4","user":"u","account":"root"}
+"#,
+        );
+        apply(&mut copy, r#"{"op":"hold","t":1040,"job":"3"}"#);
+        // The copy kept its jobs as they were, but for its own hold.
+        let ids = |b: &Book| b.state.jobs.keys().cloned().collect::<Vec<_>>();
+        assert_eq!(ids(&copy), ["1", "2", "3"]);
+        assert!(copy.state.jobs["2"].is_pending());
+        assert!(matches!(
+            copy.state.jobs["1"].phase,
+            JobPhase::Running { .. }
+        ));
+        assert_eq!(copy.state.jobs["3"].phase, JobPhase::Held);
+        // The book has its events' changes and not the copy's hold.
+        assert_eq!(ids(&book), ["2", "3", "4"]);
+        assert!(matches!(
+            book.state.jobs["2"].phase,
+            JobPhase::Running { since: 1020, .. }
+        ));
+        assert!(book.state.jobs["3"].is_pending());
+        assert!(!shared(&book, &copy, "2") && !shared(&book, &copy, "3"));
     }
 }

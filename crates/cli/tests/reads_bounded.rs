@@ -2,7 +2,8 @@
 //! loopback through the real service: a long what-if runs beside `/v1/top`
 //! and stops when its client leaves or the service stops; a proposal over
 //! the limits is a 400; clients that stop reading are refused past the
-//! response budget and dropped after the write timeout; a wide sprio format
+//! response budget and dropped after the write timeout; long tables and
+//! pages are sent in pieces, each the command's answer; a wide sprio format
 //! is a 400 that never rebuilds the engine; the router's own errors are JSON.
 //! Nothing here times anything: each test asserts what was answered, and in
 //! what order.
@@ -226,6 +227,81 @@ fn readers_past_the_response_budget_get_503_and_slow_readers_are_dropped() {
             "a dropped answer is not complete"
         );
     }
+    service.kill();
+}
+
+/// A `GET` of `path`: its status, its body's chunks (one per piece sent)
+/// and the body.
+fn pieces_of(address: SocketAddr, path: &str) -> (u16, usize, String) {
+    let mut stream = send(address, "GET", path, "");
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).unwrap();
+    let text = String::from_utf8(raw).unwrap();
+    let (head, mut rest) = text.split_once("\r\n\r\n").unwrap();
+    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+    assert!(
+        head.to_ascii_lowercase()
+            .contains("transfer-encoding: chunked"),
+        "{head}"
+    );
+    let (mut chunks, mut body) = (0, String::new());
+    while let Some((size, after)) = rest.split_once("\r\n") {
+        let size = usize::from_str_radix(size, 16).unwrap();
+        if size == 0 {
+            break;
+        }
+        chunks += 1;
+        body.push_str(&after[..size]);
+        rest = &after[size + 2..];
+    }
+    (status, chunks, body)
+}
+
+#[test]
+fn long_tables_and_pages_are_sent_in_pieces_each_the_commands_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let token = token_file(dir.path(), TOKEN);
+    let service = Service::start(&dir.path().join("data"), &token, &[]);
+    let (ok, log, err) = binary::run(&["gen", "--associations", "600", "--jobs", "2000"]);
+    assert!(ok, "{err}");
+    let events = dir.path().join("events.jsonl");
+    std::fs::write(&events, &log).unwrap();
+    let (status, answer) = service.request("POST", "/v1/events", Some(TOKEN), &log);
+    assert_eq!(status, 200, "{answer}");
+    let events = events.to_str().unwrap();
+    // Each row is its own line in these forms; 256 rows make a piece.
+    let cases: [(&str, &[&str]); 5] = [
+        ("/v1/sshare?format=parsable", &["sshare", "-P"]),
+        ("/v1/sshare?format=table", &["sshare"]),
+        ("/v1/sshare?format=json", &["sshare", "--json"]),
+        (
+            "/v1/top?k=100000&format=parsable",
+            &["top", "-k", "100000", "-P"],
+        ),
+        (
+            "/v1/top?k=100000&format=json",
+            &["top", "-k", "100000", "--json"],
+        ),
+    ];
+    for (path, command) in cases {
+        let (status, chunks, body) = pieces_of(service.address, path);
+        assert_eq!(status, 200, "{path}: {body}");
+        let mut args = command.to_vec();
+        args.extend(["--events", events]);
+        let (ok, expected, err) = binary::run(&args);
+        assert!(ok, "{err}");
+        assert_eq!(body, expected, "{path}");
+        // Over 600 rows (the associations and their accounts; the pending
+        // jobs), sent in pieces of 256.
+        assert!(expected.lines().count() > 600, "{path}");
+        assert!(chunks > 1, "{path}: one piece");
+    }
+    // slurmrestd's shares: one document, its rows in pieces.
+    let (status, chunks, body) = pieces_of(service.address, "/slurm/v0.0.46/shares");
+    assert_eq!(status, 200);
+    let shares: Value = serde_json::from_str(&body).unwrap();
+    let rows = shares["shares"]["shares"].as_array().unwrap().len();
+    assert!(rows > 600 && chunks > 1, "{chunks} pieces of {rows} rows");
     service.kill();
 }
 

@@ -14,7 +14,7 @@ use std::time::Duration;
 use crossbeam_channel::{Receiver, Sender};
 use fairflow_book::Book;
 use fairflow_ingest::{LogLine, Rejection};
-use fairflow_model::report::{FairshareTable, JobPriority, JobState, SharedJobs};
+use fairflow_model::report::{CompactJobs, FairshareTable, JobPriority, JobState, SharedJobs};
 use fairflow_model::{Config, Time};
 use timely::WorkerConfig;
 
@@ -668,6 +668,17 @@ impl Engine {
     pub fn priorities(&self) -> Result<Vec<JobPriority>, EngineError> {
         match self.priority_read(Command::EvaluateAll(self.now()))? {
             Reply::Priorities(all) => Ok(all.into_iter().map(|p| self.identify(p)).collect()),
+            _ => Err(EngineError::WorkersGone),
+        }
+    }
+
+    /// [`Engine::priorities`] held compactly, in job-id order: each shard
+    /// encodes its jobs as it evaluates them, and each is named here as the
+    /// shards' lists are merged, so no step holds every job's decoded
+    /// priority at once.
+    pub fn priorities_compact(&self) -> Result<CompactJobs, EngineError> {
+        match self.priority_read(Command::EvaluateAllCompact(self.now()))? {
+            Reply::Compact(lists) => Ok(CompactJobs::merge_by_job(lists, |p| self.identify(p))),
             _ => Err(EngineError::WorkersGone),
         }
     }

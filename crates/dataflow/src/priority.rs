@@ -166,7 +166,7 @@ use differential_dataflow::operators::arrange::{Arranged, TraceAgent};
 use differential_dataflow::trace::implementations::ValSpine;
 use differential_dataflow::VecCollection;
 use fairflow_model::moab::Credential;
-use fairflow_model::report::{JobIdKey, JobPriority, JobState};
+use fairflow_model::report::{CompactJobs, JobIdKey, JobPriority, JobState};
 use fairflow_model::tres::TresCounts;
 use fairflow_model::{Config, PriorityModel};
 use timely::container::CapacityContainerBuilder;
@@ -1485,21 +1485,44 @@ impl PriorityReader {
         all
     }
 
+    /// [`PriorityReader::evaluate_all`] held compactly: each job's priority
+    /// is encoded as it is evaluated, so the shard never holds every job's
+    /// decoded priority at once.
+    pub fn evaluate_all_compact(&mut self, now: Time64) -> CompactJobs {
+        self.absorb();
+        let mut all = CompactJobs::new();
+        self.each_listed(now, |job| all.push(&job));
+        all.sorted_by_job()
+    }
+
     /// Every listed job's priority at `now`, in no particular order (Moab:
     /// its read-time evaluation over every record). `O(active jobs)`.
     fn listed_priorities(&self, now: Time64) -> Vec<JobPriority> {
+        let mut all = Vec::new();
+        self.each_listed(now, |job| all.push(job));
+        all
+    }
+
+    /// Each listed job's priority at `now`, handed to `each` as it is
+    /// evaluated, in no particular order (Moab: its read-time evaluation
+    /// over every record, evaluated together first).
+    fn each_listed(&self, now: Time64, mut each: impl FnMut(JobPriority)) {
         let moab = self
             .queue
             .any_record()
             .is_some_and(|r| r.model() == PriorityModel::Moab);
         if moab {
-            return moab::evaluate(self.queue.records(), &self.queue.facts(), now);
+            moab::evaluate(self.queue.records(), &self.queue.facts(), now)
+                .into_iter()
+                .for_each(each);
+            return;
         }
         let table = self.queue.factor_table();
-        self.queue
-            .records()
-            .filter_map(|r| self.evaluate_with(r, Self::factor_in(&table, r), now))
-            .collect()
+        for record in self.queue.records() {
+            if let Some(job) = self.evaluate_with(record, Self::factor_in(&table, record), now) {
+                each(job);
+            }
+        }
     }
 
     /// The oracle's `remember_incr_only` at `now`: each pending job's floor

@@ -11,7 +11,7 @@
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvError, Sender, TryRecvError};
-use fairflow_model::report::{JobPriority, JobState};
+use fairflow_model::report::{CompactJobs, JobPriority, JobState};
 use timely::worker::Worker;
 
 use crate::factors::Family;
@@ -24,7 +24,8 @@ use crate::types::{AssocId, Epoch, JobId, NodeId, TouchCounter};
 
 mod shards;
 use shards::{
-    ask_all, counts, found_job, merge_by_name, merge_floors, merge_ranked, Jobs, Request, Shards,
+    ask_all, compact_lists, counts, found_job, merge_by_name, merge_floors, merge_ranked, Jobs,
+    Request, Shards,
 };
 
 /// What the driver asks worker 0 to do.
@@ -56,6 +57,9 @@ pub enum Command {
     RememberIncrOnly(Time64),
     /// Every listed job's priority at this time (`evaluate_all`).
     EvaluateAll(Time64),
+    /// The same, each shard's held compactly and ordered by job id
+    /// (`evaluate_all_compact`).
+    EvaluateAllCompact(Time64),
     /// Send the `INCR_ONLY` memory (a snapshot).
     ReadFloors,
     /// Replace the `INCR_ONLY` memory (a restore).
@@ -85,6 +89,9 @@ pub enum Reply {
     Factors(std::collections::BTreeMap<AssocId, f64>),
     /// Job priorities (`EvaluateAll`, `Top`).
     Priorities(Vec<JobPriority>),
+    /// Each shard's job priorities held compactly, ordered by job id
+    /// (`EvaluateAllCompact`).
+    Compact(Vec<CompactJobs>),
     /// One job's priority, if it is listed.
     Job(Option<JobPriority>),
     /// The queue up to and including a job, if it is ranked.
@@ -289,6 +296,12 @@ pub fn run_worker(
                 worker,
                 reader,
                 Request::EvaluateAll(now),
+            ))),
+            Command::EvaluateAllCompact(now) => Reply::Compact(compact_lists(ask_all(
+                &mut shards,
+                worker,
+                reader,
+                Request::EvaluateAllCompact(now),
             ))),
             Command::Top(k, now) => Reply::Priorities(merge_ranked(
                 ask_all(&mut shards, worker, reader, Request::Top(k, now)),

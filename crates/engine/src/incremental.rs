@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use fairflow_book::Book;
 use fairflow_ingest::{LogLine, Rejection};
-use fairflow_model::report::{FairshareTable, JobPriority, SharedJobs};
+use fairflow_model::report::{CompactJobs, FairshareTable, JobPriority, SharedJobs};
 use fairflow_model::{Config, Time};
 
 use crate::{Engine, EngineError, WorkerLayout};
@@ -70,6 +70,10 @@ impl Engine for IncrementalEngine {
 
     fn priorities(&mut self) -> Result<Vec<JobPriority>, EngineError> {
         Ok(self.engine.priorities()?)
+    }
+
+    fn priorities_compact(&mut self) -> Result<CompactJobs, EngineError> {
+        Ok(self.engine.priorities_compact()?)
     }
 
     fn top(&mut self, k: usize) -> Result<SharedJobs, EngineError> {

@@ -25,7 +25,9 @@ use fairflow_book::Book;
 use fairflow_ingest::{LogLine, Rejection};
 use fairflow_model::event::is_list;
 use fairflow_model::report::position::{partition_places, partition_places_single, Position};
-use fairflow_model::report::{FairshareRow, FairshareTable, JobPriority, Selection, SharedJobs};
+use fairflow_model::report::{
+    CompactJobs, FairshareRow, FairshareTable, JobPriority, Selection, SharedJobs,
+};
 use fairflow_model::{Algorithm, Config, Time};
 
 pub use batch::BatchEngine;
@@ -129,6 +131,14 @@ pub trait Engine: Send {
     fn user_factors(&mut self) -> Result<BTreeMap<(String, String), f64>, EngineError>;
     /// Every listed job's priority (the rows of `sprio`).
     fn priorities(&mut self) -> Result<Vec<JobPriority>, EngineError>;
+    /// [`Engine::priorities`] held compactly, in job-id order (as `str`s
+    /// compare); an engine that can should never hold every job's decoded
+    /// priority at once on the way.
+    fn priorities_compact(&mut self) -> Result<CompactJobs, EngineError> {
+        let mut all = self.priorities()?;
+        all.sort_by(|a, b| a.job.cmp(&b.job));
+        Ok(all.iter().collect())
+    }
     /// The first `k` jobs of the ranked pending queue, shared: a read with
     /// nothing changed since the last one copies a reference, not the values.
     fn top(&mut self, k: usize) -> Result<SharedJobs, EngineError>;

@@ -2,10 +2,12 @@
 //! the fair-share table. The serving layer renders these; the oracle and the
 //! incremental engine must produce equal values.
 
+pub mod compact;
 pub mod position;
 pub mod shared;
 pub mod whatif;
 
+pub use compact::CompactJobs;
 pub use shared::SharedJobs;
 
 use crate::config::Algorithm;

@@ -1,10 +1,16 @@
 //! Answers in pieces: a long answer (every job's priority, every listed job
-//! in slurmrestd's shape) written a few hundred rows at a time, so a server
-//! can send it while it renders and never holds the whole text. Each
-//! renderer that can be long builds its whole answer from these pieces too,
-//! so the text sent in pieces and the text rendered at once are one rule.
+//! in slurmrestd's shape, the fair-share table, a long page of the queue)
+//! written a few hundred rows at a time, so a server can send it while it
+//! renders and never holds the whole text. Each renderer that can be long
+//! builds its whole answer from these pieces too, so the text sent in
+//! pieces and the text rendered at once are one rule: pretty JSON arrays
+//! (alone or inside a document), `|`-separated tables
+//! (`format::parsable`) and aligned ones (`format::aligned`).
 
+use serde::Serialize;
 use serde_json::Value;
+
+use crate::format::{aligned_head, aligned_line, aligned_widths, widen, Column};
 
 /// Rows rendered into one piece.
 pub const ROWS_PER_PIECE: usize = 256;
@@ -64,7 +70,7 @@ impl Iterator for Pieces {
 /// `value` pretty-printed as an element of a JSON array nested `depth`
 /// levels deep, as `serde_json::to_string_pretty` of the whole writes it
 /// (JSON strings hold no raw line break, so indenting every line is exact).
-pub fn pretty_element(value: &Value, depth: usize) -> String {
+pub fn pretty_element(value: &impl Serialize, depth: usize) -> String {
     let indent = "  ".repeat(depth);
     let text = serde_json::to_string_pretty(value).expect("plain values always serialize");
     let mut out = String::with_capacity(text.len() + text.len() / 8);
@@ -81,17 +87,20 @@ pub fn pretty_element(value: &Value, depth: usize) -> String {
 /// The pieces of a pretty JSON array (as `serde_json::to_string_pretty`
 /// writes it, then a line break) of `rows` values, the `index`th from
 /// `value`: `[`, then each element on its own lines, `]`.
-pub fn pretty_array(rows: usize, value: impl FnMut(usize) -> Value + Send + 'static) -> Pieces {
-    nested_array("[".to_string(), rows, 1, Box::new(value), "]\n".to_string())
+pub fn pretty_array<T: Serialize>(
+    rows: usize,
+    value: impl FnMut(usize) -> T + Send + 'static,
+) -> Pieces {
+    nested_array("[".to_string(), rows, 1, value, "]\n".to_string())
 }
 
 /// The pieces of a pretty JSON array at `depth` inside a document:
 /// `head` ends with its `[`, `rest` starts with its `]`.
-pub fn nested_array(
+pub fn nested_array<T: Serialize>(
     head: String,
     rows: usize,
     depth: usize,
-    mut value: Box<dyn FnMut(usize) -> Value + Send>,
+    mut value: impl FnMut(usize) -> T + Send + 'static,
     rest: String,
 ) -> Pieces {
     let row_text = Box::new(move |index: usize| {
@@ -104,6 +113,60 @@ pub fn nested_array(
         format!("\n{}{rest}", "  ".repeat(depth - 1))
     };
     Pieces::new(head, rows, row_text, tail)
+}
+
+/// The pieces of `document` pretty-printed (with a line break after it)
+/// with `rows` values in its array that opens with `open` (such as
+/// `"jobs": [`, empty in `document`), `depth` levels deep.
+pub fn array_in_document<T: Serialize>(
+    document: &Value,
+    open: &str,
+    depth: usize,
+    rows: usize,
+    value: impl FnMut(usize) -> T + Send + 'static,
+) -> Pieces {
+    let mut text = serde_json::to_string_pretty(document).expect("plain values always serialize");
+    text.push('\n');
+    let at = text
+        .find(open)
+        .map(|at| at + open.len())
+        .unwrap_or_else(|| panic!("the document holds `{open}`"));
+    let rest = text.split_off(at);
+    nested_array(text, rows, depth, value, rest)
+}
+
+/// The pieces of the `|`-separated table of `columns` (`format::parsable`)
+/// with `rows` rows, the `index`th's cells from `cells`.
+pub fn parsable_pieces(
+    columns: &[Column],
+    rows: usize,
+    mut cells: impl FnMut(usize) -> Vec<String> + Send + 'static,
+) -> Pieces {
+    let names: Vec<&str> = columns.iter().map(|c| c.name).collect();
+    let head = format!("{}\n", names.join("|"));
+    let row_text = move |index: usize| {
+        let mut line = cells(index).join("|");
+        line.push('\n');
+        line
+    };
+    Pieces::new(head, rows, Box::new(row_text), String::new())
+}
+
+/// The pieces of the aligned table of `columns` (`format::aligned`) with
+/// `rows` rows, the `index`th's cells from `cells`: the columns' widths
+/// from a first pass over every row, each row's text as its piece is taken.
+pub fn aligned_pieces(
+    columns: Vec<Column>,
+    rows: usize,
+    mut cells: impl FnMut(usize) -> Vec<String> + Send + 'static,
+) -> Pieces {
+    let mut widths = aligned_widths(&columns, std::iter::empty());
+    for index in 0..rows {
+        widen(&mut widths, &cells(index));
+    }
+    let head = aligned_head(&columns, &widths);
+    let row_text = move |index: usize| aligned_line(&columns, &widths, &cells(index));
+    Pieces::new(head, rows, Box::new(row_text), String::new())
 }
 
 #[cfg(test)]
@@ -138,6 +201,46 @@ mod tests {
     }
 
     #[test]
+    fn tables_in_pieces_are_the_whole_tables() {
+        use crate::format::{aligned, parsable, Justify};
+        let columns = vec![
+            Column {
+                name: "NAME",
+                width: 2,
+                justify: Justify::Left,
+            },
+            Column {
+                name: "N",
+                width: 3,
+                justify: Justify::Right,
+            },
+        ];
+        for count in [0, 1, ROWS_PER_PIECE + 1] {
+            let rows: Vec<Vec<String>> = (0..count)
+                .map(|i| vec!["x".repeat(i % 7), i.to_string()])
+                .collect();
+            let copy = rows.clone();
+            let pieces = parsable_pieces(&columns, count, move |i| copy[i].clone());
+            assert_eq!(pieces.collect::<String>(), parsable(&columns, &rows));
+            let copy = rows.clone();
+            let pieces = aligned_pieces(columns.clone(), count, move |i| copy[i].clone());
+            assert_eq!(pieces.collect::<String>(), aligned(&columns, &rows));
+        }
+    }
+
+    #[test]
+    fn an_array_in_a_document_in_pieces_is_the_whole_document() {
+        let rows: Vec<Value> = (0..300).map(|i| json!({"i": i, "s": "x"})).collect();
+        let whole = json!({"m": {}, "t": {"list": rows, "n": 0}, "z": []});
+        let mut expected = serde_json::to_string_pretty(&whole).unwrap();
+        expected.push('\n');
+        let empty = json!({"m": {}, "t": {"list": [], "n": 0}, "z": []});
+        let copy = rows.clone();
+        let pieces = array_in_document(&empty, "\"list\": [", 3, 300, move |i| copy[i].clone());
+        assert_eq!(pieces.collect::<String>(), expected);
+    }
+
+    #[test]
     fn an_array_nested_in_an_object_in_pieces_is_the_whole_text() {
         let rows: Vec<Value> = (0..3).map(|i| json!({"i": i})).collect();
         let whole = json!({"a": 1, "jobs": rows, "z": {"k": []}});
@@ -150,7 +253,7 @@ mod tests {
             empty[..at].to_string(),
             3,
             2,
-            Box::new(move |i| copy[i].clone()),
+            move |i: usize| copy[i].clone(),
             empty[at..].to_string(),
         );
         assert_eq!(pieces.collect::<String>(), expected);

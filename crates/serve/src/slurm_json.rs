@@ -41,7 +41,7 @@ use std::sync::Arc;
 
 use fairflow_model::report::{FairshareRow, FairshareTable, JobPriority, JobState};
 
-use crate::pieces::{nested_array, Pieces};
+use crate::pieces::{array_in_document, Pieces};
 use fairflow_model::{Shares, Time};
 use serde_json::{json, Value};
 
@@ -157,33 +157,28 @@ fn meta(command: &str) -> Value {
     })
 }
 
-/// A response object pretty-printed, with a final newline.
-fn pretty(response: &Value) -> String {
-    let mut text = serde_json::to_string_pretty(response).expect("plain values always serialize");
-    text.push('\n');
-    text
-}
-
 /// The whole `OPENAPI_SHARES_RESP`, pretty-printed, with a final newline.
 pub fn render_shares(table: &FairshareTable) -> String {
-    let parents = parents(table);
-    let shares: Vec<Value> = table
-        .rows
-        .iter()
-        .zip(parents)
-        .enumerate()
-        .map(|(index, (row, parent))| share(index, row, parent))
-        .collect();
+    render_shares_pieces(Arc::new(table.clone())).collect()
+}
+
+/// [`render_shares`] in pieces (`crate::pieces`), each row rendered as its
+/// piece is taken.
+pub fn render_shares_pieces(table: Arc<FairshareTable>) -> Pieces {
+    let parents = parents(&table);
     let response = json!({
         "shares": {
-            "shares": shares,
+            "shares": [],
             "total_shares": 0,
         },
         "meta": meta("sshare"),
         "errors": [],
         "warnings": [],
     });
-    pretty(&response)
+    let count = table.rows.len();
+    array_in_document(&response, "\"shares\": [", 3, count, move |index| {
+        share(index, &table.rows[index], parents[index].clone())
+    })
 }
 
 /// slurmrestd's path of the jobs, with [`DATA_PARSER_VERSION`].
@@ -268,12 +263,17 @@ fn job_info(facts: &JobFacts) -> Value {
 /// `last_update`, `meta`, `errors`, `warnings`) of `jobs`, as of `now`
 /// (`last_update`; `last_backfill` unset: fairflow runs no scheduler).
 pub fn render_jobs(jobs: &[JobFacts], now: Time) -> String {
-    render_jobs_pieces(Arc::new(jobs.to_vec()), now).collect()
+    let jobs = jobs.to_vec();
+    render_jobs_rows(jobs.len(), move |index| jobs[index].clone(), now).collect()
 }
 
-/// [`render_jobs`] in pieces (`crate::pieces`), each job rendered as its
-/// piece is taken.
-pub fn render_jobs_pieces(jobs: Arc<Vec<JobFacts>>, now: Time) -> Pieces {
+/// [`render_jobs`] of `count` jobs, the `index`th's facts from `facts`, in
+/// pieces (`crate::pieces`), each job rendered as its piece is taken.
+pub fn render_jobs_rows(
+    count: usize,
+    mut facts: impl FnMut(usize) -> JobFacts + Send + 'static,
+    now: Time,
+) -> Pieces {
     let response = json!({
         "jobs": [],
         "last_backfill": no_val(None, false),
@@ -282,13 +282,9 @@ pub fn render_jobs_pieces(jobs: Arc<Vec<JobFacts>>, now: Time) -> Pieces {
         "errors": [],
         "warnings": [],
     });
-    let empty = pretty(&response);
-    let open = "\"jobs\": [";
-    let at = empty.find(open).expect("the response has its jobs") + open.len();
-    let rest = empty[at..].to_string();
-    let head = empty[..at].to_string();
-    let count = jobs.len();
-    nested_array(head, count, 2, Box::new(move |i| job_info(&jobs[i])), rest)
+    array_in_document(&response, "\"jobs\": [", 2, count, move |index| {
+        job_info(&facts(index))
+    })
 }
 
 #[cfg(test)]

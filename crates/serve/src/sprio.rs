@@ -43,8 +43,8 @@ use fairflow_model::report::{JobIdKey, JobPriority, PriorityFactor};
 use fairflow_model::PriorityModel;
 use serde_json::{json, Value};
 
-use crate::format::{aligned_head, aligned_line, aligned_widths, json_f64, widen, Column, Justify};
-use crate::pieces::{pretty_array, Pieces};
+use crate::format::{json_f64, Column, Justify};
+use crate::pieces::{aligned_pieces, parsable_pieces, pretty_array, Pieces};
 use crate::OutputFormat;
 
 const fn column(name: &'static str, width: usize, justify: Justify) -> Column {
@@ -295,70 +295,35 @@ pub(crate) fn pairs_json(job: &JobPriority, with_factors: bool) -> Value {
 /// The listed jobs in `format`, one row per (partition, QOS) pair
 /// ([`JobPriority::pair_rows`]); `normalized` is `-n`.
 pub fn render(jobs: &[JobPriority], normalized: bool, format: OutputFormat) -> String {
-    render_pieces(Arc::new(jobs.to_vec()), normalized, format).collect()
-}
-
-/// The rows sprio lists: each listed job's index in `jobs` and the index
-/// of its (partition, QOS) pair, in [`listed`]'s order.
-pub fn pair_rows(jobs: &[JobPriority]) -> Vec<(usize, usize)> {
-    listed_indices(jobs)
-        .into_iter()
-        .flat_map(|i| (0..jobs[i].pairs.len().max(1)).map(move |pair| (i, pair)))
-        .collect()
-}
-
-/// Row `row` of [`pair_rows`]: the job with its pair's cells.
-pub fn pair_row(jobs: &[JobPriority], (job, pair): (usize, usize)) -> JobPriority {
-    let mut rows = jobs[job].pair_rows();
-    rows.swap_remove(pair)
+    render_pieces(Arc::new(SprioRows::new(jobs)), normalized, format).collect()
 }
 
 /// [`render`] in pieces of a few hundred rows (`pieces`), rendered as they
 /// are taken: what a server sends while it renders.
-pub fn render_pieces(
-    jobs: Arc<Vec<JobPriority>>,
-    normalized: bool,
-    format: OutputFormat,
-) -> Pieces {
-    let rows = pair_rows(&jobs);
+pub fn render_pieces(rows: Arc<SprioRows>, normalized: bool, format: OutputFormat) -> Pieces {
     let count = rows.len();
     let model = rows
-        .first()
-        .map_or(PriorityModel::Slurm, |&(job, _)| jobs[job].model);
+        .iter()
+        .next()
+        .map_or(PriorityModel::Slurm, |row| row.model);
     let columns = columns(model);
     match format {
         OutputFormat::Json | OutputFormat::SlurmJson => {
-            pretty_array(count, move |i| job_json(&pair_row(&jobs, rows[i])))
+            pretty_array(count, move |i| job_json(&rows.row(i)))
         }
         OutputFormat::Parsable => {
-            let names: Vec<&str> = columns.iter().map(|c| c.name).collect();
-            let head = format!("{}\n", names.join("|"));
-            let row_text = move |i: usize| {
-                let mut line = cells(&pair_row(&jobs, rows[i]), normalized).join("|");
-                line.push('\n');
-                line
-            };
-            Pieces::new(head, count, Box::new(row_text), String::new())
+            parsable_pieces(&columns, count, move |i| cells(&rows.row(i), normalized))
         }
         OutputFormat::Table => {
-            let mut widths = aligned_widths(&columns, std::iter::empty());
-            for &row in &rows {
-                widen(&mut widths, &cells(&pair_row(&jobs, row), normalized));
-            }
-            let head = aligned_head(&columns, &widths);
-            let row_text = move |i: usize| {
-                aligned_line(
-                    &columns,
-                    &widths,
-                    &cells(&pair_row(&jobs, rows[i]), normalized),
-                )
-            };
-            Pieces::new(head, count, Box::new(row_text), String::new())
+            aligned_pieces(columns, count, move |i| cells(&rows.row(i), normalized))
         }
     }
 }
 
+mod rows;
 pub mod slurm_format;
+
+pub use rows::SprioRows;
 
 #[cfg(test)]
 mod tests;

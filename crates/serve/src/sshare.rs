@@ -7,11 +7,14 @@
 //! `Tickets` for ticket-based; `FairShareRaw` for level-based, whose `LevelFS`
 //! cell holds the association's level value in hex (`0x%016X`).
 
+use std::sync::Arc;
+
 use fairflow_model::report::{FairshareRow, FairshareTable};
 use fairflow_model::{Algorithm, Shares};
 use serde_json::{json, Value};
 
-use crate::format::{aligned, hex16, json_f64, opt_fixed6, parsable, Column, Justify};
+use crate::format::{hex16, json_f64, opt_fixed6, Column, Justify};
+use crate::pieces::{aligned_pieces, parsable_pieces, pretty_array, Pieces};
 use crate::OutputFormat;
 
 const fn column(name: &'static str, width: usize, justify: Justify) -> Column {
@@ -81,28 +84,21 @@ fn cells(algorithm: Algorithm, row: &FairshareRow) -> Vec<String> {
 /// The `-P` form: header first, `|`-separated, no padding, no trailing `|`,
 /// account names without indentation.
 pub fn render_parsable(table: &FairshareTable) -> String {
-    let rows: Vec<Vec<String>> = table
-        .rows
-        .iter()
-        .map(|row| cells(table.algorithm, row))
-        .collect();
-    parsable(&columns(table.algorithm), &rows)
+    render(table, OutputFormat::Parsable)
 }
 
 /// The aligned table: the `Account` cell indented one space per depth, as
 /// Slurm's `sshare` does (a user row shows its account's name one level
 /// deeper than the account's own row).
 pub fn render_table(table: &FairshareTable) -> String {
-    let rows: Vec<Vec<String>> = table
-        .rows
-        .iter()
-        .map(|row| {
-            let mut cells = cells(table.algorithm, row);
-            cells[0] = format!("{}{}", " ".repeat(row.depth), cells[0]);
-            cells
-        })
-        .collect();
-    aligned(&columns(table.algorithm), &rows)
+    render(table, OutputFormat::Table)
+}
+
+/// A row's cells in the aligned table: the account indented by depth.
+fn indented_cells(algorithm: Algorithm, row: &FairshareRow) -> Vec<String> {
+    let mut cells = cells(algorithm, row);
+    cells[0] = format!("{}{}", " ".repeat(row.depth), cells[0]);
+    cells
 }
 
 fn shares_json(shares: Option<Shares>) -> Value {
@@ -169,24 +165,28 @@ pub fn row_json(algorithm: Algorithm, row: &FairshareRow) -> FairshareRowJson {
 
 /// The `--json` form: an array of objects, one per row, with a final newline.
 pub fn render_json(table: &FairshareTable) -> String {
-    let rows: Vec<FairshareRowJson> = table
-        .rows
-        .iter()
-        .map(|row| row_json(table.algorithm, row))
-        .collect();
-    let mut text =
-        serde_json::to_string_pretty(&rows).expect("rows of plain values always serialize");
-    text.push('\n');
-    text
+    render(table, OutputFormat::Json)
 }
 
 /// The table in `format`.
 pub fn render(table: &FairshareTable, format: OutputFormat) -> String {
+    render_pieces(Arc::new(table.clone()), format).collect()
+}
+
+/// [`render`] in pieces (`crate::pieces`), each row rendered as its piece
+/// is taken.
+pub fn render_pieces(table: Arc<FairshareTable>, format: OutputFormat) -> Pieces {
+    let algorithm = table.algorithm;
+    let count = table.rows.len();
     match format {
-        OutputFormat::Table => render_table(table),
-        OutputFormat::Parsable => render_parsable(table),
-        OutputFormat::Json => render_json(table),
-        OutputFormat::SlurmJson => crate::slurm_json::render_shares(table),
+        OutputFormat::Table => aligned_pieces(columns(algorithm), count, move |i| {
+            indented_cells(algorithm, &table.rows[i])
+        }),
+        OutputFormat::Parsable => parsable_pieces(&columns(algorithm), count, move |i| {
+            cells(algorithm, &table.rows[i])
+        }),
+        OutputFormat::Json => pretty_array(count, move |i| row_json(algorithm, &table.rows[i])),
+        OutputFormat::SlurmJson => crate::slurm_json::render_shares_pieces(table),
     }
 }
 

@@ -6,10 +6,11 @@
 //! `pairs`: each (partition, QOS) pair's `partition`, `qos` and `priority`,
 //! in Slurm's order.
 
-use fairflow_model::report::JobPriority;
-use serde_json::{json, Value};
+use fairflow_model::report::{JobPriority, SharedJobs};
+use serde_json::json;
 
-use crate::format::{aligned, parsable, Column, Justify};
+use crate::format::{Column, Justify};
+use crate::pieces::{aligned_pieces, parsable_pieces, pretty_array, Pieces};
 use crate::sprio::pairs_json;
 use crate::OutputFormat;
 
@@ -51,50 +52,51 @@ pub fn render(queue: &[JobPriority], k: usize, format: OutputFormat) -> String {
 /// the first), in queue order; the first `k` are written, ranked from
 /// `offset + 1`.
 pub fn render_page(page: &[JobPriority], offset: usize, k: usize, format: OutputFormat) -> String {
-    let first = page
-        .iter()
-        .take(k)
-        .enumerate()
-        .map(|(i, job)| (offset + i, job));
+    let first: Vec<JobPriority> = page.iter().take(k).cloned().collect();
+    render_page_pieces(SharedJobs::new(first.into()), offset, k, format).collect()
+}
+
+/// [`render_page`] in pieces (`crate::pieces`), each row rendered as its
+/// piece is taken.
+pub fn render_page_pieces(
+    page: SharedJobs,
+    offset: usize,
+    k: usize,
+    format: OutputFormat,
+) -> Pieces {
+    let page = page.prefix(k);
+    let count = page.len();
     match format {
-        OutputFormat::Json | OutputFormat::SlurmJson => {
-            let rows: Vec<Value> = first
-                .map(|(i, job)| {
-                    let mut row = json!({
-                        "rank": i + 1,
-                        "job_id": job.job,
-                        "user": job.user,
-                        "account": job.account,
-                        "priority": job.priority,
-                    });
-                    if !job.pairs.is_empty() {
-                        row["pairs"] = pairs_json(job, false);
-                    }
-                    row
-                })
-                .collect();
-            let mut text =
-                serde_json::to_string_pretty(&rows).expect("rows of plain values always serialize");
-            text.push('\n');
-            text
-        }
-        OutputFormat::Parsable | OutputFormat::Table => {
-            let rows: Vec<Vec<String>> = first
-                .map(|(i, job)| {
-                    vec![
-                        (i + 1).to_string(),
-                        job.job.clone(),
-                        job.user.clone(),
-                        job.account.clone(),
-                        job.priority.to_string(),
-                    ]
-                })
-                .collect();
-            if format == OutputFormat::Parsable {
-                parsable(&COLUMNS, &rows)
-            } else {
-                aligned(&COLUMNS, &rows)
+        OutputFormat::Json | OutputFormat::SlurmJson => pretty_array(count, move |i| {
+            let job = &page[i];
+            let mut row = json!({
+                "rank": offset + i + 1,
+                "job_id": job.job,
+                "user": job.user,
+                "account": job.account,
+                "priority": job.priority,
+            });
+            if !job.pairs.is_empty() {
+                row["pairs"] = pairs_json(job, false);
             }
+            row
+        }),
+        OutputFormat::Parsable => {
+            parsable_pieces(&COLUMNS, count, move |i| cells(&page[i], offset + i))
         }
+        OutputFormat::Table => aligned_pieces(COLUMNS.to_vec(), count, move |i| {
+            cells(&page[i], offset + i)
+        }),
     }
+}
+
+/// The cells of `job`, ranked `index + 1`.
+fn cells(job: &JobPriority, index: usize) -> Vec<String> {
+    vec![
+        (index + 1).to_string(),
+        job.job.clone(),
+        job.user.clone(),
+        job.account.clone(),
+        job.priority.to_string(),
+    ]
 }

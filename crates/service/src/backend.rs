@@ -53,10 +53,12 @@ pub enum Query {
     /// Every listed job in slurmrestd's `GET /slurm/v0.0.46/jobs` shape
     /// (`fairflow_serve::slurm_json::render_jobs`).
     SlurmJobs,
-    /// The per-association gauges of `/metrics`: the `limit` associations
-    /// with the most raw usage, as JSON (`metrics::association_gauges`).
-    Associations {
-        /// How many.
+    /// What `/metrics` exports per association, from one read of the
+    /// fair-share table: the `limit` associations with the most raw usage
+    /// and the `limit` accounts with the largest level error in absolute
+    /// value, as JSON (`metrics::ScrapedTables`).
+    ScrapedTables {
+        /// How many of each.
         limit: usize,
     },
     /// Who is over- and under-served (`fairflow audit`).
@@ -67,13 +69,6 @@ pub enum Query {
         min_factor_millionths: u64,
         /// How the answer is written.
         format: OutputFormat,
-    },
-    /// The `fairness_error` gauges of `/metrics`: the `limit` accounts with
-    /// the largest level error in absolute value, as JSON
-    /// (`fairflow_serve::audit::account_errors`).
-    FairnessErrors {
-        /// How many.
-        limit: usize,
     },
     /// One job's place in line (`fairflow position`).
     Position {

@@ -2,8 +2,10 @@
 //! writes apply to the engine, reads render its answers with the same
 //! renderers as the commands' `--json`, off the applier (`backend::Answer`).
 //! An engine error is returned, never a panic: the applier rebuilds the
-//! engine from the durable state. The last whole read of the jobs'
-//! priorities is shared by every read until the state changes.
+//! engine from the durable state. The last whole read of sprio's rows is
+//! shared by every read until the state changes, held compactly
+//! (`fairflow_serve::sprio::SprioRows`, built off the applier by the first
+//! reader that renders it).
 
 use fairflow_engine::Engine;
 use fairflow_ingest::{LogLine, Rejection};
@@ -11,20 +13,59 @@ use fairflow_serve::plot::tree::{TreeColor, TreeOptions, TreePicture};
 use fairflow_serve::slurm_json::{self, JobFacts};
 use fairflow_serve::{audit, explain, overview, plot, position, sprio, sshare, top};
 
-use std::sync::Arc;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
-use fairflow_model::report::{JobPriority, Selection};
+use fairflow_model::report::{CompactJobs, FairshareTable, JobPriority, Selection};
+use fairflow_serve::sprio::SprioRows;
 
 use crate::backend::{Answer, Backend, Gauges, Query, QueryError};
-use crate::metrics::association_gauges;
+use crate::metrics::{association_gauges, ScrapedTables};
 
 /// An engine serving the service.
 pub struct EngineBackend {
     engine: Box<dyn Engine>,
-    /// The last whole read of every job's priority, and the state it was
-    /// read at: reads of an unchanged state share it, so slow readers of
-    /// the same table hold one copy.
-    priorities: Option<(StateKey, Arc<Vec<JobPriority>>)>,
+    /// The last whole read of sprio's rows, and the state it was read at:
+    /// reads of an unchanged state share it, so slow readers of the same
+    /// table hold one compact copy.
+    priorities: Option<(StateKey, Arc<LazyRows>)>,
+    /// The last read of the fair-share table, and the state it was read
+    /// at: `sshare`, `/metrics`' tables, the live page's overview and tree
+    /// share one read of an unchanged state.
+    table: Option<(StateKey, Arc<FairshareTable>)>,
+}
+
+/// sprio's rows of one read of the engine: the jobs' priorities as read,
+/// compactly (on the applier), until the first reader renders them; it
+/// orders them into sprio's rows (off the applier), and every other reader
+/// shares those.
+struct LazyRows {
+    jobs: Mutex<Option<CompactJobs>>,
+    rows: OnceLock<Arc<SprioRows>>,
+}
+
+impl LazyRows {
+    fn of(jobs: CompactJobs) -> Arc<Self> {
+        Arc::new(LazyRows {
+            jobs: Mutex::new(Some(jobs)),
+            rows: OnceLock::new(),
+        })
+    }
+
+    /// The rows, built by the first caller (the others wait for it).
+    fn rows(&self) -> Arc<SprioRows> {
+        self.rows
+            .get_or_init(|| {
+                let jobs = self
+                    .jobs
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .take()
+                    .unwrap_or_default();
+                Arc::new(SprioRows::of(jobs))
+            })
+            .clone()
+    }
 }
 
 /// What identifies a state: the events applied and the engine's time.
@@ -36,57 +77,72 @@ impl EngineBackend {
         EngineBackend {
             engine,
             priorities: None,
+            table: None,
         }
     }
 
-    /// Every job's priority, shared with the reads since the last change.
-    fn priorities(&mut self) -> Result<Arc<Vec<JobPriority>>, QueryError> {
-        let key = (self.engine.applied(), self.engine.now());
-        if let Some((cached, jobs)) = &self.priorities {
-            if *cached == key {
-                return Ok(jobs.clone());
-            }
-        }
-        self.priorities = None;
-        let jobs = Arc::new(self.engine.priorities().map_err(internal)?);
-        self.priorities = Some((key, jobs.clone()));
-        Ok(jobs)
+    /// What identifies the engine's state now.
+    fn state_key(&self) -> StateKey {
+        (self.engine.applied(), self.engine.now())
     }
 
-    /// The selected jobs: the shared read itself when all are selected.
-    fn selected(&mut self, selection: &Selection) -> Result<Arc<Vec<JobPriority>>, QueryError> {
-        let all = self.priorities()?;
-        if selection.is_empty() {
-            return Ok(all);
-        }
-        let mut jobs = all.as_ref().clone();
-        selection.jobs(&mut jobs);
-        Ok(Arc::new(jobs))
+    /// The fair-share table, shared with the reads since the last change.
+    fn table(&mut self) -> Result<Arc<FairshareTable>, QueryError> {
+        let key = self.state_key();
+        let engine = &mut self.engine;
+        shared(&mut self.table, key, || {
+            Ok(Arc::new(engine.fairshare().map_err(internal)?))
+        })
     }
 
-    /// slurmrestd's facts of every listed job.
-    fn job_facts(&mut self) -> Result<Vec<JobFacts>, QueryError> {
-        let listed = self.priorities()?;
-        let state = self.engine.book().state();
-        Ok(listed
-            .iter()
-            .filter_map(|priority| {
-                let job = state.jobs.get(&priority.job)?;
-                let count = |name: &str| {
-                    let tres = job.spec.tres.as_ref()?;
-                    tres.get(name).map(|n| *n as u64)
-                };
-                Some(JobFacts {
-                    partitions: job.spec.partition.clone().unwrap_or_default(),
-                    qos: job.spec.qos.clone().unwrap_or_default(),
-                    eligible_at: job.spec.begin.unwrap_or(job.submit_at),
-                    time_limit_mins: job.spec.time_limit_secs.map(|s| s.div_ceil(60)),
-                    cpus: count("cpu"),
-                    nodes: count("node"),
-                    priority: priority.clone(),
-                })
-            })
-            .collect())
+    /// sprio's rows of the `selection`: of every job, shared with the reads
+    /// since the last change; of some, read for this answer alone.
+    fn sprio_rows(&mut self, selection: &Selection) -> Result<Arc<LazyRows>, QueryError> {
+        if !selection.is_empty() {
+            let mut jobs = self.engine.priorities().map_err(internal)?;
+            selection.jobs(&mut jobs);
+            return Ok(LazyRows::of(jobs.iter().collect()));
+        }
+        let key = self.state_key();
+        let engine = &mut self.engine;
+        shared(&mut self.priorities, key, || {
+            Ok(LazyRows::of(engine.priorities_compact().map_err(internal)?))
+        })
+    }
+}
+
+/// What `cache` holds if it was read at `key`, else what `read` reads, kept
+/// in `cache` for the next reads.
+fn shared<T>(
+    cache: &mut Option<(StateKey, Arc<T>)>,
+    key: StateKey,
+    read: impl FnOnce() -> Result<Arc<T>, QueryError>,
+) -> Result<Arc<T>, QueryError> {
+    if let Some((cached, value)) = cache {
+        if *cached == key {
+            return Ok(value.clone());
+        }
+    }
+    *cache = None;
+    let value = read()?;
+    *cache = Some((key, value.clone()));
+    Ok(value)
+}
+
+/// slurmrestd's facts of a listed job (`priority`) from the book's `job`.
+fn job_facts(job: &fairflow_book::Job, priority: JobPriority) -> JobFacts {
+    let count = |name: &str| {
+        let tres = job.spec.tres.as_ref()?;
+        tres.get(name).map(|n| *n as u64)
+    };
+    JobFacts {
+        partitions: job.spec.partition.clone().unwrap_or_default(),
+        qos: job.spec.qos.clone().unwrap_or_default(),
+        eligible_at: job.spec.begin.unwrap_or(job.submit_at),
+        time_limit_mins: job.spec.time_limit_secs.map(|s| s.div_ceil(60)),
+        cpus: count("cpu"),
+        nodes: count("node"),
+        priority,
     }
 }
 
@@ -107,6 +163,7 @@ fn text(render: impl FnOnce() -> String + Send + 'static) -> Answer {
 impl Backend for EngineBackend {
     fn apply(&mut self, lines: Vec<LogLine>) -> Result<Vec<Rejection>, String> {
         self.priorities = None;
+        self.table = None;
         self.engine.apply(lines).map_err(|e| e.to_string())
     }
 
@@ -127,7 +184,7 @@ impl Backend for EngineBackend {
                 selection,
             } => {
                 let page = engine.top_page(offset, k, &selection).map_err(internal)?;
-                text(move || top::render_page(&page, offset, k, format))
+                Answer::later(move || Ok(top::render_page_pieces(page, offset, k, format)))
             }
             Query::Audit {
                 top,
@@ -137,13 +194,6 @@ impl Backend for EngineBackend {
                 let found = run_audit(engine.as_mut(), min_factor_millionths as f64 / 1e6)
                     .map_err(internal)?;
                 text(move || audit::render(&found, top, format))
-            }
-            Query::FairnessErrors { limit } => {
-                let found = run_audit(engine.as_mut(), 1.0).map_err(internal)?;
-                text(move || {
-                    serde_json::to_string(&audit::account_errors(&found, limit))
-                        .expect("plain values always serialize")
-                })
             }
             Query::Position { job, json } => {
                 let place = engine.position(&job).map_err(internal)?;
@@ -156,9 +206,13 @@ impl Backend for EngineBackend {
                 })
             }
             Query::Sshare { format, selection } => {
-                let mut table = engine.fairshare().map_err(internal)?;
-                selection.fairshare(&mut table);
-                text(move || sshare::render(&table, format))
+                let mut table = self.table()?;
+                if !selection.is_empty() {
+                    let mut some = table.as_ref().clone();
+                    selection.fairshare(&mut some);
+                    table = Arc::new(some);
+                }
+                Answer::later(move || Ok(sshare::render_pieces(table, format)))
             }
             Query::Sprio {
                 normalized,
@@ -168,25 +222,48 @@ impl Backend for EngineBackend {
             } => {
                 let config = engine.config().clone();
                 let users = !selection.users.is_empty();
-                let jobs = self.selected(&selection)?;
+                let rows = self.sprio_rows(&selection)?;
                 Answer::later(move || match slurm {
-                    Some(view) => {
-                        sprio::slurm_format::answer_pieces(jobs, &config, normalized, &view, users)
-                            .map_err(|e| QueryError::BadRequest(e.to_string()))
-                    }
-                    None => Ok(sprio::render_pieces(jobs, normalized, format)),
+                    Some(view) => sprio::slurm_format::answer_pieces(
+                        rows.rows(),
+                        &config,
+                        normalized,
+                        &view,
+                        users,
+                    )
+                    .map_err(|e| QueryError::BadRequest(e.to_string())),
+                    None => Ok(sprio::render_pieces(rows.rows(), normalized, format)),
                 })
             }
             Query::SlurmJobs => {
-                let now = engine.now().unwrap_or(0);
-                let facts = Arc::new(self.job_facts()?);
-                Answer::later(move || Ok(slurm_json::render_jobs_pieces(facts, now)))
+                let now = self.engine.now().unwrap_or(0);
+                let listed = self.engine.priorities_compact().map_err(internal)?;
+                // A copy of the jobs is a pointer: they are shared
+                // copy-on-write, so the facts are read off the applier.
+                let jobs = self.engine.book().state().jobs.clone();
+                Answer::later(move || {
+                    let present: Vec<usize> = (0..listed.len())
+                        .filter(|&i| listed.job_id(i).is_some_and(|id| jobs.contains_key(id)))
+                        .collect();
+                    let count = present.len();
+                    let facts = move |row: usize| {
+                        let priority = listed.get(present[row]).expect("a listed row");
+                        let job = jobs.get(priority.job.as_str()).expect("a present job");
+                        job_facts(job, priority)
+                    };
+                    Ok(slurm_json::render_jobs_rows(count, facts, now))
+                })
             }
-            Query::Associations { limit } => {
-                let table = engine.fairshare().map_err(internal)?;
+            Query::ScrapedTables { limit } => {
+                let table = self.table()?;
+                let now = self.engine.now().unwrap_or(0);
                 text(move || {
-                    serde_json::to_string(&association_gauges(&table, limit))
-                        .expect("plain values always serialize")
+                    let found = audit::audit(&table, &BTreeMap::new(), &[], now, 1.0);
+                    serde_json::to_string(&ScrapedTables {
+                        associations: association_gauges(&table, limit),
+                        fairness_errors: audit::account_errors(&found, limit),
+                    })
+                    .expect("plain values always serialize")
                 })
             }
             Query::PlotTree {
@@ -194,7 +271,7 @@ impl Backend for EngineBackend {
                 min_width_px,
                 width_px,
             } => {
-                let table = engine.fairshare().map_err(internal)?;
+                let table = self.table()?;
                 Answer::later(move || {
                     tree_svg(&table, color, min_width_px, width_px).map(std::iter::once)
                 })
@@ -205,7 +282,7 @@ impl Backend for EngineBackend {
                 min_width_px,
                 width_px,
             } => {
-                let table = engine.fairshare().map_err(internal)?;
+                let table = self.table()?;
                 Answer::later(move || {
                     let svg = tree_svg(&table, color, min_width_px, width_px)?;
                     Ok(std::iter::once(overview::render(&table, accounts, &svg)))
@@ -234,6 +311,7 @@ impl Backend for EngineBackend {
 
     fn restore(&mut self, snapshot: &[u8]) -> Result<(), String> {
         self.priorities = None;
+        self.table = None;
         self.engine.restore(snapshot).map_err(|e| e.to_string())
     }
 

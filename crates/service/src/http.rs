@@ -27,7 +27,7 @@ use crate::backend::Query;
 use crate::budget::{HeldBytes, WriteBudget};
 use crate::exactly_once::{valid_key, AbandonOnDrop, Ticket, MAX_KEY_BYTES};
 use crate::http_errors::{json_errors, unknown_route};
-use crate::metrics::{AssociationGauge, Metrics};
+use crate::metrics::{Metrics, ScrapedTables};
 use crate::stream::respond;
 use fairflow_model::report::Selection;
 use fairflow_serve::sprio::slurm_format::{Format, SlurmView};
@@ -525,18 +525,15 @@ async fn get_metrics(State(state): State<AppState>, headers: HeaderMap) -> Respo
         let mut read_at = state.tables_read_at.lock().await;
         let fresh = read_at.is_some_and(|at| at.elapsed() < SCRAPED_TABLES_MAX_AGE);
         if !fresh {
-            let associations: Vec<AssociationGauge> =
-                match state.applier.read(Query::Associations { limit }).await {
+            // One read of the table (shared with the other readers of an
+            // unchanged state) gives both.
+            let tables: ScrapedTables =
+                match state.applier.read(Query::ScrapedTables { limit }).await {
                     Ok(body) => serde_json::from_str(&body).unwrap_or_default(),
-                    Err(_) => Vec::new(),
+                    Err(_) => ScrapedTables::default(),
                 };
-            let fairness_errors: Vec<(String, f64)> =
-                match state.applier.read(Query::FairnessErrors { limit }).await {
-                    Ok(body) => serde_json::from_str(&body).unwrap_or_default(),
-                    Err(_) => Vec::new(),
-                };
-            state.metrics.set_associations(&associations);
-            state.metrics.set_fairness_errors(&fairness_errors);
+            state.metrics.set_associations(&tables.associations);
+            state.metrics.set_fairness_errors(&tables.fairness_errors);
             *read_at = Some(tokio::time::Instant::now());
         }
     }

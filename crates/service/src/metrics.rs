@@ -181,6 +181,17 @@ pub struct AssociationGauge {
     pub effective_usage: Option<f64>,
 }
 
+/// What one read of the fair-share table gives a scrape of `/metrics`
+/// (`backend::Query::ScrapedTables`): the association gauges and the
+/// accounts' fairness errors (`fairflow_serve::audit::account_errors`).
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ScrapedTables {
+    /// [`association_gauges`].
+    pub associations: Vec<AssociationGauge>,
+    /// `(account, level error)`, largest first in absolute value.
+    pub fairness_errors: Vec<(String, f64)>,
+}
+
 /// The `limit` rows of `table` with the most raw usage (ties by account,
 /// then user), as gauges.
 pub fn association_gauges(table: &FairshareTable, limit: usize) -> Vec<AssociationGauge> {

@@ -2,11 +2,14 @@
 //! is the proposal (JSON Lines in the event format, as `POST /v1/events`
 //! takes). It is a read: it needs the token only when reads do.
 //!
-//! The applier only copies the book (`Query::WhatIfBase`); the proposal is
+//! The applier only copies the book (`Query::WhatIfBase`), which shares the
+//! jobs copy-on-write (`fairflow_book::state::Jobs`), so the copy costs the
+//! applier a few milliseconds whatever the number of jobs; the proposal is
 //! evaluated on the copy with the batch oracle
-//! (`fairflow_engine::whatif::evaluate_base`) on the blocking pool, so the
+//! (`fairflow_engine::whatif::evaluate_base`) on a thread of its own at a
+//! lower scheduling priority (nice [`EVALUATION_NICE`] on Linux), so the
 //! live state is never touched, nothing is logged, and reads and writes go
-//! on while it runs. A what-if is bounded:
+//! first while it runs. A what-if is bounded:
 //! - in size: its body is counted in the write budget while it is held
 //!   (`budget`), and a proposal over the engine's limits of events and
 //!   distinct times is a 400 naming the line and the limit;
@@ -32,7 +35,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use fairflow_engine::whatif::{check_bounds, evaluate_base, WhatIfError};
 use prometheus_client::metrics::counter::Counter;
-use tokio::sync::Notify;
+use tokio::sync::{oneshot, Notify};
 
 use crate::backend::{Answer, Query};
 use crate::http::{error, read_body, refuse_read, AppState, ReadParams};
@@ -43,6 +46,37 @@ const MAX_ROWS: usize = 1_000_000;
 
 /// The default number of what-ifs evaluated at once.
 pub const DEFAULT_MAX_WHATIFS: usize = 1;
+
+/// The nice value of a what-if's evaluation thread (Linux): the applier,
+/// at the process's own, goes first when the cores are busy.
+pub const EVALUATION_NICE: i32 = 10;
+
+/// Run `evaluate` on a thread of its own at nice [`EVALUATION_NICE`]; its
+/// answer arrives on the receiver (closed if it panicked).
+fn spawn_evaluation<T: Send + 'static>(
+    evaluate: impl FnOnce() -> T + Send + 'static,
+) -> std::io::Result<oneshot::Receiver<T>> {
+    let (sender, receiver) = oneshot::channel();
+    std::thread::Builder::new()
+        .name("fairflow-whatif".to_string())
+        .spawn(move || {
+            lower_priority();
+            // The request may have ended: nobody waits for the answer.
+            let _ = sender.send(evaluate());
+        })?;
+    Ok(receiver)
+}
+
+/// Lower this thread's scheduling priority to nice [`EVALUATION_NICE`]
+/// (Linux; elsewhere it keeps the process's).
+fn lower_priority() {
+    #[cfg(target_os = "linux")]
+    if let Err(e) =
+        rustix::process::setpriority_process(Some(rustix::thread::gettid()), EVALUATION_NICE)
+    {
+        tracing::debug!("the what-if thread keeps its priority: {e}");
+    }
+}
 
 /// Raised when the service stops: every what-if running stops with it, and
 /// no new one starts. Clones share one flag.
@@ -150,7 +184,7 @@ pub(crate) async fn post_whatif(
         armed: true,
     };
     let stopping = state.config.stopping.clone();
-    let evaluation = tokio::task::spawn_blocking({
+    let evaluation = spawn_evaluation({
         let (stop, stopping) = (stop.clone(), stopping.clone());
         move || {
             evaluate_base(*base, lines, &|| {
@@ -158,6 +192,15 @@ pub(crate) async fn post_whatif(
             })
         }
     });
+    let evaluation = match evaluation {
+        Ok(evaluation) => evaluation,
+        Err(e) => {
+            return error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!("no thread for the what-if: {e}"),
+            )
+        }
+    };
     let outcome = tokio::select! {
         done = tokio::time::timeout_at(deadline, evaluation) => done,
         _ = stopping.raised() => {

@@ -30,7 +30,7 @@ use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::rc::Rc;
 
-use fairflow_model::report::{JobPriority, JobState, PairPriority, PriorityFactor};
+use fairflow_model::report::{CompactJobs, JobPriority, JobState, PairPriority, PriorityFactor};
 use fairflow_model::PriorityModel;
 use timely::container::CapacityContainerBuilder;
 use timely::dataflow::channels::pact::{Exchange, Pipeline};
@@ -121,6 +121,8 @@ pub(crate) enum Request {
     Top(usize, Time64),
     /// The shard's listed jobs' priorities at `now`.
     EvaluateAll(Time64),
+    /// The same, held compactly, ordered by job id.
+    EvaluateAllCompact(Time64),
     /// One job's priority at `now`, from the shard that holds it.
     Job(JobId, Time64),
     /// The shard's ranked jobs at `now` at or ahead of this one (one job).
@@ -141,6 +143,9 @@ pub(crate) enum Request {
 pub(crate) enum Answer {
     /// Job priorities (`Top`, `EvaluateAll`, `Ahead`).
     Priorities(Jobs),
+    /// Job priorities held compactly, ordered by job id
+    /// (`EvaluateAllCompact`).
+    Compact(CompactJobs),
     /// One job's priority, if the shard holds it (none or one).
     Job(Jobs),
     /// The shard's `INCR_ONLY` memory.
@@ -156,6 +161,7 @@ pub(crate) fn answer(reader: &mut PriorityReader, request: Request) -> Answer {
     match request {
         Request::Top(k, now) => Answer::Priorities(Jobs(reader.top(k, now))),
         Request::EvaluateAll(now) => Answer::Priorities(Jobs(reader.evaluate_all(now))),
+        Request::EvaluateAllCompact(now) => Answer::Compact(reader.evaluate_all_compact(now)),
         Request::Job(job, now) => Answer::Job(Jobs(reader.job(job, now).into_iter().collect())),
         Request::Ahead(target, now) => Answer::Priorities(Jobs(
             target
@@ -338,6 +344,17 @@ pub(crate) fn merge_by_name(answers: Vec<Answer>) -> Vec<JobPriority> {
     let mut all: Vec<JobPriority> = lists.into_iter().flatten().collect();
     all.sort_by(|a, b| a.job.cmp(&b.job));
     all
+}
+
+/// The shards' compact lists (`EvaluateAllCompact`), each ordered by job id.
+pub(crate) fn compact_lists(answers: Vec<Answer>) -> Vec<CompactJobs> {
+    answers
+        .into_iter()
+        .filter_map(|answer| match answer {
+            Answer::Compact(list) => Some(list),
+            _ => None,
+        })
+        .collect()
 }
 
 /// The one job a shard found.

@@ -29,7 +29,7 @@ use fairflow_model::report::{JobPriority, PriorityFactor};
 
 use std::sync::Arc;
 
-use super::{factor_cells, pair_row, pair_rows, Cell};
+use super::{factor_cells, Cell, SprioRows};
 use crate::pieces::Pieces;
 
 /// sprio's `-l` format, weighted (`sprio.c`).
@@ -362,19 +362,18 @@ fn line_text(format: &Format, line: &Line) -> String {
 /// The listed jobs (one line per (partition, QOS) pair, as the default
 /// table) in `format`, after the header unless `header` is false.
 pub fn render(jobs: &[JobPriority], format: &Format, header: bool) -> String {
-    render_pieces(Arc::new(jobs.to_vec()), format.clone(), header).collect()
+    render_pieces(Arc::new(SprioRows::new(jobs)), format.clone(), header).collect()
 }
 
 /// [`render`] in pieces (`crate::pieces`), rendered as they are taken.
-pub fn render_pieces(jobs: Arc<Vec<JobPriority>>, format: Format, header: bool) -> Pieces {
+pub fn render_pieces(rows: Arc<SprioRows>, format: Format, header: bool) -> Pieces {
     let head = if header {
         line_text(&format, &Line::Header)
     } else {
         String::new()
     };
-    let rows = pair_rows(&jobs);
     let count = rows.len();
-    let row_text = move |i: usize| line_text(&format, &Line::Job(&pair_row(&jobs, rows[i])));
+    let row_text = move |i: usize| line_text(&format, &Line::Job(&rows.row(i)));
     Pieces::new(head, count, Box::new(row_text), String::new())
 }
 
@@ -416,12 +415,13 @@ pub fn answer(
     view: &SlurmView,
     users: bool,
 ) -> Result<String, FormatError> {
-    Ok(answer_pieces(Arc::new(jobs.to_vec()), config, normalized, view, users)?.collect())
+    let rows = Arc::new(SprioRows::new(jobs));
+    Ok(answer_pieces(rows, config, normalized, view, users)?.collect())
 }
 
 /// [`answer`] in pieces (`crate::pieces`), rendered as they are taken.
 pub fn answer_pieces(
-    jobs: Arc<Vec<JobPriority>>,
+    rows: Arc<SprioRows>,
     config: &Config,
     normalized: bool,
     view: &SlurmView,
@@ -434,6 +434,6 @@ pub fn answer_pieces(
     Ok(if view.weights {
         Pieces::whole(render_weights(config, &format, !view.noheader))
     } else {
-        render_pieces(jobs, format, !view.noheader)
+        render_pieces(rows, format, !view.noheader)
     })
 }
