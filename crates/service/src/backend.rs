@@ -50,6 +50,10 @@ pub enum Query {
         /// `format`.
         slurm: Option<SlurmView>,
     },
+    /// Every job the engine holds, one line each: its id, a tab, and
+    /// `pending`, `held` or `running` (the Slurm follower's full
+    /// comparison, `follow_slurm`).
+    JobPhases,
     /// Every listed job in slurmrestd's `GET /slurm/v0.0.46/jobs` shape
     /// (`fairflow_serve::slurm_json::render_jobs`).
     SlurmJobs,

@@ -5,6 +5,7 @@
 //! engine from the durable state. The last whole read of the jobs'
 //! priorities is shared by every read until the state changes.
 
+use fairflow_book::JobPhase;
 use fairflow_engine::Engine;
 use fairflow_ingest::{LogLine, Rejection};
 use fairflow_serve::plot::tree::{TreeColor, TreeOptions, TreePicture};
@@ -176,6 +177,21 @@ impl Backend for EngineBackend {
                     }
                     None => Ok(sprio::render_pieces(jobs, normalized, format)),
                 })
+            }
+            Query::JobPhases => {
+                let mut lines = String::new();
+                for (id, job) in &engine.book().state().jobs {
+                    let phase = match job.phase {
+                        JobPhase::Pending => "pending",
+                        JobPhase::Held => "held",
+                        JobPhase::Running { .. } => "running",
+                    };
+                    lines.push_str(id);
+                    lines.push('\t');
+                    lines.push_str(phase);
+                    lines.push('\n');
+                }
+                lines
             }
             Query::SlurmJobs => {
                 let now = engine.now().unwrap_or(0);

@@ -65,6 +65,8 @@ pub struct ServiceConfig {
     /// The most seconds a written event may be timed ahead of the wall clock
     /// (`--max-event-lead-secs`); `None`: no bound.
     pub max_event_lead_secs: Option<Time>,
+    /// Follow a running Slurm through its commands (`--follow-slurm`).
+    pub follow_slurm: Option<crate::follow_slurm::FollowSlurm>,
 }
 
 impl ServiceConfig {
@@ -87,6 +89,7 @@ impl ServiceConfig {
             clock: WallClock::system(),
             accept_clock_jump_after_secs: JUMP_ACCEPT_AFTER_SECS,
             max_event_lead_secs: Some(DEFAULT_MAX_EVENT_LEAD_SECS),
+            follow_slurm: None,
         }
     }
 }
@@ -214,6 +217,17 @@ pub fn run_blocking<B: Backend>(
                 Duration::from_millis(200),
                 report.tap_cursors.get("flux-journal").cloned(),
             ));
+        }
+        if let Some(settings) = config.follow_slurm.clone() {
+            tracing::info!(
+                tap = "follow-slurm",
+                poll_secs = settings.poll.as_secs(),
+                "following"
+            );
+            let store = crate::follow_slurm::FileCursor::in_data_dir(&config.data_dir);
+            let follow =
+                crate::follow_slurm::follow_slurm(settings, store, handle.clone(), metrics.clone());
+            tokio::spawn(follow);
         }
         if let Some(grace) = config.calc_period_ticks {
             tracing::info!(
