@@ -191,7 +191,7 @@ impl Backend for EngineBackend {
                     lines.push_str(phase);
                     lines.push('\n');
                 }
-                lines
+                Answer::Text(lines)
             }
             Query::SlurmJobs => {
                 let now = engine.now().unwrap_or(0);
