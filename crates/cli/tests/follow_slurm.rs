@@ -1,7 +1,9 @@
 //! `fairflow import slurm --live` and `fairflow serve --follow-slurm` with
 //! stand-in Slurm commands on `PATH`: shell scripts that print the files of
 //! a scenario directory the test rewrites (the real commands' formats, as
-//! Slurm 22.05 prints them; `real_slurm.rs` runs the real ones).
+//! Slurm 22.05 prints them; `real_slurm.rs` runs the real ones). The
+//! follower is killed (`kill -9`) between polls and in the middle of one,
+//! and must neither lose nor double a job or a charge.
 
 #[path = "support/binary.rs"]
 mod binary;
@@ -28,6 +30,7 @@ fn stand_ins(bin: &Path, scenario: &Path) {
         ),
         ("squeue", "case \"$*\" in *RUNNING*) f=jobs ;; *) f=squeue ;; esac"),
         ("sshare", "f=sshare"),
+        ("sacct", "f=sacct"),
     ];
     for (name, choose) in pick {
         let script = format!(
@@ -139,6 +142,7 @@ fn write_site(scenario: &Path) {
         ("nodes", "NodeName=n1 CPUTot=64 RealMemory=1000 State=IDLE\n"),
         ("partitions", "PartitionName=p1 PriorityJobFactor=1 PriorityTier=1 MaxTime=UNLIMITED State=UP\n"),
         ("usage", &usage("0.00", "0.00")),
+        ("sacct", ""),
     ];
     for (name, text) in files {
         std::fs::write(scenario.join(format!("{name}.txt")), text).unwrap();
@@ -275,5 +279,145 @@ fn the_follower_applies_changes_survives_bad_answers_and_restarts() {
     wait_until("job 4 alone in the queue", || top(&service) == ["4"]);
     let (_, phases) = service.request("GET", "/slurm/v0.0.46/jobs", None, "");
     assert!(!phases.contains("\"name\": \"3\""), "{phases}");
+    service.terminate();
+}
+
+/// Unix seconds now.
+fn now_secs() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64
+}
+
+/// `t` as Slurm prints it in UTC (the service runs with `TZ=UTC`).
+fn utc(t: i64) -> String {
+    let out = std::process::Command::new("date")
+        .args(["-u", "-d", &format!("@{t}"), "+%Y-%m-%dT%H:%M:%S"])
+        .output()
+        .unwrap();
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+/// A squeue line of a job of `user` submitted at `submitted`, running since
+/// `started` (4 CPUs, 1 node).
+fn running(id: &str, user: &str, submitted: i64, started: i64) -> String {
+    format!(
+        "{id}|{user}|a|p1|normal|{}|4|1|1:00:00|{}|RUNNING|None|0|{}\n",
+        utc(submitted),
+        utc(submitted),
+        utc(started)
+    )
+}
+
+/// A sacct line (`-P`, the follower's fields) of a finished job.
+fn finished(id: &str, user: &str, submitted: i64, started: i64, ended: i64) -> String {
+    format!(
+        "{id}|{user}|a|p1|normal|{}|{}|{}|COMPLETED|4|1|01:00:00\n",
+        utc(submitted),
+        utc(started),
+        utc(ended)
+    )
+}
+
+/// Does fairflow hold job `id` running (its position says so)?
+fn running_now(service: &Service, id: &str) -> bool {
+    let (_, said) = service.request("GET", &format!("/v1/jobs/{id}/position"), None, "");
+    said.contains("it is running")
+}
+
+/// fairflow's RawUsage of `user` in account `a` (sshare's fifth column).
+fn raw_usage(service: &Service, user: &str) -> Option<u64> {
+    let (_, sshare) = service.request(
+        "GET",
+        &format!("/v1/sshare?format=parsable&users={user}"),
+        None,
+        "",
+    );
+    sshare
+        .lines()
+        .find(|l| l.starts_with(&format!("a|{user}|")))
+        .and_then(|l| l.split('|').nth(4)?.parse().ok())
+}
+
+/// Kill -9 between polls and in the middle of one: the finished jobs are
+/// charged from their sacct start to their sacct end, once. Usage does not
+/// decay (`PriorityDecayHalfLife = 0`) and Slurm's own usage does not move
+/// (no decay pass ran: no reconciliation after the first), so each charge
+/// is 4 CPUs times the seconds Slurm gives, by hand.
+#[test]
+fn a_kill_between_or_during_polls_loses_and_doubles_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario: PathBuf = dir.path().join("scenario");
+    std::fs::create_dir_all(&scenario).unwrap();
+    write_site(&scenario);
+    std::fs::write(
+        scenario.join("config.txt"),
+        "PriorityDecayHalfLife   = 00:00:00\nPriorityCalcPeriod      = 00:05:00\n\
+         PriorityFlags           = \nPriorityWeightFairShare = 10000\nPriorityWeightAge       = 0\n",
+    )
+    .unwrap();
+    std::fs::write(scenario.join("usage.txt"), usage("1000.00", "0.00")).unwrap();
+    jobs(&scenario, &[job("2", "u2", "PENDING", "Priority")]);
+    let bin = dir.path().join("bin");
+    stand_ins(&bin, &scenario);
+    let service = start(dir.path(), &bin);
+    wait_until("the first poll's usage", || {
+        raw_usage(&service, "u1") == Some(1000)
+    });
+    assert_eq!(top(&service), ["2"]);
+
+    // Killed between polls; meanwhile job 1 of u1 starts (after anything
+    // fairflow applied, so its start is applied at Slurm's time).
+    service.kill();
+    let started = now_secs() + 1;
+    std::thread::sleep(Duration::from_secs(2));
+    jobs(
+        &scenario,
+        &[
+            running("1", "u1", started - 1, started),
+            job("2", "u2", "PENDING", "Priority"),
+        ],
+    );
+    let service = start(dir.path(), &bin);
+    wait_until("job 1 running", || running_now(&service, "1"));
+
+    // Killed in the middle of a poll (squeue hangs); meanwhile job 1 ends,
+    // and job 5 of u2 is submitted, runs 2 s and ends, never listed.
+    std::fs::write(scenario.join("jobs.hang"), "").unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    service.kill();
+    let ended = now_secs() + 1;
+    std::thread::sleep(Duration::from_secs(4));
+    std::fs::write(
+        scenario.join("sacct.txt"),
+        finished("1", "u1", started - 1, started, ended)
+            + &finished("5", "u2", ended, ended, ended + 2),
+    )
+    .unwrap();
+    jobs(&scenario, &[job("2", "u2", "PENDING", "Priority")]);
+    std::fs::remove_file(scenario.join("jobs.hang")).unwrap();
+    let service = start(dir.path(), &bin);
+    let u1 = 1000 + 4 * (ended - started) as u64;
+    wait_until("the finished jobs charged", || {
+        raw_usage(&service, "u1") == Some(u1) && raw_usage(&service, "u2") == Some(8)
+    });
+
+    // Polls go on (sacct still lists both jobs) and a restart replays the
+    // log: nothing is charged again.
+    let polls = service.metric("fairflow_slurm_polls_total");
+    wait_until("three more polls", || {
+        service.metric("fairflow_slurm_polls_total") >= polls + 3.0
+    });
+    service.kill();
+    let service = start(dir.path(), &bin);
+    let polls = service.metric("fairflow_slurm_polls_total");
+    wait_until("three polls after the restart", || {
+        service.metric("fairflow_slurm_polls_total") >= polls + 3.0
+    });
+    assert_eq!(raw_usage(&service, "u1"), Some(u1));
+    assert_eq!(raw_usage(&service, "u2"), Some(8));
+    assert_eq!(top(&service), ["2"]);
+    assert!(!running_now(&service, "1"));
     service.terminate();
 }

@@ -7,6 +7,7 @@
 
 use fairflow_book::JobPhase;
 use fairflow_engine::Engine;
+use fairflow_ingest::slurm_live::jobs::{LiveJob, LiveState};
 use fairflow_ingest::{LogLine, Rejection};
 use fairflow_serve::plot::tree::{TreeColor, TreeOptions, TreePicture};
 use fairflow_serve::slurm_json::{self, JobFacts};
@@ -181,14 +182,24 @@ impl Backend for EngineBackend {
             Query::JobPhases => {
                 let mut lines = String::new();
                 for (id, job) in &engine.book().state().jobs {
-                    let phase = match job.phase {
-                        JobPhase::Pending => "pending",
-                        JobPhase::Held => "held",
-                        JobPhase::Running { .. } => "running",
+                    let state = match job.phase {
+                        JobPhase::Pending => LiveState::Pending,
+                        JobPhase::Held => LiveState::Held,
+                        JobPhase::Running { .. } => LiveState::Running,
                     };
+                    let live = LiveJob {
+                        user: job.user.clone(),
+                        account: job.account.clone(),
+                        state,
+                        submitted: job.submit_at,
+                        started: job.started_at,
+                        spec: job.spec.clone(),
+                    };
+                    let json = serde_json::to_string(&live)
+                        .map_err(|e| QueryError::Internal(e.to_string()))?;
                     lines.push_str(id);
                     lines.push('\t');
-                    lines.push_str(phase);
+                    lines.push_str(&json);
                     lines.push('\n');
                 }
                 Answer::Text(lines)

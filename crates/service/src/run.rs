@@ -18,6 +18,7 @@ use crate::backend::Backend;
 use crate::clock::{EventLead, WallClock, JUMP_ACCEPT_AFTER_SECS};
 use crate::http::{self, HttpConfig};
 use crate::metrics::Metrics;
+use crate::taps::cursor::TapPosition;
 use crate::taps::{self, StreamLimits, StreamSlots};
 use crate::ticks;
 
@@ -205,7 +206,11 @@ pub fn run_blocking<B: Backend>(
                 handle.clone(),
                 Duration::from_millis(200),
                 chrono::Local,
-                report.tap_cursors.get("jobcomp").cloned(),
+                report
+                    .tap_cursors
+                    .get("jobcomp")
+                    .and_then(TapPosition::file)
+                    .cloned(),
             ));
         }
         if let Some((path, journal)) = config.follow_flux_journal.clone() {
@@ -215,7 +220,11 @@ pub fn run_blocking<B: Backend>(
                 journal,
                 handle.clone(),
                 Duration::from_millis(200),
-                report.tap_cursors.get("flux-journal").cloned(),
+                report
+                    .tap_cursors
+                    .get("flux-journal")
+                    .and_then(TapPosition::file)
+                    .cloned(),
             ));
         }
         if let Some(settings) = config.follow_slurm.clone() {
@@ -224,10 +233,18 @@ pub fn run_blocking<B: Backend>(
                 poll_secs = settings.poll.as_secs(),
                 "following"
             );
-            let store = crate::follow_slurm::FileCursor::in_data_dir(&config.data_dir);
-            let follow =
-                crate::follow_slurm::follow_slurm(settings, store, handle.clone(), metrics.clone());
-            tokio::spawn(follow);
+            let recovered = report
+                .tap_cursors
+                .get(crate::follow_slurm::FOLLOW_SLURM_TAP)
+                .and_then(TapPosition::slurm)
+                .cloned();
+            tokio::spawn(crate::follow_slurm::follow_slurm(
+                settings,
+                config.data_dir.clone(),
+                recovered,
+                handle.clone(),
+                metrics.clone(),
+            ));
         }
         if let Some(grace) = config.calc_period_ticks {
             tracing::info!(
@@ -243,7 +260,11 @@ pub fn run_blocking<B: Backend>(
         }
         if let Some((path, speed)) = config.replay.clone() {
             let handle = handle.clone();
-            let from = report.tap_cursors.get("replay").cloned();
+            let from = report
+                .tap_cursors
+                .get("replay")
+                .and_then(TapPosition::file)
+                .cloned();
             tracing::info!(tap = "replay", path = %path.display(), speed, "replaying");
             tokio::spawn(async move {
                 match taps::replay_file_from(path.clone(), handle, speed, from).await {

@@ -163,6 +163,20 @@ impl Policy {
         Ok((events, removals.collect()))
     }
 
+    /// A digest of the policy (its keys and event lines, in order), kept in
+    /// the log by the follower: FNV-1a, 64 bits, a fixed function of the
+    /// bytes, so a digest logged by one build is checked by the next.
+    pub fn digest(&self) -> u64 {
+        const PRIME: u64 = 0x0000_0100_0000_01b3;
+        let mut digest: u64 = 0xcbf2_9ce4_8422_2325;
+        for (key, line) in &self.entries {
+            for byte in key.bytes().chain([0xff]).chain(line.bytes()).chain([0xfe]) {
+                digest = (digest ^ u64::from(byte)).wrapping_mul(PRIME);
+            }
+        }
+        digest
+    }
+
     /// The parent of each account, for own-usage arithmetic.
     pub fn account_parents(&self) -> BTreeMap<String, String> {
         let mut parents = BTreeMap::new();

@@ -9,7 +9,10 @@ use fairflow_model::tres::TresCounts;
 use fairflow_model::{Event, Shares};
 
 use super::command::SlurmCommand;
-use super::diff::queue_events;
+use super::finished;
+use rustc_hash::FxHashMap;
+
+use super::diff::{queue_events, PollWindow};
 use super::jobs::{parse_job, JobTable, LiveJob, LiveState};
 use super::policy::{read_partitions, Policy};
 use super::usage::read_assoc_usage;
@@ -37,7 +40,7 @@ fn tres(cpu: f64, node: f64) -> Option<TresCounts> {
 }
 
 fn table(text: &str) -> JobTable {
-    JobTable::read(&JobTable::default(), "squeue", text).unwrap()
+    JobTable::from_output("squeue", text).unwrap()
 }
 
 #[test]
@@ -67,15 +70,14 @@ fn squeue_lines_become_jobs() {
 #[test]
 fn a_malformed_squeue_line_names_the_command_line_and_field() {
     let bad = "1|ffu1|phys|low|normal|2026-11-29T00:42:21|two|1|5:00|N/A|RUNNING|None|0|N/A\n";
-    let error =
-        JobTable::read(&JobTable::default(), "squeue -O x", &format!("\n{bad}")).unwrap_err();
+    let error = JobTable::from_output("squeue -O x", &format!("\n{bad}")).unwrap_err();
     assert_eq!(error.command, "squeue -O x");
     assert_eq!(error.line, Some(2));
     assert_eq!(
         error.reason,
         "field `NumCPUs`: `two` is not an integer >= 0"
     );
-    let short = JobTable::read(&JobTable::default(), "squeue", "7|ffu1|phys\n").unwrap_err();
+    let short = JobTable::from_output("squeue", "7|ffu1|phys\n").unwrap_err();
     assert!(
         short.reason.starts_with("expected 14 `|`-separated fields"),
         "{short}"
@@ -91,7 +93,7 @@ fn a_malformed_squeue_line_names_the_command_line_and_field() {
         state.unwrap_err(),
         "field `State`: `COMPLETED` is not a state squeue was asked for"
     );
-    let twice = JobTable::read(&JobTable::default(), "squeue", &format!("{SQUEUE}{SQUEUE}"));
+    let twice = JobTable::from_output("squeue", &format!("{SQUEUE}{SQUEUE}"));
     assert_eq!(twice.unwrap_err().reason, "job `1` is listed twice");
 }
 
@@ -101,6 +103,7 @@ fn job(state: LiveState, nice: i64) -> LiveJob {
         account: "phys".into(),
         state,
         submitted: 1000,
+        started: None,
         spec: JobSpec {
             partition: Some("low".into()),
             tres: tres(8.0, 1.0),
@@ -128,10 +131,19 @@ fn line(id: &str, job: &LiveJob) -> String {
 fn events(before: &[(&str, LiveJob)], after: &[(&str, LiveJob)]) -> Vec<Op> {
     let text =
         |jobs: &[(&str, LiveJob)]| jobs.iter().map(|(id, j)| line(id, j)).collect::<String>();
-    let previous = table(&text(before));
-    let next = JobTable::read(&previous, "squeue", &text(after)).unwrap();
-    queue_events(&previous, None, &next, 5000)
+    let mut previous = table(&text(before));
+    let changes = previous.read_changes("squeue", &text(after)).unwrap();
+    let events = queue_events(&previous, None, &changes, &FxHashMap::default(), &WINDOW);
+    assert!(events.iter().all(|e| e.t == 5000), "{events:?}");
+    events.into_iter().map(|e| e.op).collect()
 }
+
+/// A poll at 5000 with nothing applied since 5000.
+const WINDOW: PollWindow = PollWindow {
+    since: 5000,
+    now: 5000,
+    submitted_through: None,
+};
 
 #[test]
 fn each_change_of_a_job_is_its_event() {
@@ -210,23 +222,47 @@ fn each_change_of_a_job_is_its_event() {
 }
 
 #[test]
-fn the_full_comparison_starts_from_the_engines_states() {
-    let listed =
-        table(&(line("7", &job(LiveState::Running, 0)) + &line("8", &job(LiveState::Pending, 0))));
-    // The engine holds 7 pending (its start was missed), 8 pending (as
-    // listed: nothing), and 9 running (its end was missed).
+fn the_full_comparison_starts_from_the_engines_jobs() {
+    let text = line("7", &job(LiveState::Running, 0)) + &line("8", &job(LiveState::Pending, 0));
+    let listed = table(&text);
+    // The engine holds 7 pending (its start was missed), 8 pending with
+    // nice 5 (its change of nice was missed), and 9 running (its end was
+    // missed).
+    let as_listed = |id: &str, state: LiveState, nice: i64| {
+        let mut job = listed.get(id).unwrap_or(listed.get("8").unwrap()).clone();
+        job.state = state;
+        job.spec.nice = Some(nice);
+        (id.to_string(), job)
+    };
     let engine = HashMap::from([
-        ("7".to_string(), LiveState::Pending),
-        ("8".to_string(), LiveState::Pending),
-        ("9".to_string(), LiveState::Running),
+        as_listed("7", LiveState::Pending, 0),
+        as_listed("8", LiveState::Pending, 5),
+        as_listed("9", LiveState::Running, 0),
     ]);
-    let ops = queue_events(&JobTable::default(), Some(&engine), &listed, 5000);
+    let mut empty = JobTable::default();
+    let changes = empty.read_changes("squeue", &text).unwrap();
+    let events = queue_events(
+        &empty,
+        Some(&engine),
+        &changes,
+        &FxHashMap::default(),
+        &WINDOW,
+    );
+    let ops: Vec<Op> = events.into_iter().map(|e| e.op).collect();
     assert_eq!(
         ops,
         vec![
             Op::Start {
                 job: "7".into(),
                 tres: tres(8.0, 1.0)
+            },
+            Op::Update {
+                job: "8".into(),
+                account: None,
+                spec: JobSpec {
+                    nice: Some(0),
+                    ..JobSpec::default()
+                },
             },
             Op::End { job: "9".into() },
         ]
@@ -491,5 +527,76 @@ fn a_command_that_hangs_fails_or_prints_garbage_is_an_error() {
             .run(Duration::from_secs(5))
             .unwrap(),
         "a b\n"
+    );
+}
+
+/// `sacct -a -X -n -P -s ... -o FINISHED_FORMAT` as Slurm 22.05.8 prints it:
+/// a completed job, a job cancelled while pending (no start).
+const SACCT: &str = "\
+1|ffu1|phys|low|normal|2026-11-29T00:42:21|2026-11-29T00:42:21|2026-11-29T00:47:21|COMPLETED|2|1|00:05:00
+3|ffu2|theory|low|normal|2026-11-29T00:42:21|None|2026-11-29T00:50:00|CANCELLED by 1002|1|1|Partition_Limit
+";
+
+#[test]
+fn finished_jobs_are_read_and_charged_at_sacct_times() {
+    let finished = finished::read_finished("sacct", SACCT).unwrap();
+    let done = &finished["1"];
+    assert_eq!(
+        (done.started, done.ended),
+        (Some(at("2026-11-29T00:42:21")), at("2026-11-29T00:47:21"))
+    );
+    assert_eq!(finished["3"].state, "CANCELLED");
+    assert_eq!(finished["3"].spec.time_limit_secs, None);
+    let bad = finished::read_finished("sacct -o x", "\n1|u|a|p|q|x|None|None|CD|1|1|1:00\n");
+    let bad = bad.unwrap_err();
+    assert_eq!(
+        (bad.line, bad.reason.as_str()),
+        (
+            Some(2),
+            "field `Submit`: `x` is not a time YYYY-MM-DDTHH:MM:SS"
+        )
+    );
+    // Job 1 was running in fairflow and left squeue: its end at sacct's end
+    // time. Job 3 was pending: its cancel at the window's start. Job 9,
+    // never listed, submitted after every job read, ran 100 s: submitted,
+    // started and ended at its own times.
+    let mut table = table(
+        &SQUEUE
+            .lines()
+            .take(2)
+            .map(|l| format!("{l}\n"))
+            .collect::<String>(),
+    );
+    let changes = table.read_changes("squeue", "").unwrap();
+    let mut finished = finished;
+    let unseen = "9|ffu1|phys|low|normal|2026-11-29T00:48:00|2026-11-29T00:48:20|2026-11-29T00:50:00|COMPLETED|2|1|00:05:00";
+    let (id, job) = finished::parse_finished(unseen).unwrap();
+    finished.insert(id, job);
+    let window = PollWindow {
+        since: at("2026-11-29T00:45:00"),
+        now: at("2026-11-29T00:51:00"),
+        submitted_through: Some(at("2026-11-29T00:42:21")),
+    };
+    let events = queue_events(&table, None, &changes, &finished, &window);
+    let timed: Vec<(i64, &str, String)> = events
+        .iter()
+        .map(|e| {
+            let job = match &e.op {
+                Op::End { job } | Op::Cancel { job } | Op::Start { job, .. } => job.clone(),
+                Op::Submit { job, .. } => job.clone(),
+                other => panic!("{other:?}"),
+            };
+            (e.t - window.since, e.op.name(), job)
+        })
+        .collect();
+    assert_eq!(
+        timed,
+        vec![
+            (0, "cancel", "3".to_string()),
+            (0, "submit", "9".to_string()),
+            (2 * 60 + 21, "end", "1".to_string()),
+            (3 * 60 + 20, "start", "9".to_string()),
+            (5 * 60, "end", "9".to_string()),
+        ]
     );
 }
