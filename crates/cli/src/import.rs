@@ -99,10 +99,18 @@ struct SlurmArgs {
     #[arg(
         long,
         value_name = "FILE",
-        required_unless_present = "dump",
+        required_unless_present_any = ["dump", "live"],
         conflicts_with = "dump"
     )]
     assoc: Option<PathBuf>,
+    /// Run the site's own commands instead of reading files (found on
+    /// `PATH`, `SLURM_CONF` from the environment): `sacctmgr -nP show assoc
+    /// format=Cluster,Account,User,Share,ParentName`, `sshare -a -l -P`,
+    /// `scontrol show config`, `squeue -h -t PD -O ...` (with the eligible
+    /// time), `sacctmgr -P show qos format=Name,Priority,UsageFactor` and
+    /// `scontrol show node`; the same events as their outputs given as files.
+    #[arg(long, conflicts_with_all = ["assoc", "dump", "sshare", "sacct", "slurm_conf", "squeue", "qos", "nodes"])]
+    live: bool,
     /// `sacctmgr dump CLUSTER file=F`'s file (the cluster's associations
     /// backup: `Cluster - `, `Parent - `, `Account - ...:Fairshare=N`, `User -
     /// ...`), instead of --assoc.
@@ -302,19 +310,39 @@ fn now() -> anyhow::Result<Time> {
     Ok(Time::try_from(since_epoch.as_secs())?)
 }
 
+/// How long `import slurm --live` lets one command run.
+const LIVE_COMMAND_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(300);
+
 fn run_slurm(args: &SlurmArgs) -> anyhow::Result<()> {
-    let assoc = match (&args.assoc, &args.dump) {
-        (Some(path), _) | (None, Some(path)) => read(path)?,
-        (None, None) => anyhow::bail!("give --assoc or --dump"),
+    let (assoc, sshare, slurm_conf, squeue, qos, nodes, sacct) = if args.live {
+        let commands = fairflow_ingest::slurm_live::SlurmCommands::default();
+        let outputs =
+            fairflow_ingest::slurm_live::LiveImportOutputs::run(&commands, LIVE_COMMAND_TIMEOUT)?;
+        let [assoc, sshare, config, queue, qos, nodes] = outputs.outputs;
+        (
+            assoc,
+            Some(sshare),
+            Some(config),
+            Some(queue),
+            Some(qos),
+            Some(nodes),
+            None,
+        )
+    } else {
+        let assoc = match (&args.assoc, &args.dump) {
+            (Some(path), _) | (None, Some(path)) => read(path)?,
+            (None, None) => anyhow::bail!("give --assoc, --dump or --live"),
+        };
+        (
+            assoc,
+            read_optional(&args.sshare)?,
+            read_optional(&args.slurm_conf)?,
+            read_optional(&args.squeue)?,
+            read_optional(&args.qos)?,
+            read_optional(&args.nodes)?,
+            read_optional(&args.sacct)?,
+        )
     };
-    let (sshare, slurm_conf, squeue, qos, nodes, sacct) = (
-        read_optional(&args.sshare)?,
-        read_optional(&args.slurm_conf)?,
-        read_optional(&args.squeue)?,
-        read_optional(&args.qos)?,
-        read_optional(&args.nodes)?,
-        read_optional(&args.sacct)?,
-    );
     let t = match args.time {
         Some(t) => t,
         None => now()?,
@@ -335,7 +363,10 @@ fn run_slurm(args: &SlurmArgs) -> anyhow::Result<()> {
         t,
     })?;
     converting.finish_and_clear();
-    for note in missing_inputs(args, &events) {
+    for note in missing_inputs(args, &events)
+        .into_iter()
+        .filter(|_| !args.live)
+    {
         eprintln!("fairflow import slurm: {note}");
     }
 

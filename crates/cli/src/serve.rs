@@ -54,6 +54,18 @@ pub struct Args {
     /// Follow a Slurm `jobcomp/filetxt` log as it grows (rotation included).
     #[arg(long, value_name = "FILE")]
     follow_jobcomp: Option<PathBuf>,
+    /// Follow a running Slurm: poll its commands (squeue, sacctmgr,
+    /// scontrol, found on `PATH`, `SLURM_CONF` from the environment) and
+    /// apply what changed (README, "Follow your Slurm").
+    #[arg(long)]
+    follow_slurm: bool,
+    /// Seconds between --follow-slurm polls.
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    slurm_poll_secs: u64,
+    /// A Slurm command that runs longer than this is killed and its poll
+    /// changes nothing.
+    #[arg(long, value_name = "SECS", default_value_t = 60)]
+    slurm_command_timeout_secs: u64,
     /// Follow a Flux job-manager events journal (one response a line; `-`:
     /// standard input) as it grows; needs --flux-db.
     #[arg(long, value_name = "FILE", requires = "flux_db")]
@@ -207,6 +219,13 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     config.tap_tcp = args.tap_tcp;
     config.tap_unix = args.tap_unix.clone();
     config.follow_jobcomp = args.follow_jobcomp.clone();
+    config.follow_slurm = args.follow_slurm.then(|| {
+        let poll = std::time::Duration::from_secs(args.slurm_poll_secs.max(1));
+        let mut follow = fairflow_service::follow_slurm::FollowSlurm::every(poll);
+        follow.command_timeout =
+            std::time::Duration::from_secs(args.slurm_command_timeout_secs.max(1));
+        follow
+    });
     if let (Some(journal), Some(db)) = (&args.follow_flux_journal, &args.flux_db) {
         let db = fairflow_ingest::import_flux::read_flux_db(db, 0)?;
         config.follow_flux_journal = Some((

@@ -303,19 +303,24 @@ impl<'a> Lines<'a> {
 
     /// A name as the event log accepts it.
     fn name(&self, line: u64, field: &str, text: &str) -> Result<String, ImportError> {
-        if text.is_empty() {
-            Err(self.err(line, Some(field), "must not be empty"))
-        } else if text.len() > 256 {
-            Err(self.err(line, Some(field), "is longer than 256 bytes"))
-        } else if text.chars().any(|c| c.is_whitespace() || c.is_control()) {
-            Err(self.err(
-                line,
-                Some(field),
-                "must not contain spaces or control characters",
-            ))
-        } else {
-            Ok(text.to_string())
-        }
+        check_name(text)
+            .map(|()| text.to_string())
+            .map_err(|reason| self.err(line, Some(field), reason))
+    }
+}
+
+/// Is `text` a name Slurm's outputs may give (an account, a user, a job id,
+/// a partition): not empty, at most 256 bytes, no spaces or control
+/// characters? The reason when not.
+pub(crate) fn check_name(text: &str) -> Result<(), &'static str> {
+    if text.is_empty() {
+        Err("must not be empty")
+    } else if text.len() > 256 {
+        Err("is longer than 256 bytes")
+    } else if text.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        Err("must not contain spaces or control characters")
+    } else {
+        Ok(())
     }
 }
 
@@ -702,7 +707,7 @@ fn accounts_parents_first(
 
 /// An association: `(account, None)` for an account, `(account, Some(user))`
 /// for a user association.
-type AssocKey = (String, Option<String>);
+pub(crate) type AssocKey = (String, Option<String>);
 
 /// Own usage per association from `sshare`, in its row order.
 fn read_usage(
@@ -775,21 +780,30 @@ fn read_usage(
         raw.push((key, usage));
     }
 
-    // An account's children: its user associations and its child accounts.
-    let parent_of = |key: &AssocKey| -> Option<String> {
-        match key {
-            (account, Some(_)) => Some(account.clone()),
-            (account, None) => tree.accounts.get(account).map(|a| a.parent.clone()),
-        }
-    };
+    Ok(own_usage(raw, |account| {
+        tree.accounts.get(account).map(|a| a.parent.clone())
+    }))
+}
+
+/// Each association's own usage from the raw (subtree) usage Slurm prints:
+/// a user association's is its raw usage; an account's is its raw usage
+/// minus its children's (its user associations' and its child accounts',
+/// `parent_of` giving an account's parent), clamped at 0. In `raw`'s order.
+pub(crate) fn own_usage(
+    raw: Vec<(AssocKey, f64)>,
+    parent_of: impl Fn(&str) -> Option<String>,
+) -> Vec<(AssocKey, f64)> {
     let mut children_usage: BTreeMap<String, f64> = BTreeMap::new();
     for (key, usage) in &raw {
-        if let Some(parent) = parent_of(key) {
+        let parent = match key {
+            (account, Some(_)) => Some(account.clone()),
+            (account, None) => parent_of(account),
+        };
+        if let Some(parent) = parent {
             *children_usage.entry(parent).or_default() += usage;
         }
     }
-    Ok(raw
-        .into_iter()
+    raw.into_iter()
         .map(|(key, usage)| {
             let own = match &key {
                 (_, Some(_)) => usage,
@@ -799,7 +813,7 @@ fn read_usage(
             };
             (key, own)
         })
-        .collect())
+        .collect()
 }
 
 /// The `set` of the one `config` event, from `slurm.conf`'s priority lines.
@@ -905,6 +919,17 @@ fn name_list(lines: &Lines, line: u64, field: &str, text: &str) -> Result<String
     Ok(text.to_string())
 }
 
+/// A time limit as squeue prints it: Slurm's duration (`30:00`,
+/// `1:00:00`, `2-00:00:00`), or none (`UNLIMITED`, `NOT_SET`, ...).
+pub(crate) fn time_limit_secs(text: &str) -> Result<Option<u64>, String> {
+    match text.to_ascii_uppercase().as_str() {
+        "UNLIMITED" | "INFINITE" | "NOT_SET" | "N/A" | "" => Ok(None),
+        _ => parse_slurm_duration_secs(text)
+            .map(|secs| Some(secs.unsigned_abs()))
+            .map_err(|e| e.reason),
+    }
+}
+
 /// `submit` operations from `squeue`, in submit-time order (stable), after
 /// a `partition` / `qos` event for each name of a partition or QOS list.
 fn read_queue(source: Source<'_>, tree: &Associations, t: Time) -> Result<Vec<Op>, ImportError> {
@@ -969,14 +994,8 @@ fn read_queue(source: Source<'_>, tree: &Associations, t: Time) -> Result<Vec<Op
         };
         let cpus = count("CPUs", f[6])?;
         let nodes = count("Nodes", f[7])?;
-        let time_limit_secs = match f[8].to_ascii_uppercase().as_str() {
-            "UNLIMITED" | "INFINITE" | "NOT_SET" | "N/A" | "" => None,
-            _ => Some(
-                parse_slurm_duration_secs(f[8])
-                    .map_err(|e| lines.err(line, Some("TimeLimit"), e.reason))?
-                    .unsigned_abs(),
-            ),
-        };
+        let time_limit_secs =
+            time_limit_secs(f[8]).map_err(|reason| lines.err(line, Some("TimeLimit"), reason))?;
         let mut tres = TresCounts::new();
         tres.insert("cpu".to_string(), cpus as f64);
         tres.insert("node".to_string(), nodes as f64);
@@ -1134,7 +1153,7 @@ pub fn import_slurm(input: &SlurmImport<'_>) -> Result<Vec<Event>, ImportError> 
     Ok(events)
 }
 
-mod nodes;
+pub(crate) mod nodes;
 mod sacct;
 
 #[cfg(test)]

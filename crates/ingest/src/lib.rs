@@ -22,6 +22,7 @@ pub mod moab_cfg;
 pub mod parse;
 pub mod reader;
 pub mod slurm_conf;
+pub mod slurm_live;
 pub mod slurm_time;
 pub mod swf;
 pub mod write;

@@ -50,6 +50,11 @@ pub enum Query {
         /// `format`.
         slurm: Option<SlurmView>,
     },
+    /// Every job the engine holds, one line each: its id, a tab, and the
+    /// job as the Slurm follower reads squeue's (`LiveJob` as JSON: user,
+    /// account, state, submit and start times, spec), for its full
+    /// comparison (`follow_slurm`).
+    JobPhases,
     /// Every listed job in slurmrestd's `GET /slurm/v0.0.46/jobs` shape
     /// (`fairflow_serve::slurm_json::render_jobs`).
     SlurmJobs,

@@ -7,7 +7,9 @@
 //! (`fairflow_serve::sprio::SprioRows`, built off the applier by the first
 //! reader that renders it).
 
+use fairflow_book::JobPhase;
 use fairflow_engine::Engine;
+use fairflow_ingest::slurm_live::jobs::{LiveJob, LiveState};
 use fairflow_ingest::{LogLine, Rejection};
 use fairflow_serve::plot::tree::{TreeColor, TreeOptions, TreePicture};
 use fairflow_serve::slurm_json::{self, JobFacts};
@@ -234,6 +236,31 @@ impl Backend for EngineBackend {
                     .map_err(|e| QueryError::BadRequest(e.to_string())),
                     None => Ok(sprio::render_pieces(rows.rows(), normalized, format)),
                 })
+            }
+            Query::JobPhases => {
+                let mut lines = String::new();
+                for (id, job) in &engine.book().state().jobs {
+                    let state = match job.phase {
+                        JobPhase::Pending => LiveState::Pending,
+                        JobPhase::Held => LiveState::Held,
+                        JobPhase::Running { .. } => LiveState::Running,
+                    };
+                    let live = LiveJob {
+                        user: job.user.clone(),
+                        account: job.account.clone(),
+                        state,
+                        submitted: job.submit_at,
+                        started: job.started_at,
+                        spec: job.spec.clone(),
+                    };
+                    let json = serde_json::to_string(&live)
+                        .map_err(|e| QueryError::Internal(e.to_string()))?;
+                    lines.push_str(id);
+                    lines.push('\t');
+                    lines.push_str(&json);
+                    lines.push('\n');
+                }
+                Answer::Text(lines)
             }
             Query::SlurmJobs => {
                 let now = self.engine.now().unwrap_or(0);

@@ -11,7 +11,9 @@
 //!   write applied, a group logged, a read answered) for longer than the
 //!   stall deadline: an engine call that never returns. `/healthz` answers 503
 //!   while it lasts, so a supervisor restarts the process; the applier beats
-//!   at every step and is idle (never stalled) while nothing is queued.
+//!   at every step and is idle (never stalled) while nothing is queued;
+//! - **stale**: a polling tap (`follow_slurm`) has had no good poll for too
+//!   long; `/healthz` answers 503 with its reason until a poll succeeds.
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -26,6 +28,7 @@ pub struct Health {
     stop: Notify,
     /// When the applier last completed a step, while it is busy.
     busy_since: Mutex<Option<Instant>>,
+    stale: Mutex<Option<String>>,
 }
 
 /// The applier is busy while this lives (`Health::busy`).
@@ -65,9 +68,17 @@ impl Health {
         read(&self.failed)
     }
 
-    /// Why the service is not healthy (failed, or else degraded), if it is not.
+    /// Mark a polling tap behind for `reason`, or clear it with `None`.
+    pub fn set_stale(&self, reason: Option<String>) {
+        *lock(&self.stale) = reason;
+    }
+
+    /// Why the service is not healthy (failed, else degraded, else a tap
+    /// stale), if it is not.
     pub fn problem(&self) -> Option<String> {
-        self.failure().or_else(|| read(&self.degraded))
+        self.failure()
+            .or_else(|| read(&self.degraded))
+            .or_else(|| read(&self.stale))
     }
 
     /// The applier starts on work: busy (and beating) until the guard drops.

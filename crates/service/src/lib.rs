@@ -24,6 +24,7 @@ pub mod budget;
 pub mod clock;
 pub mod engine_backend;
 pub mod exactly_once;
+pub mod follow_slurm;
 pub mod health;
 pub mod http;
 mod http_errors;

@@ -8,6 +8,12 @@
 //! `process_*` metrics of the process (CPU seconds, resident and virtual
 //! memory, open file descriptors, start time; Linux `/proc`).
 //!
+//! With `--follow-slurm`: `fairflow_slurm_polls_total`,
+//! `fairflow_slurm_poll_failures_total`,
+//! `fairflow_slurm_usage_reconciliations_total` and
+//! `fairflow_slurm_last_good_poll_age_seconds` (how old the last poll that
+//! read and applied everything is; absent before the first).
+//!
 //! Per-association fair-share gauges are opt-in (`--metrics-associations N`
 //! or `all`): `fairflow_association_fairshare`, `_level_fs`, `_raw_usage`
 //! and `_effective_usage`, labelled `account` and `user` (`""` on an
@@ -158,6 +164,24 @@ pub struct Metrics {
     process: ProcessMetrics,
     association_gauges: [AssociationFamily; 4],
     fairness_error: AssociationFamily,
+    /// The Slurm follower's polls (`follow_slurm`).
+    pub slurm: SlurmFollowMetrics,
+}
+
+/// The Slurm follower's metrics (see the module documentation).
+#[derive(Debug, Default)]
+pub struct SlurmFollowMetrics {
+    /// Polls that read and applied everything.
+    pub polls: Counter,
+    /// Polls that failed (a command failed, hung or printed something
+    /// unreadable; or the write was refused): nothing of them applied.
+    pub failures: Counter,
+    /// Usage reconciliations logged (a `reset_usage` and the associations'
+    /// usage, brought to Slurm's).
+    pub reconciliations: Counter,
+    /// Unix seconds of the last good poll, 0 before the first.
+    pub last_good_poll: std::sync::atomic::AtomicI64,
+    last_good_poll_age: Gauge,
 }
 
 /// One per-association gauge family, by `(account, user)` labels.
@@ -228,6 +252,46 @@ pub fn association_gauges(table: &FairshareTable, limit: usize) -> Vec<Associati
 impl Default for Metrics {
     fn default() -> Self {
         Metrics::new()
+    }
+}
+
+impl SlurmFollowMetrics {
+    fn register(registry: &mut Registry) -> Self {
+        let metrics = SlurmFollowMetrics::default();
+        registry.register(
+            "slurm_polls",
+            "Slurm follower polls that read and applied everything",
+            metrics.polls.clone(),
+        );
+        registry.register(
+            "slurm_poll_failures",
+            "Slurm follower polls that failed and changed nothing",
+            metrics.failures.clone(),
+        );
+        registry.register(
+            "slurm_usage_reconciliations",
+            "Usage reconciliations with Slurm's own raw usage",
+            metrics.reconciliations.clone(),
+        );
+        registry.register(
+            "slurm_last_good_poll_age_seconds",
+            "Seconds since the Slurm follower's last good poll (-1: none yet)",
+            metrics.last_good_poll_age.clone(),
+        );
+        metrics
+    }
+
+    /// Set the age gauge from the last good poll and the wall clock.
+    fn refresh(&self) {
+        let last = self
+            .last_good_poll
+            .load(std::sync::atomic::Ordering::Relaxed);
+        let age = if last > 0 {
+            crate::follow_slurm::wall_secs() - last
+        } else {
+            -1
+        };
+        self.last_good_poll_age.set(age);
     }
 }
 
@@ -363,6 +427,7 @@ impl Metrics {
             "Resident memory of the service",
             resident_memory.clone(),
         );
+        let slurm = SlurmFollowMetrics::register(registry);
         Metrics {
             registry: root,
             events_applied,
@@ -383,6 +448,7 @@ impl Metrics {
             process,
             association_gauges,
             fairness_error,
+            slurm,
         }
     }
 
@@ -445,6 +511,7 @@ impl Metrics {
         }
         self.queued_batches.set(queued as i64);
         self.resident_memory.set(resident_memory_bytes() as i64);
+        self.slurm.refresh();
         self.process.refresh();
         let mut text = String::new();
         encode(&mut text, &self.registry).expect("writing to a String cannot fail");

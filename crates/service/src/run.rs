@@ -18,6 +18,7 @@ use crate::backend::Backend;
 use crate::clock::{EventLead, WallClock, JUMP_ACCEPT_AFTER_SECS};
 use crate::http::{self, HttpConfig};
 use crate::metrics::Metrics;
+use crate::taps::cursor::TapPosition;
 use crate::taps::{self, StreamLimits, StreamSlots};
 use crate::ticks;
 
@@ -66,6 +67,8 @@ pub struct ServiceConfig {
     /// The most seconds a written event may be timed ahead of the wall clock
     /// (`--max-event-lead-secs`); `None`: no bound.
     pub max_event_lead_secs: Option<Time>,
+    /// Follow a running Slurm through its commands (`--follow-slurm`).
+    pub follow_slurm: Option<crate::follow_slurm::FollowSlurm>,
 }
 
 impl ServiceConfig {
@@ -88,6 +91,7 @@ impl ServiceConfig {
             clock: WallClock::system(),
             accept_clock_jump_after_secs: JUMP_ACCEPT_AFTER_SECS,
             max_event_lead_secs: Some(DEFAULT_MAX_EVENT_LEAD_SECS),
+            follow_slurm: None,
         }
     }
 }
@@ -203,7 +207,11 @@ pub fn run_blocking<B: Backend>(
                 handle.clone(),
                 Duration::from_millis(200),
                 chrono::Local,
-                report.tap_cursors.get("jobcomp").cloned(),
+                report
+                    .tap_cursors
+                    .get("jobcomp")
+                    .and_then(TapPosition::file)
+                    .cloned(),
             ));
         }
         if let Some((path, journal)) = config.follow_flux_journal.clone() {
@@ -213,7 +221,30 @@ pub fn run_blocking<B: Backend>(
                 journal,
                 handle.clone(),
                 Duration::from_millis(200),
-                report.tap_cursors.get("flux-journal").cloned(),
+                report
+                    .tap_cursors
+                    .get("flux-journal")
+                    .and_then(TapPosition::file)
+                    .cloned(),
+            ));
+        }
+        if let Some(settings) = config.follow_slurm.clone() {
+            tracing::info!(
+                tap = "follow-slurm",
+                poll_secs = settings.poll.as_secs(),
+                "following"
+            );
+            let recovered = report
+                .tap_cursors
+                .get(crate::follow_slurm::FOLLOW_SLURM_TAP)
+                .and_then(TapPosition::slurm)
+                .cloned();
+            tokio::spawn(crate::follow_slurm::follow_slurm(
+                settings,
+                config.data_dir.clone(),
+                recovered,
+                handle.clone(),
+                metrics.clone(),
             ));
         }
         if let Some(grace) = config.calc_period_ticks {
@@ -230,7 +261,11 @@ pub fn run_blocking<B: Backend>(
         }
         if let Some((path, speed)) = config.replay.clone() {
             let handle = handle.clone();
-            let from = report.tap_cursors.get("replay").cloned();
+            let from = report
+                .tap_cursors
+                .get("replay")
+                .and_then(TapPosition::file)
+                .cloned();
             tracing::info!(tap = "replay", path = %path.display(), speed, "replaying");
             tokio::spawn(async move {
                 match taps::replay_file_from(path.clone(), handle, speed, from).await {

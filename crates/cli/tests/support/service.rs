@@ -49,8 +49,21 @@ impl Service {
         extra: &[&str],
         log: Option<Arc<Mutex<Vec<String>>>>,
     ) -> Service {
+        Self::start_with_env(data_dir, token_file, extra, log, &[])
+    }
+
+    /// [`Service::start_logging`] with `env` added to the service's
+    /// environment.
+    pub fn start_with_env(
+        data_dir: &Path,
+        token_file: &Path,
+        extra: &[&str],
+        log: Option<Arc<Mutex<Vec<String>>>>,
+        env: &[(&str, String)],
+    ) -> Service {
         let port = free_port();
         let mut child = Command::new(env!("CARGO_BIN_EXE_fairflow"))
+            .envs(env.iter().map(|(k, v)| (k, v)))
             .args([
                 "serve",
                 "--listen",
@@ -109,6 +122,14 @@ impl Service {
         let pid = self.child.id().to_string();
         Command::new("kill").args(["-TERM", &pid]).status().unwrap();
         self.child.wait().unwrap()
+    }
+
+    /// A sample's value in `/metrics` (`-1` when absent).
+    pub fn metric(&self, name: &str) -> f64 {
+        let (_, body) = self.request("GET", "/metrics", None, "");
+        body.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+            .unwrap_or(-1.0)
     }
 
     /// One HTTP exchange: `(status, body)`; status 0 when the connection failed.

@@ -178,7 +178,7 @@ fn gres_gpus(text: &str) -> Result<u64, String> {
 }
 
 /// `KEY=VALUE` tokens of a line (comments cut), with their keys.
-fn pairs(line: &str) -> impl Iterator<Item = (&str, &str)> {
+pub(crate) fn pairs(line: &str) -> impl Iterator<Item = (&str, &str)> {
     line.split('#')
         .next()
         .unwrap_or("")

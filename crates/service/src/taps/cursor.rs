@@ -1,16 +1,22 @@
-//! Where each file tap is, kept in the durable log: a tap's write carries
-//! its [`TapCursor`] (the tap's name and its [`FilePosition`] after the
-//! lines of the write), and the applier logs it as a `#tap <name> <json>`
-//! record in the same append as the write's events (before them, as an
-//! idempotency key is), even when every line was rejected. Replay skips it as
-//! an event and keeps the last cursor of each tap; the applier logs every
-//! tap's last cursor again after each checkpoint, so it outlives the segments
-//! the checkpoint lets go. At start each tap goes on from its recovered
-//! cursor (`fairflow_ingest::follow`), so a restart charges nothing twice.
+//! Where each tap is, kept in the durable log: a tap's write carries its
+//! [`TapCursor`] (the tap's name and its [`TapPosition`] after the events of
+//! the write), and the applier logs it as a `#tap <name> <json>` record in
+//! the same append as the write's events (before them, as an idempotency key
+//! is), even when every line was rejected. Replay skips it as an event and
+//! keeps the last cursor of each tap; the applier logs every tap's last
+//! cursor again after each checkpoint, so it outlives the segments the
+//! checkpoint lets go. At start each tap goes on from its recovered cursor
+//! (`fairflow_ingest::follow`, `follow_slurm`), so a restart charges nothing
+//! twice.
+//!
+//! A position is a file tap's [`FilePosition`] (`jobcomp`, `flux-journal`,
+//! `replay`; its JSON is the position's own, as it always was) or the Slurm
+//! follower's [`SlurmPosition`] (`follow-slurm`).
 
 use std::collections::BTreeMap;
 
 use fairflow_ingest::follow::FilePosition;
+use fairflow_ingest::slurm_live::SlurmPosition;
 use serde::{Deserialize, Serialize};
 
 /// The prefix of a tap cursor record in the log.
@@ -19,24 +25,64 @@ pub const TAP_RECORD_PREFIX: &str = "#tap ";
 /// The longest tap name, bytes.
 const MAX_TAP_NAME_BYTES: usize = 64;
 
-/// A tap and where it is in its file.
+/// Where a tap is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum TapPosition {
+    /// A file tap's place in its file.
+    File(FilePosition),
+    /// What the Slurm follower has applied.
+    Slurm(SlurmPosition),
+}
+
+impl TapPosition {
+    /// The file position, if this is one.
+    pub fn file(&self) -> Option<&FilePosition> {
+        match self {
+            TapPosition::File(position) => Some(position),
+            TapPosition::Slurm(_) => None,
+        }
+    }
+
+    /// The Slurm follower's position, if this is one.
+    pub fn slurm(&self) -> Option<&SlurmPosition> {
+        match self {
+            TapPosition::Slurm(position) => Some(position),
+            TapPosition::File(_) => None,
+        }
+    }
+}
+
+impl From<FilePosition> for TapPosition {
+    fn from(position: FilePosition) -> Self {
+        TapPosition::File(position)
+    }
+}
+
+impl From<SlurmPosition> for TapPosition {
+    fn from(position: SlurmPosition) -> Self {
+        TapPosition::Slurm(position)
+    }
+}
+
+/// A tap and where it is.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TapCursor {
-    /// The tap (`jobcomp`, `flux-journal`, `replay`).
+    /// The tap (`jobcomp`, `flux-journal`, `replay`, `follow-slurm`).
     pub tap: String,
-    /// Its position after the lines of the write that carries it.
-    pub position: FilePosition,
+    /// Its position after the events of the write that carries it.
+    pub position: TapPosition,
 }
 
 /// The last cursor of each tap, by tap name.
-pub type TapCursors = BTreeMap<String, FilePosition>;
+pub type TapCursors = BTreeMap<String, TapPosition>;
 
 impl TapCursor {
     /// A cursor of `tap` at `position`.
-    pub fn new(tap: &str, position: FilePosition) -> Self {
+    pub fn new(tap: &str, position: impl Into<TapPosition>) -> Self {
         TapCursor {
             tap: tap.to_string(),
-            position,
+            position: position.into(),
         }
     }
 
@@ -52,7 +98,7 @@ impl TapCursor {
         let (tap, json) = record.strip_prefix(TAP_RECORD_PREFIX)?.split_once(' ')?;
         let valid_name = (1..=MAX_TAP_NAME_BYTES).contains(&tap.len())
             && tap.bytes().all(|b| b.is_ascii_graphic());
-        let position = serde_json::from_str(json).ok()?;
+        let position: TapPosition = serde_json::from_str(json).ok()?;
         valid_name.then(|| TapCursor::new(tap, position))
     }
 }
@@ -80,6 +126,22 @@ mod tests {
             "{record}"
         );
         assert_eq!(TapCursor::parse(&record), Some(cursor));
+        // The Slurm follower's position is a record of its own shape.
+        let slurm = TapCursor::new(
+            "follow-slurm",
+            SlurmPosition {
+                policy_digest: 7,
+                usage_pass: None,
+                listed_at: 1_700_000_000,
+                submitted_through: Some(1_699_999_990),
+            },
+        );
+        let record = String::from_utf8(slurm.record()).unwrap();
+        assert_eq!(
+            record,
+            "#tap follow-slurm {\"policy_digest\":7,\"usage_pass\":null,\"listed_at\":1700000000,\"submitted_through\":1699999990}"
+        );
+        assert_eq!(TapCursor::parse(&record), Some(slurm));
         assert_eq!(TapCursor::parse("#idempotency abc"), None);
         assert_eq!(TapCursor::parse("#tap jobcomp {\"dev\":1}"), None);
         assert_eq!(TapCursor::parse("#tap  {}"), None);

@@ -1,0 +1,423 @@
+//! `fairflow import slurm --live` and `fairflow serve --follow-slurm` with
+//! stand-in Slurm commands on `PATH`: shell scripts that print the files of
+//! a scenario directory the test rewrites (the real commands' formats, as
+//! Slurm 22.05 prints them; `real_slurm.rs` runs the real ones). The
+//! follower is killed (`kill -9`) between polls and in the middle of one,
+//! and must neither lose nor double a job or a charge.
+
+#[path = "support/binary.rs"]
+mod binary;
+#[path = "support/service.rs"]
+mod service;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use binary::{dataset, run};
+use service::{token_file, Service};
+
+/// Write the stand-in `sacctmgr`, `scontrol`, `squeue` and `sshare` into
+/// `bin`: each prints the scenario file its arguments name (a file
+/// `NAME.hang` makes it hang, `NAME.fail` fail).
+fn stand_ins(bin: &Path, scenario: &Path) {
+    std::fs::create_dir_all(bin).unwrap();
+    let scenario = scenario.display();
+    let pick = [
+        ("sacctmgr", "case \"$*\" in *qos*) f=qos ;; *) f=assoc ;; esac"),
+        (
+            "scontrol",
+            "case \"$*\" in *config*) f=config ;; *partition*) f=partitions ;; *assoc_mgr*) f=usage ;; *) f=nodes ;; esac",
+        ),
+        ("squeue", "case \"$*\" in *RUNNING*) f=jobs ;; *) f=squeue ;; esac"),
+        ("sshare", "f=sshare"),
+        ("sacct", "f=sacct"),
+    ];
+    for (name, choose) in pick {
+        let script = format!(
+            "#!/bin/sh\n{choose}\nd={scenario}\n\
+             [ -e \"$d/$f.hang\" ] && sleep 30\n\
+             [ -e \"$d/$f.fail\" ] && {{ echo \"{name}: error: Unable to contact slurm controller\" >&2; exit 1; }}\n\
+             exec cat \"$d/$f.txt\"\n"
+        );
+        let path = bin.join(name);
+        std::fs::write(&path, script).unwrap();
+        std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+    }
+}
+
+fn path_with(bin: &Path) -> String {
+    format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
+fn events_only(log: &str) -> Vec<&str> {
+    log.lines().filter(|l| !l.starts_with('#')).collect()
+}
+
+#[test]
+fn the_live_import_equals_the_import_of_the_same_outputs_as_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("scenario");
+    std::fs::create_dir_all(&scenario).unwrap();
+    for (file, site) in [
+        ("assoc", "assoc.txt"),
+        ("qos", "qos.txt"),
+        ("config", "config.txt"),
+        ("nodes", "nodes.txt"),
+        ("squeue", "squeue.txt"),
+        ("sshare", "sshare.txt"),
+    ] {
+        std::fs::copy(
+            dataset(&format!("slurm/site/{site}")),
+            scenario.join(format!("{file}.txt")),
+        )
+        .unwrap();
+    }
+    let bin = dir.path().join("bin");
+    stand_ins(&bin, &scenario);
+    let s = |f: &str| dataset(&format!("slurm/site/{f}"));
+    let (ok, from_files, err) = run(&[
+        "import",
+        "slurm",
+        "--assoc",
+        &s("assoc.txt"),
+        "--sshare",
+        &s("sshare.txt"),
+        "--slurm-conf",
+        &s("config.txt"),
+        "--nodes",
+        &s("nodes.txt"),
+        "--qos",
+        &s("qos.txt"),
+        "--squeue",
+        &s("squeue.txt"),
+        "--time",
+        "2026-11-24T12:00:00",
+    ]);
+    assert!(ok, "{err}");
+    let live = std::process::Command::new(env!("CARGO_BIN_EXE_fairflow"))
+        .env("PATH", path_with(&bin))
+        .args(["import", "slurm", "--live", "--time", "2026-11-24T12:00:00"])
+        .output()
+        .unwrap();
+    assert!(
+        live.status.success(),
+        "{}",
+        String::from_utf8_lossy(&live.stderr)
+    );
+    let live = String::from_utf8(live.stdout).unwrap();
+    assert!(events_only(&live).len() > 10, "{live}");
+    assert_eq!(events_only(&live), events_only(&from_files));
+
+    // A command that fails stops the import, naming it.
+    std::fs::write(scenario.join("sshare.fail"), "").unwrap();
+    let failed = std::process::Command::new(env!("CARGO_BIN_EXE_fairflow"))
+        .env("PATH", path_with(&bin))
+        .args(["import", "slurm", "--live"])
+        .output()
+        .unwrap();
+    assert!(!failed.status.success());
+    let said = String::from_utf8_lossy(&failed.stderr);
+    assert!(
+        said.contains("`sshare -a -l -P`: exited with exit status: 1: sshare: error: Unable to contact slurm controller"),
+        "{said}"
+    );
+}
+
+/// The scenario of the follower: a tree `a` with users u1 and u2, one QOS,
+/// one partition, a 64-CPU node, Fair Tree with the fair-share weight only.
+fn write_site(scenario: &Path) {
+    let files = [
+        ("assoc", "c|root||1|\nc|a||1|root\nc|a|u1|1|\nc|a|u2|1|\n"),
+        ("qos", "Name|Priority|UsageFactor\nnormal|0|1.000000\n"),
+        (
+            "config",
+            "PriorityDecayHalfLife   = 7-00:00:00\nPriorityCalcPeriod      = 00:05:00\n\
+             PriorityFlags           = \nPriorityWeightFairShare = 10000\nPriorityWeightAge       = 0\n",
+        ),
+        ("nodes", "NodeName=n1 CPUTot=64 RealMemory=1000 State=IDLE\n"),
+        ("partitions", "PartitionName=p1 PriorityJobFactor=1 PriorityTier=1 MaxTime=UNLIMITED State=UP\n"),
+        ("usage", &usage("0.00", "0.00")),
+        ("sacct", ""),
+    ];
+    for (name, text) in files {
+        std::fs::write(scenario.join(format!("{name}.txt")), text).unwrap();
+    }
+}
+
+fn usage(u1: &str, u2: &str) -> String {
+    let sum = u1.parse::<f64>().unwrap() + u2.parse::<f64>().unwrap();
+    format!(
+        "ClusterName=c Account=root UserName= Partition=\n    UsageRaw/Norm/Efctv={sum:.2}/1.00/1.00\n\
+         ClusterName=c Account=a UserName= Partition=\n    UsageRaw/Norm/Efctv={sum:.2}/1.00/1.00\n\
+         ClusterName=c Account=a UserName=u1(1001) Partition=\n    UsageRaw/Norm/Efctv={u1}/0.00/0.00\n\
+         ClusterName=c Account=a UserName=u2(1002) Partition=\n    UsageRaw/Norm/Efctv={u2}/0.00/0.00\n"
+    )
+}
+
+/// A squeue line of the follower's format.
+fn job(id: &str, user: &str, state: &str, reason: &str) -> String {
+    format!("{id}|{user}|a|p1|normal|2026-11-28T10:00:00|4|1|1:00:00|2026-11-28T10:00:00|{state}|{reason}|0|N/A\n")
+}
+
+fn jobs(scenario: &Path, lines: &[String]) {
+    std::fs::write(scenario.join("jobs.txt"), lines.concat()).unwrap();
+}
+
+fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let started = Instant::now();
+    while !done() {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "timed out waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+fn top(service: &Service) -> Vec<String> {
+    let (status, body) = service.request("GET", "/v1/top?format=parsable", None, "");
+    assert_eq!(status, 200, "{body}");
+    body.lines()
+        .skip(1)
+        .filter_map(|l| l.split('|').nth(1))
+        .map(str::to_string)
+        .collect()
+}
+
+fn start(dir: &Path, bin: &Path) -> Service {
+    Service::start_with_env(
+        &dir.join("data"),
+        &token_file(dir, "follow-slurm-token"),
+        &[
+            "--follow-slurm",
+            "--slurm-poll-secs",
+            "1",
+            "--slurm-command-timeout-secs",
+            "2",
+        ],
+        None,
+        &[("PATH", path_with(bin)), ("TZ", "UTC".to_string())],
+    )
+}
+
+#[test]
+fn the_follower_applies_changes_survives_bad_answers_and_restarts() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario: PathBuf = dir.path().join("scenario");
+    std::fs::create_dir_all(&scenario).unwrap();
+    write_site(&scenario);
+    jobs(
+        &scenario,
+        &[
+            job("1", "u1", "PENDING", "Priority"),
+            job("2", "u2", "RUNNING", "None"),
+        ],
+    );
+    let bin = dir.path().join("bin");
+    stand_ins(&bin, &scenario);
+    let service = start(dir.path(), &bin);
+    wait_until("job 1 in the queue", || top(&service) == ["1"]);
+
+    // An unreadable answer: the poll changes nothing, even what else changed.
+    let polls = service.metric("fairflow_slurm_poll_failures_total");
+    jobs(
+        &scenario,
+        &[
+            job("3", "u1", "PENDING", "Priority"),
+            "garbage\n".to_string(),
+        ],
+    );
+    wait_until("a failed poll", || {
+        service.metric("fairflow_slurm_poll_failures_total") > polls
+    });
+    assert_eq!(top(&service), ["1"]);
+    // A command that hangs is killed after its timeout, and changes nothing.
+    std::fs::write(scenario.join("jobs.hang"), "").unwrap();
+    jobs(&scenario, &[job("3", "u1", "PENDING", "Priority")]);
+    let failed = service.metric("fairflow_slurm_poll_failures_total");
+    wait_until("a hung poll", || {
+        service.metric("fairflow_slurm_poll_failures_total") > failed
+    });
+    assert_eq!(top(&service), ["1"]);
+    std::fs::remove_file(scenario.join("jobs.hang")).unwrap();
+
+    // Job 1 held, 2 ended, 3 submitted; u1 has used 1000 TRES-seconds.
+    std::fs::write(scenario.join("usage.txt"), usage("1000.00", "0.00")).unwrap();
+    jobs(
+        &scenario,
+        &[
+            job("1", "u1", "PENDING", "JobHeldUser"),
+            job("3", "u2", "PENDING", "Priority"),
+        ],
+    );
+    wait_until("job 3 alone in the queue", || top(&service) == ["3"]);
+    wait_until("u1's usage", || {
+        let (_, sshare) = service.request("GET", "/v1/sshare?format=parsable&users=u1", None, "");
+        sshare
+            .lines()
+            .any(|l| l.starts_with("a|u1|") && l.split('|').nth(4) == Some("1000"))
+    });
+    assert!(service.metric("fairflow_slurm_last_good_poll_age_seconds") >= 0.0);
+    assert!(service.metric("fairflow_slurm_usage_reconciliations_total") >= 1.0);
+
+    // fairflow stops; meanwhile job 1 is released and starts, 3 is cancelled,
+    // 4 is submitted. The start's full comparison repairs the gap.
+    service.terminate();
+    jobs(
+        &scenario,
+        &[
+            job("1", "u1", "RUNNING", "None"),
+            job("4", "u2", "PENDING", "Priority"),
+        ],
+    );
+    let service = start(dir.path(), &bin);
+    wait_until("job 4 alone in the queue", || top(&service) == ["4"]);
+    let (_, phases) = service.request("GET", "/slurm/v0.0.46/jobs", None, "");
+    assert!(!phases.contains("\"name\": \"3\""), "{phases}");
+    service.terminate();
+}
+
+/// Unix seconds now.
+fn now_secs() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64
+}
+
+/// `t` as Slurm prints it in UTC (the service runs with `TZ=UTC`).
+fn utc(t: i64) -> String {
+    let out = std::process::Command::new("date")
+        .args(["-u", "-d", &format!("@{t}"), "+%Y-%m-%dT%H:%M:%S"])
+        .output()
+        .unwrap();
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+/// A squeue line of a job of `user` submitted at `submitted`, running since
+/// `started` (4 CPUs, 1 node).
+fn running(id: &str, user: &str, submitted: i64, started: i64) -> String {
+    format!(
+        "{id}|{user}|a|p1|normal|{}|4|1|1:00:00|{}|RUNNING|None|0|{}\n",
+        utc(submitted),
+        utc(submitted),
+        utc(started)
+    )
+}
+
+/// A sacct line (`-P`, the follower's fields) of a finished job.
+fn finished(id: &str, user: &str, submitted: i64, started: i64, ended: i64) -> String {
+    format!(
+        "{id}|{user}|a|p1|normal|{}|{}|{}|COMPLETED|4|1|01:00:00\n",
+        utc(submitted),
+        utc(started),
+        utc(ended)
+    )
+}
+
+/// Does fairflow hold job `id` running (its position says so)?
+fn running_now(service: &Service, id: &str) -> bool {
+    let (_, said) = service.request("GET", &format!("/v1/jobs/{id}/position"), None, "");
+    said.contains("it is running")
+}
+
+/// fairflow's RawUsage of `user` in account `a` (sshare's fifth column).
+fn raw_usage(service: &Service, user: &str) -> Option<u64> {
+    let (_, sshare) = service.request(
+        "GET",
+        &format!("/v1/sshare?format=parsable&users={user}"),
+        None,
+        "",
+    );
+    sshare
+        .lines()
+        .find(|l| l.starts_with(&format!("a|{user}|")))
+        .and_then(|l| l.split('|').nth(4)?.parse().ok())
+}
+
+/// Kill -9 between polls and in the middle of one: the finished jobs are
+/// charged from their sacct start to their sacct end, once. Usage does not
+/// decay (`PriorityDecayHalfLife = 0`) and Slurm's own usage does not move
+/// (no decay pass ran: no reconciliation after the first), so each charge
+/// is 4 CPUs times the seconds Slurm gives, by hand.
+#[test]
+fn a_kill_between_or_during_polls_loses_and_doubles_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario: PathBuf = dir.path().join("scenario");
+    std::fs::create_dir_all(&scenario).unwrap();
+    write_site(&scenario);
+    std::fs::write(
+        scenario.join("config.txt"),
+        "PriorityDecayHalfLife   = 00:00:00\nPriorityCalcPeriod      = 00:05:00\n\
+         PriorityFlags           = \nPriorityWeightFairShare = 10000\nPriorityWeightAge       = 0\n",
+    )
+    .unwrap();
+    std::fs::write(scenario.join("usage.txt"), usage("1000.00", "0.00")).unwrap();
+    jobs(&scenario, &[job("2", "u2", "PENDING", "Priority")]);
+    let bin = dir.path().join("bin");
+    stand_ins(&bin, &scenario);
+    let service = start(dir.path(), &bin);
+    wait_until("the first poll's usage", || {
+        raw_usage(&service, "u1") == Some(1000)
+    });
+    assert_eq!(top(&service), ["2"]);
+
+    // Killed between polls; meanwhile job 1 of u1 starts (after anything
+    // fairflow applied, so its start is applied at Slurm's time).
+    service.kill();
+    let started = now_secs() + 1;
+    std::thread::sleep(Duration::from_secs(2));
+    jobs(
+        &scenario,
+        &[
+            running("1", "u1", started - 1, started),
+            job("2", "u2", "PENDING", "Priority"),
+        ],
+    );
+    let service = start(dir.path(), &bin);
+    wait_until("job 1 running", || running_now(&service, "1"));
+
+    // Killed in the middle of a poll (squeue hangs); meanwhile job 1 ends,
+    // and job 5 of u2 is submitted, runs 2 s and ends, never listed.
+    std::fs::write(scenario.join("jobs.hang"), "").unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    service.kill();
+    let ended = now_secs() + 1;
+    std::thread::sleep(Duration::from_secs(4));
+    std::fs::write(
+        scenario.join("sacct.txt"),
+        finished("1", "u1", started - 1, started, ended)
+            + &finished("5", "u2", ended, ended, ended + 2),
+    )
+    .unwrap();
+    jobs(&scenario, &[job("2", "u2", "PENDING", "Priority")]);
+    std::fs::remove_file(scenario.join("jobs.hang")).unwrap();
+    let service = start(dir.path(), &bin);
+    let u1 = 1000 + 4 * (ended - started) as u64;
+    wait_until("the finished jobs charged", || {
+        raw_usage(&service, "u1") == Some(u1) && raw_usage(&service, "u2") == Some(8)
+    });
+
+    // Polls go on (sacct still lists both jobs) and a restart replays the
+    // log: nothing is charged again.
+    let polls = service.metric("fairflow_slurm_polls_total");
+    wait_until("three more polls", || {
+        service.metric("fairflow_slurm_polls_total") >= polls + 3.0
+    });
+    service.kill();
+    let service = start(dir.path(), &bin);
+    let polls = service.metric("fairflow_slurm_polls_total");
+    wait_until("three polls after the restart", || {
+        service.metric("fairflow_slurm_polls_total") >= polls + 3.0
+    });
+    assert_eq!(raw_usage(&service, "u1"), Some(u1));
+    assert_eq!(raw_usage(&service, "u2"), Some(8));
+    assert_eq!(top(&service), ["2"]);
+    assert!(!running_now(&service, "1"));
+    service.terminate();
+}
