@@ -54,7 +54,7 @@ use fairflow_model::{Event, Time};
 
 use crate::applier::{ApplierHandle, WriteError};
 use crate::backend::Query;
-use crate::metrics::{AssociationGauge, Metrics};
+use crate::metrics::{Metrics, ScrapedTables};
 use crate::taps::cursor::TapCursor;
 
 /// The follower's tap name in the log's cursor records.
@@ -155,12 +155,13 @@ async fn fairflow_usage(
     applier: &ApplierHandle,
 ) -> Result<BTreeMap<(String, Option<String>), u64>, String> {
     let text = applier
-        .read(Query::Associations { limit: usize::MAX })
+        .read(Query::ScrapedTables { limit: usize::MAX })
         .await
         .map_err(|e| format!("reading fairflow's usage: {e}"))?;
-    let rows: Vec<AssociationGauge> =
+    let tables: ScrapedTables =
         serde_json::from_str(&text).map_err(|e| format!("reading fairflow's usage: {e}"))?;
-    Ok(rows
+    Ok(tables
+        .associations
         .into_iter()
         .map(|row| {
             let user = (!row.user.is_empty()).then_some(row.user);
