@@ -230,6 +230,42 @@ fn readers_past_the_response_budget_get_503_and_slow_readers_are_dropped() {
     service.kill();
 }
 
+/// `/metrics` is rendered whole, so it holds its own size of the response
+/// budget while it is sent: with a budget of one 2 MiB window, held by a
+/// reader of every job's priority that reads nothing, a scrape of every
+/// association's gauges is refused at once (503, JSON); once that reader is
+/// dropped after the write timeout, the scrape is answered.
+#[test]
+fn metrics_answers_count_in_the_response_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let budget = (2 << 20).to_string();
+    let service = loaded(
+        dir.path(),
+        10_000,
+        &[
+            "--max-response-bytes",
+            &budget,
+            "--write-timeout-secs",
+            "2",
+            "--metrics-associations",
+            "all",
+        ],
+    );
+    let slow = send(service.address, "GET", "/v1/sprio?format=json", "");
+    std::thread::sleep(Duration::from_millis(500));
+    let (status, body) = service.request("GET", "/metrics", None, "");
+    assert_eq!(status, 503, "{body}");
+    assert!(error_of(&body).contains("slow readers"), "{body}");
+    eventually("the slow reader is dropped", || {
+        service.request("GET", "/metrics", None, "").0 == 200
+    });
+    let (status, text) = service.request("GET", "/metrics", None, "");
+    assert_eq!(status, 200);
+    assert!(text.contains("fairflow_association_raw_usage"), "{text}");
+    drop(slow);
+    service.kill();
+}
+
 /// A `GET` of `path`: its status, its body's chunks (one per piece sent)
 /// and the body.
 fn pieces_of(address: SocketAddr, path: &str) -> (u16, usize, String) {

@@ -28,7 +28,7 @@ use crate::budget::{HeldBytes, WriteBudget};
 use crate::exactly_once::{valid_key, AbandonOnDrop, Ticket, MAX_KEY_BYTES};
 use crate::http_errors::{json_errors, unknown_route};
 use crate::metrics::{Metrics, ScrapedTables};
-use crate::stream::respond;
+use crate::stream::{respond, respond_whole};
 use fairflow_model::report::Selection;
 use fairflow_serve::sprio::slurm_format::{Format, SlurmView};
 use fairflow_serve::OutputFormat;
@@ -538,8 +538,19 @@ async fn get_metrics(State(state): State<AppState>, headers: HeaderMap) -> Respo
         }
     }
     let gauges = state.applier.gauges().await;
-    let text = state.metrics.render(gauges, state.applier.queued());
-    ([(header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)], text).into_response()
+    let queued = state.applier.queued();
+    // Rendering every association's gauges is CPU work: off the runtime.
+    let metrics = state.metrics.clone();
+    let text = match tokio::task::spawn_blocking(move || metrics.render(gauges, queued)).await {
+        Ok(text) => text,
+        Err(e) => {
+            return error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("rendering the metrics failed: {e}"),
+            )
+        }
+    };
+    respond_whole(&state.response_budget, text, crate::metrics::CONTENT_TYPE)
 }
 
 /// Healthy unless the service failed, writes are refused (`health`), the

@@ -9,7 +9,9 @@
 //! connection, and gives it back when its body is dropped; a read that finds
 //! the budget spent is answered 503 at once. A connection whose writes make
 //! no progress for the write timeout is closed (`WriteDeadline`), which
-//! drops its body and frees its window.
+//! drops its body and frees its window. An answer rendered whole
+//! (`/metrics`) holds its own size of the same budget while it is sent
+//! ([`respond_whole`]).
 
 use std::future::Future;
 use std::io;
@@ -87,14 +89,7 @@ pub(crate) async fn respond(
         Ok(Answer::Pieces(pieces)) => pieces,
     };
     let Some(window) = budget.try_take(WINDOW_BYTES) else {
-        return error(
-            StatusCode::SERVICE_UNAVAILABLE,
-            format!(
-                "too many answers are being sent to slow readers (the service holds at most {} \
-                 bytes for them): retry later",
-                budget.cap_bytes()
-            ),
-        );
+        return budget_spent(budget);
     };
     let (pieces, first) = match render_next(pieces).await {
         Ok(taken) => taken,
@@ -118,6 +113,39 @@ pub(crate) async fn respond(
         _window: window,
     };
     ([(header::CONTENT_TYPE, kind)], Body::new(body)).into_response()
+}
+
+/// The answer to a read that finds the response budget spent.
+fn budget_spent(budget: &WriteBudget) -> Response {
+    error(
+        StatusCode::SERVICE_UNAVAILABLE,
+        format!(
+            "too many answers are being sent to slow readers (the service holds at most {} \
+             bytes for them): retry later",
+            budget.cap_bytes()
+        ),
+    )
+}
+
+/// Answer with `text` rendered whole (`/metrics`): it is held until the
+/// connection has taken it, so it holds its own size of the response budget
+/// until then (all of it, when larger), as an answer in pieces holds its
+/// window; a read that finds the budget spent is answered 503 at once.
+pub(crate) fn respond_whole(
+    budget: &WriteBudget,
+    text: String,
+    content_type: &'static str,
+) -> Response {
+    let Some(held) = budget.try_take(text.len()) else {
+        return budget_spent(budget);
+    };
+    let body = PieceBody {
+        first: Some(Bytes::from(text)),
+        pieces: None,
+        rendering: None,
+        _window: held,
+    };
+    ([(header::CONTENT_TYPE, content_type)], Body::new(body)).into_response()
 }
 
 /// A body whose pieces are rendered one at a time as the connection takes
