@@ -108,6 +108,14 @@ pub struct Args {
     /// spent gets 503 at once.
     #[arg(long, value_name = "BYTES", default_value_t = fairflow_service::stream::DEFAULT_RESPONSE_BUDGET_BYTES)]
     max_response_bytes: usize,
+    /// Most bytes of the tables answers being sent read from, every
+    /// connection together: an answer of sprio, sshare, the queue or
+    /// slurmrestd's jobs holds its state's rows until its reader has taken
+    /// them, counted once however many answers share them; a read whose
+    /// table does not fit gets 503 at once (one table larger than this is
+    /// held alone).
+    #[arg(long, value_name = "BYTES", default_value_t = fairflow_service::held_tables::DEFAULT_HELD_TABLE_BYTES)]
+    max_held_table_bytes: usize,
     /// A connection whose client reads nothing of its answer for this long
     /// is closed, and what its answer held is released.
     #[arg(long, value_name = "SECS", default_value_t = 30)]
@@ -204,6 +212,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     config.http.stall_timeout = std::time::Duration::from_secs(args.stall_timeout_secs.max(1));
     config.http.metrics_associations = args.metrics_associations;
     config.http.max_response_bytes = args.max_response_bytes;
+    config.http.max_held_table_bytes = args.max_held_table_bytes;
     config.http.write_timeout = std::time::Duration::from_secs(args.write_timeout_secs.max(1));
     config.http.max_whatifs = args.max_whatifs.max(1);
     config.max_tap_connections = args.max_tap_connections.max(1);

@@ -18,10 +18,14 @@ use fairflow_serve::{audit, explain, overview, plot, position, sprio, sshare, to
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
-use fairflow_model::report::{CompactJobs, FairshareTable, JobPriority, Selection};
+use fairflow_model::report::{
+    CompactJobs, FairshareRow, FairshareTable, JobPriority, PairPriority, PriorityFactor,
+    Selection, SharedJobs,
+};
 use fairflow_serve::sprio::SprioRows;
 
 use crate::backend::{Answer, Backend, Gauges, Query, QueryError};
+use crate::held_tables::SharedTable;
 use crate::metrics::{association_gauges, ScrapedTables};
 
 /// An engine serving the service.
@@ -44,14 +48,24 @@ pub struct EngineBackend {
 struct LazyRows {
     jobs: Mutex<Option<CompactJobs>>,
     rows: OnceLock<Arc<SprioRows>>,
+    /// What the rows take once ordered: the jobs' encoding and sprio's
+    /// index over them, bytes.
+    bytes: usize,
 }
 
 impl LazyRows {
     fn of(jobs: CompactJobs) -> Arc<Self> {
+        let bytes = jobs.encoded_bytes() + jobs.len() * std::mem::size_of::<usize>();
         Arc::new(LazyRows {
             jobs: Mutex::new(Some(jobs)),
             rows: OnceLock::new(),
+            bytes,
         })
+    }
+
+    /// The rows as a table answers hold while they are sent.
+    fn held(self: &Arc<Self>) -> SharedTable {
+        SharedTable::of(self, self.bytes)
     }
 
     /// The rows, built by the first caller (the others wait for it).
@@ -68,6 +82,36 @@ impl LazyRows {
             })
             .clone()
     }
+}
+
+/// A fair-share table as answers hold it while they are sent: its rows
+/// and their names, bytes.
+fn held_table(table: &Arc<FairshareTable>) -> SharedTable {
+    let names: usize = (table.rows.iter())
+        .map(|row| row.account.len() + row.user.as_ref().map_or(0, String::len))
+        .sum();
+    let bytes = table.rows.len() * std::mem::size_of::<FairshareRow>() + names;
+    SharedTable::of(table, bytes)
+}
+
+/// A page of the queue as its answer holds it while it is sent: every job
+/// its allocation keeps (those before the page included), bytes.
+fn held_page(page: SharedJobs) -> (Arc<SharedJobs>, SharedTable) {
+    let bytes: usize = (page.held().iter())
+        .map(|job| {
+            std::mem::size_of::<JobPriority>()
+                + job.job.len()
+                + job.user.len()
+                + job.account.len()
+                + job.partition.len()
+                + job.qos.len()
+                + job.factors.len() * std::mem::size_of::<PriorityFactor>()
+                + job.pairs.len() * std::mem::size_of::<PairPriority>()
+        })
+        .sum();
+    let page = Arc::new(page);
+    let table = SharedTable::of(&page, bytes);
+    (page, table)
 }
 
 /// What identifies a state: the events applied and the engine's time.
@@ -186,7 +230,12 @@ impl Backend for EngineBackend {
                 selection,
             } => {
                 let page = engine.top_page(offset, k, &selection).map_err(internal)?;
-                Answer::later(move || Ok(top::render_page_pieces(page, offset, k, format)))
+                let (page, held) = held_page(page);
+                Answer::later(move || {
+                    let page = Arc::unwrap_or_clone(page);
+                    Ok(top::render_page_pieces(page, offset, k, format))
+                })
+                .holding(held)
             }
             Query::Audit {
                 top,
@@ -214,7 +263,8 @@ impl Backend for EngineBackend {
                     selection.fairshare(&mut some);
                     table = Arc::new(some);
                 }
-                Answer::later(move || Ok(sshare::render_pieces(table, format)))
+                let held = held_table(&table);
+                Answer::later(move || Ok(sshare::render_pieces(table, format))).holding(held)
             }
             Query::Sprio {
                 normalized,
@@ -225,6 +275,7 @@ impl Backend for EngineBackend {
                 let config = engine.config().clone();
                 let users = !selection.users.is_empty();
                 let rows = self.sprio_rows(&selection)?;
+                let held = rows.held();
                 Answer::later(move || match slurm {
                     Some(view) => sprio::slurm_format::answer_pieces(
                         rows.rows(),
@@ -236,6 +287,7 @@ impl Backend for EngineBackend {
                     .map_err(|e| QueryError::BadRequest(e.to_string())),
                     None => Ok(sprio::render_pieces(rows.rows(), normalized, format)),
                 })
+                .holding(held)
             }
             Query::JobPhases => {
                 let mut lines = String::new();
@@ -264,7 +316,8 @@ impl Backend for EngineBackend {
             }
             Query::SlurmJobs => {
                 let now = self.engine.now().unwrap_or(0);
-                let listed = self.engine.priorities_compact().map_err(internal)?;
+                let listed = Arc::new(self.engine.priorities_compact().map_err(internal)?);
+                let held = SharedTable::of(&listed, listed.encoded_bytes());
                 // A copy of the jobs is a pointer: they are shared
                 // copy-on-write, so the facts are read off the applier.
                 let jobs = self.engine.book().state().jobs.clone();
@@ -280,6 +333,7 @@ impl Backend for EngineBackend {
                     };
                     Ok(slurm_json::render_jobs_rows(count, facts, now))
                 })
+                .holding(held)
             }
             Query::ScrapedTables { limit } => {
                 let table = self.table()?;

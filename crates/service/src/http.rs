@@ -24,11 +24,11 @@ use tokio::sync::Semaphore;
 
 use crate::applier::{parse_body, ApplierHandle, WriteError};
 use crate::backend::Query;
-use crate::budget::{HeldBytes, WriteBudget};
+use crate::budget::HeldBytes;
 use crate::exactly_once::{valid_key, AbandonOnDrop, Ticket, MAX_KEY_BYTES};
 use crate::http_errors::{json_errors, unknown_route};
 use crate::metrics::{Metrics, ScrapedTables};
-use crate::stream::{respond, respond_whole};
+use crate::stream::{respond, respond_whole, ResponseBudget};
 use fairflow_model::report::Selection;
 use fairflow_serve::sprio::slurm_format::{Format, SlurmView};
 use fairflow_serve::OutputFormat;
@@ -67,6 +67,10 @@ pub struct HttpConfig {
     /// Most bytes of answers held for readers at once, every connection
     /// together (`stream`); a read that finds them spent gets 503.
     pub max_response_bytes: usize,
+    /// Most bytes of the tables answers being sent read from (one state's
+    /// sprio rows, fair-share table or queue page), counted once per table
+    /// (`held_tables`); a read whose table does not fit gets 503.
+    pub max_held_table_bytes: usize,
     /// A connection whose writes make no progress this long (its client
     /// stopped reading) is closed (`stream`).
     pub write_timeout: Duration,
@@ -92,6 +96,7 @@ impl Default for HttpConfig {
             stall_timeout: Duration::from_secs(120),
             metrics_associations: None,
             max_response_bytes: crate::stream::DEFAULT_RESPONSE_BUDGET_BYTES,
+            max_held_table_bytes: crate::held_tables::DEFAULT_HELD_TABLE_BYTES,
             write_timeout: Duration::from_secs(30),
             max_whatifs: crate::whatif::DEFAULT_MAX_WHATIFS,
             stopping: crate::whatif::Stopping::default(),
@@ -104,8 +109,8 @@ pub(crate) struct AppState {
     pub(crate) applier: ApplierHandle,
     pub(crate) metrics: Arc<Metrics>,
     pub(crate) config: Arc<HttpConfig>,
-    /// Bytes of answers held for readers (`stream`).
-    pub(crate) response_budget: WriteBudget,
+    /// Bytes and tables of answers held for readers (`stream`).
+    pub(crate) response_budget: ResponseBudget,
     /// What-ifs evaluated at once (`whatif`).
     pub(crate) whatif_slots: Arc<Semaphore>,
     /// When `/metrics`' per-association tables were last read: every
@@ -539,6 +544,8 @@ async fn get_metrics(State(state): State<AppState>, headers: HeaderMap) -> Respo
     }
     let gauges = state.applier.gauges().await;
     let queued = state.applier.queued();
+    let budget = &state.response_budget;
+    (state.metrics).set_held(budget.bytes.held_bytes(), budget.tables.held_bytes());
     // Rendering every association's gauges is CPU work: off the runtime.
     let metrics = state.metrics.clone();
     let text = match tokio::task::spawn_blocking(move || metrics.render(gauges, queued)).await {
@@ -588,7 +595,10 @@ pub fn router(applier: ApplierHandle, metrics: Arc<Metrics>, config: HttpConfig)
     let state = AppState {
         applier: applier.with_write_budget(config.max_inflight_bytes),
         metrics,
-        response_budget: WriteBudget::new(config.max_response_bytes),
+        response_budget: ResponseBudget::new(
+            config.max_response_bytes,
+            config.max_held_table_bytes,
+        ),
         whatif_slots: Arc::new(Semaphore::new(config.max_whatifs.max(1))),
         tables_read_at: Arc::default(),
         overview_read: Arc::default(),

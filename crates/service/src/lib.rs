@@ -26,6 +26,7 @@ pub mod engine_backend;
 pub mod exactly_once;
 pub mod follow_slurm;
 pub mod health;
+pub mod held_tables;
 pub mod http;
 mod http_errors;
 pub mod listener;

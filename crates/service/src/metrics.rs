@@ -157,6 +157,8 @@ pub struct Metrics {
     associations: Gauge,
     queued_batches: Gauge,
     resident_memory: Gauge,
+    held_response_bytes: Gauge,
+    held_table_bytes: Gauge,
     /// Events per committed batch.
     pub batch_events: Histogram,
     event_time: Gauge,
@@ -379,7 +381,19 @@ impl Metrics {
         let associations = Gauge::default();
         let queued_batches = Gauge::default();
         let resident_memory = Gauge::default();
+        let held_response_bytes = Gauge::default();
+        let held_table_bytes = Gauge::default();
         registry.register("events_applied", "Events applied", events_applied.clone());
+        registry.register(
+            "response_held_bytes",
+            "Bytes of the response budget held by answers being sent (windows and whole answers)",
+            held_response_bytes.clone(),
+        );
+        registry.register(
+            "response_held_table_bytes",
+            "Bytes of the distinct tables answers being sent read from (counted once each)",
+            held_table_bytes.clone(),
+        );
         registry.register(
             "events_rejected",
             "Lines rejected as malformed or impossible",
@@ -442,6 +456,8 @@ impl Metrics {
             associations,
             queued_batches,
             resident_memory,
+            held_response_bytes,
+            held_table_bytes,
             batch_events,
             event_time,
             ingest_lag,
@@ -460,6 +476,13 @@ impl Metrics {
             let labels = vec![("account".to_string(), account.clone())];
             self.fairness_error.get_or_create(&labels).set(*error);
         }
+    }
+
+    /// Set what answers being sent hold: bytes of the response budget and
+    /// of the tables they read.
+    pub fn set_held(&self, response_bytes: usize, table_bytes: usize) {
+        self.held_response_bytes.set(response_bytes as i64);
+        self.held_table_bytes.set(table_bytes as i64);
     }
 
     /// Count one committed batch.
