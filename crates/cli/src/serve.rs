@@ -15,6 +15,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Context};
 use fairflow_engine::EngineChoice;
 use fairflow_service::engine_backend::EngineBackend;
+use fairflow_service::held_tables::HeldTables;
 use fairflow_service::run::{run_blocking, ServiceConfig};
 
 use crate::state_args::{ConfigArgs, EngineKind};
@@ -212,7 +213,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     config.http.stall_timeout = std::time::Duration::from_secs(args.stall_timeout_secs.max(1));
     config.http.metrics_associations = args.metrics_associations;
     config.http.max_response_bytes = args.max_response_bytes;
-    config.http.max_held_table_bytes = args.max_held_table_bytes;
+    config.http.held_tables = HeldTables::new(args.max_held_table_bytes);
     config.http.write_timeout = std::time::Duration::from_secs(args.write_timeout_secs.max(1));
     config.http.max_whatifs = args.max_whatifs.max(1);
     config.max_tap_connections = args.max_tap_connections.max(1);
@@ -255,7 +256,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     let engine = fairflow_engine::start(choice, args.config.initial_config()?)
         .context("cannot start the engine")?;
     let workers = args.workers;
-    let backend = EngineBackend::new(engine);
+    let backend = EngineBackend::new(engine).with_held_tables(config.http.held_tables.clone());
     run_blocking(config, backend, |report, address| {
         let engine = match report.engine {
             "incremental" if workers == 1 => "engine incremental, 1 worker".to_string(),

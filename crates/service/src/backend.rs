@@ -179,6 +179,10 @@ pub enum QueryError {
     /// The query cannot be answered as asked (HTTP 400).
     #[error("{0}")]
     BadRequest(String),
+    /// The answer would hold more than the service lets answers hold now
+    /// (HTTP 503: retry later).
+    #[error("{0}")]
+    Busy(String),
     /// The engine failed (HTTP 500).
     #[error("{0}")]
     Internal(String),

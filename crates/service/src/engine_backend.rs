@@ -25,7 +25,7 @@ use fairflow_model::report::{
 use fairflow_serve::sprio::SprioRows;
 
 use crate::backend::{Answer, Backend, Gauges, Query, QueryError};
-use crate::held_tables::SharedTable;
+use crate::held_tables::{HeldTables, SharedTable};
 use crate::metrics::{association_gauges, ScrapedTables};
 
 /// An engine serving the service.
@@ -39,6 +39,12 @@ pub struct EngineBackend {
     /// at: `sshare`, `/metrics`' tables, the live page's overview and tree
     /// share one read of an unchanged state.
     table: Option<(StateKey, Arc<FairshareTable>)>,
+    /// What answers being sent hold (shared with the HTTP side): a read of
+    /// every job's sprio rows at a new state is refused before it is built
+    /// when rows the size of the last ones would not fit beside them.
+    held_tables: Option<HeldTables>,
+    /// The size of the last whole sprio rows built, bytes.
+    last_rows_bytes: usize,
 }
 
 /// sprio's rows of one read of the engine: the jobs' priorities as read,
@@ -124,7 +130,16 @@ impl EngineBackend {
             engine,
             priorities: None,
             table: None,
+            held_tables: None,
+            last_rows_bytes: 0,
         }
+    }
+
+    /// Refuse to build a whole sprio read that `tables` would refuse to
+    /// hold (the same count the HTTP side holds answers' tables in).
+    pub fn with_held_tables(mut self, tables: HeldTables) -> Self {
+        self.held_tables = Some(tables);
+        self
     }
 
     /// What identifies the engine's state now.
@@ -150,10 +165,18 @@ impl EngineBackend {
             return Ok(LazyRows::of(jobs.iter().collect()));
         }
         let key = self.state_key();
+        let fresh = self.priorities.as_ref().is_some_and(|(at, _)| *at == key);
+        if let (false, Some(tables)) = (fresh, &self.held_tables) {
+            if !tables.admits(self.last_rows_bytes) {
+                return Err(QueryError::Busy(tables.refusal()));
+            }
+        }
         let engine = &mut self.engine;
-        shared(&mut self.priorities, key, || {
+        let rows = shared(&mut self.priorities, key, || {
             Ok(LazyRows::of(engine.priorities_compact().map_err(internal)?))
-        })
+        })?;
+        self.last_rows_bytes = rows.bytes;
+        Ok(rows)
     }
 }
 

@@ -15,8 +15,10 @@
 use std::any::Any;
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
-/// The default cap, bytes: two states' sprio rows at 100,000 jobs.
-pub const DEFAULT_HELD_TABLE_BYTES: usize = 64 << 20;
+/// The default cap, bytes: about one state's sprio rows at 100,000 jobs
+/// beside the current one (twelve readers that never read, each at a state
+/// of its own, then grow the service by under 100 MB: perf/results).
+pub const DEFAULT_HELD_TABLE_BYTES: usize = 32 << 20;
 
 /// A table an answer's pieces read while they are sent: who shares it (the
 /// `Arc` the answers clone) and its size, bytes.
@@ -97,13 +99,30 @@ impl HeldTables {
             return Some(same.clone());
         }
         let held_bytes: usize = alive.iter().map(|hold| hold.table.bytes).sum();
-        let fits = alive.is_empty() || held_bytes.saturating_add(table.bytes) <= self.cap_bytes;
+        let fits = held_bytes == 0 || held_bytes.saturating_add(table.bytes) <= self.cap_bytes;
         if !fits {
             return None;
         }
         let hold = Arc::new(TableHold { table });
         held.push(Arc::downgrade(&hold));
         Some(hold)
+    }
+
+    /// Whether a new table of `bytes` would be held beside those held now
+    /// (what [`HeldTables::hold`] decides for a table no answer holds yet).
+    pub fn admits(&self, bytes: usize) -> bool {
+        let held = self.held_bytes();
+        held == 0 || held.saturating_add(bytes) <= self.cap_bytes
+    }
+
+    /// Why a table was refused, for the reader.
+    pub fn refusal(&self) -> String {
+        format!(
+            "too many tables are held for slow readers (the service holds at most {} bytes of \
+             them, {} now): retry later",
+            self.cap_bytes,
+            self.held_bytes()
+        )
     }
 
     /// Bytes of the tables held now.

@@ -67,10 +67,12 @@ pub struct HttpConfig {
     /// Most bytes of answers held for readers at once, every connection
     /// together (`stream`); a read that finds them spent gets 503.
     pub max_response_bytes: usize,
-    /// Most bytes of the tables answers being sent read from (one state's
-    /// sprio rows, fair-share table or queue page), counted once per table
-    /// (`held_tables`); a read whose table does not fit gets 503.
-    pub max_held_table_bytes: usize,
+    /// The tables answers being sent read from (one state's sprio rows,
+    /// fair-share table or queue page), counted once per table against
+    /// their cap (`held_tables`); a read whose table does not fit gets 503.
+    /// Clones share the count: the backend that builds the tables is given
+    /// the same (`EngineBackend::with_held_tables`).
+    pub held_tables: crate::held_tables::HeldTables,
     /// A connection whose writes make no progress this long (its client
     /// stopped reading) is closed (`stream`).
     pub write_timeout: Duration,
@@ -96,7 +98,7 @@ impl Default for HttpConfig {
             stall_timeout: Duration::from_secs(120),
             metrics_associations: None,
             max_response_bytes: crate::stream::DEFAULT_RESPONSE_BUDGET_BYTES,
-            max_held_table_bytes: crate::held_tables::DEFAULT_HELD_TABLE_BYTES,
+            held_tables: crate::held_tables::HeldTables::default(),
             write_timeout: Duration::from_secs(30),
             max_whatifs: crate::whatif::DEFAULT_MAX_WHATIFS,
             stopping: crate::whatif::Stopping::default(),
@@ -595,10 +597,7 @@ pub fn router(applier: ApplierHandle, metrics: Arc<Metrics>, config: HttpConfig)
     let state = AppState {
         applier: applier.with_write_budget(config.max_inflight_bytes),
         metrics,
-        response_budget: ResponseBudget::new(
-            config.max_response_bytes,
-            config.max_held_table_bytes,
-        ),
+        response_budget: ResponseBudget::new(config.max_response_bytes, config.held_tables.clone()),
         whatif_slots: Arc::new(Semaphore::new(config.max_whatifs.max(1))),
         tables_read_at: Arc::default(),
         overview_read: Arc::default(),

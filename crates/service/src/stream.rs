@@ -53,11 +53,11 @@ pub struct ResponseBudget {
 }
 
 impl ResponseBudget {
-    /// At most `cap_bytes` of windows and `table_cap_bytes` of tables.
-    pub fn new(cap_bytes: usize, table_cap_bytes: usize) -> Self {
+    /// At most `cap_bytes` of windows, and the tables `tables` counts.
+    pub fn new(cap_bytes: usize, tables: HeldTables) -> Self {
         ResponseBudget {
             bytes: WriteBudget::new(cap_bytes),
-            tables: HeldTables::new(table_cap_bytes),
+            tables,
         }
     }
 }
@@ -67,6 +67,7 @@ pub(crate) fn query_error(e: QueryError) -> Response {
     match e {
         QueryError::NotFound(message) => error(StatusCode::NOT_FOUND, message),
         QueryError::BadRequest(message) => error(StatusCode::BAD_REQUEST, message),
+        QueryError::Busy(message) => error(StatusCode::SERVICE_UNAVAILABLE, message),
         QueryError::Internal(message) => error(StatusCode::INTERNAL_SERVER_ERROR, message),
     }
 }
@@ -159,15 +160,7 @@ fn budget_spent(budget: &WriteBudget) -> Response {
 
 /// The answer to a read whose table does not fit beside those held.
 fn tables_spent(tables: &HeldTables) -> Response {
-    error(
-        StatusCode::SERVICE_UNAVAILABLE,
-        format!(
-            "too many tables are held for slow readers (the service holds at most {} bytes of \
-             them, {} now): retry later",
-            tables.cap_bytes(),
-            tables.held_bytes()
-        ),
-    )
+    error(StatusCode::SERVICE_UNAVAILABLE, tables.refusal())
 }
 
 /// Answer with `text` rendered whole (`/metrics`): it is held until the
