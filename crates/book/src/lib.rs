@@ -22,6 +22,7 @@ mod changes;
 mod check;
 pub mod flux_bins;
 pub mod name_map;
+mod rules;
 pub mod snapshot;
 pub mod state;
 

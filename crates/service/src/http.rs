@@ -293,6 +293,19 @@ async fn read(state: AppState, headers: HeaderMap, query: Query) -> Response {
     respond(&state.response_budget, answer, None).await
 }
 
+/// Answer a read whose parameters made `asked`: the 400 they earned (before
+/// the token is checked), else the query's answer ([`read`]).
+async fn read_asked(
+    state: AppState,
+    headers: HeaderMap,
+    asked: Result<Query, Box<Response>>,
+) -> Response {
+    match asked {
+        Ok(query) => read(state, headers, query).await,
+        Err(bad) => *bad,
+    }
+}
+
 /// The query parameters reads take: `k` and `offset` (top), `format` (`json`, the
 /// default, `parsable` or `table`; explain: `json` or `text`), `norm` (sprio);
 /// Slurm's selections as comma-separated lists, `accounts` and `users`
@@ -380,19 +393,13 @@ async fn get_top(
     UrlQuery(params): UrlQuery<ReadParams>,
 ) -> Response {
     let k = params.k.unwrap_or(10).min(1_000_000);
-    let selection = params.selection();
-    match params.format() {
-        Ok(format) => {
-            let query = Query::Top {
-                k,
-                offset: params.offset.unwrap_or(0),
-                format,
-                selection,
-            };
-            read(state, headers, query).await
-        }
-        Err(bad) => *bad,
-    }
+    let asked = params.format().map(|format| Query::Top {
+        k,
+        offset: params.offset.unwrap_or(0),
+        format,
+        selection: params.selection(),
+    });
+    read_asked(state, headers, asked).await
 }
 
 /// `GET /v1/audit?top=N&min_factor=F&format=`: who is over- and
@@ -410,17 +417,12 @@ async fn get_audit(
             format!("min_factor {min_factor}: a fair-share factor is within 0..1"),
         );
     }
-    match params.format() {
-        Ok(format) => {
-            let query = Query::Audit {
-                top,
-                min_factor_millionths: (min_factor * 1e6).round() as u64,
-                format,
-            };
-            read(state, headers, query).await
-        }
-        Err(bad) => *bad,
-    }
+    let asked = params.format().map(|format| Query::Audit {
+        top,
+        min_factor_millionths: (min_factor * 1e6).round() as u64,
+        format,
+    });
+    read_asked(state, headers, asked).await
 }
 
 async fn get_sshare(
@@ -428,11 +430,11 @@ async fn get_sshare(
     headers: HeaderMap,
     UrlQuery(params): UrlQuery<ReadParams>,
 ) -> Response {
-    let selection = params.selection();
-    match params.format() {
-        Ok(format) => read(state, headers, Query::Sshare { format, selection }).await,
-        Err(bad) => *bad,
-    }
+    let asked = params.format().map(|format| Query::Sshare {
+        format,
+        selection: params.selection(),
+    });
+    read_asked(state, headers, asked).await
 }
 
 /// slurmrestd's `GET /slurm/v0.0.46/shares`: the table in Slurm's own JSON
@@ -461,21 +463,15 @@ async fn get_sprio(
     UrlQuery(params): UrlQuery<ReadParams>,
 ) -> Response {
     let normalized = params.norm.unwrap_or(false);
-    let asked = params
-        .format()
-        .and_then(|format| Ok((format, params.slurm_view(format)?)));
-    match asked {
-        Ok((format, slurm)) => {
-            let query = Query::Sprio {
-                normalized,
-                format,
-                selection: params.selection(),
-                slurm,
-            };
-            read(state, headers, query).await
-        }
-        Err(bad) => *bad,
-    }
+    let asked = params.format().and_then(|format| {
+        Ok(Query::Sprio {
+            normalized,
+            format,
+            selection: params.selection(),
+            slurm: params.slurm_view(format)?,
+        })
+    });
+    read_asked(state, headers, asked).await
 }
 
 /// `format`: `json` (the default) or `text`, as a read about one job takes.
@@ -496,10 +492,8 @@ async fn get_explain(
     Path(job): Path<String>,
     UrlQuery(params): UrlQuery<ReadParams>,
 ) -> Response {
-    match json_or_text(&params) {
-        Ok(json) => read(state, headers, Query::Explain { job, json }).await,
-        Err(bad) => *bad,
-    }
+    let asked = json_or_text(&params).map(|json| Query::Explain { job, json });
+    read_asked(state, headers, asked).await
 }
 
 /// `GET /v1/jobs/{id}/position`: the job's place in line (404 when it is
@@ -510,10 +504,8 @@ async fn get_position(
     Path(job): Path<String>,
     UrlQuery(params): UrlQuery<ReadParams>,
 ) -> Response {
-    match json_or_text(&params) {
-        Ok(json) => read(state, headers, Query::Position { job, json }).await,
-        Err(bad) => *bad,
-    }
+    let asked = json_or_text(&params).map(|json| Query::Position { job, json });
+    read_asked(state, headers, asked).await
 }
 
 async fn get_metrics(State(state): State<AppState>, headers: HeaderMap) -> Response {
