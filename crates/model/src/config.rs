@@ -665,7 +665,7 @@ impl Config {
             | "prioritysitefactorplugin"
             | "prioritysitefactorparameters" => {}
             _ if is_moab_key(key) => {
-                let stored = crate::moab::validate_and_merge(
+                let stored = crate::moab::params::validate_and_merge(
                     key,
                     self.moab.get(key).map(String::as_str),
                     text,

@@ -18,7 +18,6 @@ use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{middleware, Json, Router};
-use serde_json::json;
 use subtle::ConstantTimeEq;
 use tokio::sync::Semaphore;
 
@@ -26,6 +25,7 @@ use crate::applier::{parse_body, ApplierHandle, WriteError};
 use crate::backend::Query;
 use crate::budget::{HeldBytes, WriteBudget};
 use crate::exactly_once::{valid_key, AbandonOnDrop, Ticket, MAX_KEY_BYTES};
+pub(crate) use crate::http_errors::error;
 use crate::http_errors::{json_errors, unknown_route};
 use crate::metrics::{Metrics, ScrapedTables};
 use crate::stream::{respond, respond_whole};
@@ -33,7 +33,11 @@ use fairflow_model::report::Selection;
 use fairflow_serve::sprio::slurm_format::{Format, SlurmView};
 use fairflow_serve::OutputFormat;
 
-pub use crate::listener::serve;
+pub mod listener;
+pub mod page;
+pub mod whatif;
+
+pub use listener::serve;
 
 /// Limits and credentials of the HTTP layer.
 #[derive(Debug, Clone)]
@@ -74,7 +78,7 @@ pub struct HttpConfig {
     pub max_whatifs: usize,
     /// Raised when the service stops: running what-ifs stop at once
     /// (`whatif`). `serve` raises it; clones share it.
-    pub stopping: crate::whatif::Stopping,
+    pub stopping: whatif::Stopping,
 }
 
 impl Default for HttpConfig {
@@ -93,8 +97,8 @@ impl Default for HttpConfig {
             metrics_associations: None,
             max_response_bytes: crate::stream::DEFAULT_RESPONSE_BUDGET_BYTES,
             write_timeout: Duration::from_secs(30),
-            max_whatifs: crate::whatif::DEFAULT_MAX_WHATIFS,
-            stopping: crate::whatif::Stopping::default(),
+            max_whatifs: whatif::DEFAULT_MAX_WHATIFS,
+            stopping: whatif::Stopping::default(),
         }
     }
 }
@@ -114,7 +118,7 @@ pub(crate) struct AppState {
     /// read together (`get_metrics`).
     tables_read_at: Arc<tokio::sync::Mutex<Option<tokio::time::Instant>>>,
     /// The live page's last overview read (`page::get_overview`).
-    pub(crate) overview_read: Arc<tokio::sync::Mutex<Option<crate::page::RecentOverview>>>,
+    pub(crate) overview_read: Arc<tokio::sync::Mutex<Option<page::RecentOverview>>>,
 }
 
 /// How long a read of `/metrics`' per-association tables serves scrapes:
@@ -141,10 +145,6 @@ fn bearer_token(value: &str) -> Option<&str> {
     scheme
         .eq_ignore_ascii_case("bearer")
         .then(|| token.trim_start())
-}
-
-pub(crate) fn error(status: StatusCode, message: impl Into<String>) -> Response {
-    (status, Json(json!({ "error": message.into() }))).into_response()
 }
 
 /// `None` when the read may go ahead, else the refusal.
@@ -590,7 +590,7 @@ pub fn router(applier: ApplierHandle, metrics: Arc<Metrics>, config: HttpConfig)
     // `whatif`); the other routes have the request deadline.
     let own_deadlines = Router::new()
         .route("/v1/events", post(post_events))
-        .route("/v1/whatif", post(crate::whatif::post_whatif));
+        .route("/v1/whatif", post(whatif::post_whatif));
     let reads = Router::new()
         .route("/v1/top", get(get_top))
         .route("/v1/sshare", get(get_sshare))
@@ -603,9 +603,9 @@ pub fn router(applier: ApplierHandle, metrics: Arc<Metrics>, config: HttpConfig)
         .route(fairflow_serve::slurm_json::JOBS_PATH, get(get_slurm_jobs))
         .route("/v1/jobs/{id}/explain", get(get_explain))
         .route("/v1/jobs/{id}/position", get(get_position))
-        .route("/", get(crate::page::get_page))
-        .route("/v1/plot/tree.svg", get(crate::page::get_tree_svg))
-        .route("/v1/overview", get(crate::page::get_overview))
+        .route("/", get(page::get_page))
+        .route("/v1/plot/tree.svg", get(page::get_tree_svg))
+        .route("/v1/overview", get(page::get_overview))
         .route("/metrics", get(get_metrics))
         .route("/healthz", get(get_healthz))
         .layer(DefaultBodyLimit::max(config.max_body_bytes))

@@ -287,7 +287,7 @@ impl SlurmFollowMetrics {
             .last_good_poll
             .load(std::sync::atomic::Ordering::Relaxed);
         let age = if last > 0 {
-            crate::follow_slurm::wall_secs() - last
+            crate::clock::wall_secs() - last
         } else {
             -1
         };
