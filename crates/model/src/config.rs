@@ -518,6 +518,7 @@ impl Config {
         calc_period_boundary(self.calc_period_secs, t)
     }
 
+    // size: one arm per configuration parameter
     /// Set one parameter from its Slurm-syntax text. Keys are Slurm's
     /// (case-insensitive, as in `slurm.conf`), fairflow's `PriorityModel` and
     /// `Flux*` weights, or Moab's upper-case `moab.cfg` names.

@@ -308,6 +308,7 @@ pub fn resident_memory_bytes() -> u64 {
 }
 
 impl Metrics {
+    // size: the registry: one registration per metric
     /// A fresh registry.
     pub fn new() -> Self {
         let mut root = Registry::default();
