@@ -240,6 +240,7 @@ impl Backend for EngineBackend {
         self.answer(query)?.into_text()
     }
 
+    // size: one arm per query kind
     /// The engine is read here (on the applier); every text is rendered
     /// where the answer's pieces are taken.
     fn answer(&mut self, query: &Query) -> Result<Answer, QueryError> {

@@ -289,7 +289,7 @@ impl SlurmFollowMetrics {
             .last_good_poll
             .load(std::sync::atomic::Ordering::Relaxed);
         let age = if last > 0 {
-            crate::follow_slurm::wall_secs() - last
+            crate::clock::wall_secs() - last
         } else {
             -1
         };
@@ -310,6 +310,7 @@ pub fn resident_memory_bytes() -> u64 {
 }
 
 impl Metrics {
+    // size: the registry: one registration per metric
     /// A fresh registry.
     pub fn new() -> Self {
         let mut root = Registry::default();

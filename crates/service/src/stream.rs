@@ -33,7 +33,7 @@ use tokio::task::JoinHandle;
 use crate::backend::{Answer, Pieces, QueryError};
 use crate::budget::{HeldBytes, WriteBudget};
 use crate::held_tables::{HeldTables, TableHold};
-use crate::http::error;
+use crate::http_errors::error;
 
 /// What an answer sent in pieces holds of the response budget: a piece
 /// (a few hundred rows) and what the connection buffers of the one before.
