@@ -262,6 +262,15 @@ pub fn accrued_between(frame: &DecayFrame, rate: u128, from: Time, to: Time) -> 
     }
 }
 
+/// [`Jobs`] read through a `BTreeMap`, whose reading allocates as entries
+/// arrive: `imbl`'s own reader reserves the count a snapshot claims at once,
+/// so a damaged count aborted the process (issue 37, the `snapshot` fuzz
+/// target) instead of being an error.
+fn deserialize_jobs<'de, D: serde::Deserializer<'de>>(reader: D) -> Result<Jobs, D::Error> {
+    let jobs: BTreeMap<String, Arc<Job>> = serde::Deserialize::deserialize(reader)?;
+    Ok(jobs.into_iter().collect())
+}
+
 /// Everything the book knows at `now`.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct State {
@@ -284,6 +293,7 @@ pub struct State {
     /// The cluster.
     pub cluster: Cluster,
     /// Active jobs by id, shared copy-on-write ([`Jobs`]).
+    #[serde(deserialize_with = "deserialize_jobs")]
     pub jobs: Jobs,
     /// Moab fair-share usage settled to group, QOS and class credentials
     /// (usage events charge the account's group; ended and requeued jobs
@@ -773,5 +783,17 @@ mod tests {
         ));
         assert!(book.state.jobs["3"].is_pending());
         assert!(!shared(&book, &copy, "2") && !shared(&book, &copy, "3"));
+    }
+
+    #[test]
+    fn a_jobs_count_beyond_the_bytes_is_an_error_not_an_abort() {
+        #[derive(serde::Deserialize)]
+        struct OnlyJobs {
+            #[serde(deserialize_with = "super::deserialize_jobs")]
+            _jobs: Jobs,
+        }
+        // postcard: a map's count as a varint (here 2^35), then no entries.
+        let claimed = [0x80, 0x80, 0x80, 0x80, 0x80, 0x01];
+        assert!(postcard::from_bytes::<OnlyJobs>(&claimed).is_err());
     }
 }

@@ -22,6 +22,7 @@ pub mod applier;
 pub mod backend;
 pub mod budget;
 pub mod clock;
+pub mod config_file;
 pub mod engine_backend;
 pub mod exactly_once;
 pub mod follow_slurm;
