@@ -67,6 +67,8 @@
 //!    baselines are taken on the last state (`bench_baselines`: a lean
 //!    recomputation and Slurm's cycle, `baselines`).
 
+use std::time::Duration;
+
 use anyhow::Context;
 
 use crate::bench_engine::{engine_phase, read_kinds, EnginePhase};
@@ -167,40 +169,24 @@ pub(crate) fn progress(args: &Args, text: &str) {
     }
 }
 
-/// Time the restarts from the data directory the engine phase wrote,
-/// keeping the first answer's digest for the oracle.
-fn restarts(args: &Args, scratch: &Scratch, engine: &mut EnginePhase) -> anyhow::Result<()> {
-    let samples =
-        crate::bench_setup::scaled(ReadKind::Restart.default_samples(), args.samples_scale);
-    progress(args, &format!("reads.restart: {samples} samples"));
+/// Time `kind`, a read at the end of the stream (`restart`,
+/// `one_off_top`), with `read` giving each sample's time and answer; the
+/// answer's digest is kept for the oracle.
+fn end_of_stream_read(
+    args: &Args,
+    engine: &mut EnginePhase,
+    kind: ReadKind,
+    mut read: impl FnMut() -> anyhow::Result<(Duration, String)>,
+) -> anyhow::Result<()> {
+    let samples = crate::bench_setup::scaled(kind.default_samples(), args.samples_scale);
+    progress(args, &format!("reads.{}: {samples} samples", kind.key()));
     let mut latency = Latency::new()?;
     for _ in 0..samples {
-        let (elapsed, answer) = bench_restart::restart(scratch, args.workers.max(1), args.k)?;
+        let (elapsed, answer) = read()?;
         latency.record(elapsed)?;
-        set_digest(engine, ReadKind::Restart, &answer);
+        set_digest(engine, kind, &answer);
     }
-    engine.reads.push(ReadMeasured {
-        kind: ReadKind::Restart,
-        latency,
-    });
-    Ok(())
-}
-
-/// Time `fairflow top --events` of the generated log.
-fn one_off_tops(args: &Args, scratch: &Scratch, engine: &mut EnginePhase) -> anyhow::Result<()> {
-    let samples =
-        crate::bench_setup::scaled(ReadKind::OneOffTop.default_samples(), args.samples_scale);
-    progress(args, &format!("reads.one_off_top: {samples} samples"));
-    let mut latency = Latency::new()?;
-    for _ in 0..samples {
-        let (elapsed, answer) = bench_restart::one_off_top(&scratch.log(), args.k)?;
-        latency.record(elapsed)?;
-        set_digest(engine, ReadKind::OneOffTop, &answer);
-    }
-    engine.reads.push(ReadMeasured {
-        kind: ReadKind::OneOffTop,
-        latency,
-    });
+    engine.reads.push(ReadMeasured { kind, latency });
     Ok(())
 }
 
@@ -224,7 +210,10 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     let mut engine = engine_phase(args, &params, &scratch)?;
     let kinds = read_kinds(args);
     if kinds.contains(&ReadKind::Restart) {
-        restarts(args, &scratch, &mut engine)?;
+        let workers = args.workers.max(1);
+        end_of_stream_read(args, &mut engine, ReadKind::Restart, || {
+            bench_restart::restart(&scratch, workers, args.k)
+        })?;
     }
     let oracle = if args.oracle_samples > 0 {
         Some(oracle_phase(args, &params, &mut engine)?)
@@ -232,7 +221,9 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         None
     };
     if kinds.contains(&ReadKind::OneOffTop) {
-        one_off_tops(args, &scratch, &mut engine)?;
+        end_of_stream_read(args, &mut engine, ReadKind::OneOffTop, || {
+            bench_restart::one_off_top(&scratch.log(), args.k)
+        })?;
     }
     drop(scratch);
     let report = report(args, &params, &engine, oracle.as_ref());

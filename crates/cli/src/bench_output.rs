@@ -231,6 +231,11 @@ fn met(ok: bool) -> &'static str {
     }
 }
 
+/// A number cell with one decimal, `-` when there is none.
+fn fmt(value: &Value) -> String {
+    number(value).map_or("-".to_string(), |x| format!("{x:.1}"))
+}
+
 fn number(value: &Value) -> Option<f64> {
     value.as_f64()
 }
@@ -316,7 +321,6 @@ pub(crate) fn table(report: &Value) -> String {
         "p99 target",
         "ratio >= 100"
     ));
-    let fmt = |v: &Value| number(v).map_or("-".to_string(), |x| format!("{x:.1}"));
     let mut rows: Vec<(String, &Value)> = Kind::ALL
         .iter()
         .chain(&[Kind::CalcPeriodTick])
@@ -375,7 +379,6 @@ fn reads_table(reads: &Value) -> String {
     let Some(reads) = reads.as_object().filter(|r| !r.is_empty()) else {
         return String::new();
     };
-    let fmt = |v: &Value| number(v).map_or("-".to_string(), |x| format!("{x:.1}"));
     let mut text = format!(
         "\n{:<14} {:>8} {:>12} {:>12} {:>12}  {:<8} {}\n",
         "read", "samples", "p50 us", "p99 us", "max us", "oracle", "p99 target"

@@ -33,6 +33,7 @@ use fairflow_service::metrics::Metrics;
 use fairflow_store::{Checkpoints, EventLog};
 use fairflow_workload::Generator;
 
+use crate::bench_service_reads::apply_untimed;
 use crate::bench_setup::Recorder;
 use crate::state_args::StateArgs;
 
@@ -105,14 +106,7 @@ pub(crate) fn write_data_dir(
         .map(|event| event_to_line(event).into_bytes())
         .collect();
     log.append(&records)?;
-    let lines = recorder.apply(tail)?;
-    let rejected = backend.apply(lines).map_err(|e| anyhow!(e))?;
-    anyhow::ensure!(
-        rejected.is_empty(),
-        "a logged usage event was rejected (a generator bug): {}",
-        rejected[0]
-    );
-    Ok(())
+    apply_untimed(backend, recorder, tail)
 }
 
 /// Copy the files of `from` (one level of directories below it) to `to`.

@@ -226,6 +226,24 @@ pub(crate) fn oracle_digest(
     (backend.into_engine(), found)
 }
 
+/// Apply `events` to `backend` untimed, through `recorder` (so the oracle
+/// and the log follow); a rejected event is a generator bug.
+pub(crate) fn apply_untimed(
+    backend: &mut EngineBackend,
+    recorder: &mut Recorder,
+    events: Vec<Event>,
+) -> anyhow::Result<()> {
+    let rejected = backend
+        .apply(recorder.apply(events)?)
+        .map_err(|e| anyhow!(e))?;
+    match rejected.first() {
+        Some(rejection) => Err(anyhow!(
+            "a generated event was rejected (a generator bug): {rejection}"
+        )),
+        None => Ok(()),
+    }
+}
+
 /// The jobs and page offsets the reads look at, from the queue once.
 struct Places {
     jobs: Vec<String>,
@@ -335,13 +353,7 @@ pub(crate) fn measure(
         for sample in 0..samples {
             for batch in next_state(generator, settings.reads, now, sample % 2 == 0) {
                 now = batch.iter().map(|e| e.t).fold(now, Time::max);
-                let lines = recorder.apply(batch)?;
-                let rejected = backend.apply(lines).map_err(|e| anyhow!(e))?;
-                anyhow::ensure!(
-                    rejected.is_empty(),
-                    "a read's state change was rejected (a generator bug): {}",
-                    rejected[0]
-                );
+                apply_untimed(&mut backend, recorder, batch)?;
             }
             let read = read_of(kind, sample, places, k, generator);
             let started = Instant::now();
