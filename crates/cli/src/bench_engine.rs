@@ -35,6 +35,10 @@ pub(crate) struct Measured {
     pub(crate) oracle_apply_us: Vec<f64>,
 }
 
+/// A checked read's kind and the digest of the engine's answer (`None`
+/// until measured).
+pub(crate) type Checked = (ReadKind, Option<u64>);
+
 /// The engine phase's results.
 pub(crate) struct EnginePhase {
     pub(crate) load_secs: f64,
@@ -46,9 +50,8 @@ pub(crate) struct EnginePhase {
     pub(crate) reads: Vec<ReadMeasured>,
     /// Every step in the order applied, for the oracle.
     pub(crate) steps: Vec<Step>,
-    /// Each checked read's kind and the digest of the engine's answer (by
-    /// check id; `None` until measured).
-    pub(crate) checks: Vec<(ReadKind, Option<u64>)>,
+    /// Each checked read, by check id.
+    pub(crate) checks: Vec<Checked>,
     /// `VmHWM` after the updates and top-k reads (before the served reads).
     pub(crate) peak_rss_bytes: Option<u64>,
     /// `VmHWM` after the served reads.
@@ -224,6 +227,65 @@ pub(crate) fn read_kinds(args: &Args) -> Vec<ReadKind> {
         .collect()
 }
 
+/// What the served reads need of the engine phase.
+struct ServedReads<'a> {
+    settings: &'a bench_reads::ReadSettings,
+    kinds: &'a [ReadKind],
+    scratch: &'a Scratch,
+}
+
+/// Time the served reads on `engine`, then write the data directory the
+/// restarts open; returns the reads and every checked read's kind and
+/// engine digest (by check id; the end-of-stream reads' still `None`).
+fn served_reads(
+    args: &Args,
+    served: &ServedReads,
+    engine: Engine,
+    generator: &mut Generator,
+    recorder: &mut Recorder,
+) -> anyhow::Result<(Vec<ReadMeasured>, Vec<Checked>)> {
+    let settings = bench_service_reads::ServedSettings {
+        reads: served.settings,
+        kinds: served.kinds,
+        samples_scale: args.samples_scale,
+        oracle_states: args.oracle_samples,
+    };
+    let mut digests = Vec::new();
+    let (reads, mut backend) = bench_service_reads::measure(
+        Box::new(IncrementalEngine { engine }),
+        generator,
+        &settings,
+        recorder,
+        &mut digests,
+        &|text| progress(args, text),
+    )?;
+    let mut checks: Vec<Checked> = recorder
+        .steps
+        .iter()
+        .filter_map(|step| match step {
+            Step::Check(check) => Some((check.kind, digests[check.id])),
+            _ => None,
+        })
+        .collect();
+    if served.kinds.contains(&ReadKind::Restart) {
+        progress(args, "reads.restart: writing the service's data directory");
+        let dir = served.scratch.data_dir();
+        std::fs::create_dir_all(&dir)?;
+        bench_restart::write_data_dir(&mut backend, generator, recorder, &dir)?;
+    }
+    // The restart and the one-off top answer at the end of the stream.
+    for kind in [ReadKind::Restart, ReadKind::OneOffTop] {
+        if served.kinds.contains(&kind) {
+            let id = checks.len();
+            checks.push((kind, None));
+            let read = Read::Query(bench_restart::top_query(args.k));
+            recorder.check(ReadCheck { id, kind, read });
+        }
+    }
+    recorder.finish_log()?;
+    Ok((reads, checks))
+}
+
 /// Run the engine phase; the log and the data directory go to `scratch`.
 pub(crate) fn engine_phase(
     args: &Args,
@@ -279,51 +341,13 @@ pub(crate) fn engine_phase(
         mut generator,
         ..
     } = loaded;
-    let served = bench_service_reads::ServedSettings {
-        reads: &settings,
+    let served = ServedReads {
+        settings: &settings,
         kinds: &kinds,
-        samples_scale: args.samples_scale,
-        oracle_states: args.oracle_samples,
+        scratch,
     };
-    let mut digests = Vec::new();
-    let (reads, mut backend) = bench_service_reads::measure(
-        Box::new(IncrementalEngine { engine }),
-        &mut generator,
-        &served,
-        &mut recorder,
-        &mut digests,
-        &|text| progress(args, text),
-    )?;
-    let mut checks: Vec<(ReadKind, Option<u64>)> = recorder
-        .steps
-        .iter()
-        .filter_map(|step| match step {
-            Step::Check(check) => Some((check.kind, digests[check.id])),
-            _ => None,
-        })
-        .collect();
-    if kinds.contains(&ReadKind::Restart) {
-        progress(args, "reads.restart: writing the service's data directory");
-        std::fs::create_dir_all(scratch.data_dir())?;
-        bench_restart::write_data_dir(
-            &mut backend,
-            &mut generator,
-            &mut recorder,
-            &scratch.data_dir(),
-        )?;
-    }
-    // The restart and the one-off top answer at the end of the stream.
-    for kind in [ReadKind::Restart, ReadKind::OneOffTop] {
-        if kinds.contains(&kind) {
-            let id = checks.len();
-            checks.push((kind, None));
-            let read = Read::Query(bench_restart::top_query(args.k));
-            recorder.check(ReadCheck { id, kind, read });
-        }
-    }
-    recorder.finish_log()?;
+    let (reads, checks) = served_reads(args, &served, engine, &mut generator, &mut recorder)?;
     let reads_peak_rss_bytes = measure::peak_rss_bytes();
-    drop(backend);
     Ok(EnginePhase {
         load_secs: loaded.load_secs,
         load_wall_secs: loaded.load_wall_secs,
