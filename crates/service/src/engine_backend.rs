@@ -142,6 +142,11 @@ impl EngineBackend {
         self
     }
 
+    /// The engine served, handed back (the shared reads are dropped).
+    pub fn into_engine(self) -> Box<dyn Engine> {
+        self.engine
+    }
+
     /// What identifies the engine's state now.
     fn state_key(&self) -> StateKey {
         (self.engine.applied(), self.engine.now())

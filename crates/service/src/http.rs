@@ -27,7 +27,7 @@ use crate::budget::HeldBytes;
 use crate::exactly_once::{valid_key, AbandonOnDrop, Ticket, MAX_KEY_BYTES};
 pub(crate) use crate::http_errors::error;
 use crate::http_errors::{json_errors, unknown_route};
-use crate::metrics::{Metrics, ScrapedTables};
+use crate::metrics::Metrics;
 use crate::stream::{respond, respond_whole, ResponseBudget};
 use fairflow_model::report::Selection;
 use fairflow_serve::sprio::slurm_format::{Format, SlurmView};
@@ -526,13 +526,12 @@ async fn get_metrics(State(state): State<AppState>, headers: HeaderMap) -> Respo
         if !fresh {
             // One read of the table (shared with the other readers of an
             // unchanged state) gives both.
-            let tables: ScrapedTables =
-                match state.applier.read(Query::ScrapedTables { limit }).await {
-                    Ok(body) => serde_json::from_str(&body).unwrap_or_default(),
-                    Err(_) => ScrapedTables::default(),
-                };
-            state.metrics.set_associations(&tables.associations);
-            state.metrics.set_fairness_errors(&tables.fairness_errors);
+            let body = state
+                .applier
+                .read(Query::ScrapedTables { limit })
+                .await
+                .unwrap_or_default();
+            state.metrics.set_scraped_tables(&body);
             *read_at = Some(tokio::time::Instant::now());
         }
     }

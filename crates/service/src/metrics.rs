@@ -495,6 +495,15 @@ impl Metrics {
         self.batch_events.observe((applied + rejected) as f64);
     }
 
+    /// Export a [`ScrapedTables`] answer (`Query::ScrapedTables`, as JSON):
+    /// its association gauges and accounts' fairness errors; an answer
+    /// that does not read back exports none.
+    pub fn set_scraped_tables(&self, body: &str) {
+        let tables: ScrapedTables = serde_json::from_str(body).unwrap_or_default();
+        self.set_associations(&tables.associations);
+        self.set_fairness_errors(&tables.fairness_errors);
+    }
+
     /// Set the per-association gauges to `rows` (only these: associations
     /// of an earlier scrape that are not among them have no sample).
     pub fn set_associations(&self, rows: &[AssociationGauge]) {
