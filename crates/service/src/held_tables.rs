@@ -99,8 +99,7 @@ impl HeldTables {
             return Some(same.clone());
         }
         let held_bytes: usize = alive.iter().map(|hold| hold.table.bytes).sum();
-        let fits = held_bytes == 0 || held_bytes.saturating_add(table.bytes) <= self.cap_bytes;
-        if !fits {
+        if !self.fits(held_bytes, table.bytes) {
             return None;
         }
         let hold = Arc::new(TableHold { table });
@@ -111,8 +110,13 @@ impl HeldTables {
     /// Whether a new table of `bytes` would be held beside those held now
     /// (what [`HeldTables::hold`] decides for a table no answer holds yet).
     pub fn admits(&self, bytes: usize) -> bool {
-        let held = self.held_bytes();
-        held == 0 || held.saturating_add(bytes) <= self.cap_bytes
+        self.fits(self.held_bytes(), bytes)
+    }
+
+    /// The one rule: a new table of `bytes` fits beside `held_bytes` of
+    /// tables under the cap, or alone when nothing is held.
+    fn fits(&self, held_bytes: usize, bytes: usize) -> bool {
+        held_bytes == 0 || held_bytes.saturating_add(bytes) <= self.cap_bytes
     }
 
     /// Why a table was refused, for the reader.
