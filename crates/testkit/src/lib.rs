@@ -5,7 +5,9 @@
 //!   dataset, root) is absent says it was skipped on a developer's machine,
 //!   and fails under CI (`CI=true`), where `.ci/run` provides everything;
 //! - [`dataset`]: the real traces the project reads from `../shared/datasets`
-//!   (or `FAIRFLOW_DATASETS`), never copied into the repository.
+//!   (or `FAIRFLOW_DATASETS`), never copied into the repository;
+//! - [`http_answer`]: a raw HTTP/1.1 answer read off loopback, as status and
+//!   body (a chunked body decoded), for the tests that speak HTTP by hand.
 //!
 //! No dependencies: every test crate of the workspace may use it.
 
@@ -58,9 +60,52 @@ pub fn dataset(name: &str) -> Option<PathBuf> {
     None
 }
 
+/// A raw HTTP/1.1 answer (as read to its end): its status (0 when it has
+/// none) and its body, a `Transfer-Encoding: chunked` body decoded.
+pub fn http_answer(raw: &[u8]) -> (u16, String) {
+    let text = String::from_utf8_lossy(raw).to_string();
+    let status = (text.split(' ').nth(1))
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let chunked = (head.to_ascii_lowercase()).contains("transfer-encoding: chunked");
+    let body = if chunked {
+        dechunk(body)
+    } else {
+        body.to_string()
+    };
+    (status, body)
+}
+
+/// The body of a `Transfer-Encoding: chunked` answer: each chunk's size in
+/// hexadecimal on its own line, the chunk, a line break; a size 0 ends it.
+fn dechunk(mut rest: &str) -> String {
+    let mut body = String::new();
+    while let Some((size, after)) = rest.split_once("\r\n") {
+        let Ok(size) = usize::from_str_radix(size.trim(), 16) else {
+            break;
+        };
+        if size == 0 || after.len() < size {
+            break;
+        }
+        body.push_str(&after[..size]);
+        rest = after[size..].strip_prefix("\r\n").unwrap_or(&after[size..]);
+    }
+    body
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_chunked_answer_is_decoded_and_a_plain_one_kept() {
+        let chunked = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n";
+        assert_eq!(http_answer(chunked), (200, "abcde".to_string()));
+        let plain = b"HTTP/1.1 404 Not Found\r\nContent-Length: 2\r\n\r\nno";
+        assert_eq!(http_answer(plain), (404, "no".to_string()));
+        assert_eq!(http_answer(b""), (0, String::new()));
+    }
 
     #[test]
     fn the_shared_datasets_are_found_beside_the_repository() {
