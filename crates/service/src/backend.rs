@@ -162,7 +162,11 @@ impl Answer {
     pub fn into_text(self) -> Result<String, QueryError> {
         match self {
             Answer::Text(text) => Ok(text),
-            Answer::Pieces(pieces) | Answer::Holding(pieces, _) => pieces.collect(),
+            Answer::Pieces(pieces) | Answer::Holding(pieces, _) => {
+                // Joined once, at its length (no doubling of a long text).
+                let pieces: Vec<String> = pieces.collect::<Result<_, _>>()?;
+                Ok(pieces.concat())
+            }
             Answer::WhatIfBase(_) => Err(QueryError::BadRequest(
                 "a what-if's base is not a text answer".to_string(),
             )),

@@ -15,7 +15,6 @@ use fairflow_serve::plot::tree::{TreeColor, TreeOptions, TreePicture};
 use fairflow_serve::slurm_json::{self, JobFacts};
 use fairflow_serve::{audit, explain, overview, plot, position, sprio, sshare, top};
 
-use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use fairflow_model::report::{
@@ -271,7 +270,7 @@ impl Backend for EngineBackend {
                 min_factor_millionths,
                 format,
             } => {
-                let found = run_audit(engine.as_mut(), min_factor_millionths as f64 / 1e6)
+                let found = run_audit(engine.as_mut(), min_factor_millionths as f64 / 1e6, top)
                     .map_err(internal)?;
                 text(move || audit::render(&found, top, format))
             }
@@ -368,7 +367,7 @@ impl Backend for EngineBackend {
                 let table = self.table()?;
                 let now = self.engine.now().unwrap_or(0);
                 text(move || {
-                    let found = audit::audit(&table, &BTreeMap::new(), &[], now, 1.0);
+                    let found = audit::audit(&table, Vec::new(), now);
                     serde_json::to_string(&ScrapedTables {
                         associations: association_gauges(&table, limit),
                         fairness_errors: audit::account_errors(&found, limit),
@@ -455,14 +454,15 @@ fn tree_svg(
 }
 
 /// The audit of the engine's state (`fairflow_serve::audit::audit`): its
-/// table, its users' factors and its listed jobs, as of its time.
+/// table and the `top` users with a factor of at least `min_factor` whose
+/// jobs wait longest, as of its time.
 pub fn run_audit(
     engine: &mut dyn Engine,
     min_factor: f64,
+    top: usize,
 ) -> Result<audit::Audit, fairflow_engine::EngineError> {
     let table = engine.fairshare()?;
-    let factors = engine.user_factors()?;
-    let listed = engine.priorities()?;
+    let waiting = engine.waiting_users(min_factor, top)?;
     let now = engine.now().unwrap_or(0);
-    Ok(audit::audit(&table, &factors, &listed, now, min_factor))
+    Ok(audit::audit(&table, waiting, now))
 }
