@@ -259,32 +259,16 @@ async fn exporter_families_have_the_exporters_names_labels_and_hand_values() {
         users.len()
     );
     for (acct, name, fairshare, norm_shares, raw_usage, norm_usage) in users {
-        let what = |family: &str| format!("{family}{{{acct},{name}}}");
-        close(
-            user("slurm_user_fairshare", acct, name),
-            fairshare,
-            &what("fs"),
-        );
-        close(
-            user("slurm_user_fairshare_raw_shares", acct, name),
-            1.0,
-            &what("raw_shares"),
-        );
-        close(
-            user("slurm_user_fairshare_norm_shares", acct, name),
-            norm_shares,
-            &what("norm_shares"),
-        );
-        close(
-            user("slurm_user_fairshare_raw_usage_cpu_seconds", acct, name),
-            raw_usage,
-            &what("raw_usage"),
-        );
-        close(
-            user("slurm_user_fairshare_norm_usage", acct, name),
-            norm_usage,
-            &what("norm_usage"),
-        );
+        for (family, want) in [
+            ("slurm_user_fairshare", fairshare),
+            ("slurm_user_fairshare_raw_shares", 1.0),
+            ("slurm_user_fairshare_norm_shares", norm_shares),
+            ("slurm_user_fairshare_raw_usage_cpu_seconds", raw_usage),
+            ("slurm_user_fairshare_norm_usage", norm_usage),
+        ] {
+            let what = format!("{family}{{{acct},{name}}}");
+            close(user(family, acct, name), want, &what);
+        }
     }
     // guilbaults': root and the top-level accounts (sshare indents d two
     // spaces) with NormUsage > 0 and NormShares > 0: a and b.
@@ -299,28 +283,16 @@ async fn exporter_families_have_the_exporters_names_labels_and_hand_values() {
             .collect();
         assert_eq!(listed, ["a", "b"], "{family}");
     }
-    close(account("slurm_account_normusage", "a"), 0.75, "normusage a");
-    close(account("slurm_account_normusage", "b"), 0.25, "normusage b");
-    close(
-        account("slurm_account_normshares", "a"),
-        1.0 / 3.0,
-        "normshares a",
-    );
-    close(
-        account("slurm_account_normshares", "b"),
-        2.0 / 9.0,
-        "normshares b",
-    );
-    close(
-        account("slurm_account_levelfs", "a"),
-        4.0 / 9.0,
-        "levelfs a",
-    );
-    close(
-        account("slurm_account_levelfs", "b"),
-        8.0 / 9.0,
-        "levelfs b",
-    );
+    for (family, name, want) in [
+        ("slurm_account_normusage", "a", 0.75),
+        ("slurm_account_normusage", "b", 0.25),
+        ("slurm_account_normshares", "a", 1.0 / 3.0),
+        ("slurm_account_normshares", "b", 2.0 / 9.0),
+        ("slurm_account_levelfs", "a", 4.0 / 9.0),
+        ("slurm_account_levelfs", "b", 8.0 / 9.0),
+    ] {
+        close(account(family, name), want, &format!("{family}{{{name}}}"));
+    }
     served.stop().await;
 }
 

@@ -102,64 +102,66 @@ fn cell(value: Option<f64>) -> f64 {
     value.map_or(0.0, finite)
 }
 
-/// An exporter family: its name, help, and the value of a row.
-type ExporterGauge = (&'static str, &'static str, fn(&FairshareRow) -> f64);
+/// A family's value of a row.
+type RowValue = fn(&FairshareRow) -> f64;
 
-const SCKYZO_ACCOUNT: [ExporterGauge; 5] = [
+/// A family's name and help.
+type Named = (&'static str, &'static str);
+
+/// SckyzO's five values of a row, the same for accounts and users: FairShare,
+/// RawShares, NormShares, RawUsage, NormUsage.
+const SCKYZO_VALUES: [RowValue; 5] = [
+    |row| cell(row.fairshare),
+    raw_shares,
+    |row| cell(row.norm_shares),
+    |row| row.raw_usage as f64,
+    |row| cell(row.norm_usage),
+];
+
+/// SckyzO's account families, in [`SCKYZO_VALUES`] order.
+const SCKYZO_ACCOUNT: [Named; 5] = [
     (
         "slurm_account_fairshare",
         "FairShare factor for account (0=lowest priority, 1=highest)",
-        |row| cell(row.fairshare),
     ),
     (
         "slurm_account_fairshare_raw_shares",
         "Raw shares allocated to account",
-        raw_shares,
     ),
     (
         "slurm_account_fairshare_norm_shares",
         "Normalized shares for account (fraction of total shares)",
-        |row| cell(row.norm_shares),
     ),
     (
         "slurm_account_fairshare_raw_usage_cpu_seconds",
         "Raw CPU-seconds usage for account (decay-weighted)",
-        |row| row.raw_usage as f64,
     ),
     (
         "slurm_account_fairshare_norm_usage",
         "Normalized usage for account (fraction of total usage)",
-        |row| cell(row.norm_usage),
     ),
 ];
 
-const SCKYZO_USER: [ExporterGauge; 5] = [
-    ("slurm_user_fairshare", "FairShare factor for user", |row| {
-        cell(row.fairshare)
-    }),
-    (
-        "slurm_user_fairshare_raw_shares",
-        "Raw shares for user",
-        raw_shares,
-    ),
+/// SckyzO's user families, in [`SCKYZO_VALUES`] order.
+const SCKYZO_USER: [Named; 5] = [
+    ("slurm_user_fairshare", "FairShare factor for user"),
+    ("slurm_user_fairshare_raw_shares", "Raw shares for user"),
     (
         "slurm_user_fairshare_norm_shares",
         "Normalized shares for user",
-        |row| cell(row.norm_shares),
     ),
     (
         "slurm_user_fairshare_raw_usage_cpu_seconds",
         "Raw CPU-seconds usage for user (decay-weighted)",
-        |row| row.raw_usage as f64,
     ),
     (
         "slurm_user_fairshare_norm_usage",
         "Normalized usage for user",
-        |row| cell(row.norm_usage),
     ),
 ];
 
-const GUILBAULTS_ACCOUNT: [ExporterGauge; 3] = [
+/// guilbaults' families: NormUsage, NormShares, LevelFS.
+const GUILBAULTS_ACCOUNT: [(&str, &str, RowValue); 3] = [
     ("slurm_account_normusage", "NormUsage for account", |row| {
         cell(row.norm_usage)
     }),
@@ -192,14 +194,14 @@ fn guilbaults_row(row: &FairshareRow) -> bool {
 pub(crate) fn write_families(out: &mut String, table: &FairshareTable, users: &[usize]) {
     let rows = &table.rows;
     let account_row = |row: &&FairshareRow| row.user.is_none() && !parent_shares(row);
-    for (name, help, value) in SCKYZO_ACCOUNT {
+    for ((name, help), value) in SCKYZO_ACCOUNT.into_iter().zip(SCKYZO_VALUES) {
         let mut family = GaugeFamily::open(out, name, help);
         for row in rows.iter().filter(account_row) {
             family.sample(&[("account", &row.account)], value(row));
         }
         family.close();
     }
-    for (name, help, value) in SCKYZO_USER {
+    for ((name, help), value) in SCKYZO_USER.into_iter().zip(SCKYZO_VALUES) {
         let mut family = GaugeFamily::open(out, name, help);
         for &index in users {
             let row = &rows[index];
