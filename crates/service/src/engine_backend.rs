@@ -25,7 +25,6 @@ use fairflow_serve::sprio::SprioRows;
 
 use crate::backend::{Answer, Backend, Gauges, Query, QueryError};
 use crate::held_tables::{HeldTables, SharedTable};
-use crate::metrics::{association_gauges, ScrapedTables};
 
 /// An engine serving the service.
 pub struct EngineBackend {
@@ -363,18 +362,18 @@ impl Backend for EngineBackend {
                 })
                 .holding(held)
             }
-            Query::ScrapedTables { limit } => {
-                let table = self.table()?;
-                let now = self.engine.now().unwrap_or(0);
-                text(move || {
-                    let found = audit::audit(&table, Vec::new(), now);
-                    serde_json::to_string(&ScrapedTables {
-                        associations: association_gauges(&table, limit),
-                        fairness_errors: audit::account_errors(&found, limit),
-                    })
-                    .expect("plain values always serialize")
-                })
+            Query::QueueHead => {
+                let top = engine.top(1).map_err(internal)?;
+                Answer::Text(
+                    top.first()
+                        .map(|job| job.priority.to_string())
+                        .unwrap_or_default(),
+                )
             }
+            Query::FairshareTable => Answer::FairshareTable {
+                table: self.table()?,
+                now: self.engine.now().unwrap_or(0),
+            },
             Query::PlotTree {
                 color,
                 min_width_px,
