@@ -49,7 +49,7 @@ pub fn push_spaces(out: &mut String, mut count: usize) {
 /// (which rounds the exact value: ties to even, as glibc's `printf`).
 fn fixed6_parts(value: f64) -> Option<(bool, u64, u32)> {
     let magnitude = value.abs();
-    if !(magnitude < 1000.0) {
+    if magnitude.is_nan() || magnitude >= 1000.0 {
         return None;
     }
     let millionths = magnitude * 1e6;

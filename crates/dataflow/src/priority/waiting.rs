@@ -71,7 +71,8 @@ impl PriorityReader {
                 None => {}
             }
             let factor = self.queue.fairshare_factor(assoc).unwrap_or(0.0);
-            if !(factor >= min_factor) {
+            let qualifies = factor >= min_factor;
+            if !qualifies {
                 met.insert(assoc, None);
                 continue;
             }
