@@ -69,6 +69,11 @@ pub struct Args {
     /// changes nothing.
     #[arg(long, value_name = "SECS", default_value_t = 60)]
     slurm_command_timeout_secs: u64,
+    /// Most events in one --follow-slurm write: a poll with more (a first
+    /// poll of a large queue) is applied in several writes, its cursor with
+    /// the last; a poll with jobs that finished unseen is always one write.
+    #[arg(long, value_name = "N", default_value_t = 10_000)]
+    slurm_write_events: usize,
     /// Follow a Flux job-manager events journal (one response a line; `-`:
     /// standard input) as it grows; needs --flux-db.
     #[arg(long, value_name = "FILE", requires = "flux_db")]
@@ -252,6 +257,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         let mut follow = fairflow_service::follow_slurm::FollowSlurm::every(poll);
         follow.command_timeout =
             std::time::Duration::from_secs(args.slurm_command_timeout_secs.max(1));
+        follow.batch_events = args.slurm_write_events.max(1);
         follow
     });
     if let (Some(journal), Some(db)) = (&args.follow_flux_journal, &args.flux_db) {

@@ -421,3 +421,208 @@ fn a_kill_between_or_during_polls_loses_and_doubles_nothing() {
     assert!(!running_now(&service, "1"));
     service.terminate();
 }
+
+/// A logged event: its record's index in the log, its op and its job.
+type LoggedEvent = (usize, String, Option<String>);
+
+/// Every logged event's op and job (`None` for events without one), in log
+/// order, each with its record's index, and the index of the last follower
+/// cursor record (`#tap follow-slurm`), read from the data directory's log
+/// segments as they are on disk (frames `[len: u32 LE][crc: u32 LE]
+/// [payload]`, `crates/store/src/wal.rs`; a torn last frame ends the read).
+fn logged(data: &Path) -> (Vec<LoggedEvent>, Option<usize>) {
+    let mut segments: Vec<PathBuf> = std::fs::read_dir(data.join("log"))
+        .map(|dir| dir.filter_map(|e| Some(e.ok()?.path())).collect())
+        .unwrap_or_default();
+    segments.retain(|p| p.extension().is_some_and(|e| e == "wal"));
+    segments.sort();
+    let mut ops = Vec::new();
+    let mut cursor = None;
+    let mut index = 0;
+    for segment in segments {
+        let bytes = std::fs::read(segment).unwrap_or_default();
+        let mut offset = 0;
+        while let Some(header) = bytes.get(offset..offset + 8) {
+            let len = u32::from_le_bytes(header[..4].try_into().unwrap()) as usize;
+            let Some(payload) = bytes.get(offset + 8..offset + 8 + len) else {
+                break;
+            };
+            offset += 8 + len;
+            index += 1;
+            if payload.starts_with(b"#tap follow-slurm ") {
+                cursor = Some(index);
+            }
+            let Ok(event) = serde_json::from_slice::<serde_json::Value>(payload) else {
+                continue;
+            };
+            let op = event["op"].as_str().unwrap_or("").to_string();
+            let job = event["job"].as_str().map(str::to_string);
+            ops.push((index, op, job));
+        }
+    }
+    (ops, cursor)
+}
+
+/// A poll too large for one write is written in several (`--slurm-write-events
+/// 2`), its cursor with the last: killed (`kill -9`) after some of its
+/// writes are on disk and before its cursor, the service restarts, compares
+/// with its own jobs and applies the rest, each job once. Meanwhile the
+/// running jobs of the interrupted poll finish: each is charged once, 4 CPUs
+/// from its start to its end (no decay, no reconciliation after the first
+/// poll), by hand.
+#[test]
+fn a_kill_inside_a_poll_written_in_several_writes_loses_and_doubles_nothing() {
+    const PENDING: usize = 2000;
+    const RUNNING: usize = 10;
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let scenario: PathBuf = dir.path().join("scenario");
+    std::fs::create_dir_all(&scenario).unwrap();
+    write_site(&scenario);
+    std::fs::write(
+        scenario.join("config.txt"),
+        "PriorityDecayHalfLife   = 00:00:00\nPriorityCalcPeriod      = 00:05:00\n\
+         PriorityFlags           = \nPriorityWeightFairShare = 10000\nPriorityWeightAge       = 0\n",
+    )
+    .unwrap();
+    std::fs::write(scenario.join("usage.txt"), usage("1000.00", "0.00")).unwrap();
+    jobs(&scenario, &[job("1", "u2", "PENDING", "Priority")]);
+    let bin = dir.path().join("bin");
+    stand_ins(&bin, &scenario);
+    let start_small_writes = || {
+        Service::start_with_env(
+            &data,
+            &token_file(dir.path(), "follow-slurm-token"),
+            &[
+                "--follow-slurm",
+                "--slurm-poll-secs",
+                "1",
+                "--slurm-command-timeout-secs",
+                "5",
+                "--slurm-write-events",
+                "2",
+            ],
+            None,
+            &[("PATH", path_with(&bin)), ("TZ", "UTC".to_string())],
+        )
+    };
+    let service = start_small_writes();
+    wait_until("the first poll", || {
+        raw_usage(&service, "u1") == Some(1000) && top(&service) == ["1"]
+    });
+    service.kill();
+
+    // While it is down, 2,000 jobs are submitted and 10 of u1's start.
+    std::thread::sleep(Duration::from_secs(2));
+    let started = now_secs() + 1;
+    std::thread::sleep(Duration::from_secs(2));
+    let pending_ids: Vec<String> = (1000..1000 + PENDING).map(|i| i.to_string()).collect();
+    let running_ids: Vec<String> = (100..100 + RUNNING).map(|i| i.to_string()).collect();
+    let mut lines = vec![job("1", "u2", "PENDING", "Priority")];
+    for (i, id) in pending_ids.iter().enumerate() {
+        let user = if i % 2 == 0 { "u1" } else { "u2" };
+        lines.push(job(id, user, "PENDING", "Priority"));
+    }
+    for id in &running_ids {
+        lines.push(running(id, "u1", started - 1, started));
+    }
+    jobs(&scenario, &lines);
+    let service = start_small_writes();
+    let is_new = |job: &Option<String>| {
+        job.as_deref()
+            .is_some_and(|j| j.parse::<usize>().is_ok_and(|n| n >= 100))
+    };
+    let watch = Instant::now();
+    loop {
+        let (ops, _) = logged(&data);
+        if ops
+            .iter()
+            .filter(|(_, op, job)| op == "submit" && is_new(job))
+            .count()
+            >= 20
+        {
+            break;
+        }
+        assert!(
+            watch.elapsed() < Duration::from_secs(30),
+            "no write of the poll"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    service.kill();
+    let (ops, cursor) = logged(&data);
+    let new_submits: Vec<usize> = ops
+        .iter()
+        .filter(|(_, op, job)| op == "submit" && is_new(job))
+        .map(|(offset, _, _)| *offset)
+        .collect();
+    assert!(
+        new_submits.len() < PENDING + RUNNING && cursor < new_submits.first().copied(),
+        "the kill did not land inside the poll's writes: {} of {} submits logged, cursor at {cursor:?}",
+        new_submits.len(),
+        PENDING + RUNNING
+    );
+
+    // While it is down again, the running jobs end (sacct lists them).
+    std::thread::sleep(Duration::from_secs(1));
+    let ended = now_secs() + 1;
+    std::thread::sleep(Duration::from_secs(2));
+    let sacct: String = running_ids
+        .iter()
+        .map(|id| finished(id, "u1", started - 1, started, ended))
+        .collect();
+    std::fs::write(scenario.join("sacct.txt"), sacct).unwrap();
+    lines.truncate(1 + PENDING);
+    jobs(&scenario, &lines);
+    let service = start_small_writes();
+    let u1 = 1000 + (RUNNING as i64 * 4 * (ended - started)) as u64;
+    wait_until("every job applied and the finished ones charged", || {
+        let (status, body) = service.request("GET", "/v1/top?k=5000&format=parsable", None, "");
+        status == 200
+            && body.lines().count() == 1 + 1 + PENDING
+            && raw_usage(&service, "u1") == Some(u1)
+    });
+    assert_eq!(raw_usage(&service, "u2"), Some(0));
+    let (status, body) = service.request("GET", "/v1/top?k=5000&format=parsable", None, "");
+    assert_eq!(status, 200, "{body}");
+    let mut listed: Vec<String> = body
+        .lines()
+        .skip(1)
+        .filter_map(|l| Some(l.split('|').nth(1)?.to_string()))
+        .collect();
+    listed.sort();
+    let mut expected: Vec<String> = pending_ids.clone();
+    expected.push("1".to_string());
+    expected.sort();
+    assert_eq!(listed, expected);
+
+    // The log holds each job's submit once, and each running job's start
+    // and end once (read before the service stops: a clean stop
+    // checkpoints and may drop the log's segments).
+    let (ops, _) = logged(&data);
+    let mut counts: std::collections::BTreeMap<(String, String), usize> = Default::default();
+    for (_, op, job) in ops {
+        if let Some(job) = job {
+            *counts.entry((op, job)).or_default() += 1;
+        }
+    }
+    for id in pending_ids.iter().chain(&running_ids) {
+        assert_eq!(
+            counts.get(&("submit".into(), id.clone())),
+            Some(&1),
+            "job {id}"
+        );
+    }
+    for id in &running_ids {
+        assert!(
+            counts.get(&("start".into(), id.clone())) <= Some(&1),
+            "job {id}"
+        );
+        assert_eq!(
+            counts.get(&("end".into(), id.clone())),
+            Some(&1),
+            "job {id}"
+        );
+    }
+    service.terminate();
+}
