@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use crossbeam_channel::{Receiver, Sender};
@@ -93,6 +93,9 @@ pub struct Engine {
     /// for the top `k'` at the batch's time in the same round trip, so the
     /// next `top(k <= k')` copies it.
     keep_top: std::sync::atomic::AtomicUsize,
+    /// The sshare order of the tree's last shape read, by the tree feed's
+    /// shape version (`tree_read`): the order changes only with the shape.
+    sshare_order: Mutex<Option<(u64, Arc<tree_read::TreeOrder>)>>,
 }
 
 /// The largest `k` kept current after each batch: larger reads (a whole
@@ -192,6 +195,7 @@ impl Engine {
             touched,
             generation: AtomicU64::new(0),
             last_top: Mutex::new(None),
+            sshare_order: Mutex::new(None),
             keep_top: std::sync::atomic::AtomicUsize::new(0),
         };
         // Root exists from the start.

@@ -16,7 +16,7 @@ use fairflow_model::formula::{
     level_bucket_value, level_fs_value, norm_usage, share_fraction, ticket_effective_usage,
     ticket_factor, usage_ratio, LevelLayout,
 };
-use fairflow_model::report::{FairshareRow, FairshareTable};
+use fairflow_model::report::{FairshareRow, FairshareTable, UsageRow};
 use fairflow_model::usage::{DecayFrame, FrameUsage};
 use fairflow_model::{Algorithm, Config, Shares, Time};
 
@@ -60,6 +60,37 @@ pub struct EngineTree {
     pub frame: DecayFrame,
     /// The time the tree is as of.
     pub as_of: Time,
+}
+
+impl EngineTree {
+    /// Node `index`'s RawShares (none on root).
+    fn raw_shares(&self, index: usize) -> Option<Shares> {
+        (index != 0).then(|| self.nodes[index].shares)
+    }
+
+    /// Node `index`'s usage in TRES-seconds as of the tree's time (RawUsage
+    /// before truncation).
+    fn usage_tres_secs(&self, index: usize) -> f64 {
+        self.frame.to_tres_secs(self.nodes[index].usage, self.as_of)
+    }
+
+    /// The rows of `audit`: each node's names, depth, RawShares and
+    /// RawUsage, as the table's rows have them, the names moved out.
+    pub fn into_usage_rows(self) -> Vec<UsageRow> {
+        let raw = |index: usize| (self.raw_shares(index), self.usage_tres_secs(index) as u64);
+        let figures: Vec<(Option<Shares>, u64)> = (0..self.nodes.len()).map(raw).collect();
+        self.nodes
+            .into_iter()
+            .zip(figures)
+            .map(|(node, (raw_shares, raw_usage))| UsageRow {
+                account: node.account,
+                user: node.user,
+                depth: node.depth,
+                raw_shares,
+                raw_usage,
+            })
+            .collect()
+    }
 }
 
 /// The fair-share table under `config`'s algorithm, with `factors` (the
@@ -135,10 +166,8 @@ impl<'a> View<'a> {
     fn base_row(&self, index: usize) -> FairshareRow {
         let node = &self.tree.nodes[index];
         let mut row = FairshareRow::new(&node.account, node.user.as_deref(), node.depth);
-        if index != 0 {
-            row.raw_shares = Some(node.shares);
-        }
-        row.usage_tres_secs = self.tree.frame.to_tres_secs(node.usage, self.tree.as_of);
+        row.raw_shares = self.tree.raw_shares(index);
+        row.usage_tres_secs = self.tree.usage_tres_secs(index);
         row.raw_usage = row.usage_tres_secs as u64;
         row
     }

@@ -106,6 +106,10 @@ pub struct TreeFeed {
     /// What each id was last sent as.
     sent: Vec<Sent>,
     sent_fs_params: Option<FsParams>,
+    /// Bumped whenever an association is sent alive or dead or under
+    /// another parent: the tree's shape (what the sshare order depends on)
+    /// is the same while it is.
+    shape_version: u64,
 }
 
 impl Default for TreeFeed {
@@ -131,6 +135,7 @@ impl TreeFeed {
             created: Vec::new(),
             sent: Vec::new(),
             sent_fs_params: None,
+            shape_version: 0,
         };
         let root = feed.intern(&AssocKey::account("root"), 0, &mut Names::default());
         debug_assert_eq!(root, ROOT);
@@ -266,8 +271,18 @@ impl TreeFeed {
     /// Record that `id` is now `now`, pushing the differences from what it
     /// was sent as.
     fn send(&mut self, id: NodeId, now: Sent, deltas: &mut Deltas) {
-        self.push_difference(id, self.sent[id as usize], now, deltas);
+        let before = self.sent[id as usize];
+        if before.alive != now.alive || before.parent != now.parent {
+            self.shape_version += 1;
+        }
+        self.push_difference(id, before, now, deltas);
         self.sent[id as usize] = now;
+    }
+
+    /// The tree's shape version: equal between two reads when no
+    /// association was sent alive, dead or moved in between.
+    pub fn shape_version(&self) -> u64 {
+        self.shape_version
     }
 
     /// Push the records that take `id` from `before` to `now`.
@@ -329,8 +344,11 @@ impl TreeFeed {
     /// the dataflow when both go to the same one).
     pub fn replace_with(&mut self, book: &Book, interner: &mut Names) -> (Deltas, Deltas) {
         let retracted = self.sent_records(false);
-        // A fresh interning, in the new book's creation order.
+        // A fresh interning, in the new book's creation order; the shape
+        // version goes on from the old one's (never repeats).
+        let shape_version = self.shape_version + 1;
         *self = TreeFeed::new();
+        self.shape_version = shape_version;
         let inserted = self.deltas(book, &Changes::everything(), interner);
         (retracted, inserted)
     }

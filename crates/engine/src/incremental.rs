@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use fairflow_book::Book;
 use fairflow_ingest::{LogLine, Rejection};
 use fairflow_model::report::{
-    CompactJobs, FairshareRow, FairshareTable, JobPriority, SharedJobs, WaitingUser,
+    CompactJobs, FairshareRow, FairshareTable, JobPriority, SharedJobs, UsageRow, WaitingUser,
 };
 use fairflow_model::{Algorithm, Config, Time};
 
@@ -64,6 +64,10 @@ impl Engine for IncrementalEngine {
 
     fn fairshare(&mut self) -> Result<FairshareTable, EngineError> {
         Ok(self.engine.fairshare_table()?)
+    }
+
+    fn usage_rows(&mut self) -> Result<Vec<UsageRow>, EngineError> {
+        Ok(self.engine.usage_rows()?)
     }
 
     fn user_factors(&mut self) -> Result<BTreeMap<(String, String), f64>, EngineError> {

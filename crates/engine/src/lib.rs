@@ -27,7 +27,7 @@ use fairflow_model::event::is_list;
 use fairflow_model::report::position::{partition_places, partition_places_single, Position};
 use fairflow_model::report::{
     CompactJobs, FairshareRow, FairshareTable, JobIdKey, JobPriority, JobState, Selection,
-    SharedJobs, WaitingUser,
+    SharedJobs, UsageRow, WaitingUser,
 };
 use fairflow_model::{Algorithm, Config, Time};
 
@@ -180,6 +180,19 @@ pub trait Engine: Send {
             algorithm,
             path,
         })
+    }
+
+    /// Every association's place, shares and usage in the table's order
+    /// (the columns of [`Engine::fairshare`] that no algorithm computes:
+    /// what `audit` reads). This default cuts them from the whole table; the
+    /// incremental engine reads the tree only (no factor, no algorithm).
+    fn usage_rows(&mut self) -> Result<Vec<UsageRow>, EngineError> {
+        Ok(self
+            .fairshare()?
+            .rows
+            .into_iter()
+            .map(UsageRow::from)
+            .collect())
     }
 
     /// The algorithm in force and the fair-share rows from `root` down to

@@ -1,5 +1,6 @@
 //! The reads `audit` and `explain` make, on seeded random streams: the
-//! incremental engine's waiting users (read from its queue's submit-time
+//! incremental engine's usage rows (read from its tree, no factor), its
+//! waiting users (read from its queue's submit-time
 //! order, only as far as the answer needs) and each user's fair-share path
 //! (read from the path's associations only) equal the batch oracle's (which
 //! groups every listed job, and cuts the path from the whole table), for
@@ -87,6 +88,24 @@ fn event(random: &mut Random, t: i64, jobs: &mut u64) -> String {
 }
 
 fn compare(context: &str, batch: &mut BatchEngine, incremental: &mut IncrementalEngine) {
+    // The rows audit reads (the incremental engine's from its tree alone)
+    // are the oracle's table's columns, and the incremental table's.
+    let oracle_rows = batch.fairshare().unwrap().usage_rows();
+    assert_eq!(
+        incremental.usage_rows().unwrap(),
+        oracle_rows,
+        "{context}: usage rows"
+    );
+    assert_eq!(
+        batch.usage_rows().unwrap(),
+        oracle_rows,
+        "{context}: usage rows"
+    );
+    assert_eq!(
+        incremental.fairshare().unwrap().usage_rows(),
+        oracle_rows,
+        "{context}: usage rows of the table"
+    );
     for min_factor in [0.0, 0.3, 0.5, 0.9] {
         for limit in [0, 1, 2, 3, 5, 8, 13, usize::MAX] {
             assert_eq!(

@@ -84,6 +84,42 @@ pub struct FairshareTable {
     pub rows: Vec<FairshareRow>,
 }
 
+/// One association's place, shares and usage: the columns of a
+/// [`FairshareRow`] that do not depend on the algorithm (what `audit`
+/// reads), in the table's tree order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UsageRow {
+    /// The account (for a user association, the account it is in).
+    pub account: String,
+    /// The user, for a user association.
+    pub user: Option<String>,
+    /// Depth in the association tree: root is 0.
+    pub depth: usize,
+    /// `RawShares`; `None` for root.
+    pub raw_shares: Option<Shares>,
+    /// `RawUsage`: decayed billable TRES-seconds, truncated.
+    pub raw_usage: u64,
+}
+
+impl FairshareTable {
+    /// Every row's [`UsageRow`], in the table's order.
+    pub fn usage_rows(&self) -> Vec<UsageRow> {
+        self.rows.iter().cloned().map(UsageRow::from).collect()
+    }
+}
+
+impl From<FairshareRow> for UsageRow {
+    fn from(row: FairshareRow) -> Self {
+        UsageRow {
+            account: row.account,
+            user: row.user,
+            depth: row.depth,
+            raw_shares: row.raw_shares,
+            raw_usage: row.raw_usage,
+        }
+    }
+}
+
 /// A user association with pending (ranked) jobs, as `audit` lists the
 /// users whose jobs wait longest.
 #[derive(Debug, Clone, PartialEq)]

@@ -18,7 +18,7 @@
 //! under-served) or JSON.
 
 pub use fairflow_model::report::WaitingUser;
-use fairflow_model::report::{FairshareRow, FairshareTable};
+use fairflow_model::report::{FairshareRow, UsageRow};
 use fairflow_model::Time;
 use serde_json::{json, Value};
 
@@ -71,25 +71,32 @@ fn difference(usage: Option<f64>, share: Option<f64>) -> Option<f64> {
 /// Each row's parent in a table in tree order (`None` for `root`): the
 /// last account row one level up.
 pub fn parents(rows: &[FairshareRow]) -> Vec<Option<usize>> {
+    parents_in_order(rows.iter().map(|row| (row.depth, row.user.is_some())))
+}
+
+/// [`parents`] of rows given as `(depth, is a user association)` in tree
+/// order.
+fn parents_in_order(rows: impl ExactSizeIterator<Item = (usize, bool)>) -> Vec<Option<usize>> {
     let mut parent: Vec<Option<usize>> = vec![None; rows.len()];
     let mut open: Vec<usize> = Vec::new();
-    for (i, row) in rows.iter().enumerate() {
-        open.truncate(row.depth);
-        if row.depth > 0 {
-            parent[i] = open.get(row.depth - 1).copied();
+    for (i, (depth, is_user)) in rows.enumerate() {
+        open.truncate(depth);
+        if depth > 0 {
+            parent[i] = open.get(depth - 1).copied();
         }
-        if row.user.is_none() {
+        if !is_user {
             open.push(i);
         }
     }
     parent
 }
 
-/// The audit of `table` (in tree order) with the users `waiting` (as the
-/// engine lists them: `fairflow_engine::Engine::waiting_users`), as of `now`.
-pub fn audit(table: &FairshareTable, waiting: Vec<WaitingUser>, now: Time) -> Audit {
-    let rows = &table.rows;
-    let parent = parents(rows);
+/// The audit of the associations `rows` (in the table's tree order: the
+/// `Engine::usage_rows` of an engine, or a table's rows) with the users
+/// `waiting` (as the engine lists them:
+/// `fairflow_engine::Engine::waiting_users`), as of `now`.
+pub fn audit(rows: Vec<UsageRow>, waiting: Vec<WaitingUser>, now: Time) -> Audit {
+    let parent = parents_in_order(rows.iter().map(|row| (row.depth, row.user.is_some())));
     // Each account's children's (shares, usage), by the account's row.
     let mut sums: Vec<(u64, u64)> = vec![(0, 0); rows.len()];
     for (i, row) in rows.iter().enumerate() {
@@ -100,8 +107,8 @@ pub fn audit(table: &FairshareTable, waiting: Vec<WaitingUser>, now: Time) -> Au
     }
     let root_usage = rows.first().map_or(0, |r| r.raw_usage);
     let mut global: Vec<Option<f64>> = vec![Some(1.0); rows.len()];
-    let mut associations = Vec::new();
-    for (i, row) in rows.iter().enumerate() {
+    let mut associations = Vec::with_capacity(rows.len().saturating_sub(1));
+    for (i, row) in rows.into_iter().enumerate() {
         let Some(p) = parent[i] else {
             continue;
         };
@@ -111,8 +118,8 @@ pub fn audit(table: &FairshareTable, waiting: Vec<WaitingUser>, now: Time) -> Au
         global[i] = global[p].zip(level_share).map(|(a, b)| a * b);
         let global_usage = ratio(row.raw_usage, root_usage);
         associations.push(AssociationAudit {
-            account: row.account.clone(),
-            user: row.user.clone(),
+            account: row.account,
+            user: row.user,
             depth: row.depth,
             level_share,
             level_usage,
@@ -129,42 +136,60 @@ pub fn audit(table: &FairshareTable, waiting: Vec<WaitingUser>, now: Time) -> Au
     }
 }
 
+/// The order of over-served associations: the larger level error first,
+/// then by account and user.
+fn most_over(a: &AssociationAudit, b: &AssociationAudit) -> std::cmp::Ordering {
+    b.level_error
+        .unwrap_or(0.0)
+        .total_cmp(&a.level_error.unwrap_or(0.0))
+        .then_with(|| (&a.account, &a.user).cmp(&(&b.account, &b.user)))
+}
+
+/// The first `top` of `level` in `order`: a selection, then a sort of the
+/// `top` chosen (`O(n + top log top)`, not a sort of the level).
+fn first_in<'a>(
+    mut level: Vec<&'a AssociationAudit>,
+    top: usize,
+    order: impl Fn(&AssociationAudit, &AssociationAudit) -> std::cmp::Ordering,
+) -> Vec<&'a AssociationAudit> {
+    if top == 0 {
+        return Vec::new();
+    }
+    if level.len() > top {
+        level.select_nth_unstable_by(top - 1, |a, b| order(a, b));
+        level.truncate(top);
+    }
+    level.sort_by(|a, b| order(a, b));
+    level
+}
+
 /// Per depth, the `top` most over-served (largest positive level error) and
-/// most under-served (most negative) associations.
+/// most under-served (most negative) associations: over-served by
+/// [`most_over`]'s order, under-served in its reverse (the most negative
+/// error first; of equal errors, the later account and user first).
 pub fn extremes(
     audit: &Audit,
     top: usize,
 ) -> Vec<(usize, Vec<&AssociationAudit>, Vec<&AssociationAudit>)> {
-    let mut depths: Vec<usize> = audit.associations.iter().map(|a| a.depth).collect();
-    depths.sort_unstable();
-    depths.dedup();
-    depths
-        .into_iter()
-        .map(|depth| {
-            let mut level: Vec<&AssociationAudit> = audit
-                .associations
-                .iter()
-                .filter(|a| a.depth == depth && a.level_error.is_some())
-                .collect();
-            level.sort_by(|a, b| {
-                b.level_error
-                    .unwrap_or(0.0)
-                    .total_cmp(&a.level_error.unwrap_or(0.0))
-                    .then_with(|| (&a.account, &a.user).cmp(&(&b.account, &b.user)))
-            });
-            let over: Vec<&AssociationAudit> = level
-                .iter()
-                .copied()
-                .filter(|a| a.level_error.unwrap_or(0.0) > 0.0)
-                .take(top)
-                .collect();
-            let under: Vec<&AssociationAudit> = level
-                .iter()
-                .rev()
-                .copied()
-                .filter(|a| a.level_error.unwrap_or(0.0) < 0.0)
-                .take(top)
-                .collect();
+    let deepest = audit.associations.iter().map(|a| a.depth).max();
+    let mut over: Vec<Vec<&AssociationAudit>> = vec![Vec::new(); deepest.map_or(0, |d| d + 1)];
+    let mut under = over.clone();
+    let mut present = vec![false; over.len()];
+    for association in &audit.associations {
+        present[association.depth] = true;
+        match association.level_error {
+            Some(error) if error > 0.0 => over[association.depth].push(association),
+            Some(error) if error < 0.0 => under[association.depth].push(association),
+            _ => {}
+        }
+    }
+    over.into_iter()
+        .zip(under)
+        .enumerate()
+        .filter(|(depth, _)| present[*depth])
+        .map(|(depth, (over, under))| {
+            let over = first_in(over, top, most_over);
+            let under = first_in(under, top, |a, b| most_over(b, a));
             (depth, over, under)
         })
         .collect()
@@ -359,5 +384,72 @@ pub fn render(audit: &Audit, top: usize, format: OutputFormat) -> String {
                 aligned(&WAITING_COLUMNS, &waiting)
             )
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn association(account: &str, depth: usize, level_error: Option<f64>) -> AssociationAudit {
+        AssociationAudit {
+            account: account.to_string(),
+            user: None,
+            depth,
+            level_share: None,
+            level_usage: None,
+            level_error,
+            global_share: None,
+            global_usage: None,
+            global_error: None,
+        }
+    }
+
+    /// Per depth, the `top` largest positive errors (ties by name) and the
+    /// `top` most negative (ties by name, later first), by hand; a depth
+    /// without any error is listed empty; 0 and no error are neither.
+    #[test]
+    fn extremes_pick_the_top_of_each_level_in_order() {
+        let associations = vec![
+            association("a", 1, Some(0.1)),
+            association("d", 1, Some(0.3)),
+            association("b", 1, Some(0.3)),
+            association("c", 1, Some(0.2)),
+            association("e", 1, Some(-0.2)),
+            association("g", 1, Some(-0.2)),
+            association("f", 1, Some(-0.5)),
+            association("h", 1, Some(0.0)),
+            association("i", 1, None),
+            association("j", 2, None),
+            association("k", 3, Some(-0.1)),
+        ];
+        let audit = Audit {
+            as_of: 0,
+            associations,
+            waiting: Vec::new(),
+        };
+        let names = |list: &[&AssociationAudit]| -> Vec<String> {
+            list.iter().map(|a| a.account.clone()).collect()
+        };
+        let found = extremes(&audit, 2);
+        let shown: Vec<(usize, Vec<String>, Vec<String>)> = found
+            .iter()
+            .map(|(depth, over, under)| (*depth, names(over), names(under)))
+            .collect();
+        let strings = |list: &[&str]| list.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            shown,
+            vec![
+                (1, strings(&["b", "d"]), strings(&["f", "g"])),
+                (2, vec![], vec![]),
+                (3, vec![], strings(&["k"])),
+            ]
+        );
+        let all = extremes(&audit, 10);
+        assert_eq!(names(&all[0].1), ["b", "d", "c", "a"]);
+        assert_eq!(names(&all[0].2), ["f", "g", "e"]);
+        assert!(extremes(&audit, 0)
+            .iter()
+            .all(|(_, o, u)| o.is_empty() && u.is_empty()));
     }
 }

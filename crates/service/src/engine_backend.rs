@@ -453,15 +453,15 @@ fn tree_svg(
 }
 
 /// The audit of the engine's state (`fairflow_serve::audit::audit`): its
-/// table and the `top` users with a factor of at least `min_factor` whose
+/// associations' usage rows (`Engine::usage_rows`) and the `top` users with a factor of at least `min_factor` whose
 /// jobs wait longest, as of its time.
 pub fn run_audit(
     engine: &mut dyn Engine,
     min_factor: f64,
     top: usize,
 ) -> Result<audit::Audit, fairflow_engine::EngineError> {
-    let table = engine.fairshare()?;
+    let rows = engine.usage_rows()?;
     let waiting = engine.waiting_users(min_factor, top)?;
     let now = engine.now().unwrap_or(0);
-    Ok(audit::audit(&table, waiting, now))
+    Ok(audit::audit(rows, waiting, now))
 }

@@ -142,7 +142,7 @@ fn every_association() -> ScrapeSettings {
 #[test]
 fn fairflow_families_are_written_as_prometheus_client_writes_them() {
     let table = table();
-    let audit = fairflow_serve::audit::audit(&table, Vec::new(), 1_700_000_000);
+    let audit = fairflow_serve::audit::audit(table.usage_rows(), Vec::new(), 1_700_000_000);
     let errors = fairflow_serve::audit::account_errors(&audit, usize::MAX);
     assert!(
         !errors.is_empty(),

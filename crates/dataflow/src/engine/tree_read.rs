@@ -10,9 +10,10 @@
 //! usage, which no path holds: there the path is cut from the whole table.
 
 use std::collections::BTreeMap;
+use std::sync::{Arc, PoisonError};
 
 use fairflow_book::AssocKey;
-use fairflow_model::report::{FairshareRow, FairshareTable};
+use fairflow_model::report::{FairshareRow, FairshareTable, UsageRow};
 use fairflow_model::Algorithm;
 
 use super::{Engine, EngineError};
@@ -90,6 +91,19 @@ impl Slots {
     }
 }
 
+/// A tree's nodes in sshare order and where each is in it.
+pub(super) struct TreeOrder {
+    order: Order,
+    slots: Slots,
+}
+
+impl TreeOrder {
+    fn new(order: Order, nodes: usize) -> TreeOrder {
+        let slots = Slots::of(&order, nodes);
+        TreeOrder { order, slots }
+    }
+}
+
 impl Engine {
     fn read_facts(&self, command: Command) -> Result<Vec<(NodeId, Fact)>, EngineError> {
         self.send(command)?;
@@ -107,10 +121,32 @@ impl Engine {
         }
     }
 
+    /// Every live association in sshare order ([`Engine::build_sshare_order`]),
+    /// kept while the tree's shape is (`TreeFeed::shape_version`): a read
+    /// after a usage or share change does not sort the users again.
+    fn sshare_order(&self) -> Arc<TreeOrder> {
+        let version = self.tree_feed.shape_version();
+        let mut kept = self
+            .sshare_order
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some((kept_version, order)) = kept.as_ref() {
+            if *kept_version == version {
+                return Arc::clone(order);
+            }
+        }
+        let order = Arc::new(TreeOrder::new(
+            self.build_sshare_order(),
+            self.tree_feed.names().len(),
+        ));
+        *kept = Some((version, Arc::clone(&order)));
+        order
+    }
+
     /// Every live association in sshare order: an account, its users by
     /// name, then its child accounts by name (the book's accounts, in name
     /// order, as last sent).
-    fn sshare_order(&self) -> Order {
+    fn build_sshare_order(&self) -> Order {
         let feed = &self.tree_feed;
         let names = feed.names();
         let mut child_accounts: Vec<Vec<NodeId>> = vec![Vec::new(); names.len()];
@@ -149,13 +185,13 @@ impl Engine {
     /// before it), with their facts from the dataflow.
     fn tree_of(
         &self,
-        order: &Order,
+        tree_order: &TreeOrder,
         command: impl FnOnce(&Order) -> Command,
     ) -> Result<EngineTree, EngineError> {
         let feed = &self.tree_feed;
         let names = feed.names();
-        let slots = Slots::of(order, names.len());
-        let facts = NodeFacts::new(&slots, self.read_facts(command(order))?);
+        let (order, slots) = (&tree_order.order, &tree_order.slots);
+        let facts = NodeFacts::new(slots, self.read_facts(command(order))?);
         let nodes = order
             .iter()
             .enumerate()
@@ -190,6 +226,13 @@ impl Engine {
         self.tree_of(&self.sshare_order(), |_| Command::ReadFacts)
     }
 
+    /// Every association's place, shares and usage in sshare order (the
+    /// table's columns that need no factor and no algorithm: `audit`'s),
+    /// read from the tree alone.
+    pub fn usage_rows(&self) -> Result<Vec<UsageRow>, EngineError> {
+        Ok(self.tree()?.into_usage_rows())
+    }
+
     /// Each listed node's factor (users: the dataflow's, 0 if it has none).
     fn factors_of(&self, order: &Order, factor_of: impl Fn(AssocId) -> Option<f64>) -> Vec<f64> {
         order
@@ -213,7 +256,9 @@ impl Engine {
         };
         let order = self.sshare_order();
         let tree = self.tree_of(&order, |_| Command::ReadFacts)?;
-        let factors = self.factors_of(&order, |assoc| dense.get(assoc as usize).copied().flatten());
+        let factors = self.factors_of(&order.order, |assoc| {
+            dense.get(assoc as usize).copied().flatten()
+        });
         Ok(crate::fairshare::table(&tree, self.config(), &factors))
     }
 
@@ -235,10 +280,11 @@ impl Engine {
         let feed = &self.tree_feed;
         let assocs = order.iter().filter_map(|&(id, _, _)| feed.assoc_id(id));
         let factors = self.read_factors(Command::ReadFactorsOf(assocs.collect()))?;
+        let order = TreeOrder::new(order, feed.names().len());
         let tree = self.tree_of(&order, |order| {
             Command::ReadFactsOf(order.iter().map(|&(id, _, _)| id).collect())
         })?;
-        let factors = self.factors_of(&order, |assoc| factors.get(&assoc).copied());
+        let factors = self.factors_of(&order.order, |assoc| factors.get(&assoc).copied());
         Ok(crate::fairshare::table(&tree, self.config(), &factors).rows)
     }
 

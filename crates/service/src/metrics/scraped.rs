@@ -101,7 +101,7 @@ impl ScrapedRows {
         let (associations, fairness_errors) = match settings.associations {
             None => (Vec::new(), Vec::new()),
             Some(limit) => {
-                let found = audit::audit(&table, Vec::new(), now);
+                let found = audit::audit(table.usage_rows(), Vec::new(), now);
                 (
                     rows_by_usage(&table, |_| true, limit),
                     audit::account_errors(&found, limit),
