@@ -306,6 +306,13 @@ pub struct State {
     /// snapshot carries it after the book (format 5, `snapshot`).
     #[serde(skip)]
     pub pair_floor: BTreeMap<String, Vec<u64>>,
+    /// The active jobs marked for expedited requeue (Slurm's
+    /// `JOB_EXPEDITING`): a `requeue` with `expedite` marks a job, its next
+    /// `start` (Slurm clears the mark at launch), `end` or `cancel`
+    /// unmarks it. Not in the serialised state: the snapshot carries it
+    /// after the book (format 7, `snapshot`).
+    #[serde(skip)]
+    pub expedited: std::collections::BTreeSet<String>,
     /// Every running job's accrual start is at or after this time (the last
     /// settlement), so settling to an earlier boundary is a no-op.
     #[serde(default = "time_min")]
@@ -380,6 +387,7 @@ impl State {
             wallclock_accuracy: BTreeMap::new(),
             priority_floor: BTreeMap::new(),
             pair_floor: BTreeMap::new(),
+            expedited: std::collections::BTreeSet::new(),
             accrual_settled_to: Time::MIN,
             accounts_created: 0,
             flux_bins: None,
@@ -1129,6 +1137,7 @@ impl State {
             }
             Op::Cancel { job } => {
                 self.jobs.remove(job);
+                self.expedited.remove(job);
             }
             Op::Start { job, tres } => {
                 let entry = &self.jobs[job];
@@ -1158,8 +1167,10 @@ impl State {
                 entry.started_at = Some(t);
                 self.priority_floor.remove(job);
                 self.pair_floor.remove(job);
+                self.expedited.remove(job);
             }
             Op::End { job } => {
+                self.expedited.remove(job);
                 self.charge_flux_job(job, t);
                 self.stop_accrual(job, t);
                 let ended = &self.jobs[job];
@@ -1180,7 +1191,10 @@ impl State {
                 }
                 self.jobs.remove(job);
             }
-            Op::Requeue { job } => {
+            Op::Requeue { job, expedite } => {
+                if *expedite {
+                    self.expedited.insert(job.clone());
+                }
                 self.charge_flux_job(job, t);
                 self.stop_accrual(job, t);
                 let entry = Arc::make_mut(self.jobs.get_mut(job).expect("validated job"));

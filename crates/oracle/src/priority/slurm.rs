@@ -185,6 +185,8 @@ fn job_priority(
     };
     let mut row = priority_row(job, PriorityModel::Slurm, job_state, priority, factors);
     row.qos = state.primary_qos(&job.spec).to_string();
+    row.priority_tier = partition.priority_tier;
+    row.expedited = state.expedited.contains(&job.id);
     if job.has_pairs() {
         let job_pairs = state.job_pairs(job);
         let pair_count = job_pairs.len();
@@ -217,6 +219,7 @@ fn job_priority(
                     qos: qos.to_string(),
                     priority,
                     factors,
+                    priority_tier: partition.priority_tier,
                 }
             })
             .collect();
