@@ -91,6 +91,11 @@ pub struct Args {
     /// most 10,000, about what the generated 64,000 CPUs hold).
     #[arg(long, value_name = "N")]
     running_jobs: Option<usize>,
+    /// Give the generated partitions Slurm `PriorityTier`s (debug 2, batch
+    /// and gpu 1) and submit one `batch` job in 20 to `batch,debug`: a
+    /// scheduler's queue of entries in two tiers (issue 35 item 5).
+    #[arg(long)]
+    tiered_partitions: bool,
     /// Timely workers.
     #[arg(long, value_name = "W", default_value_t = 1)]
     workers: usize,
@@ -329,6 +334,7 @@ fn workload(args: &Args) -> WorkloadParams {
         running_jobs: args
             .running_jobs
             .unwrap_or((args.jobs / 10).min(MAX_DEFAULT_RUNNING_JOBS)),
+        tiered_partitions: args.tiered_partitions,
         ..WorkloadParams::default()
     }
 }
