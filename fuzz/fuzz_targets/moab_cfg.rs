@@ -1,10 +1,4 @@
-//! `moab.cfg`'s priority parameters into a configuration.
+//! The `moab_cfg` fuzz target: [`fairflow_fuzz::moab_cfg`] under libFuzzer.
 #![no_main]
-use libfuzzer_sys::fuzz_target;
 
-fuzz_target!(|data: &[u8]| {
-    if let Ok(text) = std::str::from_utf8(data) {
-        let mut config = fairflow_model::Config::default();
-        let _ = fairflow_ingest::moab_cfg::apply_moab_cfg(&mut config, text);
-    }
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| fairflow_fuzz::moab_cfg(data));

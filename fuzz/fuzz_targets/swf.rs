@@ -1,7 +1,4 @@
-//! The SWF converter: any bytes, as a trace.
+//! The `swf` fuzz target: [`fairflow_fuzz::swf`] under libFuzzer.
 #![no_main]
-use libfuzzer_sys::fuzz_target;
 
-fuzz_target!(|data: &[u8]| {
-    let _ = fairflow_ingest::swf::convert_swf(data);
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| fairflow_fuzz::swf(data));

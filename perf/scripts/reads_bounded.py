@@ -8,6 +8,10 @@
                                                 # take (1,000 ticks, 10,000 events) runs
   reads_bounded.py PORT PID slow-readers SECS   # RSS while 12 clients ask /v1/sprio?format=json
                                                 # and never read, for SECS seconds
+  reads_bounded.py PORT PID slow-readers-many-states SECS
+                                                # the same, each client at a state of its own
+                                                # (a tick is written before each; the token is
+                                                # read from the file FAIRFLOW_TOKEN_FILE names)
 
 `top` is read back to back on its own connection (`GET /v1/top?k=10`); latencies are
 wall-clock round trips in ms (p50, p99, max) over the what-if's life or SECS, whichever ends
@@ -88,14 +92,32 @@ def whatif(body):
         "rss_mb": round(rss_mb(), 1)}))
 
 
-def slow_readers():
+def write_tick(t):
+    token = open(__import__("os").environ["FAIRFLOW_TOKEN_FILE"]).read().strip()
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    body = json.dumps({"op": "tick", "t": t}).encode()
+    conn.request("POST", "/v1/events", body, {"Authorization": f"Bearer {token}"})
+    r = conn.getresponse(); r.read()
+    assert r.status == 200, r.status
+
+
+def first_status(s):
+    s.settimeout(10)
+    head = s.recv(64, socket.MSG_PEEK)
+    return int(head.split()[1]) if head.startswith(b"HTTP/1.1") else None
+
+
+def slow_readers(many_states=False):
     before = rss_mb()
-    socks = []
+    socks, statuses = [], []
     for i in range(12):
+        if many_states:
+            write_tick(NOW + 10 + i)
         s = socket.create_connection(("127.0.0.1", port), source_address=(f"127.0.0.{2 + i}", 0))
         s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
         s.sendall(b"GET /v1/sprio?format=json HTTP/1.1\r\nHost: x\r\n\r\n")
         socks.append(s)
+        statuses.append(first_status(s))
     samples, started = [], time.time()
     while time.time() - started < secs:
         time.sleep(1)
@@ -113,7 +135,7 @@ def slow_readers():
     conn.request("GET", "/v1/top?k=1"); r = conn.getresponse(); r.read()
     print(json.dumps({"rss_before_mb": round(before, 1), "rss_peak_mb": max(samples),
                       "rss_end_mb": samples[-1], "growth_peak_mb": round(max(samples) - before, 1),
-                      "samples_mb": samples, "closed_by_server": closed,
+                      "samples_mb": samples, "closed_by_server": closed, "statuses": statuses,
                       "top_after": r.status}))
     for s in socks:
         s.close()
@@ -127,5 +149,7 @@ elif mode == "whatif-limit":
     whatif(proposal(999, events=10_000))
 elif mode == "slow-readers":
     slow_readers()
+elif mode == "slow-readers-many-states":
+    slow_readers(many_states=True)
 else:
     sys.exit(f"unknown mode {mode}")

@@ -10,7 +10,7 @@ port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); pr
 pid=$!
 until curl -sf "127.0.0.1:$port/healthz" >/dev/null; do sleep 0.5; done
 curl -s "127.0.0.1:$port/v1/top?k=1" >/dev/null   # the first read after recovery
-python3 "$(dirname "$0")/reads_bounded.py" "$port" "$pid" "$mode" "$secs"
+FAIRFLOW_TOKEN_FILE="$token" python3 "$(dirname "$0")/reads_bounded.py" "$port" "$pid" "$mode" "$secs"
 started=$(date +%s.%N); kill -TERM $pid
 ( sleep 60; kill -KILL $pid 2>/dev/null ) & wait $pid || true
 echo "{\"sigterm_to_exit_secs\": $(echo "$(date +%s.%N) - $started" | bc)}"

@@ -3,23 +3,13 @@
 //! Workloads Archive", JPDC 74(10), 2014; LCG log by Hui Li, NASA log by Bill
 //! Nitzberg) replay end to end through the validator and the oracle.
 
-use std::path::PathBuf;
-
 use fairflow_ingest::reader::open_source;
 use fairflow_ingest::swf::convert_swf;
 use fairflow_model::Config;
 use fairflow_oracle::Replay;
 
-fn dataset(name: &str) -> Option<PathBuf> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../shared/datasets")
-        .join(name);
-    path.exists().then_some(path)
-}
-
 fn replay_trace(name: &str, expected_jobs: u64) {
-    let Some(path) = dataset(name) else {
-        eprintln!("{name} not found beside the repository; skipped");
+    let Some(path) = fairflow_testkit::dataset(name) else {
         return;
     };
     let lines = convert_swf(open_source(path.to_str().unwrap()).unwrap()).unwrap();

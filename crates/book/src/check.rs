@@ -24,6 +24,7 @@ impl Book {
         })
     }
 
+    // size: one rule arm per event kind (20 kinds), each read on its own
     pub(crate) fn check_rules(&self, line: u64, event: &Event) -> Result<(), Rejection> {
         let err = |field: &str, reason: String| Rejection::new(line, Some(field), reason);
         if let Some(now) = self.last_event_at() {

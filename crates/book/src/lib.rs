@@ -22,6 +22,7 @@ mod changes;
 mod check;
 pub mod flux_bins;
 pub mod name_map;
+mod rules;
 pub mod snapshot;
 pub mod state;
 
@@ -534,54 +535,12 @@ impl Book {
         self.state.apply(event);
         self.last_event_at = Some(event.t);
 
-        // Indexes.
-        match &event.op {
-            Op::Account { name, .. } => {
-                let old_parent = account_before.as_ref().and_then(|(p, _)| p.clone());
-                let new_parent = self.state.accounts[name].parent.clone();
-                if account_before.is_none() || old_parent != new_parent {
-                    if let Some(old) = old_parent.filter(|_| account_before.is_some()) {
-                        self.uncount_child(&old);
-                    }
-                    if let Some(new) = new_parent {
-                        *self.child_accounts.entry(new).or_default() += 1;
-                    }
-                }
-            }
-            Op::RemoveAccount { .. } => {
-                if let Some(parent) = &removed_parent {
-                    self.uncount_child(parent);
-                }
-            }
-            Op::User { user, account, .. } if !self.has_assoc(account, user) => {
-                self.users_by_account
-                    .entry(account.clone())
-                    .or_default()
-                    .insert(user.clone());
-            }
-            Op::RemoveUser { user, account } => {
-                if let Some(users) = self.users_by_account.get_mut(account) {
-                    users.remove(user);
-                    if users.is_empty() {
-                        self.users_by_account.remove(account);
-                    }
-                }
-            }
-            Op::Start { .. } => {
-                let key = assoc_of_job.clone().expect("checked: the job exists");
-                *self.running.entry(key).or_default() += 1;
-            }
-            Op::End { .. } | Op::Requeue { .. } => {
-                let key = assoc_of_job.clone().expect("checked: the job exists");
-                if let Some(count) = self.running.get_mut(&key) {
-                    *count -= 1;
-                    if *count == 0 {
-                        self.running.remove(&key);
-                    }
-                }
-            }
-            _ => {}
-        }
+        self.update_indexes(
+            &event.op,
+            account_before.as_ref(),
+            assoc_of_job.as_ref(),
+            removed_parent.as_ref(),
+        );
 
         // The change record.
         let Some(changes) = &mut self.changes else {
@@ -602,6 +561,66 @@ impl Book {
             removed_jobs,
             removed_parent,
         );
+    }
+
+    /// Keep the book's indexes (child accounts, users by account, running
+    /// jobs by association) after `op` was applied, from what was read
+    /// before it: the account's parent and priority, the association of the
+    /// job it names, the removed account's parent.
+    fn update_indexes(
+        &mut self,
+        op: &Op,
+        account_before: Option<&(Option<String>, Option<i64>)>,
+        assoc_of_job: Option<&(String, String)>,
+        removed_parent: Option<&String>,
+    ) {
+        match op {
+            Op::Account { name, .. } => {
+                let old_parent = account_before.and_then(|(p, _)| p.clone());
+                let new_parent = self.state.accounts[name].parent.clone();
+                if account_before.is_none() || old_parent != new_parent {
+                    if let Some(old) = old_parent.filter(|_| account_before.is_some()) {
+                        self.uncount_child(&old);
+                    }
+                    if let Some(new) = new_parent {
+                        *self.child_accounts.entry(new).or_default() += 1;
+                    }
+                }
+            }
+            Op::RemoveAccount { .. } => {
+                if let Some(parent) = removed_parent {
+                    self.uncount_child(parent);
+                }
+            }
+            Op::User { user, account, .. } if !self.has_assoc(account, user) => {
+                self.users_by_account
+                    .entry(account.clone())
+                    .or_default()
+                    .insert(user.clone());
+            }
+            Op::RemoveUser { user, account } => {
+                if let Some(users) = self.users_by_account.get_mut(account) {
+                    users.remove(user);
+                    if users.is_empty() {
+                        self.users_by_account.remove(account);
+                    }
+                }
+            }
+            Op::Start { .. } => {
+                let key = assoc_of_job.cloned().expect("checked: the job exists");
+                *self.running.entry(key).or_default() += 1;
+            }
+            Op::End { .. } | Op::Requeue { .. } => {
+                let key = assoc_of_job.cloned().expect("checked: the job exists");
+                if let Some(count) = self.running.get_mut(&key) {
+                    *count -= 1;
+                    if *count == 0 {
+                        self.running.remove(&key);
+                    }
+                }
+            }
+            _ => {}
+        }
     }
 
     fn uncount_child(&mut self, parent: &str) {

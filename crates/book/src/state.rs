@@ -1,24 +1,30 @@
 //! The state of the book: the association tree, each association's own usage
 //! in exact frame units, QOS, partitions, the cluster, and the jobs.
 //! [`State::apply`] takes an event [`crate::Book::check`] accepted (it is the
-//! one place an event's effects are written); time advancing applies usage
-//! resets and re-bases the decay frame (see `fairflow_model::usage`).
+//! one place an event's effects are written: `apply` for the tree and the
+//! settings, `job_events` for the jobs); time advancing applies usage
+//! resets and re-bases the decay frame (`time`, see `fairflow_model::usage`);
+//! `flux_usage` keeps flux-accounting's usage bins under `UsageModel=flux`.
+//! The read-side rules both engines call are in `crate::rules`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use fairflow_model::config::{ResetPeriod, UsageModel};
-use fairflow_model::event::{is_list, list_items, JobSpec, Op};
+use fairflow_model::config::UsageModel;
+use fairflow_model::event::{is_list, list_items, JobSpec};
 use fairflow_model::job_priority::SlurmTresInput;
 use fairflow_model::moab::Credential;
 use fairflow_model::tres::{billable_tres, BillingMode, TresCounts, WeightList};
-use fairflow_model::usage::{fixed_rate, DecayFrame, FrameUsage, OwnUsage};
-use fairflow_model::{Config, Event, Shares, Time};
+use fairflow_model::usage::{DecayFrame, FrameUsage, OwnUsage};
+use fairflow_model::{Config, Shares, Time};
 
-use fairflow_model::reset::{next_reset_after, reset_at_or_before};
-
-use crate::flux_bins::{BinKey, BinParams, FluxBins};
+use crate::flux_bins::FluxBins;
 use crate::name_map::NameMap;
+
+mod apply;
+mod flux_usage;
+mod job_events;
+mod time;
 
 /// The active jobs by id, in id order: a persistent B-tree whose nodes and
 /// jobs are shared between copies, so copying a state (a what-if's base)
@@ -256,6 +262,15 @@ pub fn accrued_between(frame: &DecayFrame, rate: u128, from: Time, to: Time) -> 
     }
 }
 
+/// [`Jobs`] read through a `BTreeMap`, whose reading allocates as entries
+/// arrive: `imbl`'s own reader reserves the count a snapshot claims at once,
+/// so a damaged count aborted the process (issue 37, the `snapshot` fuzz
+/// target) instead of being an error.
+fn deserialize_jobs<'de, D: serde::Deserializer<'de>>(reader: D) -> Result<Jobs, D::Error> {
+    let jobs: BTreeMap<String, Arc<Job>> = serde::Deserialize::deserialize(reader)?;
+    Ok(jobs.into_iter().collect())
+}
+
 /// Everything the book knows at `now`.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct State {
@@ -278,6 +293,7 @@ pub struct State {
     /// The cluster.
     pub cluster: Cluster,
     /// Active jobs by id, shared copy-on-write ([`Jobs`]).
+    #[serde(deserialize_with = "deserialize_jobs")]
     pub jobs: Jobs,
     /// Moab fair-share usage settled to group, QOS and class credentials
     /// (usage events charge the account's group; ended and requeued jobs
@@ -418,149 +434,6 @@ impl State {
         }
     }
 
-    /// Move time forward to `t`: apply the usage resets whose boundaries pass,
-    /// then re-base the frame if it is too far behind. Never moves backwards.
-    pub fn advance_to(&mut self, t: Time) {
-        if t < self.now {
-            return;
-        }
-        let params = BinParams::of(&self.config);
-        if let Some(bins) = &mut self.flux_bins {
-            if bins.update(t, params) {
-                self.settle_flux_bins();
-            }
-        }
-        if let Some(first) = self.next_reset.filter(|b| *b <= t) {
-            let period = self.config.usage_reset_period;
-            // The last boundary passed, in closed form (no walk over the gap).
-            let boundary = reset_at_or_before(period, t)
-                .filter(|b| *b >= first)
-                .unwrap_or(first);
-            self.reset_usage_at(boundary);
-            self.next_reset = next_reset_after(period, boundary);
-        }
-        if self.frame.needs_rebase(t) {
-            self.rebase(DecayFrame::new(self.frame.half_life_secs, t), t);
-        }
-        self.settle_accrual_to_boundary(t);
-        self.now = t;
-    }
-
-    /// Move all usage into the frame `next`, keeping every decayed value as of
-    /// `t`: settled usage is converted, and running jobs' accrual offsets are
-    /// recomputed in the new frame (their accrual start does not move).
-    fn rebase(&mut self, next: DecayFrame, t: Time) {
-        let old = self.frame;
-        self.convert_usage(|usage| old.rebased(usage, &next, t));
-        self.frame = next;
-        self.recompute_rate_offsets();
-    }
-
-    /// Convert a state whose usage is in the frame units of snapshot format 2
-    /// (`2^-20` TRES-seconds) to this build's (`2^-20 · 5^-6`): every settled
-    /// value times `5^6`, exactly, and the running jobs' accrual offsets
-    /// recomputed on this build's clock.
-    pub(crate) fn convert_binary_frame_units(&mut self) {
-        let fives = 5u128.pow(fairflow_model::usage::FRAME_FIVES);
-        self.convert_usage(|usage| usage.saturating_mul(fives));
-        self.recompute_rate_offsets();
-    }
-
-    /// Convert every settled usage value (associations' and Moab's
-    /// credentials') with `convert`; the accrual offsets are cleared for the
-    /// caller to recompute ([`State::recompute_rate_offsets`]).
-    fn convert_usage(&mut self, convert: impl Fn(FrameUsage) -> FrameUsage) {
-        let own = |usage: &mut OwnUsage| {
-            usage.settled = convert(usage.settled);
-            usage.rate_offset = 0;
-        };
-        self.accounts.values_mut().for_each(|a| own(&mut a.usage));
-        self.users.values_mut().for_each(|u| own(&mut u.usage));
-        self.credential_usage
-            .values_mut()
-            .for_each(|u| *u = convert(*u));
-    }
-
-    /// Recompute every association's `rate_offset` from its running jobs.
-    fn recompute_rate_offsets(&mut self) {
-        let frame = self.frame;
-        let mut offsets: BTreeMap<(String, String), u128> = BTreeMap::new();
-        for job in self.jobs.values() {
-            if let JobPhase::Running { since, rate } = job.phase {
-                *offsets
-                    .entry((job.account.clone(), job.user.clone()))
-                    .or_default() += rate * frame.clock(since);
-            }
-        }
-        self.users.for_each_mut(|key, assoc| {
-            assoc.usage.rate_offset = offsets.get(key).copied().unwrap_or(0);
-        });
-    }
-
-    /// With a `PriorityCalcPeriod`, settle every running job's accrual up to
-    /// the latest period boundary `<= t` (accrual becomes visible only there).
-    /// Settling is exact at any time: `G` is an integer clock, so the pieces
-    /// telescope to the same sum.
-    fn settle_accrual_to_boundary(&mut self, t: Time) {
-        if let Some(boundary) = self.config.calc_period_boundary(t) {
-            self.settle_accrual_to(boundary);
-        }
-    }
-
-    /// Settle every running job's accrual up to `boundary`, in the current frame.
-    fn settle_accrual_to(&mut self, boundary: Time) {
-        if boundary <= self.accrual_settled_to {
-            // Every running job started or was settled at or after it.
-            return;
-        }
-        self.accrual_settled_to = boundary;
-        let frame = self.frame;
-        let mut settled: Vec<((String, String), u128, u128, u128)> = Vec::new();
-        if !self.running_index.complete {
-            self.running_index = RunningIndex {
-                ids: self
-                    .jobs
-                    .iter()
-                    .filter(|(_, job)| matches!(job.phase, JobPhase::Running { .. }))
-                    .map(|(id, _)| id.clone())
-                    .collect(),
-                complete: true,
-            };
-        }
-        let jobs = &mut self.jobs;
-        // One pass in id order: jobs no longer running leave the index, the
-        // others are settled (one lookup each).
-        self.running_index.ids.retain(|id| {
-            let Some(job) = jobs.get_mut(id).map(Arc::make_mut) else {
-                return false;
-            };
-            let JobPhase::Running { since, rate } = &mut job.phase else {
-                return false;
-            };
-            if *since < boundary {
-                let accrued = frame.accrued(*rate, *since, boundary);
-                let offset_change = (*rate * frame.clock(*since), *rate * frame.clock(boundary));
-                settled.push((
-                    (job.account.clone(), job.user.clone()),
-                    accrued,
-                    offset_change.0,
-                    offset_change.1,
-                ));
-                *since = boundary;
-            }
-            true
-        });
-        for (key, accrued, old_offset, new_offset) in settled {
-            let usage = &mut self
-                .users
-                .get_mut(&key)
-                .expect("a running job's association exists")
-                .usage;
-            usage.settled += accrued;
-            usage.rate_offset = usage.rate_offset - old_offset + new_offset;
-        }
-    }
-
     /// Job `id`, to change it: copied first if a copy of the state shares
     /// it ([`Jobs`]).
     pub fn job_mut(&mut self, id: &str) -> Option<&mut Job> {
@@ -575,160 +448,6 @@ impl State {
         } else {
             own.at(&self.frame, self.now)
         }
-    }
-
-    /// Zero all usage at `t`; running jobs accrue again from `t`.
-    fn reset_usage_at(&mut self, t: Time) {
-        let next = DecayFrame::new(self.frame.half_life_secs, t);
-        let zero = |usage: &mut OwnUsage| {
-            usage.settled = 0;
-            usage.rate_offset = usage.rate * next.clock(t);
-        };
-        self.accounts.values_mut().for_each(|a| zero(&mut a.usage));
-        self.users.values_mut().for_each(|u| zero(&mut u.usage));
-        let running: Vec<String> = self
-            .jobs
-            .values()
-            .filter(|job| matches!(job.phase, JobPhase::Running { .. }))
-            .map(|job| job.id.clone())
-            .collect();
-        for id in running {
-            if let Some(Job {
-                phase: JobPhase::Running { since, .. },
-                ..
-            }) = self.job_mut(&id)
-            {
-                *since = t;
-            }
-        }
-        self.credential_usage.clear();
-        self.last_reset_at = Some(t);
-        self.frame = next;
-        if let Some(bins) = &mut self.flux_bins {
-            bins.bins.clear();
-        }
-    }
-
-    /// Set every association's settled usage to the sum of its bins (under
-    /// `UsageModel=flux`).
-    fn settle_flux_bins(&mut self) {
-        let Some(bins) = &self.flux_bins else {
-            return;
-        };
-        self.accounts.for_each_mut(|name, account| {
-            account.usage.settled = bins.total(&(name.clone(), None));
-        });
-        self.users.for_each_mut(|(account, user), assoc| {
-            assoc.usage.settled = bins.total(&(account.clone(), Some(user.clone())));
-        });
-    }
-
-    /// Charge `usage` (frame units) to an association under
-    /// `UsageModel=flux`, as a job completing at `t` (flux-accounting's
-    /// update), or into bin `period` as it is.
-    fn charge_flux(&mut self, key: BinKey, usage: FrameUsage, t: Time, period: Option<u32>) {
-        let params = BinParams::of(&self.config);
-        let bins = self.flux_bins.as_mut().expect("UsageModel=flux");
-        match period {
-            Some(period) => bins.charge_into(&key, period as usize, usage, params.count),
-            None => bins.charge_completed(&key, usage, t, params),
-        }
-        let total = bins.total(&key);
-        self.own_usage_mut(&key.0, key.1.as_deref()).settled = total;
-    }
-
-    /// A job's usage ending at `t` as flux-accounting counts it: its weighted
-    /// rate times its run (from its start, or from when `UsageModel=flux` came
-    /// into force if later), rounded to five decimals.
-    fn flux_job_usage(&self, job_id: &str, t: Time) -> FrameUsage {
-        let job = &self.jobs[job_id];
-        let since = self.flux_bins.as_ref().map_or(Time::MIN, |b| b.since);
-        let from = job.started_at.unwrap_or(t).max(since);
-        let rate = self.billable_rate(
-            &job.spec,
-            job.allocated.as_ref().unwrap_or(&TresCounts::default()),
-        );
-        fairflow_model::usage::flux_job_usage(rate * (t - from).max(0) as f64)
-    }
-
-    /// Bring `UsageModel=flux` into force at `t` (a `config` event, or a
-    /// snapshot of an older format restored): what running jobs accrued so
-    /// far is settled, usage is kept as of `t` without continuous decay, each
-    /// association's usage becomes its bin 0, and running jobs stop accruing
-    /// (their usage counts when they end, from `t`).
-    pub(crate) fn enter_flux_usage(&mut self, t: Time) {
-        self.settle_accrual_to(t);
-        let old = self.frame;
-        let next = DecayFrame::new(0, t);
-        self.convert_usage(|usage| old.rebased(usage, &next, t));
-        self.frame = next;
-        let period_end = self
-            .config
-            .flux_bins
-            .period_end
-            .unwrap_or(t + self.config.decay_half_life_secs);
-        let mut bins = FluxBins::new(period_end, t);
-        let count = BinParams::of(&self.config).count;
-        let own = self
-            .accounts
-            .iter()
-            .map(|(name, a)| ((name.clone(), None), a.usage.settled))
-            .chain(
-                self.users
-                    .iter()
-                    .map(|((a, u), assoc)| ((a.clone(), Some(u.clone())), assoc.usage.settled)),
-            );
-        for (key, usage) in own.filter(|(_, usage)| *usage > 0) {
-            bins.charge_into(&key, 0, usage, count);
-        }
-        self.flux_bins = Some(bins);
-        self.restart_running_accrual(t);
-    }
-
-    /// Leave `UsageModel=flux` at `t`: the bins go (each association keeps
-    /// their sum), usage decays continuously again from `t`, and running jobs
-    /// accrue at Slurm's rate from `t`.
-    fn leave_flux_usage(&mut self, t: Time) {
-        self.flux_bins = None;
-        let old = self.frame;
-        let next = DecayFrame::new(self.config.frame_half_life_secs(), t);
-        self.convert_usage(|usage| old.rebased(usage, &next, t));
-        self.frame = next;
-        self.restart_running_accrual(t);
-    }
-
-    /// Every running job accrues from `t` at the rate of the usage model in
-    /// force (none under `UsageModel=flux`), and each association's rate and
-    /// offset follow.
-    fn restart_running_accrual(&mut self, t: Time) {
-        let flux = self.config.usage_model == UsageModel::Flux;
-        let rates: Vec<(String, u128)> = self
-            .jobs
-            .values()
-            .filter(|job| matches!(job.phase, JobPhase::Running { .. }))
-            .map(|job| {
-                let rate = if flux {
-                    0
-                } else {
-                    let allocated = job.allocated.clone().unwrap_or_default();
-                    fixed_rate(self.billable_rate(&job.spec, &allocated))
-                };
-                (job.id.clone(), rate)
-            })
-            .collect();
-        let mut per_assoc: BTreeMap<(String, String), u128> = BTreeMap::new();
-        for (id, rate) in rates {
-            let job = self.job_mut(&id).expect("listed above");
-            job.phase = JobPhase::Running { since: t, rate };
-            *per_assoc
-                .entry((job.account.clone(), job.user.clone()))
-                .or_default() += rate;
-        }
-        self.users.for_each_mut(|key, assoc| {
-            assoc.usage.rate = per_assoc.get(key).copied().unwrap_or(0);
-        });
-        self.accrual_settled_to = self.accrual_settled_to.max(t);
-        self.recompute_rate_offsets();
     }
 
     /// A partition list (`a,b`) in Slurm's `part_ptr_list` order: by
@@ -924,395 +643,6 @@ impl State {
             .map_or(1.0, |q| q.usage_factor);
         billable_tres(tres, &weights, self.billing_mode()) * usage_factor
     }
-
-    /// Stop a running job's accrual at `t`, settling what it accrued.
-    fn stop_accrual(&mut self, job_id: &str, t: Time) {
-        let job = self.jobs.get(job_id).expect("validated job");
-        let JobPhase::Running { since, rate } = job.phase else {
-            unreachable!("validated: the job is running")
-        };
-        let (account, user) = (job.account.clone(), job.user.clone());
-        let frame = self.frame;
-        let usage = self.own_usage_mut(&account, Some(&user));
-        usage.settled += frame.accrued(rate, since, t);
-        usage.rate -= rate;
-        usage.rate_offset -= rate * frame.clock(since);
-        let job = &self.jobs[job_id];
-        let from = job
-            .started_at
-            .unwrap_or(t)
-            .max(self.last_reset_at.unwrap_or(Time::MIN));
-        let accrued = accrued_between(&frame, rate, from, t);
-        for credential in job.extra_credentials() {
-            *self
-                .credential_usage
-                .get_or_insert_with(credential, FrameUsage::default) += accrued;
-        }
-    }
-
-    /// A `config` event under `UsageModel=flux`: a new half-life, span or
-    /// decay factor empties every bin (flux-accounting's `edit-config`
-    /// clears the bins); `FluxHalfLifePeriodEnd` restarts the period clock.
-    fn reconfigure_flux_bins(
-        &mut self,
-        t: Time,
-        period_end_given: bool,
-        (old_params, old_bins): (BinParams, fairflow_model::config::FluxUsageBins),
-    ) {
-        let params = BinParams::of(&self.config);
-        let bins = self.flux_bins.as_mut().expect("UsageModel=flux");
-        if params != old_params
-            || self.config.flux_bins.reset_period_secs != old_bins.reset_period_secs
-        {
-            bins.bins.clear();
-        }
-        if period_end_given {
-            bins.period_end = self.config.flux_bins.period_end;
-            // The clock restarts: the next update reads it afresh.
-            bins.updated_at = None;
-            let _ = bins.update(t, params);
-        }
-        self.settle_flux_bins();
-    }
-
-    /// Under `UsageModel=flux`, charge a running job's whole usage as it ends
-    /// (or is requeued) at `t`.
-    fn charge_flux_job(&mut self, job_id: &str, t: Time) {
-        if self.flux_bins.is_some() {
-            let usage = self.flux_job_usage(job_id, t);
-            let job = &self.jobs[job_id];
-            let key = (job.account.clone(), Some(job.user.clone()));
-            self.charge_flux(key, usage, t, None);
-        }
-    }
-
-    /// Apply an event [`crate::Book::check`] accepted (through
-    /// [`crate::Book::apply`], which also keeps the book's indexes).
-    pub(crate) fn apply(&mut self, event: &Event) {
-        let t = event.t;
-        self.advance_to(t);
-        match &event.op {
-            Op::Account {
-                name,
-                parent,
-                shares,
-                priority,
-            } => {
-                if !self.accounts.contains_key(name) {
-                    self.accounts_created += 1;
-                }
-                let created = self.accounts_created;
-                let entry = self.accounts.get_or_insert_with(name.clone(), || Account {
-                    parent: Some("root".to_string()),
-                    shares: Shares::Value(1),
-                    priority: None,
-                    usage: OwnUsage::default(),
-                    created,
-                });
-                if let Some(parent) = parent {
-                    entry.parent = Some(parent.clone());
-                }
-                if let Some(shares) = shares {
-                    entry.shares = *shares;
-                }
-                if priority.is_some() {
-                    entry.priority = *priority;
-                }
-            }
-            Op::User {
-                user,
-                account,
-                shares,
-                priority,
-            } => {
-                let entry = self
-                    .users
-                    .get_or_insert_with((account.clone(), user.clone()), || UserAssoc {
-                        shares: Shares::Value(1),
-                        priority: None,
-                        usage: OwnUsage::default(),
-                    });
-                if let Some(shares) = shares {
-                    entry.shares = *shares;
-                }
-                if priority.is_some() {
-                    entry.priority = *priority;
-                }
-            }
-            Op::RemoveAccount { name } => {
-                // Usage history stays with the ancestors: the parent absorbs it.
-                let removed = self.accounts.remove(name).expect("validated account");
-                let parent = removed.parent.expect("root is never removed");
-                self.own_usage_mut(&parent, None).add(&removed.usage);
-                if let Some(bins) = &mut self.flux_bins {
-                    bins.absorb(&(name.clone(), None), &(parent, None));
-                }
-            }
-            Op::RemoveUser { user, account } => {
-                let theirs: Vec<String> = self
-                    .jobs
-                    .values()
-                    .filter(|j| j.account == *account && j.user == *user)
-                    .map(|j| j.id.clone())
-                    .collect();
-                for id in theirs {
-                    self.jobs.remove(&id);
-                }
-                let removed = self
-                    .users
-                    .remove(&(account.clone(), user.clone()))
-                    .expect("validated association");
-                self.own_usage_mut(account, None).add(&removed.usage);
-                if let Some(bins) = &mut self.flux_bins {
-                    let key = (account.clone(), Some(user.clone()));
-                    bins.absorb(&key, &(account.clone(), None));
-                }
-            }
-            Op::Usage {
-                account,
-                user,
-                amount,
-                period,
-            } => {
-                let value = self.frame.point_usage(*amount, t);
-                if self.flux_bins.is_some() {
-                    self.charge_flux((account.clone(), user.clone()), value, t, *period);
-                } else {
-                    self.own_usage_mut(account, user.as_deref()).settled += value;
-                }
-                *self.credential_usage.get_or_insert_with(
-                    (Credential::Group, account.clone()),
-                    FrameUsage::default,
-                ) += value;
-            }
-            Op::ResetUsage => self.reset_usage_at(t),
-            Op::Submit {
-                job,
-                user,
-                account,
-                spec,
-                submitted,
-            } => {
-                let submit_at = submitted.unwrap_or(t);
-                self.jobs.insert(
-                    job.clone(),
-                    Arc::new(Job {
-                        id: job.clone(),
-                        user: user.clone(),
-                        account: account.clone(),
-                        spec: spec.clone(),
-                        submit_at,
-                        queued_at: submit_at,
-                        allocated: None,
-                        phase: JobPhase::Pending,
-                        start_count: 0,
-                        started_at: None,
-                        held_spans: Vec::new(),
-                        held_since: None,
-                    }),
-                );
-                self.priority_floor.remove(job);
-                self.pair_floor.remove(job);
-                self.order_partitions(job);
-            }
-            Op::Update { job, account, spec } => {
-                let entry = Arc::make_mut(self.jobs.get_mut(job).expect("validated job"));
-                entry.spec.apply(spec);
-                if let Some(account) = account {
-                    entry.account = account.clone();
-                }
-                self.order_partitions(job);
-            }
-            Op::Hold { job } => {
-                let entry = Arc::make_mut(self.jobs.get_mut(job).expect("validated job"));
-                entry.phase = JobPhase::Held;
-                entry.held_since = Some(t);
-            }
-            Op::Release { job } => {
-                let entry = Arc::make_mut(self.jobs.get_mut(job).expect("validated job"));
-                entry.phase = JobPhase::Pending;
-                if let Some(held_at) = entry.held_since.take() {
-                    entry.held_spans.push((held_at, t));
-                }
-            }
-            Op::Cancel { job } => {
-                self.jobs.remove(job);
-                self.expedited.remove(job);
-            }
-            Op::Start { job, tres } => {
-                let entry = &self.jobs[job];
-                let allocated = tres
-                    .clone()
-                    .or_else(|| entry.spec.tres.clone())
-                    .unwrap_or_default();
-                // Under `UsageModel=flux` a job charges nothing while it runs:
-                // its whole usage counts when it ends (`charge_flux_job`).
-                let rate = if self.flux_bins.is_some() {
-                    0
-                } else {
-                    fixed_rate(self.billable_rate(&entry.spec, &allocated))
-                };
-                let (account, user) = (entry.account.clone(), entry.user.clone());
-                let clock = self.frame.clock(t);
-                let usage = self.own_usage_mut(&account, Some(&user));
-                usage.rate += rate;
-                usage.rate_offset += rate * clock;
-                let entry = Arc::make_mut(self.jobs.get_mut(job).expect("validated job"));
-                entry.phase = JobPhase::Running { since: t, rate };
-                entry.allocated = Some(allocated);
-                if self.running_index.complete {
-                    self.running_index.ids.insert(job.clone());
-                }
-                entry.start_count += 1;
-                entry.started_at = Some(t);
-                self.priority_floor.remove(job);
-                self.pair_floor.remove(job);
-                self.expedited.remove(job);
-            }
-            Op::End { job } => {
-                self.expedited.remove(job);
-                self.charge_flux_job(job, t);
-                self.stop_accrual(job, t);
-                let ended = &self.jobs[job];
-                if let (Some(started_at), Some(limit_secs)) =
-                    (ended.started_at, ended.spec.time_limit_secs)
-                {
-                    let cpus = ended
-                        .allocated
-                        .as_ref()
-                        .and_then(|a| a.get("cpu").copied())
-                        .unwrap_or(1.0);
-                    let entry = self
-                        .wallclock_accuracy
-                        .entry(ended.user.clone())
-                        .or_default();
-                    entry.0 += cpus * (t - started_at) as f64;
-                    entry.1 += cpus * limit_secs as f64;
-                }
-                self.jobs.remove(job);
-            }
-            Op::Requeue { job, expedite } => {
-                if *expedite {
-                    self.expedited.insert(job.clone());
-                }
-                self.charge_flux_job(job, t);
-                self.stop_accrual(job, t);
-                let entry = Arc::make_mut(self.jobs.get_mut(job).expect("validated job"));
-                entry.phase = JobPhase::Pending;
-                entry.queued_at = t;
-                if let Some(delay) = self.config.requeue_delay_secs {
-                    entry.spec.begin = fairflow_model::priority_formula::slurm_requeue_begin(
-                        entry.spec.begin,
-                        t,
-                        delay,
-                    );
-                }
-                // A new stay in the queue: earlier holds are before it.
-                entry.held_spans.clear();
-                entry.held_since = None;
-                self.order_partitions(job);
-            }
-            Op::Config { set } => {
-                let next = self.config.patched(set).expect("validated config");
-                let old_half_life = self.config.frame_half_life_secs();
-                let old_period = self.config.usage_reset_period;
-                let old_calc_period = self.config.calc_period_secs;
-                let old_model = self.config.usage_model;
-                let old_bins = (BinParams::of(&self.config), self.config.flux_bins.clone());
-                self.config = next;
-                if self.config.usage_model != old_model {
-                    match self.config.usage_model {
-                        UsageModel::Flux => self.enter_flux_usage(t),
-                        UsageModel::Slurm => self.leave_flux_usage(t),
-                    }
-                } else if self.config.usage_model == UsageModel::Flux {
-                    let period_end_given = set
-                        .keys()
-                        .any(|k| k.eq_ignore_ascii_case("FluxHalfLifePeriodEnd"));
-                    self.reconfigure_flux_bins(t, period_end_given, old_bins);
-                } else if self.config.frame_half_life_secs() != old_half_life {
-                    // With continuous accrual, what running jobs accrued so far
-                    // decayed at the old half-life: settle it in the old frame
-                    // first, or the re-base would re-integrate it at the new one.
-                    // (With a calc period, the accrual since the last boundary is
-                    // charged at the new half-life, as Slurm's next cycle does.)
-                    if old_calc_period <= 0 {
-                        self.settle_accrual_to(t);
-                    }
-                    self.rebase(DecayFrame::new(self.config.frame_half_life_secs(), t), t);
-                }
-                let period_given = set
-                    .keys()
-                    .any(|k| k.eq_ignore_ascii_case("PriorityUsageResetPeriod"));
-                if period_given || self.config.usage_reset_period != old_period {
-                    if self.config.usage_reset_period == ResetPeriod::Now {
-                        self.reset_usage_at(t);
-                    }
-                    self.next_reset = next_reset_after(self.config.usage_reset_period, t);
-                }
-            }
-            Op::Qos {
-                name,
-                priority,
-                usage_factor,
-            } => {
-                let entry = self.qos.entry(name.clone()).or_default();
-                if let Some(p) = priority {
-                    entry.priority = *p;
-                }
-                if let Some(f) = usage_factor {
-                    entry.usage_factor = *f;
-                }
-            }
-            Op::Partition {
-                name,
-                priority_job_factor,
-                tres_billing_weights,
-                priority,
-                tres,
-                max_time_secs,
-                priority_tier,
-            } => {
-                self.pair_floor.clear();
-                let entry = self.partitions.entry(name.clone()).or_default();
-                if let Some(p) = priority_job_factor {
-                    entry.priority_job_factor = *p;
-                }
-                if let Some(w) = tres_billing_weights {
-                    entry.billing_weights = w.clone();
-                }
-                if let Some(p) = priority {
-                    entry.priority = *p;
-                }
-                if tres.is_some() {
-                    entry.tres = tres.clone();
-                }
-                if max_time_secs.is_some() {
-                    entry.max_time_secs = *max_time_secs;
-                }
-                if let Some(tier) = priority_tier {
-                    let changed = std::mem::replace(&mut entry.priority_tier, *tier) != *tier;
-                    if changed {
-                        let listing: Vec<String> = self
-                            .jobs_listing_partition(name)
-                            .map(str::to_string)
-                            .collect();
-                        for job in listing {
-                            self.order_partitions(&job);
-                        }
-                    }
-                }
-            }
-            Op::Cluster { nodes, tres } => {
-                self.cluster = Cluster {
-                    nodes: *nodes,
-                    tres: tres.clone(),
-                };
-            }
-            Op::Tick => {}
-        }
-        self.now = t;
-    }
 }
 
 #[cfg(test)]
@@ -1461,5 +791,17 @@ mod tests {
         ));
         assert!(book.state.jobs["3"].is_pending());
         assert!(!shared(&book, &copy, "2") && !shared(&book, &copy, "3"));
+    }
+
+    #[test]
+    fn a_jobs_count_beyond_the_bytes_is_an_error_not_an_abort() {
+        #[derive(serde::Deserialize)]
+        struct OnlyJobs {
+            #[serde(deserialize_with = "super::deserialize_jobs")]
+            _jobs: Jobs,
+        }
+        // postcard: a map's count as a varint (here 2^35), then no entries.
+        let claimed = [0x80, 0x80, 0x80, 0x80, 0x80, 0x01];
+        assert!(postcard::from_bytes::<OnlyJobs>(&claimed).is_err());
     }
 }

@@ -27,6 +27,8 @@ use std::time::Instant;
 use fairflow_dataflow::Engine;
 use fairflow_model::event::Op;
 use fairflow_model::{Event, Time};
+use fairflow_service::backend::Gauges;
+use fairflow_service::ticks::due_calc_period_boundary;
 use fairflow_workload::Generator;
 
 use crate::measure::Latency;
@@ -60,8 +62,10 @@ pub struct ReadSettings {
 }
 
 /// The `tick` that settles the `PriorityCalcPeriod` boundary an event at
-/// `t` crosses, when boundaries are settled apart (the service's ticker)
-/// and the engine, at `engine_now`, is before it.
+/// `t` crosses, when boundaries are settled apart and the engine, at
+/// `engine_now`, is before it: the service's ticker's own rule
+/// (`fairflow_service::ticks::due_calc_period_boundary`), with the event's
+/// time for the wall clock's.
 pub fn boundary_tick(
     boundary_ticks: bool,
     calc_period_secs: i64,
@@ -71,14 +75,44 @@ pub fn boundary_tick(
     if !boundary_ticks {
         return None;
     }
-    fairflow_model::config::calc_period_boundary(calc_period_secs, t)
-        .filter(|&boundary| boundary > engine_now)
-        .map(|boundary| {
-            vec![Event {
-                t: boundary,
-                op: Op::Tick,
-            }]
-        })
+    let gauges = Gauges {
+        now: engine_now,
+        calc_period_secs,
+        ..Gauges::default()
+    };
+    due_calc_period_boundary(gauges, t).map(|boundary| {
+        vec![Event {
+            t: boundary,
+            op: Op::Tick,
+        }]
+    })
+}
+
+/// The batches that give a read a state nothing was computed for: when
+/// `time_moves`, a `tick` one second on (after the tick of a boundary it
+/// crosses, as the service's ticker settles it); otherwise one usage event
+/// at the same time.
+pub fn next_state(
+    generator: &mut Generator,
+    settings: &ReadSettings,
+    engine_now: Time,
+    time_moves: bool,
+) -> Vec<Vec<Event>> {
+    if !time_moves {
+        return vec![vec![generator.usage()]];
+    }
+    generator.advance_by(1);
+    let t = generator.now();
+    let settle = boundary_tick(
+        settings.boundary_ticks,
+        settings.calc_period_secs,
+        engine_now,
+        t,
+    );
+    settle
+        .into_iter()
+        .chain([vec![Event { t, op: Op::Tick }]])
+        .collect()
 }
 
 /// Time the reads. `apply` applies one batch (numbering its lines and
@@ -98,20 +132,8 @@ pub fn measure(
     };
     for read in 0..settings.reads {
         let time_moves = read % 2 == 0;
-        if time_moves {
-            generator.advance_by(1);
-            let t = generator.now();
-            let settle = boundary_tick(
-                settings.boundary_ticks,
-                settings.calc_period_secs,
-                engine.now(),
-                t,
-            );
-            for batch in settle.into_iter().chain([vec![Event { t, op: Op::Tick }]]) {
-                apply(engine, batch)?;
-            }
-        } else {
-            apply(engine, vec![generator.usage()])?;
+        for batch in next_state(generator, settings, engine.now(), time_moves) {
+            apply(engine, batch)?;
         }
         let started = Instant::now();
         let top = engine.top(settings.k)?;

@@ -169,6 +169,7 @@ fn micros(h: &Histogram<u64>) -> serde_json::Value {
     })
 }
 
+// size: the load test's phases in order; split pending (issue 38)
 /// Run the load test and print its report.
 pub fn run(args: &Args) -> anyhow::Result<()> {
     loopback_only(&args.server)?;

@@ -16,7 +16,14 @@ use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 mod audit;
 mod bench;
+mod bench_baselines;
+mod bench_engine;
+mod bench_oracle;
+mod bench_output;
 mod bench_reads;
+mod bench_restart;
+mod bench_service_reads;
+mod bench_setup;
 mod demo;
 mod explain;
 mod flux_views;

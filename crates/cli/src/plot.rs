@@ -208,6 +208,39 @@ fn sampled_times(
     out
 }
 
+/// The history's panels (fair-share factor, raw usage, queue position),
+/// one series per followed association, over `samples`.
+fn history_panels(
+    keys: &std::collections::BTreeSet<&Key>,
+    samples: &[(Time, Values)],
+) -> Vec<Panel> {
+    let titles = [
+        "Fair-share factor",
+        "Raw usage (decayed billable TRES-seconds)",
+        "Queue position of the best pending job (1 = first in line)",
+    ];
+    titles
+        .iter()
+        .enumerate()
+        .map(|(q, title)| Panel {
+            title: title.to_string(),
+            series: keys
+                .iter()
+                .map(|key| Series {
+                    name: match key {
+                        (account, Some(user)) => format!("{user} ({account})"),
+                        (account, None) => format!("account {account}"),
+                    },
+                    points: samples
+                        .iter()
+                        .map(|(t, values)| (*t, values.get(*key).and_then(|v| v[q])))
+                        .collect(),
+                })
+                .collect(),
+        })
+        .collect()
+}
+
 fn run_history(args: &HistoryArgs) -> anyhow::Result<()> {
     let format = image_format(&args.output)?;
     if args.users.is_empty() && args.accounts.is_empty() {
@@ -272,31 +305,7 @@ fn run_history(args: &HistoryArgs) -> anyhow::Result<()> {
         }
     }
 
-    let titles = [
-        "Fair-share factor",
-        "Raw usage (decayed billable TRES-seconds)",
-        "Queue position of the best pending job (1 = first in line)",
-    ];
-    let panels = titles
-        .iter()
-        .enumerate()
-        .map(|(q, title)| Panel {
-            title: title.to_string(),
-            series: keys
-                .iter()
-                .map(|key| Series {
-                    name: match key {
-                        (account, Some(user)) => format!("{user} ({account})"),
-                        (account, None) => format!("account {account}"),
-                    },
-                    points: samples
-                        .iter()
-                        .map(|(t, values)| (*t, values.get(*key).and_then(|v| v[q])))
-                        .collect(),
-                })
-                .collect(),
-        })
-        .collect();
+    let panels = history_panels(&keys, &samples);
     let picture = HistoryPicture {
         caption: format!(
             "fairflow history · {} samples every {every} s · {}",

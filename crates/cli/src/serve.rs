@@ -14,7 +14,9 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Context};
 use fairflow_engine::EngineChoice;
+use fairflow_service::config_file::{config_tokens as config_tokens_of, MAX_CONFIG_BYTES};
 use fairflow_service::engine_backend::EngineBackend;
+use fairflow_service::held_tables::HeldTables;
 use fairflow_service::run::{run_blocking, ServiceConfig};
 
 use crate::state_args::{ConfigArgs, EngineKind};
@@ -108,6 +110,14 @@ pub struct Args {
     /// spent gets 503 at once.
     #[arg(long, value_name = "BYTES", default_value_t = fairflow_service::stream::DEFAULT_RESPONSE_BUDGET_BYTES)]
     max_response_bytes: usize,
+    /// Most bytes of the tables answers being sent read from, every
+    /// connection together: an answer of sprio, sshare, the queue or
+    /// slurmrestd's jobs holds its state's rows until its reader has taken
+    /// them, counted once however many answers share them; a read whose
+    /// table does not fit gets 503 at once (one table larger than this is
+    /// held alone).
+    #[arg(long, value_name = "BYTES", default_value_t = fairflow_service::held_tables::DEFAULT_HELD_TABLE_BYTES)]
+    max_held_table_bytes: usize,
     /// A connection whose client reads nothing of its answer for this long
     /// is closed, and what its answer held is released.
     #[arg(long, value_name = "SECS", default_value_t = 30)]
@@ -204,6 +214,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     config.http.stall_timeout = std::time::Duration::from_secs(args.stall_timeout_secs.max(1));
     config.http.metrics_associations = args.metrics_associations;
     config.http.max_response_bytes = args.max_response_bytes;
+    config.http.held_tables = HeldTables::new(args.max_held_table_bytes);
     config.http.write_timeout = std::time::Duration::from_secs(args.write_timeout_secs.max(1));
     config.http.max_whatifs = args.max_whatifs.max(1);
     config.max_tap_connections = args.max_tap_connections.max(1);
@@ -246,7 +257,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     let engine = fairflow_engine::start(choice, args.config.initial_config()?)
         .context("cannot start the engine")?;
     let workers = args.workers;
-    let backend = EngineBackend::new(engine);
+    let backend = EngineBackend::new(engine).with_held_tables(config.http.held_tables.clone());
     run_blocking(config, backend, |report, address| {
         let engine = match report.engine {
             "incremental" if workers == 1 => "engine incremental, 1 worker".to_string(),
@@ -324,9 +335,6 @@ fn check_token_file_permissions(path: &std::path::Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The largest serve config file read.
-const MAX_CONFIG_BYTES: u64 = 1 << 20;
-
 /// The command line with `serve --config FILE`'s settings in it, when it has
 /// one: the file's flags right after `serve`, so the flags given after them
 /// override them (the caller parses with `args_override_self`); `None` when
@@ -366,78 +374,11 @@ pub fn with_config_file(argv: &[OsString]) -> anyhow::Result<Option<Vec<OsString
     Ok(Some(out))
 }
 
-/// A serve config file's settings as serve flags: each key a serve flag's
-/// long name (`_` or `-` between words), a string, number or boolean value
-/// (`true` gives a switch, `false` leaves it off).
+/// A serve config file's settings as serve flags
+/// ([`fairflow_service::config_file::config_tokens`] on serve's flags).
 fn config_tokens(text: &str) -> Result<Vec<String>, String> {
-    let table: toml::Table = text.parse().map_err(|e: toml::de::Error| e.to_string())?;
     let command = <Args as clap::Args>::augment_args(clap::Command::new("serve"));
-    let flags: Vec<&clap::Arg> = command
-        .get_arguments()
-        .filter(|a| a.get_long().is_some_and(|l| l != "config"))
-        .collect();
-    let known = || {
-        flags
-            .iter()
-            .filter_map(|a| a.get_long())
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    let mut tokens = Vec::new();
-    for (key, value) in &table {
-        let long = key.replace('_', "-");
-        let Some(flag) = flags.iter().find(|a| a.get_long() == Some(long.as_str())) else {
-            return Err(format!(
-                "unknown key `{key}` (the keys are serve's flags: {})",
-                known()
-            ));
-        };
-        let switch = !flag.get_action().takes_values();
-        match value {
-            toml::Value::Boolean(on) if switch => {
-                if *on {
-                    tokens.push(format!("--{long}"));
-                }
-            }
-            _ if switch => return Err(format!("key `{key}`: must be true or false")),
-            toml::Value::String(_) | toml::Value::Integer(_) | toml::Value::Float(_) => {
-                let text = match value {
-                    toml::Value::String(text) => text.clone(),
-                    other => other.to_string(),
-                };
-                check_flag_value(&command, flag, &text)
-                    .map_err(|reason| format!("key `{key}`: {reason}"))?;
-                tokens.extend([format!("--{long}"), text]);
-            }
-            _ => return Err(format!("key `{key}`: must be a string or a number")),
-        }
-    }
-    Ok(tokens)
-}
-
-/// Whether `text` is a value `flag` takes, by the flag's own parser, so a
-/// config file's bad value is named by its key rather than by a flag the
-/// user never typed; the parser's reason otherwise.
-fn check_flag_value(command: &clap::Command, flag: &clap::Arg, text: &str) -> Result<(), String> {
-    let long = format!("--{}", flag.get_long().unwrap_or_default());
-    let parsed = command
-        .clone()
-        .try_get_matches_from(["serve", long.as_str(), text]);
-    match parsed {
-        // Only the value is judged here: a flag another one requires is
-        // checked when the whole command line is parsed.
-        Err(error)
-            if matches!(
-                error.kind(),
-                clap::error::ErrorKind::InvalidValue | clap::error::ErrorKind::ValueValidation
-            ) =>
-        {
-            let rendered = error.to_string();
-            let first = rendered.lines().next().unwrap_or_default();
-            Err(first.strip_prefix("error: ").unwrap_or(first).to_string())
-        }
-        _ => Ok(()),
-    }
+    config_tokens_of(text, &command)
 }
 
 #[cfg(test)]

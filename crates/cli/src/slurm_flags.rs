@@ -13,6 +13,43 @@ use fairflow_serve::OutputFormat;
 
 use crate::remote::format_param;
 
+/// The job selections `sprio` and `top` take as Slurm's `sprio`/`squeue`
+/// do: `-A ACCOUNTS`, `-u USERS`, `-p PARTITIONS` (comma-separated).
+#[derive(Debug, clap::Args)]
+pub struct JobSelectionArgs {
+    /// Only these accounts' jobs (comma-separated), as `squeue -A`.
+    #[arg(
+        short = 'A',
+        long = "account",
+        value_name = "ACCOUNTS",
+        value_delimiter = ','
+    )]
+    pub accounts: Vec<String>,
+    /// Only these users' jobs (comma-separated), as `squeue -u`.
+    #[arg(
+        short = 'u',
+        long = "user",
+        value_name = "USERS",
+        value_delimiter = ','
+    )]
+    pub users: Vec<String>,
+    /// Only jobs in these partitions (comma-separated), as `squeue -p`.
+    #[arg(
+        short = 'p',
+        long = "partition",
+        value_name = "PARTITIONS",
+        value_delimiter = ','
+    )]
+    pub partitions: Vec<String>,
+}
+
+impl JobSelectionArgs {
+    /// These selections and `jobs` as one [`Selection`].
+    pub fn selection(&self, jobs: &[String]) -> Selection {
+        selection(jobs, &self.users, &self.accounts, &self.partitions)
+    }
+}
+
 /// Slurm's selections as one [`Selection`].
 pub fn selection(
     jobs: &[String],

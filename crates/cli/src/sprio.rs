@@ -10,7 +10,7 @@ use fairflow_serve::sprio::slurm_format::{answer, Format, SlurmView};
 use fairflow_serve::OutputFormat;
 
 use crate::output::{emit, OutputArgs};
-use crate::slurm_flags::{route, selection, shaped};
+use crate::slurm_flags::{route, shaped, JobSelectionArgs};
 use crate::state_args::StateArgs;
 
 /// `fairflow sprio` flags. `-h` is Slurm's `--noheader` here, so help is
@@ -42,30 +42,8 @@ pub struct Args {
     /// Only these jobs (comma-separated ids).
     #[arg(short = 'j', long = "jobs", value_name = "JOBS", value_delimiter = ',')]
     jobs: Vec<String>,
-    /// Only these users' jobs (comma-separated).
-    #[arg(
-        short = 'u',
-        long = "user",
-        value_name = "USERS",
-        value_delimiter = ','
-    )]
-    users: Vec<String>,
-    /// Only these accounts' jobs (comma-separated).
-    #[arg(
-        short = 'A',
-        long = "account",
-        value_name = "ACCOUNTS",
-        value_delimiter = ','
-    )]
-    accounts: Vec<String>,
-    /// Only jobs in these partitions (comma-separated).
-    #[arg(
-        short = 'p',
-        long = "partition",
-        value_name = "PARTITIONS",
-        value_delimiter = ','
-    )]
-    partitions: Vec<String>,
+    #[command(flatten)]
+    select: JobSelectionArgs,
     /// The columns to show: by header name, in this order (comma-separated,
     /// any case): JOBID,PARTITION,USER,ACCOUNT,PRIORITY,SITE,AGE,ASSOC,
     /// FAIRSHARE,JOBSIZE,PARTITION,QOS,NICE,TRES; or Slurm's `%` format
@@ -91,7 +69,7 @@ pub struct Args {
 /// Load the state (or ask the service), select, print.
 pub fn run(args: &Args) -> anyhow::Result<()> {
     let format = args.output.format();
-    let selection = selection(&args.jobs, &args.users, &args.accounts, &args.partitions);
+    let selection = args.select.selection(&args.jobs);
     // Slurm's `%` format (it may hold commas, which clap split).
     let percent = args
         .fields
@@ -140,7 +118,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     let mut jobs = engine.priorities()?;
     selection.jobs(&mut jobs);
     if let Some(view) = &slurm {
-        let users = !args.users.is_empty();
+        let users = !args.select.users.is_empty();
         return emit(&answer(&jobs, engine.config(), args.norm, view, users)?);
     }
     emit(&shaped(

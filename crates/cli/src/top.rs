@@ -9,7 +9,7 @@
 use fairflow_serve::top::render_page;
 
 use crate::output::{emit, OutputArgs};
-use crate::slurm_flags::{route, selection};
+use crate::slurm_flags::{route, JobSelectionArgs};
 use crate::state_args::StateArgs;
 
 /// `fairflow top` flags.
@@ -26,36 +26,14 @@ pub struct Args {
     /// 21 to 30).
     #[arg(long, value_name = "N", default_value_t = 0)]
     offset: usize,
-    /// Only these accounts' jobs (comma-separated), as `squeue -A`.
-    #[arg(
-        short = 'A',
-        long = "account",
-        value_name = "ACCOUNTS",
-        value_delimiter = ','
-    )]
-    accounts: Vec<String>,
-    /// Only these users' jobs (comma-separated), as `squeue -u`.
-    #[arg(
-        short = 'u',
-        long = "user",
-        value_name = "USERS",
-        value_delimiter = ','
-    )]
-    users: Vec<String>,
-    /// Only jobs in these partitions (comma-separated), as `squeue -p`.
-    #[arg(
-        short = 'p',
-        long = "partition",
-        value_name = "PARTITIONS",
-        value_delimiter = ','
-    )]
-    partitions: Vec<String>,
+    #[command(flatten)]
+    select: JobSelectionArgs,
 }
 
 /// Load the state, take the first `k` of the ranked queue, print them.
 pub fn run(args: &Args) -> anyhow::Result<()> {
     let format = args.output.format();
-    let selection = selection(&[], &args.users, &args.accounts, &args.partitions);
+    let selection = args.select.selection(&[]);
     let offset = if args.offset > 0 {
         args.offset.to_string()
     } else {

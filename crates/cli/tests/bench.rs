@@ -97,6 +97,67 @@ fn check(report: &Value, workers: u64) {
     assert!(report["commit"].is_string());
     assert!(report["machine"]["cores"].as_u64().is_some_and(|c| c > 0));
     assert_eq!(report["topk_matches_oracle"], true);
+    check_reads(report);
+    check_baselines(report);
+}
+
+/// Each read's samples at `--samples-scale 0.05` (the defaults 30, 30, 5,
+/// 200, 20, 20, 10, 3, 1 scaled and rounded, at least one), and the states
+/// the oracle checks: `--oracle-samples 1` of each.
+const READS: [(&str, u64); 9] = [
+    ("position", 2),
+    ("top_offset", 2),
+    ("whatif", 1),
+    ("explain", 10),
+    ("audit", 1),
+    ("sshare", 1),
+    ("metrics", 1),
+    ("restart", 1),
+    ("one_off_top", 1),
+];
+
+fn check_reads(report: &Value) {
+    let reads = report["reads"].as_object().expect("a reads object");
+    assert_eq!(reads.len(), READS.len(), "{reads:?}");
+    for (key, samples) in READS {
+        let r = &report["reads"][key];
+        assert_eq!(r["samples"], samples, "{key}: {r}");
+        let p50 = positive(&r["p50_us"], key);
+        let p99 = positive(&r["p99_us"], key);
+        assert!(p50 <= p99, "{key}: {r}");
+        // Every answer equals the oracle's on the same state.
+        assert_eq!(r["matches_oracle"], true, "{key}: {r}");
+        assert_eq!(r["oracle_states"], 1, "{key}: {r}");
+        positive(&r["p99_target_us"], key);
+    }
+    // Issue 36's targets, in microseconds.
+    assert_eq!(report["reads"]["explain"]["p99_target_us"], 1_000.0);
+    assert_eq!(report["reads"]["sshare"]["p99_target_us"], 300_000.0);
+    assert_eq!(report["reads"]["restart"]["p99_target_us"], 15_000_000.0);
+}
+
+fn check_baselines(report: &Value) {
+    let b = &report["baselines"];
+    positive(&b["oracle_full_recompute_us"], "oracle baseline");
+    positive(&b["lean_full_recompute_us"], "lean baseline");
+    assert_eq!(b["lean_topk_matches_oracle"], true, "{b}");
+    // 2,000 pending jobs generated; the 10 submissions add 10 and the 10
+    // start_end samples start (and end) 10 of them.
+    assert_eq!(b["pending_jobs"], 2000, "{b}");
+    let associations = b["associations"].as_u64().expect("associations");
+    // 200 user associations and their accounts (root among them).
+    assert!(associations > 200, "{b}");
+    // Slurm's cycle: 0.7 us per pending job and 0.6 us per association.
+    let slurm = positive(&b["slurm_cycle_us"], "slurm cycle");
+    let expected = 0.7 * 2000.0 + 0.6 * associations as f64;
+    assert!((slurm - expected).abs() < 1e-6, "{slurm} != {expected}");
+    let topk_p50 = positive(&report["topk_read"]["p50_us"], "topk p50");
+    let ratio = positive(&b["ratios"]["topk_read"]["slurm_cycle"], "slurm ratio");
+    assert!((ratio - slurm / topk_p50).abs() <= 1e-9 * ratio, "{b}");
+    positive(
+        &b["ratios"]["usage_event"]["lean_full_recompute"],
+        "lean ratio",
+    );
 }
 
 #[test]

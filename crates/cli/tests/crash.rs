@@ -58,11 +58,7 @@ fn next(seed: &mut u64, n: u64) -> u64 {
 
 #[test]
 fn sigkill_at_random_moments_loses_no_acknowledged_event() {
-    let rounds: u32 = if std::env::var("FAIRFLOW_HEAVY").is_ok() {
-        40
-    } else {
-        6
-    };
+    let rounds: u32 = if fairflow_testkit::heavy() { 40 } else { 6 };
     let dir = tempfile::tempdir().unwrap();
     let token_file = service::token_file(dir.path(), TOKEN);
     let data = dir.path().join("data");

@@ -132,7 +132,7 @@ fn wait_until<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
 fn the_live_page_shows_the_queue_and_the_tree_and_follows_events() {
     let (Some(chromium), Some(chromedriver)) = (on_path("chromium"), on_path("chromedriver"))
     else {
-        println!("skipped: chromium not installed (chromium and chromedriver)");
+        fairflow_testkit::prerequisite_missing("chromium and chromedriver on PATH");
         return;
     };
     let dir = tempfile::tempdir().unwrap();

@@ -4,7 +4,8 @@
 //! the limits is a 400; clients that stop reading are refused past the
 //! response budget and dropped after the write timeout; long tables and
 //! pages are sent in pieces, each the command's answer; a wide sprio format
-//! is a 400 that never rebuilds the engine; the router's own errors are JSON.
+//! is a 400 that never rebuilds the engine; the router's own errors are JSON;
+//! readers of many states hold at most the table cap.
 //! Nothing here times anything: each test asserts what was answered, and in
 //! what order.
 
@@ -262,6 +263,53 @@ fn metrics_answers_count_in_the_response_budget() {
     let (status, text) = service.request("GET", "/metrics", None, "");
     assert_eq!(status, 200);
     assert!(text.contains("fairflow_association_raw_usage"), "{text}");
+    drop(slow);
+    service.kill();
+}
+
+/// Slow readers of different states cannot each keep a table alive: with
+/// `--max-held-table-bytes 1`, one state's sprio rows held by a reader that
+/// reads nothing are shared by every reader of that state, but a read of
+/// another state's rows is refused at once (503, JSON) while they are held,
+/// and answered once that reader is dropped after the write timeout. The
+/// held tables are gauged in `/metrics`.
+#[test]
+fn readers_of_many_states_hold_at_most_the_table_cap() {
+    let dir = tempfile::tempdir().unwrap();
+    let service = loaded(
+        dir.path(),
+        10_000,
+        &["--max-held-table-bytes", "1", "--write-timeout-secs", "2"],
+    );
+    let slow = send(service.address, "GET", "/v1/sprio?format=json", "");
+    eventually("the slow reader's table is held", || {
+        metric(&service, "fairflow_response_held_table_bytes") > 0.0
+    });
+    let held = metric(&service, "fairflow_response_held_table_bytes");
+    assert!(
+        held > 10_000.0 * 50.0,
+        "10,000 jobs' compact rows are counted: {held} bytes"
+    );
+    // The same state's rows are shared: answered, and counted once.
+    let (status, body) = service.request("GET", "/v1/sprio?format=json", None, "");
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(metric(&service, "fairflow_response_held_table_bytes"), held);
+    // Another state: its rows would be a second table.
+    let tick = format!(r#"{{"op":"tick","t":{LATER}}}"#);
+    let (status, answer) = service.request("POST", "/v1/events", Some(TOKEN), &tick);
+    assert_eq!(status, 200, "{answer}");
+    let (status, body) = service.request("GET", "/v1/sprio?format=json", None, "");
+    assert_eq!(status, 503, "{body}");
+    assert!(
+        error_of(&body).contains("tables are held for slow readers"),
+        "{body}"
+    );
+    eventually("the slow reader is dropped", || {
+        service.request("GET", "/v1/sprio?format=json", None, "").0 == 200
+    });
+    eventually("nothing is held once every answer is sent", || {
+        metric(&service, "fairflow_response_held_table_bytes") == 0.0
+    });
     drop(slow);
     service.kill();
 }

@@ -75,14 +75,11 @@ fn replaying_the_example_log_reports_and_ends_equal_to_the_batch_engine() {
 
 #[test]
 fn replaying_the_nasa_swf_trace_ends_with_the_batch_engines_fairshare_table() {
-    let trace = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/datasets/NASA-iPSC-1993-3.1-cln.swf.gz");
-    if !trace.exists() {
-        eprintln!("skipped: {} is absent", trace.display());
+    let Some(trace) = fairflow_testkit::dataset("NASA-iPSC-1993-3.1-cln.swf.gz") else {
         return;
-    }
+    };
     let dir = tempfile::tempdir().unwrap();
-    let heavy = std::env::var("FAIRFLOW_HEAVY").is_ok_and(|v| v == "1");
+    let heavy = fairflow_testkit::heavy();
     let head = dir.path().join("nasa-head.swf");
     {
         let reader = BufReader::new(flate2::read::MultiGzDecoder::new(

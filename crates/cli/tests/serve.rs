@@ -598,13 +598,23 @@ fn fifos_devices_two_line_tokens_and_mistyped_config_values_are_refused_at_start
 }
 
 /// `explain ID --server` names the job it was given, whatever the id holds:
-/// `1%32` is not job `12`, and `a/b`, `x?y` and `x#y` are found.
+/// `1%32` is not job `12`, and `a/b`, `x?y`, `x#y`, an array task range
+/// `12345_[1-3]` (brackets are not allowed in a URL path) and a SLUID-like
+/// id are found.
 #[test]
 fn explain_and_position_over_the_server_encode_the_job_id() {
     let dir = tempfile::tempdir().unwrap();
     let token_file = service::token_file(dir.path(), TOKEN);
     let service = Service::start(&dir.path().join("data"), &token_file, &[]);
-    let ids = ["12", "1%32", "a/b", "x?y", "x#y"];
+    let ids = [
+        "12",
+        "1%32",
+        "a/b",
+        "x?y",
+        "x#y",
+        "12345_[1-3]",
+        "sC6VQ6U0G1KAB7",
+    ];
     let mut events = String::from(
         "{\"op\":\"account\",\"t\":1700000000,\"name\":\"a\",\"shares\":1}\n\
          {\"op\":\"user\",\"t\":1700000000,\"user\":\"u\",\"account\":\"a\"}\n",

@@ -32,18 +32,15 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use fairflow_book::state::accrued_between;
 use fairflow_book::{Changes, JobPhase, State};
 use fairflow_model::event::is_list;
 use fairflow_model::job_priority::{
     slurm_pair_factors_from_job, slurm_pair_priority, SlurmPairInputs, SlurmPairNorms,
     SlurmRawFactors, SlurmWeights,
 };
-use fairflow_model::moab::Credential;
 use fairflow_model::priority_formula::FLUX_URGENCY_DEFAULT;
-use fairflow_model::report::{JobPriority, JobState, PairPriority};
-use fairflow_model::usage::FrameUsage;
-use fairflow_model::{PriorityModel, Time};
+use fairflow_model::report::{JobPriority, PairPriority};
+use fairflow_model::PriorityModel;
 
 use crate::names::{JobIds, JobNames, Names};
 use crate::priority::crossings::{age_capped_at, begun_at, next_crossing, Crossings};
@@ -471,53 +468,6 @@ impl AccountPriorities {
     }
 }
 
-/// Moab's credential usage at `state.now`, frame units: each credential's
-/// share of the associations' visible usage, the settled group/QOS/class
-/// usage, and running jobs' accrual so far; with the total over associations.
-fn moab_credential_usage(
-    state: &State,
-) -> (BTreeMap<(Credential, String), FrameUsage>, FrameUsage) {
-    let mut by_credential: BTreeMap<(Credential, String), FrameUsage> = BTreeMap::new();
-    let mut total: FrameUsage = 0;
-    for (name, account) in &state.accounts {
-        let usage = state.visible_usage(&account.usage);
-        *by_credential
-            .entry((Credential::Account, name.clone()))
-            .or_default() += usage;
-        total += usage;
-    }
-    for ((account, user), assoc) in &state.users {
-        let usage = state.visible_usage(&assoc.usage);
-        *by_credential
-            .entry((Credential::Account, account.clone()))
-            .or_default() += usage;
-        *by_credential
-            .entry((Credential::User, user.clone()))
-            .or_default() += usage;
-        total += usage;
-    }
-    for (credential, usage) in &state.credential_usage {
-        *by_credential.entry(credential.clone()).or_default() += *usage;
-    }
-    let visible_to: Time = state
-        .config
-        .calc_period_boundary(state.now)
-        .unwrap_or(state.now);
-    for job in state.jobs.values() {
-        if let JobPhase::Running { rate, .. } = job.phase {
-            let from = job
-                .started_at
-                .unwrap_or(state.now)
-                .max(state.last_reset_at.unwrap_or(Time::MIN));
-            let accrued = accrued_between(&state.frame, rate, from, visible_to);
-            for credential in job.extra_credentials() {
-                *by_credential.entry(credential).or_default() += accrued;
-            }
-        }
-    }
-    (by_credential, total)
-}
-
 /// Every subject `state` has facts about.
 fn all_subjects(state: &State) -> Vec<Subject> {
     let mut subjects = vec![Subject::Config, Subject::Cluster, Subject::Moab];
@@ -642,9 +592,9 @@ fn subject_facts(
         }
         Subject::Moab => {
             if state.config.model == PriorityModel::Moab {
-                let (by_credential, total) = moab_credential_usage(state);
-                facts.insert(PFact::MoabUsageTotal(total));
-                for ((kind, name), usage) in by_credential {
+                let usage = state.moab_credential_usage();
+                facts.insert(PFact::MoabUsageTotal(usage.total));
+                for ((kind, name), usage) in usage.by_credential {
                     facts.insert(PFact::MoabUsage { kind, name, usage });
                 }
                 for (user, (used, requested)) in &state.wallclock_accuracy {
@@ -747,7 +697,7 @@ fn pairs_of(state: &State, job: &fairflow_book::Job, own: &JobPriority) -> Vec<P
             .values()
             .map(|p| p.priority_job_factor)
             .fold(1, u32::max),
-        max_qos: state.qos.values().map(|q| q.priority).fold(0, i64::max),
+        max_qos: state.max_qos_priority(),
     };
     let counted = match (&job.phase, &job.allocated) {
         (JobPhase::Running { .. }, Some(allocated)) => allocated,
@@ -757,7 +707,6 @@ fn pairs_of(state: &State, job: &fairflow_book::Job, own: &JobPriority) -> Vec<P
     let nice = job.spec.nice.unwrap_or(0);
     let job_pairs = state.job_pairs(job);
     let pair_count = job_pairs.len();
-    let incr_only = state.config.flags.incr_only;
     job_pairs
         .into_iter()
         .enumerate()
@@ -771,13 +720,12 @@ fn pairs_of(state: &State, job: &fairflow_book::Job, own: &JobPriority) -> Vec<P
             };
             let factors = slurm_pair_factors_from_job(&own.factors, &norms, &pair);
             let computed = slurm_pair_priority(&factors, site, nice);
-            let priority = match own.state {
-                JobState::Held => 0,
-                JobState::Pending if incr_only => {
-                    state.pair_priority_with_floor(&job.id, index, pair_count, computed)
-                }
-                _ => computed,
-            };
+            let priority = state.slurm_pair_priority_as_listed(
+                &job.id,
+                own.state,
+                (index, pair_count),
+                computed,
+            );
             PairPriority {
                 partition: partition_name.to_string(),
                 qos: qos.to_string(),

@@ -169,7 +169,7 @@ fn run(scenario: &Scenario, seed: u64, workers: usize, batches: usize) -> Result
 }
 
 fn sweep(scenario: &Scenario) {
-    let heavy = std::env::var("FAIRFLOW_HEAVY").is_ok_and(|v| v == "1");
+    let heavy = fairflow_testkit::heavy();
     let (seeds, batches) = if heavy { (6, 120) } else { (1, 30) };
     for seed in 1..=seeds {
         for workers in [1, 2, 4] {

@@ -123,7 +123,7 @@ fn documented_ties_equal_the_oracle() {
 
 #[test]
 fn heavy_sweep() {
-    if std::env::var_os("FAIRFLOW_HEAVY").is_none() {
+    if !fairflow_testkit::heavy() {
         return;
     }
     for seed in 1000..1030 {

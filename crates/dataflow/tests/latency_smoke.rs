@@ -25,7 +25,7 @@ fn median(mut samples: Vec<f64>) -> f64 {
 
 #[test]
 fn latency_smoke() {
-    if std::env::var_os("FAIRFLOW_HEAVY").is_none() {
+    if !fairflow_testkit::heavy() {
         return;
     }
     let users: u64 = std::env::var("FAIRFLOW_SMOKE_USERS")

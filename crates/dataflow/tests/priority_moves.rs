@@ -144,7 +144,7 @@ fn run(seed: u64, batches: usize, workers: usize) {
 
 #[test]
 fn random_moves_and_priorities_equal_the_oracle() {
-    let heavy = std::env::var_os("FAIRFLOW_HEAVY").is_some();
+    let heavy = fairflow_testkit::heavy();
     let seeds = if heavy { 0..40 } else { 0..6 };
     for seed in seeds {
         for workers in [1, 2, 4] {

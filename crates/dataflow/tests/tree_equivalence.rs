@@ -66,7 +66,7 @@ fn subtree_usage_equals_the_oracle_two_workers() {
 
 #[test]
 fn heavy_sweep() {
-    if std::env::var_os("FAIRFLOW_HEAVY").is_none() {
+    if !fairflow_testkit::heavy() {
         return;
     }
     for seed in 100..140 {

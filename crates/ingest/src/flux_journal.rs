@@ -479,6 +479,7 @@ enum Applied {
 }
 
 impl LineState<'_> {
+    // size: the journal's event names, one arm each (submit's spec read inline); split pending (issue 38)
     fn apply(&mut self, text: &str) -> Result<Vec<Event>, Fault> {
         let value: Value =
             serde_json::from_str(text).map_err(|e| fault("", format!("not valid JSON: {e}")))?;

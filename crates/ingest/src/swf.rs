@@ -55,6 +55,7 @@ const FIELD_NAMES: [&str; 18] = [
     "think time",
 ];
 
+// size: one pass over SWF's 18 fields and header comments; split pending (issue 38)
 /// Convert an SWF trace into log lines: events (each carrying its SWF line
 /// number) in time order, and rejections for malformed job lines.
 pub fn convert_swf<R: BufRead>(reader: R) -> Result<Vec<LogLine>, std::io::Error> {

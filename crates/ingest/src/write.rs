@@ -61,6 +61,7 @@ fn put_spec(map: &mut Map<String, Value>, spec: &JobSpec) {
     put("attributes", spec.attributes.clone().map(Value::from));
 }
 
+// size: one arm per event kind, each writing its own fields
 /// The JSON object of an event.
 pub fn event_to_json(event: &Event) -> Value {
     let mut map = Map::new();

@@ -518,6 +518,7 @@ impl Config {
         calc_period_boundary(self.calc_period_secs, t)
     }
 
+    // size: one arm per configuration parameter
     /// Set one parameter from its Slurm-syntax text. Keys are Slurm's
     /// (case-insensitive, as in `slurm.conf`), fairflow's `PriorityModel` and
     /// `Flux*` weights, or Moab's upper-case `moab.cfg` names.
@@ -665,7 +666,7 @@ impl Config {
             | "prioritysitefactorplugin"
             | "prioritysitefactorparameters" => {}
             _ if is_moab_key(key) => {
-                let stored = crate::moab::validate_and_merge(
+                let stored = crate::moab::params::validate_and_merge(
                     key,
                     self.moab.get(key).map(String::as_str),
                     text,

@@ -10,6 +10,7 @@
 //! rendered whole on the applier and a rendering failure never touches the
 //! engine.
 
+use crate::held_tables::SharedTable;
 use fairflow_ingest::{LogLine, Rejection};
 use fairflow_model::report::Selection;
 use fairflow_model::Time;
@@ -126,6 +127,9 @@ pub enum Answer {
     Text(String),
     /// The text in pieces, rendered as they are taken (off the applier).
     Pieces(Pieces),
+    /// Pieces that read one table while they are sent: the answer holds it
+    /// (counted by `held_tables` while it is sent).
+    Holding(Pieces, SharedTable),
     /// A copy of the state for a what-if ([`Query::WhatIfBase`]).
     WhatIfBase(Box<fairflow_engine::whatif::Base>),
 }
@@ -146,11 +150,19 @@ impl Answer {
         Answer::Pieces(Box::new(pieces))
     }
 
+    /// The same pieces, holding `table` while they are sent.
+    pub fn holding(self, table: SharedTable) -> Answer {
+        match self {
+            Answer::Pieces(pieces) => Answer::Holding(pieces, table),
+            other => other,
+        }
+    }
+
     /// The whole text (pieces joined, rendered here).
     pub fn into_text(self) -> Result<String, QueryError> {
         match self {
             Answer::Text(text) => Ok(text),
-            Answer::Pieces(pieces) => pieces.collect(),
+            Answer::Pieces(pieces) | Answer::Holding(pieces, _) => pieces.collect(),
             Answer::WhatIfBase(_) => Err(QueryError::BadRequest(
                 "a what-if's base is not a text answer".to_string(),
             )),
@@ -167,6 +179,10 @@ pub enum QueryError {
     /// The query cannot be answered as asked (HTTP 400).
     #[error("{0}")]
     BadRequest(String),
+    /// The answer would hold more than the service lets answers hold now
+    /// (HTTP 503: retry later).
+    #[error("{0}")]
+    Busy(String),
     /// The engine failed (HTTP 500).
     #[error("{0}")]
     Internal(String),

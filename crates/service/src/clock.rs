@@ -1,4 +1,6 @@
-//! The wall clock as the service trusts it. Two things read it:
+//! The wall clock: [`wall_secs`] as the system says it (the Slurm follower's
+//! stamps, `/metrics`' silence gauges), and as the service trusts it. Two
+//! things read the trusted clock:
 //! - the calc-period ticker (`ticks`), which settles each boundary the wall
 //!   clock passes. A tick is logged, and every later event must be timed at
 //!   or after it, so a tick the clock places in the future (a brief forward
@@ -16,6 +18,14 @@ use std::sync::Arc;
 
 use fairflow_ingest::{LogLine, Rejection};
 use fairflow_model::Time;
+
+/// Unix seconds now, as the system clock says (no jump is smoothed: the
+/// Slurm follower's stamps and `/metrics`' silence gauges read it).
+pub fn wall_secs() -> Time {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as Time)
+}
 
 /// A wall-clock reading in Unix seconds. The service reads the system's;
 /// tests give a shifted one.

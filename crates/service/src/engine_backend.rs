@@ -18,10 +18,14 @@ use fairflow_serve::{audit, explain, overview, plot, position, sprio, sshare, to
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
-use fairflow_model::report::{CompactJobs, FairshareTable, JobPriority, Selection};
+use fairflow_model::report::{
+    CompactJobs, FairshareRow, FairshareTable, JobPriority, PairPriority, PriorityFactor,
+    Selection, SharedJobs,
+};
 use fairflow_serve::sprio::SprioRows;
 
 use crate::backend::{Answer, Backend, Gauges, Query, QueryError};
+use crate::held_tables::{HeldTables, SharedTable};
 use crate::metrics::{association_gauges, ScrapedTables};
 
 /// An engine serving the service.
@@ -35,6 +39,12 @@ pub struct EngineBackend {
     /// at: `sshare`, `/metrics`' tables, the live page's overview and tree
     /// share one read of an unchanged state.
     table: Option<(StateKey, Arc<FairshareTable>)>,
+    /// What answers being sent hold (shared with the HTTP side): a read of
+    /// every job's sprio rows at a new state is refused before it is built
+    /// when rows the size of the last ones would not fit beside them.
+    held_tables: Option<HeldTables>,
+    /// The size of the last whole sprio rows built, bytes.
+    last_rows_bytes: usize,
 }
 
 /// sprio's rows of one read of the engine: the jobs' priorities as read,
@@ -44,14 +54,24 @@ pub struct EngineBackend {
 struct LazyRows {
     jobs: Mutex<Option<CompactJobs>>,
     rows: OnceLock<Arc<SprioRows>>,
+    /// What the rows take once ordered: the jobs' encoding and sprio's
+    /// index over them, bytes.
+    bytes: usize,
 }
 
 impl LazyRows {
     fn of(jobs: CompactJobs) -> Arc<Self> {
+        let bytes = jobs.encoded_bytes() + jobs.len() * std::mem::size_of::<usize>();
         Arc::new(LazyRows {
             jobs: Mutex::new(Some(jobs)),
             rows: OnceLock::new(),
+            bytes,
         })
+    }
+
+    /// The rows as a table answers hold while they are sent.
+    fn held(self: &Arc<Self>) -> SharedTable {
+        SharedTable::of(self, self.bytes)
     }
 
     /// The rows, built by the first caller (the others wait for it).
@@ -70,6 +90,36 @@ impl LazyRows {
     }
 }
 
+/// A fair-share table as answers hold it while they are sent: its rows
+/// and their names, bytes.
+fn held_table(table: &Arc<FairshareTable>) -> SharedTable {
+    let names: usize = (table.rows.iter())
+        .map(|row| row.account.len() + row.user.as_ref().map_or(0, String::len))
+        .sum();
+    let bytes = table.rows.len() * std::mem::size_of::<FairshareRow>() + names;
+    SharedTable::of(table, bytes)
+}
+
+/// A page of the queue as its answer holds it while it is sent: every job
+/// its allocation keeps (those before the page included), bytes.
+fn held_page(page: SharedJobs) -> (Arc<SharedJobs>, SharedTable) {
+    let bytes: usize = (page.held().iter())
+        .map(|job| {
+            std::mem::size_of::<JobPriority>()
+                + job.job.len()
+                + job.user.len()
+                + job.account.len()
+                + job.partition.len()
+                + job.qos.len()
+                + job.factors.len() * std::mem::size_of::<PriorityFactor>()
+                + job.pairs.len() * std::mem::size_of::<PairPriority>()
+        })
+        .sum();
+    let page = Arc::new(page);
+    let table = SharedTable::of(&page, bytes);
+    (page, table)
+}
+
 /// What identifies a state: the events applied and the engine's time.
 type StateKey = (u64, Option<fairflow_model::Time>);
 
@@ -80,7 +130,21 @@ impl EngineBackend {
             engine,
             priorities: None,
             table: None,
+            held_tables: None,
+            last_rows_bytes: 0,
         }
+    }
+
+    /// Refuse to build a whole sprio read that `tables` would refuse to
+    /// hold (the same count the HTTP side holds answers' tables in).
+    pub fn with_held_tables(mut self, tables: HeldTables) -> Self {
+        self.held_tables = Some(tables);
+        self
+    }
+
+    /// The engine served, handed back (the shared reads are dropped).
+    pub fn into_engine(self) -> Box<dyn Engine> {
+        self.engine
     }
 
     /// What identifies the engine's state now.
@@ -106,10 +170,18 @@ impl EngineBackend {
             return Ok(LazyRows::of(jobs.iter().collect()));
         }
         let key = self.state_key();
+        let fresh = self.priorities.as_ref().is_some_and(|(at, _)| *at == key);
+        if let (false, Some(tables)) = (fresh, &self.held_tables) {
+            if !tables.admits(self.last_rows_bytes) {
+                return Err(QueryError::Busy(tables.refusal()));
+            }
+        }
         let engine = &mut self.engine;
-        shared(&mut self.priorities, key, || {
+        let rows = shared(&mut self.priorities, key, || {
             Ok(LazyRows::of(engine.priorities_compact().map_err(internal)?))
-        })
+        })?;
+        self.last_rows_bytes = rows.bytes;
+        Ok(rows)
     }
 }
 
@@ -173,6 +245,7 @@ impl Backend for EngineBackend {
         self.answer(query)?.into_text()
     }
 
+    // size: one arm per query kind
     /// The engine is read here (on the applier); every text is rendered
     /// where the answer's pieces are taken.
     fn answer(&mut self, query: &Query) -> Result<Answer, QueryError> {
@@ -186,7 +259,12 @@ impl Backend for EngineBackend {
                 selection,
             } => {
                 let page = engine.top_page(offset, k, &selection).map_err(internal)?;
-                Answer::later(move || Ok(top::render_page_pieces(page, offset, k, format)))
+                let (page, held) = held_page(page);
+                Answer::later(move || {
+                    let page = Arc::unwrap_or_clone(page);
+                    Ok(top::render_page_pieces(page, offset, k, format))
+                })
+                .holding(held)
             }
             Query::Audit {
                 top,
@@ -214,7 +292,8 @@ impl Backend for EngineBackend {
                     selection.fairshare(&mut some);
                     table = Arc::new(some);
                 }
-                Answer::later(move || Ok(sshare::render_pieces(table, format)))
+                let held = held_table(&table);
+                Answer::later(move || Ok(sshare::render_pieces(table, format))).holding(held)
             }
             Query::Sprio {
                 normalized,
@@ -225,6 +304,7 @@ impl Backend for EngineBackend {
                 let config = engine.config().clone();
                 let users = !selection.users.is_empty();
                 let rows = self.sprio_rows(&selection)?;
+                let held = rows.held();
                 Answer::later(move || match slurm {
                     Some(view) => sprio::slurm_format::answer_pieces(
                         rows.rows(),
@@ -236,6 +316,7 @@ impl Backend for EngineBackend {
                     .map_err(|e| QueryError::BadRequest(e.to_string())),
                     None => Ok(sprio::render_pieces(rows.rows(), normalized, format)),
                 })
+                .holding(held)
             }
             Query::JobPhases => {
                 let mut lines = String::new();
@@ -264,7 +345,8 @@ impl Backend for EngineBackend {
             }
             Query::SlurmJobs => {
                 let now = self.engine.now().unwrap_or(0);
-                let listed = self.engine.priorities_compact().map_err(internal)?;
+                let listed = Arc::new(self.engine.priorities_compact().map_err(internal)?);
+                let held = SharedTable::of(&listed, listed.encoded_bytes());
                 // A copy of the jobs is a pointer: they are shared
                 // copy-on-write, so the facts are read off the applier.
                 let jobs = self.engine.book().state().jobs.clone();
@@ -280,6 +362,7 @@ impl Backend for EngineBackend {
                     };
                     Ok(slurm_json::render_jobs_rows(count, facts, now))
                 })
+                .holding(held)
             }
             Query::ScrapedTables { limit } => {
                 let table = self.table()?;

@@ -16,7 +16,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 
-use crate::applier::WriteOutcome;
+use crate::write_outcome::WriteOutcome;
 
 /// The most idempotency keys remembered.
 pub const MAX_KEYS: usize = 10_000;

@@ -54,6 +54,7 @@ use fairflow_model::{Event, Time};
 
 use crate::applier::{ApplierHandle, WriteError};
 use crate::backend::Query;
+use crate::clock::wall_secs;
 use crate::metrics::{Metrics, ScrapedTables};
 use crate::taps::cursor::TapCursor;
 
@@ -100,13 +101,6 @@ impl FollowSlurm {
             batch_events: 10_000,
         }
     }
-}
-
-/// Unix seconds now.
-pub fn wall_secs() -> Time {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as Time)
 }
 
 /// The follower's state between polls.

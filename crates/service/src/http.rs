@@ -18,22 +18,26 @@ use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{middleware, Json, Router};
-use serde_json::json;
 use subtle::ConstantTimeEq;
 use tokio::sync::Semaphore;
 
 use crate::applier::{parse_body, ApplierHandle, WriteError};
 use crate::backend::Query;
-use crate::budget::{HeldBytes, WriteBudget};
+use crate::budget::HeldBytes;
 use crate::exactly_once::{valid_key, AbandonOnDrop, Ticket, MAX_KEY_BYTES};
+pub(crate) use crate::http_errors::error;
 use crate::http_errors::{json_errors, unknown_route};
-use crate::metrics::{Metrics, ScrapedTables};
-use crate::stream::{respond, respond_whole};
+use crate::metrics::Metrics;
+use crate::stream::{respond, respond_whole, ResponseBudget};
 use fairflow_model::report::Selection;
 use fairflow_serve::sprio::slurm_format::{Format, SlurmView};
 use fairflow_serve::OutputFormat;
 
-pub use crate::listener::serve;
+pub mod listener;
+pub mod page;
+pub mod whatif;
+
+pub use listener::serve;
 
 /// Limits and credentials of the HTTP layer.
 #[derive(Debug, Clone)]
@@ -67,6 +71,12 @@ pub struct HttpConfig {
     /// Most bytes of answers held for readers at once, every connection
     /// together (`stream`); a read that finds them spent gets 503.
     pub max_response_bytes: usize,
+    /// The tables answers being sent read from (one state's sprio rows,
+    /// fair-share table or queue page), counted once per table against
+    /// their cap (`held_tables`); a read whose table does not fit gets 503.
+    /// Clones share the count: the backend that builds the tables is given
+    /// the same (`EngineBackend::with_held_tables`).
+    pub held_tables: crate::held_tables::HeldTables,
     /// A connection whose writes make no progress this long (its client
     /// stopped reading) is closed (`stream`).
     pub write_timeout: Duration,
@@ -74,7 +84,7 @@ pub struct HttpConfig {
     pub max_whatifs: usize,
     /// Raised when the service stops: running what-ifs stop at once
     /// (`whatif`). `serve` raises it; clones share it.
-    pub stopping: crate::whatif::Stopping,
+    pub stopping: whatif::Stopping,
 }
 
 impl Default for HttpConfig {
@@ -92,9 +102,10 @@ impl Default for HttpConfig {
             stall_timeout: Duration::from_secs(120),
             metrics_associations: None,
             max_response_bytes: crate::stream::DEFAULT_RESPONSE_BUDGET_BYTES,
+            held_tables: crate::held_tables::HeldTables::default(),
             write_timeout: Duration::from_secs(30),
-            max_whatifs: crate::whatif::DEFAULT_MAX_WHATIFS,
-            stopping: crate::whatif::Stopping::default(),
+            max_whatifs: whatif::DEFAULT_MAX_WHATIFS,
+            stopping: whatif::Stopping::default(),
         }
     }
 }
@@ -104,8 +115,8 @@ pub(crate) struct AppState {
     pub(crate) applier: ApplierHandle,
     pub(crate) metrics: Arc<Metrics>,
     pub(crate) config: Arc<HttpConfig>,
-    /// Bytes of answers held for readers (`stream`).
-    pub(crate) response_budget: WriteBudget,
+    /// Bytes and tables of answers held for readers (`stream`).
+    pub(crate) response_budget: ResponseBudget,
     /// What-ifs evaluated at once (`whatif`).
     pub(crate) whatif_slots: Arc<Semaphore>,
     /// When `/metrics`' per-association tables were last read: every
@@ -114,7 +125,7 @@ pub(crate) struct AppState {
     /// read together (`get_metrics`).
     tables_read_at: Arc<tokio::sync::Mutex<Option<tokio::time::Instant>>>,
     /// The live page's last overview read (`page::get_overview`).
-    pub(crate) overview_read: Arc<tokio::sync::Mutex<Option<crate::page::RecentOverview>>>,
+    pub(crate) overview_read: Arc<tokio::sync::Mutex<Option<page::RecentOverview>>>,
 }
 
 /// How long a read of `/metrics`' per-association tables serves scrapes:
@@ -141,10 +152,6 @@ fn bearer_token(value: &str) -> Option<&str> {
     scheme
         .eq_ignore_ascii_case("bearer")
         .then(|| token.trim_start())
-}
-
-pub(crate) fn error(status: StatusCode, message: impl Into<String>) -> Response {
-    (status, Json(json!({ "error": message.into() }))).into_response()
 }
 
 /// `None` when the read may go ahead, else the refusal.
@@ -293,6 +300,19 @@ async fn read(state: AppState, headers: HeaderMap, query: Query) -> Response {
     respond(&state.response_budget, answer, None).await
 }
 
+/// Answer a read whose parameters made `asked`: the 400 they earned (before
+/// the token is checked), else the query's answer ([`read`]).
+async fn read_asked(
+    state: AppState,
+    headers: HeaderMap,
+    asked: Result<Query, Box<Response>>,
+) -> Response {
+    match asked {
+        Ok(query) => read(state, headers, query).await,
+        Err(bad) => *bad,
+    }
+}
+
 /// The query parameters reads take: `k` and `offset` (top), `format` (`json`, the
 /// default, `parsable` or `table`; explain: `json` or `text`), `norm` (sprio);
 /// Slurm's selections as comma-separated lists, `accounts` and `users`
@@ -380,19 +400,13 @@ async fn get_top(
     UrlQuery(params): UrlQuery<ReadParams>,
 ) -> Response {
     let k = params.k.unwrap_or(10).min(1_000_000);
-    let selection = params.selection();
-    match params.format() {
-        Ok(format) => {
-            let query = Query::Top {
-                k,
-                offset: params.offset.unwrap_or(0),
-                format,
-                selection,
-            };
-            read(state, headers, query).await
-        }
-        Err(bad) => *bad,
-    }
+    let asked = params.format().map(|format| Query::Top {
+        k,
+        offset: params.offset.unwrap_or(0),
+        format,
+        selection: params.selection(),
+    });
+    read_asked(state, headers, asked).await
 }
 
 /// `GET /v1/audit?top=N&min_factor=F&format=`: who is over- and
@@ -410,17 +424,12 @@ async fn get_audit(
             format!("min_factor {min_factor}: a fair-share factor is within 0..1"),
         );
     }
-    match params.format() {
-        Ok(format) => {
-            let query = Query::Audit {
-                top,
-                min_factor_millionths: (min_factor * 1e6).round() as u64,
-                format,
-            };
-            read(state, headers, query).await
-        }
-        Err(bad) => *bad,
-    }
+    let asked = params.format().map(|format| Query::Audit {
+        top,
+        min_factor_millionths: (min_factor * 1e6).round() as u64,
+        format,
+    });
+    read_asked(state, headers, asked).await
 }
 
 async fn get_sshare(
@@ -428,11 +437,11 @@ async fn get_sshare(
     headers: HeaderMap,
     UrlQuery(params): UrlQuery<ReadParams>,
 ) -> Response {
-    let selection = params.selection();
-    match params.format() {
-        Ok(format) => read(state, headers, Query::Sshare { format, selection }).await,
-        Err(bad) => *bad,
-    }
+    let asked = params.format().map(|format| Query::Sshare {
+        format,
+        selection: params.selection(),
+    });
+    read_asked(state, headers, asked).await
 }
 
 /// slurmrestd's `GET /slurm/v0.0.46/shares`: the table in Slurm's own JSON
@@ -461,21 +470,15 @@ async fn get_sprio(
     UrlQuery(params): UrlQuery<ReadParams>,
 ) -> Response {
     let normalized = params.norm.unwrap_or(false);
-    let asked = params
-        .format()
-        .and_then(|format| Ok((format, params.slurm_view(format)?)));
-    match asked {
-        Ok((format, slurm)) => {
-            let query = Query::Sprio {
-                normalized,
-                format,
-                selection: params.selection(),
-                slurm,
-            };
-            read(state, headers, query).await
-        }
-        Err(bad) => *bad,
-    }
+    let asked = params.format().and_then(|format| {
+        Ok(Query::Sprio {
+            normalized,
+            format,
+            selection: params.selection(),
+            slurm: params.slurm_view(format)?,
+        })
+    });
+    read_asked(state, headers, asked).await
 }
 
 /// `format`: `json` (the default) or `text`, as a read about one job takes.
@@ -496,10 +499,8 @@ async fn get_explain(
     Path(job): Path<String>,
     UrlQuery(params): UrlQuery<ReadParams>,
 ) -> Response {
-    match json_or_text(&params) {
-        Ok(json) => read(state, headers, Query::Explain { job, json }).await,
-        Err(bad) => *bad,
-    }
+    let asked = json_or_text(&params).map(|json| Query::Explain { job, json });
+    read_asked(state, headers, asked).await
 }
 
 /// `GET /v1/jobs/{id}/position`: the job's place in line (404 when it is
@@ -510,10 +511,8 @@ async fn get_position(
     Path(job): Path<String>,
     UrlQuery(params): UrlQuery<ReadParams>,
 ) -> Response {
-    match json_or_text(&params) {
-        Ok(json) => read(state, headers, Query::Position { job, json }).await,
-        Err(bad) => *bad,
-    }
+    let asked = json_or_text(&params).map(|json| Query::Position { job, json });
+    read_asked(state, headers, asked).await
 }
 
 async fn get_metrics(State(state): State<AppState>, headers: HeaderMap) -> Response {
@@ -527,18 +526,19 @@ async fn get_metrics(State(state): State<AppState>, headers: HeaderMap) -> Respo
         if !fresh {
             // One read of the table (shared with the other readers of an
             // unchanged state) gives both.
-            let tables: ScrapedTables =
-                match state.applier.read(Query::ScrapedTables { limit }).await {
-                    Ok(body) => serde_json::from_str(&body).unwrap_or_default(),
-                    Err(_) => ScrapedTables::default(),
-                };
-            state.metrics.set_associations(&tables.associations);
-            state.metrics.set_fairness_errors(&tables.fairness_errors);
+            let body = state
+                .applier
+                .read(Query::ScrapedTables { limit })
+                .await
+                .unwrap_or_default();
+            state.metrics.set_scraped_tables(&body);
             *read_at = Some(tokio::time::Instant::now());
         }
     }
     let gauges = state.applier.gauges().await;
     let queued = state.applier.queued();
+    let budget = &state.response_budget;
+    (state.metrics).set_held(budget.bytes.held_bytes(), budget.tables.held_bytes());
     // Rendering every association's gauges is CPU work: off the runtime.
     let metrics = state.metrics.clone();
     let text = match tokio::task::spawn_blocking(move || metrics.render(gauges, queued)).await {
@@ -588,7 +588,7 @@ pub fn router(applier: ApplierHandle, metrics: Arc<Metrics>, config: HttpConfig)
     let state = AppState {
         applier: applier.with_write_budget(config.max_inflight_bytes),
         metrics,
-        response_budget: WriteBudget::new(config.max_response_bytes),
+        response_budget: ResponseBudget::new(config.max_response_bytes, config.held_tables.clone()),
         whatif_slots: Arc::new(Semaphore::new(config.max_whatifs.max(1))),
         tables_read_at: Arc::default(),
         overview_read: Arc::default(),
@@ -598,7 +598,7 @@ pub fn router(applier: ApplierHandle, metrics: Arc<Metrics>, config: HttpConfig)
     // `whatif`); the other routes have the request deadline.
     let own_deadlines = Router::new()
         .route("/v1/events", post(post_events))
-        .route("/v1/whatif", post(crate::whatif::post_whatif));
+        .route("/v1/whatif", post(whatif::post_whatif));
     let reads = Router::new()
         .route("/v1/top", get(get_top))
         .route("/v1/sshare", get(get_sshare))
@@ -611,9 +611,9 @@ pub fn router(applier: ApplierHandle, metrics: Arc<Metrics>, config: HttpConfig)
         .route(fairflow_serve::slurm_json::JOBS_PATH, get(get_slurm_jobs))
         .route("/v1/jobs/{id}/explain", get(get_explain))
         .route("/v1/jobs/{id}/position", get(get_position))
-        .route("/", get(crate::page::get_page))
-        .route("/v1/plot/tree.svg", get(crate::page::get_tree_svg))
-        .route("/v1/overview", get(crate::page::get_overview))
+        .route("/", get(page::get_page))
+        .route("/v1/plot/tree.svg", get(page::get_tree_svg))
+        .route("/v1/overview", get(page::get_overview))
         .route("/metrics", get(get_metrics))
         .route("/healthz", get(get_healthz))
         .layer(DefaultBodyLimit::max(config.max_body_bytes))

@@ -1,5 +1,5 @@
 //! Every error answer is JSON, `{"error":"..."}` (docs/http.md), whoever
-//! writes it: the handlers (`http::error`), and here the router's own
+//! writes it: the handlers ([`error`]), and here the router's own
 //! answers (an unknown route, a method a route does not take, a query string
 //! that does not parse, a body over the limit) and the request deadline.
 //! `/healthz` keeps its plain-text answers (its contract).
@@ -10,9 +10,9 @@ use axum::body::to_bytes;
 use axum::extract::{Request, State};
 use axum::http::{header, StatusCode};
 use axum::middleware::Next;
-use axum::response::Response;
-
-use crate::http::error;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde_json::json;
 
 /// The longest request target read (path and query string), bytes; a longer
 /// one is a 414. (hyper itself refuses one over 65,534 bytes before any
@@ -21,6 +21,11 @@ pub const MAX_URI_BYTES: usize = 16 << 10;
 
 /// The most of a non-JSON error answer carried into its JSON message.
 const MAX_MESSAGE_BYTES: usize = 4 << 10;
+
+/// An error answer: `status` with `{"error": message}`.
+pub(crate) fn error(status: StatusCode, message: impl Into<String>) -> Response {
+    (status, Json(json!({ "error": message.into() }))).into_response()
+}
 
 /// An unknown route: 404.
 pub(crate) async fn unknown_route(request: Request) -> Response {

@@ -157,6 +157,8 @@ pub struct Metrics {
     associations: Gauge,
     queued_batches: Gauge,
     resident_memory: Gauge,
+    held_response_bytes: Gauge,
+    held_table_bytes: Gauge,
     /// Events per committed batch.
     pub batch_events: Histogram,
     event_time: Gauge,
@@ -287,7 +289,7 @@ impl SlurmFollowMetrics {
             .last_good_poll
             .load(std::sync::atomic::Ordering::Relaxed);
         let age = if last > 0 {
-            crate::follow_slurm::wall_secs() - last
+            crate::clock::wall_secs() - last
         } else {
             -1
         };
@@ -308,6 +310,7 @@ pub fn resident_memory_bytes() -> u64 {
 }
 
 impl Metrics {
+    // size: the registry: one registration per metric
     /// A fresh registry.
     pub fn new() -> Self {
         let mut root = Registry::default();
@@ -379,7 +382,19 @@ impl Metrics {
         let associations = Gauge::default();
         let queued_batches = Gauge::default();
         let resident_memory = Gauge::default();
+        let held_response_bytes = Gauge::default();
+        let held_table_bytes = Gauge::default();
         registry.register("events_applied", "Events applied", events_applied.clone());
+        registry.register(
+            "response_held_bytes",
+            "Bytes of the response budget held by answers being sent (windows and whole answers)",
+            held_response_bytes.clone(),
+        );
+        registry.register(
+            "response_held_table_bytes",
+            "Bytes of the distinct tables answers being sent read from (counted once each)",
+            held_table_bytes.clone(),
+        );
         registry.register(
             "events_rejected",
             "Lines rejected as malformed or impossible",
@@ -442,6 +457,8 @@ impl Metrics {
             associations,
             queued_batches,
             resident_memory,
+            held_response_bytes,
+            held_table_bytes,
             batch_events,
             event_time,
             ingest_lag,
@@ -462,6 +479,13 @@ impl Metrics {
         }
     }
 
+    /// Set what answers being sent hold: bytes of the response budget and
+    /// of the tables they read.
+    pub fn set_held(&self, response_bytes: usize, table_bytes: usize) {
+        self.held_response_bytes.set(response_bytes as i64);
+        self.held_table_bytes.set(table_bytes as i64);
+    }
+
     /// Count one committed batch.
     pub fn record_batch(&self, applied: u64, rejected: u64, latency: Duration) {
         self.events_applied.inc_by(applied);
@@ -469,6 +493,15 @@ impl Metrics {
         self.batches.inc();
         self.update_latency.observe(latency.as_secs_f64());
         self.batch_events.observe((applied + rejected) as f64);
+    }
+
+    /// Export a [`ScrapedTables`] answer (`Query::ScrapedTables`, as JSON):
+    /// its association gauges and accounts' fairness errors; an answer
+    /// that does not read back exports none.
+    pub fn set_scraped_tables(&self, body: &str) {
+        let tables: ScrapedTables = serde_json::from_str(body).unwrap_or_default();
+        self.set_associations(&tables.associations);
+        self.set_fairness_errors(&tables.fairness_errors);
     }
 
     /// Set the per-association gauges to `rows` (only these: associations

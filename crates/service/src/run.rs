@@ -119,6 +119,7 @@ async fn shutdown_signal() {
     }
 }
 
+// size: the service's start-up in order (runtime, applier, taps, listener, signals); split pending (issue 38)
 /// Run the service until a signal. `ready` is called once recovery is done and
 /// the listener is bound, with the recovery report and the bound address.
 pub fn run_blocking<B: Backend>(

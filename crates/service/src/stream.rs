@@ -11,11 +11,15 @@
 //! no progress for the write timeout is closed (`WriteDeadline`), which
 //! drops its body and frees its window. An answer rendered whole
 //! (`/metrics`) holds its own size of the same budget while it is sent
-//! ([`respond_whole`]).
+//! ([`respond_whole`]). An answer whose pieces read a table of one state
+//! (`Answer::Holding`) also holds that table, counted once however many
+//! answers share it (`held_tables`); a read whose table does not fit is
+//! answered 503 at once, as one that finds the windows spent.
 
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -28,7 +32,8 @@ use tokio::task::JoinHandle;
 
 use crate::backend::{Answer, Pieces, QueryError};
 use crate::budget::{HeldBytes, WriteBudget};
-use crate::http::error;
+use crate::held_tables::{HeldTables, TableHold};
+use crate::http_errors::error;
 
 /// What an answer sent in pieces holds of the response budget: a piece
 /// (a few hundred rows) and what the connection buffers of the one before.
@@ -37,11 +42,32 @@ pub const WINDOW_BYTES: usize = 2 << 20;
 /// The default response budget, bytes: 16 answers in pieces at once.
 pub const DEFAULT_RESPONSE_BUDGET_BYTES: usize = 16 * WINDOW_BYTES;
 
+/// What answers being sent may hold, every connection together: the
+/// windows of their pieces (bytes) and the tables they read.
+#[derive(Debug, Clone)]
+pub struct ResponseBudget {
+    /// Windows and answers rendered whole, bytes.
+    pub(crate) bytes: WriteBudget,
+    /// The distinct tables answers read while sent.
+    pub(crate) tables: HeldTables,
+}
+
+impl ResponseBudget {
+    /// At most `cap_bytes` of windows, and the tables `tables` counts.
+    pub fn new(cap_bytes: usize, tables: HeldTables) -> Self {
+        ResponseBudget {
+            bytes: WriteBudget::new(cap_bytes),
+            tables,
+        }
+    }
+}
+
 /// A read's error as its HTTP answer.
 pub(crate) fn query_error(e: QueryError) -> Response {
     match e {
         QueryError::NotFound(message) => error(StatusCode::NOT_FOUND, message),
         QueryError::BadRequest(message) => error(StatusCode::BAD_REQUEST, message),
+        QueryError::Busy(message) => error(StatusCode::SERVICE_UNAVAILABLE, message),
         QueryError::Internal(message) => error(StatusCode::INTERNAL_SERVER_ERROR, message),
     }
 }
@@ -70,11 +96,11 @@ fn render_next(mut pieces: Pieces) -> JoinHandle<Taken> {
 /// sent (so an answer that cannot be rendered is its error), the rest while
 /// it is sent. `content_type`: the answer's, else sniffed from its start.
 pub(crate) async fn respond(
-    budget: &WriteBudget,
+    budget: &ResponseBudget,
     answer: Result<Answer, QueryError>,
     content_type: Option<&'static str>,
 ) -> Response {
-    let pieces = match answer {
+    let (pieces, table) = match answer {
         Err(e) => return query_error(e),
         Ok(Answer::Text(text)) => {
             let kind = content_type.unwrap_or_else(|| sniffed(&text));
@@ -86,10 +112,14 @@ pub(crate) async fn respond(
                 "a what-if base is no answer",
             )
         }
-        Ok(Answer::Pieces(pieces)) => pieces,
+        Ok(Answer::Pieces(pieces)) => (pieces, None),
+        Ok(Answer::Holding(pieces, table)) => match budget.tables.hold(table) {
+            Some(hold) => (pieces, Some(hold)),
+            None => return tables_spent(&budget.tables),
+        },
     };
-    let Some(window) = budget.try_take(WINDOW_BYTES) else {
-        return budget_spent(budget);
+    let Some(window) = budget.bytes.try_take(WINDOW_BYTES) else {
+        return budget_spent(&budget.bytes);
     };
     let (pieces, first) = match render_next(pieces).await {
         Ok(taken) => taken,
@@ -111,6 +141,7 @@ pub(crate) async fn respond(
         pieces: Some(pieces),
         rendering: None,
         _window: window,
+        _table: table,
     };
     ([(header::CONTENT_TYPE, kind)], Body::new(body)).into_response()
 }
@@ -127,34 +158,42 @@ fn budget_spent(budget: &WriteBudget) -> Response {
     )
 }
 
+/// The answer to a read whose table does not fit beside those held.
+fn tables_spent(tables: &HeldTables) -> Response {
+    error(StatusCode::SERVICE_UNAVAILABLE, tables.refusal())
+}
+
 /// Answer with `text` rendered whole (`/metrics`): it is held until the
 /// connection has taken it, so it holds its own size of the response budget
 /// until then (all of it, when larger), as an answer in pieces holds its
 /// window; a read that finds the budget spent is answered 503 at once.
 pub(crate) fn respond_whole(
-    budget: &WriteBudget,
+    budget: &ResponseBudget,
     text: String,
     content_type: &'static str,
 ) -> Response {
-    let Some(held) = budget.try_take(text.len()) else {
-        return budget_spent(budget);
+    let Some(held) = budget.bytes.try_take(text.len()) else {
+        return budget_spent(&budget.bytes);
     };
     let body = PieceBody {
         first: Some(Bytes::from(text)),
         pieces: None,
         rendering: None,
         _window: held,
+        _table: None,
     };
     ([(header::CONTENT_TYPE, content_type)], Body::new(body)).into_response()
 }
 
 /// A body whose pieces are rendered one at a time as the connection takes
-/// them, holding a window of the response budget until it is dropped.
+/// them, holding a window of the response budget (and the table its pieces
+/// read, if any) until it is dropped.
 struct PieceBody {
     first: Option<Bytes>,
     pieces: Option<Pieces>,
     rendering: Option<JoinHandle<Taken>>,
     _window: HeldBytes,
+    _table: Option<Arc<TableHold>>,
 }
 
 impl hyper::body::Body for PieceBody {

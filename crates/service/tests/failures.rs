@@ -341,9 +341,8 @@ async fn a_full_disk_refuses_writes_cleanly_and_recovers_when_space_returns() {
         .status()
         .is_ok_and(|s| s.success());
     if !mounted {
-        println!(
-            "SKIPPED: cannot mount a tmpfs here (`mount -t tmpfs` needs root); the full-disk \
-             test did not run"
+        fairflow_testkit::prerequisite_missing(
+            "a 512 KiB tmpfs (`mount -t tmpfs` needs root): the full-disk test did not run",
         );
         return;
     }

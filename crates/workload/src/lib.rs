@@ -170,6 +170,7 @@ impl Generator {
         }
     }
 
+    // size: the generated cluster in order (tree, QOS, partitions, jobs); split pending (issue 38)
     fn generate_initial(&mut self, events: &mut Chunks<'_>) {
         let p = self.params.clone();
         let set: BTreeMap<String, Value> = [

@@ -165,38 +165,6 @@ impl Service {
         if stream.read_to_end(&mut response).is_err() && response.is_empty() {
             return (0, String::new());
         }
-        let text = String::from_utf8_lossy(&response).to_string();
-        let status = text
-            .split(' ')
-            .nth(1)
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(0);
-        let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-        let chunked = head
-            .to_ascii_lowercase()
-            .contains("transfer-encoding: chunked");
-        let body = if chunked {
-            dechunk(body)
-        } else {
-            body.to_string()
-        };
-        (status, body)
+        fairflow_testkit::http_answer(&response)
     }
-}
-
-/// The body of a `Transfer-Encoding: chunked` answer: each chunk's size in
-/// hexadecimal on its own line, the chunk, a line break; a size 0 ends it.
-pub fn dechunk(mut rest: &str) -> String {
-    let mut body = String::new();
-    while let Some((size, after)) = rest.split_once("\r\n") {
-        let Ok(size) = usize::from_str_radix(size.trim(), 16) else {
-            break;
-        };
-        if size == 0 || after.len() < size {
-            break;
-        }
-        body.push_str(&after[..size]);
-        rest = after[size..].strip_prefix("\r\n").unwrap_or(&after[size..]);
-    }
-    body
 }

@@ -350,7 +350,7 @@ fn run(scenario: &Scenario, seed: u64, workers: usize, batches: usize) -> Result
 }
 
 fn heavy() -> bool {
-    std::env::var("FAIRFLOW_HEAVY").is_ok_and(|v| v == "1")
+    fairflow_testkit::heavy()
 }
 
 fn sweep(name: &str) {

@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::write::event_to_line;
+use rusqlite::Connection;
 
 const SCHEMA: &str = include_str!("../../../../datasets/flux/schema_v38.sql");
 const SITE: &str = include_str!("../../../../datasets/flux/site.sql");

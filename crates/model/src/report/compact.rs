@@ -456,11 +456,12 @@ mod tests {
         let compact: CompactJobs = std::iter::repeat_n(&row, 1000).collect();
         // Per row, by hand: 5 strings of 1 length byte and 6 + 7 ("ü" is
         // two bytes) + 4 + 0 + 6 bytes = 28; submit time and priority 16;
-        // state and model 2; the factors' count 1; `age`: 1 + 3 name, 1 (no
-        // component), 24, 1 (no cap) = 30; `QUEUETIME`: 1 + 9, 1 + 1 + 4
-        // (`SERV`), 24, 1 + 8 = 49; the pairs' count 1; where it starts 8.
-        let per_row = 28 + 16 + 2 + 1 + 30 + 49 + 1 + 8;
-        assert_eq!(per_row, 135);
+        // state and model 2; the queue marks 3 (`PriorityTier` 2, expedited
+        // 1); the factors' count 1; `age`: 1 + 3 name, 1 (no component),
+        // 24, 1 (no cap) = 30; `QUEUETIME`: 1 + 9, 1 + 1 + 4 (`SERV`), 24,
+        // 1 + 8 = 49; the pairs' count 1; where it starts 8.
+        let per_row = 28 + 16 + 2 + 3 + 1 + 30 + 49 + 1 + 8;
+        assert_eq!(per_row, 138);
         assert_eq!(compact.encoded_bytes(), 1000 * per_row);
     }
 }

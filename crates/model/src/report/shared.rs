@@ -39,6 +39,12 @@ impl SharedJobs {
         }
     }
 
+    /// Every job these share the allocation of, the ones skipped or cut
+    /// included: what holding these keeps alive.
+    pub fn held(&self) -> &[JobPriority] {
+        &self.all
+    }
+
     /// Without the first `n` (empty when there are fewer), sharing the same
     /// values.
     pub fn skip(&self, n: usize) -> Self {

@@ -35,13 +35,7 @@ use crate::State;
 
 /// Every evaluated job's Flux priority.
 pub fn evaluate(state: &State, fs: &FairshareFactors) -> Vec<JobPriority> {
-    let max_qos = state
-        .qos
-        .values()
-        .map(|q| q.priority)
-        .max()
-        .unwrap_or(0)
-        .max(0);
+    let max_qos = state.max_qos_priority();
     state
         .jobs
         .values()

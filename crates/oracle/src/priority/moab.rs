@@ -22,64 +22,19 @@
 //! `fairflow_model::moab::job_factors` weighs them. This module reads the
 //! state into a `MoabJobInputs`: the CRED defaults are the `account` and
 //! `qos` events' and the partition's `priority`; the aggregates it computes
-//! itself are every credential's usage ([`credential_usage`]) and each
+//! itself are every credential's usage (`State::moab_credential_usage`) and each
 //! user's running jobs (`FSJPU`, `FSPPU`, `FSPSPU`).
 
 pub use fairflow_model::moab::CredentialUsage;
-use fairflow_model::moab::{job_factors, Credential, MoabJobInputs, MoabParams, UserRunningTotals};
+use fairflow_model::moab::{job_factors, MoabJobInputs, MoabParams, UserRunningTotals};
 use fairflow_model::report::{JobPriority, JobState};
 use fairflow_model::tres::TresCounts;
-use fairflow_model::usage::FrameUsage;
 use fairflow_model::PriorityModel;
 
 use super::FairshareFactors;
 use super::{job_tres, listed_state, partition_of, priority_row, time_limit_secs, tres_count};
-use crate::state::{accrued_between, Job, JobPhase};
+use crate::state::{Job, JobPhase};
 use crate::State;
-
-/// The usage of every Moab credential at `state.now`.
-pub fn credential_usage(state: &State) -> CredentialUsage {
-    let mut out = CredentialUsage::default();
-    let mut add = |kind: Credential, name: &str, usage: FrameUsage| {
-        *out.by_credential
-            .entry((kind, name.to_string()))
-            .or_default() += usage;
-    };
-    let mut total: FrameUsage = 0;
-    for (name, account) in &state.accounts {
-        let usage = state.visible_usage(&account.usage);
-        add(Credential::Account, name, usage);
-        total += usage;
-    }
-    for ((account, user), assoc) in &state.users {
-        let usage = state.visible_usage(&assoc.usage);
-        add(Credential::Account, account, usage);
-        add(Credential::User, user, usage);
-        total += usage;
-    }
-    for (credential, usage) in &state.credential_usage {
-        add(credential.0, &credential.1, *usage);
-    }
-    // Running jobs' accrual so far (to the last calc-period boundary with one).
-    let visible_to = state
-        .config
-        .calc_period_boundary(state.now)
-        .unwrap_or(state.now);
-    for job in state.jobs.values() {
-        if let JobPhase::Running { rate, .. } = job.phase {
-            let from = job
-                .started_at
-                .unwrap_or(state.now)
-                .max(state.last_reset_at.unwrap_or(i64::MIN));
-            let accrued = accrued_between(&state.frame, rate, from, visible_to);
-            for (kind, name) in job.extra_credentials() {
-                add(kind, &name, accrued);
-            }
-        }
-    }
-    out.total = total;
-    out
-}
 
 /// Every evaluated job's Moab priority. The fair-share factors are not
 /// used: Moab's FS component works from credential usage and targets.
@@ -87,7 +42,7 @@ pub fn evaluate(state: &State, _fs: &FairshareFactors) -> Vec<JobPriority> {
     // Values are validated when stored; a hand-built map that does not
     // parse falls back to Moab's defaults rather than failing a query.
     let params = MoabParams::from_map(&state.config.moab).unwrap_or_default();
-    let usage = credential_usage(state);
+    let usage = state.moab_credential_usage();
     state
         .jobs
         .values()

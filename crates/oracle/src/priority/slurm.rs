@@ -94,13 +94,7 @@ fn maxima(state: &State, jobs: &[&Job]) -> Maxima {
         .iter()
         .map(|j| partition_of(state, j).priority_job_factor);
     let partition = defined.chain(referenced).max().unwrap_or(0);
-    let qos = state
-        .qos
-        .values()
-        .map(|q| q.priority)
-        .max()
-        .unwrap_or(0)
-        .max(0);
+    let qos = state.max_qos_priority();
     Maxima {
         assoc,
         partition,
@@ -175,14 +169,7 @@ fn job_priority(
     };
     let factors = slurm_job_factors(&inputs, Some(state.now));
     let computed = slurm_job_priority(&factors, site, nice);
-    let priority = match job_state {
-        JobState::Held => 0,
-        JobState::Pending if flags.incr_only => state
-            .priority_floor
-            .get(&job.id)
-            .map_or(computed, |floor| computed.max(*floor)),
-        _ => computed,
-    };
+    let priority = state.slurm_job_priority_as_listed(&job.id, job_state, computed);
     let mut row = priority_row(job, PriorityModel::Slurm, job_state, priority, factors);
     row.qos = state.primary_qos(&job.spec).to_string();
     row.priority_tier = partition.priority_tier;
@@ -207,13 +194,12 @@ fn job_priority(
                 };
                 let factors = slurm_pair_factors(&inputs, &pair, Some(state.now));
                 let computed = slurm_pair_priority(&factors, site, nice);
-                let priority = match job_state {
-                    JobState::Held => 0,
-                    JobState::Pending if flags.incr_only => {
-                        state.pair_priority_with_floor(&job.id, index, pair_count, computed)
-                    }
-                    _ => computed,
-                };
+                let priority = state.slurm_pair_priority_as_listed(
+                    &job.id,
+                    job_state,
+                    (index, pair_count),
+                    computed,
+                );
                 PairPriority {
                     partition: partition_name.to_string(),
                     qos: qos.to_string(),

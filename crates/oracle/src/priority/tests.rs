@@ -801,7 +801,7 @@ fn moab_credential_usage_is_reset_with_all_usage() {
                   {\"op\":\"start\",\"t\":0,\"job\":\"1\"}\n\
                   {\"op\":\"requeue\",\"t\":300,\"job\":\"1\"}\n";
     let r = moab("", events);
-    let usage = super::moab::credential_usage(r.state());
+    let usage = r.state().moab_credential_usage();
     // No decay: 100 + 300 = 400 in all; QOS hi has bob's 300: 75 %.
     close(
         usage.percent(fairflow_model::moab::Credential::Qos, "hi"),
@@ -815,7 +815,7 @@ fn moab_credential_usage_is_reset_with_all_usage() {
         "",
         &format!("{events}{{\"op\":\"reset_usage\",\"t\":400}}\n"),
     );
-    let usage = super::moab::credential_usage(r.state());
+    let usage = r.state().moab_credential_usage();
     assert_eq!(usage.total, 0);
     assert!(usage.by_credential.values().all(|u| *u == 0));
 }

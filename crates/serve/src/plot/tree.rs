@@ -162,6 +162,7 @@ pub fn factor_color(factor: Option<f64>) -> RGBColor {
 }
 
 impl TreePicture {
+    // size: the icicle's layout in one pass; split pending (issue 38)
     /// Lay out `table` (in tree order, `root` first).
     pub fn new(table: &FairshareTable, options: &TreeOptions) -> TreePicture {
         let rows = &table.rows;

@@ -60,6 +60,19 @@ pub(crate) struct TreeParams {
 }
 
 impl TreeParams {
+    /// A page read's `(color, min_width_px, width_px)`, once its token is
+    /// checked ([`refuse_read`]): else the refusal, or the 400 of a bad one.
+    fn checked_tree(
+        &self,
+        state: &AppState,
+        headers: &HeaderMap,
+    ) -> Result<(TreeColor, u32, u32), Box<Response>> {
+        if let Some(denied) = refuse_read(state, headers) {
+            return Err(Box::new(denied));
+        }
+        self.tree()
+    }
+
     /// `(color, min_width_px, width_px)`, or the refusal of a bad one.
     fn tree(&self) -> Result<(TreeColor, u32, u32), Box<Response>> {
         let name = self.color.as_deref().unwrap_or("usage");
@@ -96,12 +109,9 @@ pub(crate) async fn get_tree_svg(
     headers: HeaderMap,
     UrlQuery(params): UrlQuery<TreeParams>,
 ) -> Response {
-    if let Some(denied) = refuse_read(&state, &headers) {
-        return denied;
-    }
-    let (color, min_width_px, width_px) = match params.tree() {
+    let (color, min_width_px, width_px) = match params.checked_tree(&state, &headers) {
         Ok(tree) => tree,
-        Err(bad) => return *bad,
+        Err(refused) => return *refused,
     };
     let query = Query::PlotTree {
         color,
@@ -119,12 +129,9 @@ pub(crate) async fn get_overview(
     headers: HeaderMap,
     UrlQuery(params): UrlQuery<TreeParams>,
 ) -> Response {
-    if let Some(denied) = refuse_read(&state, &headers) {
-        return denied;
-    }
-    let (color, min_width_px, width_px) = match params.tree() {
+    let (color, min_width_px, width_px) = match params.checked_tree(&state, &headers) {
         Ok(tree) => tree,
-        Err(bad) => return *bad,
+        Err(refused) => return *refused,
     };
     let query = Query::Overview {
         accounts: params.accounts.unwrap_or(15).min(1_000),

@@ -34,6 +34,7 @@ use axum::extract::{Query as UrlQuery, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use fairflow_engine::whatif::{check_bounds, evaluate_base, WhatIfError};
+use fairflow_ingest::LogLine;
 use prometheus_client::metrics::counter::Counter;
 use tokio::sync::{oneshot, Notify};
 
@@ -126,6 +127,35 @@ impl Drop for StopOnDrop {
     }
 }
 
+/// The proposal a what-if's body holds, read within `deadline` and
+/// bounded; else the refusal to answer.
+async fn read_proposal(
+    state: &AppState,
+    headers: &HeaderMap,
+    body: Body,
+    deadline: tokio::time::Instant,
+) -> Result<Vec<LogLine>, Box<Response>> {
+    let body = read_body(state, headers, body, deadline).await?;
+    let lines =
+        match fairflow_ingest::reader::read_events(&body.0[..]).collect::<Result<Vec<_>, _>>() {
+            Ok(lines) => lines,
+            Err(e) => {
+                return Err(Box::new(error(
+                    StatusCode::BAD_REQUEST,
+                    format!("reading the proposal: {e}"),
+                )))
+            }
+        };
+    drop(body);
+    if let Err(too_large) = check_bounds(&lines) {
+        return Err(Box::new(error(
+            StatusCode::BAD_REQUEST,
+            too_large.to_string(),
+        )));
+    }
+    Ok(lines)
+}
+
 /// The handler of `POST /v1/whatif`.
 pub(crate) async fn post_whatif(
     State(state): State<AppState>,
@@ -144,24 +174,10 @@ pub(crate) async fn post_whatif(
         Err(bad) => return *bad,
     };
     let k = params.k.unwrap_or(20).min(MAX_ROWS);
-    let body = match read_body(&state, &headers, body, deadline).await {
-        Ok(body) => body,
+    let lines = match read_proposal(&state, &headers, body, deadline).await {
+        Ok(lines) => lines,
         Err(refusal) => return *refusal,
     };
-    let lines =
-        match fairflow_ingest::reader::read_events(&body.0[..]).collect::<Result<Vec<_>, _>>() {
-            Ok(lines) => lines,
-            Err(e) => {
-                return error(
-                    StatusCode::BAD_REQUEST,
-                    format!("reading the proposal: {e}"),
-                )
-            }
-        };
-    drop(body);
-    if let Err(too_large) = check_bounds(&lines) {
-        return error(StatusCode::BAD_REQUEST, too_large.to_string());
-    }
     let slots = state.whatif_slots.clone();
     let busy = || {
         error(

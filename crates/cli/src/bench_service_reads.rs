@@ -1,0 +1,372 @@
+//! `fairflow bench`'s `reads` object: every read the service answers besides
+//! the top-k read, timed through the service's own code, each answer
+//! compared with the batch oracle's on the same state.
+//!
+//! The engine is served as `fairflow serve` serves it: an
+//! `fairflow_service::engine_backend::EngineBackend` over the incremental
+//! engine, whose `answer` (the applier's read) and rendering (the HTTP
+//! layer's, done here in full) are timed together. Every sample first moves
+//! the state, untimed, as the top-k reads do (`bench_reads::next_state`:
+//! alternately a one-second `tick` and one usage event), so no read finds
+//! an answer computed before it:
+//! - `position`: `Query::Position` of jobs at ranks spread over the queue
+//!   (the first, the middle, the last, in turn);
+//! - `top_offset`: `Query::Top` of `k` jobs from offsets spread over the
+//!   queue (0, the middle, the last page);
+//! - `whatif`: one share change proposed (`Query::WhatIfBase`, the
+//!   oracle's evaluation on that copy as the service runs it, the answer
+//!   rendered as JSON for `k` rows);
+//! - `explain`: `Query::Explain` of the jobs `position` reads;
+//! - `audit`: `Query::Audit` of the tree (`fairflow audit`'s defaults);
+//! - `sshare`: `Query::Sshare` of every association, long form (`sshare -a
+//!   -l`), rendered whole;
+//! - `metrics`: `/metrics` with `--metrics-associations all`: the
+//!   `Query::ScrapedTables` read, exported and rendered by the service's
+//!   `Metrics`.
+//!
+//! The first `--oracle-samples` states of each read are checked: the read
+//! is recorded in the step stream (`bench_setup::Step::Check`) with the
+//! digest of the engine's answer, and the oracle phase answers it with the
+//! same function ([`answer`]) over the batch engine at the same place in the
+//! stream, once per state. `restart` and `one_off_top` are in
+//! `bench_restart`.
+
+use std::collections::hash_map::DefaultHasher;
+use std::hash::{Hash, Hasher};
+use std::time::Instant;
+
+use anyhow::{anyhow, Context};
+use fairflow_engine::whatif::evaluate_base;
+use fairflow_engine::Engine;
+use fairflow_ingest::LogLine;
+use fairflow_model::report::Selection;
+use fairflow_model::{Event, Time};
+use fairflow_serve::OutputFormat;
+use fairflow_service::backend::{Answer, Backend, Query};
+use fairflow_service::engine_backend::EngineBackend;
+use fairflow_service::metrics::Metrics;
+use fairflow_workload::Generator;
+
+use crate::bench_reads::{next_state, ReadSettings};
+use crate::bench_setup::{scaled, Recorder};
+use crate::measure::Latency;
+
+/// The reads of the `reads` object, in its order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum ReadKind {
+    #[value(name = "position")]
+    Position,
+    #[value(name = "top_offset")]
+    TopOffset,
+    #[value(name = "whatif")]
+    WhatIf,
+    #[value(name = "explain")]
+    Explain,
+    #[value(name = "audit")]
+    Audit,
+    #[value(name = "sshare")]
+    Sshare,
+    #[value(name = "metrics")]
+    Metrics,
+    #[value(name = "restart")]
+    Restart,
+    #[value(name = "one_off_top")]
+    OneOffTop,
+}
+
+impl ReadKind {
+    pub(crate) const ALL: [ReadKind; 9] = [
+        ReadKind::Position,
+        ReadKind::TopOffset,
+        ReadKind::WhatIf,
+        ReadKind::Explain,
+        ReadKind::Audit,
+        ReadKind::Sshare,
+        ReadKind::Metrics,
+        ReadKind::Restart,
+        ReadKind::OneOffTop,
+    ];
+
+    /// The report's key.
+    pub(crate) fn key(self) -> &'static str {
+        match self {
+            ReadKind::Position => "position",
+            ReadKind::TopOffset => "top_offset",
+            ReadKind::WhatIf => "whatif",
+            ReadKind::Explain => "explain",
+            ReadKind::Audit => "audit",
+            ReadKind::Sshare => "sshare",
+            ReadKind::Metrics => "metrics",
+            ReadKind::Restart => "restart",
+            ReadKind::OneOffTop => "one_off_top",
+        }
+    }
+
+    /// Samples at `--samples-scale 1` (at least one each when scaled).
+    pub(crate) fn default_samples(self) -> usize {
+        match self {
+            ReadKind::Position | ReadKind::TopOffset => 30,
+            ReadKind::WhatIf => 5,
+            ReadKind::Explain => 200,
+            ReadKind::Audit | ReadKind::Sshare => 20,
+            ReadKind::Metrics => 10,
+            ReadKind::Restart => 3,
+            ReadKind::OneOffTop => 1,
+        }
+    }
+
+    /// Issue 36's p99 target at 100,000 associations / 1,000,000 jobs,
+    /// microseconds.
+    pub(crate) fn p99_target_us(self) -> f64 {
+        match self {
+            ReadKind::Position | ReadKind::TopOffset | ReadKind::Explain => 1_000.0,
+            ReadKind::WhatIf | ReadKind::Audit => 50_000.0,
+            ReadKind::Sshare => 300_000.0,
+            ReadKind::Metrics => 1_000_000.0,
+            ReadKind::Restart => 15_000_000.0,
+            ReadKind::OneOffTop => 30_000_000.0,
+        }
+    }
+}
+
+/// Where in the queue the reads of `position`, `explain` and `top_offset`
+/// look, in turn: the first, the middle, the last.
+const QUEUE_FRACTIONS: [f64; 3] = [0.0, 0.5, 1.0];
+
+/// `fairflow audit`'s defaults (`--top 5 --min-factor 0.5`).
+const AUDIT_TOP: usize = 5;
+const AUDIT_MIN_FACTOR_MILLIONTHS: u64 = 500_000;
+
+/// A read answered by the engine and by the oracle.
+#[derive(Debug, Clone)]
+pub(crate) enum Read {
+    /// A query the service answers from its backend.
+    Query(Query),
+    /// `/metrics` with every association: the tables it reads are compared.
+    Metrics,
+    /// A what-if of these events.
+    WhatIf(Vec<Event>),
+}
+
+/// A read to compare with the oracle's answer at its place in the stream.
+#[derive(Debug, Clone)]
+pub(crate) struct ReadCheck {
+    /// Its index in the engine's digests.
+    pub id: usize,
+    pub kind: ReadKind,
+    pub read: Read,
+}
+
+/// What the `reads` object holds for one read.
+pub(crate) struct ReadMeasured {
+    pub kind: ReadKind,
+    pub latency: Latency,
+}
+
+/// A stable digest of an answer's text (equal texts, equal digests).
+pub(crate) fn digest(text: &str) -> u64 {
+    let mut hasher = DefaultHasher::new();
+    text.hash(&mut hasher);
+    hasher.finish()
+}
+
+/// `read` answered by `backend` as the service answers it, the text
+/// compared with the oracle's: the answer rendered whole (for `/metrics`,
+/// the tables read; with `metrics`, also exported and rendered as a
+/// scrape is). The same function answers for the engine and the oracle.
+pub(crate) fn answer(
+    backend: &mut EngineBackend,
+    read: &Read,
+    k: usize,
+    metrics: Option<&Metrics>,
+) -> anyhow::Result<String> {
+    match read {
+        Read::Query(query) => Ok(backend.answer(query)?.into_text()?),
+        Read::Metrics => {
+            let query = Query::ScrapedTables { limit: usize::MAX };
+            let tables = backend.answer(&query)?.into_text()?;
+            if let Some(metrics) = metrics {
+                metrics.set_scraped_tables(&tables);
+                std::hint::black_box(metrics.render(Some(backend.gauges()), 0));
+            }
+            Ok(tables)
+        }
+        Read::WhatIf(events) => {
+            let Answer::WhatIfBase(base) = backend.answer(&Query::WhatIfBase)? else {
+                return Err(anyhow!("the service answered no what-if base"));
+            };
+            let proposal: Vec<LogLine> = events
+                .iter()
+                .enumerate()
+                .map(|(index, event)| LogLine {
+                    line: index as u64 + 1,
+                    event: Ok(event.clone()),
+                })
+                .collect();
+            let evaluated = evaluate_base(*base, proposal, &|| false)
+                .map_err(|e| anyhow!("the bench's what-if failed: {e}"))?;
+            Ok(fairflow_serve::whatif::render(
+                &evaluated,
+                k,
+                OutputFormat::Json,
+            ))
+        }
+    }
+}
+
+/// The oracle's answer to `read` over `oracle` (served as the engine is),
+/// and the oracle handed back.
+pub(crate) fn oracle_digest(
+    oracle: Box<dyn Engine>,
+    read: &Read,
+    k: usize,
+) -> (Box<dyn Engine>, anyhow::Result<u64>) {
+    let mut backend = EngineBackend::new(oracle);
+    let found = answer(&mut backend, read, k, None).map(|text| digest(&text));
+    (backend.into_engine(), found)
+}
+
+/// Apply `events` to `backend` untimed, through `recorder` (so the oracle
+/// and the log follow); a rejected event is a generator bug.
+pub(crate) fn apply_untimed(
+    backend: &mut EngineBackend,
+    recorder: &mut Recorder,
+    events: Vec<Event>,
+) -> anyhow::Result<()> {
+    let rejected = backend
+        .apply(recorder.apply(events)?)
+        .map_err(|e| anyhow!(e))?;
+    match rejected.first() {
+        Some(rejection) => Err(anyhow!(
+            "a generated event was rejected (a generator bug): {rejection}"
+        )),
+        None => Ok(()),
+    }
+}
+
+/// The jobs and page offsets the reads look at, from the queue once.
+struct Places {
+    jobs: Vec<String>,
+    offsets: Vec<usize>,
+}
+
+fn places(engine: &mut dyn Engine, k: usize) -> anyhow::Result<Places> {
+    let queue = engine.top(usize::MAX)?;
+    anyhow::ensure!(!queue.is_empty(), "the queue is empty: no read to time");
+    let last = queue.len() - 1;
+    let at = |fraction: f64, of: usize| (fraction * of as f64).round() as usize;
+    Ok(Places {
+        jobs: QUEUE_FRACTIONS
+            .iter()
+            .map(|&f| queue[at(f, last)].job.clone())
+            .collect(),
+        offsets: QUEUE_FRACTIONS
+            .iter()
+            .map(|&f| at(f, queue.len().saturating_sub(k)))
+            .collect(),
+    })
+}
+
+/// The read of `kind`'s `sample`-th sample.
+fn read_of(
+    kind: ReadKind,
+    sample: usize,
+    places: &Places,
+    k: usize,
+    generator: &mut Generator,
+) -> Read {
+    let turn = sample % QUEUE_FRACTIONS.len();
+    let json = true;
+    match kind {
+        ReadKind::Position => Read::Query(Query::Position {
+            job: places.jobs[turn].clone(),
+            json,
+        }),
+        ReadKind::Explain => Read::Query(Query::Explain {
+            job: places.jobs[turn].clone(),
+            json,
+        }),
+        ReadKind::TopOffset => Read::Query(Query::Top {
+            k,
+            offset: places.offsets[turn],
+            format: OutputFormat::Json,
+            selection: Selection::default(),
+        }),
+        ReadKind::WhatIf => Read::WhatIf(vec![generator.share_change()]),
+        ReadKind::Audit => Read::Query(Query::Audit {
+            top: AUDIT_TOP,
+            min_factor_millionths: AUDIT_MIN_FACTOR_MILLIONTHS,
+            format: OutputFormat::Json,
+        }),
+        ReadKind::Sshare => Read::Query(Query::Sshare {
+            format: OutputFormat::Table,
+            selection: Selection::default(),
+        }),
+        ReadKind::Metrics => Read::Metrics,
+        ReadKind::Restart | ReadKind::OneOffTop => unreachable!("not a served read"),
+    }
+}
+
+/// What the served reads need to know of the bench.
+pub(crate) struct ServedSettings<'a> {
+    pub reads: &'a ReadSettings,
+    pub kinds: &'a [ReadKind],
+    pub samples_scale: f64,
+    /// States of each read whose answer the oracle checks.
+    pub oracle_states: usize,
+}
+
+/// Time the served reads of `settings.kinds` on `engine`, served as the
+/// service serves it; every batch applied and every read to check goes to
+/// `recorder`, each engine answer's digest to `digests` (by check id).
+/// Returns the measurements and the backend, at the state the reads left.
+pub(crate) fn measure(
+    engine: Box<dyn Engine>,
+    generator: &mut Generator,
+    settings: &ServedSettings,
+    recorder: &mut Recorder,
+    digests: &mut Vec<Option<u64>>,
+    progress: &dyn Fn(&str),
+) -> anyhow::Result<(Vec<ReadMeasured>, EngineBackend)> {
+    let k = settings.reads.k;
+    let served: Vec<ReadKind> = settings
+        .kinds
+        .iter()
+        .copied()
+        .filter(|kind| !matches!(kind, ReadKind::Restart | ReadKind::OneOffTop))
+        .collect();
+    let mut engine = engine;
+    let mut now = engine.now().unwrap_or(0);
+    // Read once, untimed, before the engine is served.
+    let places = if served.is_empty() {
+        None
+    } else {
+        Some(places(engine.as_mut(), k).context("cannot read the queue's places")?)
+    };
+    let mut backend = EngineBackend::new(engine);
+    let metrics = Metrics::new();
+    let mut measured = Vec::new();
+    for (kind, places) in served.into_iter().zip(places.iter().cycle()) {
+        let samples = scaled(kind.default_samples(), settings.samples_scale);
+        progress(&format!("reads.{}: {samples} samples", kind.key()));
+        let mut latency = Latency::new()?;
+        for sample in 0..samples {
+            for batch in next_state(generator, settings.reads, now, sample % 2 == 0) {
+                now = batch.iter().map(|e| e.t).fold(now, Time::max);
+                apply_untimed(&mut backend, recorder, batch)?;
+            }
+            let read = read_of(kind, sample, places, k, generator);
+            let started = Instant::now();
+            let text = answer(&mut backend, &read, k, Some(&metrics))
+                .with_context(|| format!("the {} read failed", kind.key()))?;
+            latency.record(started.elapsed())?;
+            if sample < settings.oracle_states {
+                let id = digests.len();
+                digests.push(Some(digest(&text)));
+                recorder.check(ReadCheck { id, kind, read });
+            }
+        }
+        measured.push(ReadMeasured { kind, latency });
+    }
+    Ok((measured, backend))
+}
