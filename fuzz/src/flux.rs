@@ -1,13 +1,15 @@
 //! The Flux targets: the job manager's events journal
 //! (`fairflow_ingest::flux_journal`) mapped to a real flux-accounting
-//! database, and the import of a flux-accounting database
-//! (`fairflow_ingest::import_flux`) from random bytes or from random rows.
+//! database, the import of a flux-accounting database
+//! (`fairflow_ingest::import_flux`) from random bytes or from random rows,
+//! and the import of the fair-share emulator's JSON hierarchy
+//! (`import flux --emulate`).
 
 use std::sync::OnceLock;
 
 use fairflow_book::Book;
 use fairflow_ingest::flux_journal::FluxJournal;
-use fairflow_ingest::import_flux::{read_flux_db, FluxDb};
+use fairflow_ingest::import_flux::{parse_flux_emulate, read_flux_db, FluxDb};
 use rusqlite::types::Value;
 use rusqlite::Connection;
 
@@ -88,6 +90,28 @@ pub fn import_flux(data: &[u8]) {
         }
     }
     let _ = read_flux_db(&path, IMPORT_T);
+}
+
+/// The fair-share emulator's JSON hierarchy (`import flux --emulate`): any
+/// bytes as the file. A hierarchy that imports gives events that a fresh
+/// book accepts, every one, in order (asserted: an import that writes what
+/// the log then refuses would lose the site's data).
+pub fn flux_emulate(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let Ok(db) = parse_flux_emulate(text, "fuzzed.json", IMPORT_T) else {
+        return;
+    };
+    let mut book = Book::default();
+    for (index, event) in db.events.iter().enumerate() {
+        if let Err(rejection) = book.apply(index as u64 + 1, event) {
+            panic!(
+                "event {} of an imported hierarchy is refused: {rejection:?}",
+                index + 1
+            );
+        }
+    }
 }
 
 /// One line of an `import_flux` input made of rows:

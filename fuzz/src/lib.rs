@@ -13,7 +13,7 @@ mod readers;
 mod service;
 mod snapshot;
 
-pub use flux::{flux_journal, import_flux};
+pub use flux::{flux_emulate, flux_journal, import_flux};
 pub use readers::{
     checkpoint_reader, events, import_slurm, jobcomp, log_reader, moab_cfg, slurm_conf, swf,
 };
@@ -33,6 +33,7 @@ pub const TARGETS: &[(&str, fn(&[u8]))] = &[
     ("checkpoint_reader", checkpoint_reader),
     ("flux_journal", flux_journal),
     ("import_flux", import_flux),
+    ("flux_emulate", flux_emulate),
     ("snapshot", snapshot),
     ("serve_config", serve_config),
     ("http_events", http_events),

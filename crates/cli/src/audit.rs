@@ -51,6 +51,6 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         // A non-zero process of the cluster mode: process 0 answers.
         return Ok(());
     };
-    let found = run_audit(engine.as_mut(), args.min_factor)?;
+    let found = run_audit(engine.as_mut(), args.min_factor, args.top)?;
     emit(&render(&found, args.top, format))
 }

@@ -21,8 +21,9 @@
 //! - `sshare`: `Query::Sshare` of every association, long form (`sshare -a
 //!   -l`), rendered whole;
 //! - `metrics`: `/metrics` with `--metrics-associations all`: the
-//!   `Query::ScrapedTables` read, exported and rendered by the service's
-//!   `Metrics`.
+//!   `Query::FairshareTable` read, its rows chosen (`ScrapedRows::select`)
+//!   and rendered by the service's `Metrics`; the per-association families
+//!   (written again untimed) are compared.
 //!
 //! The first `--oracle-samples` states of each read are checked: the read
 //! is recorded in the step stream (`bench_setup::Step::Check`) with the
@@ -33,6 +34,7 @@
 
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
+use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{anyhow, Context};
@@ -44,7 +46,7 @@ use fairflow_model::{Event, Time};
 use fairflow_serve::OutputFormat;
 use fairflow_service::backend::{Answer, Backend, Query};
 use fairflow_service::engine_backend::EngineBackend;
-use fairflow_service::metrics::Metrics;
+use fairflow_service::metrics::{Metrics, ScrapeSettings, ScrapedRows};
 use fairflow_workload::Generator;
 
 use crate::bench_reads::{next_state, ReadSettings};
@@ -142,7 +144,8 @@ const AUDIT_MIN_FACTOR_MILLIONTHS: u64 = 500_000;
 pub(crate) enum Read {
     /// A query the service answers from its backend.
     Query(Query),
-    /// `/metrics` with every association: the tables it reads are compared.
+    /// `/metrics` with every association: its per-association families
+    /// are compared.
     Metrics,
     /// A what-if of these events.
     WhatIf(Vec<Event>),
@@ -172,25 +175,12 @@ pub(crate) fn digest(text: &str) -> u64 {
 
 /// `read` answered by `backend` as the service answers it, the text
 /// compared with the oracle's: the answer rendered whole (for `/metrics`,
-/// the tables read; with `metrics`, also exported and rendered as a
-/// scrape is). The same function answers for the engine and the oracle.
-pub(crate) fn answer(
-    backend: &mut EngineBackend,
-    read: &Read,
-    k: usize,
-    metrics: Option<&Metrics>,
-) -> anyhow::Result<String> {
+/// its per-association families). The same function answers for the engine
+/// and the oracle.
+pub(crate) fn answer(backend: &mut EngineBackend, read: &Read, k: usize) -> anyhow::Result<String> {
     match read {
         Read::Query(query) => Ok(backend.answer(query)?.into_text()?),
-        Read::Metrics => {
-            let query = Query::ScrapedTables { limit: usize::MAX };
-            let tables = backend.answer(&query)?.into_text()?;
-            if let Some(metrics) = metrics {
-                metrics.set_scraped_tables(&tables);
-                std::hint::black_box(metrics.render(Some(backend.gauges()), 0));
-            }
-            Ok(tables)
-        }
+        Read::Metrics => Ok(association_text(&scraped_rows(backend)?)),
         Read::WhatIf(events) => {
             let Answer::WhatIfBase(base) = backend.answer(&Query::WhatIfBase)? else {
                 return Err(anyhow!("the service answered no what-if base"));
@@ -214,6 +204,34 @@ pub(crate) fn answer(
     }
 }
 
+/// The rows a scrape of `/metrics` with `--metrics-associations all` reads.
+fn scraped_rows(backend: &mut EngineBackend) -> anyhow::Result<ScrapedRows> {
+    let Answer::FairshareTable { table, now } = backend.answer(&Query::FairshareTable)? else {
+        return Err(anyhow!("the service answered no fair-share table"));
+    };
+    let settings = ScrapeSettings {
+        associations: Some(usize::MAX),
+        ..ScrapeSettings::default()
+    };
+    Ok(ScrapedRows::select(table, now, &settings))
+}
+
+/// The per-association families of `rows`, as a scrape writes them.
+fn association_text(rows: &ScrapedRows) -> String {
+    let mut text = String::new();
+    rows.write_associations(&mut text);
+    text
+}
+
+/// A scrape of `/metrics` as the service answers it (the table read, its
+/// rows chosen, the whole exposition rendered); its rows.
+fn scrape(backend: &mut EngineBackend, metrics: &Metrics) -> anyhow::Result<Arc<ScrapedRows>> {
+    let rows = Arc::new(scraped_rows(backend)?);
+    metrics.set_scraped(Some(rows.clone()));
+    std::hint::black_box(metrics.render(Some(backend.gauges()), 0));
+    Ok(rows)
+}
+
 /// The oracle's answer to `read` over `oracle` (served as the engine is),
 /// and the oracle handed back.
 pub(crate) fn oracle_digest(
@@ -222,7 +240,7 @@ pub(crate) fn oracle_digest(
     k: usize,
 ) -> (Box<dyn Engine>, anyhow::Result<u64>) {
     let mut backend = EngineBackend::new(oracle);
-    let found = answer(&mut backend, read, k, None).map(|text| digest(&text));
+    let found = answer(&mut backend, read, k).map(|text| digest(&text));
     (backend.into_engine(), found)
 }
 
@@ -357,9 +375,16 @@ pub(crate) fn measure(
             }
             let read = read_of(kind, sample, places, k, generator);
             let started = Instant::now();
-            let text = answer(&mut backend, &read, k, Some(&metrics))
-                .with_context(|| format!("the {} read failed", kind.key()))?;
-            latency.record(started.elapsed())?;
+            let failed = || format!("the {} read failed", kind.key());
+            let text = if let Read::Metrics = read {
+                let rows = scrape(&mut backend, &metrics).with_context(failed)?;
+                latency.record(started.elapsed())?;
+                association_text(&rows)
+            } else {
+                let text = answer(&mut backend, &read, k).with_context(failed)?;
+                latency.record(started.elapsed())?;
+                text
+            };
             if sample < settings.oracle_states {
                 let id = digests.len();
                 digests.push(Some(digest(&text)));

@@ -1,6 +1,7 @@
 //! Flux's own views of the replayed state (or of a service's, `--server`):
 //! `fairflow view-bank [BANK] -t [-P]`, as `flux account view-bank BANK -t`
-//! prints the bank tree, and `fairflow flux-jobs [USER]`, as `flux account
+//! prints the bank tree (`--emulate-format [-P|--json]`: as `flux account
+//! fairshare-emulate` prints its fair-shares), and `fairflow flux-jobs [USER]`, as `flux account
 //! jobs USER` prints each pending job's priority factors (`-v`: the
 //! calculation). The formats are `fairflow_serve::flux`'s.
 //!
@@ -12,6 +13,7 @@ use anyhow::{bail, Context};
 use fairflow_model::report::{JobPriority, JobState, PriorityFactor, Selection};
 use fairflow_model::PriorityModel;
 use fairflow_model::Shares;
+use fairflow_serve::flux::emulate::{emulated_users, render_emulate, EmulateFormat};
 use fairflow_serve::flux::{
     bank_tree, flux_job_rows, render_flux_jobs, render_view_bank, BankTreeRow,
 };
@@ -30,12 +32,21 @@ pub struct ViewBankArgs {
     /// The bank at the top of the tree.
     #[arg(default_value = "root")]
     bank: String,
-    /// The tree (flux-accounting's `-t`; the only form fairflow prints).
+    /// The tree (flux-accounting's `-t`).
     #[arg(short = 't', long = "tree")]
     tree: bool,
-    /// `|`-separated (flux-accounting's `-P`, with `-t`).
+    /// `|`-separated (flux-accounting's `-P`, with `-t` or --emulate-format).
     #[arg(short = 'P', long = "parsable")]
     parsable: bool,
+    /// What `flux account fairshare-emulate` prints instead of the tree: one
+    /// line per association under the bank (Username, Bank, Shares, Usage,
+    /// FairShare), highest fair-share first; -P and --json for its other
+    /// forms.
+    #[arg(long = "emulate-format", conflicts_with = "tree")]
+    emulate_format: bool,
+    /// With --emulate-format: the emulator's `--json` form.
+    #[arg(long, requires = "emulate_format", conflicts_with = "parsable")]
+    json: bool,
 }
 
 /// `fairflow flux-jobs` flags.
@@ -57,10 +68,10 @@ pub struct FluxJobsArgs {
     verbose: bool,
 }
 
-/// Print the bank tree.
+/// Print the bank tree, or the emulator's output.
 pub fn run_view_bank(args: &ViewBankArgs) -> anyhow::Result<()> {
-    if !args.tree {
-        bail!("fairflow view-bank prints the bank tree: give -t (flux account view-bank's --tree)");
+    if !args.tree && !args.emulate_format {
+        bail!("fairflow view-bank prints the bank tree: give -t (flux account view-bank's --tree), or --emulate-format");
     }
     let rows = if args.state.server.is_some() {
         remote_tree(&args.state)?
@@ -70,6 +81,15 @@ pub fn run_view_bank(args: &ViewBankArgs) -> anyhow::Result<()> {
         };
         bank_tree(&engine.fairshare()?)
     };
+    if args.emulate_format {
+        let format = match (args.parsable, args.json) {
+            (true, _) => EmulateFormat::Parsable,
+            (_, true) => EmulateFormat::Json,
+            _ => EmulateFormat::Table,
+        };
+        let users = emulated_users(&rows, &args.bank)?;
+        return emit(&render_emulate(&users, format));
+    }
     match render_view_bank(&rows, &args.bank, args.parsable) {
         Some(text) => emit(&text),
         None => bail!("bank {} not found", args.bank),

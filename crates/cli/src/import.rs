@@ -48,7 +48,8 @@ enum From {
     /// From an SWF trace (`.swf` or `.swf.gz`, e.g. the Parallel Workloads Archive's).
     Swf(SwfArgs),
     /// From Flux: a flux-accounting database (schema version 38, v0.60) and,
-    /// optionally, a recorded job-manager events journal.
+    /// optionally, a recorded job-manager events journal; or the fair-share
+    /// emulator's JSON hierarchy (--emulate).
     ///
     /// The database gives the banks and their shares and priorities, the
     /// associations, the queues' priorities, the factor weights, each
@@ -56,7 +57,9 @@ enum From {
     /// UsageModel=flux). The journal (one events-journal response a line)
     /// gives the jobs: submitted, held at urgency 0, started at alloc, ended
     /// at clean; the database's events are then written at the journal's
-    /// first time (or --time, if earlier).
+    /// first time (or --time, if earlier). The emulator's JSON gives the
+    /// banks, their shares, the associations and their usage, with
+    /// flux-accounting's default weights and decay.
     Flux(FluxArgs),
 }
 
@@ -64,8 +67,14 @@ enum From {
 #[derive(Debug, clap::Args)]
 struct FluxArgs {
     /// The flux-accounting database (`flux account -p FILE`'s file).
-    #[arg(long, value_name = "FILE")]
-    db: PathBuf,
+    #[arg(long, value_name = "FILE", required_unless_present = "emulate")]
+    db: Option<PathBuf>,
+    /// flux-accounting's fair-share emulator input instead of a database:
+    /// the JSON hierarchy `flux account fairshare-emulate -i FILE` reads and
+    /// `flux account export-db -F` writes (`{"root": {"bank": ..., "shares":
+    /// ..., "usage": ..., "children": [...]}}`).
+    #[arg(long, value_name = "FILE.json", conflicts_with_all = ["db", "journal"])]
+    emulate: Option<PathBuf>,
     /// A recorded events journal: one JSON response a line
     /// (`{"id":I,"events":[...],"jobspec"?,"R"?}`), `-` for standard input.
     #[arg(long, value_name = "FILE")]
@@ -178,7 +187,7 @@ fn write_log(log: &str, output: &Option<PathBuf>) -> anyhow::Result<()> {
 
 fn run_flux(args: &FluxArgs) -> anyhow::Result<()> {
     use fairflow_ingest::flux_journal::FluxJournal;
-    use fairflow_ingest::import_flux::read_flux_db;
+    use fairflow_ingest::import_flux::{read_flux_db, read_flux_emulate};
     use std::io::BufRead;
 
     let journal_lines: Vec<String> = match &args.journal {
@@ -196,14 +205,21 @@ fn run_flux(args: &FluxArgs) -> anyhow::Result<()> {
         .iter()
         .find_map(|line| FluxJournal::first_time(line));
     let db_t = first.map_or(t, |first| first.min(t));
-    let db = read_flux_db(&args.db, db_t)?;
+    let (db, source) = match (&args.emulate, &args.db) {
+        (Some(hierarchy), _) => (
+            read_flux_emulate(hierarchy, db_t)?,
+            format!("flux-accounting emulator hierarchy {}", hierarchy.display()),
+        ),
+        (None, Some(path)) => (
+            read_flux_db(path, db_t)?,
+            format!("flux-accounting database {}", path.display()),
+        ),
+        (None, None) => anyhow::bail!("give --db or --emulate"),
+    };
     for note in &db.notes {
         eprintln!("fairflow import flux: {note}");
     }
-    let mut log = format!(
-        "# fairflow import flux at t={db_t}: flux-accounting database {}",
-        args.db.display()
-    );
+    let mut log = format!("# fairflow import flux at t={db_t}: {source}");
     if let Some(name) = &args.journal {
         log.push_str(&format!(", jobs from the events journal {name}"));
     }

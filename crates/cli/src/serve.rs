@@ -17,6 +17,7 @@ use fairflow_engine::EngineChoice;
 use fairflow_service::config_file::{config_tokens as config_tokens_of, MAX_CONFIG_BYTES};
 use fairflow_service::engine_backend::EngineBackend;
 use fairflow_service::held_tables::HeldTables;
+use fairflow_service::metrics::{MetricsNames, UserSeries};
 use fairflow_service::run::{run_blocking, ServiceConfig};
 
 use crate::state_args::{ConfigArgs, EngineKind};
@@ -137,6 +138,20 @@ pub struct Args {
     /// make every scrape large).
     #[arg(long, value_name = "N|all", value_parser = parse_associations_limit)]
     metrics_associations: Option<usize>,
+    /// `slurm-exporter` adds, beside fairflow's own families, the fair-share
+    /// families of the Prometheus exporters sites run, under their names and
+    /// labels (`slurm_account_fairshare{account}`, `slurm_account_fairshare_*`,
+    /// `slurm_user_fairshare*{account,user}`, `slurm_account_normusage`,
+    /// `_normshares`, `_levelfs`), so their dashboards read fairflow
+    /// unchanged (`docs/http.md`).
+    #[arg(long, value_enum, value_name = "NAMES", default_value = "fairflow")]
+    metrics_names: MetricsNames,
+    /// With `--metrics-names slurm-exporter`: the user associations of the
+    /// `slurm_user_fairshare*` families (five series each): `none`, `all` (the
+    /// default, as the exporter's `--collector.fairshare.user-metrics`), or the
+    /// N with the most raw usage.
+    #[arg(long, value_name = "none|all|N", default_value = "all")]
+    metrics_exporter_users: UserSeries,
     /// Settle each `PriorityCalcPeriod` boundary of the wall clock in a
     /// logged `tick` of its own, GRACE_SECS after the boundary (default 2),
     /// as Slurm's decay thread runs once a period, so that the first event
@@ -213,6 +228,8 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     config.http.max_connections_per_client = args.max_connections_per_client.max(1);
     config.http.stall_timeout = std::time::Duration::from_secs(args.stall_timeout_secs.max(1));
     config.http.metrics_associations = args.metrics_associations;
+    config.http.metrics_names = args.metrics_names;
+    config.http.metrics_exporter_users = args.metrics_exporter_users;
     config.http.max_response_bytes = args.max_response_bytes;
     config.http.held_tables = HeldTables::new(args.max_held_table_bytes);
     config.http.write_timeout = std::time::Duration::from_secs(args.write_timeout_secs.max(1));
@@ -429,6 +446,37 @@ mod tests {
             "{error}"
         );
         assert!(config_tokens("= 1").is_err());
+    }
+
+    #[test]
+    fn the_metrics_names_and_user_series_keys_are_checked_by_their_flags() {
+        let tokens =
+            config_tokens("metrics_names = \"slurm-exporter\"\nmetrics_exporter_users = 50\n")
+                .unwrap();
+        assert_eq!(
+            tokens,
+            [
+                "--metrics-exporter-users",
+                "50",
+                "--metrics-names",
+                "slurm-exporter"
+            ]
+        );
+        assert!(config_tokens("metrics_exporter_users = \"none\"").is_ok());
+        let error = config_tokens("metrics_names = \"prometheus\"").unwrap_err();
+        assert!(
+            error.starts_with("key `metrics_names`: invalid value 'prometheus'"),
+            "{error}"
+        );
+        let error = config_tokens("metrics_exporter_users = \"some\"").unwrap_err();
+        assert!(
+            error.starts_with("key `metrics_exporter_users`: invalid value 'some'"),
+            "{error}"
+        );
+        assert!(
+            error.contains("neither `none`, `all` nor a number"),
+            "{error}"
+        );
     }
 
     #[test]

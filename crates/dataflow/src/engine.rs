@@ -14,18 +14,19 @@ use std::time::Duration;
 use crossbeam_channel::{Receiver, Sender};
 use fairflow_book::Book;
 use fairflow_ingest::{LogLine, Rejection};
-use fairflow_model::report::{CompactJobs, FairshareTable, JobPriority, JobState, SharedJobs};
+use fairflow_model::report::{CompactJobs, JobPriority, JobState, SharedJobs};
 use fairflow_model::{Config, Time};
 use timely::WorkerConfig;
 
 use crate::factors::{Family, FsParams};
-use crate::fairshare::{EngineTree, TreeNode};
-use crate::graph::Fact;
 use crate::job_feed::{JobDeltas, JobFeed};
 use crate::names::{JobNames, Names};
 use crate::tree_feed::{Deltas, TreeFeed};
-use crate::types::{Epoch, NodeId, TouchCounter, ROOT};
+use crate::types::{Epoch, TouchCounter};
 use crate::worker::{handoff_spin, recv_polling, run_worker, Command, Feeder, Reply};
+
+mod tree_read;
+mod waiting_read;
 
 /// Why the engine could not do what was asked.
 #[derive(Debug, thiserror::Error)]
@@ -510,133 +511,6 @@ impl Engine {
     /// The configuration in force.
     pub fn config(&self) -> &Config {
         &self.book.state().config
-    }
-
-    fn read_facts(&self) -> Result<Vec<(NodeId, Fact)>, EngineError> {
-        self.send(Command::ReadFacts)?;
-        match self.reply() {
-            Ok(Reply::Facts(facts)) => Ok(facts),
-            _ => Err(EngineError::WorkersGone),
-        }
-    }
-
-    /// The tree with every derived value read from the dataflow's results:
-    /// fair-share parents, level shares and subtree usage.
-    pub fn tree(&self) -> Result<EngineTree, EngineError> {
-        let mut subtree_usage: BTreeMap<NodeId, i128> = BTreeMap::new();
-        let mut fs_parent_of: BTreeMap<NodeId, NodeId> = BTreeMap::new();
-        let mut level_shares: BTreeMap<NodeId, i128> = BTreeMap::new();
-        let mut tickets: BTreeMap<NodeId, u64> = BTreeMap::new();
-        for (node, fact) in self.read_facts()? {
-            match fact {
-                Fact::SubtreeUsage(usage) => {
-                    subtree_usage.insert(node, usage);
-                }
-                Fact::FsParent(parent) => {
-                    fs_parent_of.insert(node, parent);
-                }
-                Fact::LevelShares(level) => {
-                    level_shares.insert(node, level);
-                }
-                Fact::Tickets(count) => {
-                    tickets.insert(node, count);
-                }
-            }
-        }
-        let feed = &self.tree_feed;
-        let names = feed.names();
-        // Sshare order: an account, its users by name, then its child accounts
-        // by name (the book's accounts, in name order, as last sent).
-        let mut child_accounts: BTreeMap<NodeId, Vec<NodeId>> = BTreeMap::new();
-        for name in self.book.state().accounts.keys() {
-            let id = feed
-                .id_of(&fairflow_book::AssocKey::account(name))
-                .expect("every account was sent");
-            if let Some(parent) = feed.sent_parent(id) {
-                child_accounts.entry(parent).or_default().push(id);
-            }
-        }
-        let mut order: Vec<(NodeId, usize, Option<usize>)> = Vec::new();
-        let mut stack: Vec<(NodeId, usize, Option<usize>)> = vec![(ROOT, 0, None)];
-        while let Some((account, depth, parent)) = stack.pop() {
-            let index = order.len();
-            order.push((account, depth, parent));
-            let name = &names[account as usize].account;
-            let users = feed
-                .users()
-                .range((name.clone(), String::new())..)
-                .take_while(|((a, _), _)| a == name);
-            for (_, &user) in users {
-                if feed.sent_parent(user).is_some() {
-                    order.push((user, depth + 1, Some(index)));
-                }
-            }
-            if let Some(children) = child_accounts.get(&account) {
-                for &child in children.iter().rev() {
-                    stack.push((child, depth + 1, Some(index)));
-                }
-            }
-        }
-        let index_of: BTreeMap<NodeId, usize> = order
-            .iter()
-            .enumerate()
-            .map(|(index, (id, _, _))| (*id, index))
-            .collect();
-        let nodes = order
-            .iter()
-            .map(|&(id, depth, parent)| {
-                let record = &names[id as usize];
-                let fs_parent_id = fs_parent_of.get(&id);
-                let fs_parent = fs_parent_id.map(|p| index_of[p]);
-                let level = fs_parent_id
-                    .and_then(|p| level_shares.get(p))
-                    .copied()
-                    .unwrap_or(0);
-                TreeNode {
-                    account: record.account.clone(),
-                    user: record.user.clone(),
-                    depth,
-                    parent,
-                    fs_parent,
-                    shares: feed.sent_shares(id).expect("a live association was sent"),
-                    level_shares: u64::try_from(level).expect("level shares are non-negative"),
-                    usage: u128::try_from(subtree_usage.get(&id).copied().unwrap_or(0))
-                        .expect("usage is non-negative"),
-                    tickets: tickets.get(&id).copied().unwrap_or(0),
-                }
-            })
-            .collect();
-        Ok(EngineTree {
-            nodes,
-            frame: self.book.state().frame,
-            as_of: self.now(),
-        })
-    }
-}
-
-impl Engine {
-    /// The fair-share table under the configured algorithm, as of the last
-    /// batch: the per-association columns from the tree, the users' factors
-    /// and the tickets from the dataflow.
-    pub fn fairshare_table(&self) -> Result<FairshareTable, EngineError> {
-        let factors = self.user_factors()?;
-        let tree = self.tree()?;
-        Ok(crate::fairshare::table(&tree, self.config(), &factors))
-    }
-
-    /// Each user association's fair-share factor, `(account, user) -> factor`,
-    /// as the dataflow maintains it (and the priorities use it).
-    pub fn user_factors(&self) -> Result<BTreeMap<(String, String), f64>, EngineError> {
-        self.send(Command::ReadFactors)?;
-        match self.reply() {
-            Ok(Reply::Factors(factors)) => Ok(factors
-                .into_iter()
-                .filter_map(|(assoc, factor)| {
-                    Some((self.names.assocs.name(assoc)?.clone(), factor))
-                })
-                .collect()),
-            _ => Err(EngineError::WorkersGone),
-        }
     }
 }
 

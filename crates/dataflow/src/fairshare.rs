@@ -11,8 +11,6 @@
 //! FairShare column of users under Fair Tree, classic, depth-oblivious and
 //! level-based. The ticket-based tickets are the dataflow's too.
 
-use std::collections::BTreeMap;
-
 use fairflow_model::formula::{
     classic_effective_usage, classic_factor, classic_norm_shares, depth_oblivious_effective_usage,
     level_bucket_value, level_fs_value, norm_usage, share_fraction, ticket_effective_usage,
@@ -64,12 +62,10 @@ pub struct EngineTree {
     pub as_of: Time,
 }
 
-/// Fair-share factors by `(account, user)`.
-pub type Factors = BTreeMap<(String, String), f64>;
-
 /// The fair-share table under `config`'s algorithm, with `factors` (the
-/// dataflow's) as the users' FairShare.
-pub fn table(tree: &EngineTree, config: &Config, factors: &Factors) -> FairshareTable {
+/// dataflow's, by node index of `tree`; an account's is not read) as the
+/// users' FairShare.
+pub fn table(tree: &EngineTree, config: &Config, factors: &[f64]) -> FairshareTable {
     let view = View::new(tree, factors);
     let rows = match config.algorithm() {
         Algorithm::FairTree => fair_tree(&view),
@@ -89,7 +85,7 @@ pub fn table(tree: &EngineTree, config: &Config, factors: &Factors) -> Fairshare
 struct View<'a> {
     tree: &'a EngineTree,
     fs_children: Vec<Vec<usize>>,
-    factors: &'a Factors,
+    factors: &'a [f64],
 }
 
 impl<'a> View<'a> {
@@ -109,7 +105,7 @@ impl<'a> View<'a> {
         }
     }
 
-    fn new(tree: &'a EngineTree, factors: &'a Factors) -> Self {
+    fn new(tree: &'a EngineTree, factors: &'a [f64]) -> Self {
         let mut fs_children = vec![Vec::new(); tree.nodes.len()];
         for (index, node) in tree.nodes.iter().enumerate() {
             if let Some(p) = node.fs_parent {
@@ -154,9 +150,8 @@ impl<'a> View<'a> {
     /// A user association's factor from the dataflow (0 if it has none yet).
     fn factor(&self, index: usize) -> Option<f64> {
         let node = &self.tree.nodes[index];
-        let user = node.user.clone()?;
-        let key = (node.account.clone(), user);
-        Some(self.factors.get(&key).copied().unwrap_or(0.0))
+        node.is_user()
+            .then(|| self.factors.get(index).copied().unwrap_or(0.0))
     }
 }
 

@@ -97,19 +97,39 @@ impl FactStore {
     /// Every present fact, in `(node, fact)` order.
     pub(crate) fn read(&self) -> Vec<(NodeId, Fact)> {
         let facts = self.0.borrow();
-        let mut present: Vec<(NodeId, Fact)> = Vec::new();
+        let mut present: Vec<(NodeId, Fact)> = Vec::with_capacity(facts.iter().map(Vec::len).sum());
         for (node, held) in facts.iter().enumerate() {
-            let from = present.len();
-            for &(fact, count) in held {
-                if count > 0 {
-                    debug_assert!(count == 1, "a fact is present at most once");
-                    present.push((node as NodeId, fact));
-                }
-            }
-            present[from..].sort_unstable();
+            push_present(&mut present, node as NodeId, held);
         }
         present
     }
+
+    /// The present facts of `nodes` (each once), in `(node, fact)` order.
+    pub(crate) fn read_of(&self, nodes: &[NodeId]) -> Vec<(NodeId, Fact)> {
+        let facts = self.0.borrow();
+        let mut nodes = nodes.to_vec();
+        nodes.sort_unstable();
+        nodes.dedup();
+        let mut present: Vec<(NodeId, Fact)> = Vec::new();
+        for node in nodes {
+            if let Some(held) = facts.get(node as usize) {
+                push_present(&mut present, node, held);
+            }
+        }
+        present
+    }
+}
+
+/// Append `node`'s present facts (count 1) to `present`, in fact order.
+fn push_present(present: &mut Vec<(NodeId, Fact)>, node: NodeId, held: &NodeFacts) {
+    let from = present.len();
+    for &(fact, count) in held {
+        if count > 0 {
+            debug_assert!(count == 1, "a fact is present at most once");
+            present.push((node, fact));
+        }
+    }
+    present[from..].sort_unstable();
 }
 
 /// The inputs of one family's tree dataflow.

@@ -158,6 +158,7 @@ mod kept;
 pub mod moab;
 pub mod queue;
 pub mod record;
+pub mod waiting;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -1428,6 +1429,23 @@ impl PriorityReader {
     pub fn fairshare_factors(&mut self) -> BTreeMap<AssocId, f64> {
         self.absorb();
         self.queue.fairshare_factors()
+    }
+
+    /// [`PriorityReader::fairshare_factors`] as a dense table by
+    /// association id (`None`: no entry).
+    pub fn fairshare_factors_dense(&mut self) -> Vec<Option<f64>> {
+        self.absorb();
+        self.queue.fairshare_factors_dense()
+    }
+
+    /// The entries of [`PriorityReader::fairshare_factors`] of `assocs`
+    /// only (a read of a few associations: `explain`'s path).
+    pub fn fairshare_factors_of(&mut self, assocs: &[AssocId]) -> BTreeMap<AssocId, f64> {
+        self.absorb();
+        assocs
+            .iter()
+            .filter_map(|&assoc| Some((assoc, self.queue.fairshare_factor(assoc)?)))
+            .collect()
     }
 
     /// The record's job's name (`""` if the table no longer has it, which a

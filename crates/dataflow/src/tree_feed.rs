@@ -344,6 +344,12 @@ impl TreeFeed {
     pub fn sent_parent(&self, id: NodeId) -> Option<NodeId> {
         self.sent[id as usize].parent
     }
+
+    /// A user association's interned name (`None` for an account).
+    pub fn assoc_id(&self, id: NodeId) -> Option<AssocId> {
+        let assoc = *self.assoc_ids.get(id as usize)?;
+        (assoc != AssocId::MAX).then_some(assoc)
+    }
 }
 
 #[cfg(test)]

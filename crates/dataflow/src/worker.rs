@@ -18,14 +18,15 @@ use crate::factors::Family;
 use crate::graph::{build, priority_upper, Dataflows, Fact};
 use crate::job_feed::JobDeltas;
 use crate::names::JobNames;
+use crate::priority::waiting::WaitingEntry;
 use crate::priority::{IncrFloors, Time64};
 use crate::tree_feed::Deltas;
 use crate::types::{AssocId, Epoch, JobId, NodeId, TouchCounter};
 
 mod shards;
 use shards::{
-    ask_all, compact_lists, counts, found_job, merge_by_name, merge_floors, merge_ranked, Jobs,
-    Request, Shards,
+    ask_all, compact_lists, counts, found_job, merge_by_name, merge_floors, merge_ranked,
+    merge_waiting, Jobs, Request, Shards,
 };
 
 /// What the driver asks worker 0 to do.
@@ -52,6 +53,13 @@ pub enum Command {
     ReadFacts,
     /// Send every user association's fair-share factor (by interned name).
     ReadFactors,
+    /// Send every user association's fair-share factor as a dense table by
+    /// interned name (`None`: none).
+    ReadFactorTable,
+    /// Send the facts of these nodes only (`explain`'s path).
+    ReadFactsOf(Vec<NodeId>),
+    /// Send the fair-share factors of these user associations only.
+    ReadFactorsOf(Vec<AssocId>),
     /// `INCR_ONLY`: remember every listed job's priority at this time
     /// (`PriorityReader::remember_incr_only`).
     RememberIncrOnly(Time64),
@@ -73,6 +81,9 @@ pub enum Command {
     Through(JobId, Time64),
     /// How many jobs each worker's shard holds.
     Count,
+    /// The waiting users (`PriorityReader::waiting`) of every shard:
+    /// minimum factor (`f64` bits), limit.
+    Waiting(u64, usize),
 }
 
 /// What worker 0 answers.
@@ -100,6 +111,10 @@ pub enum Reply {
     Floors(IncrFloors),
     /// The jobs each worker's shard holds, by worker index.
     Counts(Vec<usize>),
+    /// Fair-share factors as a dense table by interned `(account, user)`.
+    FactorTable(Vec<Option<f64>>),
+    /// Every shard's waiting users.
+    Waiting(Vec<WaitingEntry>),
     /// A command without a result is done.
     Done,
 }
@@ -330,7 +345,16 @@ pub fn run_worker(
             Command::Count => {
                 Reply::Counts(counts(ask_all(&mut shards, worker, reader, Request::Count)))
             }
+            Command::Waiting(min_factor_bits, limit) => {
+                let request = Request::Waiting(min_factor_bits, limit);
+                Reply::Waiting(merge_waiting(ask_all(&mut shards, worker, reader, request)))
+            }
             Command::ReadFacts => Reply::Facts(dataflows.trees[active.index()].facts.read()),
+            Command::ReadFactsOf(nodes) => {
+                Reply::Facts(dataflows.trees[active.index()].facts.read_of(&nodes))
+            }
+            Command::ReadFactorsOf(assocs) => Reply::Factors(reader.fairshare_factors_of(&assocs)),
+            Command::ReadFactorTable => Reply::FactorTable(reader.fairshare_factors_dense()),
         };
         if feeder.replies.send(reply).is_err() {
             break;

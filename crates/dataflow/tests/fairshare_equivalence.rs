@@ -3,7 +3,8 @@
 //! (share changes incl. `parent`, moves, removals, ends, requeues, resets,
 //! half-life and calc-period changes, algorithm switches, `PriorityLevels`
 //! changes, submissions, starts, ends, holds and cancels, which move the
-//! ticket-based algorithm's active associations), for 1, 2 and 4 workers.
+//! ticket-based algorithm's active associations), for 1, 2 and 4 workers;
+//! and every user's path from `root` (`explain`'s rows) equals the table's.
 //! `FAIRFLOW_HEAVY=1` runs a much larger sweep.
 
 mod common;
@@ -71,6 +72,18 @@ fn run_with_config(seed: u64, batches: usize, workers: usize, config: Config) {
         let expected = fairshare::table(oracle.state());
         let actual = engine.fairshare_table().expect("table reads");
         assert_eq!(actual, expected, "{context}");
+        // `explain`'s path, read from the path's associations only.
+        for row in expected.rows.iter().filter(|row| row.user.is_some()) {
+            let user = row.user.as_deref().unwrap_or_default();
+            assert_eq!(
+                engine
+                    .fairshare_path(&row.account, user)
+                    .expect("path reads"),
+                expected.path_to(&row.account, user),
+                "{context}: path of {}/{user}",
+                row.account
+            );
+        }
         assert_eq!(
             engine.user_factors().expect("factors read"),
             fairshare::user_factors(oracle.state()),

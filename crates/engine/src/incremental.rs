@@ -6,8 +6,10 @@ use std::collections::BTreeMap;
 
 use fairflow_book::Book;
 use fairflow_ingest::{LogLine, Rejection};
-use fairflow_model::report::{CompactJobs, FairshareTable, JobPriority, SharedJobs};
-use fairflow_model::{Config, Time};
+use fairflow_model::report::{
+    CompactJobs, FairshareRow, FairshareTable, JobPriority, SharedJobs, WaitingUser,
+};
+use fairflow_model::{Algorithm, Config, Time};
 
 use crate::{Engine, EngineError, WorkerLayout};
 
@@ -66,6 +68,24 @@ impl Engine for IncrementalEngine {
 
     fn user_factors(&mut self) -> Result<BTreeMap<(String, String), f64>, EngineError> {
         Ok(self.engine.user_factors()?)
+    }
+
+    fn waiting_users(
+        &mut self,
+        min_factor: f64,
+        limit: usize,
+    ) -> Result<Vec<WaitingUser>, EngineError> {
+        let now = self.now().unwrap_or(0);
+        Ok(self.engine.waiting_users(min_factor, limit, now)?)
+    }
+
+    fn fairshare_path(
+        &mut self,
+        account: &str,
+        user: &str,
+    ) -> Result<(Algorithm, Vec<FairshareRow>), EngineError> {
+        let algorithm = self.engine.config().algorithm();
+        Ok((algorithm, self.engine.fairshare_path(account, user)?))
     }
 
     fn priorities(&mut self) -> Result<Vec<JobPriority>, EngineError> {

@@ -26,7 +26,8 @@ use fairflow_ingest::{LogLine, Rejection};
 use fairflow_model::report::entries::{position_in, position_single};
 use fairflow_model::report::position::Position;
 use fairflow_model::report::{
-    CompactJobs, FairshareRow, FairshareTable, JobPriority, Selection, SharedJobs,
+    CompactJobs, FairshareRow, FairshareTable, JobIdKey, JobPriority, JobState, Selection,
+    SharedJobs, WaitingUser,
 };
 use fairflow_model::{Algorithm, Config, Time};
 
@@ -173,13 +174,81 @@ pub trait Engine: Send {
                 EngineError::UnknownJob { job, now }
             });
         };
-        let table = self.fairshare()?;
-        let path = path_to(&table.rows, &found.account, &found.user);
+        let (algorithm, path) = self.fairshare_path(&found.account, &found.user)?;
         Ok(Explanation {
             job: found,
-            algorithm: table.algorithm,
+            algorithm,
             path,
         })
+    }
+
+    /// The algorithm in force and the fair-share rows from `root` down to
+    /// the user association `(account, user)` (empty when it has none): the
+    /// rows of [`Engine::fairshare`] that `explain` shows. This default
+    /// reads the whole table; the incremental engine reads the path's
+    /// associations only.
+    fn fairshare_path(
+        &mut self,
+        account: &str,
+        user: &str,
+    ) -> Result<(Algorithm, Vec<FairshareRow>), EngineError> {
+        let table = self.fairshare()?;
+        let path = table.path_to(account, user);
+        Ok((table.algorithm, path))
+    }
+
+    /// The users with pending (ranked) jobs whose fair-share factor
+    /// ([`Engine::user_factors`]; 0 when it has none) is at least
+    /// `min_factor`: the first `limit` in [`WaitingUser::rank`]'s order
+    /// (longest wait first), each with its pending jobs and its oldest one
+    /// (earliest submitted; of one second, the first in the queue's job-id
+    /// order, `JobIdKey`). This
+    /// default groups every listed job's priority; the incremental engine
+    /// reads its queue's submit-time order only as far as the answer needs.
+    fn waiting_users(
+        &mut self,
+        min_factor: f64,
+        limit: usize,
+    ) -> Result<Vec<WaitingUser>, EngineError> {
+        let factors = self.user_factors()?;
+        let now = self.now().unwrap_or(0);
+        let mut by_user: BTreeMap<(String, String), (u64, Time, String)> = BTreeMap::new();
+        for job in self.priorities()? {
+            if job.state != JobState::Pending {
+                continue;
+            }
+            let entry = by_user.entry((job.account, job.user)).or_insert((
+                0,
+                job.submit_at,
+                job.job.clone(),
+            ));
+            entry.0 += 1;
+            if job.submit_at < entry.1
+                || (job.submit_at == entry.1 && JobIdKey::new(&job.job) < JobIdKey::new(&entry.2))
+            {
+                (entry.1, entry.2) = (job.submit_at, job.job);
+            }
+        }
+        let mut waiting: Vec<WaitingUser> = by_user
+            .into_iter()
+            .filter_map(|((account, user), (pending_jobs, oldest, oldest_job))| {
+                let factor = factors
+                    .get(&(account.clone(), user.clone()))
+                    .copied()
+                    .unwrap_or(0.0);
+                (factor >= min_factor).then_some(WaitingUser {
+                    account,
+                    user,
+                    factor,
+                    pending_jobs,
+                    longest_wait_secs: now - oldest,
+                    oldest_job,
+                })
+            })
+            .collect();
+        WaitingUser::rank(&mut waiting);
+        waiting.truncate(limit);
+        Ok(waiting)
     }
 
     /// The first `k` entries of the queue `selection` keeps (`top -A -u
@@ -292,29 +361,4 @@ pub fn start(choice: EngineChoice, config: Config) -> Result<Box<dyn Engine>, En
             Box::new(IncrementalEngine::start(workers, config)?)
         }
     })
-}
-
-/// The rows from `root` down to the user association `(account, user)`, in
-/// that order, from a table in tree order; empty when it is not there.
-pub fn path_to(rows: &[FairshareRow], account: &str, user: &str) -> Vec<FairshareRow> {
-    let Some(index) = rows
-        .iter()
-        .position(|r| r.account == account && r.user.as_deref() == Some(user))
-    else {
-        return Vec::new();
-    };
-    // In tree order, each ancestor is the nearest earlier account row one level up.
-    let mut path = vec![rows[index].clone()];
-    let mut depth = rows[index].depth;
-    for row in rows[..index].iter().rev() {
-        if depth == 0 {
-            break;
-        }
-        if row.user.is_none() && row.depth + 1 == depth {
-            path.push(row.clone());
-            depth = row.depth;
-        }
-    }
-    path.reverse();
-    path
 }

@@ -1,7 +1,8 @@
 //! `fairflow import flux`: a flux-accounting database (SQLite, schema version
 //! [`FLUX_DB_SCHEMA_VERSION`], flux-accounting v0.60's `create_db.py`) read to
 //! an event log, so that a Flux site can load its banks, associations, queues,
-//! weights, usage and configuration.
+//! weights, usage and configuration; or its fair-share emulator's JSON
+//! hierarchy (`emulate`), read to the same rows and events by the same rules.
 //!
 //! # What is read, and what it becomes
 //! - `PRAGMA user_version` must be [`FLUX_DB_SCHEMA_VERSION`]; another
@@ -12,7 +13,8 @@
 //!   number: fairflow's account priority is an integer). The bank with an
 //!   empty `parent_bank` is the root: named `root`, it is fairflow's root;
 //!   otherwise it is an account of that name under fairflow's root (a single
-//!   child: every fair-share is the same). Inactive banks, the banks under
+//!   child: every fair-share is the same); another bank named `root` is an
+//!   error. Inactive banks, the banks under
 //!   them and their associations are left out, as flux-accounting's
 //!   fair-share walk leaves them out.
 //! - `association_table` (`username`, `userid`, `bank`, `default_bank`,
@@ -63,10 +65,12 @@ use std::path::Path;
 use fairflow_model::event::Op;
 use fairflow_model::{Event, Time};
 
+mod emulate;
 mod rows;
 mod settings;
 mod tree;
 
+pub use emulate::{parse_flux_emulate, read_flux_emulate, MAX_EMULATE_INPUT_BYTES};
 use rows::Db;
 
 /// The flux-accounting schema version read (`DB_SCHEMA_VERSION`, v0.60).
@@ -118,6 +122,24 @@ pub enum FluxImportError {
         index: usize,
         /// The field and why.
         rejection: crate::Rejection,
+    },
+    /// The emulator's input (`--emulate`) is not JSON.
+    #[error("{path}: not JSON: {source}")]
+    Json {
+        /// The file's path.
+        path: String,
+        /// serde_json's error, with the line and column.
+        source: serde_json::Error,
+    },
+    /// A node of the emulator's input holds what fairflow cannot use.
+    #[error("{path}: {at}: {reason}")]
+    Node {
+        /// The file's path.
+        path: String,
+        /// The JSON path of the node or field (`root.children[1].shares`).
+        at: String,
+        /// What is wrong.
+        reason: String,
     },
     /// A row holds a value fairflow cannot use.
     #[error("{path}: {table} row {key}: column `{column}`: {reason}")]
@@ -172,7 +194,24 @@ pub fn read_flux_db(path: &Path, t: Time) -> Result<FluxDb, FluxImportError> {
     let mut notes = Vec::new();
     let settings = settings::read_settings(&db)?;
     let banks = tree::read_banks(&db)?;
-    let mut bank_tree = tree::bank_tree(&db, &banks, t)?;
+    let bank_tree = tree::bank_tree(&db, &banks, t)?;
+    let members = tree::members(&db, &bank_tree, settings.bin_count, t, &mut notes)?;
+    let queues = tree::queues(&db, t)?;
+    assemble(&shown, t, settings, bank_tree, members, queues, notes)
+}
+
+/// The events of an import, in the order the module's doc says (the
+/// configuration, the accounts, the users, the queues, the usage), checked
+/// as the log's reader checks them, with the notes (a left-out bank first).
+fn assemble(
+    shown: &str,
+    t: Time,
+    settings: settings::Settings,
+    mut bank_tree: tree::BankTree<'_>,
+    members: tree::Members,
+    (queue_events, queues): (Vec<Event>, BTreeSet<String>),
+    mut notes: Vec<String>,
+) -> Result<FluxDb, FluxImportError> {
     let mut events = vec![Event {
         t,
         op: Op::Config { set: settings.set },
@@ -180,19 +219,18 @@ pub fn read_flux_db(path: &Path, t: Time) -> Result<FluxDb, FluxImportError> {
     events.append(&mut bank_tree.account_events);
     let left_out = bank_tree.left_out;
     if left_out > 0 {
-        notes.push(format!(
-            "{left_out} active banks under inactive ones left out"
-        ));
+        notes.insert(
+            0,
+            format!("{left_out} active banks under inactive ones left out"),
+        );
     }
-    let members = tree::members(&db, &bank_tree, settings.bin_count, t, &mut notes)?;
     events.extend(members.user_events);
-    let (queue_events, queues) = tree::queues(&db, t)?;
     events.extend(queue_events);
     events.extend(members.usage_events);
     // What the log's reader would refuse is refused here, by the same check.
     crate::check::check_events(&events).map_err(|(index, rejection)| {
         FluxImportError::OutOfBounds {
-            path: shown.clone(),
+            path: shown.to_string(),
             index,
             rejection,
         }

@@ -85,6 +85,65 @@ pub struct FairshareTable {
     pub rows: Vec<FairshareRow>,
 }
 
+/// A user association with pending (ranked) jobs, as `audit` lists the
+/// users whose jobs wait longest.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WaitingUser {
+    /// The account.
+    pub account: String,
+    /// The user.
+    pub user: String,
+    /// Its fair-share factor.
+    pub factor: f64,
+    /// Its pending (ranked) jobs.
+    pub pending_jobs: u64,
+    /// How long its earliest-submitted pending job has waited, in seconds.
+    pub longest_wait_secs: i64,
+    /// That job (of those submitted in that second, the first by job id).
+    pub oldest_job: String,
+}
+
+impl WaitingUser {
+    /// `audit`'s order of waiting users: longest wait first, then the
+    /// higher factor, then account and user.
+    pub fn rank(users: &mut [WaitingUser]) {
+        users.sort_by(|a, b| {
+            b.longest_wait_secs
+                .cmp(&a.longest_wait_secs)
+                .then(b.factor.total_cmp(&a.factor))
+                .then_with(|| (&a.account, &a.user).cmp(&(&b.account, &b.user)))
+        });
+    }
+}
+
+impl FairshareTable {
+    /// The rows from `root` down to the user association `(account, user)`,
+    /// in that order (what `explain` shows); empty when it is not there.
+    pub fn path_to(&self, account: &str, user: &str) -> Vec<FairshareRow> {
+        let rows = &self.rows;
+        let Some(index) = rows
+            .iter()
+            .position(|r| r.account == account && r.user.as_deref() == Some(user))
+        else {
+            return Vec::new();
+        };
+        // In tree order, each ancestor is the nearest earlier account row one level up.
+        let mut path = vec![rows[index].clone()];
+        let mut depth = rows[index].depth;
+        for row in rows[..index].iter().rev() {
+            if depth == 0 {
+                break;
+            }
+            if row.user.is_none() && row.depth + 1 == depth {
+                path.push(row.clone());
+                depth = row.depth;
+            }
+        }
+        path.reverse();
+        path
+    }
+}
+
 /// One factor (Slurm, Flux) or one component or subcomponent (Moab) of a
 /// job's priority, as `sprio` and `explain` show it.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]

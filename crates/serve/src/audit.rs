@@ -1,7 +1,7 @@
 //! `fairflow audit` and `GET /v1/audit`: who is over- and under-served. From
-//! the fair-share table and the listed jobs' priorities (no engine: these are
-//! the engines' answers), per association at its level of the tree, its
-//! usage share against its normalised shares:
+//! the fair-share table and the waiting users the engine lists (no engine:
+//! these are the engines' answers), per association at its level of the
+//! tree, its usage share against its normalised shares:
 //!
 //! - `level_share`: its shares over its siblings' (a `FairShare=parent`
 //!   association counts 0);
@@ -17,9 +17,8 @@
 //! Rendered as tables (per level, the `top` most over- and most
 //! under-served) or JSON.
 
-use std::collections::BTreeMap;
-
-use fairflow_model::report::{FairshareRow, FairshareTable, JobPriority, JobState};
+pub use fairflow_model::report::WaitingUser;
+use fairflow_model::report::{FairshareRow, FairshareTable};
 use fairflow_model::Time;
 use serde_json::{json, Value};
 
@@ -49,23 +48,6 @@ pub struct AssociationAudit {
     pub global_error: Option<f64>,
 }
 
-/// A user association with pending jobs.
-#[derive(Debug, Clone, PartialEq)]
-pub struct WaitingUser {
-    /// The account.
-    pub account: String,
-    /// The user.
-    pub user: String,
-    /// Its fair-share factor.
-    pub factor: f64,
-    /// Its pending (ranked) jobs.
-    pub pending_jobs: u64,
-    /// How long its earliest-submitted pending job has waited, in seconds.
-    pub longest_wait_secs: i64,
-    /// That job.
-    pub oldest_job: String,
-}
-
 /// The audit of one state.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Audit {
@@ -74,7 +56,7 @@ pub struct Audit {
     /// Every association but `root`, in the table's tree order.
     pub associations: Vec<AssociationAudit>,
     /// The users whose factor is at least the asked minimum and who have
-    /// pending jobs, longest wait first (then the higher factor, account, user).
+    /// pending jobs, longest wait first ([`WaitingUser::rank`]).
     pub waiting: Vec<WaitingUser>,
 }
 
@@ -103,23 +85,17 @@ pub fn parents(rows: &[FairshareRow]) -> Vec<Option<usize>> {
     parent
 }
 
-/// The audit of `table` (in tree order), the users' fair-share `factors`
-/// and the listed jobs `listed`, as of `now`.
-pub fn audit(
-    table: &FairshareTable,
-    factors: &BTreeMap<(String, String), f64>,
-    listed: &[JobPriority],
-    now: Time,
-    min_factor: f64,
-) -> Audit {
+/// The audit of `table` (in tree order) with the users `waiting` (as the
+/// engine lists them: `fairflow_engine::Engine::waiting_users`), as of `now`.
+pub fn audit(table: &FairshareTable, waiting: Vec<WaitingUser>, now: Time) -> Audit {
     let rows = &table.rows;
     let parent = parents(rows);
-    let mut sums: BTreeMap<usize, (u64, u64)> = BTreeMap::new();
+    // Each account's children's (shares, usage), by the account's row.
+    let mut sums: Vec<(u64, u64)> = vec![(0, 0); rows.len()];
     for (i, row) in rows.iter().enumerate() {
         if let Some(p) = parent[i] {
-            let entry = sums.entry(p).or_default();
-            entry.0 += row.raw_shares.map_or(0, |s| s.raw());
-            entry.1 += row.raw_usage;
+            sums[p].0 += row.raw_shares.map_or(0, |s| s.raw());
+            sums[p].1 += row.raw_usage;
         }
     }
     let root_usage = rows.first().map_or(0, |r| r.raw_usage);
@@ -129,7 +105,7 @@ pub fn audit(
         let Some(p) = parent[i] else {
             continue;
         };
-        let (shares, usage) = sums[&p];
+        let (shares, usage) = sums[p];
         let level_share = ratio(row.raw_shares.map_or(0, |s| s.raw()), shares);
         let level_usage = ratio(row.raw_usage, usage);
         global[i] = global[p].zip(level_share).map(|(a, b)| a * b);
@@ -146,40 +122,6 @@ pub fn audit(
             global_error: difference(global_usage, global[i]),
         });
     }
-    let mut by_user: BTreeMap<(String, String), (u64, Time, String)> = BTreeMap::new();
-    for job in listed.iter().filter(|p| p.state == JobState::Pending) {
-        let entry = by_user
-            .entry((job.account.clone(), job.user.clone()))
-            .or_insert((0, job.submit_at, job.job.clone()));
-        entry.0 += 1;
-        if job.submit_at < entry.1 {
-            entry.1 = job.submit_at;
-            entry.2 = job.job.clone();
-        }
-    }
-    let mut waiting: Vec<WaitingUser> = by_user
-        .into_iter()
-        .filter_map(|((account, user), (pending_jobs, oldest, oldest_job))| {
-            let factor = factors
-                .get(&(account.clone(), user.clone()))
-                .copied()
-                .unwrap_or(0.0);
-            (factor >= min_factor).then(|| WaitingUser {
-                account,
-                user,
-                factor,
-                pending_jobs,
-                longest_wait_secs: now - oldest,
-                oldest_job,
-            })
-        })
-        .collect();
-    waiting.sort_by(|a, b| {
-        b.longest_wait_secs
-            .cmp(&a.longest_wait_secs)
-            .then(b.factor.total_cmp(&a.factor))
-            .then_with(|| (&a.account, &a.user).cmp(&(&b.account, &b.user)))
-    });
     Audit {
         as_of: now,
         associations,

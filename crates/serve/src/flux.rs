@@ -2,7 +2,8 @@
 //! view-bank BANK -t [-P]` (the bank tree with shares, usage and fair-share;
 //! `formatter.py`'s `BankFormatter.as_tree` / `as_parsable_tree`) and `flux
 //! account jobs` (each job's priority factors; `priorities.py`'s
-//! `job_priorities`, with `-v` its `construct_priority_calculation`).
+//! `job_priorities`, with `-v` its `construct_priority_calculation`); and
+//! the fair-share emulator's output ([`emulate`]).
 //! Numbers are written as Python writes them (`str(float)`: `100.0`,
 //! `0.285714`).
 //!
@@ -16,6 +17,8 @@
 //! come in fairflow's tree order (by name), where flux-accounting lists them
 //! in insertion order. Job ids are fairflow's (a Flux journal's are the
 //! decimal ids, not F58).
+
+pub mod emulate;
 
 use fairflow_model::report::{FairshareTable, JobPriority, JobState};
 use fairflow_model::Shares;

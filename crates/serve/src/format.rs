@@ -4,16 +4,12 @@
 
 use serde_json::Value;
 
+use crate::cell::{push_spaces, Cell};
+
 /// A normalized value as Slurm's `printf("%f")` writes it: six decimals,
 /// `inf` / `-inf` for infinities, `nan` for a value that is not a number.
 pub fn fixed6(value: f64) -> String {
-    if value.is_nan() {
-        "nan".to_string()
-    } else if value.is_infinite() {
-        if value > 0.0 { "inf" } else { "-inf" }.to_string()
-    } else {
-        format!("{value:.6}")
-    }
+    Cell::Fixed6(Some(value)).text()
 }
 
 /// An optional normalized value: [`fixed6`], or the empty cell for `None`.
@@ -23,7 +19,7 @@ pub fn opt_fixed6(value: Option<f64>) -> String {
 
 /// A 64-bit raw value as `0x%016X`.
 pub fn hex16(value: u64) -> String {
-    format!("0x{value:016X}")
+    Cell::Hex16(Some(value)).text()
 }
 
 /// A float as a JSON value: a number when finite, else the string `"inf"`,
@@ -92,6 +88,13 @@ pub fn widen(widths: &mut [usize], row: &[String]) {
     }
 }
 
+/// Widen `widths` to fit `cells`.
+pub fn widen_cells(widths: &mut [usize], cells: &[Cell]) {
+    for (width, cell) in widths.iter_mut().zip(cells) {
+        *width = (*width).max(cell.width());
+    }
+}
+
 /// An aligned table's header and its line of dashes.
 pub fn aligned_head(columns: &[Column], widths: &[usize]) -> String {
     let names: Vec<String> = columns.iter().map(|c| c.name.to_string()).collect();
@@ -104,18 +107,45 @@ pub fn aligned_head(columns: &[Column], widths: &[usize]) -> String {
 /// One line of an aligned table: `cells` padded to `widths` as their
 /// columns justify them, trailing spaces trimmed.
 pub fn aligned_line(columns: &[Column], widths: &[usize], cells: &[String]) -> String {
-    let text: Vec<String> = cells
-        .iter()
-        .zip(columns)
-        .zip(widths)
-        .map(|((cell, column), &width)| match column.justify {
-            Justify::Left => format!("{cell:<width$}"),
-            Justify::Right => format!("{cell:>width$}"),
-        })
-        .collect();
-    let mut line = text.join(" ").trim_end().to_string();
-    line.push('\n');
+    let cells: Vec<Cell> = cells.iter().map(|cell| Cell::Text(cell)).collect();
+    let mut line = String::new();
+    write_aligned_line(columns, widths, &cells, &mut line);
     line
+}
+
+/// Append one line of an aligned table to `out`: `cells` padded to
+/// `widths` as their columns justify them, separated by one space,
+/// trailing spaces trimmed, then a line break.
+pub fn write_aligned_line(columns: &[Column], widths: &[usize], cells: &[Cell], out: &mut String) {
+    let start = out.len();
+    for (index, ((cell, column), &width)) in cells.iter().zip(columns).zip(widths).enumerate() {
+        if index > 0 {
+            out.push(' ');
+        }
+        let padding = width.saturating_sub(cell.width());
+        if column.justify == Justify::Right {
+            push_spaces(out, padding);
+        }
+        cell.write(out);
+        if column.justify == Justify::Left {
+            push_spaces(out, padding);
+        }
+    }
+    let kept = out[start..].trim_end().len();
+    out.truncate(start + kept);
+    out.push('\n');
+}
+
+/// Append one line of the parsable form to `out`: `cells` separated by `|`,
+/// then a line break.
+pub fn write_parsable_line(cells: &[Cell], out: &mut String) {
+    for (index, cell) in cells.iter().enumerate() {
+        if index > 0 {
+            out.push('|');
+        }
+        cell.write(out);
+    }
+    out.push('\n');
 }
 
 /// The parsable form: `|`-separated, header first, no padding, no trailing `|`.

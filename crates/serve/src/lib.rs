@@ -10,6 +10,7 @@
 #![warn(missing_docs)]
 
 pub mod audit;
+pub mod cell;
 pub mod explain;
 pub mod flux;
 pub mod format;

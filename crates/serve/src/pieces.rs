@@ -10,13 +10,20 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::format::{aligned_head, aligned_line, aligned_widths, widen, Column};
+use crate::cell::Cell;
+use crate::format::{
+    aligned_head, aligned_line, aligned_widths, widen, widen_cells, write_aligned_line,
+    write_parsable_line, Column,
+};
 
 /// Rows rendered into one piece.
 pub const ROWS_PER_PIECE: usize = 256;
 
 /// A row's text from its index.
 pub type RowText = Box<dyn FnMut(usize) -> String + Send>;
+
+/// Appends a row's text, from its index, to the piece being built.
+pub type RowWriter = Box<dyn FnMut(usize, &mut String) + Send>;
 
 /// An answer as a head, `rows` rows and a tail, yielded as pieces of at
 /// most [`ROWS_PER_PIECE`] rows (the head with the first, the tail with the
@@ -25,19 +32,29 @@ pub struct Pieces {
     head: Option<String>,
     rows: usize,
     next_row: usize,
-    row_text: RowText,
+    row_writer: RowWriter,
     tail: Option<String>,
+    /// The last piece's length: the next one is built with that capacity.
+    last_piece_bytes: usize,
 }
 
 impl Pieces {
     /// The pieces of `head`, the texts of rows `0..rows` and `tail`.
-    pub fn new(head: String, rows: usize, row_text: RowText, tail: String) -> Self {
+    pub fn new(head: String, rows: usize, mut row_text: RowText, tail: String) -> Self {
+        let writer = move |row: usize, out: &mut String| out.push_str(&row_text(row));
+        Pieces::writing(head, rows, Box::new(writer), tail)
+    }
+
+    /// The pieces of `head`, rows `0..rows` as `row_writer` appends them,
+    /// and `tail` (no `String` per row).
+    pub fn writing(head: String, rows: usize, row_writer: RowWriter, tail: String) -> Self {
         Pieces {
             head: Some(head),
             rows,
             next_row: 0,
-            row_text,
+            row_writer,
             tail: Some(tail),
+            last_piece_bytes: 0,
         }
     }
 
@@ -55,10 +72,12 @@ impl Iterator for Pieces {
             return None;
         }
         let mut piece = self.head.take().unwrap_or_default();
+        piece.reserve(self.last_piece_bytes);
         let end = (self.next_row + ROWS_PER_PIECE).min(self.rows);
         for row in self.next_row..end {
-            piece.push_str(&(self.row_text)(row));
+            (self.row_writer)(row, &mut piece);
         }
+        self.last_piece_bytes = piece.len();
         self.next_row = end;
         if self.next_row == self.rows {
             piece.push_str(&self.tail.take().unwrap_or_default());
@@ -167,6 +186,50 @@ pub fn aligned_pieces(
     let head = aligned_head(&columns, &widths);
     let row_text = move |index: usize| aligned_line(&columns, &widths, &cells(index));
     Pieces::new(head, rows, Box::new(row_text), String::new())
+}
+
+/// Rows whose cells borrow from the rows themselves ([`Cell`]s, no
+/// `String` per cell): a table's rows rendered by
+/// [`aligned_cell_pieces`] and [`parsable_cell_pieces`].
+pub trait CellRows: Send + 'static {
+    /// How many rows there are.
+    fn count(&self) -> usize;
+    /// Row `index`'s cells, in the columns' order, into `cells` (empty).
+    fn cells<'r>(&'r self, index: usize, cells: &mut Vec<Cell<'r>>);
+}
+
+/// [`parsable_pieces`] of rows given as [`CellRows`].
+pub fn parsable_cell_pieces(columns: &[Column], rows: impl CellRows) -> Pieces {
+    let names: Vec<&str> = columns.iter().map(|c| c.name).collect();
+    let head = format!("{}\n", names.join("|"));
+    let count = rows.count();
+    let row_writer = move |index: usize, out: &mut String| {
+        let mut cells = Vec::new();
+        rows.cells(index, &mut cells);
+        write_parsable_line(&cells, out);
+    };
+    Pieces::writing(head, count, Box::new(row_writer), String::new())
+}
+
+/// [`aligned_pieces`] of rows given as [`CellRows`]: the widths' pass
+/// writes no cell (`Cell::width`).
+pub fn aligned_cell_pieces(columns: Vec<Column>, rows: impl CellRows) -> Pieces {
+    let mut widths = aligned_widths(&columns, std::iter::empty());
+    let count = rows.count();
+    let mut cells = Vec::new();
+    for index in 0..count {
+        cells.clear();
+        rows.cells(index, &mut cells);
+        widen_cells(&mut widths, &cells);
+    }
+    drop(cells);
+    let head = aligned_head(&columns, &widths);
+    let row_writer = move |index: usize, out: &mut String| {
+        let mut cells = Vec::new();
+        rows.cells(index, &mut cells);
+        write_aligned_line(&columns, &widths, &cells, out);
+    };
+    Pieces::writing(head, count, Box::new(row_writer), String::new())
 }
 
 #[cfg(test)]

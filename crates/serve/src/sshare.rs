@@ -13,8 +13,9 @@ use fairflow_model::report::{FairshareRow, FairshareTable};
 use fairflow_model::{Algorithm, Shares};
 use serde_json::{json, Value};
 
-use crate::format::{hex16, json_f64, opt_fixed6, Column, Justify};
-use crate::pieces::{aligned_pieces, parsable_pieces, pretty_array, Pieces};
+use crate::cell::Cell;
+use crate::format::{json_f64, Column, Justify};
+use crate::pieces::{aligned_cell_pieces, parsable_cell_pieces, pretty_array, CellRows, Pieces};
 use crate::OutputFormat;
 
 const fn column(name: &'static str, width: usize, justify: Justify) -> Column {
@@ -50,35 +51,64 @@ pub fn columns(algorithm: Algorithm) -> Vec<Column> {
     columns
 }
 
-fn raw_shares_cell(shares: Option<Shares>) -> String {
-    shares.map(|s| s.to_string()).unwrap_or_default()
+fn raw_shares_cell(shares: Option<Shares>) -> Cell<'static> {
+    match shares {
+        None => Cell::Integer(None),
+        Some(Shares::Value(value)) => Cell::Integer(Some(u64::from(value))),
+        Some(Shares::Parent) => Cell::Text("parent"),
+    }
 }
 
-/// A row's cells, in [`columns`] order, without indentation.
-fn cells(algorithm: Algorithm, row: &FairshareRow) -> Vec<String> {
+/// A row's cells, in [`columns`] order; the account indented by depth in
+/// the aligned table (`indent`).
+fn row_cells<'r>(
+    algorithm: Algorithm,
+    row: &'r FairshareRow,
+    indent: bool,
+    cells: &mut Vec<Cell<'r>>,
+) {
     let level_fs = match algorithm {
-        Algorithm::LevelBased => row.level_value.map(hex16).unwrap_or_default(),
-        _ => opt_fixed6(row.level_fs),
+        Algorithm::LevelBased => Cell::Hex16(row.level_value),
+        _ => Cell::Fixed6(row.level_fs),
     };
-    let mut cells = vec![
-        row.account.clone(),
-        row.user.clone().unwrap_or_default(),
+    let depth = if indent { row.depth } else { 0 };
+    cells.extend([
+        Cell::Indented(depth, &row.account),
+        Cell::Text(row.user.as_deref().unwrap_or_default()),
         raw_shares_cell(row.raw_shares),
-        opt_fixed6(row.norm_shares),
-        row.raw_usage.to_string(),
-        opt_fixed6(row.norm_usage),
-        opt_fixed6(row.effective_usage),
-        opt_fixed6(row.fairshare),
+        Cell::Fixed6(row.norm_shares),
+        Cell::Integer(Some(row.raw_usage)),
+        Cell::Fixed6(row.norm_usage),
+        Cell::Fixed6(row.effective_usage),
+        Cell::Fixed6(row.fairshare),
         level_fs,
-    ];
+    ]);
     match algorithm {
-        Algorithm::TicketBased => {
-            cells.push(row.tickets.map(|t| t.to_string()).unwrap_or_default())
-        }
-        Algorithm::LevelBased => cells.push(row.fairshare_raw.map(hex16).unwrap_or_default()),
+        Algorithm::TicketBased => cells.push(Cell::Integer(row.tickets)),
+        Algorithm::LevelBased => cells.push(Cell::Hex16(row.fairshare_raw)),
         Algorithm::FairTree | Algorithm::Classic | Algorithm::DepthOblivious => {}
     }
-    cells
+}
+
+/// A shared table's rows as [`CellRows`].
+struct TableRows {
+    table: Arc<FairshareTable>,
+    indent: bool,
+}
+
+impl CellRows for TableRows {
+    fn count(&self) -> usize {
+        self.table.rows.len()
+    }
+
+    fn cells<'r>(&'r self, index: usize, cells: &mut Vec<Cell<'r>>) {
+        row_cells(
+            self.table.algorithm,
+            &self.table.rows[index],
+            self.indent,
+            cells,
+        );
+    }
 }
 
 /// The `-P` form: header first, `|`-separated, no padding, no trailing `|`,
@@ -92,13 +122,6 @@ pub fn render_parsable(table: &FairshareTable) -> String {
 /// deeper than the account's own row).
 pub fn render_table(table: &FairshareTable) -> String {
     render(table, OutputFormat::Table)
-}
-
-/// A row's cells in the aligned table: the account indented by depth.
-fn indented_cells(algorithm: Algorithm, row: &FairshareRow) -> Vec<String> {
-    let mut cells = cells(algorithm, row);
-    cells[0] = format!("{}{}", " ".repeat(row.depth), cells[0]);
-    cells
 }
 
 fn shares_json(shares: Option<Shares>) -> Value {
@@ -179,12 +202,20 @@ pub fn render_pieces(table: Arc<FairshareTable>, format: OutputFormat) -> Pieces
     let algorithm = table.algorithm;
     let count = table.rows.len();
     match format {
-        OutputFormat::Table => aligned_pieces(columns(algorithm), count, move |i| {
-            indented_cells(algorithm, &table.rows[i])
-        }),
-        OutputFormat::Parsable => parsable_pieces(&columns(algorithm), count, move |i| {
-            cells(algorithm, &table.rows[i])
-        }),
+        OutputFormat::Table => aligned_cell_pieces(
+            columns(algorithm),
+            TableRows {
+                table,
+                indent: true,
+            },
+        ),
+        OutputFormat::Parsable => parsable_cell_pieces(
+            &columns(algorithm),
+            TableRows {
+                table,
+                indent: false,
+            },
+        ),
         OutputFormat::Json => pretty_array(count, move |i| row_json(algorithm, &table.rows[i])),
         OutputFormat::SlurmJson => crate::slurm_json::render_shares_pieces(table),
     }

@@ -59,14 +59,14 @@ pub enum Query {
     /// Every listed job in slurmrestd's `GET /slurm/v0.0.46/jobs` shape
     /// (`fairflow_serve::slurm_json::render_jobs`).
     SlurmJobs,
-    /// What `/metrics` exports per association, from one read of the
-    /// fair-share table: the `limit` associations with the most raw usage
-    /// and the `limit` accounts with the largest level error in absolute
-    /// value, as JSON (`metrics::ScrapedTables`).
-    ScrapedTables {
-        /// How many of each.
-        limit: usize,
-    },
+    /// The fair-share table itself, shared with the other reads of the same
+    /// state ([`Answer::FairshareTable`]): `/metrics` writes its
+    /// per-association families from its rows (`metrics::ScrapedRows`), the
+    /// Slurm follower reads its raw usage.
+    FairshareTable,
+    /// The priority of the job first in line, as text (empty while the
+    /// queue is empty): `/metrics`' `fairflow_queue_head_priority`.
+    QueueHead,
     /// Who is over- and under-served (`fairflow audit`).
     Audit {
         /// How many associations per level and side, and waiting users.
@@ -132,6 +132,13 @@ pub enum Answer {
     Holding(Pieces, SharedTable),
     /// A copy of the state for a what-if ([`Query::WhatIfBase`]).
     WhatIfBase(Box<fairflow_engine::whatif::Base>),
+    /// The fair-share table ([`Query::FairshareTable`]).
+    FairshareTable {
+        /// The table, shared.
+        table: std::sync::Arc<fairflow_model::report::FairshareTable>,
+        /// The engine's time when it was read.
+        now: fairflow_model::Time,
+    },
 }
 
 impl Answer {
@@ -162,9 +169,16 @@ impl Answer {
     pub fn into_text(self) -> Result<String, QueryError> {
         match self {
             Answer::Text(text) => Ok(text),
-            Answer::Pieces(pieces) | Answer::Holding(pieces, _) => pieces.collect(),
+            Answer::Pieces(pieces) | Answer::Holding(pieces, _) => {
+                // Joined once, at its length (no doubling of a long text).
+                let pieces: Vec<String> = pieces.collect::<Result<_, _>>()?;
+                Ok(pieces.concat())
+            }
             Answer::WhatIfBase(_) => Err(QueryError::BadRequest(
                 "a what-if's base is not a text answer".to_string(),
+            )),
+            Answer::FairshareTable { .. } => Err(QueryError::BadRequest(
+                "the fair-share table is not a text answer".to_string(),
             )),
         }
     }

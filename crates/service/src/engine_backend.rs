@@ -15,7 +15,6 @@ use fairflow_serve::plot::tree::{TreeColor, TreeOptions, TreePicture};
 use fairflow_serve::slurm_json::{self, JobFacts};
 use fairflow_serve::{audit, explain, overview, plot, position, sprio, sshare, top};
 
-use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use fairflow_model::report::{
@@ -26,7 +25,6 @@ use fairflow_serve::sprio::SprioRows;
 
 use crate::backend::{Answer, Backend, Gauges, Query, QueryError};
 use crate::held_tables::{HeldTables, SharedTable};
-use crate::metrics::{association_gauges, ScrapedTables};
 
 /// An engine serving the service.
 pub struct EngineBackend {
@@ -271,7 +269,7 @@ impl Backend for EngineBackend {
                 min_factor_millionths,
                 format,
             } => {
-                let found = run_audit(engine.as_mut(), min_factor_millionths as f64 / 1e6)
+                let found = run_audit(engine.as_mut(), min_factor_millionths as f64 / 1e6, top)
                     .map_err(internal)?;
                 text(move || audit::render(&found, top, format))
             }
@@ -364,18 +362,18 @@ impl Backend for EngineBackend {
                 })
                 .holding(held)
             }
-            Query::ScrapedTables { limit } => {
-                let table = self.table()?;
-                let now = self.engine.now().unwrap_or(0);
-                text(move || {
-                    let found = audit::audit(&table, &BTreeMap::new(), &[], now, 1.0);
-                    serde_json::to_string(&ScrapedTables {
-                        associations: association_gauges(&table, limit),
-                        fairness_errors: audit::account_errors(&found, limit),
-                    })
-                    .expect("plain values always serialize")
-                })
+            Query::QueueHead => {
+                let top = engine.top(1).map_err(internal)?;
+                Answer::Text(
+                    top.first()
+                        .map(|job| job.priority.to_string())
+                        .unwrap_or_default(),
+                )
             }
+            Query::FairshareTable => Answer::FairshareTable {
+                table: self.table()?,
+                now: self.engine.now().unwrap_or(0),
+            },
             Query::PlotTree {
                 color,
                 min_width_px,
@@ -455,14 +453,15 @@ fn tree_svg(
 }
 
 /// The audit of the engine's state (`fairflow_serve::audit::audit`): its
-/// table, its users' factors and its listed jobs, as of its time.
+/// table and the `top` users with a factor of at least `min_factor` whose
+/// jobs wait longest, as of its time.
 pub fn run_audit(
     engine: &mut dyn Engine,
     min_factor: f64,
+    top: usize,
 ) -> Result<audit::Audit, fairflow_engine::EngineError> {
     let table = engine.fairshare()?;
-    let factors = engine.user_factors()?;
-    let listed = engine.priorities()?;
+    let waiting = engine.waiting_users(min_factor, top)?;
     let now = engine.now().unwrap_or(0);
-    Ok(audit::audit(&table, &factors, &listed, now, min_factor))
+    Ok(audit::audit(&table, waiting, now))
 }

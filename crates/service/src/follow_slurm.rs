@@ -53,9 +53,9 @@ use fairflow_ingest::LogLine;
 use fairflow_model::{Event, Time};
 
 use crate::applier::{ApplierHandle, WriteError};
-use crate::backend::Query;
+use crate::backend::{Answer, Query};
 use crate::clock::wall_secs;
-use crate::metrics::{Metrics, ScrapedTables};
+use crate::metrics::Metrics;
 use crate::taps::cursor::TapCursor;
 
 /// The follower's tap name in the log's cursor records.
@@ -148,19 +148,17 @@ fn usage_hash(usage: &[((String, Option<String>), f64)]) -> u64 {
 async fn fairflow_usage(
     applier: &ApplierHandle,
 ) -> Result<BTreeMap<(String, Option<String>), u64>, String> {
-    let text = applier
-        .read(Query::ScrapedTables { limit: usize::MAX })
+    let answer = applier
+        .read_answer(Query::FairshareTable)
         .await
         .map_err(|e| format!("reading fairflow's usage: {e}"))?;
-    let tables: ScrapedTables =
-        serde_json::from_str(&text).map_err(|e| format!("reading fairflow's usage: {e}"))?;
-    Ok(tables
-        .associations
-        .into_iter()
-        .map(|row| {
-            let user = (!row.user.is_empty()).then_some(row.user);
-            ((row.account, user), row.raw_usage)
-        })
+    let Answer::FairshareTable { table, .. } = answer else {
+        return Err("reading fairflow's usage: the engine answered no table".to_string());
+    };
+    Ok(table
+        .rows
+        .iter()
+        .map(|row| ((row.account.clone(), row.user.clone()), row.raw_usage))
         .collect())
 }
 

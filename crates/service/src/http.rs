@@ -22,12 +22,12 @@ use subtle::ConstantTimeEq;
 use tokio::sync::Semaphore;
 
 use crate::applier::{parse_body, ApplierHandle, WriteError};
-use crate::backend::Query;
+use crate::backend::{Answer, Query};
 use crate::budget::HeldBytes;
 use crate::exactly_once::{valid_key, AbandonOnDrop, Ticket, MAX_KEY_BYTES};
 pub(crate) use crate::http_errors::error;
 use crate::http_errors::{json_errors, unknown_route};
-use crate::metrics::Metrics;
+use crate::metrics::{Metrics, MetricsNames, ScrapeSettings, ScrapedRows, UserSeries};
 use crate::stream::{respond, respond_whole, ResponseBudget};
 use fairflow_model::report::Selection;
 use fairflow_serve::sprio::slurm_format::{Format, SlurmView};
@@ -68,6 +68,12 @@ pub struct HttpConfig {
     /// Per-association fair-share gauges in `/metrics` for this many
     /// associations (the most raw usage first); `None`: none.
     pub metrics_associations: Option<usize>,
+    /// `--metrics-names`: with `slurm-exporter`, `/metrics` also has the
+    /// exporters' fair-share families (`metrics::exporter`).
+    pub metrics_names: MetricsNames,
+    /// `--metrics-exporter-users`: the user associations of the exporters'
+    /// user families.
+    pub metrics_exporter_users: UserSeries,
     /// Most bytes of answers held for readers at once, every connection
     /// together (`stream`); a read that finds them spent gets 503.
     pub max_response_bytes: usize,
@@ -101,6 +107,8 @@ impl Default for HttpConfig {
             max_connections_per_client: 64,
             stall_timeout: Duration::from_secs(120),
             metrics_associations: None,
+            metrics_names: MetricsNames::default(),
+            metrics_exporter_users: UserSeries::default(),
             max_response_bytes: crate::stream::DEFAULT_RESPONSE_BUDGET_BYTES,
             held_tables: crate::held_tables::HeldTables::default(),
             write_timeout: Duration::from_secs(30),
@@ -130,7 +138,7 @@ pub(crate) struct AppState {
 
 /// How long a read of `/metrics`' per-association tables serves scrapes:
 /// the live page's poll interval.
-pub(crate) const SCRAPED_TABLES_MAX_AGE: Duration = Duration::from_secs(2);
+pub const SCRAPED_TABLES_MAX_AGE: Duration = Duration::from_secs(2);
 
 /// Does `headers` carry `Authorization: Bearer <token>` with the right token?
 /// The scheme is case-insensitive (RFC 7235: `bearer`, `BEARER`); the
@@ -515,26 +523,51 @@ async fn get_position(
     read_asked(state, headers, asked).await
 }
 
+impl HttpConfig {
+    /// The per-association families `/metrics` writes.
+    pub fn scrape_settings(&self) -> ScrapeSettings {
+        ScrapeSettings {
+            associations: self.metrics_associations,
+            names: self.metrics_names,
+            exporter_users: self.metrics_exporter_users,
+        }
+    }
+}
+
+/// The rows of one read of the fair-share table that `settings` asks,
+/// chosen off the runtime; `None` when the read fails.
+async fn read_scraped_rows(
+    applier: &ApplierHandle,
+    settings: ScrapeSettings,
+) -> Option<Arc<ScrapedRows>> {
+    let Ok(Answer::FairshareTable { table, now }) =
+        applier.read_answer(Query::FairshareTable).await
+    else {
+        return None;
+    };
+    let select = move || Arc::new(ScrapedRows::select(table, now, &settings));
+    tokio::task::spawn_blocking(select).await.ok()
+}
+
 async fn get_metrics(State(state): State<AppState>, headers: HeaderMap) -> Response {
     if let Some(denied) = refuse_read(&state, &headers) {
         return denied;
     }
-    if let Some(limit) = state.config.metrics_associations {
+    let settings = state.config.scrape_settings();
+    if settings.reads_table() {
         // One scrape reads, the others wait for it and share what it read.
         let mut read_at = state.tables_read_at.lock().await;
         let fresh = read_at.is_some_and(|at| at.elapsed() < SCRAPED_TABLES_MAX_AGE);
         if !fresh {
             // One read of the table (shared with the other readers of an
-            // unchanged state) gives both.
-            let body = state
-                .applier
-                .read(Query::ScrapedTables { limit })
-                .await
-                .unwrap_or_default();
-            state.metrics.set_scraped_tables(&body);
+            // unchanged state) gives every per-association family.
+            let rows = read_scraped_rows(&state.applier, settings).await;
+            state.metrics.set_scraped(rows);
             *read_at = Some(tokio::time::Instant::now());
         }
     }
+    let head = state.applier.read(Query::QueueHead).await;
+    (state.metrics).set_queue_head(head.ok().and_then(|text| text.parse().ok()));
     let gauges = state.applier.gauges().await;
     let queued = state.applier.queued();
     let budget = &state.response_budget;

@@ -4,7 +4,8 @@
 //! (from its commit start to its answer) and the events per batch
 //! (histograms), `fairflow_build_info`, gauges read at scrape time (pending
 //! jobs, associations, queued batches, resident memory, the engine's event
-//! time and the ingest lag behind the wall clock), and the standard
+//! time and the ingest lag behind the wall clock; the priority of the job
+//! first in line, `fairflow_queue_head_priority`), and the standard
 //! `process_*` metrics of the process (CPU seconds, resident and virtual
 //! memory, open file descriptors, start time; Linux `/proc`).
 //!
@@ -15,29 +16,39 @@
 //! read and applied everything is; absent before the first).
 //!
 //! Per-association fair-share gauges are opt-in (`--metrics-associations N`
-//! or `all`): `fairflow_association_fairshare`, `_level_fs`, `_raw_usage`
-//! and `_effective_usage`, labelled `account` and `user` (`""` on an
-//! account's row), for the `N` associations with the most raw usage (ties by
-//! account, then user), read at scrape time. A row without a value (sshare's
-//! empty cell) has no sample. An infinite LevelFS (an association without
-//! usage) is written as the largest finite `f64`, 1.7976931348623157e308,
-//! as prometheus-slurm-exporter maps slurmrestd's `Infinity`/`inf`
-//! (`util.CleanseInfinity`; its users' issue #8: a non-finite value broke
-//! their parsers).
+//! or `all`, and the exporters' names with `--metrics-names
+//! slurm-exporter`): read at scrape time from one read of the fair-share
+//! table and written straight from its rows (`scraped`, `exporter`), in the
+//! registry's order: fairflow's own after `fairflow_build_info`, the
+//! exporters' last.
 
 use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use fairflow_model::report::FairshareTable;
-use prometheus_client::encoding::text::encode;
+use prometheus_client::encoding::text::{encode_eof, encode_registry};
 use prometheus_client::metrics::counter::Counter;
-use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::Registry;
 
+use fairflow_model::report::{FairshareRow, FairshareTable};
+
 use crate::backend::Gauges;
+
+pub mod exporter;
+mod openmetrics;
+pub mod scraped;
+
+pub use exporter::{MetricsNames, UserSeries};
+pub use scraped::{ScrapeSettings, ScrapedRows};
+
+use openmetrics::GaugeFamily;
+
+const QUEUE_HEAD_NAME: &str = "fairflow_queue_head_priority";
+const QUEUE_HEAD_HELP: &str =
+    "The priority of the job first in line (no sample while the queue is empty).";
 
 /// The content type of [`Metrics::render`]'s text: OpenMetrics 1.0.0, which
 /// is what the encoder writes (`# EOF` last, counters typed as counters).
@@ -133,7 +144,10 @@ impl ProcessMetrics {
 
 /// Every metric the service exports.
 pub struct Metrics {
+    /// The process metrics and fairflow's up to `fairflow_build_info`.
     registry: Registry,
+    /// fairflow's after the per-association families.
+    tail: Registry,
     /// Events applied.
     pub events_applied: Counter,
     /// Lines rejected (malformed or impossible).
@@ -164,8 +178,10 @@ pub struct Metrics {
     event_time: Gauge,
     ingest_lag: Gauge,
     process: ProcessMetrics,
-    association_gauges: [AssociationFamily; 4],
-    fairness_error: AssociationFamily,
+    /// The rows of the last read of the fair-share table (opt-in).
+    scraped: Mutex<Option<Arc<ScrapedRows>>>,
+    /// The priority of the job first in line; `None`: the queue is empty.
+    queue_head_priority: Mutex<Option<u64>>,
     /// The Slurm follower's polls (`follow_slurm`).
     pub slurm: SlurmFollowMetrics,
 }
@@ -186,69 +202,40 @@ pub struct SlurmFollowMetrics {
     last_good_poll_age: Gauge,
 }
 
-/// One per-association gauge family, by `(account, user)` labels.
-type AssociationFamily = Family<Vec<(String, String)>, Gauge<f64, AtomicU64>>;
-
-/// The per-association values one scrape exports (see the module
-/// documentation), as the backend reads them from the fair-share table.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct AssociationGauge {
-    /// The account.
-    pub account: String,
-    /// The user (`""` for the account's own row).
-    pub user: String,
-    /// sshare's FairShare.
-    pub fairshare: Option<f64>,
-    /// LevelFS, the largest finite `f64` for infinity.
-    pub level_fs: Option<f64>,
-    /// RawUsage.
-    pub raw_usage: u64,
-    /// EffectvUsage.
-    pub effective_usage: Option<f64>,
+/// `v` with an infinity as the largest finite `f64` of its sign.
+pub(crate) fn finite(v: f64) -> f64 {
+    if v.is_infinite() {
+        f64::MAX.copysign(v)
+    } else {
+        v
+    }
 }
 
-/// What one read of the fair-share table gives a scrape of `/metrics`
-/// (`backend::Query::ScrapedTables`): the association gauges and the
-/// accounts' fairness errors (`fairflow_serve::audit::account_errors`).
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct ScrapedTables {
-    /// [`association_gauges`].
-    pub associations: Vec<AssociationGauge>,
-    /// `(account, level error)`, largest first in absolute value.
-    pub fairness_errors: Vec<(String, f64)>,
-}
-
-/// The `limit` rows of `table` with the most raw usage (ties by account,
-/// then user), as gauges.
-pub fn association_gauges(table: &FairshareTable, limit: usize) -> Vec<AssociationGauge> {
-    let finite = |v: Option<f64>| {
-        v.map(|x| {
-            if x.is_infinite() {
-                f64::MAX.copysign(x)
-            } else {
-                x
-            }
+/// The indices of the rows of `table` that `keep` keeps, the `limit` with
+/// the most raw usage (ties by account, then user), in that order.
+pub(crate) fn rows_by_usage(
+    table: &FairshareTable,
+    keep: impl Fn(&FairshareRow) -> bool,
+    limit: usize,
+) -> Vec<usize> {
+    let rows = &table.rows;
+    let mut chosen: Vec<usize> = (0..rows.len()).filter(|&i| keep(&rows[i])).collect();
+    let order = |a: &usize, b: &usize| {
+        let (a, b) = (&rows[*a], &rows[*b]);
+        b.raw_usage.cmp(&a.raw_usage).then_with(|| {
+            (&a.account, a.user.as_deref().unwrap_or(""))
+                .cmp(&(&b.account, b.user.as_deref().unwrap_or("")))
         })
     };
-    let mut rows: Vec<AssociationGauge> = table
-        .rows
-        .iter()
-        .map(|row| AssociationGauge {
-            account: row.account.clone(),
-            user: row.user.clone().unwrap_or_default(),
-            fairshare: finite(row.fairshare),
-            level_fs: finite(row.level_fs),
-            raw_usage: row.raw_usage,
-            effective_usage: finite(row.effective_usage),
-        })
-        .collect();
-    rows.sort_by(|a, b| {
-        b.raw_usage
-            .cmp(&a.raw_usage)
-            .then_with(|| (&a.account, &a.user).cmp(&(&b.account, &b.user)))
-    });
-    rows.truncate(limit);
-    rows
+    if limit < chosen.len() {
+        if limit == 0 {
+            return Vec::new();
+        }
+        chosen.select_nth_unstable_by(limit - 1, order);
+        chosen.truncate(limit);
+    }
+    chosen.sort_unstable_by(order);
+    chosen
 }
 
 impl Default for Metrics {
@@ -342,34 +329,10 @@ impl Metrics {
                 env!("CARGO_PKG_VERSION").to_string(),
             )]),
         );
-        let association_gauges: [AssociationFamily; 4] = Default::default();
-        for (family, (name, help)) in association_gauges.iter().zip([
-            (
-                "association_fairshare",
-                "sshare's FairShare of an association (opt-in: --metrics-associations)",
-            ),
-            (
-                "association_level_fs",
-                "sshare's LevelFS of an association (infinite: the largest finite f64)",
-            ),
-            (
-                "association_raw_usage",
-                "sshare's RawUsage of an association",
-            ),
-            (
-                "association_effective_usage",
-                "sshare's EffectvUsage of an association",
-            ),
-        ]) {
-            registry.register(name, help, family.clone());
-        }
-        let fairness_error = AssociationFamily::default();
-        registry.register(
-            "fairness_error",
-            "An account's usage share minus its shares among its siblings (above 0: over-served; \
-             opt-in: the --metrics-associations accounts with the largest error)",
-            fairness_error.clone(),
-        );
+        // The per-association families are written here (`scraped`); the
+        // rest of fairflow's follow them.
+        let mut tail_root = Registry::default();
+        let registry = tail_root.sub_registry_with_prefix("fairflow");
         let events_applied = Counter::default();
         let events_rejected = Counter::default();
         let batches = Counter::default();
@@ -445,6 +408,7 @@ impl Metrics {
         let slurm = SlurmFollowMetrics::register(registry);
         Metrics {
             registry: root,
+            tail: tail_root,
             events_applied,
             events_rejected,
             batches,
@@ -463,20 +427,26 @@ impl Metrics {
             event_time,
             ingest_lag,
             process,
-            association_gauges,
-            fairness_error,
+            scraped: Mutex::default(),
+            queue_head_priority: Mutex::default(),
             slurm,
         }
     }
 
-    /// Set the `fairness_error` gauges to `errors` (`(account, error)`, only
-    /// these: accounts of an earlier scrape not among them have no sample).
-    pub fn set_fairness_errors(&self, errors: &[(String, f64)]) {
-        self.fairness_error.clear();
-        for (account, error) in errors {
-            let labels = vec![("account".to_string(), account.clone())];
-            self.fairness_error.get_or_create(&labels).set(*error);
-        }
+    /// Export `rows` (one read of the fair-share table) in the
+    /// per-association families from now on; `None`: none (the read
+    /// failed, or none is asked).
+    pub fn set_scraped(&self, rows: Option<Arc<ScrapedRows>>) {
+        *self.scraped.lock().unwrap_or_else(|e| e.into_inner()) = rows;
+    }
+
+    /// Set the priority of the job first in line (`None`: the queue is
+    /// empty, and the family has no sample).
+    pub fn set_queue_head(&self, priority: Option<u64>) {
+        *self
+            .queue_head_priority
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = priority;
     }
 
     /// Set what answers being sent hold: bytes of the response budget and
@@ -493,40 +463,6 @@ impl Metrics {
         self.batches.inc();
         self.update_latency.observe(latency.as_secs_f64());
         self.batch_events.observe((applied + rejected) as f64);
-    }
-
-    /// Export a [`ScrapedTables`] answer (`Query::ScrapedTables`, as JSON):
-    /// its association gauges and accounts' fairness errors; an answer
-    /// that does not read back exports none.
-    pub fn set_scraped_tables(&self, body: &str) {
-        let tables: ScrapedTables = serde_json::from_str(body).unwrap_or_default();
-        self.set_associations(&tables.associations);
-        self.set_fairness_errors(&tables.fairness_errors);
-    }
-
-    /// Set the per-association gauges to `rows` (only these: associations
-    /// of an earlier scrape that are not among them have no sample).
-    pub fn set_associations(&self, rows: &[AssociationGauge]) {
-        for family in &self.association_gauges {
-            family.clear();
-        }
-        let [fairshare, level_fs, raw_usage, effective_usage] = &self.association_gauges;
-        for row in rows {
-            let labels = vec![
-                ("account".to_string(), row.account.clone()),
-                ("user".to_string(), row.user.clone()),
-            ];
-            for (family, value) in [
-                (fairshare, row.fairshare),
-                (level_fs, row.level_fs),
-                (raw_usage, Some(row.raw_usage as f64)),
-                (effective_usage, row.effective_usage),
-            ] {
-                if let Some(value) = value {
-                    family.get_or_create(&labels).set(value);
-                }
-            }
-        }
     }
 
     /// The text exposition, with gauges set from `gauges` and `queued`.
@@ -546,8 +482,35 @@ impl Metrics {
         self.resident_memory.set(resident_memory_bytes() as i64);
         self.slurm.refresh();
         self.process.refresh();
+        let scraped = self
+            .scraped
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
         let mut text = String::new();
-        encode(&mut text, &self.registry).expect("writing to a String cannot fail");
+        // The registry's own families: far under 64 KiB.
+        text.reserve(scraped.as_ref().map_or(0, |rows| rows.text_bytes_hint()) + (64 << 10));
+        let written = (|| {
+            encode_registry(&mut text, &self.registry)?;
+            if let Some(rows) = &scraped {
+                rows.write_associations(&mut text);
+            }
+            encode_registry(&mut text, &self.tail)?;
+            let head = *self
+                .queue_head_priority
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            let mut family = GaugeFamily::open(&mut text, QUEUE_HEAD_NAME, QUEUE_HEAD_HELP);
+            if let Some(priority) = head {
+                family.sample(&[], priority as f64);
+            }
+            family.close();
+            if let Some(rows) = &scraped {
+                rows.write_exporter(&mut text);
+            }
+            encode_eof(&mut text)
+        })();
+        written.expect("writing to a String cannot fail");
         text
     }
 }

@@ -106,10 +106,10 @@ pub(crate) async fn respond(
             let kind = content_type.unwrap_or_else(|| sniffed(&text));
             return ([(header::CONTENT_TYPE, kind)], text).into_response();
         }
-        Ok(Answer::WhatIfBase(_)) => {
+        Ok(Answer::WhatIfBase(_) | Answer::FairshareTable { .. }) => {
             return error(
                 StatusCode::INTERNAL_SERVER_ERROR,
-                "a what-if base is no answer",
+                "a what-if base or a table is no answer",
             )
         }
         Ok(Answer::Pieces(pieces)) => (pieces, None),

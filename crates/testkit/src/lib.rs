@@ -7,11 +7,15 @@
 //! - [`dataset`]: the real traces the project reads from `../shared/datasets`
 //!   (or `FAIRFLOW_DATASETS`), never copied into the repository;
 //! - [`http_answer`]: a raw HTTP/1.1 answer read off loopback, as status and
-//!   body (a chunked body decoded), for the tests that speak HTTP by hand.
+//!   body (a chunked body decoded), for the tests that speak HTTP by hand;
+//! - [`openmetrics`]: an OpenMetrics exposition parsed back strictly, as a
+//!   scraper reads `/metrics`.
 //!
 //! No dependencies: every test crate of the workspace may use it.
 
 use std::path::{Path, PathBuf};
+
+pub mod openmetrics;
 
 /// Whether the larger runs are asked for: `FAIRFLOW_HEAVY=1` (only `1`).
 pub fn heavy() -> bool {

@@ -533,6 +533,36 @@ impl Queue {
             .map_or(0.0, f64::from_bits)
     }
 
+    /// One user association's entry of [`Queue::fairshare_factors`]
+    /// (`None`: it has none), without the walk of the whole tree: a user
+    /// placed in the sorted tree (Fair Tree) has its walk's factor, any
+    /// other the factor the dataflow sent.
+    pub fn fairshare_factor(&self, assoc: AssocId) -> Option<f64> {
+        let placed = self.tree.node_of(assoc);
+        if let Some(factor) = placed.and_then(|node| self.tree.factor_of_node(node)) {
+            return Some(factor);
+        }
+        self.fairshare
+            .get(assoc as usize)
+            .copied()
+            .flatten()
+            .map(f64::from_bits)
+    }
+
+    /// [`Queue::fairshare_factors`] as a dense table by association id
+    /// (`None`: no entry), built without a map.
+    pub fn fairshare_factors_dense(&self) -> Vec<Option<f64>> {
+        let mut dense: Vec<Option<f64>> = self
+            .fairshare
+            .iter()
+            .map(|bits| bits.map(f64::from_bits))
+            .collect();
+        for (assoc, factor) in self.tree.all_factors() {
+            *grow(&mut dense, assoc as usize) = Some(factor);
+        }
+        dense
+    }
+
     /// Every user association's factor that the dataflow sent.
     pub fn fairshare_factors(&self) -> BTreeMap<AssocId, f64> {
         let mut factors: BTreeMap<AssocId, f64> = self
@@ -588,6 +618,13 @@ impl Queue {
             return None;
         }
         self.records().next()
+    }
+
+    /// How many ranked jobs a user association has.
+    pub fn ranked_jobs_of(&self, assoc: AssocId) -> u64 {
+        self.users.get(assoc as usize).map_or(0, |user| {
+            user.jobs.iter().map(|jobs| jobs.len() as u64).sum()
+        })
     }
 
     /// The ranked jobs by submit time (earliest first; the same second by

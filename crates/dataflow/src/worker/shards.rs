@@ -41,6 +41,7 @@ use timely::dataflow::operators::Probe;
 use timely::dataflow::InputHandleVec;
 use timely::worker::Worker;
 
+use crate::priority::waiting::WaitingEntry;
 use crate::priority::{IncrFloors, PriorityReader, Time64};
 use crate::types::JobId;
 
@@ -139,6 +140,9 @@ pub(crate) enum Request {
     SetFloors(IncrFloors),
     /// The number of jobs the shard holds.
     Count,
+    /// The shard's waiting users (`PriorityReader::waiting`): minimum
+    /// factor (`f64` bits), limit.
+    Waiting(u64, usize),
 }
 
 /// One shard's answer to a [`Request`].
@@ -155,6 +159,8 @@ pub(crate) enum Answer {
     Floors(IncrFloors),
     /// The shard's job count.
     Count(usize),
+    /// The shard's waiting users.
+    Waiting(Vec<WaitingEntry>),
     /// Done (requests without a result).
     Done,
 }
@@ -183,7 +189,21 @@ pub(crate) fn answer(reader: &mut PriorityReader, request: Request) -> Answer {
             Answer::Done
         }
         Request::Count => Answer::Count(reader.jobs()),
+        Request::Waiting(min_factor_bits, limit) => {
+            Answer::Waiting(reader.waiting(f64::from_bits(min_factor_bits), limit))
+        }
     }
+}
+
+/// Every shard's waiting users, together (a user is on one shard).
+pub(crate) fn merge_waiting(answers: Vec<Answer>) -> Vec<WaitingEntry> {
+    answers
+        .into_iter()
+        .flat_map(|answer| match answer {
+            Answer::Waiting(entries) => entries,
+            _ => Vec::new(),
+        })
+        .collect()
 }
 
 /// One worker's end of the control dataflow (built with more than one

@@ -1,6 +1,8 @@
 //! Reading a flux-accounting database's rows: [`Db`] (the open database
 //! and its path, for errors) reads every row of a query, and [`Cells`] reads
-//! one row's cells by type, each failure naming the column and the reason.
+//! one row's cells by type, each failure naming the column and the reason;
+//! the checks of a name, shares and usage that both inputs (the database and
+//! the emulator's JSON) apply; and [`RowErrors`], how an error names its row.
 
 use std::path::Path;
 
@@ -108,18 +110,32 @@ impl Cells<'_, '_> {
     }
 
     pub(super) fn shares(&self, index: usize, column: &'static str) -> Result<Shares, RowError> {
-        let shares = self.integer(index, column)?;
-        u32::try_from(shares)
-            .ok()
-            .filter(|s| u64::from(*s) <= MAX_SHARES)
-            .map(Shares::Value)
-            .ok_or_else(|| (column, format!("{shares} is not from 0 to {MAX_SHARES}")))
+        shares_of(self.integer(index, column)?).map_err(|reason| (column, reason))
+    }
+}
+
+/// A bank's or association's shares: a whole number from 0 to
+/// [`MAX_SHARES`], as the log's parser accepts.
+pub(super) fn shares_of(shares: i64) -> Result<Shares, String> {
+    u32::try_from(shares)
+        .ok()
+        .filter(|s| u64::from(*s) <= MAX_SHARES)
+        .map(Shares::Value)
+        .ok_or_else(|| format!("{shares} is not from 0 to {MAX_SHARES}"))
+}
+
+/// An association's usage: from 0 to the largest usage an event carries.
+pub(super) fn usage_of(usage: f64) -> Result<f64, String> {
+    if (0.0..=fairflow_model::limits::MAX_USAGE_AMOUNT_TRES_SECS).contains(&usage) {
+        Ok(usage)
+    } else {
+        Err(format!("{usage} is not a usage"))
     }
 }
 
 /// The names fairflow's log accepts (as its parser does): not empty, at most
 /// 256 bytes, no spaces, control characters, `|` or `,`.
-fn check_name(name: &str) -> Result<(), String> {
+pub(super) fn check_name(name: &str) -> Result<(), String> {
     if name.is_empty() {
         Err("must not be empty".into())
     } else if name.len() > 256 {
@@ -190,8 +206,24 @@ impl<'a> Db<'a> {
         }
         Ok(out)
     }
+}
 
-    pub(super) fn row_error(
+/// Where the rows of the bank tree came from, so that an error found in them
+/// names its place there: the database's table, row key and column, or the
+/// emulator input's JSON path.
+pub(super) trait RowErrors {
+    /// The error of row `key` of `table` at `column`.
+    fn row_error(
+        &self,
+        table: &'static str,
+        key: String,
+        column: &'static str,
+        reason: String,
+    ) -> FluxImportError;
+}
+
+impl RowErrors for Db<'_> {
+    fn row_error(
         &self,
         table: &'static str,
         key: String,

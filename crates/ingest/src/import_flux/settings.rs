@@ -1,13 +1,14 @@
 //! The configuration a flux-accounting database gives: the priority factor
 //! weights (`priority_factor_weight_table`), `config_table`'s decay, bins,
 //! usage weights and `deny_unknown_queues`, and the period clock
-//! (`t_half_life_period_table`), as one `config` event's settings.
+//! (`t_half_life_period_table`), as one `config` event's settings; and the
+//! settings of an input without them (flux-accounting's defaults).
 
 use std::collections::BTreeMap;
 
 use serde_json::{json, Value};
 
-use super::rows::{key_text, Db};
+use super::rows::{key_text, Db, RowErrors};
 use super::FluxImportError;
 
 /// What the configuration tables give.
@@ -20,12 +21,68 @@ pub(super) struct Settings {
     pub(super) deny_unknown_queues: bool,
 }
 
-/// Read the configuration tables, in the order the importer always has:
-/// the weights, `config_table`, the period clock.
-pub(super) fn read_settings(db: &Db<'_>) -> Result<Settings, FluxImportError> {
+/// flux-accounting's `priority_decay_half_life` when `config_table` has
+/// none: a week.
+const DEFAULT_HALF_LIFE_SECS: i64 = 604_800;
+/// Its `priority_usage_reset_period` default: four weeks.
+const DEFAULT_RESET_PERIOD_SECS: i64 = 4 * 604_800;
+/// Its `decay_factor` default.
+const DEFAULT_DECAY_FACTOR: f64 = 0.5;
+
+/// `PriorityModel=flux` and `UsageModel=flux`: what every Flux import sets.
+fn model_settings() -> BTreeMap<String, Value> {
     let mut set: BTreeMap<String, Value> = BTreeMap::new();
     set.insert("PriorityModel".into(), json!("flux"));
     set.insert("UsageModel".into(), json!("flux"));
+    set
+}
+
+/// The decay's settings (half-life, decay factor, reset period) into `set`,
+/// and how many usage bins an association has with them.
+fn decay_settings(
+    set: &mut BTreeMap<String, Value>,
+    half_life_secs: i64,
+    decay_factor: f64,
+    reset_secs: i64,
+) -> usize {
+    set.insert(
+        "PriorityDecayHalfLife".into(),
+        json!(duration_text(half_life_secs)),
+    );
+    set.insert("FluxDecayFactor".into(), json!(decay_factor));
+    set.insert(
+        "FluxUsageResetPeriod".into(),
+        json!(duration_text(reset_secs)),
+    );
+    fairflow_model::config::FluxUsageBins {
+        reset_period_secs: reset_secs,
+        ..Default::default()
+    }
+    .count(half_life_secs)
+}
+
+/// The settings of an input that has no configuration (the emulator's
+/// JSON): the Flux models, flux-accounting's default decay and bins, its
+/// default weights (fairflow's), every queue allowed.
+pub(super) fn default_settings() -> Settings {
+    let mut set = model_settings();
+    let bin_count = decay_settings(
+        &mut set,
+        DEFAULT_HALF_LIFE_SECS,
+        DEFAULT_DECAY_FACTOR,
+        DEFAULT_RESET_PERIOD_SECS,
+    );
+    Settings {
+        set,
+        bin_count,
+        deny_unknown_queues: false,
+    }
+}
+
+/// Read the configuration tables, in the order the importer always has:
+/// the weights, `config_table`, the period clock.
+pub(super) fn read_settings(db: &Db<'_>) -> Result<Settings, FluxImportError> {
+    let mut set = model_settings();
     for (name, weight) in read_weights(db)? {
         set.insert(name.into(), json!(weight));
     }
@@ -44,8 +101,10 @@ pub(super) fn read_settings(db: &Db<'_>) -> Result<Settings, FluxImportError> {
     };
     let half_life_secs = config
         .positive_secs("priority_decay_half_life")?
-        .unwrap_or(604_800);
-    let decay_factor = config.number("decay_factor")?.unwrap_or(0.5);
+        .unwrap_or(DEFAULT_HALF_LIFE_SECS);
+    let decay_factor = config
+        .number("decay_factor")?
+        .unwrap_or(DEFAULT_DECAY_FACTOR);
     if !(decay_factor > 0.0 && decay_factor < 1.0) {
         return Err(db.row_error(
             "config_table",
@@ -54,23 +113,10 @@ pub(super) fn read_settings(db: &Db<'_>) -> Result<Settings, FluxImportError> {
             format!("{decay_factor} is not between 0 and 1"),
         ));
     }
-    set.insert(
-        "PriorityDecayHalfLife".into(),
-        json!(duration_text(half_life_secs)),
-    );
-    set.insert("FluxDecayFactor".into(), json!(decay_factor));
     let reset_secs = config
         .positive_secs("priority_usage_reset_period")?
-        .unwrap_or(4 * 604_800);
-    set.insert(
-        "FluxUsageResetPeriod".into(),
-        json!(duration_text(reset_secs)),
-    );
-    let bin_count = fairflow_model::config::FluxUsageBins {
-        reset_period_secs: reset_secs,
-        ..Default::default()
-    }
-    .count(half_life_secs);
+        .unwrap_or(DEFAULT_RESET_PERIOD_SECS);
+    let bin_count = decay_settings(&mut set, half_life_secs, decay_factor, reset_secs);
     if let Some(end) = read_period_end(db)? {
         set.insert("FluxHalfLifePeriodEnd".into(), json!(end));
     }

@@ -1,38 +1,46 @@
 //! The bank tree and its members a flux-accounting database gives: the
 //! active banks, each after its parent (`bank_table`), the associations in
 //! banks without sub-banks with their usage bins (`association_table`,
-//! `job_usage_per_association_table`), and the queues (`queue_table`).
+//! `job_usage_per_association_table`), and the queues (`queue_table`). The
+//! rules from rows to events ([`bank_tree`], [`members_of`]) are the same
+//! for the emulator's JSON (`super::emulate`), which gives the same rows.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use fairflow_model::event::Op;
 use fairflow_model::{Event, Shares, Time};
 
-use super::rows::{key_text, Db};
+use super::rows::{key_text, usage_of, Db, RowErrors};
 use super::{FluxImportError, FluxUser};
 
-/// One row of `bank_table`.
+/// One row of `bank_table` (or one bank of the emulator's JSON).
 pub(super) struct BankRow {
-    name: String,
-    active: bool,
-    parent: String,
-    shares: Shares,
-    priority: i64,
+    /// Where the row is, for errors: the bank's name, or its JSON path.
+    pub(super) key: String,
+    pub(super) name: String,
+    pub(super) active: bool,
+    /// The parent bank's name; empty for the root.
+    pub(super) parent: String,
+    pub(super) shares: Shares,
+    /// The bank priority (`None`: not given).
+    pub(super) priority: Option<i64>,
 }
 
 /// Usage bins by (username, bank): each bin's period and value.
-type Bins = BTreeMap<(String, String), Vec<(usize, f64)>>;
+pub(super) type Bins = BTreeMap<(String, String), Vec<(usize, f64)>>;
 
-/// One row of `association_table`.
-struct AssocRow {
-    key: String,
-    username: String,
-    userid: u32,
-    bank: String,
-    default_bank: String,
-    shares: Shares,
-    usage: f64,
-    active: bool,
+/// One row of `association_table` (or one user of the emulator's JSON).
+pub(super) struct AssocRow {
+    /// Where the row is, for errors: `username/bank`, or its JSON path.
+    pub(super) key: String,
+    pub(super) username: String,
+    /// The Flux user id (`None`: not given, so no job maps to it).
+    pub(super) userid: Option<u32>,
+    pub(super) bank: String,
+    pub(super) default_bank: String,
+    pub(super) shares: Shares,
+    pub(super) usage: f64,
+    pub(super) active: bool,
 }
 
 /// Read `bank_table`, in `bank_id` order.
@@ -51,11 +59,12 @@ pub(super) fn read_banks(db: &Db<'_>) -> Result<Vec<BankRow>, FluxImportError> {
                     ));
                 }
                 Ok(BankRow {
+                    key: key.clone(),
                     name: c.name(0, "bank")?,
                     active: c.flag(1, "active")?,
                     parent: c.text_or_empty(2, "parent_bank")?,
                     shares: c.shares(3, "shares")?,
-                    priority: priority as i64,
+                    priority: Some(priority as i64),
                 })
             })();
             (key, value)
@@ -80,7 +89,7 @@ pub(super) struct BankTree<'b> {
 /// The active root bank, with every active bank checked: one of each
 /// name, one root, each parent in `bank_table`.
 fn active_root<'b>(
-    db: &Db<'_>,
+    errors: &impl RowErrors,
     banks: &'b [BankRow],
 ) -> Result<(&'b BankRow, usize), FluxImportError> {
     let all_banks: BTreeSet<&str> = banks.iter().map(|b| b.name.as_str()).collect();
@@ -88,18 +97,27 @@ fn active_root<'b>(
     let mut root: Option<&BankRow> = None;
     for bank in banks.iter().filter(|b| b.active) {
         if active.insert(&bank.name, bank).is_some() {
-            return Err(db.row_error(
+            return Err(errors.row_error(
                 "bank_table",
-                bank.name.clone(),
+                bank.key.clone(),
                 "bank",
                 "a second active bank of this name".into(),
             ));
         }
+        if bank.name == "root" && !bank.parent.is_empty() {
+            return Err(errors.row_error(
+                "bank_table",
+                bank.key.clone(),
+                "bank",
+                "`root` is fairflow's root: only the root bank (no parent) may have this name"
+                    .into(),
+            ));
+        }
         if bank.parent.is_empty() {
             if let Some(first) = root {
-                return Err(db.row_error(
+                return Err(errors.row_error(
                     "bank_table",
-                    bank.name.clone(),
+                    bank.key.clone(),
                     "parent_bank",
                     format!(
                         "a second root bank (empty parent_bank) besides `{}`",
@@ -109,16 +127,16 @@ fn active_root<'b>(
             }
             root = Some(bank);
         } else if !all_banks.contains(bank.parent.as_str()) {
-            return Err(db.row_error(
+            return Err(errors.row_error(
                 "bank_table",
-                bank.name.clone(),
+                bank.key.clone(),
                 "parent_bank",
                 format!("`{}` is not in bank_table", bank.parent),
             ));
         }
     }
     let Some(root) = root else {
-        return Err(db.row_error(
+        return Err(errors.row_error(
             "bank_table",
             "(none)".into(),
             "parent_bank",
@@ -131,11 +149,11 @@ fn active_root<'b>(
 /// Walk the active banks from the root, level by level: fairflow's name
 /// of a flux bank is its own, and the root named `root` is fairflow's root.
 pub(super) fn bank_tree<'b>(
-    db: &Db<'_>,
+    errors: &impl RowErrors,
     banks: &'b [BankRow],
     t: Time,
 ) -> Result<BankTree<'b>, FluxImportError> {
-    let (root, active) = active_root(db, banks)?;
+    let (root, active) = active_root(errors, banks)?;
     let mut account_events = Vec::new();
     let mut imported: BTreeSet<String> = BTreeSet::new();
     let mut has_children: BTreeSet<String> = BTreeSet::new();
@@ -177,7 +195,7 @@ fn account_event(t: Time, bank: &BankRow, parent: &str) -> Event {
             name: bank.name.clone(),
             parent: Some(parent.to_string()),
             shares: Some(bank.shares),
-            priority: Some(bank.priority),
+            priority: bank.priority,
         },
     }
 }
@@ -203,29 +221,19 @@ fn read_associations(db: &Db<'_>) -> Result<Vec<AssocRow>, FluxImportError> {
             let value = (|| {
                 let userid = c.integer(1, "userid")?;
                 Ok(AssocRow {
-                    key: String::new(),
+                    key: key.clone(),
                     username: c.name(0, "username")?,
-                    userid: u32::try_from(userid)
-                        .map_err(|_| ("userid", format!("{userid} is not a user id")))?,
+                    userid: Some(
+                        u32::try_from(userid)
+                            .map_err(|_| ("userid", format!("{userid} is not a user id")))?,
+                    ),
                     bank: c.name(2, "bank")?,
                     default_bank: c.text(3, "default_bank")?,
                     shares: c.shares(4, "shares")?,
-                    usage: {
-                        let usage = c.real(5, "job_usage")?;
-                        if !(0.0..=fairflow_model::limits::MAX_USAGE_AMOUNT_TRES_SECS)
-                            .contains(&usage)
-                        {
-                            return Err(("job_usage", format!("{usage} is not a usage")));
-                        }
-                        usage
-                    },
+                    usage: usage_of(c.real(5, "job_usage")?).map_err(|r| ("job_usage", r))?,
                     active: c.flag(6, "active")?,
                 })
             })();
-            let value = value.map(|row| AssocRow {
-                key: key.clone(),
-                ..row
-            });
             (key, value)
         },
     )
@@ -252,10 +260,7 @@ fn read_bins(db: &Db<'_>, bin_count: usize) -> Result<Bins, FluxImportError> {
                             format!("{period} is not a bin from 0 to {}", bin_count - 1),
                         )
                     })?;
-                let value = c.real(3, "value")?;
-                if !(0.0..=fairflow_model::limits::MAX_USAGE_AMOUNT_TRES_SECS).contains(&value) {
-                    return Err(("value", format!("{value} is not a usage")));
-                }
+                let value = usage_of(c.real(3, "value")?).map_err(|r| ("value", r))?;
                 Ok((
                     (c.text(0, "username")?, c.text(1, "bank")?),
                     (period, value),
@@ -279,9 +284,8 @@ struct Counted {
     under_sub_banks: usize,
 }
 
-/// Read the associations and their bins: the imported ones (active, in an
-/// imported bank without sub-banks) become `user` and `usage` events, and
-/// what was left out or differs is said in `notes`.
+/// Read the database's associations and their bins, and make them members
+/// ([`members_of`]).
 pub(super) fn members(
     db: &Db<'_>,
     tree: &BankTree<'_>,
@@ -291,6 +295,20 @@ pub(super) fn members(
 ) -> Result<Members, FluxImportError> {
     let assocs = read_associations(db)?;
     let bins = read_bins(db, bin_count)?;
+    members_of(db, tree, &assocs, &bins, t, notes)
+}
+
+/// The imported associations (active, in an imported bank without
+/// sub-banks) as `user` and `usage` events; what was left out or differs is
+/// said in `notes`.
+pub(super) fn members_of(
+    errors: &impl RowErrors,
+    tree: &BankTree<'_>,
+    assocs: &[AssocRow],
+    bins: &Bins,
+    t: Time,
+    notes: &mut Vec<String>,
+) -> Result<Members, FluxImportError> {
     let mut counted = Counted::default();
     let mut out = Members {
         user_events: Vec::new(),
@@ -299,7 +317,7 @@ pub(super) fn members(
     };
     for assoc in assocs.iter().filter(|a| a.active) {
         if !tree.all_banks.contains(assoc.bank.as_str()) {
-            return Err(db.row_error(
+            return Err(errors.row_error(
                 "association_table",
                 assoc.key.clone(),
                 "bank",
@@ -313,7 +331,7 @@ pub(super) fn members(
             counted.under_sub_banks += 1;
             continue;
         }
-        add_member(db, assoc, &bins, t, &mut counted, &mut out)?;
+        add_member(errors, assoc, bins, t, &mut counted, &mut out)?;
     }
     if counted.without_bins > 0 {
         notes.push(format!(
@@ -339,7 +357,7 @@ pub(super) fn members(
 /// One imported association: its `user` event, its bins' `usage` events
 /// (without any bins, its `job_usage` in bin 0), and its user.
 fn add_member(
-    db: &Db<'_>,
+    errors: &impl RowErrors,
     assoc: &AssocRow,
     bins: &Bins,
     t: Time,
@@ -382,20 +400,20 @@ fn add_member(
             },
         });
     }
-    let user = out.users.entry(assoc.userid).or_insert_with(|| FluxUser {
+    let Some(userid) = assoc.userid else {
+        return Ok(());
+    };
+    let user = out.users.entry(userid).or_insert_with(|| FluxUser {
         username: assoc.username.clone(),
         default_bank: String::new(),
         banks: BTreeSet::new(),
     });
     if user.username != assoc.username {
-        return Err(db.row_error(
+        return Err(errors.row_error(
             "association_table",
             assoc.key.clone(),
             "userid",
-            format!(
-                "user id {} is also user `{}`'s",
-                assoc.userid, user.username
-            ),
+            format!("user id {userid} is also user `{}`'s", user.username),
         ));
     }
     user.banks.insert(assoc.bank.clone());

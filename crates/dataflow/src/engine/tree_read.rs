@@ -1,0 +1,282 @@
+//! The engine's reads of the tree: the derived facts worker 0 keeps
+//! (`graph::FactStore`) and the users' factors the queue keeps, assembled
+//! into an [`EngineTree`] in sshare order and turned into the fair-share
+//! table by [`crate::fairshare::table`]. The whole table ([`Engine::tree`],
+//! [`Engine::fairshare_table`]) is read in one pass over dense vectors
+//! indexed by node; `explain`'s rows ([`Engine::fairshare_path`]) read only
+//! the associations on the path from `root` to the user (a few facts and
+//! one factor), so they cost what the path's depth costs, not the tree's
+//! size. Under `DEPTH_OBLIVIOUS` a row also needs its fair-share siblings'
+//! usage, which no path holds: there the path is cut from the whole table.
+
+use std::collections::BTreeMap;
+
+use fairflow_book::AssocKey;
+use fairflow_model::report::{FairshareRow, FairshareTable};
+use fairflow_model::Algorithm;
+
+use super::{Engine, EngineError};
+use crate::fairshare::{EngineTree, TreeNode};
+use crate::graph::Fact;
+use crate::types::{AssocId, NodeId, ROOT};
+use crate::worker::{Command, Reply};
+
+/// The facts of the nodes of an [`Order`], by their index in it.
+struct NodeFacts {
+    subtree_usage: Vec<i128>,
+    fs_parent: Vec<Option<NodeId>>,
+    level_shares: Vec<i128>,
+    tickets: Vec<u64>,
+}
+
+impl NodeFacts {
+    fn new(order: &Slots, facts: Vec<(NodeId, Fact)>) -> NodeFacts {
+        let nodes = order.len();
+        let mut held = NodeFacts {
+            subtree_usage: vec![0; nodes],
+            fs_parent: vec![None; nodes],
+            level_shares: vec![0; nodes],
+            tickets: vec![0; nodes],
+        };
+        for (node, fact) in facts {
+            let Some(at) = order.slot(node) else {
+                continue;
+            };
+            match fact {
+                Fact::SubtreeUsage(usage) => held.subtree_usage[at] = usage,
+                Fact::FsParent(parent) => held.fs_parent[at] = Some(parent),
+                Fact::LevelShares(level) => held.level_shares[at] = level,
+                Fact::Tickets(count) => held.tickets[at] = count,
+            }
+        }
+        held
+    }
+}
+
+/// Nodes in sshare order: `(node, depth, index of its parent)`.
+type Order = Vec<(NodeId, usize, Option<usize>)>;
+
+/// Where each node of an [`Order`] is in it: dense by node id for the
+/// whole tree, a short list for a path (no allocation of the tree's size).
+enum Slots {
+    Dense(Vec<Option<usize>>, usize),
+    Path(Vec<NodeId>),
+}
+
+impl Slots {
+    fn of(order: &Order, nodes: usize) -> Slots {
+        if order.len() * 64 < nodes {
+            return Slots::Path(order.iter().map(|&(id, _, _)| id).collect());
+        }
+        let mut index_of = vec![None; nodes];
+        for (index, &(id, _, _)) in order.iter().enumerate() {
+            index_of[id as usize] = Some(index);
+        }
+        Slots::Dense(index_of, order.len())
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Slots::Dense(_, len) => *len,
+            Slots::Path(ids) => ids.len(),
+        }
+    }
+
+    fn slot(&self, node: NodeId) -> Option<usize> {
+        match self {
+            Slots::Dense(index_of, _) => index_of.get(node as usize).copied().flatten(),
+            Slots::Path(ids) => ids.iter().position(|&id| id == node),
+        }
+    }
+}
+
+impl Engine {
+    fn read_facts(&self, command: Command) -> Result<Vec<(NodeId, Fact)>, EngineError> {
+        self.send(command)?;
+        match self.reply() {
+            Ok(Reply::Facts(facts)) => Ok(facts),
+            _ => Err(EngineError::WorkersGone),
+        }
+    }
+
+    fn read_factors(&self, command: Command) -> Result<BTreeMap<AssocId, f64>, EngineError> {
+        self.send(command)?;
+        match self.reply() {
+            Ok(Reply::Factors(factors)) => Ok(factors),
+            _ => Err(EngineError::WorkersGone),
+        }
+    }
+
+    /// Every live association in sshare order: an account, its users by
+    /// name, then its child accounts by name (the book's accounts, in name
+    /// order, as last sent).
+    fn sshare_order(&self) -> Order {
+        let feed = &self.tree_feed;
+        let names = feed.names();
+        let mut child_accounts: Vec<Vec<NodeId>> = vec![Vec::new(); names.len()];
+        for name in self.book.state().accounts.keys() {
+            let id = feed
+                .id_of(&AssocKey::account(name))
+                .expect("every account was sent");
+            if let Some(parent) = feed.sent_parent(id) {
+                child_accounts[parent as usize].push(id);
+            }
+        }
+        // Each account's live users, by name.
+        let mut users_of: Vec<Vec<NodeId>> = vec![Vec::new(); names.len()];
+        for (id, name) in names.iter().enumerate() {
+            let id = id as NodeId;
+            if let (Some(_), Some(parent)) = (&name.user, feed.sent_parent(id)) {
+                users_of[parent as usize].push(id);
+            }
+        }
+        let mut order: Order = Vec::with_capacity(names.len());
+        let mut stack: Order = vec![(ROOT, 0, None)];
+        while let Some((account, depth, parent)) = stack.pop() {
+            let index = order.len();
+            order.push((account, depth, parent));
+            let users = &mut users_of[account as usize];
+            users.sort_unstable_by(|&a, &b| names[a as usize].user.cmp(&names[b as usize].user));
+            order.extend(users.iter().map(|&user| (user, depth + 1, Some(index))));
+            for &child in child_accounts[account as usize].iter().rev() {
+                stack.push((child, depth + 1, Some(index)));
+            }
+        }
+        order
+    }
+
+    /// The tree of the nodes `order` lists (each node's parent listed
+    /// before it), with their facts from the dataflow.
+    fn tree_of(
+        &self,
+        order: &Order,
+        command: impl FnOnce(&Order) -> Command,
+    ) -> Result<EngineTree, EngineError> {
+        let feed = &self.tree_feed;
+        let names = feed.names();
+        let slots = Slots::of(order, names.len());
+        let facts = NodeFacts::new(&slots, self.read_facts(command(order))?);
+        let nodes = order
+            .iter()
+            .enumerate()
+            .map(|(at, &(id, depth, parent))| {
+                let record = &names[id as usize];
+                // A fair-share parent is an ancestor: listed before the node.
+                let fs_parent = facts.fs_parent[at].and_then(|p| slots.slot(p));
+                let level = fs_parent.map_or(0, |p| facts.level_shares[p]);
+                TreeNode {
+                    account: record.account.clone(),
+                    user: record.user.clone(),
+                    depth,
+                    parent,
+                    fs_parent,
+                    shares: feed.sent_shares(id).expect("a live association was sent"),
+                    level_shares: u64::try_from(level).expect("level shares are non-negative"),
+                    usage: u128::try_from(facts.subtree_usage[at]).expect("usage is non-negative"),
+                    tickets: facts.tickets[at],
+                }
+            })
+            .collect();
+        Ok(EngineTree {
+            nodes,
+            frame: self.book.state().frame,
+            as_of: self.now(),
+        })
+    }
+
+    /// The tree with every derived value read from the dataflow's results:
+    /// fair-share parents, level shares and subtree usage.
+    pub fn tree(&self) -> Result<EngineTree, EngineError> {
+        self.tree_of(&self.sshare_order(), |_| Command::ReadFacts)
+    }
+
+    /// Each listed node's factor (users: the dataflow's, 0 if it has none).
+    fn factors_of(&self, order: &Order, factor_of: impl Fn(AssocId) -> Option<f64>) -> Vec<f64> {
+        order
+            .iter()
+            .map(|&(id, _, _)| {
+                self.tree_feed
+                    .assoc_id(id)
+                    .and_then(&factor_of)
+                    .unwrap_or(0.0)
+            })
+            .collect()
+    }
+
+    /// The fair-share table under the configured algorithm, as of the last
+    /// batch: the per-association columns from the tree, the users' factors
+    /// and the tickets from the dataflow.
+    pub fn fairshare_table(&self) -> Result<FairshareTable, EngineError> {
+        self.send(Command::ReadFactorTable)?;
+        let Ok(Reply::FactorTable(dense)) = self.reply() else {
+            return Err(EngineError::WorkersGone);
+        };
+        let order = self.sshare_order();
+        let tree = self.tree_of(&order, |_| Command::ReadFacts)?;
+        let factors = self.factors_of(&order, |assoc| dense.get(assoc as usize).copied().flatten());
+        Ok(crate::fairshare::table(&tree, self.config(), &factors))
+    }
+
+    /// The rows from `root` down to the user association `(account, user)`
+    /// (empty when it is not in the tree), equal to the whole table's
+    /// (`FairshareTable::path_to`), read from the path's nodes only (but
+    /// under `DEPTH_OBLIVIOUS`: see the module documentation).
+    pub fn fairshare_path(
+        &self,
+        account: &str,
+        user: &str,
+    ) -> Result<Vec<FairshareRow>, EngineError> {
+        if self.config().algorithm() == Algorithm::DepthOblivious {
+            return Ok(self.fairshare_table()?.path_to(account, user));
+        }
+        let Some(order) = self.path_order(account, user) else {
+            return Ok(Vec::new());
+        };
+        let feed = &self.tree_feed;
+        let assocs = order.iter().filter_map(|&(id, _, _)| feed.assoc_id(id));
+        let factors = self.read_factors(Command::ReadFactorsOf(assocs.collect()))?;
+        let tree = self.tree_of(&order, |order| {
+            Command::ReadFactsOf(order.iter().map(|&(id, _, _)| id).collect())
+        })?;
+        let factors = self.factors_of(&order, |assoc| factors.get(&assoc).copied());
+        Ok(crate::fairshare::table(&tree, self.config(), &factors).rows)
+    }
+
+    /// The path from `root` to a live user association, root first, in the
+    /// sshare order's terms (`None`: no such live association).
+    fn path_order(&self, account: &str, user: &str) -> Option<Order> {
+        let feed = &self.tree_feed;
+        let key = (account.to_string(), user.to_string());
+        let mut chain = vec![*feed.users().get(&key)?];
+        // Each step goes one level up: a live node's chain reaches root
+        // within as many steps as there are nodes.
+        for _ in 0..feed.names().len() {
+            let &node = chain.last()?;
+            if node == ROOT {
+                break;
+            }
+            chain.push(feed.sent_parent(node)?);
+        }
+        if chain.last() != Some(&ROOT) {
+            return None;
+        }
+        chain.reverse();
+        Some(
+            chain
+                .iter()
+                .enumerate()
+                .map(|(depth, &id)| (id, depth, depth.checked_sub(1)))
+                .collect(),
+        )
+    }
+
+    /// Each user association's fair-share factor, `(account, user) -> factor`,
+    /// as the dataflow maintains it (and the priorities use it).
+    pub fn user_factors(&self) -> Result<BTreeMap<(String, String), f64>, EngineError> {
+        Ok(self
+            .read_factors(Command::ReadFactors)?
+            .into_iter()
+            .filter_map(|(assoc, factor)| Some((self.names.assocs.name(assoc)?.clone(), factor)))
+            .collect())
+    }
+}

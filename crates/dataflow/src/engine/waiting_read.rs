@@ -1,0 +1,44 @@
+//! `audit`'s waiting users from the incremental engine: every shard's
+//! candidates (`crate::priority::waiting`), named, ranked
+//! (`WaitingUser::rank`) and cut to the limit here.
+
+use fairflow_model::report::WaitingUser;
+use fairflow_model::Time;
+
+use super::{Engine, EngineError};
+use crate::worker::{Command, Reply};
+
+impl Engine {
+    /// The users with ranked jobs whose fair-share factor is at least
+    /// `min_factor`: the first `limit` in `WaitingUser::rank`'s order, as
+    /// `fairflow_engine::Engine::waiting_users` states them; each wait
+    /// until `now`.
+    pub fn waiting_users(
+        &self,
+        min_factor: f64,
+        limit: usize,
+        now: Time,
+    ) -> Result<Vec<WaitingUser>, EngineError> {
+        self.send(Command::Waiting(min_factor.to_bits(), limit))?;
+        let Ok(Reply::Waiting(entries)) = self.reply() else {
+            return Err(EngineError::WorkersGone);
+        };
+        let mut waiting: Vec<WaitingUser> = entries
+            .into_iter()
+            .filter_map(|entry| {
+                let (account, user) = self.names.assocs.name(entry.assoc)?.clone();
+                Some(WaitingUser {
+                    account,
+                    user,
+                    factor: f64::from_bits(entry.factor_bits),
+                    pending_jobs: entry.pending_jobs,
+                    longest_wait_secs: now - entry.oldest_submit,
+                    oldest_job: entry.oldest_job,
+                })
+            })
+            .collect();
+        WaitingUser::rank(&mut waiting);
+        waiting.truncate(limit);
+        Ok(waiting)
+    }
+}
