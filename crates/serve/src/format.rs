@@ -84,7 +84,7 @@ pub fn aligned_widths<'a>(
 /// Widen `widths` to fit the cells of `row`.
 pub fn widen(widths: &mut [usize], row: &[String]) {
     for (width, cell) in widths.iter_mut().zip(row) {
-        *width = (*width).max(cell.chars().count());
+        *width = (*width).max(Cell::Text(cell).width());
     }
 }
 
@@ -155,8 +155,8 @@ pub fn parsable(columns: &[Column], rows: &[Vec<String>]) -> String {
     out.push_str(&header.join("|"));
     out.push('\n');
     for row in rows {
-        out.push_str(&row.join("|"));
-        out.push('\n');
+        let cells: Vec<Cell> = row.iter().map(|cell| Cell::Text(cell)).collect();
+        write_parsable_line(&cells, &mut out);
     }
     out
 }

@@ -163,12 +163,12 @@ pub fn parsable_pieces(
 ) -> Pieces {
     let names: Vec<&str> = columns.iter().map(|c| c.name).collect();
     let head = format!("{}\n", names.join("|"));
-    let row_text = move |index: usize| {
-        let mut line = cells(index).join("|");
-        line.push('\n');
-        line
+    let row_writer = move |index: usize, out: &mut String| {
+        let row = cells(index);
+        let texts: Vec<Cell> = row.iter().map(|cell| Cell::Text(cell)).collect();
+        write_parsable_line(&texts, out);
     };
-    Pieces::new(head, rows, Box::new(row_text), String::new())
+    Pieces::writing(head, rows, Box::new(row_writer), String::new())
 }
 
 /// The pieces of the aligned table of `columns` (`format::aligned`) with

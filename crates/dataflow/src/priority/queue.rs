@@ -563,28 +563,23 @@ impl Queue {
         dense
     }
 
-    /// Every user association's factor that the dataflow sent.
+    /// Every user association's factor that the dataflow sent
+    /// ([`Queue::fairshare_factors_dense`]'s entries).
     pub fn fairshare_factors(&self) -> BTreeMap<AssocId, f64> {
-        let mut factors: BTreeMap<AssocId, f64> = self
-            .fairshare
-            .iter()
+        self.fairshare_factors_dense()
+            .into_iter()
             .enumerate()
-            .filter_map(|(assoc, bits)| Some((assoc as AssocId, f64::from_bits((*bits)?))))
-            .collect();
-        factors.extend(self.tree.all_factors());
-        factors
+            .filter_map(|(assoc, factor)| Some((assoc as AssocId, factor?)))
+            .collect()
     }
 
-    /// Every user association's factor by id, for a pass over every record
-    /// (one walk of the tree instead of one per job).
+    /// Every user association's factor by id (0: none), for a pass over
+    /// every record (one walk of the tree instead of one per job).
     pub fn factor_table(&self) -> Vec<f64> {
-        let factors = self.fairshare_factors();
-        let len = factors.keys().next_back().map_or(0, |&a| a as usize + 1);
-        let mut table = vec![0.0; len];
-        for (assoc, factor) in factors {
-            table[assoc as usize] = factor;
-        }
-        table
+        self.fairshare_factors_dense()
+            .into_iter()
+            .map(|factor| factor.unwrap_or(0.0))
+            .collect()
     }
 
     /// The facts other than fair-share factors (Moab's read-time context).
