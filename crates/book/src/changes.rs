@@ -159,7 +159,7 @@ impl Changes {
             | Op::Cancel { job } => {
                 self.jobs.insert(job.clone());
             }
-            Op::Start { job, .. } | Op::End { job } | Op::Requeue { job } => {
+            Op::Start { job, .. } | Op::End { job } | Op::Requeue { job, .. } => {
                 self.jobs.insert(job.clone());
                 if let Some((account, user)) = assoc_of_job {
                     self.assocs.insert(AssocKey::user(&account, &user));

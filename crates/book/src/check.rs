@@ -194,7 +194,7 @@ impl Book {
             | Op::Cancel { job }
             | Op::Start { job, .. }
             | Op::End { job }
-            | Op::Requeue { job } => {
+            | Op::Requeue { job, .. } => {
                 let Some(phase) = self.job_phase(job) else {
                     return Err(err("job", format!("unknown job `{job}`")));
                 };

@@ -275,6 +275,22 @@ impl Book {
         Ok(())
     }
 
+    /// Restore the jobs marked for expedited requeue (a snapshot's; not in
+    /// the serialised state): each must be an active job.
+    pub(crate) fn set_expedited(
+        &mut self,
+        expedited: std::collections::BTreeSet<String>,
+    ) -> Result<(), String> {
+        if let Some(job) = expedited
+            .iter()
+            .find(|job| !self.state.jobs.contains_key(*job))
+        {
+            return Err(format!("job `{job}` marked expedited is not active"));
+        }
+        self.state.expedited = expedited;
+        Ok(())
+    }
+
     /// Restore the usage model (a snapshot's; not in the serialised
     /// configuration).
     pub(crate) fn set_usage_model(
@@ -491,7 +507,7 @@ impl Book {
             _ => None,
         };
         let assoc_of_job = match &event.op {
-            Op::Start { job, .. } | Op::End { job } | Op::Requeue { job } => {
+            Op::Start { job, .. } | Op::End { job } | Op::Requeue { job, .. } => {
                 job_assoc(&self.state, job)
             }
             _ => None,

@@ -37,8 +37,11 @@
 //!   the period clock); 2 to 5 had none: a format-5 book under
 //!   `UsageModel=flux` (whose usage decayed continuously) reads back with
 //!   the default parameters and its usage as of its time in bin 0.
+//! - 7 adds, after the bins, the jobs marked for expedited requeue
+//!   (`State::expedited`); 2 to 6 had none: they read back with no job
+//!   marked.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use fairflow_model::config::{FluxUsageBins, FluxUsageWeights, UsageModel};
 
@@ -50,7 +53,7 @@ pub const MAGIC: &[u8; 8] = b"FFLOWENG";
 
 /// The format version this build writes (and reads; see the module's
 /// "Versions" for the older ones).
-pub const VERSION: u32 = 6;
+pub const VERSION: u32 = 7;
 
 /// The oldest format version this build reads (converting it).
 pub const OLDEST_READ: u32 = 2;
@@ -86,6 +89,7 @@ struct BodyRef<'a> {
     flux_usage: &'a FluxUsageWeights,
     flux_bins_config: &'a FluxUsageBins,
     flux_bins: &'a Option<FluxBins>,
+    expedited: &'a BTreeSet<String>,
 }
 
 /// The body of versions 2 and 3.
@@ -116,6 +120,19 @@ struct BodyV5 {
 
 /// The body of version 6.
 #[derive(serde::Deserialize)]
+struct BodyV6 {
+    book: Book,
+    applied: u64,
+    tiers: BTreeMap<String, u16>,
+    pair_floors: BTreeMap<String, Vec<u64>>,
+    usage_model: UsageModel,
+    flux_usage: FluxUsageWeights,
+    flux_bins_config: FluxUsageBins,
+    flux_bins: Option<FluxBins>,
+}
+
+/// The body of version 7.
+#[derive(serde::Deserialize)]
 struct Body {
     book: Book,
     applied: u64,
@@ -125,6 +142,7 @@ struct Body {
     flux_usage: FluxUsageWeights,
     flux_bins_config: FluxUsageBins,
     flux_bins: Option<FluxBins>,
+    expedited: BTreeSet<String>,
 }
 
 impl Body {
@@ -139,6 +157,7 @@ impl Body {
             flux_usage: FluxUsageWeights::default(),
             flux_bins_config: FluxUsageBins::default(),
             flux_bins: None,
+            expedited: BTreeSet::new(),
         }
     }
 }
@@ -161,6 +180,7 @@ pub fn encode(book: &Book, applied: u64) -> Vec<u8> {
         flux_usage: &book.state().config.flux_usage,
         flux_bins_config: &book.state().config.flux_bins,
         flux_bins: &book.state().flux_bins,
+        expedited: &book.state().expedited,
     })
     .expect("a book is always serialisable");
     let mut bytes = Vec::with_capacity(HEADER_BYTES + body.len());
@@ -215,6 +235,16 @@ pub fn decode(bytes: &[u8]) -> Result<(Book, u64), SnapshotError> {
             flux_usage: old.flux_usage,
             ..Body::without_bins(old.book, old.applied, old.tiers)
         }
+    } else if version == 6 {
+        let old: BodyV6 = postcard::from_bytes(body).map_err(undecodable)?;
+        Body {
+            pair_floors: old.pair_floors,
+            usage_model: old.usage_model,
+            flux_usage: old.flux_usage,
+            flux_bins_config: old.flux_bins_config,
+            flux_bins: old.flux_bins,
+            ..Body::without_bins(old.book, old.applied, old.tiers)
+        }
     } else {
         postcard::from_bytes(body).map_err(undecodable)?
     };
@@ -226,6 +256,9 @@ pub fn decode(bytes: &[u8]) -> Result<(Book, u64), SnapshotError> {
         .map_err(SnapshotError::Corrupt)?;
     body.book
         .set_pair_floors(body.pair_floors)
+        .map_err(SnapshotError::Corrupt)?;
+    body.book
+        .set_expedited(body.expedited)
         .map_err(SnapshotError::Corrupt)?;
     body.book.set_usage_model(body.usage_model, body.flux_usage);
     body.book
@@ -279,14 +312,37 @@ mod tests {
             decode(&bytes[..10]),
             Err(SnapshotError::Corrupt(_))
         ));
-        other_version[8] = 7;
+        other_version[8] = 8;
         let refused = decode(&other_version).unwrap_err();
-        assert_eq!(refused, SnapshotError::Version { found: 7 });
+        assert_eq!(refused, SnapshotError::Version { found: 8 });
         assert_eq!(
             refused.to_string(),
-            "snapshot format version 7 is not supported (this build reads versions 2 to 6); \
+            "snapshot format version 8 is not supported (this build reads versions 2 to 7); \
              rebuild the state from the event log"
         );
+    }
+
+    #[test]
+    fn the_expedited_mark_survives_a_snapshot_and_a_start_clears_it() {
+        let log = r#"{"op":"account","t":1,"name":"a","shares":1}
+{"op":"user","t":1,"user":"u","account":"a","shares":1}
+{"op":"submit","t":2,"job":"1","user":"u","account":"a"}
+{"op":"submit","t":2,"job":"2","user":"u","account":"a"}
+{"op":"start","t":3,"job":"1"}
+{"op":"start","t":3,"job":"2"}
+{"op":"requeue","t":4,"job":"1","expedite":true}
+{"op":"requeue","t":4,"job":"2"}
+"#;
+        let book = book_of(log);
+        let marked: Vec<&String> = book.state().expedited.iter().collect();
+        assert_eq!(marked, vec!["1"]);
+        let (restored, _) = decode(&encode(&book, 8)).unwrap();
+        assert_eq!(restored.state().expedited, book.state().expedited);
+        // Slurm clears JOB_EXPEDITING when the job launches again.
+        let started = book_of(&format!(
+            "{log}{{\"op\":\"start\",\"t\":5,\"job\":\"1\"}}\n"
+        ));
+        assert!(started.state().expedited.is_empty());
     }
 
     #[test]

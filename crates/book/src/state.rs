@@ -322,6 +322,13 @@ pub struct State {
     /// snapshot carries it after the book (format 5, `snapshot`).
     #[serde(skip)]
     pub pair_floor: BTreeMap<String, Vec<u64>>,
+    /// The active jobs marked for expedited requeue (Slurm's
+    /// `JOB_EXPEDITING`): a `requeue` with `expedite` marks a job, its next
+    /// `start` (Slurm clears the mark at launch), `end` or `cancel`
+    /// unmarks it. Not in the serialised state: the snapshot carries it
+    /// after the book (format 7, `snapshot`).
+    #[serde(skip)]
+    pub expedited: std::collections::BTreeSet<String>,
     /// Every running job's accrual start is at or after this time (the last
     /// settlement), so settling to an earlier boundary is a no-op.
     #[serde(default = "time_min")]
@@ -396,6 +403,7 @@ impl State {
             wallclock_accuracy: BTreeMap::new(),
             priority_floor: BTreeMap::new(),
             pair_floor: BTreeMap::new(),
+            expedited: std::collections::BTreeSet::new(),
             accrual_settled_to: Time::MIN,
             accounts_created: 0,
             flux_bins: None,

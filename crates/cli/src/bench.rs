@@ -98,6 +98,11 @@ pub struct Args {
     /// most 10,000, about what the generated 64,000 CPUs hold).
     #[arg(long, value_name = "N")]
     pub(crate) running_jobs: Option<usize>,
+    /// Give the generated partitions Slurm `PriorityTier`s (debug 2, batch
+    /// and gpu 1) and submit one `batch` job in 20 to `batch,debug`: a
+    /// scheduler's queue of entries in two tiers (issue 35 item 5).
+    #[arg(long)]
+    pub(crate) tiered_partitions: bool,
     /// Timely workers.
     #[arg(long, value_name = "W", default_value_t = 1)]
     pub(crate) workers: usize,

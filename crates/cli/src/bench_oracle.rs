@@ -53,7 +53,7 @@ fn full_recompute(state: &State, k: usize) -> Vec<JobPriority> {
     let fairshare = fairflow_oracle::fairshare::compute(state);
     black_box(&fairshare.rows);
     let all = fairflow_oracle::priority::evaluate(state, &fairshare.user_factors);
-    let mut queue = fairflow_oracle::priority::queue(&all);
+    let mut queue = fairflow_oracle::priority::entry_queue(&all);
     queue.truncate(k);
     queue
 }

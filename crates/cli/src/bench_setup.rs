@@ -178,6 +178,7 @@ pub(crate) fn workload(args: &Args) -> WorkloadParams {
         running_jobs: args
             .running_jobs
             .unwrap_or((args.jobs / 10).min(MAX_DEFAULT_RUNNING_JOBS)),
+        tiered_partitions: args.tiered_partitions,
         ..WorkloadParams::default()
     }
 }

@@ -387,7 +387,7 @@ mod tests {
         assert!(replay.report.rejected.is_empty());
         let factors = fairflow_oracle::fairshare::user_factors(replay.state());
         let all = fairflow_oracle::priority::evaluate(replay.state(), &factors);
-        let queue = fairflow_oracle::priority::queue(&all);
+        let queue = fairflow_oracle::priority::entry_queue(&all);
         let first = &queue[0];
         assert_eq!(run.top[0].job, first.job);
         assert_eq!(run.top[0].priority, first.priority);

@@ -217,5 +217,7 @@ fn remote_job(job: &Value) -> Option<JobPriority> {
         model: PriorityModel::Flux,
         factors,
         pairs: Vec::new(),
+        priority_tier: 0,
+        expedited: false,
     })
 }

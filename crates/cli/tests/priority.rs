@@ -91,7 +91,7 @@ fn position_of_a_job_and_a_page_of_the_queue() {
     // The second page of one job is rank 2.
     assert_eq!(
         stdout_of(&["top", "-P", "-k", "1", "--offset", "1", "--events", &events]),
-        "RANK|JOBID|USER|ACCOUNT|PRIORITY\n2|1|alice|lab|8025\n"
+        "RANK|JOBID|USER|ACCOUNT|PRIORITY|PARTITION|QOS\n2|1|alice|lab|8025||high\n"
     );
 }
 
@@ -100,11 +100,11 @@ fn top_orders_the_queue() {
     let events = dataset("events/priority.jsonl");
     assert_eq!(
         stdout_of(&["top", "-P", "--events", &events]),
-        "RANK|JOBID|USER|ACCOUNT|PRIORITY\n1|2|bob|lab|11550\n2|1|alice|lab|8025\n"
+        "RANK|JOBID|USER|ACCOUNT|PRIORITY|PARTITION|QOS\n1|2|bob|lab|11550||normal\n2|1|alice|lab|8025||high\n"
     );
     assert_eq!(
         stdout_of(&["top", "-P", "-k", "1", "--events", &events]),
-        "RANK|JOBID|USER|ACCOUNT|PRIORITY\n1|2|bob|lab|11550\n"
+        "RANK|JOBID|USER|ACCOUNT|PRIORITY|PARTITION|QOS\n1|2|bob|lab|11550||normal\n"
     );
 }
 
@@ -160,7 +160,7 @@ fn moab_through_slurm_conf_and_moab_cfg() {
             "--moab-cfg",
             moab_cfg.to_str().unwrap(),
         ]),
-        "RANK|JOBID|USER|ACCOUNT|PRIORITY\n1|1|alice|lab|2880\n2|2|bob|lab|1440\n"
+        "RANK|JOBID|USER|ACCOUNT|PRIORITY|PARTITION|QOS\n1|1|alice|lab|2880||high\n2|2|bob|lab|1440||normal\n"
     );
 }
 
@@ -198,7 +198,7 @@ fn moab_targets_accrual_policy_and_multi_partition_rejection_end_to_end() {
     // 0..3000, so 3000 s = 50 min, + PROC 64 - |96 - 64| = 32: 82.
     assert_eq!(
         stdout,
-        "RANK|JOBID|USER|ACCOUNT|PRIORITY\n1|1|alice|a|164\n2|2|alice|a|82\n"
+        "RANK|JOBID|USER|ACCOUNT|PRIORITY|PARTITION|QOS\n1|1|alice|a|164||\n2|2|alice|a|82||\n"
     );
     // Job 3 lists two partitions no event defined: rejected, naming the line,
     // the field and the first unknown one.

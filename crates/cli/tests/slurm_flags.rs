@@ -175,8 +175,13 @@ fn jobs_in_several_partitions_have_a_row_per_pair_and_rank_per_partition() {
         ["p1|4250", "p1|3250", "p2|3500", "p2|2500"],
         "{got}"
     );
-    // top ranks by each job's own priority (its primary pair's); top -p p2
-    // by each job's best pair in p2.
+    // top lists the scheduler's queue: one entry per (partition, QOS)
+    // pair, by priority, then submit time (the case's hand order: D (p2, lo)
+    // 6000, D (p3, lo) 5500, A (p1, hi) 4250, B's two entries at its own
+    // 4000, A (p2, hi) 3500 (submitted at 1000) before C 3500 (1002),
+    // A (p1, lo) 3250, F (p2, hi) 3000, A (p2, lo) 2500; the eleventh,
+    // F (p1, hi) 2250, is past top's default 10). top -p p2: the entries
+    // in p2, every pair of a job there.
     let ranked = |args: &[&str]| -> Vec<String> {
         ok(args)
             .lines()
@@ -189,11 +194,14 @@ fn jobs_in_several_partitions_have_a_row_per_pair_and_rank_per_partition() {
     };
     assert_eq!(
         ranked(&["top", "-P", "--events", &log]),
-        ["D=6000", "A=4250", "B=4000", "C=3500", "F=2250"]
+        [
+            "D=6000", "D=5500", "A=4250", "B=4000", "B=4000", "A=3500", "C=3500", "A=3250",
+            "F=3000", "A=2500"
+        ]
     );
     assert_eq!(
         ranked(&["top", "-P", "-p", "p2", "--events", &log]),
-        ["D=6000", "B=4000", "A=3500", "F=3000"]
+        ["D=6000", "B=4000", "B=4000", "A=3500", "F=3000", "A=2500"]
     );
     assert_eq!(
         ranked(&["top", "-P", "-p", "p3", "--events", &log]),

@@ -309,7 +309,8 @@ impl Engine {
         self.epoch += 1;
         let now = self.now();
         let kept = *self.keep_top.get_mut();
-        let top = (keep_top && kept > 0).then_some((kept, now));
+        // A queue whose entries are not its jobs is read whole (`top`).
+        let top = (keep_top && kept > 0 && self.entries_are_jobs()).then_some((kept, now));
         self.send(Command::Batch {
             epoch: self.epoch,
             family,
@@ -530,7 +531,40 @@ impl Engine {
         if !self.job_feed.identify_from_rows(&self.names, &mut priority) {
             crate::job_feed::identify(self.book.state(), &mut priority);
         }
+        crate::job_feed::queue_marks(self.book.state(), &mut priority);
         priority
+    }
+
+    /// Is the scheduler's queue (`fairflow_model::report::entries`) the
+    /// queue index's jobs in the index's order? Under Flux and Moab always;
+    /// under Slurm when no active job has several (partition, QOS) pairs or
+    /// is marked for expedited requeue and the partitions the active jobs
+    /// name share one `PriorityTier`: `O(named partitions)`.
+    fn entries_are_jobs(&self) -> bool {
+        let state = self.book.state();
+        if state.config.model != fairflow_model::PriorityModel::Slurm {
+            return true;
+        }
+        if self.job_feed.any_paired() || !state.expedited.is_empty() {
+            return false;
+        }
+        let mut tiers = self
+            .job_feed
+            .named_partitions(&self.names)
+            .map(|name| state.partitions.get(name).map_or(0, |p| p.priority_tier));
+        let first = tiers.next();
+        tiers.all(|tier| Some(tier) == first)
+    }
+
+    /// The whole scheduler's queue when its entries are not the index's
+    /// jobs (see [`Engine::entries_are_jobs`]): every listed job evaluated
+    /// (`Engine::priorities`, named) and its entries sorted
+    /// (`fairflow_model::report::entries::entry_queue`): `O(n log n)` per
+    /// read, not yet incremental.
+    fn entry_queue(&self) -> Result<Vec<JobPriority>, EngineError> {
+        Ok(fairflow_model::report::entries::entry_queue(
+            &self.priorities()?,
+        ))
     }
 
     /// [`Engine::identify`] every result, shared.
@@ -561,8 +595,10 @@ impl Engine {
         }
     }
 
-    /// The first `k` jobs of the pending queue as of the engine's time, in
-    /// the oracle's `priority::queue` order, shared ([`SharedJobs`]).
+    /// The first `k` entries of the scheduler's queue as of the engine's
+    /// time, in the oracle's `priority::entry_queue` order, shared
+    /// ([`SharedJobs`]): the index's jobs when they are the entries
+    /// ([`Engine::entries_are_jobs`]), else [`Engine::entry_queue`].
     /// A read at the same time with nothing changed since shares the last
     /// one (named already): one reference count, whatever `k`. After the
     /// first read, every batch keeps the top `k'` (the largest `k` read, up
@@ -579,12 +615,18 @@ impl Engine {
                 return Ok(read.result.prefix(k));
             }
         }
-        if k <= KEEP_TOP_MAX {
-            self.keep_top.fetch_max(k, Ordering::Relaxed);
-        }
-        let top = match self.priority_read(Command::Top(k, now))? {
-            Reply::Priorities(top) => self.identify_all(top),
-            _ => return Err(EngineError::WorkersGone),
+        let top = if self.entries_are_jobs() {
+            if k <= KEEP_TOP_MAX {
+                self.keep_top.fetch_max(k, Ordering::Relaxed);
+            }
+            match self.priority_read(Command::Top(k, now))? {
+                Reply::Priorities(top) => self.identify_all(top),
+                _ => return Err(EngineError::WorkersGone),
+            }
+        } else {
+            let mut queue = self.entry_queue()?;
+            queue.truncate(k);
+            queue.into()
         };
         *last = Some(LastTop {
             generation,
@@ -595,10 +637,19 @@ impl Engine {
         Ok(top)
     }
 
-    /// The ranked queue as of the engine's time up to and including the job
-    /// `id`, in the oracle's `priority::queue` order (`None`: the job is not
-    /// ranked now), read from the queue's index (`PriorityReader::through`).
+    /// The scheduler's queue as of the engine's time up to and including
+    /// the first entry of the job `id`, in the oracle's
+    /// `priority::entry_queue` order (`None`: the job is not ranked now),
+    /// read from the queue's index (`PriorityReader::through`) when its jobs
+    /// are the entries, else cut from [`Engine::entry_queue`].
     pub fn queue_through(&self, id: &str) -> Result<Option<Vec<JobPriority>>, EngineError> {
+        if !self.entries_are_jobs() {
+            let mut queue = self.entry_queue()?;
+            return Ok(queue.iter().position(|p| p.job == id).map(|index| {
+                queue.truncate(index + 1);
+                queue
+            }));
+        }
         let Some(id) = self.job_feed.job_id(id) else {
             return Ok(None);
         };

@@ -215,6 +215,18 @@ impl JobFeed {
         true
     }
 
+    /// Does an active job have several (partition, QOS) pairs?
+    pub fn any_paired(&self) -> bool {
+        !self.paired.is_empty()
+    }
+
+    /// The partitions the sent rows name (each active job's primary one).
+    pub fn named_partitions<'a>(&'a self, names: &'a Names) -> impl Iterator<Item = &'a str> {
+        self.combo_refs
+            .partitions()
+            .filter_map(|id| names.labels.name(id).map(String::as_str))
+    }
+
     /// Mark what the book's `changes` make stale.
     pub fn note(&mut self, changes: &Changes) {
         self.dirty.extend(changes.jobs.iter().cloned());
@@ -636,6 +648,19 @@ pub fn identify(state: &State, priority: &mut JobPriority) {
     }
 }
 
+/// Mark a named result as the scheduler's queue ranks it: under Slurm its
+/// partition's `PriorityTier` and whether the job is marked for expedited
+/// requeue (the oracle's `priority::slurm` sets the same).
+pub fn queue_marks(state: &State, priority: &mut JobPriority) {
+    if priority.model == PriorityModel::Slurm {
+        priority.priority_tier = state
+            .partitions
+            .get(&priority.partition)
+            .map_or(0, |p| p.priority_tier);
+        priority.expedited = state.expedited.contains(&priority.job);
+    }
+}
+
 /// The QOS a model prices a job with: Slurm's primary QOS (the highest
 /// priority of several), else the first listed.
 fn model_qos<'a>(state: &State, job: &'a fairflow_book::Job, model: PriorityModel) -> &'a str {
@@ -706,6 +731,7 @@ fn pairs_of(state: &State, job: &fairflow_book::Job, own: &JobPriority) -> Vec<P
                 qos: qos.to_string(),
                 priority,
                 factors,
+                priority_tier: partition.map_or(0, |p| p.priority_tier),
             }
         })
         .collect()

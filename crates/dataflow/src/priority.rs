@@ -758,6 +758,11 @@ pub struct ComboRefs {
 }
 
 impl ComboRefs {
+    /// The partitions some sent row names.
+    pub fn partitions(&self) -> impl Iterator<Item = NameId> + '_ {
+        self.partition_refs.keys().map(|(partition, _)| *partition)
+    }
+
     /// Count `rows` (retractions `-1`, insertions `+1`, exactly as sent)
     /// and return the combinations and partition pairs whose count moved
     /// between zero and non-zero.

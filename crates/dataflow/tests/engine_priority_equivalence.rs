@@ -140,7 +140,7 @@ fn run(scenario: &Scenario, seed: u64, workers: usize, batches: usize) -> Result
         }
         let fs = fairshare::user_factors(replay.state());
         let want_all = priority::evaluate(replay.state(), &fs);
-        let want_queue = priority::queue(&want_all);
+        let want_queue = priority::entry_queue(&want_all);
         ranked_seen += want_queue.len();
         let got_all = engine.priorities().map_err(|e| e.to_string())?;
         compare(&format!("{context}: priorities"), &got_all, &want_all)?;

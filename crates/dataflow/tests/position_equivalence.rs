@@ -1,5 +1,5 @@
 //! `Engine::queue_through` (a job's place in line, read from the queue
-//! index) against the oracle's plain sort (`priority::queue`, cut after the
+//! index) against the oracle's plain sort (`priority::entry_queue`, cut after the
 //! job): the seeded random streams of `engine_priority_equivalence`, after
 //! every batch moved on to a random later `now`, for every ranked job, and
 //! `None` for every listed job that is not ranked (held, running); 1, 2 and
@@ -70,8 +70,12 @@ fn run(scenario: &Scenario, seed: u64, workers: usize, batches: usize) -> Result
         let context = format!("{} seed {seed} round {round} now {t}", scenario.name);
         let fs = fairshare::user_factors(replay.state());
         let listed = priority::evaluate(replay.state(), &fs);
-        let queue = priority::queue(&listed);
+        let queue = priority::entry_queue(&listed);
         for (index, job) in queue.iter().enumerate() {
+            // A job's place is its first entry's.
+            if queue[..index].iter().any(|ahead| ahead.job == job.job) {
+                continue;
+            }
             let got = engine
                 .queue_through(&job.job)
                 .map_err(|e| e.to_string())?

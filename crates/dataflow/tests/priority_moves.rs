@@ -136,7 +136,7 @@ fn run(seed: u64, batches: usize, workers: usize) {
             listed,
             "{context}"
         );
-        let queue = priority::queue(&listed);
+        let queue = priority::entry_queue(&listed);
         let top = engine.top(5).expect("top reads");
         assert_eq!(*top, queue[..queue.len().min(5)], "{context}: top 5");
     }

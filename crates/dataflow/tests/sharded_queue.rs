@@ -68,7 +68,7 @@ fn ties_and_the_floor_merge_across_shards_in_queue_order() {
     oracle.feed_all(lines(LOG));
     let factors = fairshare::user_factors(oracle.state());
     let listed = priority::evaluate(oracle.state(), &factors);
-    let queue = priority::queue(&listed);
+    let queue = priority::entry_queue(&listed);
     assert_eq!(ids(&queue), QUEUE, "the oracle agrees with the hand order");
     for workers in [1, 2, 4] {
         let mut engine = Engine::start(workers, Config::default()).expect("engine starts");
@@ -123,7 +123,7 @@ fn the_queue_stays_exact_as_shards_change() {
     oracle.feed_all(lines(LOG));
     oracle.feed_all(lines(later));
     let factors = fairshare::user_factors(oracle.state());
-    let queue = priority::queue(&priority::evaluate(oracle.state(), &factors));
+    let queue = priority::entry_queue(&priority::evaluate(oracle.state(), &factors));
     // Job 9 left; 4 and 8 (priority 500, t = 103) come after 5 and 40.
     let want: Vec<&str> = vec![
         "2", "10", "30", "5", "40", "4", "8", "1", "7", "3", "6", "11",

@@ -34,7 +34,7 @@ fn a_repeated_read_shares_and_the_kept_top_equals_the_oracle() {
             engine.apply_batch(lines(batch)).expect("batch applies");
             oracle.feed_all(lines(batch));
             let factors = fairshare::user_factors(oracle.state());
-            let queue = priority::queue(&priority::evaluate(oracle.state(), &factors));
+            let queue = priority::entry_queue(&priority::evaluate(oracle.state(), &factors));
             // From the second batch on, the top 3 was kept by the batch itself.
             let first = engine.top(3).expect("top reads");
             assert_eq!(first, queue[..queue.len().min(3)], "{context}: top 3");

@@ -24,7 +24,7 @@ fn check(context: &str, engines: [&Engine; 2], oracle: &Replay) {
     let table = fairshare::table(oracle.state());
     let factors = fairshare::user_factors(oracle.state());
     let all = priority::evaluate(oracle.state(), &factors);
-    let queue = priority::queue(&all);
+    let queue = priority::entry_queue(&all);
     for (which, engine) in ["original", "restored"].into_iter().zip(engines) {
         let context = format!("{context}, {which} engine");
         assert_eq!(

@@ -66,7 +66,7 @@ impl Engine for BatchEngine {
     }
 
     fn top(&mut self, k: usize) -> Result<SharedJobs, EngineError> {
-        let mut queue = priority::queue(&self.priorities()?);
+        let mut queue = priority::entry_queue(&self.priorities()?);
         queue.truncate(k);
         Ok(queue.into())
     }

@@ -23,8 +23,8 @@ use std::collections::BTreeMap;
 
 use fairflow_book::Book;
 use fairflow_ingest::{LogLine, Rejection};
-use fairflow_model::event::is_list;
-use fairflow_model::report::position::{partition_places, partition_places_single, Position};
+use fairflow_model::report::entries::{position_in, position_single};
+use fairflow_model::report::position::Position;
 use fairflow_model::report::{
     CompactJobs, FairshareRow, FairshareTable, JobIdKey, JobPriority, JobState, Selection,
     SharedJobs, UsageRow, WaitingUser,
@@ -264,24 +264,20 @@ pub trait Engine: Send {
         Ok(waiting)
     }
 
-    /// The first `k` jobs of the queue `selection` keeps (`top -A -u -p`):
-    /// with partitions, each job ranked by its priority there.
+    /// The first `k` entries of the queue `selection` keeps (`top -A -u
+    /// -p`): with partitions, the entries in those partitions.
     fn top_selected(&mut self, k: usize, selection: &Selection) -> Result<SharedJobs, EngineError> {
         if selection.is_empty() {
             return self.top(k);
         }
-        let source = if selection.partitions.is_empty() {
-            self.top(usize::MAX)?.into_vec()
-        } else {
-            self.priorities()?
-        };
-        let mut queue = selection.queue(source);
+        let mut queue = selection.queue(self.top(usize::MAX)?.into_vec());
         queue.truncate(k);
         Ok(queue.into())
     }
 
-    /// The ranked queue up to and including the job `id`, in queue order
-    /// (`None`: the job is not ranked now). This default cuts the whole
+    /// The scheduler's queue up to and including the first entry of the
+    /// job `id`, in queue order (`None`: the job is not ranked now). This
+    /// default cuts the whole
     /// sorted queue (the oracle's plain sort); the incremental engine reads
     /// its queue index only as far as the job.
     fn queue_through(&mut self, id: &str) -> Result<Option<Vec<JobPriority>>, EngineError> {
@@ -292,28 +288,23 @@ pub trait Engine: Send {
             .map(|index| queue[..=index].to_vec()))
     }
 
-    /// A job's place in line: its rank in the whole queue and in each of
-    /// its partitions, the jobs of each account ahead of it, and the gap to
-    /// the job just ahead.
+    /// A job's place in line: its first entry's rank in the whole queue,
+    /// its rank in each of its partitions, its other entries, the entries
+    /// of each account ahead of it, and the gap to the entry just ahead.
     fn position(&mut self, id: &str) -> Result<Position, EngineError> {
         let Some(through) = self.queue_through(id)? else {
             return Err(self.why_not_ranked(id)?);
         };
-        // With a job of several (partition, QOS) pairs pending, a
-        // partition's order is not the whole queue's: rank it from every
-        // listed job, as `top -p` does.
-        let several = self.book().state().jobs.values().any(|job| {
-            job.is_pending()
-                && [&job.spec.partition, &job.spec.qos]
-                    .into_iter()
-                    .any(|list| list.as_deref().is_some_and(is_list))
-        });
-        let partitions = match (several, through.last()) {
-            (true, Some(job)) => partition_places(job, &self.priorities()?),
-            _ => partition_places_single(&through),
+        // A job with several entries (several (partition, QOS) pairs) has
+        // entries, and partition ranks, after its first: read the queue.
+        let several = through.last().is_some_and(|job| !job.pairs.is_empty());
+        let place = if several {
+            position_in(&self.top(usize::MAX)?, id)
+        } else {
+            position_single(through)
         };
         let now = self.book().state().now;
-        Position::from_queue(through, partitions).ok_or_else(|| EngineError::UnknownJob {
+        place.ok_or_else(|| EngineError::UnknownJob {
             job: id.to_string(),
             now,
         })

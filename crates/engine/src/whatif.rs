@@ -116,11 +116,11 @@ fn evaluate_side(replay: &Replay) -> Side {
     let state = replay.state();
     let factors = fairshare::user_factors(state);
     let listed = priority::evaluate(state, &factors);
-    let positions = priority::queue(&listed)
-        .into_iter()
-        .enumerate()
-        .map(|(index, job)| (job.job, index as u64 + 1))
-        .collect();
+    // A job's position is its first entry's in the scheduler's queue.
+    let mut positions = BTreeMap::new();
+    for (index, entry) in priority::entry_queue(&listed).into_iter().enumerate() {
+        positions.entry(entry.job).or_insert(index as u64 + 1);
+    }
     let jobs = listed.into_iter().map(|j| (j.job.clone(), j)).collect();
     Side {
         factors,

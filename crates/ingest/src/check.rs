@@ -179,7 +179,7 @@ fn check_op(op: &Op) -> Result<(), Fault> {
         | Op::Release { job }
         | Op::Cancel { job }
         | Op::End { job }
-        | Op::Requeue { job } => check_name("job", job),
+        | Op::Requeue { job, .. } => check_name("job", job),
         Op::Start { job, tres } => {
             check_name("job", job)?;
             opt(tres, |t| check_tres("tres", t))

@@ -272,7 +272,10 @@ pub fn parse_event(line: u64, text: &str) -> Result<Event, Rejection> {
             tres: f.tres("tres")?,
         },
         "end" => Op::End { job: job()? },
-        "requeue" => Op::Requeue { job: job()? },
+        "requeue" => Op::Requeue {
+            job: job()?,
+            expedite: f.opt_bool("expedite")?.unwrap_or(false),
+        },
         "config" => match f.get("set") {
             Some(Value::Object(set)) => Op::Config {
                 set: set

@@ -146,11 +146,15 @@ pub fn event_to_json(event: &Event) -> Value {
             }
             put_spec(&mut map, spec);
         }
-        Op::Hold { job }
-        | Op::Release { job }
-        | Op::Cancel { job }
-        | Op::End { job }
-        | Op::Requeue { job } => put("job", json!(job)),
+        Op::Hold { job } | Op::Release { job } | Op::Cancel { job } | Op::End { job } => {
+            put("job", json!(job))
+        }
+        Op::Requeue { job, expedite } => {
+            put("job", json!(job));
+            if *expedite {
+                put("expedite", json!(true));
+            }
+        }
         Op::Start { job, tres } => {
             put("job", json!(job));
             if let Some(t) = tres {

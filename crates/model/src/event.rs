@@ -192,6 +192,11 @@ pub enum Op {
     },
     Requeue {
         job: String,
+        /// Slurm 25.11's expedited requeue (`sbatch --requeue=expedite`
+        /// with `SlurmctldParameters=enable_expedited_requeue`): the job
+        /// goes back marked `JOB_EXPEDITING`, first in the scheduler's
+        /// queue until it starts again.
+        expedite: bool,
     },
     Config {
         set: BTreeMap<String, Value>,

@@ -3,6 +3,7 @@
 //! incremental engine must produce equal values.
 
 pub mod compact;
+pub mod entries;
 pub mod position;
 pub mod shared;
 pub mod whatif;
@@ -276,6 +277,20 @@ pub struct JobPriority {
     /// the job's own: its primary pair's, summed as Slurm sums a job's.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pairs: Vec<PairPriority>,
+    /// Slurm: the `PriorityTier` of `partition` (0 when undefined, and
+    /// under the Flux and Moab models), which the scheduler's queue sorts
+    /// by before the priority ([`entries`]).
+    #[serde(default, skip_serializing_if = "is_zero_tier")]
+    pub priority_tier: u16,
+    /// Slurm 25.11: the job is marked for expedited requeue
+    /// (`JOB_EXPEDITING`): its entries come before every other entry of the
+    /// scheduler's queue ([`entries`]). Always `false` under Flux and Moab.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub expedited: bool,
+}
+
+fn is_zero_tier(tier: &u16) -> bool {
+    *tier == 0
 }
 
 /// One (partition, QOS) pair's priority of a job submitted to several
@@ -291,6 +306,9 @@ pub struct PairPriority {
     /// The pair's factors, in the job's factor order: the partition, QOS and
     /// TRES factors are the pair's, the others the job's.
     pub factors: Vec<PriorityFactor>,
+    /// The `PriorityTier` of the pair's partition (0 when undefined).
+    #[serde(default, skip_serializing_if = "is_zero_tier")]
+    pub priority_tier: u16,
 }
 
 impl JobPriority {
@@ -320,44 +338,10 @@ impl JobPriority {
                 priority: pair.priority,
                 factors: pair.factors.clone(),
                 pairs: Vec::new(),
+                priority_tier: pair.priority_tier,
                 ..self.clone()
             })
             .collect()
-    }
-
-    /// The job's row in the queue of the partitions `partitions`: its best
-    /// pair in any of them (the highest priority; among equal ones the first
-    /// in Slurm's order), as a row of [`JobPriority::pair_rows`]; `None`
-    /// when the job is in none of them. A job in one partition (with one or
-    /// several QOS) is ranked by its own priority, in its primary pair's row:
-    /// Slurm's queue sort (`sort_job_queue2`) takes a pair's priority only
-    /// for a job with a partition list (`part_ptr_list`), else the job's
-    /// own (`job_ptr->priority`), which can differ from every pair's under
-    /// `INCR_ONLY`.
-    pub fn in_partitions(&self, partitions: &[String]) -> Option<JobPriority> {
-        let rows = self.pair_rows();
-        if rows
-            .windows(2)
-            .all(|two| two[0].partition == two[1].partition)
-        {
-            return rows
-                .into_iter()
-                .next()
-                .filter(|row| partitions.contains(&row.partition))
-                .map(|row| JobPriority {
-                    priority: self.priority,
-                    factors: self.factors.clone(),
-                    ..row
-                });
-        }
-        let mut best: Option<JobPriority> = None;
-        for row in rows {
-            let inside = partitions.contains(&row.partition);
-            if inside && best.as_ref().is_none_or(|b| row.priority > b.priority) {
-                best = Some(row);
-            }
-        }
-        best
     }
 
     /// The key of this job in the ranked queue: ascending key order is the
@@ -371,17 +355,12 @@ impl JobPriority {
     }
 }
 
-/// The ranked queue of the partitions `partitions` (`top --partition`):
-/// every pending job in any of them, by its priority there
-/// ([`JobPriority::in_partitions`]), in queue order
-/// ([`JobPriority::queue_key`]).
+/// The scheduler's queue of the partitions `partitions` (`top
+/// --partition`): the entries ([`entries::entry_queue`]) of every pending
+/// job in them, each at its pair there, in queue order.
 pub fn partition_queue(priorities: &[JobPriority], partitions: &[String]) -> Vec<JobPriority> {
-    let mut queue: Vec<JobPriority> = priorities
-        .iter()
-        .filter(|p| p.state == JobState::Pending)
-        .filter_map(|p| p.in_partitions(partitions))
-        .collect();
-    queue.sort_by_cached_key(JobPriority::queue_key);
+    let mut queue = entries::entry_queue(priorities);
+    queue.retain(|entry| partitions.contains(&entry.partition));
     queue
 }
 
@@ -447,16 +426,14 @@ impl Selection {
         });
     }
 
-    /// The selected queue (`top -A -u -p`) from `source`: without
-    /// partitions, the whole ranked queue, whose order is kept; with
-    /// partitions, every listed job's priority, each job then ranked by its
-    /// priority in those partitions ([`partition_queue`]).
+    /// The selected queue (`top -A -u -p`) from `source`, the scheduler's
+    /// queue (its entries, in order), whose order is kept: with
+    /// partitions, the entries in those partitions.
     pub fn queue(&self, source: Vec<JobPriority>) -> Vec<JobPriority> {
-        let mut queue = if self.partitions.is_empty() {
-            source
-        } else {
-            partition_queue(&source, &self.partitions)
-        };
+        let mut queue = source;
+        if !self.partitions.is_empty() {
+            queue.retain(|entry| self.partitions.contains(&entry.partition));
+        }
         let users_and_accounts = Selection {
             jobs: self.jobs.clone(),
             users: self.users.clone(),
@@ -564,8 +541,11 @@ mod tests {
                     qos: qos.into(),
                     priority,
                     factors: Vec::new(),
+                    priority_tier: 0,
                 })
                 .collect(),
+            priority_tier: 0,
+            expedited: false,
         }
     }
 
@@ -623,9 +603,10 @@ mod tests {
         // Under INCR_ONLY the pairs and the job's own priority are floored
         // separately: A (one partition, two QOS) has its own 2250 while its
         // pairs (floored by index) are 2250 and 2600. Slurm's sort_job_queue2
-        // ranks a job without a partition list by job_ptr->priority: 2250.
-        // B (two partitions) is ranked in p1 by its pair there, 2400, and C
-        // (no pairs) by its own 2300.
+        // ranks an entry of a job without a partition list by
+        // job_ptr->priority: both of A's entries at 2250, in pair order. B
+        // (two partitions) has its entry in p1 at its pair there, 2400, and
+        // C (no pairs) its own 2300.
         let a = job("A", 2250, &[("p1", "lo", 2250), ("p1", "hi", 2600)]);
         let b = job("B", 1000, &[("p2", "lo", 1000), ("p1", "lo", 2400)]);
         let c = job("C", 2300, &[]);
@@ -636,10 +617,15 @@ mod tests {
             .collect();
         assert_eq!(
             ranked,
-            vec![("B", 2400, "lo"), ("C", 2300, ""), ("A", 2250, "lo")]
+            vec![
+                ("B", 2400, "lo"),
+                ("C", 2300, ""),
+                ("A", 2250, "lo"),
+                ("A", 2250, "hi")
+            ]
         );
-        // Not in p2: A is absent from p2's queue.
+        // A has no entry in p2's queue.
         let a = job("A", 2250, &[("p1", "lo", 2250), ("p1", "hi", 2600)]);
-        assert!(a.in_partitions(&["p2".to_string()]).is_none());
+        assert!(partition_queue(&[a], &["p2".to_string()]).is_empty());
     }
 }

@@ -58,9 +58,18 @@ pub fn evaluate(state: &State, fs: &FairshareFactors) -> Vec<JobPriority> {
     }
 }
 
-/// The ranked queue: pending jobs that are not held, highest priority first,
-/// then earlier submit time, then job id (numeric ids as numbers, before
-/// other ids, which compare as strings).
+/// The scheduler's queue (`top`, `position`): every entry of every pending
+/// job (under Slurm one per (partition, QOS) pair), expedited jobs first,
+/// then by the entry's partition `PriorityTier`, then as [`queue`] ranks
+/// (`fairflow_model::report::entries`).
+pub fn entry_queue(priorities: &[JobPriority]) -> Vec<JobPriority> {
+    fairflow_model::report::entries::entry_queue(priorities)
+}
+
+/// The ranked queue of jobs: pending jobs that are not held, highest
+/// priority first, then earlier submit time, then job id (numeric ids as
+/// numbers, before other ids, which compare as strings); each job once, at
+/// its own priority (the order the incremental engine's queue index keeps).
 pub fn queue(priorities: &[JobPriority]) -> Vec<JobPriority> {
     let mut pending: Vec<JobPriority> = priorities
         .iter()
@@ -187,5 +196,7 @@ fn priority_row(
         model,
         factors,
         pairs: Vec::new(),
+        priority_tier: 0,
+        expedited: false,
     }
 }

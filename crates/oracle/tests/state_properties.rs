@@ -64,7 +64,7 @@ fn op() -> impl Strategy<Value = Op> {
             }),
         job.clone().prop_map(|job| Op::Start { job, tres: None }),
         job.clone().prop_map(|job| Op::End { job }),
-        job.clone().prop_map(|job| Op::Requeue { job }),
+        (job.clone(), any::<bool>()).prop_map(|(job, expedite)| Op::Requeue { job, expedite }),
         job.clone().prop_map(|job| Op::Hold { job }),
         job.clone().prop_map(|job| Op::Release { job }),
         job.prop_map(|job| Op::Cancel { job }),
@@ -93,7 +93,7 @@ proptest! {
             if replay.report.applied > before {
                 match &event.op {
                     Op::Usage { amount, .. } => charged += amount,
-                    Op::End { job } | Op::Requeue { job } => {
+                    Op::End { job } | Op::Requeue { job, .. } => {
                         let (_, since, rate) = running_before.iter().find(|(id, _, _)| id == job).unwrap();
                         charged += rate * (t - since) as f64;
                     }

@@ -1,6 +1,8 @@
 //! `fairflow position JOB` and `GET /v1/jobs/{id}/position`: a job's place in
 //! line. Readable text by default, JSON for tools. Both give the job's rank
-//! in the whole queue and in each of its partitions, the jobs of each
+//! in the whole queue (its first entry's, under Slurm one entry per
+//! (partition, QOS) pair) and its other entries, its rank in each of its
+//! partitions, the jobs of each
 //! account ahead of it (most first), and what it lacks to pass the job just
 //! ahead: the priority points, and per factor both values, the weighted gap
 //! and the value that factor alone would need.
@@ -70,6 +72,18 @@ pub fn render_text(position: &Position) -> String {
         "job {} (user {}, account {}): priority {}, rank {} in the queue\n",
         job.job, job.user, job.account, job.priority, position.rank
     );
+    if !job.pairs.is_empty() {
+        out.push_str(&format!(
+            "  first entry: partition {}, QOS {}\n",
+            job.partition, job.qos
+        ));
+    }
+    for entry in &position.entries {
+        out.push_str(&format!(
+            "  entry: partition {}, QOS {}: rank {} (priority {})\n",
+            entry.partition, entry.qos, entry.rank, entry.priority
+        ));
+    }
     for place in &position.partitions {
         out.push_str(&format!(
             "  partition {}: rank {} (priority {} there)\n",
@@ -109,8 +123,10 @@ pub fn render_text(position: &Position) -> String {
     out
 }
 
-/// The place as one JSON object: `job` (as `sprio --json` writes a job),
-/// `rank`, `partitions` (`partition`, `rank`, `priority`),
+/// The place as one JSON object: `job` (as `sprio --json` writes a job;
+/// its first entry's pair), `rank`, `entries` (the job's other entries in
+/// the queue: `partition`, `qos`, `rank`, `priority`), `partitions`
+/// (`partition`, `rank`, `priority`),
 /// `ahead_by_account` (account -> jobs), `gap` (`null` at rank 1: `job_id`,
 /// `user`, `account`, `priority`, `points`, `factors` with `name`, `own`,
 /// `ahead`, `weighted_gap`, `needed`).
@@ -141,6 +157,7 @@ pub fn render_json(position: &Position) -> String {
     let object = json!({
         "job": job_json(&position.job),
         "rank": position.rank,
+        "entries": position.entries,
         "partitions": position.partitions,
         "ahead_by_account": position.ahead_by_account,
         "gap": gap,

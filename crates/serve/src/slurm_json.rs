@@ -662,8 +662,11 @@ mod tests {
                         qos: qos.to_string(),
                         priority: *priority,
                         factors: Vec::new(),
+                        priority_tier: 0,
                     })
                     .collect(),
+                priority_tier: 0,
+                expedited: false,
             },
             partitions: "p1,p2".into(),
             qos: "lo,hi".into(),

@@ -1,10 +1,14 @@
-//! `fairflow top`: the first `k` jobs of the ranked queue (highest priority
-//! first, then earlier submit, then job id), in three forms (aligned table,
-//! `-P` parsable, `--json`). Columns: `RANK|JOBID|USER|ACCOUNT|PRIORITY`;
-//! ranks count from 1. The queue comes already ordered (the engine ranks it).
-//! In JSON, a job submitted to several partitions or QOS also carries
-//! `pairs`: each (partition, QOS) pair's `partition`, `qos` and `priority`,
-//! in Slurm's order.
+//! `fairflow top`: the first `k` entries of the scheduler's queue (under
+//! Slurm one per (partition, QOS) pair of each pending job, expedited jobs
+//! first, then by partition `PriorityTier`, priority, submit time and job
+//! id: `fairflow_model::report::entries`), in three forms (aligned table,
+//! `-P` parsable, `--json`). Columns:
+//! `RANK|JOBID|USER|ACCOUNT|PRIORITY|PARTITION|QOS`, the last two the
+//! entry's pair; ranks count from 1. The queue comes already ordered (the
+//! engine ranks it). In JSON each entry has `partition` and `qos`,
+//! `priority_tier` when not 0 and `expedited` when true; a job submitted to
+//! several partitions or QOS also carries `pairs`: each (partition, QOS)
+//! pair's `partition`, `qos` and `priority`, in Slurm's order.
 
 use fairflow_model::report::{JobPriority, SharedJobs};
 use serde_json::json;
@@ -15,7 +19,7 @@ use crate::sprio::pairs_json;
 use crate::OutputFormat;
 
 /// The columns, in order.
-pub const COLUMNS: [Column; 5] = [
+pub const COLUMNS: [Column; 7] = [
     Column {
         name: "RANK",
         width: 6,
@@ -39,6 +43,16 @@ pub const COLUMNS: [Column; 5] = [
     Column {
         name: "PRIORITY",
         width: 10,
+        justify: Justify::Right,
+    },
+    Column {
+        name: "PARTITION",
+        width: 9,
+        justify: Justify::Right,
+    },
+    Column {
+        name: "QOS",
+        width: 8,
         justify: Justify::Right,
     },
 ];
@@ -75,7 +89,15 @@ pub fn render_page_pieces(
                 "user": job.user,
                 "account": job.account,
                 "priority": job.priority,
+                "partition": job.partition,
+                "qos": job.qos,
             });
+            if job.priority_tier != 0 {
+                row["priority_tier"] = json!(job.priority_tier);
+            }
+            if job.expedited {
+                row["expedited"] = json!(true);
+            }
             if !job.pairs.is_empty() {
                 row["pairs"] = pairs_json(job, false);
             }
@@ -98,5 +120,7 @@ fn cells(job: &JobPriority, index: usize) -> Vec<String> {
         job.user.clone(),
         job.account.clone(),
         job.priority.to_string(),
+        job.partition.clone(),
+        job.qos.clone(),
     ]
 }

@@ -44,7 +44,16 @@ pub struct WorkloadParams {
     pub nodes: u64,
     /// CPUs per node.
     pub cpus_per_node: u64,
+    /// Slurm's partition `PriorityTier`s and multi-partition jobs: `debug`
+    /// in tier 2, `batch` and `gpu` in tier 1, and one `batch` job in
+    /// [`MULTI_PARTITION_ONE_IN`] submitted to `batch,debug` (two queue
+    /// entries). Off: no tiers, every job in one partition.
+    pub tiered_partitions: bool,
 }
+
+/// With [`WorkloadParams::tiered_partitions`], one `batch` job in this many
+/// is submitted to `batch,debug`.
+pub const MULTI_PARTITION_ONE_IN: u32 = 20;
 
 impl Default for WorkloadParams {
     fn default() -> Self {
@@ -59,6 +68,7 @@ impl Default for WorkloadParams {
             history_secs: 14 * 86_400,
             nodes: 1_000,
             cpus_per_node: 64,
+            tiered_partitions: false,
         }
     }
 }
@@ -187,6 +197,9 @@ impl Generator {
             ]),
         }));
         for (name, factor, weights) in PARTITIONS {
+            let priority_tier = p
+                .tiered_partitions
+                .then_some(if name == "debug" { 2 } else { 1 });
             events.push(self.event(Op::Partition {
                 name: name.to_string(),
                 priority_job_factor: Some(factor),
@@ -196,7 +209,7 @@ impl Generator {
                 priority: Some(i64::from(factor)),
                 tres: None,
                 max_time_secs: Some(2 * 86_400),
-                priority_tier: None,
+                priority_tier,
             }));
         }
         for (name, priority, usage_factor) in QOS {
@@ -349,6 +362,15 @@ impl Generator {
             tres.insert("gres/gpu".to_string(), nodes * 4.0);
         }
         let limits = [3_600, 7_200, 14_400, 43_200, 86_400, 172_800];
+        // Drawn only when tiered, so the untiered stream stays as it was.
+        let partition = if self.params.tiered_partitions
+            && partition == "batch"
+            && self.rng.random_range(0..MULTI_PARTITION_ONE_IN) == 0
+        {
+            "batch,debug"
+        } else {
+            partition
+        };
         JobSpec {
             partition: Some(partition.to_string()),
             qos: Some(qos.to_string()),

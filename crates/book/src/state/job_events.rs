@@ -68,10 +68,16 @@ impl State {
             }
             Op::Cancel { job } => {
                 self.jobs.remove(job);
+                self.expedited.remove(job);
             }
             Op::Start { job, tres } => self.start_job(job, tres.as_ref(), t),
             Op::End { job } => self.end_job(job, t),
-            Op::Requeue { job } => self.requeue_job(job, t),
+            Op::Requeue { job, expedite } => {
+                if *expedite {
+                    self.expedited.insert(job.clone());
+                }
+                self.requeue_job(job, t);
+            }
             _ => {}
         }
     }
@@ -106,11 +112,14 @@ impl State {
         entry.started_at = Some(t);
         self.priority_floor.remove(job);
         self.pair_floor.remove(job);
+        // Slurm clears `JOB_EXPEDITING` when the job launches again.
+        self.expedited.remove(job);
     }
 
     /// End a job at `t`: its accrual settled (or, under `UsageModel=flux`,
     /// its whole usage charged), its wallclock accuracy counted, and it goes.
     fn end_job(&mut self, job: &str, t: Time) {
+        self.expedited.remove(job);
         self.charge_flux_job(job, t);
         self.stop_accrual(job, t);
         let ended = &self.jobs[job];

@@ -173,6 +173,8 @@ pub fn evaluate<'r>(
                 model: PriorityModel::Moab,
                 factors,
                 pairs: Vec::new(),
+                priority_tier: 0,
+                expedited: false,
             })
         })
         .collect()

@@ -503,6 +503,8 @@ impl PriorityRecord {
             model: self.model(),
             factors,
             pairs: Vec::new(),
+            priority_tier: 0,
+            expedited: false,
         })
     }
 

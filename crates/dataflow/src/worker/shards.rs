@@ -109,6 +109,9 @@ impl<'de> serde::Deserialize<'de> for Jobs {
                     model: w.model,
                     factors: w.factors,
                     pairs: w.pairs,
+                    // The driver marks results (`job_feed::queue_marks`).
+                    priority_tier: 0,
+                    expedited: false,
                 })
                 .collect(),
         ))

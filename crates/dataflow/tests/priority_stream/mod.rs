@@ -236,10 +236,15 @@ pub fn batch(
                 format!(r#"{{"op":"end","t":{t},"job":"{}"}}"#, rng.pick(&running))
             }
             64..=67 if !running.is_empty() => {
-                format!(
-                    r#"{{"op":"requeue","t":{t},"job":"{}"}}"#,
-                    rng.pick(&running)
-                )
+                // Every third job (by id, so the stream draws as before)
+                // goes back marked for expedited requeue (Slurm 25.11).
+                let job = rng.pick(&running);
+                let expedite = if job.parse::<u64>().is_ok_and(|n| n % 3 == 0) {
+                    r#","expedite":true"#
+                } else {
+                    ""
+                };
+                format!(r#"{{"op":"requeue","t":{t},"job":"{job}"{expedite}}}"#)
             }
             68..=77 => {
                 let (account, user) = *rng.pick(&ASSOCS);

@@ -122,7 +122,12 @@ pub fn job_events(
             let before_job = held.and_then(|h| h.job);
             let pending_before = before != LiveState::Running;
             if before == LiveState::Running && state != LiveState::Running {
-                events.push(at_since(Op::Requeue { job: job() }));
+                // squeue's format here does not carry Slurm 25.11's
+                // JOB_EXPEDITING mark: a followed requeue is a plain one.
+                events.push(at_since(Op::Requeue {
+                    job: job(),
+                    expedite: false,
+                }));
             }
             if state != LiveState::Running || pending_before {
                 events.extend(update(before_job).map(at_since));

@@ -197,7 +197,10 @@ fn each_change_of_a_job_is_its_event() {
     );
     assert_eq!(
         events(&[(id, running.clone())], &[(id, pending.clone())]),
-        vec![Op::Requeue { job: "7".into() }]
+        vec![Op::Requeue {
+            job: "7".into(),
+            expedite: false
+        }]
     );
     assert_eq!(
         events(&[(id, running)], &[]),

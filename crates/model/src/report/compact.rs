@@ -210,12 +210,15 @@ fn encode_job(job: &JobPriority, out: &mut Vec<u8>) {
         PriorityModel::Flux => 1,
         PriorityModel::Moab => 2,
     });
+    out.extend_from_slice(&job.priority_tier.to_le_bytes());
+    out.push(u8::from(job.expedited));
     encode_factors(&job.factors, out);
     put_len(job.pairs.len(), out);
     for pair in &job.pairs {
         put_str(&pair.partition, out);
         put_str(&pair.qos, out);
         put_u64(pair.priority, out);
+        out.extend_from_slice(&pair.priority_tier.to_le_bytes());
         encode_factors(&pair.factors, out);
     }
 }
@@ -239,6 +242,10 @@ impl<'a> Reader<'a> {
 
     fn u64(&mut self) -> u64 {
         u64::from_le_bytes(self.take(8).try_into().expect("8 bytes"))
+    }
+
+    fn u16(&mut self) -> u16 {
+        u16::from_le_bytes(self.take(2).try_into().expect("2 bytes"))
     }
 
     fn f64(&mut self) -> f64 {
@@ -298,6 +305,8 @@ impl<'a> Reader<'a> {
             1 => PriorityModel::Flux,
             _ => PriorityModel::Moab,
         };
+        let priority_tier = self.u16();
+        let expedited = self.u8() == 1;
         let factors = self.factors();
         let pair_count = self.len();
         let pairs = (0..pair_count)
@@ -305,6 +314,7 @@ impl<'a> Reader<'a> {
                 partition: self.string(),
                 qos: self.string(),
                 priority: self.u64(),
+                priority_tier: self.u16(),
                 factors: self.factors(),
             })
             .collect();
@@ -320,6 +330,8 @@ impl<'a> Reader<'a> {
             model,
             factors,
             pairs,
+            priority_tier,
+            expedited,
         }
     }
 }
@@ -355,6 +367,8 @@ mod tests {
                 factor("QUEUETIME", Some("SERV"), Some(-1.5)),
             ],
             pairs: vec![],
+            priority_tier: 0,
+            expedited: false,
         }
     }
 
@@ -367,14 +381,18 @@ mod tests {
                 qos: String::new(),
                 priority: 3,
                 factors: vec![factor("tres/cpu", None, None)],
+                priority_tier: 700,
             },
             PairPriority {
                 partition: "b".to_string(),
                 qos: "high".to_string(),
                 priority: 0,
                 factors: vec![],
+                priority_tier: 0,
             },
         ];
+        paired.priority_tier = 700;
+        paired.expedited = true;
         let mut nan = job("8", JobState::Running, PriorityModel::Moab);
         nan.factors[0].normalized = f64::INFINITY;
         let rows = vec![
@@ -438,11 +456,12 @@ mod tests {
         let compact: CompactJobs = std::iter::repeat_n(&row, 1000).collect();
         // Per row, by hand: 5 strings of 1 length byte and 6 + 7 ("ü" is
         // two bytes) + 4 + 0 + 6 bytes = 28; submit time and priority 16;
-        // state and model 2; the factors' count 1; `age`: 1 + 3 name, 1 (no
-        // component), 24, 1 (no cap) = 30; `QUEUETIME`: 1 + 9, 1 + 1 + 4
-        // (`SERV`), 24, 1 + 8 = 49; the pairs' count 1; where it starts 8.
-        let per_row = 28 + 16 + 2 + 1 + 30 + 49 + 1 + 8;
-        assert_eq!(per_row, 135);
+        // state and model 2; the queue marks 3 (`PriorityTier` 2, expedited
+        // 1); the factors' count 1; `age`: 1 + 3 name, 1 (no component),
+        // 24, 1 (no cap) = 30; `QUEUETIME`: 1 + 9, 1 + 1 + 4 (`SERV`), 24,
+        // 1 + 8 = 49; the pairs' count 1; where it starts 8.
+        let per_row = 28 + 16 + 2 + 3 + 1 + 30 + 49 + 1 + 8;
+        assert_eq!(per_row, 138);
         assert_eq!(compact.encoded_bytes(), 1000 * per_row);
     }
 }

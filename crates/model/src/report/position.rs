@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{partition_queue, JobPriority};
+use super::JobPriority;
 
 /// The job's rank in one of its partitions (among the jobs that can run
 /// there, each by its priority there, as `top -p` ranks them).
@@ -17,6 +17,20 @@ pub struct PartitionPlace {
     /// Its rank there, from 1.
     pub rank: u64,
     /// Its priority there.
+    pub priority: u64,
+}
+
+/// Another entry of a job in the scheduler's queue (a job in several
+/// partitions or with several QOS has one per pair).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct EntryPlace {
+    /// The entry's partition.
+    pub partition: String,
+    /// The entry's QOS (`""` when none).
+    pub qos: String,
+    /// Its rank in the whole queue, from 1.
+    pub rank: u64,
+    /// Its priority (the pair's, as the queue ranks it).
     pub priority: u64,
 }
 
@@ -60,15 +74,21 @@ pub struct Gap {
 pub struct Position {
     /// The job's priority and factors.
     pub job: JobPriority,
-    /// Its rank in the whole ranked queue, from 1 (its index in `top -k ALL`
-    /// plus one).
+    /// Its rank in the whole ranked queue, from 1 (its first entry's index
+    /// in `top -k ALL` plus one); `job` is that entry (its pair's
+    /// partition, QOS and priority).
     pub rank: u64,
     /// Its rank in each partition it was submitted to, in the order given.
     pub partitions: Vec<PartitionPlace>,
-    /// How many jobs of each account are ahead of it in the whole queue.
+    /// How many entries of each account's jobs are ahead of it in the whole
+    /// queue (one per job unless a job has several entries).
     pub ahead_by_account: BTreeMap<String, u64>,
     /// What it would take to pass the job just ahead (`None` at rank 1).
     pub gap: Option<Gap>,
+    /// The job's other entries in the queue, in queue order (a job in
+    /// several partitions or with several QOS; empty otherwise).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub entries: Vec<EntryPlace>,
 }
 
 impl Position {
@@ -92,6 +112,7 @@ impl Position {
             partitions,
             ahead_by_account,
             gap,
+            entries: Vec::new(),
         })
     }
 }
@@ -137,27 +158,9 @@ pub fn partitions_of(job: &JobPriority) -> Vec<String> {
     out
 }
 
-/// The job's rank in each of its partitions, from every listed job's
-/// priority (`sprio`'s rows): `partition_queue` per partition.
-pub fn partition_places(job: &JobPriority, listed: &[JobPriority]) -> Vec<PartitionPlace> {
-    partitions_of(job)
-        .into_iter()
-        .filter_map(|partition| {
-            let queue = partition_queue(listed, std::slice::from_ref(&partition));
-            let index = queue.iter().position(|p| p.job == job.job)?;
-            Some(PartitionPlace {
-                rank: index as u64 + 1,
-                priority: queue[index].priority,
-                partition,
-            })
-        })
-        .collect()
-}
-
-/// The job's rank in each of its partitions when every ranked job has one
-/// (partition, QOS) pair, so that a partition's queue is the whole queue's
-/// jobs in that partition, in the same order: counted in `through` (the
-/// queue cut after the job).
+/// The job's rank in its partition when it has one entry: a partition's
+/// queue is the whole queue's entries there, in the same order, so it is
+/// counted in `through` (the queue cut after the job).
 pub fn partition_places_single(through: &[JobPriority]) -> Vec<PartitionPlace> {
     let Some(job) = through.last() else {
         return Vec::new();

@@ -172,6 +172,8 @@ fn job_priority(
     let priority = state.slurm_job_priority_as_listed(&job.id, job_state, computed);
     let mut row = priority_row(job, PriorityModel::Slurm, job_state, priority, factors);
     row.qos = state.primary_qos(&job.spec).to_string();
+    row.priority_tier = partition.priority_tier;
+    row.expedited = state.expedited.contains(&job.id);
     if job.has_pairs() {
         let job_pairs = state.job_pairs(job);
         let pair_count = job_pairs.len();
@@ -203,6 +205,7 @@ fn job_priority(
                     qos: qos.to_string(),
                     priority,
                     factors,
+                    priority_tier: partition.priority_tier,
                 }
             })
             .collect();

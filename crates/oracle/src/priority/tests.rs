@@ -703,6 +703,8 @@ fn entry(id: &str, priority: u64, submit_at: i64) -> JobPriority {
         model: PriorityModel::Slurm,
         factors: Vec::new(),
         pairs: Vec::new(),
+        priority_tier: 0,
+        expedited: false,
     }
 }
 

@@ -134,6 +134,8 @@ fn flux_job(job: &str, fs: f64, queue: f64, bank: f64, urgency: u8, priority: u6
             factor("urgency", f64::from(urgency) - 16.0, 1000.0),
         ],
         pairs: Vec::new(),
+        priority_tier: 0,
+        expedited: false,
     }
 }
 

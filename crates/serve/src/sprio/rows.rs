@@ -89,8 +89,11 @@ mod tests {
                     qos: String::new(),
                     priority: partition.len() as u64,
                     factors: vec![],
+                    priority_tier: 0,
                 })
                 .collect(),
+            priority_tier: 0,
+            expedited: false,
         }
     }
 

@@ -35,6 +35,8 @@ pub(super) fn slurm_job(id: &str, priority: u64, state: JobState) -> JobPriority
             f("tres/gres/gpu", 0.0, 500.0),
         ],
         pairs: Vec::new(),
+        priority_tier: 0,
+        expedited: false,
     }
 }
 
@@ -86,12 +88,14 @@ fn a_job_in_several_partitions_has_one_row_per_pair() {
             qos: "normal".into(),
             priority: 9041,
             factors: job.factors.clone(),
+            priority_tier: 0,
         },
         PairPriority {
             partition: "debug".into(),
             qos: "normal".into(),
             priority: 11781,
             factors: debug_factors,
+            priority_tier: 0,
         },
     ];
     let jobs = vec![
@@ -154,6 +158,8 @@ fn flux_fills_the_slurm_columns_and_appends_its_own() {
             f("user", 0.0, 0.0),
         ],
         pairs: Vec::new(),
+        priority_tier: 0,
+        expedited: false,
     };
     // SITE, NICE and TRES are empty; AGE is the wait time (0), ASSOC the bank
     // (100 * 1000), PARTITION the queue (1 * 10000); URGENCY and USERFACTOR 0.
@@ -190,6 +196,8 @@ fn moab_shows_components_as_extra_columns() {
             sub("QUEUETIME", "SERV", 90.0, 1.0),
         ],
         pairs: Vec::new(),
+        priority_tier: 0,
+        expedited: false,
     };
     // AGE is QUEUETIME's weighted 90; the other mapped factors are absent
     // (empty); SERV's contribution 90 in its own column.
@@ -207,19 +215,21 @@ fn top_ranks_the_given_queue() {
     ];
     assert_eq!(
         top::render(&queue, 1, OutputFormat::Parsable),
-        "RANK|JOBID|USER|ACCOUNT|PRIORITY\n1|17|alice|b|9041\n"
+        "RANK|JOBID|USER|ACCOUNT|PRIORITY|PARTITION|QOS\n1|17|alice|b|9041|batch|normal\n"
     );
-    // Right-justified at widths 6, 15, 8, 8, 10.
+    // Right-justified at widths 6, 15, 8, 8, 10, 9, 8.
     assert_eq!(
         top::render(&queue, 10, OutputFormat::Table),
-        "  RANK           JOBID     USER  ACCOUNT   PRIORITY\n\
-         ------ --------------- -------- -------- ----------\n     \
-         1              17    alice        b       9041\n     \
-         2               9    alice        b         12\n"
+        "  RANK           JOBID     USER  ACCOUNT   PRIORITY PARTITION      QOS\n\
+         ------ --------------- -------- -------- ---------- --------- --------\n     \
+         1              17    alice        b       9041     batch   normal\n     \
+         2               9    alice        b         12     batch   normal\n"
     );
     let value: Value = serde_json::from_str(&top::render(&queue, 10, OutputFormat::Json)).unwrap();
     assert_eq!(value[1]["rank"], 2);
     assert_eq!(value[1]["job_id"], "9");
+    assert_eq!(value[1]["partition"], "batch");
+    assert_eq!(value[1]["qos"], "normal");
 }
 
 fn path() -> Vec<FairshareRow> {
