@@ -147,11 +147,11 @@ fn most_over(a: &AssociationAudit, b: &AssociationAudit) -> std::cmp::Ordering {
 
 /// The first `top` of `level` in `order`: a selection, then a sort of the
 /// `top` chosen (`O(n + top log top)`, not a sort of the level).
-fn first_in<'a>(
-    mut level: Vec<&'a AssociationAudit>,
+fn first_in(
+    mut level: Vec<&AssociationAudit>,
     top: usize,
     order: impl Fn(&AssociationAudit, &AssociationAudit) -> std::cmp::Ordering,
-) -> Vec<&'a AssociationAudit> {
+) -> Vec<&AssociationAudit> {
     if top == 0 {
         return Vec::new();
     }
