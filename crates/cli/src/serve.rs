@@ -519,6 +519,34 @@ mod tests {
     }
 
     #[test]
+    fn the_history_keys_are_checked_by_their_flags() {
+        assert_eq!(
+            config_tokens(
+                "history = \"off\"\nhistory_step_secs = 3600\nhistory_retention_secs = 86400\n"
+            )
+            .unwrap(),
+            [
+                "--history",
+                "off",
+                "--history-retention-secs",
+                "86400",
+                "--history-step-secs",
+                "3600"
+            ]
+        );
+        let error = config_tokens("history = \"sometimes\"").unwrap_err();
+        assert!(
+            error.starts_with("key `history`: invalid value 'sometimes'"),
+            "{error}"
+        );
+        let error = config_tokens("history_step_secs = 0").unwrap_err();
+        assert!(
+            error.starts_with("key `history_step_secs`: invalid value '0'"),
+            "{error}"
+        );
+    }
+
+    #[test]
     fn the_file_goes_after_serve_and_before_the_command_lines_flags() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("serve.toml");

@@ -433,3 +433,89 @@ pub fn spawn_writer(store: SharedHistory) -> std::io::Result<mpsc::SyncSender<St
         })?;
     Ok(sender)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fairflow_model::config::Algorithm;
+    use fairflow_model::report::{FairshareRow, FairshareTable};
+
+    /// A Fair Tree table: root, account `a` (LevelFS 2, factor none) and
+    /// users `x` (factor 0.75) and, unless `without_y`, `y` (factor 0.5,
+    /// LevelFS infinite) in it.
+    fn step(at: Time, raw_usage: u64, without_y: bool) -> StepRead {
+        let mut rows = vec![FairshareRow::new("root", None, 0)];
+        let mut a = FairshareRow::new("a", None, 1);
+        a.level_fs = Some(2.0);
+        a.raw_usage = raw_usage;
+        rows.push(a);
+        let mut x = FairshareRow::new("a", Some("x"), 2);
+        x.fairshare = Some(0.75);
+        rows.push(x);
+        if !without_y {
+            let mut y = FairshareRow::new("a", Some("y"), 2);
+            y.fairshare = Some(0.5);
+            y.level_fs = Some(f64::INFINITY);
+            rows.push(y);
+        }
+        let table = FairshareTable {
+            algorithm: Algorithm::FairTree,
+            as_of: at,
+            rows,
+        };
+        let mut pending = super::super::PendingByUser::new();
+        pending.insert(("a".to_string(), "y".to_string()), (4, 2));
+        StepRead {
+            at,
+            table: Arc::new(table),
+            pending,
+        }
+    }
+
+    #[test]
+    fn steps_are_read_back_after_a_reopen_and_a_torn_dictionary_entry_is_cut() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = HistoryStore::open(dir.path(), 86_400).unwrap();
+        store.append(&step(600, 10, false)).unwrap();
+        store.append(&step(900, 20, true)).unwrap();
+        // At or before the newest: ignored.
+        store.append(&step(900, 99, false)).unwrap();
+        drop(store);
+        // A torn entry after the four whole ones (what a crash leaves).
+        let dictionary = dir.path().join("associations.bin");
+        let mut file = OpenOptions::new().append(true).open(&dictionary).unwrap();
+        file.write_all(&[9, 0, 0, 0, 1, 2]).unwrap();
+        drop(file);
+        let store = HistoryStore::open(dir.path(), 86_400).unwrap();
+        assert_eq!(store.associations(), 4);
+        assert_eq!(store.step_times(), [600, 900]);
+        let a = store.series("a", None, None, None).unwrap();
+        assert_eq!((a[0].raw_usage, a[1].raw_usage), (10, 20));
+        assert_eq!(
+            (a[0].level_fs, a[0].rank, a[0].fairshare),
+            (Some(2.0), Some(1), None)
+        );
+        // y is absent at 900: one point. Its LevelFS is infinite; it ranks
+        // second among users (0.5 after x's 0.75); 4 pending, best rank 2.
+        let y = store.series("a", Some("y"), None, None).unwrap();
+        assert_eq!(y.len(), 1);
+        assert!(y[0].level_fs_infinite && y[0].level_fs.is_none());
+        assert_eq!(
+            (y[0].rank, y[0].pending_jobs, y[0].best_queue_rank),
+            (Some(2), Some(4), Some(2))
+        );
+        let x = store.series("a", Some("x"), Some(700), None).unwrap();
+        assert_eq!(
+            (x.len(), x[0].t, x[0].rank, x[0].pending_jobs),
+            (1, 900, Some(1), Some(0))
+        );
+        assert_eq!(x[0].best_queue_rank, None);
+        let unknown = store.series("b", None, None, None).unwrap_err();
+        assert_eq!(
+            unknown.to_string(),
+            "account `b`: no such account in the history"
+        );
+        let range = store.series("a", None, Some(5), Some(4)).unwrap_err();
+        assert_eq!(range.to_string(), "from: 5 is after `to` (4)");
+    }
+}
