@@ -11,7 +11,7 @@
 use anyhow::{bail, Context};
 use fairflow_ingest::slurm_time::format_site_time;
 use fairflow_model::Time;
-use fairflow_serve::format::{aligned, opt_fixed6, parsable, Column, Justify};
+use fairflow_serve::format::{aligned, column, opt_fixed6, parsable, Column, Justify};
 use fairflow_serve::plot::history::{HistoryPicture, Panel, Series};
 use fairflow_serve::plot::{render, ImageFormat};
 use fairflow_service::history::record::{decode_row, encode_step};
@@ -146,14 +146,6 @@ fn batch(args: &Args) -> anyhow::Result<Option<HistorySeries>> {
         user: args.user.clone(),
         steps: points,
     }))
-}
-
-const fn column(name: &'static str, width: usize, justify: Justify) -> Column {
-    Column {
-        name,
-        width,
-        justify,
-    }
 }
 
 /// The table's columns; a user association's add its queue.
