@@ -28,6 +28,7 @@ mod demo;
 mod explain;
 mod flux_views;
 mod gen;
+mod history;
 mod import;
 mod input_check;
 mod loadtest;
@@ -71,7 +72,7 @@ enum Command {
     /// The fair-share table, as Slurm's `sshare -a -l` shows it.
     Sshare(sshare::Args),
     /// The live service: HTTP, accounting taps, durable log, checkpoints.
-    Serve(serve::Args),
+    Serve(Box<serve::Args>),
     /// A deterministic synthetic workload as an event log.
     Gen(gen::Args),
     /// A bounded load test of a running service on this machine.
@@ -88,6 +89,8 @@ enum Command {
     Explain(explain::Args),
     /// Who is over- and under-served, per level; high fair-share users waiting longest.
     Audit(audit::Args),
+    /// One association's fair-share history: a service's (`--server`) or a log's.
+    History(history::Args),
     /// Pictures: the fair-share tree (`plot tree`), a replay's history (`plot history`).
     Plot(plot::Args),
     /// A job's place in line: its rank, the jobs ahead by account, the gap to the next.
@@ -138,6 +141,7 @@ fn main() -> ExitCode {
         Command::Explain(args) => explain::run(&args),
         Command::Position(args) => position::run(&args),
         Command::Plot(args) => plot::run(&args),
+        Command::History(args) => history::run(&args),
         Command::Audit(args) => audit::run(&args),
         Command::Whatif(args) => whatif::run(&args),
         Command::Demo(args) => demo::run(&args),

@@ -17,6 +17,8 @@ use fairflow_engine::EngineChoice;
 use fairflow_service::config_file::{config_tokens as config_tokens_of, MAX_CONFIG_BYTES};
 use fairflow_service::engine_backend::EngineBackend;
 use fairflow_service::held_tables::HeldTables;
+use fairflow_service::history::store::spawn_writer;
+use fairflow_service::history::{HistoryRecorder, HistoryStore, Stepper};
 use fairflow_service::metrics::{MetricsNames, UserSeries};
 use fairflow_service::run::{run_blocking, ServiceConfig};
 
@@ -173,6 +175,18 @@ pub struct Args {
     /// Never settle a boundary apart: the first event after it settles it.
     #[arg(long)]
     no_calc_period_ticks: bool,
+    /// Keep the fair-share history in DATA/history (`on`, the default) or not
+    /// (`off`: nothing is written, `/v1/history` answers 404).
+    #[arg(long, value_name = "on|off", default_value = "on", value_parser = ["on", "off"])]
+    history: String,
+    /// Seconds of engine time between history steps (default: the
+    /// `PriorityCalcPeriod` in force when the first step is due, when > 0, else 300).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    history_step_secs: Option<u64>,
+    /// Keep the history steps this long before the newest (default 604800: 7 days).
+    #[arg(long, value_name = "S", default_value_t = 604_800,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    history_retention_secs: u64,
     /// Reject a written event (HTTP, taps) timed more than SECS ahead of the
     /// wall clock, naming its `t`: once applied, it would hold the service's
     /// time there and refuse every later write timed before it. `0` refuses
@@ -281,6 +295,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         .context("cannot start the engine")?;
     let workers = args.workers;
     let backend = EngineBackend::new(engine).with_held_tables(config.http.held_tables.clone());
+    let backend = with_history(args, backend, &mut config.http)?;
     run_blocking(config, backend, |report, address| {
         let engine = match report.engine {
             "incremental" if workers == 1 => "engine incremental, 1 worker".to_string(),
@@ -294,6 +309,30 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         print_recovery_warnings(report);
     })
     .map_err(anyhow::Error::msg)
+}
+
+/// `backend` keeping the history in DATA/history (unless `--history off`),
+/// which `http` reads.
+fn with_history(
+    args: &Args,
+    backend: EngineBackend,
+    http: &mut fairflow_service::http::HttpConfig,
+) -> anyhow::Result<EngineBackend> {
+    if args.history == "off" {
+        return Ok(backend);
+    }
+    let retention = args.history_retention_secs.min(i64::MAX as u64) as i64;
+    let store = HistoryStore::open(&args.data_dir.join("history"), retention)?;
+    let stepper = Stepper::new(
+        args.history_step_secs
+            .map(|s| s.min(i64::MAX as u64) as i64),
+        retention,
+        store.last_step(),
+    );
+    let store = std::sync::Arc::new(std::sync::Mutex::new(store));
+    let writer = spawn_writer(store.clone()).context("cannot start the history's writer")?;
+    http.history = Some(store);
+    Ok(backend.with_history(HistoryRecorder::new(stepper, writer)))
 }
 
 /// `--metrics-associations`: a count, or `all`.
@@ -481,6 +520,34 @@ mod tests {
         );
         assert!(
             error.contains("neither `none`, `all` nor a number"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn the_history_keys_are_checked_by_their_flags() {
+        assert_eq!(
+            config_tokens(
+                "history = \"off\"\nhistory_step_secs = 3600\nhistory_retention_secs = 86400\n"
+            )
+            .unwrap(),
+            [
+                "--history",
+                "off",
+                "--history-retention-secs",
+                "86400",
+                "--history-step-secs",
+                "3600"
+            ]
+        );
+        let error = config_tokens("history = \"sometimes\"").unwrap_err();
+        assert!(
+            error.starts_with("key `history`: invalid value 'sometimes'"),
+            "{error}"
+        );
+        let error = config_tokens("history_step_secs = 0").unwrap_err();
+        assert!(
+            error.starts_with("key `history_step_secs`: invalid value '0'"),
             "{error}"
         );
     }

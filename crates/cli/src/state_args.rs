@@ -20,7 +20,7 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Context};
 use fairflow_dataflow::cluster::WorkerLayout;
-use fairflow_engine::{BatchEngine, Engine, IncrementalEngine};
+use fairflow_engine::{BatchEngine, Engine, EngineError, IncrementalEngine};
 use fairflow_ingest::reader::{open_source, read_events};
 use fairflow_ingest::slurm_conf::apply_slurm_conf;
 use fairflow_ingest::{LogLine, Rejection};
@@ -54,6 +54,10 @@ const PROGRESS_FROM_LINES: u64 = 100_000;
 pub fn parse_slurm_time_arg(text: &str) -> Result<Time, String> {
     fairflow_ingest::slurm_time::parse_time_arg(text)
 }
+
+/// How a batch of lines is applied to an engine: the rejected lines.
+pub type ApplyBatch<'a> =
+    dyn FnMut(&mut dyn Engine, Vec<LogLine>) -> Result<Vec<Rejection>, EngineError> + 'a;
 
 /// The state flags of every query command.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -240,6 +244,15 @@ impl StateArgs {
     /// error; `None` in a process of the incremental engine's cluster mode
     /// other than process 0 (its workers ran until process 0 finished).
     pub fn engine(&self) -> anyhow::Result<Option<Box<dyn Engine>>> {
+        self.engine_applying(&mut |engine, lines| engine.apply(lines))
+    }
+
+    /// [`StateArgs::engine`], each batch of lines handed to `apply` with
+    /// the engine (`fairflow history`'s steps are taken there).
+    pub fn engine_applying(
+        &self,
+        apply: &mut ApplyBatch,
+    ) -> anyhow::Result<Option<Box<dyn Engine>>> {
         let mut reporter = Reporter { rejected: 0 };
         let config = self.config.initial_config_reporting(&mut reporter)?;
         let mut logs: Vec<(String, Vec<LogLine>)> = Vec::new();
@@ -287,7 +300,7 @@ impl StateArgs {
                 let chunk: Vec<LogLine> = lines.by_ref().take(BATCH_LINES).collect();
                 let count = chunk.len();
                 lines_read += count as u64;
-                let rejections = engine.apply(chunk)?;
+                let rejections = apply(engine.as_mut(), chunk)?;
                 progress.suspend(|| {
                     for rejection in &rejections {
                         reporter.report(&name, rejection);

@@ -54,6 +54,15 @@ pub struct Column {
     pub justify: Justify,
 }
 
+/// A column (a `const` table's entry).
+pub const fn column(name: &'static str, width: usize, justify: Justify) -> Column {
+    Column {
+        name,
+        width,
+        justify,
+    }
+}
+
 /// An aligned table as Slurm's `print_fields` writes it: the header, a line of
 /// dashes per column, then the rows; cells separated by one space. Unlike
 /// Slurm, a cell longer than the column's default width widens the column

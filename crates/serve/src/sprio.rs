@@ -43,17 +43,9 @@ use fairflow_model::report::{JobIdKey, JobPriority, PriorityFactor};
 use fairflow_model::PriorityModel;
 use serde_json::{json, Value};
 
-use crate::format::{json_f64, Column, Justify};
+use crate::format::{column, json_f64, Column, Justify};
 use crate::pieces::{aligned_pieces, parsable_pieces, pretty_array, Pieces};
 use crate::OutputFormat;
-
-const fn column(name: &'static str, width: usize, justify: Justify) -> Column {
-    Column {
-        name,
-        width,
-        justify,
-    }
-}
 
 /// The columns every model shows, with sprio's `-l` widths.
 const BASE_COLUMNS: [Column; 14] = [

@@ -5,7 +5,7 @@
 
 use fairflow_model::report::whatif::WhatIf;
 
-use crate::format::{aligned, opt_fixed6, parsable, Column, Justify};
+use crate::format::{aligned, column as col, opt_fixed6, parsable, Column, Justify};
 use crate::OutputFormat;
 
 const ASSOC_COLUMNS: [Column; 5] = [
@@ -27,14 +27,6 @@ const JOB_COLUMNS: [Column; 9] = [
     col("PosAfter", 9, Justify::Right),
     col("Moved", 6, Justify::Right),
 ];
-
-const fn col(name: &'static str, width: usize, justify: Justify) -> Column {
-    Column {
-        name,
-        width,
-        justify,
-    }
-}
 
 fn cell<T: ToString>(value: Option<T>) -> String {
     value.map(|v| v.to_string()).unwrap_or_default()

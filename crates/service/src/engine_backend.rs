@@ -43,6 +43,8 @@ pub struct EngineBackend {
     held_tables: Option<HeldTables>,
     /// The size of the last whole sprio rows built, bytes.
     last_rows_bytes: usize,
+    /// The fair-share history's steps, taken as writes cross them.
+    history: Option<crate::history::HistoryRecorder>,
 }
 
 /// sprio's rows of one read of the engine: the jobs' priorities as read,
@@ -130,7 +132,14 @@ impl EngineBackend {
             table: None,
             held_tables: None,
             last_rows_bytes: 0,
+            history: None,
         }
+    }
+
+    /// Take the fair-share history's steps as writes cross them (`history`).
+    pub fn with_history(mut self, recorder: crate::history::HistoryRecorder) -> Self {
+        self.history = Some(recorder);
+        self
     }
 
     /// Refuse to build a whole sprio read that `tables` would refuse to
@@ -236,7 +245,11 @@ impl Backend for EngineBackend {
     fn apply(&mut self, lines: Vec<LogLine>) -> Result<Vec<Rejection>, String> {
         self.priorities = None;
         self.table = None;
-        self.engine.apply(lines).map_err(|e| e.to_string())
+        let applied = match &mut self.history {
+            Some(history) => history.apply(self.engine.as_mut(), lines),
+            None => self.engine.apply(lines),
+        };
+        applied.map_err(|e| e.to_string())
     }
 
     fn query(&mut self, query: &Query) -> Result<String, QueryError> {

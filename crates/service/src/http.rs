@@ -1,6 +1,7 @@
 //! The HTTP face of the service (interfaces.md): `POST /v1/events`,
 //! `GET /v1/top`, `/v1/sshare`, `/v1/sprio`, `/v1/jobs/{id}/explain`,
-//! `/v1/jobs/{id}/position`, `/v1/audit`, `POST /v1/whatif`, the live page
+//! `/v1/jobs/{id}/position`, `/v1/audit`, `/v1/history` (`history`),
+//! `POST /v1/whatif`, the live page
 //! `/` and its tree picture `/v1/plot/tree.svg` (`page`), slurmrestd's
 //! `/slurm/v0.0.46/shares` (Slurm's own JSON),
 //! `/metrics`, `/healthz`. Writing needs the bearer token (compared in
@@ -33,6 +34,7 @@ use fairflow_model::report::Selection;
 use fairflow_serve::sprio::slurm_format::{Format, SlurmView};
 use fairflow_serve::OutputFormat;
 
+mod history;
 pub mod listener;
 pub mod page;
 pub mod whatif;
@@ -91,6 +93,9 @@ pub struct HttpConfig {
     /// Raised when the service stops: running what-ifs stop at once
     /// (`whatif`). `serve` raises it; clones share it.
     pub stopping: whatif::Stopping,
+    /// The fair-share history `/v1/history` reads (`crate::history`);
+    /// `None`: `serve --history off`.
+    pub history: Option<crate::history::SharedHistory>,
 }
 
 impl Default for HttpConfig {
@@ -114,6 +119,7 @@ impl Default for HttpConfig {
             write_timeout: Duration::from_secs(30),
             max_whatifs: whatif::DEFAULT_MAX_WHATIFS,
             stopping: whatif::Stopping::default(),
+            history: None,
         }
     }
 }
@@ -644,6 +650,7 @@ pub fn router(applier: ApplierHandle, metrics: Arc<Metrics>, config: HttpConfig)
         .route(fairflow_serve::slurm_json::JOBS_PATH, get(get_slurm_jobs))
         .route("/v1/jobs/{id}/explain", get(get_explain))
         .route("/v1/jobs/{id}/position", get(get_position))
+        .route("/v1/history", get(history::get_history))
         .route("/", get(page::get_page))
         .route("/v1/plot/tree.svg", get(page::get_tree_svg))
         .route("/v1/overview", get(page::get_overview))

@@ -28,6 +28,7 @@ pub mod exactly_once;
 pub mod follow_slurm;
 pub mod health;
 pub mod held_tables;
+pub mod history;
 pub mod http;
 pub use http::{listener, page, whatif};
 mod http_errors;
