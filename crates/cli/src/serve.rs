@@ -175,9 +175,10 @@ pub struct Args {
     /// Never settle a boundary apart: the first event after it settles it.
     #[arg(long)]
     no_calc_period_ticks: bool,
-    /// Keep the fair-share history in DATA/history (`on`, the default) or not
-    /// (`off`: nothing is written, `/v1/history` answers 404).
-    #[arg(long, value_name = "on|off", default_value = "on", value_parser = ["on", "off"])]
+    /// Keep the fair-share history in DATA/history (`on`) or not (`off`, the
+    /// default: nothing is written, `/v1/history` answers 404). Each step
+    /// holds the writes behind one table read and one queue read.
+    #[arg(long, value_name = "on|off", default_value = "off", value_parser = ["on", "off"])]
     history: String,
     /// Seconds of engine time between history steps (default: the
     /// `PriorityCalcPeriod` in force when the first step is due, when > 0, else 300).

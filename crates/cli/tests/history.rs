@@ -215,7 +215,13 @@ fn steps_when(service: &Service, query: &str, count: usize) -> Value {
     }
 }
 
-const SERVE_FLAGS: [&str; 3] = ["--no-calc-period-ticks", "--history-step-secs", "3600"];
+const SERVE_FLAGS: [&str; 5] = [
+    "--no-calc-period-ticks",
+    "--history",
+    "on",
+    "--history-step-secs",
+    "3600",
+];
 
 #[test]
 fn the_service_keeps_its_history_across_a_restart_as_the_batch_path_computes_it() {
@@ -371,7 +377,13 @@ fn retention_trims_old_steps_and_history_off_writes_nothing() {
     assert_eq!(files, [format!("steps-{}.bin", (T0 + 72 * HOUR) / 86_400)]);
 
     let off = dir.path().join("off");
-    let flags = [&SERVE_FLAGS[..], &["--history", "off"]].concat();
+    let flags = [
+        "--no-calc-period-ticks",
+        "--history",
+        "off",
+        "--history-step-secs",
+        "3600",
+    ];
     let service = Service::start(&off, &token, &flags);
     post(&service, &body);
     let (status, answer) = service.request("GET", "/v1/history?account=a", None, "");
