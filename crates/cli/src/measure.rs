@@ -78,12 +78,7 @@ pub fn duration_us(elapsed: Duration) -> f64 {
 
 /// A `kB` field of `/proc/self/status` (`VmHWM`), in bytes.
 fn status_kib(field: &str) -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    status.lines().find_map(|line| {
-        let rest = line.strip_prefix(field)?.strip_prefix(':')?;
-        let kib: u64 = rest.trim().strip_suffix("kB")?.trim().parse().ok()?;
-        Some(kib * 1024)
-    })
+    fairflow_dataflow::cluster::own_status_kib(field).map(|kib| kib * 1024)
 }
 
 /// The process's peak resident memory so far (`VmHWM`), bytes.

@@ -106,6 +106,15 @@ pub struct StateArgs {
     /// (default `localhost:2101`, `localhost:2102`, ...).
     #[arg(long, value_name = "FILE", conflicts_with = "server")]
     pub hostfile: Option<PathBuf>,
+    /// With `--processes`: seconds the processes may take to connect to
+    /// each other; a process whose peers are not all there by then exits
+    /// with status 1, naming them.
+    #[arg(long, value_name = "SECS", default_value_t = 60.0, conflicts_with = "server", value_parser = parse_connect_timeout)]
+    pub connect_timeout: f64,
+    /// After loading, print on standard error what the driver and each
+    /// timely worker hold (`fairflow layout: ...` lines, `docs/commands.md`).
+    #[arg(long, conflicts_with = "server")]
+    pub report_layout: bool,
     /// Fail (exit status 1) at the first rejected line instead of reporting
     /// it and going on. Without it, only an input whose every line is
     /// rejected is an error.
@@ -276,6 +285,7 @@ impl StateArgs {
                     processes: self.processes,
                     process: self.process,
                     hostfile: self.hostfile.clone(),
+                    connect_timeout: std::time::Duration::from_secs_f64(self.connect_timeout),
                 };
                 match IncrementalEngine::start_layout(&layout, config)
                     .context("cannot start the incremental engine")?
@@ -328,8 +338,49 @@ impl StateArgs {
             // Through the engine, so that INCR_ONLY remembers the last event time.
             engine.advance_to(at)?;
         }
+        if self.report_layout {
+            report_layout(engine.as_mut())?;
+        }
         Ok(Some(engine))
     }
+}
+
+/// `--connect-timeout`: a positive number of seconds, at most a day.
+fn parse_connect_timeout(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(secs) if secs > 0.0 && secs <= 86_400.0 => Ok(secs),
+        _ => Err(format!(
+            "`{text}` is not a number of seconds from 0 (excluded) to 86400"
+        )),
+    }
+}
+
+/// `--report-layout`: what the driver (process 0) and each worker's shard
+/// hold, one `fairflow layout:` line each on standard error, as
+/// `key=value` fields.
+fn report_layout(engine: &mut dyn Engine) -> anyhow::Result<()> {
+    let state = engine.book().state();
+    eprintln!(
+        "fairflow layout: process=0 driver engine={} jobs={} accounts={} user_associations={} peak_rss_kib={}",
+        engine.name(),
+        state.jobs.len(),
+        state.accounts.len(),
+        state.users.len(),
+        fairflow_dataflow::cluster::own_status_kib("VmHWM").unwrap_or(0)
+    );
+    for shard in engine.shard_holdings()? {
+        eprintln!(
+            "fairflow layout: process={} worker={} jobs={} ranked={} user_associations={} combinations={} peak_rss_kib={}",
+            shard.process,
+            shard.worker,
+            shard.jobs,
+            shard.ranked,
+            shard.user_associations,
+            shard.combinations,
+            shard.peak_rss_kib
+        );
+    }
+    Ok(())
 }
 
 fn plural(n: u64, what: &str) -> String {

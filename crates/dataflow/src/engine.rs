@@ -18,6 +18,8 @@ use fairflow_model::report::{CompactJobs, JobPriority, JobState, SharedJobs};
 use fairflow_model::{Config, Time};
 use timely::WorkerConfig;
 
+use crate::cluster::{Communication, ShardHoldings, WorkerLayout};
+
 use crate::factors::{Family, FsParams};
 use crate::job_feed::{JobDeltas, JobFeed};
 use crate::names::{JobNames, Names};
@@ -115,6 +117,22 @@ struct LastTop {
     result: SharedJobs,
 }
 
+/// Run `work` on every worker `communication` builds. More workers than
+/// cores is common here (tests run 4 on 2 cores): the workers park at once
+/// instead of spinning.
+fn execute(
+    communication: Communication,
+    work: impl Fn(&mut timely::worker::Worker) + Send + Sync + 'static,
+) -> Result<timely::communication::initialize::WorkerGuards<()>, String> {
+    let worker_config = WorkerConfig::default().idle_spin(Duration::ZERO);
+    timely::execute::execute_from(
+        communication.builders,
+        communication.guard,
+        worker_config,
+        work,
+    )
+}
+
 impl std::fmt::Debug for Engine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Engine")
@@ -129,27 +147,22 @@ impl Engine {
     /// configuration in force before the first event, as for the oracle).
     pub fn start(workers: usize, config: Config) -> Result<Engine, EngineError> {
         let workers = workers.max(1);
-        let mut timely_config = timely::Config::process(workers);
-        // More workers than cores is common here (tests run 4 on 2 cores):
-        // park at once instead of spinning.
-        timely_config.worker = WorkerConfig::default().idle_spin(Duration::ZERO);
-        Engine::start_with(workers, timely_config, config)
+        Engine::start_with(workers, Communication::process(workers), config)
     }
 
-    /// Start with an explicit timely configuration (the cluster modes build
-    /// one from `--processes/--process/--hostfile`). The driver talks to the
-    /// worker with global index 0, which must run in this process.
+    /// Start on the workers `communication` builds (the cluster modes
+    /// connect the processes first: [`WorkerLayout::communication`]). The
+    /// driver talks to the worker with global index 0, which must run in
+    /// this process.
     pub fn start_with(
         workers: usize,
-        timely_config: timely::Config,
+        communication: Communication,
         config: Config,
     ) -> Result<Engine, EngineError> {
         let (command_tx, command_rx) = crossbeam_channel::unbounded();
         let (reply_tx, reply_rx) = crossbeam_channel::unbounded();
-        let (share_names, workers_per_process) = match &timely_config.communication {
-            timely::CommunicationConfig::Cluster { threads, .. } => (true, *threads),
-            _ => (false, workers),
-        };
+        let share_names = communication.cluster;
+        let workers_per_process = communication.workers_per_process;
         let spin = handoff_spin(workers_per_process);
         let feeder = Feeder {
             commands: command_rx,
@@ -160,7 +173,7 @@ impl Engine {
         let worker_touched = touched.clone();
         let job_names = JobNames::default();
         let worker_names = job_names.clone();
-        let guards = timely::execute(timely_config, move |worker| {
+        let guards = execute(communication, move |worker| {
             let feeder = (worker.index() == 0).then(|| feeder.clone());
             run_worker(
                 worker,
@@ -206,21 +219,20 @@ impl Engine {
     /// Start under a command-line layout (`--workers`, `--processes`,
     /// `--process`, `--hostfile`): the process hosting worker 0 gets the
     /// engine; any other process runs its workers until the computation ends
-    /// and gets `None`.
+    /// and gets `None`. With several processes this first connects to the
+    /// others, within the layout's `connect_timeout`.
     pub fn start_layout(
-        layout: &crate::cluster::WorkerLayout,
+        layout: &WorkerLayout,
         config: Config,
     ) -> Result<Option<Engine>, EngineError> {
-        let start_error = |e: crate::cluster::LayoutError| EngineError::Start {
+        let communication = layout.communication().map_err(|e| EngineError::Start {
             workers: layout.total_workers(),
             reason: e.0,
-        };
-        let mut timely_config = layout.timely_config().map_err(start_error)?;
-        timely_config.worker = WorkerConfig::default().idle_spin(Duration::ZERO);
+        })?;
         if layout.hosts_worker_zero() {
-            Engine::start_with(layout.total_workers(), timely_config, config).map(Some)
+            Engine::start_with(layout.total_workers(), communication, config).map(Some)
         } else {
-            Engine::run_follower(timely_config).map(|()| None)
+            Engine::run_follower(communication).map(|()| None)
         }
     }
 
@@ -228,14 +240,11 @@ impl Engine {
     /// worker 0 (and driver) lives in another process: every worker here
     /// builds the same dataflow, closes its inputs and steps until the driver
     /// shuts the computation down.
-    pub fn run_follower(timely_config: timely::Config) -> Result<(), EngineError> {
+    pub fn run_follower(communication: Communication) -> Result<(), EngineError> {
         let touched = TouchCounter::new();
         let names = JobNames::default();
-        let share_names = matches!(
-            timely_config.communication,
-            timely::CommunicationConfig::Cluster { .. }
-        );
-        let guards = timely::execute(timely_config, move |worker| {
+        let share_names = communication.cluster;
+        let guards = execute(communication, move |worker| {
             run_worker(worker, None, touched.clone(), names.clone(), share_names)
         })
         .map_err(|reason| EngineError::Start { workers: 0, reason })?;
@@ -250,14 +259,24 @@ impl Engine {
         self.workers
     }
 
+    /// What each worker's shard holds, by worker index, each read by its
+    /// worker in its own process (its process's peak memory included).
+    pub fn holdings(&self) -> Result<Vec<ShardHoldings>, EngineError> {
+        let Reply::Holdings(mut shards) = self.priority_read(Command::Holdings)? else {
+            return Err(EngineError::WorkersGone);
+        };
+        for (worker, shard) in shards.iter_mut().enumerate() {
+            shard.worker = worker;
+            shard.process = worker / self.workers_per_process;
+        }
+        Ok(shards)
+    }
+
     /// How many active jobs each worker's shard of the queue holds, by
     /// worker index (the jobs are sharded by user association; see
     /// `priority::shard_key`).
     pub fn jobs_per_worker(&self) -> Result<Vec<usize>, EngineError> {
-        match self.priority_read(Command::Count)? {
-            Reply::Counts(counts) => Ok(counts),
-            _ => Err(EngineError::WorkersGone),
-        }
+        Ok(self.holdings()?.iter().map(|shard| shard.jobs).collect())
     }
 
     /// How many active jobs each process's shards hold, by process index

@@ -2,12 +2,14 @@
 //! differential dataflow operators, so that a change costs what it touches.
 //!
 //! # Process layout
-//! [`Engine::start`] runs `n` timely workers (`timely::execute`) in this
-//! process; [`Engine::start_with`] takes any timely configuration, so the
-//! cluster modes (`--processes/--process/--hostfile`) only build a different
-//! `timely::Config` ([`Engine::start_layout`] from a `cluster::WorkerLayout`:
-//! process 0 gets the engine, the others run [`Engine::run_follower`]; tested
-//! with two processes over TCP on localhost). Every worker builds the same dataflows
+//! [`Engine::start`] runs `n` timely workers in this process;
+//! [`Engine::start_with`] takes the workers' communication
+//! (`cluster::Communication`), so the cluster modes
+//! (`--processes/--process/--hostfile`) only connect the processes first
+//! ([`Engine::start_layout`] from a `cluster::WorkerLayout`: process 0 gets
+//! the engine, the others run [`Engine::run_follower`]; tested with two
+//! processes over TCP on localhost, threads of one test and real `fairflow`
+//! processes). `cluster` says which state stays in process 0. Every worker builds the same dataflows
 //! (`worker::run_worker`, `graph::build`: the priority dataflow and one tree
 //! dataflow per family of fair-share algorithms, `factors::Family`); the
 //! worker with global index 0 is *fed* by the

@@ -1796,11 +1796,31 @@ impl PriorityReader {
         Self::evaluate_ranked(ahead, now)
     }
 
-    /// The number of active jobs whose records this reader's queue holds
-    /// (its shard's).
-    pub fn jobs(&mut self) -> usize {
+    /// What this shard holds (the worker and process left 0: the driver
+    /// knows them), with this process's peak memory.
+    pub fn holdings(&mut self) -> crate::cluster::ShardHoldings {
         self.absorb();
-        self.queue.len()
+        let user_associations: std::collections::BTreeSet<AssocId> = self
+            .queue
+            .records()
+            .map(|record| record.row.assoc)
+            .collect();
+        let mut combinations = 0;
+        let mut last: Option<&Combo> = None;
+        for (combo, _) in &self.combo_jobs {
+            if last != Some(combo) {
+                combinations += 1;
+                last = Some(combo);
+            }
+        }
+        crate::cluster::ShardHoldings {
+            jobs: self.queue.len(),
+            ranked: self.queue.ranked_len(),
+            user_associations: user_associations.len(),
+            combinations,
+            peak_rss_kib: crate::cluster::own_status_kib("VmHWM").unwrap_or(0),
+            ..Default::default()
+        }
     }
 
     /// Complete `best` (every ranked job above the floor, fewer than `k`)

@@ -25,7 +25,7 @@ use crate::types::{AssocId, Epoch, JobId, NodeId, TouchCounter};
 
 mod shards;
 use shards::{
-    ask_all, compact_lists, counts, found_job, merge_by_name, merge_floors, merge_ranked,
+    ask_all, compact_lists, found_job, holdings, merge_by_name, merge_floors, merge_ranked,
     merge_waiting, Jobs, Request, Shards,
 };
 
@@ -79,8 +79,8 @@ pub enum Command {
     /// The queue at this time up to and including a job
     /// (`PriorityReader::through`).
     Through(JobId, Time64),
-    /// How many jobs each worker's shard holds.
-    Count,
+    /// What each worker's shard holds.
+    Holdings,
     /// The waiting users (`PriorityReader::waiting`) of every shard:
     /// minimum factor (`f64` bits), limit.
     Waiting(u64, usize),
@@ -109,8 +109,8 @@ pub enum Reply {
     Through(Option<Vec<JobPriority>>),
     /// The `INCR_ONLY` memory.
     Floors(IncrFloors),
-    /// The jobs each worker's shard holds, by worker index.
-    Counts(Vec<usize>),
+    /// What each worker's shard holds, by worker index.
+    Holdings(Vec<crate::cluster::ShardHoldings>),
     /// Fair-share factors as a dense table by interned `(account, user)`.
     FactorTable(Vec<Option<f64>>),
     /// Every shard's waiting users.
@@ -342,9 +342,12 @@ pub fn run_worker(
                 // Every shard holds every factor (the facts are broadcast).
                 Reply::Factors(reader.fairshare_factors())
             }
-            Command::Count => {
-                Reply::Counts(counts(ask_all(&mut shards, worker, reader, Request::Count)))
-            }
+            Command::Holdings => Reply::Holdings(holdings(ask_all(
+                &mut shards,
+                worker,
+                reader,
+                Request::Holdings,
+            ))),
             Command::Waiting(min_factor_bits, limit) => {
                 let request = Request::Waiting(min_factor_bits, limit);
                 Reply::Waiting(merge_waiting(ask_all(&mut shards, worker, reader, request)))

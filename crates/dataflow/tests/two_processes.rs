@@ -88,6 +88,7 @@ fn two_processes_compute_what_one_does() {
         processes: 2,
         process,
         hostfile: Some(hostfile.clone()),
+        ..WorkerLayout::default()
     };
     let follower_layout = layout(1);
     let follower = std::thread::spawn(move || {

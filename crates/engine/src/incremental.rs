@@ -62,6 +62,10 @@ impl Engine for IncrementalEngine {
         Ok(self.engine.advance_to(t)?)
     }
 
+    fn shard_holdings(&mut self) -> Result<Vec<crate::ShardHoldings>, EngineError> {
+        Ok(self.engine.holdings()?)
+    }
+
     fn fairshare(&mut self) -> Result<FairshareTable, EngineError> {
         Ok(self.engine.fairshare_table()?)
     }

@@ -32,7 +32,7 @@ use fairflow_model::report::{
 use fairflow_model::{Algorithm, Config, Time};
 
 pub use batch::BatchEngine;
-pub use fairflow_dataflow::cluster::WorkerLayout;
+pub use fairflow_dataflow::cluster::{ShardHoldings, WorkerLayout};
 pub use incremental::IncrementalEngine;
 
 /// Why an engine has no answer.
@@ -338,6 +338,13 @@ pub trait Engine: Send {
     ) -> Result<SharedJobs, EngineError> {
         let page = self.top_selected(offset.saturating_add(k), selection)?;
         Ok(page.skip(offset))
+    }
+
+    /// What each timely worker's shard holds, by worker (the incremental
+    /// engine; none for the batch oracle, which holds everything in this
+    /// process).
+    fn shard_holdings(&mut self) -> Result<Vec<ShardHoldings>, EngineError> {
+        Ok(Vec::new())
     }
 
     /// Pending, non-held jobs (the queue's length).

@@ -140,31 +140,48 @@ impl Service {
         token: Option<&str>,
         body: &str,
     ) -> (u16, String) {
-        let Ok(mut stream) = TcpStream::connect_timeout(&self.address, Duration::from_secs(5))
-        else {
-            return (0, String::new());
-        };
-        stream
-            .set_read_timeout(Some(Duration::from_secs(30)))
-            .unwrap();
-        let auth = token
-            .map(|t| format!("Authorization: Bearer {t}\r\n"))
-            .unwrap_or_default();
-        let head = format!(
-            "{method} {path} HTTP/1.1\r\nHost: fairflow\r\nConnection: close\r\n{auth}Content-Length: {}\r\n\r\n",
-            body.len()
-        );
-        if stream
-            .write_all(head.as_bytes())
-            .and_then(|_| stream.write_all(body.as_bytes()))
-            .is_err()
-        {
-            return (0, String::new());
-        }
-        let mut response = Vec::new();
-        if stream.read_to_end(&mut response).is_err() && response.is_empty() {
-            return (0, String::new());
-        }
-        fairflow_testkit::http_answer(&response)
+        let auth = token.map(|t| format!("Bearer {t}"));
+        let headers: Vec<(&str, &str)> = auth
+            .iter()
+            .map(|value| ("Authorization", value.as_str()))
+            .collect();
+        exchange(self.address, method, path, &headers, body)
     }
+}
+
+/// One HTTP exchange with the service at `address`, with extra `headers`:
+/// `(status, body)`; status 0 when the connection failed.
+pub fn exchange(
+    address: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> (u16, String) {
+    let Ok(mut stream) = TcpStream::connect_timeout(&address, Duration::from_secs(5)) else {
+        return (0, String::new());
+    };
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let extra: String = headers
+        .iter()
+        .map(|(name, value)| format!("{name}: {value}\r\n"))
+        .collect();
+    let head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: fairflow\r\nConnection: close\r\n{extra}Content-Length: {}\r\n\r\n",
+        body.len()
+    );
+    if stream
+        .write_all(head.as_bytes())
+        .and_then(|_| stream.write_all(body.as_bytes()))
+        .is_err()
+    {
+        return (0, String::new());
+    }
+    let mut response = Vec::new();
+    if stream.read_to_end(&mut response).is_err() && response.is_empty() {
+        return (0, String::new());
+    }
+    fairflow_testkit::http_answer(&response)
 }

@@ -602,6 +602,11 @@ impl Queue {
         self.live
     }
 
+    /// The number of ranked jobs (pending, eligible, not held).
+    pub fn ranked_len(&self) -> usize {
+        self.fifo.len()
+    }
+
     /// Does the queue hold no record?
     pub fn is_empty(&self) -> bool {
         self.live == 0

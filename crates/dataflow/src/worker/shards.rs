@@ -5,7 +5,7 @@
 //! by user association, under Moab by user) and every fact (broadcast: the
 //! factors, the sorted tree, the context). A read that needs every shard
 //! (the top `k` of a batch or of a read, `sprio`, one job, the queue through
-//! a job, the `INCR_ONLY` memory, the shards' sizes) cannot reach the other
+//! a job, the `INCR_ONLY` memory, what the shards hold) cannot reach the other
 //! workers through the driver's channel: in timely's multi-process mode the
 //! other processes have no driver. So it travels through a small control
 //! dataflow built by every worker: worker 0 sends a [`Request`] on an
@@ -138,8 +138,8 @@ pub(crate) enum Request {
     /// Replace the `INCR_ONLY` memory (each shard keeps its own jobs'
     /// floors from its next remembering on).
     SetFloors(IncrFloors),
-    /// The number of jobs the shard holds.
-    Count,
+    /// What the shard holds (`crate::cluster::ShardHoldings`).
+    Holdings,
     /// The shard's waiting users (`PriorityReader::waiting`): minimum
     /// factor (`f64` bits), limit.
     Waiting(u64, usize),
@@ -157,8 +157,8 @@ pub(crate) enum Answer {
     Job(Jobs),
     /// The shard's `INCR_ONLY` memory.
     Floors(IncrFloors),
-    /// The shard's job count.
-    Count(usize),
+    /// What the shard holds.
+    Holdings(crate::cluster::ShardHoldings),
     /// The shard's waiting users.
     Waiting(Vec<WaitingEntry>),
     /// Done (requests without a result).
@@ -188,7 +188,7 @@ pub(crate) fn answer(reader: &mut PriorityReader, request: Request) -> Answer {
             reader.set_floors(floors);
             Answer::Done
         }
-        Request::Count => Answer::Count(reader.jobs()),
+        Request::Holdings => Answer::Holdings(reader.holdings()),
         Request::Waiting(min_factor_bits, limit) => {
             Answer::Waiting(reader.waiting(f64::from_bits(min_factor_bits), limit))
         }
@@ -399,12 +399,12 @@ pub(crate) fn merge_floors(answers: Vec<Answer>) -> IncrFloors {
     all
 }
 
-/// The shards' job counts, in worker order.
-pub(crate) fn counts(answers: Vec<Answer>) -> Vec<usize> {
+/// What the shards hold, in worker order.
+pub(crate) fn holdings(answers: Vec<Answer>) -> Vec<crate::cluster::ShardHoldings> {
     answers
         .into_iter()
         .filter_map(|answer| match answer {
-            Answer::Count(count) => Some(count),
+            Answer::Holdings(shard) => Some(shard),
             _ => None,
         })
         .collect()
