@@ -37,10 +37,14 @@
 //!   the period clock); 2 to 5 had none: a format-5 book under
 //!   `UsageModel=flux` (whose usage decayed continuously) reads back with
 //!   the default parameters and its usage as of its time in bin 0.
+//! - 7 adds, after the bins, the jobs' SLUIDs (Slurm 26.05's second job key:
+//!   a list of (SLUID, job) in SLUID order, `JobSpec::sluid`); 2 to 6 had
+//!   none, so their jobs read back without one.
 
 use std::collections::BTreeMap;
 
 use fairflow_model::config::{FluxUsageBins, FluxUsageWeights, UsageModel};
+use fairflow_model::Sluid;
 
 use crate::flux_bins::FluxBins;
 use crate::Book;
@@ -50,7 +54,7 @@ pub const MAGIC: &[u8; 8] = b"FFLOWENG";
 
 /// The format version this build writes (and reads; see the module's
 /// "Versions" for the older ones).
-pub const VERSION: u32 = 6;
+pub const VERSION: u32 = 7;
 
 /// The oldest format version this build reads (converting it).
 pub const OLDEST_READ: u32 = 2;
@@ -86,6 +90,7 @@ struct BodyRef<'a> {
     flux_usage: &'a FluxUsageWeights,
     flux_bins_config: &'a FluxUsageBins,
     flux_bins: &'a Option<FluxBins>,
+    sluids: Vec<(Sluid, &'a str)>,
 }
 
 /// The body of versions 2 and 3.
@@ -116,6 +121,19 @@ struct BodyV5 {
 
 /// The body of version 6.
 #[derive(serde::Deserialize)]
+struct BodyV6 {
+    book: Book,
+    applied: u64,
+    tiers: BTreeMap<String, u16>,
+    pair_floors: BTreeMap<String, Vec<u64>>,
+    usage_model: UsageModel,
+    flux_usage: FluxUsageWeights,
+    flux_bins_config: FluxUsageBins,
+    flux_bins: Option<FluxBins>,
+}
+
+/// The body of version 7.
+#[derive(serde::Deserialize)]
 struct Body {
     book: Book,
     applied: u64,
@@ -125,6 +143,7 @@ struct Body {
     flux_usage: FluxUsageWeights,
     flux_bins_config: FluxUsageBins,
     flux_bins: Option<FluxBins>,
+    sluids: Vec<(Sluid, String)>,
 }
 
 impl Body {
@@ -139,6 +158,7 @@ impl Body {
             flux_usage: FluxUsageWeights::default(),
             flux_bins_config: FluxUsageBins::default(),
             flux_bins: None,
+            sluids: Vec::new(),
         }
     }
 }
@@ -161,6 +181,7 @@ pub fn encode(book: &Book, applied: u64) -> Vec<u8> {
         flux_usage: &book.state().config.flux_usage,
         flux_bins_config: &book.state().config.flux_bins,
         flux_bins: &book.state().flux_bins,
+        sluids: book.sluids().collect(),
     })
     .expect("a book is always serialisable");
     let mut bytes = Vec::with_capacity(HEADER_BYTES + body.len());
@@ -215,6 +236,16 @@ pub fn decode(bytes: &[u8]) -> Result<(Book, u64), SnapshotError> {
             flux_usage: old.flux_usage,
             ..Body::without_bins(old.book, old.applied, old.tiers)
         }
+    } else if version == 6 {
+        let old: BodyV6 = postcard::from_bytes(body).map_err(undecodable)?;
+        Body {
+            pair_floors: old.pair_floors,
+            usage_model: old.usage_model,
+            flux_usage: old.flux_usage,
+            flux_bins_config: old.flux_bins_config,
+            flux_bins: old.flux_bins,
+            ..Body::without_bins(old.book, old.applied, old.tiers)
+        }
     } else {
         postcard::from_bytes(body).map_err(undecodable)?
     };
@@ -230,6 +261,9 @@ pub fn decode(bytes: &[u8]) -> Result<(Book, u64), SnapshotError> {
     body.book.set_usage_model(body.usage_model, body.flux_usage);
     body.book
         .set_flux_bins(body.flux_bins_config, body.flux_bins)
+        .map_err(SnapshotError::Corrupt)?;
+    body.book
+        .set_sluids(body.sluids)
         .map_err(SnapshotError::Corrupt)?;
     Ok((body.book, body.applied))
 }
@@ -279,12 +313,12 @@ mod tests {
             decode(&bytes[..10]),
             Err(SnapshotError::Corrupt(_))
         ));
-        other_version[8] = 7;
+        other_version[8] = 8;
         let refused = decode(&other_version).unwrap_err();
-        assert_eq!(refused, SnapshotError::Version { found: 7 });
+        assert_eq!(refused, SnapshotError::Version { found: 8 });
         assert_eq!(
             refused.to_string(),
-            "snapshot format version 7 is not supported (this build reads versions 2 to 6); \
+            "snapshot format version 8 is not supported (this build reads versions 2 to 7); \
              rebuild the state from the event log"
         );
     }

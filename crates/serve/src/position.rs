@@ -9,7 +9,7 @@ use fairflow_model::report::position::Position;
 use serde_json::{json, Value};
 
 use crate::format::{aligned, fixed6, json_f64, opt_fixed6, Column, Justify};
-use crate::sprio::job_json;
+use crate::sprio::job_json_keyed;
 
 const ACCOUNT_COLUMNS: [Column; 2] = [
     Column {
@@ -109,7 +109,8 @@ pub fn render_text(position: &Position) -> String {
     out
 }
 
-/// The place as one JSON object: `job` (as `sprio --json` writes a job),
+/// The place as one JSON object: `job` (as `sprio --json` writes a job, with
+/// its `sluid` when it has one),
 /// `rank`, `partitions` (`partition`, `rank`, `priority`),
 /// `ahead_by_account` (account -> jobs), `gap` (`null` at rank 1: `job_id`,
 /// `user`, `account`, `priority`, `points`, `factors` with `name`, `own`,
@@ -139,7 +140,7 @@ pub fn render_json(position: &Position) -> String {
         })
     });
     let object = json!({
-        "job": job_json(&position.job),
+        "job": job_json_keyed(&position.job, position.sluid),
         "rank": position.rank,
         "partitions": position.partitions,
         "ahead_by_account": position.ahead_by_account,

@@ -69,6 +69,9 @@ pub struct Position {
     pub ahead_by_account: BTreeMap<String, u64>,
     /// What it would take to pass the job just ahead (`None` at rank 1).
     pub gap: Option<Gap>,
+    /// The job's SLUID (Slurm 26.05), if it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sluid: Option<crate::Sluid>,
 }
 
 impl Position {
@@ -92,6 +95,7 @@ impl Position {
             partitions,
             ahead_by_account,
             gap,
+            sluid: None,
         })
     }
 }
