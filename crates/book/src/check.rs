@@ -165,6 +165,8 @@ impl Book {
                 if !self.has_assoc(account, user) {
                     return Err(unknown_assoc(account, user));
                 }
+                self.check_sluid(job, spec)
+                    .map_err(|reason| err("sluid", reason))?;
             }
             Op::Update { job, account, spec } => {
                 let Some(entry) = state.jobs.get(job) else {
@@ -177,6 +179,8 @@ impl Book {
                         format!("job `{job}` is running; only pending jobs change"),
                     ));
                 }
+                self.check_sluid(job, spec)
+                    .map_err(|reason| err("sluid", reason))?;
                 if let Some(account) = account {
                     if !self.has_assoc(account, &entry.user) {
                         return Err(err(
@@ -246,6 +250,20 @@ impl Book {
                 Some(parent) => node = parent,
                 None => return false,
             }
+        }
+    }
+
+    /// A job's SLUID (`spec.sluid`, when given) must not be another active
+    /// job's: one SLUID names one job.
+    fn check_sluid(&self, job: &str, spec: &fairflow_model::JobSpec) -> Result<(), String> {
+        match spec
+            .sluid
+            .and_then(|sluid| Some((sluid, self.job_of_sluid(sluid)?)))
+        {
+            Some((sluid, holder)) if holder != job => Err(format!(
+                "SLUID {sluid} is already job `{holder}`'s (a SLUID names one active job)"
+            )),
+            _ => Ok(()),
         }
     }
 }

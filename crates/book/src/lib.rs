@@ -23,6 +23,7 @@ mod check;
 pub mod flux_bins;
 pub mod name_map;
 mod rules;
+mod sluids;
 pub mod snapshot;
 pub mod state;
 
@@ -32,7 +33,9 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use fairflow_ingest::{LogLine, Rejection};
 use fairflow_model::event::Op;
-use fairflow_model::{Config, Event, Time};
+use fairflow_model::{Config, Event, Sluid, Time};
+
+use crate::sluids::SluidIndex;
 
 pub use changes::{AssocKey, Changes};
 pub use name_map::NameMap;
@@ -65,6 +68,8 @@ pub struct Book {
     /// ([`Book::users_in`]), and [`Book::has_assoc`] (which the check of
     /// every usage event and job asks) without building an owned key.
     users_by_account: HashMap<String, HashSet<String>>,
+    /// Which active job each SLUID names (`sluids`).
+    sluids: SluidIndex,
     /// What changed since the last [`Book::take_changes`], when tracked.
     changes: Option<Changes>,
     /// Counts the changes to the state (events and time), so that a
@@ -152,6 +157,7 @@ impl Book {
             child_accounts: BTreeMap::new(),
             running: BTreeMap::new(),
             users_by_account: HashMap::default(),
+            sluids: SluidIndex::default(),
             changes: None,
             version: 0,
         }
@@ -221,12 +227,14 @@ impl Book {
                 *running.entry(key).or_default() += 1;
             }
         }
+        let sluids = SluidIndex::of(&state.jobs)?;
         Ok(Book {
             state,
             last_event_at,
             child_accounts,
             running,
             users_by_account,
+            sluids,
             changes: None,
             version: 0,
         })
@@ -235,6 +243,69 @@ impl Book {
     /// The state.
     pub fn state(&self) -> &State {
         &self.state
+    }
+
+    /// The id of the job a user named by `key`: `key` itself when an active
+    /// job has that id (an id that reads as a SLUID stays its job's), else
+    /// the job whose SLUID `key` is (in any case Slurm reads), else `key`
+    /// (which then names no job).
+    pub fn resolve_job<'a>(&'a self, key: &'a str) -> &'a str {
+        if self.sluids_held() && !self.state.jobs.contains_key(key) {
+            if let Some(id) = Sluid::parse(key).ok().and_then(|s| self.sluids.job(s)) {
+                return id;
+            }
+        }
+        key
+    }
+
+    /// The active job holding `sluid`, if any.
+    pub fn job_of_sluid(&self, sluid: Sluid) -> Option<&str> {
+        self.sluids.job(sluid)
+    }
+
+    /// The SLUID of the active job `id`, if it has one.
+    pub fn sluid_of(&self, id: &str) -> Option<Sluid> {
+        self.state.jobs.get(id).and_then(|job| job.spec.sluid)
+    }
+
+    /// Every (SLUID, job) of the active jobs, in SLUID order.
+    pub fn sluids(&self) -> impl Iterator<Item = (Sluid, &str)> {
+        self.sluids.iter()
+    }
+
+    /// Give jobs their SLUIDs (a restore: the snapshot carries them after
+    /// the book), replacing any they had; an unknown job or a SLUID given
+    /// twice is an error and changes nothing.
+    pub fn set_sluids(&mut self, sluids: Vec<(Sluid, String)>) -> Result<(), String> {
+        let mut jobs = self.state.jobs.clone();
+        for (_, id) in self.sluids.iter() {
+            if let Some(job) = jobs.get_mut(id) {
+                std::sync::Arc::make_mut(job).spec.sluid = None;
+            }
+        }
+        for (sluid, id) in sluids {
+            let Some(job) = jobs.get_mut(&id) else {
+                return Err(format!(
+                    "SLUID {sluid} names job `{id}`, which is not active"
+                ));
+            };
+            std::sync::Arc::make_mut(job).spec.sluid = Some(sluid);
+        }
+        self.sluids = SluidIndex::of(&jobs)?;
+        self.state.jobs = jobs;
+        Ok(())
+    }
+
+    /// The active jobs' SLUIDs, by job id.
+    pub fn sluids_by_job(&self) -> BTreeMap<String, Sluid> {
+        (self.sluids.iter())
+            .map(|(sluid, job)| (job.to_string(), sluid))
+            .collect()
+    }
+
+    /// Does any active job hold a SLUID?
+    pub fn sluids_held(&self) -> bool {
+        !self.sluids.is_empty()
     }
 
     /// Convert a book read from a format-2 snapshot to this build's frame
@@ -512,6 +583,7 @@ impl Book {
             }
             _ => None,
         };
+        let sluids_before = self.sluids.before(&self.state, &event.op);
         // Only the change record needs the removed jobs' ids (a scan of the jobs).
         let removed_jobs: Vec<String> = match &event.op {
             Op::RemoveUser { user, account } if self.changes.is_some() => self
@@ -541,6 +613,7 @@ impl Book {
             assoc_of_job.as_ref(),
             removed_parent.as_ref(),
         );
+        self.sluids.after(&self.state, &event.op, sluids_before);
 
         // The change record.
         let Some(changes) = &mut self.changes else {

@@ -40,10 +40,14 @@
 //! - 7 adds, after the bins, the jobs marked for expedited requeue
 //!   (`State::expedited`); 2 to 6 had none: they read back with no job
 //!   marked.
+//! - 8 adds, after those, the jobs' SLUIDs (Slurm 26.05's second job key:
+//!   a list of (SLUID, job) in SLUID order, `JobSpec::sluid`); 2 to 7 had
+//!   none, so their jobs read back without one.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use fairflow_model::config::{FluxUsageBins, FluxUsageWeights, UsageModel};
+use fairflow_model::Sluid;
 
 use crate::flux_bins::FluxBins;
 use crate::Book;
@@ -53,7 +57,7 @@ pub const MAGIC: &[u8; 8] = b"FFLOWENG";
 
 /// The format version this build writes (and reads; see the module's
 /// "Versions" for the older ones).
-pub const VERSION: u32 = 7;
+pub const VERSION: u32 = 8;
 
 /// The oldest format version this build reads (converting it).
 pub const OLDEST_READ: u32 = 2;
@@ -90,6 +94,7 @@ struct BodyRef<'a> {
     flux_bins_config: &'a FluxUsageBins,
     flux_bins: &'a Option<FluxBins>,
     expedited: &'a BTreeSet<String>,
+    sluids: Vec<(Sluid, &'a str)>,
 }
 
 /// The body of versions 2 and 3.
@@ -133,6 +138,20 @@ struct BodyV6 {
 
 /// The body of version 7.
 #[derive(serde::Deserialize)]
+struct BodyV7 {
+    book: Book,
+    applied: u64,
+    tiers: BTreeMap<String, u16>,
+    pair_floors: BTreeMap<String, Vec<u64>>,
+    usage_model: UsageModel,
+    flux_usage: FluxUsageWeights,
+    flux_bins_config: FluxUsageBins,
+    flux_bins: Option<FluxBins>,
+    expedited: BTreeSet<String>,
+}
+
+/// The body of version 8.
+#[derive(serde::Deserialize)]
 struct Body {
     book: Book,
     applied: u64,
@@ -143,6 +162,7 @@ struct Body {
     flux_bins_config: FluxUsageBins,
     flux_bins: Option<FluxBins>,
     expedited: BTreeSet<String>,
+    sluids: Vec<(Sluid, String)>,
 }
 
 impl Body {
@@ -158,6 +178,7 @@ impl Body {
             flux_bins_config: FluxUsageBins::default(),
             flux_bins: None,
             expedited: BTreeSet::new(),
+            sluids: Vec::new(),
         }
     }
 }
@@ -181,6 +202,7 @@ pub fn encode(book: &Book, applied: u64) -> Vec<u8> {
         flux_bins_config: &book.state().config.flux_bins,
         flux_bins: &book.state().flux_bins,
         expedited: &book.state().expedited,
+        sluids: book.sluids().collect(),
     })
     .expect("a book is always serialisable");
     let mut bytes = Vec::with_capacity(HEADER_BYTES + body.len());
@@ -245,6 +267,17 @@ pub fn decode(bytes: &[u8]) -> Result<(Book, u64), SnapshotError> {
             flux_bins: old.flux_bins,
             ..Body::without_bins(old.book, old.applied, old.tiers)
         }
+    } else if version == 7 {
+        let old: BodyV7 = postcard::from_bytes(body).map_err(undecodable)?;
+        Body {
+            pair_floors: old.pair_floors,
+            usage_model: old.usage_model,
+            flux_usage: old.flux_usage,
+            flux_bins_config: old.flux_bins_config,
+            flux_bins: old.flux_bins,
+            expedited: old.expedited,
+            ..Body::without_bins(old.book, old.applied, old.tiers)
+        }
     } else {
         postcard::from_bytes(body).map_err(undecodable)?
     };
@@ -263,6 +296,9 @@ pub fn decode(bytes: &[u8]) -> Result<(Book, u64), SnapshotError> {
     body.book.set_usage_model(body.usage_model, body.flux_usage);
     body.book
         .set_flux_bins(body.flux_bins_config, body.flux_bins)
+        .map_err(SnapshotError::Corrupt)?;
+    body.book
+        .set_sluids(body.sluids)
         .map_err(SnapshotError::Corrupt)?;
     Ok((body.book, body.applied))
 }
@@ -312,12 +348,12 @@ mod tests {
             decode(&bytes[..10]),
             Err(SnapshotError::Corrupt(_))
         ));
-        other_version[8] = 8;
+        other_version[8] = 9;
         let refused = decode(&other_version).unwrap_err();
-        assert_eq!(refused, SnapshotError::Version { found: 8 });
+        assert_eq!(refused, SnapshotError::Version { found: 9 });
         assert_eq!(
             refused.to_string(),
-            "snapshot format version 8 is not supported (this build reads versions 2 to 7); \
+            "snapshot format version 9 is not supported (this build reads versions 2 to 8); \
              rebuild the state from the event log"
         );
     }

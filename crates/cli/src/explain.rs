@@ -32,7 +32,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     };
     let why = engine.explain(&args.job)?;
     let text = if args.json {
-        render_json(&why.job, why.algorithm, &why.path)
+        render_json(&why.job, why.algorithm, &why.path, why.sluid)
     } else {
         render_text(&why.job, why.algorithm, &why.path)
     };

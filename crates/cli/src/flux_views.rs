@@ -165,7 +165,7 @@ pub fn run_flux_jobs(args: &FluxJobsArgs) -> anyhow::Result<()> {
             return Ok(());
         };
         let mut jobs = engine.priorities()?;
-        selection.jobs(&mut jobs);
+        engine.resolve_selection(&selection).jobs(&mut jobs);
         jobs.sort_by_key(JobPriority::queue_key);
         flux_job_rows(&jobs)
     };

@@ -116,10 +116,18 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         return Ok(());
     };
     let mut jobs = engine.priorities()?;
-    selection.jobs(&mut jobs);
+    engine.resolve_selection(&selection).jobs(&mut jobs);
     if let Some(view) = &slurm {
         let users = !args.select.users.is_empty();
-        return emit(&answer(&jobs, engine.config(), args.norm, view, users)?);
+        let sluids = std::sync::Arc::new(engine.book().sluids_by_job());
+        return emit(&answer(
+            &jobs,
+            engine.config(),
+            args.norm,
+            view,
+            users,
+            sluids,
+        )?);
     }
     emit(&shaped(
         |f| Ok(render(&jobs, args.norm, f)),

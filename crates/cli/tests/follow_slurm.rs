@@ -18,7 +18,8 @@ use service::{token_file, Service};
 
 /// Write the stand-in `sacctmgr`, `scontrol`, `squeue` and `sshare` into
 /// `bin`: each prints the scenario file its arguments name (a file
-/// `NAME.hang` makes it hang, `NAME.fail` fail).
+/// `NAME.hang` makes it hang, `NAME.fail` fail), and writes its command
+/// line to the scenario's `calls.log`.
 fn stand_ins(bin: &Path, scenario: &Path) {
     std::fs::create_dir_all(bin).unwrap();
     let scenario = scenario.display();
@@ -34,7 +35,7 @@ fn stand_ins(bin: &Path, scenario: &Path) {
     ];
     for (name, choose) in pick {
         let script = format!(
-            "#!/bin/sh\n{choose}\nd={scenario}\n\
+            "#!/bin/sh\n{choose}\nd={scenario}\necho \"{name} $*\" >> \"$d/calls.log\"\n\
              [ -e \"$d/$f.hang\" ] && sleep 30\n\
              [ -e \"$d/$f.fail\" ] && {{ echo \"{name}: error: Unable to contact slurm controller\" >&2; exit 1; }}\n\
              exec cat \"$d/$f.txt\"\n"
@@ -624,5 +625,129 @@ fn a_kill_inside_a_poll_written_in_several_writes_loses_and_doubles_nothing() {
             "job {id}"
         );
     }
+    service.terminate();
+}
+
+/// The command lines the stand-ins ran of `program`, from the scenario's
+/// `calls.log`, emptied.
+fn calls_of(scenario: &Path, program: &str) -> Vec<String> {
+    let log = scenario.join("calls.log");
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    std::fs::write(&log, "").unwrap();
+    (text.lines())
+        .filter(|l| l.split(' ').next() == Some(program))
+        .map(str::to_string)
+        .collect()
+}
+
+/// `GET path`'s JSON answer, or `None` unless it is 200.
+fn json_of(service: &Service, path: &str) -> Option<serde_json::Value> {
+    let (status, body) = service.request("GET", path, None, "");
+    (status == 200).then(|| serde_json::from_str(&body).unwrap())
+}
+
+/// A Slurm 22.05 cluster is asked for no SLUID; after an upgrade to 26.05
+/// (`SLURM_VERSION` in `scontrol show config`) the next polls ask squeue
+/// for `Sluid` and sacct for `OriginalSLUID`, the pending job gains its
+/// SLUID without being submitted again, a new job comes with its own, and
+/// either key finds each. A malformed SLUID fails the poll and changes
+/// nothing.
+#[test]
+fn after_an_upgrade_to_26_05_a_sluid_finds_the_job_as_its_id_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario: PathBuf = dir.path().join("scenario");
+    std::fs::create_dir_all(&scenario).unwrap();
+    write_site(&scenario);
+    let config = std::fs::read_to_string(scenario.join("config.txt")).unwrap();
+    let version = |v: &str| {
+        let text = format!("{config}SLURM_VERSION           = {v}\n");
+        std::fs::write(scenario.join("config.txt"), text).unwrap();
+    };
+    version("22.05.8");
+    jobs(&scenario, &[job("1", "u1", "PENDING", "Priority")]);
+    let bin = dir.path().join("bin");
+    stand_ins(&bin, &scenario);
+    let service = start(dir.path(), &bin);
+    wait_until("job 1 in the queue", || top(&service) == ["1"]);
+    wait_until("a poll asking sacct", || {
+        std::fs::read_to_string(scenario.join("calls.log"))
+            .unwrap_or_default()
+            .contains("\nsacct ")
+    });
+    let asked = [calls_of(&scenario, "squeue"), calls_of(&scenario, "sacct")].concat();
+    assert!(asked.iter().any(|l| l.starts_with("sacct")), "{asked:?}");
+    assert!(
+        asked.iter().all(|l| !l.to_lowercase().contains("sluid")),
+        "{asked:?}"
+    );
+    let failures = service.metric("fairflow_slurm_poll_failures_total");
+
+    // The upgrade: each line gains its SLUID (job 1's line changes).
+    let (one, two) = ("s00DKDVDNA0005", "s00DKDVDNA0006");
+    version("26.05.0");
+    let keyed = |line: String, sluid: &str| format!("{}|{sluid}\n", line.trim_end());
+    jobs(
+        &scenario,
+        &[
+            keyed(job("1", "u1", "PENDING", "Priority"), one),
+            keyed(job("2", "u2", "PENDING", "Priority"), two),
+        ],
+    );
+    wait_until("job 1 found by its SLUID", || {
+        json_of(&service, &format!("/v1/jobs/{one}/position")).is_some()
+    });
+    assert_eq!(top(&service), ["1", "2"]);
+    let place = json_of(&service, &format!("/v1/jobs/{one}/position")).unwrap();
+    assert_eq!(place["job"]["job_id"], "1");
+    assert_eq!(place["job"]["sluid"], one);
+    for key in ["2", two, "S00dkdvdnaoOO6"] {
+        let why = json_of(&service, &format!("/v1/jobs/{key}/explain")).unwrap();
+        assert_eq!(
+            (why["job_id"].as_str(), why["sluid"].as_str()),
+            (Some("2"), Some(two))
+        );
+    }
+    let (_, sprio) = service.request(
+        "GET",
+        &format!("/v1/sprio?format=parsable&jobs={two}"),
+        None,
+        "",
+    );
+    let rows: Vec<&str> = sprio.lines().skip(1).collect();
+    assert_eq!(rows.len(), 1, "{sprio}");
+    assert!(rows[0].starts_with("2|"), "{sprio}");
+    let asked = [calls_of(&scenario, "squeue"), calls_of(&scenario, "sacct")].concat();
+    assert!(
+        asked
+            .iter()
+            .any(|l| l.starts_with("squeue") && l.ends_with("StartTime:|,Sluid")),
+        "{asked:?}"
+    );
+    assert!(
+        asked
+            .iter()
+            .any(|l| l.starts_with("sacct") && l.contains("Timelimit,OriginalSLUID")),
+        "{asked:?}"
+    );
+    assert_eq!(
+        service.metric("fairflow_slurm_poll_failures_total"),
+        failures
+    );
+
+    // A malformed SLUID (`U` is not base 32): the poll fails, job 3 is not
+    // submitted and job 2 keeps its SLUID.
+    jobs(
+        &scenario,
+        &[
+            keyed(job("1", "u1", "PENDING", "Priority"), one),
+            keyed(job("2", "u2", "PENDING", "Priority"), two),
+            keyed(job("3", "u1", "PENDING", "Priority"), "s00DKDVDNU0007"),
+        ],
+    );
+    wait_until("a failed poll", || {
+        service.metric("fairflow_slurm_poll_failures_total") > failures
+    });
+    assert_eq!(top(&service), ["1", "2"]);
+    assert!(json_of(&service, &format!("/v1/jobs/{two}/position")).is_some());
     service.terminate();
 }

@@ -162,7 +162,7 @@ fn writes_from_every_source_and_reads_equal_to_the_oracle(
     let (_, got) = service.request("GET", "/v1/jobs/2/explain", None, "");
     assert_eq!(
         got,
-        explain::render_json(&why.job, why.algorithm, &why.path)
+        explain::render_json(&why.job, why.algorithm, &why.path, why.sluid)
     );
     assert_eq!(
         service.request("GET", "/v1/jobs/999/explain", None, "").0,
@@ -644,4 +644,88 @@ fn explain_and_position_over_the_server_encode_the_job_id() {
         }
     }
     service.kill();
+}
+
+/// A job submitted with Slurm 26.05's SLUID is found by it (in any case
+/// Slurm reads) as by its id: `explain`, `position` and `sprio -j` over
+/// `--server`, and `explain` on a log under either engine; the answers
+/// carry its `sluid`, and `sprio -o %s` prints it. An id that reads as a
+/// SLUID stays its own job's, even when another job holds that SLUID.
+#[test]
+fn a_sluid_finds_its_job_over_the_server_and_on_a_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let token_file = service::token_file(dir.path(), TOKEN);
+    let service = Service::start(&dir.path().join("data"), &token_file, &[]);
+    let events = "{\"op\":\"account\",\"t\":1700000000,\"name\":\"a\",\"shares\":1}\n\
+         {\"op\":\"user\",\"t\":1700000000,\"user\":\"u\",\"account\":\"a\"}\n\
+         {\"op\":\"submit\",\"t\":1700000001,\"job\":\"77\",\"user\":\"u\",\"account\":\"a\",\"sluid\":\"s00dkdvdna0005\"}\n\
+         {\"op\":\"submit\",\"t\":1700000001,\"job\":\"sC6VQ6U0G1KAB7\",\"user\":\"u\",\"account\":\"a\"}\n\
+         {\"op\":\"submit\",\"t\":1700000001,\"job\":\"78\",\"user\":\"u\",\"account\":\"a\",\"sluid\":\"sC6VQ6U0G1KAB7\"}\n\
+         {\"op\":\"submit\",\"t\":1700000001,\"job\":\"79\",\"user\":\"u\",\"account\":\"a\",\"sluid\":\"s00DKDVDNA0005\"}\n";
+    let (status, body) = service.request("POST", "/v1/events", Some(TOKEN), events);
+    assert_eq!(status, 200, "{body}");
+    // Job 79's SLUID is job 77's: rejected, naming the line and the field.
+    let answer: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(answer["rejected"][0]["line"], 6, "{body}");
+    assert_eq!(answer["rejected"][0]["field"], "sluid", "{body}");
+    let server = format!("http://{}", service.address);
+    let fairflow = |args: &[&str]| {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_fairflow"))
+            .args(args)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(output.status.success(), "{args:?}: {stderr}");
+        String::from_utf8(output.stdout).unwrap()
+    };
+    let json = |text: String| serde_json::from_str::<serde_json::Value>(&text).unwrap();
+    for key in ["s00DKDVDNA0005", "S00dkdvdnaOO05"] {
+        let why = json(fairflow(&["explain", key, "--json", "--server", &server]));
+        assert_eq!(
+            (why["job_id"].as_str(), why["sluid"].as_str()),
+            (Some("77"), Some("s00DKDVDNA0005"))
+        );
+        let place = json(fairflow(&["position", key, "--json", "--server", &server]));
+        assert_eq!(place["job"]["job_id"], "77");
+        assert_eq!(place["job"]["sluid"], "s00DKDVDNA0005");
+    }
+    let by_id = json(fairflow(&[
+        "explain",
+        "sC6VQ6U0G1KAB7",
+        "--json",
+        "--server",
+        &server,
+    ]));
+    assert_eq!(by_id["job_id"], "sC6VQ6U0G1KAB7");
+    assert_eq!(by_id.get("sluid"), None);
+    let sprio = fairflow(&[
+        "sprio",
+        "-j",
+        "s00dkdvdna0005,78",
+        "-o",
+        "%i|%s",
+        "--server",
+        &server,
+    ]);
+    assert_eq!(sprio, "JOBID|SLUID\n77|s00DKDVDNA0005\n78|sC6VQ6U0G1KAB7\n");
+    service.kill();
+
+    let log = dir.path().join("events.jsonl");
+    std::fs::write(&log, events).unwrap();
+    for engine in ["batch", "incremental"] {
+        let log = log.to_str().unwrap();
+        let why = json(fairflow(&[
+            "explain",
+            "s00dkdvdna0005",
+            "--json",
+            "--events",
+            log,
+            "--engine",
+            engine,
+        ]));
+        assert_eq!(
+            (why["job_id"].as_str(), why["sluid"].as_str()),
+            (Some("77"), Some("s00DKDVDNA0005"))
+        );
+    }
 }

@@ -29,7 +29,7 @@ use fairflow_model::report::{
     CompactJobs, FairshareRow, FairshareTable, JobIdKey, JobPriority, JobState, Selection,
     SharedJobs, UsageRow, WaitingUser,
 };
-use fairflow_model::{Algorithm, Config, Time};
+use fairflow_model::{Algorithm, Config, Sluid, Time};
 
 pub use batch::BatchEngine;
 pub use fairflow_dataflow::cluster::{ShardHoldings, WorkerLayout};
@@ -108,6 +108,8 @@ pub struct Explanation {
     pub algorithm: Algorithm,
     /// The fair-share path, root first.
     pub path: Vec<FairshareRow>,
+    /// The job's SLUID (Slurm 26.05), if it has one.
+    pub sluid: Option<Sluid>,
 }
 
 /// An engine: applies batches of log lines and answers queries as of its time.
@@ -162,8 +164,10 @@ pub trait Engine: Send {
         &self.book().state().config
     }
 
-    /// Why `job` has its priority.
+    /// Why `job` (its id or its SLUID: `Book::resolve_job`) has its
+    /// priority.
     fn explain(&mut self, job: &str) -> Result<Explanation, EngineError> {
+        let job = &self.book().resolve_job(job).to_string();
         let now = self.book().state().now;
         let Some(found) = self.job(job)? else {
             let known = self.book().state().jobs.contains_key(job);
@@ -179,6 +183,7 @@ pub trait Engine: Send {
             job: found,
             algorithm,
             path,
+            sluid: self.book().sluid_of(job),
         })
     }
 
@@ -270,7 +275,9 @@ pub trait Engine: Send {
         if selection.is_empty() {
             return self.top(k);
         }
-        let mut queue = selection.queue(self.top(usize::MAX)?.into_vec());
+        let mut queue = self
+            .resolve_selection(selection)
+            .queue(self.top(usize::MAX)?.into_vec());
         queue.truncate(k);
         Ok(queue.into())
     }
@@ -288,10 +295,12 @@ pub trait Engine: Send {
             .map(|index| queue[..=index].to_vec()))
     }
 
-    /// A job's place in line: its first entry's rank in the whole queue,
-    /// its rank in each of its partitions, its other entries, the entries
-    /// of each account ahead of it, and the gap to the entry just ahead.
+    /// A job's place in line (the job named by its id or its SLUID:
+    /// `Book::resolve_job`): its first entry's rank in the whole queue, its
+    /// rank in each of its partitions, its other entries, the entries of
+    /// each account ahead of it, and the gap to the entry just ahead.
     fn position(&mut self, id: &str) -> Result<Position, EngineError> {
+        let id = &self.book().resolve_job(id).to_string();
         let Some(through) = self.queue_through(id)? else {
             return Err(self.why_not_ranked(id)?);
         };
@@ -304,10 +313,12 @@ pub trait Engine: Send {
             position_single(through)
         };
         let now = self.book().state().now;
-        place.ok_or_else(|| EngineError::UnknownJob {
+        let mut place = place.ok_or_else(|| EngineError::UnknownJob {
             job: id.to_string(),
             now,
-        })
+        })?;
+        place.sluid = self.book().sluid_of(id);
+        Ok(place)
     }
 
     /// Why a job has no place in the queue: not known, without a priority,
@@ -326,6 +337,19 @@ pub trait Engine: Send {
             }
             None => EngineError::UnknownJob { job, now },
         })
+    }
+
+    /// `selection` with each job its SLUID names named by its id
+    /// (`Book::resolve_job`), as sprio's and top's `-j` read it.
+    fn resolve_selection(&self, selection: &Selection) -> Selection {
+        let book = self.book();
+        let jobs = (selection.jobs.iter())
+            .map(|key| book.resolve_job(key).to_string())
+            .collect();
+        Selection {
+            jobs,
+            ..selection.clone()
+        }
     }
 
     /// A page of the queue `selection` keeps: `k` jobs from the one at

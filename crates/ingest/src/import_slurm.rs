@@ -46,7 +46,9 @@
 //!   optionally a tenth cell, the eligible time (squeue's `EligibleTime`
 //!   field, which only its `-O` form prints: `squeue -h -t PD -O
 //!   "JobID:|,UserName:|,Account:|,Partition:|,QOS:|,SubmitTime:|,NumCPUs:|,NumNodes:|,TimeLimit:|,EligibleTime"`,
-//!   cells trimmed). Times are ISO 8601 local time as squeue prints it
+//!   cells trimmed), and optionally an eleventh, Slurm 26.05's SLUID (`-O
+//!   ...,EligibleTime:|,Sluid`: the job's `sluid`; `s0000000000000` or empty
+//!   for none). Times are ISO 8601 local time as squeue prints it
 //!   (`2024-05-01T12:34:56`, in the zone of `TZ` or the system's); the
 //!   partition and the QOS may be comma-separated lists (a job submitted to
 //!   several: passed through, each listed name defined by a `partition` /
@@ -267,5 +269,7 @@ pub fn import_slurm(input: &SlurmImport<'_>) -> Result<Vec<Event>, ImportError> 
 pub(crate) mod nodes;
 mod sacct;
 
+#[cfg(test)]
+mod sluid_tests;
 #[cfg(test)]
 mod tests;

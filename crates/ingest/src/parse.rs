@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 
 use fairflow_model::event::{JobSpec, Op};
 use fairflow_model::tres::{parse_weight_list, tres_name, TresCounts};
+use fairflow_model::Sluid;
 use fairflow_model::{Event, Shares};
 use serde_json::{Map, Value};
 
@@ -196,7 +197,23 @@ impl<'a> Fields<'a> {
             deadline: self.opt_time("deadline")?,
             soft_policy_violation: self.opt_bool("soft_policy_violation")?,
             attributes,
+            sluid: self.opt_sluid("sluid")?,
         })
+    }
+
+    /// Slurm 26.05's SLUID (`fairflow_model::sluid`), in any case Slurm
+    /// reads; kept in its canonical form.
+    fn opt_sluid(&self, field: &str) -> Result<Option<Sluid>, Rejection> {
+        match self.get(field) {
+            None => Ok(None),
+            Some(Value::String(text)) => Sluid::parse(text)
+                .map(Some)
+                .map_err(|e| self.err(field, e.to_string())),
+            Some(_) => Err(self.err(
+                field,
+                "must be a SLUID string (`s` and 13 base-32 characters)",
+            )),
+        }
     }
 }
 

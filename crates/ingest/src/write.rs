@@ -59,6 +59,7 @@ fn put_spec(map: &mut Map<String, Value>, spec: &JobSpec) {
         spec.soft_policy_violation.map(Value::from),
     );
     put("attributes", spec.attributes.clone().map(Value::from));
+    put("sluid", spec.sluid.map(|s| Value::from(s.to_string())));
 }
 
 // size: one arm per event kind, each writing its own fields
@@ -231,8 +232,8 @@ mod tests {
             r#"{"op":"remove_user","t":1,"user":"u","account":"a"}"#,
             r#"{"op":"usage","t":1,"account":"a","user":"u","amount":2.5}"#,
             r#"{"op":"reset_usage","t":1}"#,
-            r#"{"op":"submit","t":1,"job":"9","user":"u","account":"a","partition":"p","qos":"q","tres":{"cpu":4,"gres/gpu":1},"time_limit":60,"nice":-3,"urgency":20,"begin":7,"site_factor":2,"user_priority":-5,"group":"g","bypass_count":1,"deadline":99,"soft_policy_violation":true,"attributes":["x"]}"#,
-            r#"{"op":"update","t":1,"job":"9","account":"b","nice":4}"#,
+            r#"{"op":"submit","t":1,"job":"9","user":"u","account":"a","partition":"p","qos":"q","tres":{"cpu":4,"gres/gpu":1},"time_limit":60,"nice":-3,"urgency":20,"begin":7,"site_factor":2,"user_priority":-5,"group":"g","bypass_count":1,"deadline":99,"soft_policy_violation":true,"attributes":["x"],"sluid":"s00DKDVDNA0005"}"#,
+            r#"{"op":"update","t":1,"job":"9","account":"b","nice":4,"sluid":"sFZZZZZZZZZZZZ"}"#,
             r#"{"op":"hold","t":1,"job":"9"}"#,
             r#"{"op":"start","t":1,"job":"9","tres":{"cpu":2}}"#,
             r#"{"op":"config","t":1,"set":{"PriorityWeightAge":1000}}"#,

@@ -12,7 +12,7 @@ mod slurm_site;
 use std::time::{Duration, Instant};
 
 use fairflow_ingest::slurm_live::diff::{queue_events, PollWindow};
-use fairflow_ingest::slurm_live::jobs::JobTable;
+use fairflow_ingest::slurm_live::jobs::{JobTable, JobsFormat};
 use fairflow_ingest::slurm_live::policy::Policy;
 use fairflow_ingest::slurm_live::{poll_events, Poll, TextHashes};
 use slurm_site::{at, count, cpu_secs, jobs_text, write_site};
@@ -74,7 +74,9 @@ fn one_poll_at_scale() {
     // Where the second poll's time goes, piece by piece.
     let text = std::fs::read_to_string(file("jobs")).unwrap();
     let cpu = cpu_secs();
-    let changes = table.read_changes("squeue", &text).unwrap();
+    let changes = table
+        .read_changes("squeue", &text, JobsFormat::Plain)
+        .unwrap();
     println!(
         "  squeue's {} lines read against the table: {:.2} s CPU",
         changes.n_listed,

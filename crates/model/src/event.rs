@@ -90,6 +90,12 @@ pub struct JobSpec {
     pub soft_policy_violation: Option<bool>,
     /// Job attributes (Moab ATTR: `preemptee`, user-defined, ...).
     pub attributes: Option<Vec<String>>,
+    /// Slurm 26.05's SLUID: the job's second key (`squeue -O Sluid`), which
+    /// finds it as its id does; an `update` may set or change it (Slurm
+    /// gives a requeued job a new one). Not in a serialised spec: a book's
+    /// snapshot carries its jobs' SLUIDs after the book (format 7).
+    #[serde(skip)]
+    pub sluid: Option<crate::Sluid>,
 }
 
 impl JobSpec {
@@ -112,7 +118,8 @@ impl JobSpec {
             bypass_count,
             deadline,
             soft_policy_violation,
-            attributes
+            attributes,
+            sluid
         );
     }
 }

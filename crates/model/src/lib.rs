@@ -17,12 +17,14 @@ pub mod moab;
 pub mod priority_formula;
 pub mod report;
 pub mod reset;
+pub mod sluid;
 pub mod time;
 pub mod tres;
 pub mod usage;
 
 pub use config::{Algorithm, Config, FairTreeTies, PriorityModel};
 pub use event::{Event, JobSpec, Shares};
+pub use sluid::Sluid;
 
 /// Unix seconds, UTC: the time of every event and every query.
 pub type Time = i64;

@@ -10,11 +10,11 @@
 //! `pairs`).
 
 use fairflow_model::report::{FairshareRow, JobPriority};
-use fairflow_model::{Algorithm, PriorityModel};
+use fairflow_model::{Algorithm, PriorityModel, Sluid};
 use serde_json::{json, Value};
 
 use crate::format::{aligned, json_f64, opt_fixed6};
-use crate::sprio::job_json;
+use crate::sprio::job_json_keyed;
 use crate::sshare::BASE_COLUMNS;
 
 /// How the model turns the sum of contributions into the integer priority.
@@ -185,9 +185,15 @@ fn path_json(row: &FairshareRow) -> Value {
 
 /// The explanation as one JSON object: the job's sprio object (with every
 /// factor's `normalized` value, `weight` and `weighted` contribution) plus
-/// `algorithm`, `sum`, `rule` and `fairshare_path`.
-pub fn render_json(job: &JobPriority, algorithm: Algorithm, path: &[FairshareRow]) -> String {
-    let mut object = job_json(job);
+/// `algorithm`, `sum`, `rule` and `fairshare_path`, and the job's `sluid`
+/// when it has one.
+pub fn render_json(
+    job: &JobPriority,
+    algorithm: Algorithm,
+    path: &[FairshareRow],
+    sluid: Option<Sluid>,
+) -> String {
+    let mut object = job_json_keyed(job, sluid);
     if let Value::Object(map) = &mut object {
         map.insert("algorithm".into(), json!(algorithm.name()));
         map.insert("sum".into(), json_f64(Some(contribution_sum(job))));

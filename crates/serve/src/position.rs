@@ -11,7 +11,7 @@ use fairflow_model::report::position::Position;
 use serde_json::{json, Value};
 
 use crate::format::{aligned, fixed6, json_f64, opt_fixed6, Column, Justify};
-use crate::sprio::job_json;
+use crate::sprio::job_json_keyed;
 
 const ACCOUNT_COLUMNS: [Column; 2] = [
     Column {
@@ -124,9 +124,9 @@ pub fn render_text(position: &Position) -> String {
 }
 
 /// The place as one JSON object: `job` (as `sprio --json` writes a job;
-/// its first entry's pair), `rank`, `entries` (the job's other entries in
-/// the queue: `partition`, `qos`, `rank`, `priority`), `partitions`
-/// (`partition`, `rank`, `priority`),
+/// its first entry's pair, with its `sluid` when it has one), `rank`,
+/// `entries` (the job's other entries in the queue: `partition`, `qos`,
+/// `rank`, `priority`), `partitions` (`partition`, `rank`, `priority`),
 /// `ahead_by_account` (account -> jobs), `gap` (`null` at rank 1: `job_id`,
 /// `user`, `account`, `priority`, `points`, `factors` with `name`, `own`,
 /// `ahead`, `weighted_gap`, `needed`).
@@ -155,7 +155,7 @@ pub fn render_json(position: &Position) -> String {
         })
     });
     let object = json!({
-        "job": job_json(&position.job),
+        "job": job_json_keyed(&position.job, position.sluid),
         "rank": position.rank,
         "entries": position.entries,
         "partitions": position.partitions,

@@ -265,6 +265,15 @@ pub fn job_json(job: &JobPriority) -> Value {
     object
 }
 
+/// [`job_json`] with the job's `sluid` (Slurm 26.05), when it has one.
+pub fn job_json_keyed(job: &JobPriority, sluid: Option<fairflow_model::Sluid>) -> Value {
+    let mut object = job_json(job);
+    if let Some(sluid) = sluid {
+        object["sluid"] = Value::String(sluid.to_string());
+    }
+    object
+}
+
 /// A job's (partition, QOS) pairs, each `{partition, qos, priority}`, with
 /// its `factors` when `with_factors`.
 pub(crate) fn pairs_json(job: &JobPriority, with_factors: bool) -> Value {

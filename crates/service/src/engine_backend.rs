@@ -173,7 +173,7 @@ impl EngineBackend {
     fn sprio_rows(&mut self, selection: &Selection) -> Result<Arc<LazyRows>, QueryError> {
         if !selection.is_empty() {
             let mut jobs = self.engine.priorities().map_err(internal)?;
-            selection.jobs(&mut jobs);
+            self.engine.resolve_selection(selection).jobs(&mut jobs);
             return Ok(LazyRows::of(jobs.iter().collect()));
         }
         let key = self.state_key();
@@ -314,6 +314,10 @@ impl Backend for EngineBackend {
             } => {
                 let config = engine.config().clone();
                 let users = !selection.users.is_empty();
+                let sluids = match &slurm {
+                    Some(view) if view.prints_sluids() => engine.book().sluids_by_job(),
+                    _ => Default::default(),
+                };
                 let rows = self.sprio_rows(&selection)?;
                 let held = rows.held();
                 Answer::later(move || match slurm {
@@ -323,6 +327,7 @@ impl Backend for EngineBackend {
                         normalized,
                         &view,
                         users,
+                        Arc::new(sluids),
                     )
                     .map_err(|e| QueryError::BadRequest(e.to_string())),
                     None => Ok(sprio::render_pieces(rows.rows(), normalized, format)),
@@ -344,6 +349,7 @@ impl Backend for EngineBackend {
                         submitted: job.submit_at,
                         started: job.started_at,
                         spec: job.spec.clone(),
+                        sluid: job.spec.sluid,
                     };
                     let json = serde_json::to_string(&live)
                         .map_err(|e| QueryError::Internal(e.to_string()))?;
@@ -417,7 +423,7 @@ impl Backend for EngineBackend {
                 let why = engine.explain(&job).map_err(internal)?;
                 text(move || {
                     if json {
-                        explain::render_json(&why.job, why.algorithm, &why.path)
+                        explain::render_json(&why.job, why.algorithm, &why.path, why.sluid)
                     } else {
                         explain::render_text(&why.job, why.algorithm, &why.path)
                     }

@@ -488,6 +488,7 @@ mod tests {
             submitted: 5,
             started: None,
             spec: Default::default(),
+            sluid: Some("s00DKDVDNA0005".parse().unwrap()),
         };
         let text = format!("7\t{}\n", serde_json::to_string(&job).unwrap());
         let jobs = read_engine_jobs(&text).unwrap();

@@ -1,19 +1,20 @@
 //! `squeue`'s pending jobs: one `submit` per job (in submit-time order),
-//! after the partitions and QOS their lists name.
+//! after the partitions and QOS their lists name. Slurm 26.05's SLUID, when a
+//! row has an eleventh cell, becomes the job's `sluid`.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use fairflow_model::event::{is_list, JobSpec, Op};
 use fairflow_model::time::parse_slurm_duration_secs;
 use fairflow_model::tres::TresCounts;
-use fairflow_model::Time;
+use fairflow_model::{Sluid, Time};
 
 use super::assoc::Associations;
 use super::text::Lines;
 use super::{ImportError, Source};
 use crate::slurm_time::parse_site_time;
 
-pub(super) const SQUEUE_FIELDS: [&str; 10] = [
+pub(super) const SQUEUE_FIELDS: [&str; 11] = [
     "JobID",
     "User",
     "Account",
@@ -24,7 +25,11 @@ pub(super) const SQUEUE_FIELDS: [&str; 10] = [
     "Nodes",
     "TimeLimit",
     "EligibleTime",
+    "Sluid",
 ];
+
+/// The cells every row has (the eligible time and the SLUID are optional).
+const REQUIRED_FIELDS: usize = 9;
 
 /// A partition or QOS cell: one name or a comma-separated list of names
 /// (each checked, none empty), kept as written.
@@ -63,8 +68,9 @@ pub(super) fn read_queue(
     let mut listed_partitions: BTreeSet<String> = BTreeSet::new();
     let mut listed_qos: BTreeSet<String> = BTreeSet::new();
     let mut seen: BTreeMap<String, u64> = BTreeMap::new();
+    let mut sluids: BTreeMap<Sluid, u64> = BTreeMap::new();
     for (line, text) in lines.rows() {
-        let f = lines.fields_from(line, text, &SQUEUE_FIELDS, SQUEUE_FIELDS.len() - 1)?;
+        let f = lines.fields_from(line, text, &SQUEUE_FIELDS, REQUIRED_FIELDS)?;
         let job = lines.name(line, "JobID", f[0])?;
         let user = lines.name(line, "User", f[1])?;
         let account = lines.name(line, "Account", f[2])?;
@@ -85,7 +91,8 @@ pub(super) fn read_queue(
                 names.extend(list.split(',').map(str::to_string));
             }
         }
-        let (submitted, spec) = job_spec(&lines, line, &f, t, (partition, qos))?;
+        let (submitted, mut spec) = job_spec(&lines, line, &f, t, (partition, qos))?;
+        spec.sluid = job_sluid(&lines, line, f.get(10).copied(), &mut sluids)?;
         jobs.push((
             submitted,
             Op::Submit {
@@ -117,6 +124,26 @@ pub(super) fn read_queue(
     }));
     ops.extend(jobs.into_iter().map(|(_, op)| op));
     Ok(ops)
+}
+
+/// A row's SLUID cell (`None`: no cell, empty, or `s0000000000000`); a
+/// SLUID an earlier row (in `sluids`) gave is an error naming both lines.
+fn job_sluid(
+    lines: &Lines<'_>,
+    line: u64,
+    cell: Option<&str>,
+    sluids: &mut BTreeMap<Sluid, u64>,
+) -> Result<Option<Sluid>, ImportError> {
+    let err = |reason: String| lines.err(line, Some("Sluid"), reason);
+    let Some(sluid) = Sluid::parse_printed(cell.unwrap_or(""))
+        .map_err(|e| err(format!("`{}`: {e}", cell.unwrap_or(""))))?
+    else {
+        return Ok(None);
+    };
+    if let Some(first) = sluids.insert(sluid, line) {
+        return Err(err(format!("SLUID {sluid} is line {first}'s job's too")));
+    }
+    Ok(Some(sluid))
 }
 
 /// A pending job's submit time and its spec from its squeue fields `f` (on

@@ -485,7 +485,7 @@ fn a_submit_after_the_import_time_or_a_bad_eligible_time_is_an_error() {
             assoc,
             None,
             None,
-            Some("1|u|a|p|q|2023-11-10T08:00:00|1|1|30:00|2023-11-10T08:00:00|x\n")
+            Some("1|u|a|p|q|2023-11-10T08:00:00|1|1|30:00|2023-11-10T08:00:00|s00DKDVDNA0005|x\n")
         ),
         ("squeue.txt".to_string(), 1, None)
     );

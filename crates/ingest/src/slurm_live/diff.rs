@@ -55,9 +55,18 @@ pub struct Held<'a> {
 }
 
 /// The attributes of `next` that differ from `before`'s (partition, QOS,
-/// CPUs and nodes, time limit, nice, eligible time), as an update's spec;
-/// `None` when none does.
-fn changed_spec(before: &JobSpec, next: &JobSpec) -> Option<JobSpec> {
+/// CPUs and nodes, time limit, nice, eligible time, SLUID), as an update's
+/// spec; `None` when none does.
+fn changed_spec(before: &LiveJob, next: &LiveJob) -> Option<JobSpec> {
+    let mut patch = changed_attributes(&before.spec, &next.spec).unwrap_or_default();
+    if next.sluid.is_some() && before.sluid != next.sluid {
+        patch.sluid = next.sluid;
+    }
+    (patch != JobSpec::default()).then_some(patch)
+}
+
+/// [`changed_spec`]'s attributes but the SLUID.
+fn changed_attributes(before: &JobSpec, next: &JobSpec) -> Option<JobSpec> {
     let mut patch = JobSpec::default();
     let mut any = false;
     macro_rules! diff {
@@ -88,7 +97,7 @@ pub fn job_events(
     let mut events = Vec::new();
     let update = |before: Option<&LiveJob>| -> Option<Op> {
         let before = before?;
-        let spec = changed_spec(&before.spec, &next.spec);
+        let spec = changed_spec(before, next);
         let account = (before.account != next.account).then(|| next.account.clone());
         (spec.is_some() || account.is_some()).then(|| Op::Update {
             job: id.to_string(),
@@ -109,7 +118,10 @@ pub fn job_events(
                 job: job(),
                 user: next.user.clone(),
                 account: next.account.clone(),
-                spec: next.spec.clone(),
+                spec: JobSpec {
+                    sluid: next.sluid,
+                    ..next.spec.clone()
+                },
                 submitted: Some(next.submitted.min(window.since)),
             }));
             match state {

@@ -6,6 +6,8 @@
 //! the last poll is in it (once slurmdbd has its record), and so is every job
 //! that was submitted and finished between two polls without squeue ever
 //! listing it. Their start and end come from here, not from the poll's time.
+//! From Slurm 26.05 each line ends with the job's `OriginalSLUID`
+//! ([`JobsFormat::WithSluid`]), the SLUID squeue showed for its last run.
 
 use fairflow_model::event::JobSpec;
 use fairflow_model::tres::TresCounts;
@@ -13,7 +15,7 @@ use fairflow_model::Time;
 use rustc_hash::FxHashMap;
 
 use super::command::{CommandError, SlurmCommand};
-use super::jobs::Cells;
+use super::jobs::{Cells, JobsFormat};
 use crate::import_slurm::time_limit_secs;
 use crate::slurm_time::format_site_time;
 
@@ -26,6 +28,22 @@ pub const FINISHED_FORMAT: &str =
 /// deadline, preempted, boot failure. A requeued job is pending again and
 /// squeue lists it.
 pub const ENDED_STATES: &str = "CA,CD,F,TO,NF,OOM,DL,PR,BF";
+
+const FIELDS_WITH_SLUID: [&str; 13] = [
+    "JobID",
+    "User",
+    "Account",
+    "Partition",
+    "QOS",
+    "Submit",
+    "Start",
+    "End",
+    "State",
+    "NCPUS",
+    "NNodes",
+    "Timelimit",
+    "OriginalSLUID",
+];
 
 const FIELDS: [&str; 12] = [
     "JobID",
@@ -57,7 +75,7 @@ pub struct FinishedJob {
     pub ended: Time,
     /// Its state's first word (`COMPLETED`, `CANCELLED`, ...).
     pub state: String,
-    /// The partition it ran in, QOS, CPUs and nodes, time limit.
+    /// The partition it ran in, QOS, CPUs and nodes, time limit, SLUID.
     pub spec: JobSpec,
 }
 
@@ -72,12 +90,13 @@ pub fn finished_command(base: &SlurmCommand, since: Time) -> SlurmCommand {
     command
 }
 
-/// Read sacct's output (`FINISHED_FORMAT`, `-P -n`) by job id; a job
+/// Read sacct's output (`format`, `-P -n`) by job id; a job
 /// listed twice keeps its last line (sacct lists a requeued job's last
 /// run). Any malformed line is an error naming the line and the field.
 pub fn read_finished(
     command: &str,
     text: &str,
+    format: JobsFormat,
 ) -> Result<FxHashMap<String, FinishedJob>, CommandError> {
     let mut jobs = FxHashMap::default();
     for (index, raw) in text.lines().enumerate() {
@@ -86,16 +105,23 @@ pub fn read_finished(
             continue;
         }
         let err = |reason: String| CommandError::new(command, Some(index as u64 + 1), reason);
-        let (id, job) = parse_finished(raw).map_err(err)?;
+        let (id, job) = parse_finished(raw, format).map_err(err)?;
         jobs.insert(id, job);
     }
     Ok(jobs)
 }
 
-/// One line of `FINISHED_FORMAT`: the job id and the job; the error names
-/// the field.
-pub fn parse_finished(text: &str) -> Result<(String, FinishedJob), String> {
-    let cells = Cells::split(text, &FIELDS)?;
+/// One line of `format`: the job id and the job; the error names the
+/// field.
+pub fn parse_finished(text: &str, format: JobsFormat) -> Result<(String, FinishedJob), String> {
+    let cells = match format {
+        JobsFormat::Plain => Cells::split(text, &FIELDS)?,
+        JobsFormat::WithSluid => Cells::split(text, &FIELDS_WITH_SLUID)?,
+    };
+    let sluid = match format {
+        JobsFormat::Plain => None,
+        JobsFormat::WithSluid => cells.sluid(12)?,
+    };
     let field = |i: usize, reason: String| cells.error(i, reason);
     let name = |i: usize| cells.name(i);
     let time = |i: usize| cells.time(i);
@@ -132,6 +158,7 @@ pub fn parse_finished(text: &str) -> Result<(String, FinishedJob), String> {
             "Partition_Limit" => None,
             limit => time_limit_secs(limit).map_err(|r| field(11, r))?,
         },
+        sluid,
         ..JobSpec::default()
     };
     let job = FinishedJob {

@@ -3,7 +3,9 @@
 //! 64-bit hash of its line, so that a poll parses only the lines that
 //! changed since the last one and returns only those, with the ids no
 //! longer listed ([`JobTable::read_changes`]): an unchanged line is hashed
-//! and its job marked seen in place, nothing else.
+//! and its job marked seen in place, nothing else. From Slurm 26.05 each line
+//! ends with the job's SLUID ([`JobsFormat::WithSluid`]); a line whose text
+//! changes is the same job (the table is keyed by the numeric id).
 
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
@@ -12,7 +14,7 @@ use rustc_hash::{FxHashMap, FxHashSet, FxHasher};
 
 use fairflow_model::event::JobSpec;
 use fairflow_model::tres::TresCounts;
-use fairflow_model::Time;
+use fairflow_model::{Sluid, Time};
 
 use super::command::CommandError;
 use crate::import_slurm::{check_name, time_limit_secs};
@@ -24,6 +26,35 @@ pub const JOBS_FORMAT: &str = "JobID:|,UserName:|,Account:|,Partition:|,QOS:|,Su
 /// The states squeue is asked for: the jobs fairflow holds (a completing job
 /// has ended already).
 pub const JOB_STATES: &str = "PENDING,RUNNING,SUSPENDED,CONFIGURING";
+
+/// What squeue's lines hold: [`JOBS_FORMAT`]'s fields, and from Slurm 26.05
+/// (`super::version`) the SLUID after them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum JobsFormat {
+    /// [`JOBS_FORMAT`] (Slurm 22.05 to 25.11).
+    #[default]
+    Plain,
+    /// [`JOBS_FORMAT`] and `Sluid` (Slurm 26.05 and later).
+    WithSluid,
+}
+
+const FIELDS_WITH_SLUID: [&str; 15] = [
+    "JobID",
+    "UserName",
+    "Account",
+    "Partition",
+    "QOS",
+    "SubmitTime",
+    "NumCPUs",
+    "NumNodes",
+    "TimeLimit",
+    "EligibleTime",
+    "State",
+    "Reason",
+    "Nice",
+    "StartTime",
+    "Sluid",
+];
 
 const FIELDS: [&str; 14] = [
     "JobID",
@@ -69,8 +100,13 @@ pub struct LiveJob {
     /// When a running job started (squeue's `StartTime`), Unix seconds.
     #[serde(default)]
     pub started: Option<Time>,
-    /// Partition(s), QOS, CPUs and nodes, time limit, nice, eligible time.
+    /// Partition(s), QOS, CPUs and nodes, time limit, nice, eligible time
+    /// (its `sluid` is the field below).
     pub spec: JobSpec,
+    /// Its SLUID (Slurm 26.05 and later; none before, and none for a job
+    /// squeue prints `s0000000000000` for).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sluid: Option<Sluid>,
 }
 
 /// One job of the table: the hash of its last squeue line, the poll that
@@ -151,19 +187,28 @@ impl JobTable {
     }
 
     /// A table of squeue's output read against an empty one.
-    pub fn from_output(command: &str, text: &str) -> Result<JobTable, CommandError> {
+    pub fn from_output(
+        command: &str,
+        text: &str,
+        format: JobsFormat,
+    ) -> Result<JobTable, CommandError> {
         let mut table = JobTable::default();
-        let changes = table.read_changes(command, text)?;
+        let changes = table.read_changes(command, text, format)?;
         table.apply(changes);
         Ok(table)
     }
 
-    /// Read squeue's output (`JOBS_FORMAT`, no header) against the table:
+    /// Read squeue's output (`format`, no header) against the table:
     /// only lines whose text differs from the table's are parsed; the jobs
     /// themselves are not changed until [`JobTable::apply`]. `command`
     /// names the output in errors; any malformed line is an error and no
     /// changes.
-    pub fn read_changes(&mut self, command: &str, text: &str) -> Result<JobChanges, CommandError> {
+    pub fn read_changes(
+        &mut self,
+        command: &str,
+        text: &str,
+        format: JobsFormat,
+    ) -> Result<JobChanges, CommandError> {
         self.read_number = self.read_number.wrapping_add(1);
         let read_number = self.read_number;
         let mut changes = JobChanges::default();
@@ -198,7 +243,7 @@ impl JobTable {
             changes.listed.push(ListedJob {
                 id: Arc::from(id),
                 line_hash: hash,
-                job: Arc::new(parse_job(raw).map_err(err)?),
+                job: Arc::new(parse_job(raw, format).map_err(err)?),
             });
         }
         let n_known = unchanged + changes.listed.len() - new_ids.len();
@@ -276,6 +321,13 @@ impl<'a> Cells<'a> {
         parse_site_time(self.cells[i]).map_err(|r| self.error(i, r))
     }
 
+    /// Cell `i` as a SLUID as Slurm prints one (`None`: empty or
+    /// `s0000000000000`, a job without one).
+    pub(super) fn sluid(&self, i: usize) -> Result<Option<Sluid>, String> {
+        Sluid::parse_printed(self.cells[i])
+            .map_err(|e| self.error(i, format!("`{}`: {e}", self.cells[i])))
+    }
+
     /// Cell `i` as a count (an integer >= 0).
     pub(super) fn count(&self, i: usize) -> Result<f64, String> {
         self.cells[i]
@@ -285,9 +337,16 @@ impl<'a> Cells<'a> {
     }
 }
 
-/// One line of `JOBS_FORMAT` as a job; the error names the field.
-pub fn parse_job(text: &str) -> Result<LiveJob, String> {
-    let cells = Cells::split(text, &FIELDS)?;
+/// One line of `format` as a job; the error names the field.
+pub fn parse_job(text: &str, format: JobsFormat) -> Result<LiveJob, String> {
+    let cells = match format {
+        JobsFormat::Plain => Cells::split(text, &FIELDS)?,
+        JobsFormat::WithSluid => Cells::split(text, &FIELDS_WITH_SLUID)?,
+    };
+    let sluid = match format {
+        JobsFormat::Plain => None,
+        JobsFormat::WithSluid => cells.sluid(14)?,
+    };
     let field = |i: usize, reason: String| cells.error(i, reason);
     let name = |i: usize| cells.name(i);
     let count = |i: usize| cells.count(i);
@@ -347,5 +406,6 @@ pub fn parse_job(text: &str) -> Result<LiveJob, String> {
         submitted,
         started,
         spec,
+        sluid,
     })
 }

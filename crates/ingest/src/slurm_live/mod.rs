@@ -12,7 +12,10 @@
 //! - [`diff`]: the job events from what fairflow holds to what squeue lists
 //!   and sacct finished;
 //! - [`usage`]: Slurm's own raw usage per association, for the follower's
-//!   reconciliation ([`reconcile_usage`]).
+//!   reconciliation ([`reconcile_usage`]);
+//! - [`version`]: the cluster's Slurm version (`scontrol show config`, read
+//!   first in every poll): from 26.05 squeue and sacct are asked for the
+//!   jobs' SLUIDs.
 //!
 //! A poll ([`Poll::run`]) reads everything first and builds its events only
 //! when every command answered and parsed: an error (naming the command,
@@ -26,6 +29,7 @@ pub mod finished;
 pub mod jobs;
 pub mod policy;
 pub mod usage;
+pub mod version;
 
 use std::collections::{BTreeMap, HashMap};
 use std::hash::{Hash, Hasher};
@@ -39,8 +43,9 @@ use fairflow_model::{Event, Time};
 use self::command::{CommandError, SlurmCommand};
 use self::diff::PollWindow;
 use self::finished::{FinishedJob, ENDED_STATES, FINISHED_FORMAT};
-use self::jobs::{JobChanges, JobTable, LiveJob, JOBS_FORMAT, JOB_STATES};
+use self::jobs::{JobChanges, JobTable, JobsFormat, LiveJob, JOBS_FORMAT, JOB_STATES};
 use self::policy::{Policy, PolicyOutputs};
+use self::version::{with_field, SlurmVersion, SACCT_SLUID_FIELD, SQUEUE_SLUID_FIELD};
 use crate::import_slurm::{AssocKey, Source};
 
 /// The command lines a poll and the live import run (Slurm 22.05 to 26.x).
@@ -114,15 +119,24 @@ pub struct LiveImportOutputs {
 }
 
 impl LiveImportOutputs {
-    /// Run the import's commands.
+    /// Run the import's commands: the configuration first, whose Slurm
+    /// version says whether squeue is asked for the jobs' SLUIDs (26.05 and
+    /// later: `Sluid` after the queue's ten cells).
     pub fn run(commands: &SlurmCommands, timeout: Duration) -> Result<Self, CommandError> {
         let run = |c: &SlurmCommand| c.run(timeout).map(|text| (c.line(), text));
+        let config = run(&commands.config)?;
+        let queue = match SlurmVersion::of_config(&config.1) {
+            Some(version) if version.has_sluids() => {
+                with_field(&commands.queue, SQUEUE_SLUID_FIELD)
+            }
+            _ => commands.queue.clone(),
+        };
         Ok(LiveImportOutputs {
             outputs: [
                 run(&commands.assoc)?,
                 run(&commands.sshare)?,
-                run(&commands.config)?,
-                run(&commands.queue)?,
+                config,
+                run(&queue)?,
                 run(&commands.qos)?,
                 run(&commands.nodes)?,
             ],
@@ -189,6 +203,9 @@ pub struct PollReading {
     pub finished: FxHashMap<String, FinishedJob>,
     /// The hashes of this poll's answers.
     pub texts: TextHashes,
+    /// The cluster's Slurm, when `scontrol show config` says (`None`: it
+    /// printed no version; read as before 26.05).
+    pub version: Option<SlurmVersion>,
 }
 
 impl PollReading {
@@ -221,19 +238,22 @@ impl Poll<'_> {
     pub fn run(&self, table: &mut JobTable, last: TextHashes) -> Result<PollReading, CommandError> {
         let run = |c: &SlurmCommand| c.run(self.timeout).map(|text| (c.line(), text));
         let c = self.commands;
-        let (jobs_line, jobs_text) = run(&c.jobs)?;
-        let jobs = table.read_changes(&jobs_line, &jobs_text)?;
+        // The version first: it decides what squeue and sacct are asked.
+        let config = run(&c.config)?;
+        let version = SlurmVersion::of_config(&config.1);
+        let (format, jobs_command, finished_command) = job_commands(c, version);
+        let (jobs_line, jobs_text) = run(&jobs_command)?;
+        let jobs = table.read_changes(&jobs_line, &jobs_text, format)?;
         drop(jobs_text);
         let finished = match self.finished_since {
             Some(since) => {
-                let (line, text) = run(&finished::finished_command(&c.finished, since))?;
-                finished::read_finished(&line, &text)?
+                let (line, text) = run(&finished::finished_command(&finished_command, since))?;
+                finished::read_finished(&line, &text, format)?
             }
             None => FxHashMap::default(),
         };
-        let [assoc, qos, config, nodes, partitions] =
-            [&c.assoc, &c.qos, &c.config, &c.nodes, &c.partitions].map(run);
-        let (assoc, qos, config, nodes, partitions) = (assoc?, qos?, config?, nodes?, partitions?);
+        let [assoc, qos, nodes, partitions] = [&c.assoc, &c.qos, &c.nodes, &c.partitions].map(run);
+        let (assoc, qos, nodes, partitions) = (assoc?, qos?, nodes?, partitions?);
         let policy_hash =
             text_hash([&assoc, &qos, &config, &nodes, &partitions].map(|o| o.1.as_str()));
         let policy = if last.policy == Some(policy_hash) {
@@ -264,7 +284,30 @@ impl Poll<'_> {
                 policy: Some(policy_hash),
                 usage: Some(usage_hash),
             },
+            version,
         })
+    }
+}
+
+/// What squeue's and sacct's lines hold on the cluster's Slurm `version`,
+/// and the two commands that print them: `commands`' own before 26.05 (or
+/// when no version was printed), with `Sluid` / `OriginalSLUID` from 26.05.
+pub fn job_commands(
+    commands: &SlurmCommands,
+    version: Option<SlurmVersion>,
+) -> (JobsFormat, SlurmCommand, SlurmCommand) {
+    if version.is_some_and(SlurmVersion::has_sluids) {
+        (
+            JobsFormat::WithSluid,
+            with_field(&commands.jobs, SQUEUE_SLUID_FIELD),
+            with_field(&commands.finished, SACCT_SLUID_FIELD),
+        )
+    } else {
+        (
+            JobsFormat::Plain,
+            commands.jobs.clone(),
+            commands.finished.clone(),
+        )
     }
 }
 
@@ -337,5 +380,7 @@ pub fn reconcile_usage(
     Some(events)
 }
 
+#[cfg(test)]
+mod sluid_tests;
 #[cfg(test)]
 mod tests;

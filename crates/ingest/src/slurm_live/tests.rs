@@ -13,7 +13,7 @@ use super::finished;
 use rustc_hash::FxHashMap;
 
 use super::diff::{queue_events, PollWindow};
-use super::jobs::{parse_job, JobTable, LiveJob, LiveState};
+use super::jobs::{parse_job, JobTable, JobsFormat, LiveJob, LiveState};
 use super::policy::{read_partitions, Policy};
 use super::usage::read_assoc_usage;
 use super::*;
@@ -40,7 +40,7 @@ fn tres(cpu: f64, node: f64) -> Option<TresCounts> {
 }
 
 fn table(text: &str) -> JobTable {
-    JobTable::from_output("squeue", text).unwrap()
+    JobTable::from_output("squeue", text, JobsFormat::Plain).unwrap()
 }
 
 #[test]
@@ -70,14 +70,15 @@ fn squeue_lines_become_jobs() {
 #[test]
 fn a_malformed_squeue_line_names_the_command_line_and_field() {
     let bad = "1|ffu1|phys|low|normal|2026-11-29T00:42:21|two|1|5:00|N/A|RUNNING|None|0|N/A\n";
-    let error = JobTable::from_output("squeue -O x", &format!("\n{bad}")).unwrap_err();
+    let error =
+        JobTable::from_output("squeue -O x", &format!("\n{bad}"), JobsFormat::Plain).unwrap_err();
     assert_eq!(error.command, "squeue -O x");
     assert_eq!(error.line, Some(2));
     assert_eq!(
         error.reason,
         "field `NumCPUs`: `two` is not an integer >= 0"
     );
-    let short = JobTable::from_output("squeue", "7|ffu1|phys\n").unwrap_err();
+    let short = JobTable::from_output("squeue", "7|ffu1|phys\n", JobsFormat::Plain).unwrap_err();
     assert!(
         short.reason.starts_with("expected 14 `|`-separated fields"),
         "{short}"
@@ -88,12 +89,13 @@ fn a_malformed_squeue_line_names_the_command_line_and_field() {
             .next()
             .unwrap()
             .replace("RUNNING", "COMPLETED"),
+        JobsFormat::Plain,
     );
     assert_eq!(
         state.unwrap_err(),
         "field `State`: `COMPLETED` is not a state squeue was asked for"
     );
-    let twice = JobTable::from_output("squeue", &format!("{SQUEUE}{SQUEUE}"));
+    let twice = JobTable::from_output("squeue", &format!("{SQUEUE}{SQUEUE}"), JobsFormat::Plain);
     assert_eq!(twice.unwrap_err().reason, "job `1` is listed twice");
 }
 
@@ -110,6 +112,7 @@ fn job(state: LiveState, nice: i64) -> LiveJob {
             nice: Some(nice),
             ..JobSpec::default()
         },
+        sluid: None,
     }
 }
 
@@ -132,7 +135,9 @@ fn events(before: &[(&str, LiveJob)], after: &[(&str, LiveJob)]) -> Vec<Op> {
     let text =
         |jobs: &[(&str, LiveJob)]| jobs.iter().map(|(id, j)| line(id, j)).collect::<String>();
     let mut previous = table(&text(before));
-    let changes = previous.read_changes("squeue", &text(after)).unwrap();
+    let changes = previous
+        .read_changes("squeue", &text(after), JobsFormat::Plain)
+        .unwrap();
     let events = queue_events(&previous, None, &changes, &FxHashMap::default(), &WINDOW);
     assert!(events.iter().all(|e| e.t == 5000), "{events:?}");
     events.into_iter().map(|e| e.op).collect()
@@ -243,7 +248,9 @@ fn the_full_comparison_starts_from_the_engines_jobs() {
         as_listed("9", LiveState::Running, 0),
     ]);
     let mut empty = JobTable::default();
-    let changes = empty.read_changes("squeue", &text).unwrap();
+    let changes = empty
+        .read_changes("squeue", &text, JobsFormat::Plain)
+        .unwrap();
     let events = queue_events(
         &empty,
         Some(&engine),
@@ -542,7 +549,7 @@ const SACCT: &str = "\
 
 #[test]
 fn finished_jobs_are_read_and_charged_at_sacct_times() {
-    let finished = finished::read_finished("sacct", SACCT).unwrap();
+    let finished = finished::read_finished("sacct", SACCT, JobsFormat::Plain).unwrap();
     let done = &finished["1"];
     assert_eq!(
         (done.started, done.ended),
@@ -550,7 +557,11 @@ fn finished_jobs_are_read_and_charged_at_sacct_times() {
     );
     assert_eq!(finished["3"].state, "CANCELLED");
     assert_eq!(finished["3"].spec.time_limit_secs, None);
-    let bad = finished::read_finished("sacct -o x", "\n1|u|a|p|q|x|None|None|CD|1|1|1:00\n");
+    let bad = finished::read_finished(
+        "sacct -o x",
+        "\n1|u|a|p|q|x|None|None|CD|1|1|1:00\n",
+        JobsFormat::Plain,
+    );
     let bad = bad.unwrap_err();
     assert_eq!(
         (bad.line, bad.reason.as_str()),
@@ -570,10 +581,10 @@ fn finished_jobs_are_read_and_charged_at_sacct_times() {
             .map(|l| format!("{l}\n"))
             .collect::<String>(),
     );
-    let changes = table.read_changes("squeue", "").unwrap();
+    let changes = table.read_changes("squeue", "", JobsFormat::Plain).unwrap();
     let mut finished = finished;
     let unseen = "9|ffu1|phys|low|normal|2026-11-29T00:48:00|2026-11-29T00:48:20|2026-11-29T00:50:00|COMPLETED|2|1|00:05:00";
-    let (id, job) = finished::parse_finished(unseen).unwrap();
+    let (id, job) = finished::parse_finished(unseen, JobsFormat::Plain).unwrap();
     finished.insert(id, job);
     let window = PollWindow {
         since: at("2026-11-29T00:45:00"),

@@ -89,6 +89,9 @@ pub struct Position {
     /// several partitions or with several QOS; empty otherwise).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub entries: Vec<EntryPlace>,
+    /// The job's SLUID (Slurm 26.05), if it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sluid: Option<crate::Sluid>,
 }
 
 impl Position {
@@ -113,6 +116,7 @@ impl Position {
             ahead_by_account,
             gap,
             entries: Vec::new(),
+            sluid: None,
         })
     }
 }

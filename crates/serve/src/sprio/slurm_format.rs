@@ -16,7 +16,8 @@
 //! association, `c` cluster name (fairflow: empty), `f`/`F` fair-share,
 //! `i` job id, `j`/`J` job size, `n` QOS name (Slurm 23.02), `N` nice,
 //! `o` account, `p`/`P` partition factor, `q`/`Q` QOS factor, `r` partition
-//! name, `s` SLUID (Slurm 26.05; fairflow has none: empty), `S` site factor,
+//! name, `s` SLUID (Slurm 26.05: the job's, [`JobSluids`]; empty without
+//! one), `S` site factor,
 //! `t`/`T` TRES factors, `u` user, `y`/`Y` priority normalized (to
 //! `2^32 - 1`, `%16.14f`)/integer. Normalized cells print `%.7f`, weighted
 //! ones `%.0f`; a normalized cell whose weight is 0 is 0 (sprio divides the
@@ -26,7 +27,9 @@
 
 use fairflow_model::config::Config;
 use fairflow_model::report::{JobPriority, PriorityFactor};
+use fairflow_model::Sluid;
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::{factor_cells, Cell, SprioRows};
@@ -317,7 +320,11 @@ fn header(letter: char) -> &'static str {
     }
 }
 
-fn cell(field: &Field, line: &Line) -> String {
+/// The jobs' SLUIDs (Slurm 26.05) by job id, for `%s`: the jobs without
+/// one print an empty cell.
+pub type JobSluids = Arc<BTreeMap<String, Sluid>>;
+
+fn cell(field: &Field, line: &Line, sluids: &BTreeMap<String, Sluid>) -> String {
     let letter = field.letter;
     let job = match line {
         Line::Header => return header(letter).to_string(),
@@ -344,15 +351,19 @@ fn cell(field: &Field, line: &Line) -> String {
         'N' => factor_text(job, 7, false),
         'Y' => job.priority.to_string(),
         'y' => format!("{:16.14}", job.priority as f64 / f64::from(u32::MAX)),
-        // 'c' (fairflow serves one cluster, unnamed) and 's' (no SLUIDs).
+        's' => sluids
+            .get(&job.job)
+            .map(Sluid::to_string)
+            .unwrap_or_default(),
+        // 'c' (fairflow serves one cluster, unnamed).
         _ => String::new(),
     }
 }
 
-fn line_text(format: &Format, line: &Line) -> String {
+fn line_text(format: &Format, line: &Line, sluids: &BTreeMap<String, Sluid>) -> String {
     let mut text = format.prefix.clone();
     for field in &format.fields {
-        text.push_str(&pad(&cell(field, line), field.width, field.right));
+        text.push_str(&pad(&cell(field, line, sluids), field.width, field.right));
         text.push_str(&field.suffix);
     }
     text.push('\n');
@@ -362,18 +373,25 @@ fn line_text(format: &Format, line: &Line) -> String {
 /// The listed jobs (one line per (partition, QOS) pair, as the default
 /// table) in `format`, after the header unless `header` is false.
 pub fn render(jobs: &[JobPriority], format: &Format, header: bool) -> String {
-    render_pieces(Arc::new(SprioRows::new(jobs)), format.clone(), header).collect()
+    let rows = Arc::new(SprioRows::new(jobs));
+    render_pieces(rows, format.clone(), header, JobSluids::default()).collect()
 }
 
-/// [`render`] in pieces (`crate::pieces`), rendered as they are taken.
-pub fn render_pieces(rows: Arc<SprioRows>, format: Format, header: bool) -> Pieces {
+/// [`render`] in pieces (`crate::pieces`), rendered as they are taken, with
+/// the jobs' SLUIDs.
+pub fn render_pieces(
+    rows: Arc<SprioRows>,
+    format: Format,
+    header: bool,
+    sluids: JobSluids,
+) -> Pieces {
     let head = if header {
-        line_text(&format, &Line::Header)
+        line_text(&format, &Line::Header, &sluids)
     } else {
         String::new()
     };
     let count = rows.len();
-    let row_text = move |i: usize| line_text(&format, &Line::Job(&rows.row(i)));
+    let row_text = move |i: usize| line_text(&format, &Line::Job(&rows.row(i)), &sluids);
     Pieces::new(head, count, Box::new(row_text), String::new())
 }
 
@@ -382,9 +400,9 @@ pub fn render_pieces(rows: Arc<SprioRows>, format: Format, header: bool) -> Piec
 pub fn render_weights(config: &Config, format: &Format, header: bool) -> String {
     let mut text = String::new();
     if header {
-        text.push_str(&line_text(format, &Line::Header));
+        text.push_str(&line_text(format, &Line::Header, &BTreeMap::new()));
     }
-    text.push_str(&line_text(format, &Line::Weights(config)));
+    text.push_str(&line_text(format, &Line::Weights(config), &BTreeMap::new()));
     text
 }
 
@@ -405,18 +423,28 @@ pub struct SlurmView {
     pub noheader: bool,
 }
 
+impl SlurmView {
+    /// Does its format print SLUIDs (`%s`)? (Only then are they read.)
+    pub fn prints_sluids(&self) -> bool {
+        let format = self.format.as_deref().and_then(|f| Format::parse(f).ok());
+        format.is_some_and(|f| f.fields.iter().any(|field| field.letter == 's'))
+    }
+}
+
 /// sprio's answer in Slurm's form: the jobs (already selected) or, with
 /// `-w`, the weights of `config`, in the view's format (else Slurm's
-/// default for `-l`, `-n` and whether users were selected, `users`).
+/// default for `-l`, `-n` and whether users were selected, `users`); `%s`
+/// prints the job's SLUID from `sluids`.
 pub fn answer(
     jobs: &[JobPriority],
     config: &Config,
     normalized: bool,
     view: &SlurmView,
     users: bool,
+    sluids: JobSluids,
 ) -> Result<String, FormatError> {
     let rows = Arc::new(SprioRows::new(jobs));
-    Ok(answer_pieces(rows, config, normalized, view, users)?.collect())
+    Ok(answer_pieces(rows, config, normalized, view, users, sluids)?.collect())
 }
 
 /// [`answer`] in pieces (`crate::pieces`), rendered as they are taken.
@@ -426,6 +454,7 @@ pub fn answer_pieces(
     normalized: bool,
     view: &SlurmView,
     users: bool,
+    sluids: JobSluids,
 ) -> Result<Pieces, FormatError> {
     let format = match &view.format {
         Some(text) => Format::parse(text)?,
@@ -434,6 +463,6 @@ pub fn answer_pieces(
     Ok(if view.weights {
         Pieces::whole(render_weights(config, &format, !view.noheader))
     } else {
-        render_pieces(rows, format, !view.noheader)
+        render_pieces(rows, format, !view.noheader, sluids)
     })
 }

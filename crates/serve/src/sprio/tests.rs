@@ -270,8 +270,13 @@ fn explain_text_and_json() {
         "  b                       alice          1    1.000000           0                             0.250000",
     ];
     assert!(text.ends_with(&format!("{}\n", path_table.join("\n"))));
-    let value: Value =
-        serde_json::from_str(&explain::render_json(&job, Algorithm::FairTree, &path())).unwrap();
+    let value: Value = serde_json::from_str(&explain::render_json(
+        &job,
+        Algorithm::FairTree,
+        &path(),
+        None,
+    ))
+    .unwrap();
     assert_eq!(value["algorithm"], "fair_tree");
     assert_eq!(value["model"], "slurm");
     assert_eq!(value["fairshare_path"].as_array().unwrap().len(), 3);

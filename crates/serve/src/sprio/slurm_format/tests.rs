@@ -6,7 +6,7 @@ use fairflow_model::config::Config;
 use fairflow_model::report::{JobPriority, JobState};
 use fairflow_model::tres::parse_weight_list;
 
-use super::{render, render_weights, Format, LONG, LONG_NORMALIZED};
+use super::{answer, render, render_weights, Format, SlurmView, LONG, LONG_NORMALIZED};
 
 /// Job 9 of the sprio tests (`sprio::tests::slurm_job`): weighted site 7,
 /// age 0.5 * 1000 = 500, assoc 2000, fair-share 0.25 * 10000 = 2500, job
@@ -91,13 +91,24 @@ fn the_weights_row_prints_each_weight_under_its_column() {
 #[test]
 fn a_custom_format_keeps_its_prefix_suffixes_and_cuts_to_width() {
     // Prefix "ID:", %5i left-justified to 5, %.3r right-justified and cut to
-    // 3 ("bat"), %n without width as is, %s (SLUID) empty in fairflow.
+    // 3 ("bat"), %n without width as is, %s (SLUID) empty for a job without
+    // one, else its SLUID (%.15s: padded on the left to 15).
     let format = Format::parse("ID:%5i|%.3r|%n|%s").unwrap();
     assert_eq!(
         render(&[job()], &format, true),
         "ID:JOBID|PAR|QOSNAME|SLUID\nID:9    |bat|normal|\n"
     );
     assert_eq!(render(&[job()], &format, false), "ID:9    |bat|normal|\n");
+    let view = SlurmView {
+        format: Some("%i %.15s".into()),
+        ..SlurmView::default()
+    };
+    assert!(view.prints_sluids());
+    let sluid = fairflow_model::Sluid::parse("s00dkdvdna0005").unwrap();
+    let sluids = std::sync::Arc::new([("9".to_string(), sluid)].into_iter().collect());
+    let keyed = answer(&[job()], &config(), false, &view, false, sluids).unwrap();
+    assert_eq!(keyed, "JOBID           SLUID\n9  s00DKDVDNA0005\n");
+    assert!(!SlurmView::default().prints_sluids());
     let error = Format::parse("%.15i %9z").unwrap_err().to_string();
     assert!(error.contains("unknown specifier `%z`"), "{error}");
     assert!(Format::parse("%.15")
