@@ -628,14 +628,14 @@ fn a_kill_inside_a_poll_written_in_several_writes_loses_and_doubles_nothing() {
     service.terminate();
 }
 
-/// The command lines the stand-ins ran of `program`, from the scenario's
-/// `calls.log`, emptied.
-fn calls_of(scenario: &Path, program: &str) -> Vec<String> {
+/// The command lines the stand-ins ran of squeue and sacct, from the
+/// scenario's `calls.log`, emptied.
+fn job_calls(scenario: &Path) -> Vec<String> {
     let log = scenario.join("calls.log");
     let text = std::fs::read_to_string(&log).unwrap_or_default();
     std::fs::write(&log, "").unwrap();
     (text.lines())
-        .filter(|l| l.split(' ').next() == Some(program))
+        .filter(|l| matches!(l.split(' ').next(), Some("squeue" | "sacct")))
         .map(str::to_string)
         .collect()
 }
@@ -674,7 +674,7 @@ fn after_an_upgrade_to_26_05_a_sluid_finds_the_job_as_its_id_does() {
             .unwrap_or_default()
             .contains("\nsacct ")
     });
-    let asked = [calls_of(&scenario, "squeue"), calls_of(&scenario, "sacct")].concat();
+    let asked = job_calls(&scenario);
     assert!(asked.iter().any(|l| l.starts_with("sacct")), "{asked:?}");
     assert!(
         asked.iter().all(|l| !l.to_lowercase().contains("sluid")),
@@ -716,7 +716,7 @@ fn after_an_upgrade_to_26_05_a_sluid_finds_the_job_as_its_id_does() {
     let rows: Vec<&str> = sprio.lines().skip(1).collect();
     assert_eq!(rows.len(), 1, "{sprio}");
     assert!(rows[0].starts_with("2|"), "{sprio}");
-    let asked = [calls_of(&scenario, "squeue"), calls_of(&scenario, "sacct")].concat();
+    let asked = job_calls(&scenario);
     assert!(
         asked
             .iter()

@@ -650,7 +650,8 @@ fn explain_and_position_over_the_server_encode_the_job_id() {
 /// Slurm reads) as by its id: `explain`, `position` and `sprio -j` over
 /// `--server`, and `explain` on a log under either engine; the answers
 /// carry its `sluid`, and `sprio -o %s` prints it. An id that reads as a
-/// SLUID stays its own job's, even when another job holds that SLUID.
+/// SLUID stays its own job's, even when another job holds that SLUID (the
+/// SLUID-like id of the test above, `sC6VQ6U0G1KAB7`, has a `U`: no SLUID).
 #[test]
 fn a_sluid_finds_its_job_over_the_server_and_on_a_log() {
     let dir = tempfile::tempdir().unwrap();
@@ -659,8 +660,8 @@ fn a_sluid_finds_its_job_over_the_server_and_on_a_log() {
     let events = "{\"op\":\"account\",\"t\":1700000000,\"name\":\"a\",\"shares\":1}\n\
          {\"op\":\"user\",\"t\":1700000000,\"user\":\"u\",\"account\":\"a\"}\n\
          {\"op\":\"submit\",\"t\":1700000001,\"job\":\"77\",\"user\":\"u\",\"account\":\"a\",\"sluid\":\"s00dkdvdna0005\"}\n\
-         {\"op\":\"submit\",\"t\":1700000001,\"job\":\"sC6VQ6U0G1KAB7\",\"user\":\"u\",\"account\":\"a\"}\n\
-         {\"op\":\"submit\",\"t\":1700000001,\"job\":\"78\",\"user\":\"u\",\"account\":\"a\",\"sluid\":\"sC6VQ6U0G1KAB7\"}\n\
+         {\"op\":\"submit\",\"t\":1700000001,\"job\":\"sC6VQ6T0G1KAB7\",\"user\":\"u\",\"account\":\"a\"}\n\
+         {\"op\":\"submit\",\"t\":1700000001,\"job\":\"78\",\"user\":\"u\",\"account\":\"a\",\"sluid\":\"sC6VQ6T0G1KAB7\"}\n\
          {\"op\":\"submit\",\"t\":1700000001,\"job\":\"79\",\"user\":\"u\",\"account\":\"a\",\"sluid\":\"s00DKDVDNA0005\"}\n";
     let (status, body) = service.request("POST", "/v1/events", Some(TOKEN), events);
     assert_eq!(status, 200, "{body}");
@@ -691,12 +692,12 @@ fn a_sluid_finds_its_job_over_the_server_and_on_a_log() {
     }
     let by_id = json(fairflow(&[
         "explain",
-        "sC6VQ6U0G1KAB7",
+        "sC6VQ6T0G1KAB7",
         "--json",
         "--server",
         &server,
     ]));
-    assert_eq!(by_id["job_id"], "sC6VQ6U0G1KAB7");
+    assert_eq!(by_id["job_id"], "sC6VQ6T0G1KAB7");
     assert_eq!(by_id.get("sluid"), None);
     let sprio = fairflow(&[
         "sprio",
@@ -707,7 +708,7 @@ fn a_sluid_finds_its_job_over_the_server_and_on_a_log() {
         "--server",
         &server,
     ]);
-    assert_eq!(sprio, "JOBID|SLUID\n77|s00DKDVDNA0005\n78|sC6VQ6U0G1KAB7\n");
+    assert_eq!(sprio, "JOBID|SLUID\n77|s00DKDVDNA0005\n78|sC6VQ6T0G1KAB7\n");
     service.kill();
 
     let log = dir.path().join("events.jsonl");
