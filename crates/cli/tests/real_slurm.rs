@@ -9,10 +9,11 @@
 //! follower reconciles with; the test prints which cells needed it), under Fair
 //! Tree and (slurmctld restarted with `PriorityFlags=NO_FAIR_TREE`) under
 //! the classic algorithm; its `sprio -l` Slurm's within Slurm's rounding;
-//! and its queue order Slurm's within each partition (the order across
-//! partitions follows `PriorityTier` in Slurm's scheduler, issue 35 item 5,
-//! which fairflow's `top` does not do yet; the job in two partitions is left
-//! out of the order for the same reason).
+//! and its queue order Slurm's: within each partition (squeue's priority
+//! order), and as the scheduler visits the whole queue (`sort_job_queue2`:
+//! one entry per (job, partition) with sprio's priority of that partition,
+//! the partition's `PriorityTier` first, then priority, then job id; the
+//! tiers are this test's own `slurm.conf`, the priorities Slurm's sprio).
 //!
 //! Without the packages (or not as root) the test says it was skipped;
 //! under `CI=true` it fails instead.
@@ -206,6 +207,61 @@ fn fairflow_order(service: &Service, partition: &str, multi: &[String]) -> Vec<S
         .collect()
 }
 
+/// The partitions' `PriorityTier` in [`SITE_CONF`].
+const TIERS: [(&str, u16); 2] = [("low", 1), ("high", 2)];
+
+/// The scheduler's whole queue as `(job, partition)` entries in the order
+/// `sort_job_queue2` visits them: each pending, not held job once per
+/// partition, at the priority Slurm's `sprio` prints for that partition;
+/// higher tier first, then higher priority, then the lower job id (the
+/// test's jobs are submitted in id order, so 24.11's submit-time tie gives
+/// the same order).
+fn slurm_entries(cluster: &SlurmCluster) -> Vec<(String, String)> {
+    let held: Vec<String> = cluster
+        .run("squeue", &["-h", "-t", "PD", "-o", "%i|%r"])
+        .lines()
+        .filter_map(|l| l.split_once('|'))
+        .filter(|(_, reason)| reason.starts_with("JobHeld"))
+        .map(|(id, _)| id.to_string())
+        .collect();
+    let mut entries: Vec<(u16, u64, u64, String)> = cluster
+        .run("sprio", &["-h", "-o", "%i|%r|%Y"])
+        .lines()
+        .filter_map(|l| {
+            let cells: Vec<&str> = l.split('|').map(str::trim).collect();
+            let tier = TIERS
+                .iter()
+                .find(|(p, _)| *p == cells.get(1)?.to_string())?
+                .1;
+            Some((
+                tier,
+                cells[2].parse().ok()?,
+                cells[0].parse().ok()?,
+                cells[1].to_string(),
+            ))
+        })
+        .filter(|(_, _, job, _)| !held.contains(&job.to_string()))
+        .collect();
+    entries.sort_by(|a, b| b.0.cmp(&a.0).then(b.1.cmp(&a.1)).then(a.2.cmp(&b.2)));
+    entries
+        .into_iter()
+        .map(|(_, _, job, partition)| (job.to_string(), partition))
+        .collect()
+}
+
+/// fairflow's whole queue (`top`) as `(job, partition)` entries.
+fn fairflow_entries(service: &Service) -> Vec<(String, String)> {
+    let (status, body) = service.request("GET", "/v1/top?k=1000&format=parsable", None, "");
+    assert_eq!(status, 200, "{body}");
+    body.lines()
+        .skip(1)
+        .filter_map(|l| {
+            let cells: Vec<&str> = l.split('|').collect();
+            Some((cells.get(1)?.to_string(), cells.get(5)?.to_string()))
+        })
+        .collect()
+}
+
 /// Wait for the decay thread to run, then for two good polls of fairflow
 /// after it (the second sees Slurm's usage of that pass and reconciles).
 fn settle(cluster: &SlurmCluster, service: &Service) {
@@ -254,6 +310,13 @@ fn compare_all(
                 "{what} queue order in {partition}: Slurm {slurm:?}, fairflow {ours:?}"
             ));
         }
+    }
+    let (slurm, ours) = (slurm_entries(cluster), fairflow_entries(service));
+    println!("{what} scheduler queue: Slurm {slurm:?}, fairflow {ours:?}");
+    if slurm != ours {
+        differences.push(format!(
+            "{what} scheduler queue (tier, priority, job id): Slurm {slurm:?}, fairflow {ours:?}"
+        ));
     }
     differences
 }
