@@ -229,15 +229,13 @@ fn slurm_entries(cluster: &SlurmCluster) -> Vec<(String, String)> {
         .lines()
         .filter_map(|l| {
             let cells: Vec<&str> = l.split('|').map(str::trim).collect();
-            let tier = TIERS
-                .iter()
-                .find(|(p, _)| *p == cells.get(1)?.to_string())?
-                .1;
+            let partition = *cells.get(1)?;
+            let tier = TIERS.iter().find(|(p, _)| *p == partition)?.1;
             Some((
                 tier,
-                cells[2].parse().ok()?,
-                cells[0].parse().ok()?,
-                cells[1].to_string(),
+                cells.get(2)?.parse::<u64>().ok()?,
+                cells.first()?.parse::<u64>().ok()?,
+                partition.to_string(),
             ))
         })
         .filter(|(_, _, job, _)| !held.contains(&job.to_string()))
