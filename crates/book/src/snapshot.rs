@@ -136,17 +136,11 @@ struct BodyV6 {
     flux_bins: Option<FluxBins>,
 }
 
-/// The body of version 7.
+/// The body of version 7: version 6's, then the expedited jobs (postcard
+/// writes a nested struct's fields in line, so this is the flat layout).
 #[derive(serde::Deserialize)]
 struct BodyV7 {
-    book: Book,
-    applied: u64,
-    tiers: BTreeMap<String, u16>,
-    pair_floors: BTreeMap<String, Vec<u64>>,
-    usage_model: UsageModel,
-    flux_usage: FluxUsageWeights,
-    flux_bins_config: FluxUsageBins,
-    flux_bins: Option<FluxBins>,
+    v6: BodyV6,
     expedited: BTreeSet<String>,
 }
 
@@ -166,6 +160,18 @@ struct Body {
 }
 
 impl Body {
+    /// A body of format 6 (no expedited jobs, no SLUIDs).
+    fn from_v6(old: BodyV6) -> Self {
+        Body {
+            pair_floors: old.pair_floors,
+            usage_model: old.usage_model,
+            flux_usage: old.flux_usage,
+            flux_bins_config: old.flux_bins_config,
+            flux_bins: old.flux_bins,
+            ..Body::without_bins(old.book, old.applied, old.tiers)
+        }
+    }
+
     /// A body of the formats before 6 (no bins).
     fn without_bins(book: Book, applied: u64, tiers: BTreeMap<String, u16>) -> Self {
         Body {
@@ -258,25 +264,12 @@ pub fn decode(bytes: &[u8]) -> Result<(Book, u64), SnapshotError> {
             ..Body::without_bins(old.book, old.applied, old.tiers)
         }
     } else if version == 6 {
-        let old: BodyV6 = postcard::from_bytes(body).map_err(undecodable)?;
-        Body {
-            pair_floors: old.pair_floors,
-            usage_model: old.usage_model,
-            flux_usage: old.flux_usage,
-            flux_bins_config: old.flux_bins_config,
-            flux_bins: old.flux_bins,
-            ..Body::without_bins(old.book, old.applied, old.tiers)
-        }
+        Body::from_v6(postcard::from_bytes(body).map_err(undecodable)?)
     } else if version == 7 {
         let old: BodyV7 = postcard::from_bytes(body).map_err(undecodable)?;
         Body {
-            pair_floors: old.pair_floors,
-            usage_model: old.usage_model,
-            flux_usage: old.flux_usage,
-            flux_bins_config: old.flux_bins_config,
-            flux_bins: old.flux_bins,
             expedited: old.expedited,
-            ..Body::without_bins(old.book, old.applied, old.tiers)
+            ..Body::from_v6(old.v6)
         }
     } else {
         postcard::from_bytes(body).map_err(undecodable)?
