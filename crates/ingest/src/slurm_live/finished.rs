@@ -29,7 +29,9 @@ pub const FINISHED_FORMAT: &str =
 /// squeue lists it.
 pub const ENDED_STATES: &str = "CA,CD,F,TO,NF,OOM,DL,PR,BF";
 
-const FIELDS_WITH_SLUID: [&str; 13] = [
+/// sacct's fields as the follower reads them, the SLUID last (asked only
+/// from Slurm 26.05: `JobsFormat::fields`).
+const FIELDS: [&str; 13] = [
     "JobID",
     "User",
     "Account",
@@ -43,21 +45,6 @@ const FIELDS_WITH_SLUID: [&str; 13] = [
     "NNodes",
     "Timelimit",
     "OriginalSLUID",
-];
-
-const FIELDS: [&str; 12] = [
-    "JobID",
-    "User",
-    "Account",
-    "Partition",
-    "QOS",
-    "Submit",
-    "Start",
-    "End",
-    "State",
-    "NCPUS",
-    "NNodes",
-    "Timelimit",
 ];
 
 /// One finished job as sacct shows it.
@@ -114,14 +101,8 @@ pub fn read_finished(
 /// One line of `format`: the job id and the job; the error names the
 /// field.
 pub fn parse_finished(text: &str, format: JobsFormat) -> Result<(String, FinishedJob), String> {
-    let cells = match format {
-        JobsFormat::Plain => Cells::split(text, &FIELDS)?,
-        JobsFormat::WithSluid => Cells::split(text, &FIELDS_WITH_SLUID)?,
-    };
-    let sluid = match format {
-        JobsFormat::Plain => None,
-        JobsFormat::WithSluid => cells.sluid(12)?,
-    };
+    let cells = Cells::split(text, format.fields(&FIELDS))?;
+    let sluid = format.sluid(&cells)?;
     let field = |i: usize, reason: String| cells.error(i, reason);
     let name = |i: usize| cells.name(i);
     let time = |i: usize| cells.time(i);

@@ -38,7 +38,28 @@ pub enum JobsFormat {
     WithSluid,
 }
 
-const FIELDS_WITH_SLUID: [&str; 15] = [
+impl JobsFormat {
+    /// The fields a line of this format holds, of `all` (whose last field
+    /// is the SLUID's).
+    pub(super) fn fields(self, all: &'static [&'static str]) -> &'static [&'static str] {
+        match self {
+            JobsFormat::Plain => &all[..all.len() - 1],
+            JobsFormat::WithSluid => all,
+        }
+    }
+
+    /// The SLUID a line of this format holds (its last cell), if any.
+    pub(super) fn sluid(self, cells: &Cells<'_>) -> Result<Option<Sluid>, String> {
+        match self {
+            JobsFormat::Plain => Ok(None),
+            JobsFormat::WithSluid => cells.sluid(cells.fields.len() - 1),
+        }
+    }
+}
+
+/// squeue's fields as the follower reads them, the SLUID last (asked only
+/// from Slurm 26.05: [`JobsFormat::fields`]).
+const FIELDS: [&str; 15] = [
     "JobID",
     "UserName",
     "Account",
@@ -54,23 +75,6 @@ const FIELDS_WITH_SLUID: [&str; 15] = [
     "Nice",
     "StartTime",
     "Sluid",
-];
-
-const FIELDS: [&str; 14] = [
-    "JobID",
-    "UserName",
-    "Account",
-    "Partition",
-    "QOS",
-    "SubmitTime",
-    "NumCPUs",
-    "NumNodes",
-    "TimeLimit",
-    "EligibleTime",
-    "State",
-    "Reason",
-    "Nice",
-    "StartTime",
 ];
 
 /// Where a job stands in Slurm.
@@ -339,14 +343,8 @@ impl<'a> Cells<'a> {
 
 /// One line of `format` as a job; the error names the field.
 pub fn parse_job(text: &str, format: JobsFormat) -> Result<LiveJob, String> {
-    let cells = match format {
-        JobsFormat::Plain => Cells::split(text, &FIELDS)?,
-        JobsFormat::WithSluid => Cells::split(text, &FIELDS_WITH_SLUID)?,
-    };
-    let sluid = match format {
-        JobsFormat::Plain => None,
-        JobsFormat::WithSluid => cells.sluid(14)?,
-    };
+    let cells = Cells::split(text, format.fields(&FIELDS))?;
+    let sluid = format.sluid(&cells)?;
     let field = |i: usize, reason: String| cells.error(i, reason);
     let name = |i: usize| cells.name(i);
     let count = |i: usize| cells.count(i);
