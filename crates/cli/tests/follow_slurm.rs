@@ -341,15 +341,11 @@ fn raw_usage(service: &Service, user: &str) -> Option<u64> {
         .and_then(|l| l.split('|').nth(4)?.parse().ok())
 }
 
-/// Kill -9 between polls and in the middle of one: the finished jobs are
-/// charged from their sacct start to their sacct end, once. Usage does not
-/// decay (`PriorityDecayHalfLife = 0`) and Slurm's own usage does not move
-/// (no decay pass ran: no reconciliation after the first), so each charge
-/// is 4 CPUs times the seconds Slurm gives, by hand.
-#[test]
-fn a_kill_between_or_during_polls_loses_and_doubles_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let scenario: PathBuf = dir.path().join("scenario");
+/// The scenario of the kill tests in `dir`: the site of [`write_site`]
+/// without decay (each charge stays as charged) and with Slurm's own usage
+/// 1000 for u1 and 0 for u2 (reconciled once, at the first poll).
+fn charging_site(dir: &Path) -> PathBuf {
+    let scenario = dir.join("scenario");
     std::fs::create_dir_all(&scenario).unwrap();
     write_site(&scenario);
     std::fs::write(
@@ -359,6 +355,18 @@ fn a_kill_between_or_during_polls_loses_and_doubles_nothing() {
     )
     .unwrap();
     std::fs::write(scenario.join("usage.txt"), usage("1000.00", "0.00")).unwrap();
+    scenario
+}
+
+/// Kill -9 between polls and in the middle of one: the finished jobs are
+/// charged from their sacct start to their sacct end, once. Usage does not
+/// decay (`PriorityDecayHalfLife = 0`) and Slurm's own usage does not move
+/// (no decay pass ran: no reconciliation after the first), so each charge
+/// is 4 CPUs times the seconds Slurm gives, by hand.
+#[test]
+fn a_kill_between_or_during_polls_loses_and_doubles_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = charging_site(dir.path());
     jobs(&scenario, &[job("2", "u2", "PENDING", "Priority")]);
     let bin = dir.path().join("bin");
     stand_ins(&bin, &scenario);
@@ -477,16 +485,7 @@ fn a_kill_inside_a_poll_written_in_several_writes_loses_and_doubles_nothing() {
     const RUNNING: usize = 10;
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
-    let scenario: PathBuf = dir.path().join("scenario");
-    std::fs::create_dir_all(&scenario).unwrap();
-    write_site(&scenario);
-    std::fs::write(
-        scenario.join("config.txt"),
-        "PriorityDecayHalfLife   = 00:00:00\nPriorityCalcPeriod      = 00:05:00\n\
-         PriorityFlags           = \nPriorityWeightFairShare = 10000\nPriorityWeightAge       = 0\n",
-    )
-    .unwrap();
-    std::fs::write(scenario.join("usage.txt"), usage("1000.00", "0.00")).unwrap();
+    let scenario = charging_site(dir.path());
     jobs(&scenario, &[job("1", "u2", "PENDING", "Priority")]);
     let bin = dir.path().join("bin");
     stand_ins(&bin, &scenario);
