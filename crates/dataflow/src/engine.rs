@@ -23,6 +23,7 @@ use crate::cluster::{Communication, ShardHoldings, WorkerLayout};
 use crate::factors::{Family, FsParams};
 use crate::job_feed::{JobDeltas, JobFeed};
 use crate::names::{JobNames, Names};
+use crate::thresholds::{self, Threshold};
 use crate::tree_feed::{Deltas, TreeFeed};
 use crate::types::{Epoch, TouchCounter};
 use crate::worker::{handoff_spin, recv_polling, run_worker, Command, Feeder, Reply};
@@ -635,6 +636,7 @@ impl Engine {
             }
         }
         let top = if self.entries_are_jobs() {
+            thresholds::decide(Threshold::TopBeyondKept, k > KEEP_TOP_MAX);
             if k <= KEEP_TOP_MAX {
                 self.keep_top.fetch_max(k, Ordering::Relaxed);
             }

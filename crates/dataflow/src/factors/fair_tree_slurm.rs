@@ -75,6 +75,7 @@ use rustc_hash::FxHashMap as HashMap;
 use super::{GroupItem, NodeRec, Own};
 use crate::priority::fair_tree::{SlotPlacement, TreeSlot};
 use crate::stages::per_batch_routed;
+use crate::thresholds::{self, Threshold};
 use crate::types::{Diff, Epoch, NodeId, ROOT};
 
 /// Slurm's `LevelFS` of a member (`FairShare=parent`: a user `+inf`, an
@@ -379,6 +380,7 @@ impl Group {
             // its span; many are cheaper merged in one pass.
             let few = changed.len() * SPAN_UPDATE_MAX_SHARE
                 <= self.order.len().max(SPAN_UPDATE_MAX_SHARE);
+            thresholds::decide(Threshold::GroupSpanTooWide, !few);
             if few
                 && !rebuild
                 && self.scale_safe

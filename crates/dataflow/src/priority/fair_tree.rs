@@ -53,6 +53,7 @@ use std::collections::BTreeSet;
 
 use fairflow_model::formula::rank_factor;
 
+use crate::thresholds::{self, Threshold};
 use crate::types::{grow, AssocId, JobId, NodeId, ROOT};
 
 /// Where a member stands in its group, for Slurm's walk (derived from the
@@ -276,7 +277,11 @@ impl Group {
     fn settle(&mut self) {
         let pending = std::mem::take(&mut self.pending);
         let mut from = self.by_label.len();
-        if pending.len() <= POSITION_CHANGES_ONE_BY_ONE {
+        let one_by_one = pending.len() <= POSITION_CHANGES_ONE_BY_ONE;
+        if !pending.is_empty() {
+            thresholds::decide(Threshold::GroupPositionsMerged, !one_by_one);
+        }
+        if one_by_one {
             for (label, node, weight, placed) in pending {
                 let at = self.index_of(label);
                 let held = self.by_label.get(at).filter(|&&(l, _, _)| l == label);

@@ -32,6 +32,7 @@ use fairflow_model::report::JobPriority;
 
 use super::queue::{rank_class_index, Captured};
 use super::{PriorityReader, Ranked, Time64};
+use crate::thresholds::{self, Threshold};
 use crate::types::JobId;
 
 /// How many jobs a kept top holds beyond the `k` it was read for (the
@@ -104,7 +105,9 @@ impl SinceKept {
         self.facts |= !captured.facts.is_empty();
         self.jobs
             .extend(captured.records.iter().map(|((job, _), _, _)| *job));
-        if self.facts || self.jobs.len() > MAX_CHANGED_JOBS {
+        let too_many = self.jobs.len() > MAX_CHANGED_JOBS;
+        thresholds::decide(Threshold::KeptTopTooManyChanges, too_many);
+        if self.facts || too_many {
             *kept = None;
             *self = SinceKept::default();
         }

@@ -64,6 +64,7 @@ use super::classic::ClassicTree;
 use super::fair_tree::{enters_tied, Best, FairTree, SlurmPlacement, TreeSlot};
 use super::record::{from_ordered_bits, key_with_term, ordered_bits, PriorityRecord, RankClass};
 use super::{ordered_submit, Combo, Fact, JobContext, JobRow};
+use crate::thresholds::{self, Threshold};
 use crate::types::{grow, AssocId, Epoch as Time, JobId, NodeId, TouchCounter, ROOT};
 
 /// The updates the priority dataflow emitted since the last
@@ -107,13 +108,9 @@ impl Captured {
 pub type Capture = Rc<RefCell<Captured>>;
 
 /// Users re-keyed in one absorb from which the user orders are rebuilt
-/// whole (when they are also a quarter of the entered users). The crate's
-/// own tests (the equivalence suites over small trees) take the bulk path
-/// from 4 users; the integration tests take the other.
-#[cfg(not(test))]
+/// whole (when they are also a quarter of the entered users). Crossed in
+/// tests by `tests/thresholds.rs` (thousands of users).
 const BULK_REFRESH_MIN_USERS: usize = 4096;
-#[cfg(test)]
-const BULK_REFRESH_MIN_USERS: usize = 4;
 
 /// The fair-share weight `w_fs` of the records (one configuration, so
 /// the same in every record), once read in an absorb.
@@ -331,7 +328,12 @@ impl Queue {
         let entered = self.by_user[UNCAPPED].len() + self.by_user[CAPPED].len();
         // The fair-share weight, read from the first record the refresh needs.
         let mut weight = FairshareWeight::default();
-        if changed_users.len() >= BULK_REFRESH_MIN_USERS && changed_users.len() * 4 >= entered {
+        let bulk =
+            changed_users.len() >= BULK_REFRESH_MIN_USERS && changed_users.len() * 4 >= entered;
+        if !changed_users.is_empty() {
+            thresholds::decide(Threshold::BulkUserRefresh, bulk);
+        }
+        if bulk {
             // Most users moved (a classic usage event changes every
             // factor): re-key them all, then rebuild the user orders from
             // sorted entries, instead of a removal and an insertion each.
