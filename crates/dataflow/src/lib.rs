@@ -140,6 +140,7 @@ mod priority;
 mod stages;
 #[cfg(test)]
 mod tests;
+pub mod thresholds;
 mod tree_feed;
 pub mod types;
 mod worker;

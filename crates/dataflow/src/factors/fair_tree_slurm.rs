@@ -63,6 +63,7 @@ use super::groups::{GroupItem, Own};
 use super::NodeRec;
 use crate::priority::fair_tree::TreeSlot;
 use crate::stages::per_batch_routed;
+use crate::thresholds::{self, Threshold};
 use crate::types::{Diff, Epoch, FrameUsage, NodeId, ROOT};
 
 mod labels;
@@ -265,7 +266,7 @@ impl Group {
             .iter()
             .map(|part| part.0)
             .ne(self.parts.iter().map(|part| part.0));
-        if !rebuild && self.try_update_span(group_id, changed, &parts, out) {
+        if self.try_update_span(group_id, changed, &parts, rebuild, out) {
             *spare_parts = std::mem::replace(&mut self.parts, parts);
             return;
         }
@@ -284,15 +285,17 @@ impl Group {
         *spare_parts = std::mem::replace(&mut self.parts, parts);
     }
 
-    /// [`Group::update_span`] if the group qualifies: one parent, its level
-    /// shares as before, its usage positive before and after (at 0 every
-    /// `LevelFS` is `+inf`, whatever the ratios), few changed members, every
-    /// pair scale-safe. False (nothing changed) otherwise.
+    /// [`Group::update_span`] if the group qualifies: one parent before and
+    /// after (not `rebuild`), its level shares as before, its usage positive
+    /// before and after (at 0 every `LevelFS` is `+inf`, whatever the
+    /// ratios), few changed members, every pair scale-safe. False (nothing
+    /// changed) otherwise.
     fn try_update_span(
         &mut self,
         group_id: NodeId,
         changed: &[NodeId],
         parts: &[(NodeId, FrameUsage, u64)],
+        rebuild: bool,
         out: &mut Vec<((NodeId, TreeSlot), Diff)>,
     ) -> bool {
         let ([part], [last]) = (parts, &self.parts[..]) else {
@@ -302,7 +305,9 @@ impl Group {
         // its span; many are cheaper merged in one pass.
         let few =
             changed.len() * SPAN_UPDATE_MAX_SHARE <= self.order.len().max(SPAN_UPDATE_MAX_SHARE);
-        few && self.scale_safe
+        thresholds::decide(Threshold::GroupSpanTooWide, !few);
+        few && !rebuild
+            && self.scale_safe
             && part.2 == last.2
             && part.1 > 0
             && last.1 > 0

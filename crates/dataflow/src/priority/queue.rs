@@ -50,6 +50,7 @@ use super::combo::{Combo, JobContext};
 use super::fair_tree::{Best, FairTree, TreeSlot};
 use super::inputs::{ordered_submit, Fact, JobRow};
 use super::record::{key_with_term, ordered_bits, PriorityRecord, RankClass};
+use crate::thresholds::{self, Threshold};
 use crate::types::{grow, AssocId, Epoch, JobId, NodeId, TouchCounter};
 
 mod candidates;
@@ -95,13 +96,9 @@ impl Captured {
 pub type Capture = Rc<RefCell<Captured>>;
 
 /// Users re-keyed in one absorb from which the user orders are rebuilt
-/// whole (when they are also a quarter of the entered users). The crate's
-/// own tests (the equivalence suites over small trees) take the bulk path
-/// from 4 users; the integration tests take the other.
-#[cfg(not(test))]
+/// whole (when they are also a quarter of the entered users). Crossed in
+/// tests by `tests/thresholds.rs` (thousands of users).
 const BULK_REFRESH_MIN_USERS: usize = 4096;
-#[cfg(test)]
-const BULK_REFRESH_MIN_USERS: usize = 4;
 
 /// The fair-share weight `w_fs` of the records (one configuration, so
 /// the same in every record), once read in an absorb.
@@ -291,35 +288,19 @@ impl Queue {
             }
         }
         if !captured.records.is_empty() {
-            let mut updates = std::mem::take(&mut captured.records);
-            updates.sort_by_key(|((job, _), _, _)| *job);
-            let mut start = 0;
-            while start < updates.len() {
-                let job = (updates[start].0).0;
-                let end = start + updates[start..].partition_point(|((j, _), _, _)| *j == job);
-                // The net change of this job's records (equal records summed).
-                let mut net: Vec<(&PriorityRecord, isize)> = Vec::new();
-                for ((_, record), _, diff) in &updates[start..end] {
-                    match net.iter_mut().find(|(r, _)| *r == record) {
-                        Some((_, sum)) => *sum += diff,
-                        None => net.push((record, *diff)),
-                    }
-                }
-                for (record, _) in net.iter().filter(|(_, d)| *d < 0) {
-                    self.remove_record(job, record, &mut changed_users);
-                }
-                for (record, _) in net.iter().filter(|(_, d)| *d > 0) {
-                    self.insert_record(job, (*record).clone(), &mut changed_users);
-                }
-                start = end;
-            }
+            self.apply_records(std::mem::take(&mut captured.records), &mut changed_users);
         }
         changed_users.sort_unstable();
         changed_users.dedup();
         let entered = self.by_user[UNCAPPED].len() + self.by_user[CAPPED].len();
         // The fair-share weight, read from the first record the refresh needs.
         let mut weight = FairshareWeight::default();
-        if changed_users.len() >= BULK_REFRESH_MIN_USERS && changed_users.len() * 4 >= entered {
+        let bulk =
+            changed_users.len() >= BULK_REFRESH_MIN_USERS && changed_users.len() * 4 >= entered;
+        if !changed_users.is_empty() {
+            thresholds::decide(Threshold::BulkUserRefresh, bulk);
+        }
+        if bulk {
             // Most users moved (a classic usage event changes every
             // factor): re-key them all, then rebuild the user orders from
             // sorted entries, instead of a removal and an insertion each.
@@ -338,6 +319,36 @@ impl Queue {
             }
         }
         touched.add(std::mem::take(&mut self.entries_changed));
+    }
+
+    /// Apply the records' updates, each job's net change (retractions
+    /// first); the users whose entries may have moved go into `changed`.
+    fn apply_records(
+        &mut self,
+        mut updates: Vec<((JobId, PriorityRecord), Epoch, isize)>,
+        changed_users: &mut Vec<AssocId>,
+    ) {
+        updates.sort_by_key(|((job, _), _, _)| *job);
+        let mut start = 0;
+        while start < updates.len() {
+            let job = (updates[start].0).0;
+            let end = start + updates[start..].partition_point(|((j, _), _, _)| *j == job);
+            // The net change of this job's records (equal records summed).
+            let mut net: Vec<(&PriorityRecord, isize)> = Vec::new();
+            for ((_, record), _, diff) in &updates[start..end] {
+                match net.iter_mut().find(|(r, _)| *r == record) {
+                    Some((_, sum)) => *sum += diff,
+                    None => net.push((record, *diff)),
+                }
+            }
+            for (record, _) in net.iter().filter(|(_, d)| *d < 0) {
+                self.remove_record(job, record, changed_users);
+            }
+            for (record, _) in net.iter().filter(|(_, d)| *d > 0) {
+                self.insert_record(job, (*record).clone(), changed_users);
+            }
+            start = end;
+        }
     }
 
     /// Rebuild both user orders from the users' entered keys (a bulk

@@ -18,6 +18,7 @@
 use std::cmp::Reverse;
 use std::collections::BTreeSet;
 
+use crate::thresholds::{self, Threshold};
 use crate::types::{JobId, NodeId};
 
 /// An entry of a group's members by best job: highest key first.
@@ -91,7 +92,11 @@ impl Group {
     pub(super) fn settle(&mut self) {
         let pending = std::mem::take(&mut self.pending);
         let mut from = self.by_label.len();
-        if pending.len() <= POSITION_CHANGES_ONE_BY_ONE {
+        let one_by_one = pending.len() <= POSITION_CHANGES_ONE_BY_ONE;
+        if !pending.is_empty() {
+            thresholds::decide(Threshold::GroupPositionsMerged, !one_by_one);
+        }
+        if one_by_one {
             for (label, node, weight, placed) in pending {
                 let at = self.index_of(label);
                 let held = self.by_label.get(at).filter(|&&(l, _, _)| l == label);

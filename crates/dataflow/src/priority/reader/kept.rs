@@ -33,6 +33,7 @@ use fairflow_model::Time;
 
 use super::{PriorityReader, Ranked};
 use crate::priority::queue::{rank_class_index, Captured};
+use crate::thresholds::{self, Threshold};
 use crate::types::JobId;
 
 /// How many jobs a kept top holds beyond the `k` it was read for (the
@@ -105,7 +106,9 @@ impl SinceKept {
         self.facts |= !captured.facts.is_empty();
         self.jobs
             .extend(captured.records.iter().map(|((job, _), _, _)| *job));
-        if self.facts || self.jobs.len() > MAX_CHANGED_JOBS {
+        let too_many = self.jobs.len() > MAX_CHANGED_JOBS;
+        thresholds::decide(Threshold::KeptTopTooManyChanges, too_many);
+        if self.facts || too_many {
             *kept = None;
             *self = SinceKept::default();
         }
