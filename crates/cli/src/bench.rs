@@ -71,108 +71,16 @@ use std::time::Duration;
 
 use anyhow::Context;
 
-use crate::bench_engine::{engine_phase, read_kinds, EnginePhase};
+pub use crate::bench_args::Args;
+use crate::bench_args::{progress, read_kinds, ReadKind};
+use crate::bench_engine::{engine_phase, EnginePhase};
 use crate::bench_oracle::oracle_phase;
 use crate::bench_output::{report, table};
 use crate::bench_restart::{self, Scratch};
-use crate::bench_service_reads::{digest, ReadKind, ReadMeasured};
-use crate::bench_setup::{workload, BenchAlgorithm, Kind};
+use crate::bench_service_reads::{digest, ReadMeasured};
+use crate::bench_setup::workload;
 use crate::measure::Latency;
 use crate::output::emit;
-
-/// `fairflow bench` flags.
-#[derive(Debug, clap::Args)]
-pub struct Args {
-    /// User associations in the generated tree.
-    #[arg(long, value_name = "N", default_value_t = 10_000)]
-    pub(crate) associations: usize,
-    /// Pending jobs in the generated state.
-    #[arg(long, value_name = "M", default_value_t = 100_000)]
-    pub(crate) jobs: usize,
-    /// User associations per account on average in the generated tree:
-    /// the size of the sibling groups most usage events land in (a site
-    /// with big flat accounts has thousands).
-    #[arg(long, value_name = "N", default_value_t = 8)]
-    pub(crate) users_per_account: usize,
-    /// Running jobs in the generated state (default: a tenth of `--jobs`, at
-    /// most 10,000, about what the generated 64,000 CPUs hold).
-    #[arg(long, value_name = "N")]
-    pub(crate) running_jobs: Option<usize>,
-    /// Give the generated partitions Slurm `PriorityTier`s (debug 2, batch
-    /// and gpu 1) and submit one `batch` job in 20 to `batch,debug`: a
-    /// scheduler's queue of entries in two tiers (issue 35 item 5).
-    #[arg(long)]
-    pub(crate) tiered_partitions: bool,
-    /// Timely workers.
-    #[arg(long, value_name = "W", default_value_t = 1)]
-    pub(crate) workers: usize,
-    /// Seed of the workload generator.
-    #[arg(long, value_name = "S", default_value_t = 1)]
-    pub(crate) seed: u64,
-    /// How many jobs each top-k read returns.
-    #[arg(long, value_name = "K", default_value_t = 100)]
-    pub(crate) k: usize,
-    /// Multiply every sample count by this (at least one sample each):
-    /// 200 per single event, 20 for 1 000-event batches, 3 reorganisations,
-    /// 1 000 top-k reads.
-    #[arg(long, value_name = "F", default_value_t = 1.0)]
-    pub(crate) samples_scale: f64,
-    /// Seconds to leave the engine idle after the load before measuring its
-    /// memory again (`*_settled_*`): the arrangements merge their batches
-    /// while idle, so this is the memory a loaded service settles at.
-    #[arg(long, value_name = "SECS", default_value_t = 0)]
-    pub(crate) settle_secs: u64,
-    /// Batches of each kind whose full recomputation the oracle times.
-    #[arg(long, value_name = "N", default_value_t = 3)]
-    pub(crate) oracle_samples: usize,
-    /// Events per batch while loading the initial state. Each batch is one
-    /// consistent state the engine computes in full (its fair-share factors
-    /// move as time passes during the history, re-deriving the jobs already
-    /// loaded), so fewer, larger batches load faster; the generator's
-    /// chunks bound the memory the load holds at once.
-    #[arg(long, value_name = "N", default_value_t = 250_000)]
-    pub(crate) load_batch: usize,
-    /// The fair-share algorithm (`PriorityFlags` in the generated
-    /// configuration), so that every algorithm's cost is measured.
-    #[arg(long, value_enum, default_value_t = BenchAlgorithm::FairTree)]
-    pub(crate) algorithm: BenchAlgorithm,
-    /// Only these update kinds (comma-separated; default: all), e.g.
-    /// `--kinds usage_event,usage_batch_1000` to profile one of them.
-    #[arg(long, value_enum, value_delimiter = ',', value_name = "KIND")]
-    pub(crate) kinds: Vec<Kind>,
-    /// Let the crossing event settle a `PriorityCalcPeriod` boundary itself
-    /// (as `serve --no-calc-period-ticks`), instead of settling it in a
-    /// `tick` batch of its own at the boundary, timed apart
-    /// (`calc_period_tick`), as `serve` does by default.
-    #[arg(long)]
-    pub(crate) no_calc_period_ticks: bool,
-    /// The generated cluster's `PriorityCalcPeriod`, seconds (300, Slurm's
-    /// default of 5 minutes); `0` measures continuous accrual, where every
-    /// event that moves time charges every running job.
-    #[arg(long = "calc-period", value_name = "SECS", default_value_t = 300,
-          value_parser = clap::value_parser!(u32).range(0..=86_400))]
-    pub(crate) calc_period_secs: u32,
-    /// Only these reads of the `reads` object (comma-separated; default:
-    /// all), e.g. `--reads position,top_offset`.
-    #[arg(long, value_enum, value_delimiter = ',', value_name = "READ")]
-    pub(crate) reads: Vec<ReadKind>,
-    /// Print the report as JSON.
-    #[arg(long)]
-    pub(crate) json: bool,
-}
-
-/// Seconds the clock moves before each sample.
-pub(crate) const STEP_SECS: i64 = 3;
-
-/// Top-k reads at `--samples-scale 1`.
-pub(crate) const TOPK_READS: usize = 1_000;
-
-/// Say what the bench does now (not with `--json`).
-pub(crate) fn progress(args: &Args, text: &str) {
-    if !args.json {
-        eprintln!("fairflow bench: {text}");
-    }
-}
 
 /// Time `kind`, a read at the end of the stream (`restart`,
 /// `one_off_top`), with `read` giving each sample's time and answer; the

@@ -15,11 +15,13 @@ use fairflow_model::event::Op;
 use fairflow_model::{Config, Event};
 use fairflow_workload::{Generator, WorkloadParams};
 
-use crate::bench::{progress, Args, STEP_SECS, TOPK_READS};
+use crate::bench_args::{
+    progress, read_kinds, Args, Kind, Read, ReadCheck, ReadKind, STEP_SECS, TOPK_READS,
+};
 use crate::bench_reads;
 use crate::bench_restart::{self, Scratch};
-use crate::bench_service_reads::{self, Read, ReadCheck, ReadKind, ReadMeasured};
-use crate::bench_setup::{check_report, draw, generate_initial, scaled, Kind, Recorder, Step};
+use crate::bench_service_reads::{self, ReadMeasured};
+use crate::bench_setup::{check_report, draw, generate_initial, scaled, Recorder, Step};
 use crate::measure::{self, Latency};
 
 /// One kind's engine measurements.
@@ -217,14 +219,6 @@ fn updates(
         }
     }
     Ok(measured)
-}
-
-/// The read kinds asked for (`--reads`; default: all).
-pub(crate) fn read_kinds(args: &Args) -> Vec<ReadKind> {
-    ReadKind::ALL
-        .into_iter()
-        .filter(|kind| args.reads.is_empty() || args.reads.contains(kind))
-        .collect()
 }
 
 /// What the served reads need of the engine phase.

@@ -18,7 +18,7 @@ use fairflow_model::Config;
 use fairflow_oracle::State;
 use fairflow_workload::WorkloadParams;
 
-use crate::bench::{progress, Args};
+use crate::bench_args::{progress, Args};
 use crate::bench_baselines;
 use crate::bench_engine::EnginePhase;
 use crate::bench_service_reads::oracle_digest;

@@ -4,13 +4,12 @@
 use fairflow_workload::WorkloadParams;
 use serde_json::{json, Value};
 
-use crate::bench::Args;
+use crate::bench_args::{Args, Kind};
 use crate::bench_baselines::{
     slurm_cycle_us, SLURM_CYCLE_US_PER_ASSOCIATION, SLURM_CYCLE_US_PER_PENDING_JOB,
 };
 use crate::bench_engine::EnginePhase;
 use crate::bench_oracle::OraclePhase;
-use crate::bench_setup::Kind;
 use crate::measure::{self, human_bytes};
 
 /// The issues' targets (issue 36: a computed top-100 read, p99).
@@ -242,6 +241,16 @@ fn number(value: &Value) -> Option<f64> {
 
 /// The report as a readable table with the issue's targets.
 pub(crate) fn table(report: &Value) -> String {
+    let mut text = summary_table(report);
+    text.push_str(&updates_table(report));
+    text.push_str(&reads_table(&report["reads"]));
+    text.push_str(&baselines_table(&report["baselines"]));
+    text
+}
+
+/// The report's first lines: the state, the commit and machine, the load
+/// and the memory against their targets.
+fn summary_table(report: &Value) -> String {
     let mut text = format!(
         "fairflow bench: {} associations, {} pending and {} running jobs, {} worker(s), {}, seed {}, k {}\n",
         report["associations"],
@@ -306,6 +315,12 @@ pub(crate) fn table(report: &Value) -> String {
             human_bytes(peak)
         ));
     }
+    text
+}
+
+/// The update kinds' and top-k reads' latencies as a table.
+fn updates_table(report: &Value) -> String {
+    let mut text = String::new();
     text.push('\n');
     text.push_str(&format!(
         "{:<18} {:>8} {:>10} {:>10} {:>10} {:>10} {:>10} {:>12} {:>9}  {:<16} {}\n",
@@ -369,8 +384,6 @@ pub(crate) fn table(report: &Value) -> String {
             if matches { "equals" } else { "DIFFERS FROM" }
         ));
     }
-    text.push_str(&reads_table(&report["reads"]));
-    text.push_str(&baselines_table(&report["baselines"]));
     text
 }
 

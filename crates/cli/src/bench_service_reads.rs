@@ -49,87 +49,10 @@ use fairflow_service::engine_backend::EngineBackend;
 use fairflow_service::metrics::{Metrics, ScrapeSettings, ScrapedRows};
 use fairflow_workload::Generator;
 
+use crate::bench_args::{Read, ReadCheck, ReadKind};
 use crate::bench_reads::{next_state, ReadSettings};
 use crate::bench_setup::{scaled, Recorder};
 use crate::measure::Latency;
-
-/// The reads of the `reads` object, in its order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub(crate) enum ReadKind {
-    #[value(name = "position")]
-    Position,
-    #[value(name = "top_offset")]
-    TopOffset,
-    #[value(name = "whatif")]
-    WhatIf,
-    #[value(name = "explain")]
-    Explain,
-    #[value(name = "audit")]
-    Audit,
-    #[value(name = "sshare")]
-    Sshare,
-    #[value(name = "metrics")]
-    Metrics,
-    #[value(name = "restart")]
-    Restart,
-    #[value(name = "one_off_top")]
-    OneOffTop,
-}
-
-impl ReadKind {
-    pub(crate) const ALL: [ReadKind; 9] = [
-        ReadKind::Position,
-        ReadKind::TopOffset,
-        ReadKind::WhatIf,
-        ReadKind::Explain,
-        ReadKind::Audit,
-        ReadKind::Sshare,
-        ReadKind::Metrics,
-        ReadKind::Restart,
-        ReadKind::OneOffTop,
-    ];
-
-    /// The report's key.
-    pub(crate) fn key(self) -> &'static str {
-        match self {
-            ReadKind::Position => "position",
-            ReadKind::TopOffset => "top_offset",
-            ReadKind::WhatIf => "whatif",
-            ReadKind::Explain => "explain",
-            ReadKind::Audit => "audit",
-            ReadKind::Sshare => "sshare",
-            ReadKind::Metrics => "metrics",
-            ReadKind::Restart => "restart",
-            ReadKind::OneOffTop => "one_off_top",
-        }
-    }
-
-    /// Samples at `--samples-scale 1` (at least one each when scaled).
-    pub(crate) fn default_samples(self) -> usize {
-        match self {
-            ReadKind::Position | ReadKind::TopOffset => 30,
-            ReadKind::WhatIf => 5,
-            ReadKind::Explain => 200,
-            ReadKind::Audit | ReadKind::Sshare => 20,
-            ReadKind::Metrics => 10,
-            ReadKind::Restart => 3,
-            ReadKind::OneOffTop => 1,
-        }
-    }
-
-    /// Issue 36's p99 target at 100,000 associations / 1,000,000 jobs,
-    /// microseconds.
-    pub(crate) fn p99_target_us(self) -> f64 {
-        match self {
-            ReadKind::Position | ReadKind::TopOffset | ReadKind::Explain => 1_000.0,
-            ReadKind::WhatIf | ReadKind::Audit => 50_000.0,
-            ReadKind::Sshare => 300_000.0,
-            ReadKind::Metrics => 1_000_000.0,
-            ReadKind::Restart => 15_000_000.0,
-            ReadKind::OneOffTop => 30_000_000.0,
-        }
-    }
-}
 
 /// Where in the queue the reads of `position`, `explain` and `top_offset`
 /// look, in turn: the first, the middle, the last.
@@ -138,27 +61,6 @@ const QUEUE_FRACTIONS: [f64; 3] = [0.0, 0.5, 1.0];
 /// `fairflow audit`'s defaults (`--top 5 --min-factor 0.5`).
 const AUDIT_TOP: usize = 5;
 const AUDIT_MIN_FACTOR_MILLIONTHS: u64 = 500_000;
-
-/// A read answered by the engine and by the oracle.
-#[derive(Debug, Clone)]
-pub(crate) enum Read {
-    /// A query the service answers from its backend.
-    Query(Query),
-    /// `/metrics` with every association: its per-association families
-    /// are compared.
-    Metrics,
-    /// A what-if of these events.
-    WhatIf(Vec<Event>),
-}
-
-/// A read to compare with the oracle's answer at its place in the stream.
-#[derive(Debug, Clone)]
-pub(crate) struct ReadCheck {
-    /// Its index in the engine's digests.
-    pub id: usize,
-    pub kind: ReadKind,
-    pub read: Read,
-}
 
 /// What the `reads` object holds for one read.
 pub(crate) struct ReadMeasured {

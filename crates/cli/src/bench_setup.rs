@@ -16,47 +16,7 @@ use fairflow_model::Event;
 use fairflow_workload::{Generator, WorkloadParams};
 use serde_json::Value;
 
-use crate::bench::Args;
-use crate::bench_service_reads::ReadCheck;
-
-/// The fair-share algorithms `--algorithm` selects.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub(crate) enum BenchAlgorithm {
-    /// Fair Tree (Slurm's default).
-    FairTree,
-    /// Classic (`NO_FAIR_TREE`).
-    Classic,
-    /// Classic, depth-oblivious (`DEPTH_OBLIVIOUS`).
-    DepthOblivious,
-    /// Ticket-based (`TICKET_BASED`).
-    TicketBased,
-    /// Level-based (`LEVEL_BASED`).
-    LevelBased,
-}
-
-impl BenchAlgorithm {
-    /// Its `PriorityFlags` value (`None`: no flag, Fair Tree).
-    pub(crate) fn priority_flags(self) -> Option<&'static str> {
-        match self {
-            BenchAlgorithm::FairTree => None,
-            BenchAlgorithm::Classic => Some("NO_FAIR_TREE"),
-            BenchAlgorithm::DepthOblivious => Some("NO_FAIR_TREE,DEPTH_OBLIVIOUS"),
-            BenchAlgorithm::TicketBased => Some("TICKET_BASED"),
-            BenchAlgorithm::LevelBased => Some("LEVEL_BASED"),
-        }
-    }
-
-    /// The report's name.
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            BenchAlgorithm::FairTree => "fair-tree",
-            BenchAlgorithm::Classic => "classic",
-            BenchAlgorithm::DepthOblivious => "depth-oblivious",
-            BenchAlgorithm::TicketBased => "ticket-based",
-            BenchAlgorithm::LevelBased => "level-based",
-        }
-    }
-}
+use crate::bench_args::{Args, BenchAlgorithm, Kind, ReadCheck};
 
 /// The most running jobs by default: the generated cluster has 64,000
 /// CPUs, and its jobs' mean size (powers of two with a heavy tail) is a few
@@ -66,81 +26,6 @@ pub(crate) const MAX_DEFAULT_RUNNING_JOBS: usize = 10_000;
 pub(crate) const REORG_ACCOUNTS: usize = 10_000;
 /// Usage events in one `usage_batch_1000` batch.
 pub(crate) const USAGE_BATCH: usize = 1_000;
-
-/// What an update sample does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub(crate) enum Kind {
-    #[value(name = "submit")]
-    Submit,
-    #[value(name = "start_end")]
-    StartEnd,
-    #[value(name = "usage_event")]
-    UsageEvent,
-    #[value(name = "usage_batch_1000")]
-    UsageBatch,
-    #[value(name = "share_change")]
-    ShareChange,
-    #[value(name = "reorg_10000")]
-    Reorg,
-    /// Not sampled: the `tick` batch that settles a calc-period boundary
-    /// before the sample that crosses it.
-    #[value(skip)]
-    CalcPeriodTick,
-}
-
-impl Kind {
-    pub(crate) const ALL: [Kind; 6] = [
-        Kind::Submit,
-        Kind::StartEnd,
-        Kind::UsageEvent,
-        Kind::UsageBatch,
-        Kind::ShareChange,
-        Kind::Reorg,
-    ];
-
-    /// The report's key.
-    pub(crate) fn key(self) -> &'static str {
-        match self {
-            Kind::Submit => "submit",
-            Kind::StartEnd => "start_end",
-            Kind::UsageEvent => "usage_event",
-            Kind::UsageBatch => "usage_batch_1000",
-            Kind::ShareChange => "share_change",
-            Kind::Reorg => "reorg_10000",
-            Kind::CalcPeriodTick => "calc_period_tick",
-        }
-    }
-
-    /// Its place in [`EnginePhase::measured`].
-    pub(crate) fn index(self) -> usize {
-        match self {
-            Kind::CalcPeriodTick => Kind::ALL.len(),
-            kind => Kind::ALL
-                .iter()
-                .position(|&x| x == kind)
-                .expect("a sampled kind"),
-        }
-    }
-
-    /// Samples at `--samples-scale 1`.
-    pub(crate) fn default_samples(self) -> usize {
-        match self {
-            Kind::UsageBatch => 20,
-            Kind::Reorg => 3,
-            Kind::CalcPeriodTick => 0,
-            _ => 200,
-        }
-    }
-
-    /// The p99 target, microseconds (none for a reorganisation).
-    pub(crate) fn p99_target_us(self) -> Option<f64> {
-        match self {
-            Kind::UsageBatch => Some(20_000.0),
-            Kind::Reorg | Kind::CalcPeriodTick => None,
-            _ => Some(1_000.0),
-        }
-    }
-}
 
 pub(crate) fn scaled(count: usize, scale: f64) -> usize {
     ((count as f64 * scale).round() as usize).max(1)

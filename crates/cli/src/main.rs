@@ -16,6 +16,7 @@ use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 mod audit;
 mod bench;
+mod bench_args;
 mod bench_baselines;
 mod bench_engine;
 mod bench_oracle;

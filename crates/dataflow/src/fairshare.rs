@@ -158,7 +158,7 @@ impl<'a> View<'a> {
         self.tree.nodes[index].shares.is_parent()
     }
 
-    fn usage(&self, index: usize) -> u128 {
+    fn usage(&self, index: usize) -> FrameUsage {
         self.tree.nodes[index].usage
     }
 
@@ -232,7 +232,7 @@ fn classic(view: &View, depth_oblivious: bool, dampening_factor: u32) -> Vec<Fai
         } else if node.shares.is_parent() {
             effective[parent]
         } else if depth_oblivious {
-            let sibling_usage: u128 = view.fs_children[parent]
+            let sibling_usage: FrameUsage = view.fs_children[parent]
                 .iter()
                 .filter(|&&c| !view.is_parent_shares(c))
                 .map(|&c| view.usage(c))

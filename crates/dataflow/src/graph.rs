@@ -37,20 +37,20 @@ use crate::names::JobNames;
 use crate::priority::queue::Capture;
 use crate::priority::{
     build as build_priority, capture_on_every_worker, capture_on_worker_0, capture_rows, shard_key,
-    Combo, Fact as PFact, JobRow, PriorityInputs, PriorityReader, Sharding, TouchCounter,
+    Combo, Fact, JobRow, PriorityInputs, PriorityReader, Sharding, TouchCounter,
 };
 use crate::stages::{group_sums, nearest_proper_ancestor, sums_up_the_tree};
 use crate::tree_feed::Deltas;
-use crate::types::{grow, AssocId, Diff, Epoch, JobId, NameId, NodeId};
+use crate::types::{grow, AssocId, Diff, Epoch, JobId, NameId, NodeId, SignedFrameUsage};
 
 /// One derived fact about an association, as read from the facts store on
 /// worker 0 ([`FactStore`]).
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
 )]
-pub enum Fact {
+pub enum NodeFact {
     /// The subtree's usage (the node's own plus every descendant's), frame units.
-    SubtreeUsage(i128),
+    SubtreeUsage(SignedFrameUsage),
     /// The fair-share parent: the nearest proper ancestor whose shares are not `parent`.
     FsParent(NodeId),
     /// As a fair-share parent: the sum of its fair-share children's raw shares.
@@ -71,11 +71,11 @@ pub enum Fact {
 pub(crate) struct FactStore(Rc<RefCell<Vec<NodeFacts>>>);
 
 /// One node's facts in a [`FactStore`], each with its count.
-type NodeFacts = Vec<(Fact, isize)>;
+type NodeFacts = Vec<(NodeFact, isize)>;
 
 impl FactStore {
     /// Apply captured updates.
-    fn absorb(&self, updates: &mut Vec<((NodeId, Fact), Epoch, isize)>) {
+    fn absorb(&self, updates: &mut Vec<((NodeId, NodeFact), Epoch, isize)>) {
         let mut facts = self.0.borrow_mut();
         for ((node, fact), _time, diff) in updates.drain(..) {
             if diff == 0 {
@@ -95,9 +95,10 @@ impl FactStore {
     }
 
     /// Every present fact, in `(node, fact)` order.
-    pub(crate) fn read(&self) -> Vec<(NodeId, Fact)> {
+    pub(crate) fn read(&self) -> Vec<(NodeId, NodeFact)> {
         let facts = self.0.borrow();
-        let mut present: Vec<(NodeId, Fact)> = Vec::with_capacity(facts.iter().map(Vec::len).sum());
+        let mut present: Vec<(NodeId, NodeFact)> =
+            Vec::with_capacity(facts.iter().map(Vec::len).sum());
         for (node, held) in facts.iter().enumerate() {
             push_present(&mut present, node as NodeId, held);
         }
@@ -105,12 +106,12 @@ impl FactStore {
     }
 
     /// The present facts of `nodes` (each once), in `(node, fact)` order.
-    pub(crate) fn read_of(&self, nodes: &[NodeId]) -> Vec<(NodeId, Fact)> {
+    pub(crate) fn read_of(&self, nodes: &[NodeId]) -> Vec<(NodeId, NodeFact)> {
         let facts = self.0.borrow();
         let mut nodes = nodes.to_vec();
         nodes.sort_unstable();
         nodes.dedup();
-        let mut present: Vec<(NodeId, Fact)> = Vec::new();
+        let mut present: Vec<(NodeId, NodeFact)> = Vec::new();
         for node in nodes {
             if let Some(held) = facts.get(node as usize) {
                 push_present(&mut present, node, held);
@@ -121,7 +122,7 @@ impl FactStore {
 }
 
 /// Append `node`'s present facts (count 1) to `present`, in fact order.
-fn push_present(present: &mut Vec<(NodeId, Fact)>, node: NodeId, held: &NodeFacts) {
+fn push_present(present: &mut Vec<(NodeId, NodeFact)>, node: NodeId, held: &NodeFacts) {
     let from = present.len();
     for &(fact, count) in held {
         if count > 0 {
@@ -198,7 +199,7 @@ pub(crate) struct JobInputs {
     /// shard holds them (its queue breaks ties by name), and the table
     /// they are looked up in.
     names: Option<(NameInput, JobNames)>,
-    priority_facts: InputSession<Epoch, PFact, isize>,
+    priority_facts: InputSession<Epoch, Fact, isize>,
     combos: InputSession<Epoch, Combo, isize>,
     partition_refs: InputSession<Epoch, (NameId, u8), isize>,
 }
@@ -365,7 +366,7 @@ pub(crate) fn build(
         (jobs_input, names, probe)
     });
     let (contexts_inputs, contexts_probe) = worker.dataflow::<Epoch, _, _>(|scope| {
-        let (priority_facts_input, facts) = scope.new_collection::<PFact, isize>();
+        let (priority_facts_input, facts) = scope.new_collection::<Fact, isize>();
         let (combos_input, combos) = scope.new_collection::<Combo, isize>();
         let (partition_refs_input, partition_refs) = scope.new_collection::<(NameId, u8), isize>();
         let priority = build_priority(
@@ -467,11 +468,11 @@ fn build_tree(
             touched,
         );
         let mut facts = subtree_usage_sums
-            .map(|(node, usage)| (node, Fact::SubtreeUsage(usage)))
-            .concat(fs_parent.map(|(node, parent)| (node, Fact::FsParent(parent))))
-            .concat(level_share_sums.map(|(node, level)| (node, Fact::LevelShares(level))));
+            .map(|(node, usage)| (node, NodeFact::SubtreeUsage(usage)))
+            .concat(fs_parent.map(|(node, parent)| (node, NodeFact::FsParent(parent))))
+            .concat(level_share_sums.map(|(node, level)| (node, NodeFact::LevelShares(level))));
         if let Some(tickets) = factors.tickets {
-            facts = facts.concat(tickets.map(|(node, tickets)| (node, Fact::Tickets(tickets))));
+            facts = facts.concat(tickets.map(|(node, tickets)| (node, NodeFact::Tickets(tickets))));
         }
         let facts_touched = touched.clone();
         let facts = facts.inspect(move |_| facts_touched.add(1));

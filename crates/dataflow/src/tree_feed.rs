@@ -26,7 +26,7 @@ use fairflow_model::Shares;
 
 use crate::factors::FsParams;
 use crate::names::Names;
-use crate::types::{AssocId, NodeId, ROOT};
+use crate::types::{AssocId, Diff, NodeId, SignedFrameUsage, ROOT};
 
 /// What was last sent to the dataflow for one association.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -44,20 +44,20 @@ pub type UserName = (NodeId, AssocId);
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Deltas {
     /// `(child, parent)` edges.
-    pub edges: Vec<((NodeId, NodeId), i128)>,
+    pub edges: Vec<((NodeId, NodeId), Diff)>,
     /// `(node, shares)`; every live association has exactly one.
-    pub shares: Vec<((NodeId, Shares), i128)>,
+    pub shares: Vec<((NodeId, Shares), Diff)>,
     /// Own-usage changes in frame units, in the diff.
-    pub usage: Vec<(NodeId, i128)>,
+    pub usage: Vec<(NodeId, SignedFrameUsage)>,
     /// User associations (as opposed to accounts) appearing and disappearing.
-    pub users: Vec<(NodeId, i128)>,
+    pub users: Vec<(NodeId, Diff)>,
     /// The same, with their interned `(account, user)` names.
-    pub user_names: Vec<(UserName, i128)>,
+    pub user_names: Vec<(UserName, Diff)>,
     /// The fair-share parameters (on a configuration change).
-    pub fs_params: Vec<(FsParams, i128)>,
+    pub fs_params: Vec<(FsParams, Diff)>,
     /// Ticket-based: the pending jobs' user associations (interned names),
     /// one per job in the diff; the driver fills it from the job feed.
-    pub pending_jobs: Vec<(AssocId, i128)>,
+    pub pending_jobs: Vec<(AssocId, Diff)>,
 }
 
 impl Deltas {
@@ -120,8 +120,8 @@ impl Default for TreeFeed {
 
 /// Usage as a diff; absurd amounts (beyond 2^127 frame units) saturate
 /// rather than panic.
-fn as_diff(usage: FrameUsage) -> i128 {
-    i128::try_from(usage).unwrap_or(i128::MAX)
+fn as_diff(usage: FrameUsage) -> SignedFrameUsage {
+    SignedFrameUsage::try_from(usage).unwrap_or(SignedFrameUsage::MAX)
 }
 
 impl TreeFeed {

@@ -16,6 +16,14 @@ pub type Epoch = u64;
 /// in the diff and is summed exactly.
 pub type Diff = i128;
 
+/// Usage in frame units, the model's decayed-usage unit: every usage the
+/// dataflow holds is this, never a bare integer.
+pub use fairflow_model::usage::FrameUsage;
+
+/// Usage in frame units as it travels in a collection's diff ([`Diff`]):
+/// signed, a change or a sum of changes (a subtree's usage).
+pub type SignedFrameUsage = i128;
+
 /// The diff of the priority half's collections (counts only).
 pub type Count = isize;
 

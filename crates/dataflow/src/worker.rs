@@ -12,14 +12,15 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvError, Sender, TryRecvError};
 use fairflow_model::report::{CompactJobs, JobPriority, JobState};
+use fairflow_model::Time;
 use timely::worker::Worker;
 
 use crate::factors::Family;
-use crate::graph::{build, priority_upper, Dataflows, Fact};
+use crate::graph::{build, priority_upper, Dataflows, NodeFact};
 use crate::job_feed::JobDeltas;
 use crate::names::JobNames;
-use crate::priority::waiting::WaitingEntry;
-use crate::priority::{IncrFloors, Time64};
+use crate::priority::reader::waiting::WaitingEntry;
+use crate::priority::IncrFloors;
 use crate::tree_feed::Deltas;
 use crate::types::{AssocId, Epoch, JobId, NodeId, TouchCounter};
 
@@ -47,7 +48,7 @@ pub enum Command {
         jobs: Option<JobDeltas>,
         /// Then read the first `k` of the queue at this time (the top `k'`
         /// the driver keeps current), answered with `BatchDone`.
-        top: Option<(usize, Time64)>,
+        top: Option<(usize, Time)>,
     },
     /// Send every fact of the active family's facts store (consolidated).
     ReadFacts,
@@ -62,23 +63,23 @@ pub enum Command {
     ReadFactorsOf(Vec<AssocId>),
     /// `INCR_ONLY`: remember every listed job's priority at this time
     /// (`PriorityReader::remember_incr_only`).
-    RememberIncrOnly(Time64),
+    RememberIncrOnly(Time),
     /// Every listed job's priority at this time (`evaluate_all`).
-    EvaluateAll(Time64),
+    EvaluateAll(Time),
     /// The same, each shard's held compactly and ordered by job id
     /// (`evaluate_all_compact`).
-    EvaluateAllCompact(Time64),
+    EvaluateAllCompact(Time),
     /// Send the `INCR_ONLY` memory (a snapshot).
     ReadFloors,
     /// Replace the `INCR_ONLY` memory (a restore).
     SetFloors(IncrFloors),
     /// The first `k` of the queue at this time.
-    Top(usize, Time64),
+    Top(usize, Time),
     /// One job's priority at this time.
-    Job(JobId, Time64),
+    Job(JobId, Time),
     /// The queue at this time up to and including a job
     /// (`PriorityReader::through`).
-    Through(JobId, Time64),
+    Through(JobId, Time),
     /// What each worker's shard holds.
     Holdings,
     /// The waiting users (`PriorityReader::waiting`) of every shard:
@@ -95,7 +96,7 @@ pub enum Reply {
     /// the batch asked for it.
     BatchDone(Option<Vec<JobPriority>>),
     /// Every `(node, fact)` with a positive count.
-    Facts(Vec<(NodeId, Fact)>),
+    Facts(Vec<(NodeId, NodeFact)>),
     /// Fair-share factors by interned `(account, user)`.
     Factors(std::collections::BTreeMap<AssocId, f64>),
     /// Job priorities (`EvaluateAll`, `Top`).
@@ -186,30 +187,7 @@ pub fn run_worker(
     let mut dataflows = build(worker, &touched, names, share_names);
     let mut shards = Shards::build(worker);
     let Some(feeder) = feeder else {
-        // Not fed: close the inputs so only the feeding worker drives
-        // progress; keep the shard's reader and answer worker 0's requests.
-        let Dataflows {
-            trees,
-            jobs,
-            rows_probe,
-            contexts_probe,
-            mut reader,
-        } = dataflows;
-        drop(jobs);
-        drop(trees);
-        if let Some(shards) = &mut shards {
-            while !shards.stopped() {
-                worker.step_or_park(None);
-                // The shard's jobs of every batch both priority dataflows
-                // passed, absorbed while worker 0 absorbs its own.
-                let upper = priority_upper(&rows_probe, &contexts_probe);
-                reader.absorb_records_before(upper.unwrap_or(Epoch::MAX));
-                shards.serve(&mut reader);
-            }
-        }
-        drop(shards);
-        drop(reader);
-        while worker.step_or_park(None) {}
+        serve_shard(worker, dataflows, shards);
         return;
     };
     // Nothing is sent for epoch 0: results start at epoch 1.
@@ -225,11 +203,55 @@ pub fn run_worker(
     {
         return;
     }
+    while let Some(command) = next_command(worker, &feeder) {
+        let reply = serve_command(command, worker, &mut dataflows, &mut shards, &mut active);
+        if feeder.replies.send(reply).is_err() {
+            break;
+        }
+    }
+    // Closing the requests (with the inputs) lets every other worker stop.
+    drop(shards);
+    drop(dataflows);
+    while worker.step_or_park(None) {}
+}
+
+/// A worker the driver does not feed: close the inputs so only the feeding
+/// worker drives progress; keep the shard's reader and answer worker 0's
+/// requests until they close.
+fn serve_shard(worker: &mut Worker, dataflows: Dataflows, mut shards: Option<Shards>) {
+    let Dataflows {
+        trees,
+        jobs,
+        rows_probe,
+        contexts_probe,
+        mut reader,
+    } = dataflows;
+    drop(jobs);
+    drop(trees);
+    if let Some(shards) = &mut shards {
+        while !shards.stopped() {
+            worker.step_or_park(None);
+            // The shard's jobs of every batch both priority dataflows
+            // passed, absorbed while worker 0 absorbs its own.
+            let upper = priority_upper(&rows_probe, &contexts_probe);
+            reader.absorb_records_before(upper.unwrap_or(Epoch::MAX));
+            shards.serve(&mut reader);
+        }
+    }
+    drop(shards);
+    drop(reader);
+    while worker.step_or_park(None) {}
+}
+
+/// The driver's next command, stepping what is active while none has come:
+/// polling for `feeder.spin` since the last one, then parking. `None` once
+/// the driver has gone.
+fn next_command(worker: &mut Worker, feeder: &Feeder) -> Option<Command> {
     // Since when worker 0 has had no command (`None`: it just served one).
     let mut idle_since: Option<Instant> = None;
     loop {
-        let command = match feeder.commands.try_recv() {
-            Ok(command) => command,
+        match feeder.commands.try_recv() {
+            Ok(command) => return Some(command),
             Err(TryRecvError::Empty) => {
                 let idle = idle_since.get_or_insert_with(Instant::now).elapsed();
                 match feeder.spin {
@@ -242,129 +264,144 @@ pub fn run_worker(
                         worker.step_or_park(None);
                     }
                 }
-                continue;
             }
-            Err(TryRecvError::Disconnected) => break,
-        };
-        idle_since = None;
-        let reader = &mut dataflows.reader;
-        let reply = match command {
-            Command::Batch {
-                epoch,
-                family,
-                trees,
-                jobs,
-                top,
-            } => {
-                active = family;
-                // Only the dataflows fed at `epoch` move to it; the others
-                // stay where they are and do not step.
-                let mut fed: Vec<usize> = Vec::with_capacity(trees.len());
-                for (family, deltas) in trees {
-                    dataflows.trees[family.index()].inputs.feed(epoch, deltas);
-                    fed.push(family.index());
-                }
-                let jobs_fed = jobs
-                    .map(|jobs| dataflows.jobs.feed(epoch, jobs))
-                    .unwrap_or_default();
-                let behind = |dataflows: &crate::graph::Dataflows| {
-                    dataflows.priority_behind(jobs_fed, epoch)
-                        || fed
-                            .iter()
-                            .any(|&at| dataflows.trees[at].probe.less_than(&(epoch + 1)))
-                };
-                while behind(&dataflows) {
-                    worker.step();
-                }
-                let reader = &mut dataflows.reader;
-                // With several shards, a top read absorbs on every worker
-                // at once: worker 0 sends the request first and absorbs
-                // its own shard as it answers, while the others absorb
-                // theirs (each answer absorbs first).
-                if top.is_none() || shards.is_none() {
-                    reader.absorb();
-                }
-                let top = top.map(|(k, now)| {
-                    merge_ranked(
-                        ask_all(&mut shards, worker, reader, Request::Top(k, now)),
-                        k,
-                    )
-                });
-                Reply::BatchDone(top)
-            }
-            Command::RememberIncrOnly(now) => {
-                ask_all(&mut shards, worker, reader, Request::RememberIncrOnly(now));
-                Reply::Done
-            }
-            Command::ReadFloors => Reply::Floors(merge_floors(ask_all(
-                &mut shards,
-                worker,
-                reader,
-                Request::ReadFloors,
-            ))),
-            Command::SetFloors(floors) => {
-                ask_all(&mut shards, worker, reader, Request::SetFloors(floors));
-                Reply::Done
-            }
-            Command::EvaluateAll(now) => Reply::Priorities(merge_by_name(ask_all(
-                &mut shards,
-                worker,
-                reader,
-                Request::EvaluateAll(now),
-            ))),
-            Command::EvaluateAllCompact(now) => Reply::Compact(compact_lists(ask_all(
-                &mut shards,
-                worker,
-                reader,
-                Request::EvaluateAllCompact(now),
-            ))),
-            Command::Top(k, now) => Reply::Priorities(merge_ranked(
-                ask_all(&mut shards, worker, reader, Request::Top(k, now)),
-                k,
-            )),
-            Command::Through(id, now) => {
-                let target = found_job(ask_all(&mut shards, worker, reader, Request::Job(id, now)));
-                let through = target
-                    .filter(|target| target.state == JobState::Pending)
-                    .map(|target| {
-                        let request = Request::Ahead(Jobs(vec![target]), now);
-                        merge_ranked(ask_all(&mut shards, worker, reader, request), usize::MAX)
-                    });
-                Reply::Through(through)
-            }
-            Command::Job(id, now) => Reply::Job(found_job(ask_all(
-                &mut shards,
-                worker,
-                reader,
-                Request::Job(id, now),
-            ))),
-            Command::ReadFactors => {
-                // Every shard holds every factor (the facts are broadcast).
-                Reply::Factors(reader.fairshare_factors())
-            }
-            Command::Holdings => Reply::Holdings(holdings(ask_all(
-                &mut shards,
-                worker,
-                reader,
-                Request::Holdings,
-            ))),
-            Command::Waiting(min_factor_bits, limit) => {
-                let request = Request::Waiting(min_factor_bits, limit);
-                Reply::Waiting(merge_waiting(ask_all(&mut shards, worker, reader, request)))
-            }
-            Command::ReadFacts => Reply::Facts(dataflows.trees[active.index()].facts.read()),
-            Command::ReadFactsOf(nodes) => {
-                Reply::Facts(dataflows.trees[active.index()].facts.read_of(&nodes))
-            }
-            Command::ReadFactorsOf(assocs) => Reply::Factors(reader.fairshare_factors_of(&assocs)),
-            Command::ReadFactorTable => Reply::FactorTable(reader.fairshare_factors_dense()),
-        };
-        if feeder.replies.send(reply).is_err() {
-            break;
+            Err(TryRecvError::Disconnected) => return None,
         }
     }
-    // Closing the requests (with the inputs) lets every other worker stop.
-    drop(shards);
-    drop(dataflows);
-    while worker.step_or_park(None) {}
+}
+
+/// Serve one command: a batch ([`run_batch`]), or a read of the shards
+/// (asked of every shard and merged) or of worker 0's own state.
+fn serve_command(
+    command: Command,
+    worker: &mut Worker,
+    dataflows: &mut Dataflows,
+    shards: &mut Option<Shards>,
+    active: &mut Family,
+) -> Reply {
+    let reader = &mut dataflows.reader;
+    match command {
+        Command::Batch {
+            epoch,
+            family,
+            trees,
+            jobs,
+            top,
+        } => {
+            *active = family;
+            let batch = Batch { epoch, trees, jobs };
+            Reply::BatchDone(run_batch(worker, dataflows, shards, batch, top))
+        }
+        Command::RememberIncrOnly(now) => {
+            ask_all(shards, worker, reader, Request::RememberIncrOnly(now));
+            Reply::Done
+        }
+        Command::ReadFloors => Reply::Floors(merge_floors(ask_all(
+            shards,
+            worker,
+            reader,
+            Request::ReadFloors,
+        ))),
+        Command::SetFloors(floors) => {
+            ask_all(shards, worker, reader, Request::SetFloors(floors));
+            Reply::Done
+        }
+        Command::EvaluateAll(now) => Reply::Priorities(merge_by_name(ask_all(
+            shards,
+            worker,
+            reader,
+            Request::EvaluateAll(now),
+        ))),
+        Command::EvaluateAllCompact(now) => Reply::Compact(compact_lists(ask_all(
+            shards,
+            worker,
+            reader,
+            Request::EvaluateAllCompact(now),
+        ))),
+        Command::Top(k, now) => Reply::Priorities(merge_ranked(
+            ask_all(shards, worker, reader, Request::Top(k, now)),
+            k,
+        )),
+        Command::Through(id, now) => {
+            let target = found_job(ask_all(shards, worker, reader, Request::Job(id, now)));
+            let through = target
+                .filter(|target| target.state == JobState::Pending)
+                .map(|target| {
+                    let request = Request::Ahead(Jobs(vec![target]), now);
+                    merge_ranked(ask_all(shards, worker, reader, request), usize::MAX)
+                });
+            Reply::Through(through)
+        }
+        Command::Job(id, now) => Reply::Job(found_job(ask_all(
+            shards,
+            worker,
+            reader,
+            Request::Job(id, now),
+        ))),
+        Command::ReadFactors => {
+            // Every shard holds every factor (the facts are broadcast).
+            Reply::Factors(reader.fairshare_factors())
+        }
+        Command::Holdings => {
+            Reply::Holdings(holdings(ask_all(shards, worker, reader, Request::Holdings)))
+        }
+        Command::Waiting(min_factor_bits, limit) => {
+            let request = Request::Waiting(min_factor_bits, limit);
+            Reply::Waiting(merge_waiting(ask_all(shards, worker, reader, request)))
+        }
+        Command::ReadFacts => Reply::Facts(dataflows.trees[active.index()].facts.read()),
+        Command::ReadFactsOf(nodes) => {
+            Reply::Facts(dataflows.trees[active.index()].facts.read_of(&nodes))
+        }
+        Command::ReadFactorsOf(assocs) => Reply::Factors(reader.fairshare_factors_of(&assocs)),
+        Command::ReadFactorTable => Reply::FactorTable(reader.fairshare_factors_dense()),
+    }
+}
+
+/// One batch's input changes ([`Command::Batch`]'s).
+struct Batch {
+    epoch: Epoch,
+    trees: Vec<(Family, Deltas)>,
+    jobs: Option<JobDeltas>,
+}
+
+/// Insert a batch's deltas into the dataflows they are for and step until
+/// every result reflects it; then the first `k` of the queue at `now` if
+/// `top` asks for them.
+fn run_batch(
+    worker: &mut Worker,
+    dataflows: &mut Dataflows,
+    shards: &mut Option<Shards>,
+    batch: Batch,
+    top: Option<(usize, Time)>,
+) -> Option<Vec<JobPriority>> {
+    let Batch { epoch, trees, jobs } = batch;
+    // Only the dataflows fed at `epoch` move to it; the others
+    // stay where they are and do not step.
+    let mut fed: Vec<usize> = Vec::with_capacity(trees.len());
+    for (family, deltas) in trees {
+        dataflows.trees[family.index()].inputs.feed(epoch, deltas);
+        fed.push(family.index());
+    }
+    let jobs_fed = jobs
+        .map(|jobs| dataflows.jobs.feed(epoch, jobs))
+        .unwrap_or_default();
+    let behind = |dataflows: &Dataflows| {
+        dataflows.priority_behind(jobs_fed, epoch)
+            || fed
+                .iter()
+                .any(|&at| dataflows.trees[at].probe.less_than(&(epoch + 1)))
+    };
+    while behind(dataflows) {
+        worker.step();
+    }
+    let reader = &mut dataflows.reader;
+    // With several shards, a top read absorbs on every worker
+    // at once: worker 0 sends the request first and absorbs
+    // its own shard as it answers, while the others absorb
+    // theirs (each answer absorbs first).
+    if top.is_none() || shards.is_none() {
+        reader.absorb();
+    }
+    top.map(|(k, now)| merge_ranked(ask_all(shards, worker, reader, Request::Top(k, now)), k))
 }

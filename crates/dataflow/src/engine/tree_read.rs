@@ -18,20 +18,20 @@ use fairflow_model::Algorithm;
 
 use super::{Engine, EngineError};
 use crate::fairshare::{EngineTree, TreeNode};
-use crate::graph::Fact;
-use crate::types::{AssocId, NodeId, ROOT};
+use crate::graph::NodeFact;
+use crate::types::{AssocId, FrameUsage, NodeId, SignedFrameUsage, ROOT};
 use crate::worker::{Command, Reply};
 
 /// The facts of the nodes of an [`Order`], by their index in it.
 struct NodeFacts {
-    subtree_usage: Vec<i128>,
+    subtree_usage: Vec<SignedFrameUsage>,
     fs_parent: Vec<Option<NodeId>>,
     level_shares: Vec<i128>,
     tickets: Vec<u64>,
 }
 
 impl NodeFacts {
-    fn new(order: &Slots, facts: Vec<(NodeId, Fact)>) -> NodeFacts {
+    fn new(order: &Slots, facts: Vec<(NodeId, NodeFact)>) -> NodeFacts {
         let nodes = order.len();
         let mut held = NodeFacts {
             subtree_usage: vec![0; nodes],
@@ -44,10 +44,10 @@ impl NodeFacts {
                 continue;
             };
             match fact {
-                Fact::SubtreeUsage(usage) => held.subtree_usage[at] = usage,
-                Fact::FsParent(parent) => held.fs_parent[at] = Some(parent),
-                Fact::LevelShares(level) => held.level_shares[at] = level,
-                Fact::Tickets(count) => held.tickets[at] = count,
+                NodeFact::SubtreeUsage(usage) => held.subtree_usage[at] = usage,
+                NodeFact::FsParent(parent) => held.fs_parent[at] = Some(parent),
+                NodeFact::LevelShares(level) => held.level_shares[at] = level,
+                NodeFact::Tickets(count) => held.tickets[at] = count,
             }
         }
         held
@@ -105,7 +105,7 @@ impl TreeOrder {
 }
 
 impl Engine {
-    fn read_facts(&self, command: Command) -> Result<Vec<(NodeId, Fact)>, EngineError> {
+    fn read_facts(&self, command: Command) -> Result<Vec<(NodeId, NodeFact)>, EngineError> {
         self.send(command)?;
         match self.reply() {
             Ok(Reply::Facts(facts)) => Ok(facts),
@@ -208,7 +208,8 @@ impl Engine {
                     fs_parent,
                     shares: feed.sent_shares(id).expect("a live association was sent"),
                     level_shares: u64::try_from(level).expect("level shares are non-negative"),
-                    usage: u128::try_from(facts.subtree_usage[at]).expect("usage is non-negative"),
+                    usage: FrameUsage::try_from(facts.subtree_usage[at])
+                        .expect("usage is non-negative"),
                     tickets: facts.tickets[at],
                 }
             })

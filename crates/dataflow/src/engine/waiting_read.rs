@@ -1,5 +1,5 @@
 //! `audit`'s waiting users from the incremental engine: every shard's
-//! candidates (`crate::priority::waiting`), named, ranked
+//! candidates (`crate::priority::reader::waiting`), named, ranked
 //! (`WaitingUser::rank`) and cut to the limit here.
 
 use fairflow_model::report::WaitingUser;

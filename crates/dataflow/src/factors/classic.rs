@@ -10,7 +10,7 @@ use fairflow_model::Algorithm;
 
 use super::{counted, FsParams, NodeRec};
 use crate::priority::classic::ClassicNode;
-use crate::priority::Fact as PFact;
+use crate::priority::Fact;
 use crate::types::{AssocId, Diff, Epoch, NodeId, TouchCounter};
 
 /// The classic inputs of an association from its record and the
@@ -28,8 +28,8 @@ fn inputs(record: &NodeRec, params: &FsParams, user: Option<AssocId>) -> Classic
     }
 }
 
-fn fact(node: NodeId, inputs: ClassicNode) -> PFact {
-    PFact::ClassicNode {
+fn fact(node: NodeId, inputs: ClassicNode) -> Fact {
+    Fact::ClassicNode {
         node,
         inputs: Box::new(inputs),
     }
@@ -40,7 +40,7 @@ fn fact(node: NodeId, inputs: ClassicNode) -> PFact {
 pub(super) fn facts<'s>(
     classic: VecCollection<'s, Epoch, (NodeId, (NodeRec, FsParams)), Diff>,
     touched: &TouchCounter,
-) -> VecCollection<'s, Epoch, PFact, Diff> {
+) -> VecCollection<'s, Epoch, Fact, Diff> {
     counted(
         classic.map(|(node, (record, params))| fact(node, inputs(&record, &params, record.assoc))),
         touched,

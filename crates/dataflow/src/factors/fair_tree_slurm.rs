@@ -22,18 +22,8 @@
 //! previous member's (or `NO_VAL` for the first: `Placing` starts there),
 //! and for a user the label of the first user of its run of tied users.
 //!
-//! # Labels (order maintenance)
-//! A group's members in order have increasing `u64` labels. A member that
-//! moves, or joins, takes a label between its new neighbours' (their
-//! midpoint; `assign_labels` keeps the old one where it still fits) and
-//! every other member keeps its own, so a move across a thousand siblings
-//! sends one slot and perhaps its neighbours', where a position (the users
-//! before a member) would change for all thousand. When a gap is used up,
-//! a window around it doubles until its members can be spread
-//! `RELABEL_MIN_GAP` apart (`relabel_around`), and only the window is sent
-//! again: with 64-bit labels that takes dozens of insertions into one gap.
-//! The queue derives prefixes, firsts and runs from the labels.
-//! `FairShare=parent` accounts are members (`LevelFS` `NO_VAL`, no users).
+//! # Labels
+//! Order labels, maintained as members move (`labels`).
 //!
 //! The placements leave the dataflow as they are (a [`TreeSlot`] per
 //! association): ranks are not materialised per user. The queue keeps the
@@ -66,37 +56,21 @@ use std::collections::BTreeMap;
 
 use differential_dataflow::consolidation::consolidate;
 use differential_dataflow::VecCollection;
-use fairflow_model::formula::{
-    share_fraction, slurm_level_fs_of, slurm_sibling_order, SLURM_PARENT_ACCOUNT_LEVEL_FS,
-};
-use fairflow_model::Shares;
+use fairflow_model::formula::{slurm_sibling_order, SLURM_PARENT_ACCOUNT_LEVEL_FS};
 use rustc_hash::FxHashMap as HashMap;
 
-use super::{GroupItem, NodeRec, Own};
-use crate::priority::fair_tree::{SlotPlacement, TreeSlot};
+use super::groups::{GroupItem, Own};
+use super::NodeRec;
+use crate::priority::fair_tree::TreeSlot;
 use crate::stages::per_batch_routed;
 use crate::thresholds::{self, Threshold};
-use crate::types::{Diff, Epoch, NodeId, ROOT};
+use crate::types::{Diff, Epoch, FrameUsage, NodeId, ROOT};
 
-/// Slurm's `LevelFS` of a member (`FairShare=parent`: a user `+inf`, an
-/// account `NO_VAL`), from its share fraction and both usages already
-/// converted to `f64` (`formula::slurm_level_fs_of`).
-fn member_level_fs(
-    member: &super::Member,
-    share_fraction: f64,
-    usage: f64,
-    parent_usage: f64,
-) -> f64 {
-    if member.shares.is_parent() {
-        if member.user {
-            f64::INFINITY
-        } else {
-            SLURM_PARENT_ACCOUNT_LEVEL_FS
-        }
-    } else {
-        slurm_level_fs_of(share_fraction, usage, parent_usage)
-    }
-}
+mod labels;
+mod placed;
+
+use labels::{assign_labels, label_at, label_before, relabel_around, spread};
+use placed::{pair_scale_safe, sibling_order, Placed, Placing, LEAST_OWN};
 
 /// Every member's placement, from the Fair Tree records.
 pub(super) fn place<'s>(
@@ -148,7 +122,7 @@ struct Groups {
     groups: HashMap<NodeId, Group>,
     /// A group's parents' parts last replaced, kept for the next group's
     /// (no allocation per group in a batch).
-    spare_parts: Vec<(NodeId, u128, u64)>,
+    spare_parts: Vec<(NodeId, FrameUsage, u64)>,
 }
 
 /// One group: its items (members and their parents' parts, with their
@@ -161,7 +135,7 @@ struct Groups {
 struct Group {
     items: BTreeMap<GroupItem, Diff>,
     /// `(parent, usage, level shares)` of the parents present, by parent.
-    parts: Vec<(NodeId, u128, u64)>,
+    parts: Vec<(NodeId, FrameUsage, u64)>,
     /// The members in Slurm's sibling order.
     order: Vec<Placed>,
     /// Their node ids, in the same order: what a span update scans to find
@@ -173,92 +147,6 @@ struct Group {
     /// ([`Group::update_span`]).
     scale_safe: bool,
 }
-
-/// A member in its group's order: its sort key and the placement sent.
-#[derive(Clone, Copy)]
-struct Placed {
-    node: NodeId,
-    /// Its fair-share parent (whose part gives its level shares and its
-    /// parent's usage).
-    parent: NodeId,
-    member: super::Member,
-    /// Its own usage as `f64` and its share fraction (of its level
-    /// shares), kept so that a move of its parent's usage re-derives its
-    /// `LevelFS` with two divisions.
-    usage_f64: f64,
-    share_fraction: f64,
-    /// How its `LevelFS` follows its parent's usage (from the two above).
-    scaling: Scaling,
-    level_fs: f64,
-    /// Its order label (0: none yet; see [`assign_labels`]).
-    label: u64,
-    /// Does it keep its label ([`assign_labels`]: a kept member whose
-    /// order did not change)?
-    anchored: bool,
-    /// The placement last sent (none yet: a member new to the group).
-    sent: Option<TreeSlot>,
-}
-
-impl Placed {
-    fn new(node: NodeId, parent: NodeId, own: Own, part: (u128, u64)) -> Placed {
-        let member = super::Member::of(own, part);
-        let usage_f64 = member.usage as f64;
-        let share_fraction = share_fraction(member.shares.raw(), member.level_shares);
-        Placed {
-            node,
-            parent,
-            member,
-            usage_f64,
-            share_fraction,
-            scaling: Scaling::of(&member, share_fraction, usage_f64),
-            level_fs: member_level_fs(&member, share_fraction, usage_f64, part.0 as f64),
-            label: 0,
-            anchored: false,
-            sent: None,
-        }
-    }
-
-    /// Its key in [`slurm_sibling_order`].
-    fn order_key(&self) -> (f64, bool, u64) {
-        (self.level_fs, self.member.user, u64::from(self.node))
-    }
-
-    /// Bring its `LevelFS` to its parent's current part, if it was derived
-    /// at another (`usage_f64`: the usage converted).
-    fn bring_to(&mut self, part: (u128, u64), usage_f64: f64) {
-        if part != (self.member.parent_usage, self.member.level_shares) {
-            self.repart(part, usage_f64);
-        }
-    }
-
-    /// Its parent's part moved to `(usage, level shares)` (`usage_f64`:
-    /// the usage converted): re-derive its `LevelFS`.
-    fn repart(&mut self, (usage, level_shares): (u128, u64), usage_f64: f64) {
-        if level_shares != self.member.level_shares {
-            self.member.level_shares = level_shares;
-            self.share_fraction = share_fraction(self.member.shares.raw(), level_shares);
-            self.scaling = Scaling::of(&self.member, self.share_fraction, self.usage_f64);
-        }
-        self.member.parent_usage = usage;
-        self.level_fs =
-            member_level_fs(&self.member, self.share_fraction, self.usage_f64, usage_f64);
-    }
-}
-
-/// Slurm's sibling order ([`slurm_sibling_order`]: `LevelFS` descending,
-/// users first, newest first). Total: ties end at the node id.
-fn sibling_order(a: &Placed, b: &Placed) -> Ordering {
-    slurm_sibling_order(a.order_key(), b.order_key())
-}
-
-/// The smallest [`Own`] (a lower bound of a node's member items).
-const LEAST_OWN: Own = Own {
-    shares: Shares::Value(0),
-    usage: 0,
-    user: false,
-    assoc: None,
-    weight: 0,
-};
 
 impl Groups {
     fn apply(
@@ -301,7 +189,7 @@ impl Group {
     /// The parents' parts present (positive counts), by parent; of two
     /// items of one parent the larger (as `group_members` reads them);
     /// into `parts`, cleared first.
-    fn parent_parts_into(&self, parts: &mut Vec<(NodeId, u128, u64)>) {
+    fn parent_parts_into(&self, parts: &mut Vec<(NodeId, FrameUsage, u64)>) {
         parts.clear();
         let first_parent = GroupItem::Parent {
             parent: NodeId::MIN,
@@ -321,7 +209,12 @@ impl Group {
 
     /// The members a node's present items make (one in a consistent
     /// state), each whose parent's part is present.
-    fn members_of(&self, node: NodeId, parts: &[(NodeId, u128, u64)], into: &mut Vec<Placed>) {
+    fn members_of(
+        &self,
+        node: NodeId,
+        parts: &[(NodeId, FrameUsage, u64)],
+        into: &mut Vec<Placed>,
+    ) {
         let from = GroupItem::Member {
             node,
             parent: NodeId::MIN,
@@ -363,7 +256,7 @@ impl Group {
         &mut self,
         group_id: NodeId,
         changed: &[NodeId],
-        spare_parts: &mut Vec<(NodeId, u128, u64)>,
+        spare_parts: &mut Vec<(NodeId, FrameUsage, u64)>,
         out: &mut Vec<((NodeId, TreeSlot), Diff)>,
     ) {
         let mut parts = std::mem::take(spare_parts);
@@ -373,75 +266,119 @@ impl Group {
             .iter()
             .map(|part| part.0)
             .ne(self.parts.iter().map(|part| part.0));
-        // One parent, its level shares as before, its usage positive before
-        // and after (at 0 every `LevelFS` is `+inf`, whatever the ratios).
-        if let ([part], [last]) = (&parts[..], &self.parts[..]) {
-            // Few changed members: each costs a scan of the node ids and
-            // its span; many are cheaper merged in one pass.
-            let few = changed.len() * SPAN_UPDATE_MAX_SHARE
-                <= self.order.len().max(SPAN_UPDATE_MAX_SHARE);
-            thresholds::decide(Threshold::GroupSpanTooWide, !few);
-            if few
-                && !rebuild
-                && self.scale_safe
-                && part.2 == last.2
-                && part.1 > 0
-                && last.1 > 0
-                && self.update_span(group_id, changed, *part, out)
-            {
-                *spare_parts = std::mem::replace(&mut self.parts, parts);
-                return;
-            }
+        if self.try_update_span(group_id, changed, &parts, rebuild, out) {
+            *spare_parts = std::mem::replace(&mut self.parts, parts);
+            return;
         }
         // The placements sent to members taken out of the order, by node.
+        let (mut taken, mut fresh) = if rebuild {
+            self.take_every_member(&parts)
+        } else {
+            self.take_changed_members(changed, &parts, parents_changed)
+        };
+        fresh.sort_by(sibling_order);
+        let taken_back = take_back(&mut taken, &mut fresh);
+        self.merge_in(&fresh);
+        assign_labels(&mut self.order);
+        self.place_every_member(group_id, out);
+        retract_taken(&taken, &taken_back, out);
+        *spare_parts = std::mem::replace(&mut self.parts, parts);
+    }
+
+    /// [`Group::update_span`] if the group qualifies: one parent before and
+    /// after (not `rebuild`), its level shares as before, its usage positive
+    /// before and after (at 0 every `LevelFS` is `+inf`, whatever the
+    /// ratios), few changed members, every pair scale-safe. False (nothing
+    /// changed) otherwise.
+    fn try_update_span(
+        &mut self,
+        group_id: NodeId,
+        changed: &[NodeId],
+        parts: &[(NodeId, FrameUsage, u64)],
+        rebuild: bool,
+        out: &mut Vec<((NodeId, TreeSlot), Diff)>,
+    ) -> bool {
+        let ([part], [last]) = (parts, &self.parts[..]) else {
+            return false;
+        };
+        // Few changed members: each costs a scan of the node ids and
+        // its span; many are cheaper merged in one pass.
+        let few =
+            changed.len() * SPAN_UPDATE_MAX_SHARE <= self.order.len().max(SPAN_UPDATE_MAX_SHARE);
+        thresholds::decide(Threshold::GroupSpanTooWide, !few);
+        few && !rebuild
+            && self.scale_safe
+            && part.2 == last.2
+            && part.1 > 0
+            && last.1 > 0
+            && self.update_span(group_id, changed, *part, out)
+    }
+
+    /// Take every member out of the order and derive them all again from
+    /// the items (the set of parents changed): `(placements sent to them,
+    /// the members)`.
+    fn take_every_member(
+        &mut self,
+        parts: &[(NodeId, FrameUsage, u64)],
+    ) -> (Vec<(NodeId, TreeSlot)>, Vec<Placed>) {
+        let taken = self
+            .order
+            .drain(..)
+            .filter_map(|placed| Some((placed.node, placed.sent?)))
+            .collect();
+        let mut fresh = Vec::new();
+        for (item, count) in &self.items {
+            if let (GroupItem::Member { node, parent, own }, true) = (*item, *count > 0) {
+                if let Some(part) = part_of(parts, parent) {
+                    fresh.push(Placed::new(node, parent, own, part));
+                }
+            }
+        }
+        (taken, fresh)
+    }
+
+    /// Take the `changed` members (and those whose parent left) out of the
+    /// order, bring the kept ones to their parent's part and re-sort them
+    /// if `f64` rounding reordered them: `(placements sent to the members
+    /// taken, the changed members derived again)`.
+    fn take_changed_members(
+        &mut self,
+        changed: &[NodeId],
+        parts: &[(NodeId, FrameUsage, u64)],
+        parents_changed: bool,
+    ) -> (Vec<(NodeId, TreeSlot)>, Vec<Placed>) {
         let mut taken: Vec<(NodeId, TreeSlot)> = Vec::new();
         let mut kept_in_order = true;
         let mut fresh: Vec<Placed> = Vec::new();
-        if rebuild {
-            taken.extend(
-                self.order
-                    .drain(..)
-                    .filter_map(|placed| Some((placed.node, placed.sent?))),
-            );
-            for (item, count) in &self.items {
-                if let (GroupItem::Member { node, parent, own }, true) = (*item, *count > 0) {
-                    if let Some(part) = part_of(&parts, parent) {
-                        fresh.push(Placed::new(node, parent, own, part));
+        // Each parent's usage converted once for all its members.
+        let parent_usage_f64: Vec<f64> = parts.iter().map(|&(_, usage, _)| usage as f64).collect();
+        let mut previous: Option<(f64, bool, u64)> = None;
+        self.order.retain_mut(|placed| {
+            let part = if parents_changed {
+                part_index(parts, placed.parent)
+                    .map(|index| (index, (parts[index].1, parts[index].2)))
+            } else {
+                Some((0, (placed.member.parent_usage, placed.member.level_shares)))
+            };
+            match part {
+                Some((index, part)) if changed.binary_search(&placed.node).is_err() => {
+                    placed.bring_to(part, parent_usage_f64[index]);
+                    placed.anchored = true;
+                    let key = placed.order_key();
+                    if let Some(last) = previous {
+                        kept_in_order &= slurm_sibling_order(last, key) == Ordering::Less;
                     }
+                    previous = Some(key);
+                    true
+                }
+                _ => {
+                    taken.extend(placed.sent.map(|slot| (placed.node, slot)));
+                    false
                 }
             }
-        } else {
-            // Each parent's usage converted once for all its members.
-            let parent_usage_f64: Vec<f64> =
-                parts.iter().map(|&(_, usage, _)| usage as f64).collect();
-            let mut previous: Option<(f64, bool, u64)> = None;
-            self.order.retain_mut(|placed| {
-                let part = if parents_changed {
-                    part_index(&parts, placed.parent)
-                        .map(|index| (index, (parts[index].1, parts[index].2)))
-                } else {
-                    Some((0, (placed.member.parent_usage, placed.member.level_shares)))
-                };
-                match part {
-                    Some((index, part)) if changed.binary_search(&placed.node).is_err() => {
-                        placed.bring_to(part, parent_usage_f64[index]);
-                        placed.anchored = true;
-                        let key = placed.order_key();
-                        if let Some(last) = previous {
-                            kept_in_order &= slurm_sibling_order(last, key) == Ordering::Less;
-                        }
-                        previous = Some(key);
-                        true
-                    }
-                    _ => {
-                        taken.extend(placed.sent.map(|slot| (placed.node, slot)));
-                        false
-                    }
-                }
-            });
-            for &node in changed {
-                self.members_of(node, &parts, &mut fresh);
-            }
+        });
+        for &node in changed {
+            self.members_of(node, parts, &mut fresh);
         }
         if !kept_in_order {
             // `f64` rounding reordered the kept members: their labels no
@@ -451,27 +388,33 @@ impl Group {
                 placed.anchored = false;
             }
         }
-        fresh.sort_by(sibling_order);
-        let taken_back = take_back(&mut taken, &mut fresh);
-        // Merge the changed members into the kept ones in place, from the
-        // back: each kept member after the first changed one moves once.
-        if !fresh.is_empty() {
-            let kept = self.order.len();
-            self.order.extend_from_slice(&fresh);
-            let (mut i, mut j, mut k) = (kept, fresh.len(), self.order.len());
-            while j > 0 {
-                k -= 1;
-                if i > 0 && sibling_order(&self.order[i - 1], &fresh[j - 1]) == Ordering::Greater {
-                    i -= 1;
-                    self.order[k] = self.order[i];
-                } else {
-                    j -= 1;
-                    self.order[k] = fresh[j];
-                }
+        (taken, fresh)
+    }
+
+    /// Merge the changed members (sorted) into the kept ones in place, from
+    /// the back: each kept member after the first changed one moves once.
+    fn merge_in(&mut self, fresh: &[Placed]) {
+        if fresh.is_empty() {
+            return;
+        }
+        let kept = self.order.len();
+        self.order.extend_from_slice(fresh);
+        let (mut i, mut j, mut k) = (kept, fresh.len(), self.order.len());
+        while j > 0 {
+            k -= 1;
+            if i > 0 && sibling_order(&self.order[i - 1], &fresh[j - 1]) == Ordering::Greater {
+                i -= 1;
+                self.order[k] = self.order[i];
+            } else {
+                j -= 1;
+                self.order[k] = fresh[j];
             }
         }
-        assign_labels(&mut self.order);
-        // Place them in order.
+    }
+
+    /// Place every member in order, sending what changed; note whether the
+    /// group is scale-safe and its node ids.
+    fn place_every_member(&mut self, group_id: NodeId, out: &mut Vec<((NodeId, TreeSlot), Diff)>) {
         let mut placing = Placing::new(group_id);
         let mut scale_safe = true;
         for index in 0..self.order.len() {
@@ -484,8 +427,6 @@ impl Group {
         self.nodes.clear();
         self.nodes
             .extend(self.order.iter().map(|placed| placed.node));
-        retract_taken(&taken, &taken_back, out);
-        *spare_parts = std::mem::replace(&mut self.parts, parts);
     }
 
     /// [`Group::update`] when every adjacent pair of members is
@@ -512,7 +453,7 @@ impl Group {
         &mut self,
         group_id: NodeId,
         changed: &[NodeId],
-        part: (NodeId, u128, u64),
+        part: (NodeId, FrameUsage, u64),
         out: &mut Vec<((NodeId, TreeSlot), Diff)>,
     ) -> bool {
         let current = (part.1, part.2);
@@ -527,8 +468,26 @@ impl Group {
             // path, which places whatever the items say.
             return false;
         }
-        // The members to place again, by node: each moved or new member,
-        // and each member whose predecessor changed.
+        let (dirty, taken) = self.move_changed(changed, fresh, current, usage_f64);
+        self.place_dirty(group_id, &dirty, current, usage_f64, out);
+        for (node, slot) in taken {
+            out.push(((node, slot), -1));
+        }
+        true
+    }
+
+    /// Move each changed member to its place at the parent's `current`
+    /// part (insert a new one, remove a leaving one), relabelling around
+    /// it: `(the members to place again, sorted by node; the placements of
+    /// the members that left)`. A member is placed again when it moved or
+    /// is new, or its predecessor changed.
+    fn move_changed(
+        &mut self,
+        changed: &[NodeId],
+        fresh: Vec<Placed>,
+        current: (FrameUsage, u64),
+        usage_f64: f64,
+    ) -> (Vec<NodeId>, Vec<(NodeId, TreeSlot)>) {
         let mut dirty: Vec<NodeId> = Vec::new();
         let mut taken: Vec<(NodeId, TreeSlot)> = Vec::new();
         let mut fresh = fresh.into_iter().peekable();
@@ -586,6 +545,20 @@ impl Group {
         }
         dirty.sort_unstable();
         dirty.dedup();
+        (dirty, taken)
+    }
+
+    /// Place again from each `dirty` member on, while slots come out
+    /// changed (a run of tied users whose first user changed), stopping at
+    /// the first slot that is as sent.
+    fn place_dirty(
+        &mut self,
+        group_id: NodeId,
+        dirty: &[NodeId],
+        current: (FrameUsage, u64),
+        usage_f64: f64,
+        out: &mut Vec<((NodeId, TreeSlot), Diff)>,
+    ) {
         let starts: Vec<usize> = if dirty.is_empty() {
             Vec::new()
         } else {
@@ -623,10 +596,6 @@ impl Group {
                 }
             }
         }
-        for (node, slot) in taken {
-            out.push(((node, slot), -1));
-        }
-        true
     }
 
     /// Give the member just moved to or inserted at `order[index]` a label
@@ -657,7 +626,7 @@ impl Group {
         &mut self,
         placed: &Placed,
         skip: Option<usize>,
-        current: (u128, u64),
+        current: (FrameUsage, u64),
         usage_f64: f64,
     ) -> usize {
         let len = self.order.len() - usize::from(skip.is_some());
@@ -731,239 +700,18 @@ fn send_placement(
     as_sent
 }
 
-/// How a member's `LevelFS` follows its parent's usage `P > 0`: a constant
-/// (`FairShare=parent`; no shares: 0; no usage: `+inf`), or
-/// `share fraction / (usage / P)`, the ratio `share fraction / usage`
-/// scaled by `P` (within a few ulps).
-#[derive(Clone, Copy)]
-enum Scaling {
-    Constant(f64),
-    Ratio(f64),
-}
-
-impl Scaling {
-    fn of(member: &super::Member, share_fraction: f64, usage_f64: f64) -> Scaling {
-        if member.shares.is_parent() {
-            Scaling::Constant(member_level_fs(member, 0.0, 0.0, 0.0))
-        } else if share_fraction == 0.0 {
-            Scaling::Constant(0.0)
-        } else if usage_f64 == 0.0 {
-            Scaling::Constant(f64::INFINITY)
-        } else {
-            Scaling::Ratio(share_fraction / usage_f64)
-        }
-    }
-}
-
 /// A span update is taken when at most one member in this many changed
 /// (or one in a group of fewer).
 const SPAN_UPDATE_MAX_SHARE: usize = 16;
 
-/// How far apart two members' ratios must be for every positive parent
-/// usage to order them as the ratios do and never tie them: far beyond the
-/// few ulps by which `f64` rounding can move a `LevelFS`.
-const SCALE_MARGIN: f64 = 1e-9;
-
-/// Does `a`, placed just before `b`, stay before it, tied exactly as now,
-/// at every positive usage of their parent? Constants keep their order;
-/// `+inf` stays above and 0 below every ratio; a finite constant (a
-/// `FairShare=parent` account's `NO_VAL`) can be crossed by a ratio; two
-/// members with the same share fraction and usage always tie; other ratios
-/// keep their order if they are more than [`SCALE_MARGIN`] apart.
-fn pair_scale_safe(a: &Placed, b: &Placed) -> bool {
-    match (a.scaling, b.scaling) {
-        (Scaling::Constant(_), Scaling::Constant(_)) => true,
-        (Scaling::Constant(x), Scaling::Ratio(_)) => x == f64::INFINITY,
-        (Scaling::Ratio(_), Scaling::Constant(y)) => y == 0.0,
-        (Scaling::Ratio(x), Scaling::Ratio(y)) => {
-            (a.share_fraction == b.share_fraction && a.usage_f64 == b.usage_f64)
-                || x > y * (1.0 + SCALE_MARGIN)
-        }
-    }
-}
-
 /// A parent's part `(usage, level shares)`, if present.
-fn part_of(parts: &[(NodeId, u128, u64)], parent: NodeId) -> Option<(u128, u64)> {
+fn part_of(parts: &[(NodeId, FrameUsage, u64)], parent: NodeId) -> Option<(FrameUsage, u64)> {
     part_index(parts, parent).map(|index| (parts[index].1, parts[index].2))
 }
 
 /// Where a parent's part is in `parts` (sorted by parent), if present.
-fn part_index(parts: &[(NodeId, u128, u64)], parent: NodeId) -> Option<usize> {
+fn part_index(parts: &[(NodeId, FrameUsage, u64)], parent: NodeId) -> Option<usize> {
     parts.binary_search_by_key(&parent, |part| part.0).ok()
-}
-
-/// Placing the members of one group, in Slurm's sibling order: the
-/// previous member's `LevelFS` and kind, and the label of the first user of
-/// the current run of tied users.
-struct Placing {
-    group: NodeId,
-    prev: f64,
-    prev_user: bool,
-    run_label: u64,
-}
-
-impl Placing {
-    fn new(group: NodeId) -> Self {
-        Placing {
-            group,
-            prev: SLURM_PARENT_ACCOUNT_LEVEL_FS,
-            prev_user: false,
-            run_label: 0,
-        }
-    }
-
-    /// Placing from just after `previous`, whose slot (as sent) is right.
-    fn after(group: NodeId, previous: &Placed) -> Self {
-        let sent = previous.sent.expect("a kept member was placed");
-        Placing {
-            group,
-            prev: previous.level_fs,
-            prev_user: previous.member.user,
-            run_label: sent.placement.run_label,
-        }
-    }
-
-    /// The next member's slot (its label already assigned).
-    fn place(&mut self, placed: &Placed) -> TreeSlot {
-        let (level_fs, member) = (placed.level_fs, &placed.member);
-        let local_tie = self.prev == level_fs;
-        if member.user && !(local_tie && self.prev_user) {
-            self.run_label = placed.label;
-        }
-        let placement = SlotPlacement {
-            label: placed.label,
-            local_tie,
-            run_label: if member.user {
-                self.run_label
-            } else {
-                placed.label
-            },
-            user: member.user,
-            parent_account: !member.user && member.shares.is_parent(),
-        };
-        self.prev = level_fs;
-        self.prev_user = member.user;
-        TreeSlot {
-            group: self.group,
-            weight: member.weight,
-            placement,
-            assoc: member.assoc,
-        }
-    }
-}
-
-/// The bounds of the label space: labels lie strictly between them.
-const LABEL_FLOOR: u64 = 0;
-const LABEL_CEILING: u64 = u64::MAX;
-
-/// The least spacing a relabelled window leaves between its labels (so
-/// that many later insertions fit in each gap before the next relabelling).
-const RELABEL_MIN_GAP: u64 = 1 << 20;
-
-/// The label just before `order[index]` (the floor at the front).
-fn label_before(order: &[Placed], index: usize) -> u64 {
-    index
-        .checked_sub(1)
-        .map_or(LABEL_FLOOR, |before| order[before].label)
-}
-
-/// The label of `order[index]` (the ceiling past the end).
-fn label_at(order: &[Placed], index: usize) -> u64 {
-    order
-        .get(index)
-        .map_or(LABEL_CEILING, |placed| placed.label)
-}
-
-/// Give `order[from..to]` labels evenly spaced strictly between `low` and
-/// `high`; false (nothing changed) if there is no room.
-fn spread(order: &mut [Placed], from: usize, to: usize, low: u64, high: u64) -> bool {
-    let gap = (high - low) / (to - from + 1) as u64;
-    if gap == 0 {
-        return false;
-    }
-    for (step, placed) in order[from..to].iter_mut().enumerate() {
-        placed.label = low + gap * (step as u64 + 1);
-    }
-    true
-}
-
-/// Relabel a window around `order[from..to]`, whose labels do not fit
-/// between their neighbours': the window doubles on each side until its
-/// members can be spaced [`RELABEL_MIN_GAP`] apart (or it is the whole
-/// group). The members outside keep their labels. Every label before
-/// `from` is final; after `to`, those `settled` says are (the window ends
-/// before one, or at the end). Returns the window.
-fn relabel_around(
-    order: &mut [Placed],
-    from: usize,
-    to: usize,
-    settled: impl Fn(&Placed) -> bool,
-) -> std::ops::Range<usize> {
-    let mut reach = 1;
-    loop {
-        let start = from.saturating_sub(reach);
-        let mut end = (to + reach).min(order.len());
-        while end < order.len() && !settled(&order[end]) {
-            end += 1;
-        }
-        let (low, high) = (label_before(order, start), label_at(order, end));
-        let whole = start == 0 && end == order.len();
-        if (high - low) / (end - start + 1) as u64 >= RELABEL_MIN_GAP || whole {
-            let spaced = spread(order, start, end, low, high);
-            debug_assert!(spaced, "a group has fewer members than labels");
-            return start..end;
-        }
-        reach *= 2;
-    }
-}
-
-/// Give the members of a group's new order increasing labels, keeping
-/// every label that can be kept cheaply: an anchored member keeps its own
-/// (the anchored members' labels increase along the order); another keeps
-/// its label if it lies above the last kept label and below the next
-/// anchored member's; the members left take labels spread between their
-/// neighbours', or a window around them is relabelled. Only the members
-/// whose labels change (those that moved, and a relabelled window) get a
-/// new slot.
-fn assign_labels(order: &mut [Placed]) {
-    let len = order.len();
-    // The label of the next anchored member after each position.
-    let mut next_anchor = vec![LABEL_CEILING; len];
-    let mut ceiling = LABEL_CEILING;
-    for index in (0..len).rev() {
-        next_anchor[index] = ceiling;
-        if order[index].anchored {
-            ceiling = order[index].label;
-        }
-    }
-    let mut low = LABEL_FLOOR;
-    for (index, placed) in order.iter_mut().enumerate() {
-        if !placed.anchored && placed.label > low && placed.label < next_anchor[index] {
-            placed.anchored = true;
-        }
-        if placed.anchored {
-            low = placed.label;
-        }
-    }
-    let mut index = 0;
-    while index < len {
-        if order[index].anchored {
-            order[index].anchored = false;
-            index += 1;
-            continue;
-        }
-        let end = index + order[index..].iter().take_while(|p| !p.anchored).count();
-        let (low, high) = (label_before(order, index), label_at(order, end));
-        let done = if spread(order, index, end, low, high) {
-            end
-        } else {
-            relabel_around(order, index, end, |placed| placed.anchored).end
-        };
-        for placed in &mut order[index..done] {
-            placed.anchored = false;
-        }
-        index = done;
-    }
 }
 
 #[cfg(test)]

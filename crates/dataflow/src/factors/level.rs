@@ -35,7 +35,7 @@ use fairflow_model::formula::{
     level_bucket_value, rank_factor, share_fraction, usage_ratio, LevelLayout,
 };
 
-use super::{counted, with_fs_parent_record, FsParams, NodeRec};
+use super::{counted, FsParams, NodeRec};
 use crate::stages::down_the_tree;
 use crate::types::{ByKey, Diff, Epoch, NodeId, TouchCounter, ROOT};
 
@@ -158,4 +158,32 @@ pub(super) fn build<'s>(
         .join_core(factor_of_raw.arrange_by_key(), |_raw, &user, &bits| {
             Some((user, bits))
         })
+}
+
+/// A gated record with its fair-share parent's: `(record, params, parent,
+/// parent's record)`.
+type WithFsParent = (NodeRec, FsParams, NodeId, NodeRec);
+
+/// Each gated association with its fair-share parent and the parent's
+/// record, `(node, (record, params, parent, parent's record))` (root, which
+/// has no fair-share parent, is left out): the records joined on the parent
+/// with their own arrangement `by_node`. A record's change touches its own
+/// row and its fair-share children's.
+fn with_fs_parent_record<'s>(
+    records: VecCollection<'s, Epoch, (NodeId, (NodeRec, FsParams)), Diff>,
+    by_node: ByKey<'s, NodeId, (NodeRec, FsParams)>,
+) -> VecCollection<'s, Epoch, (NodeId, WithFsParent), Diff> {
+    records
+        .flat_map(|(node, (record, params))| {
+            record
+                .fs_parent
+                .map(|parent| (parent, (node, record, params)))
+        })
+        .arrange_by_key()
+        .join_core(
+            by_node,
+            |&parent, &(node, record, params), &(parent_record, _)| {
+                Some((node, (record, params, parent, parent_record)))
+            },
+        )
 }

@@ -50,7 +50,7 @@ use fairflow_model::formula::{
 
 use super::{counted, NodeRec};
 use crate::stages::{down_the_tree, reduce_arranged, sums_up_the_tree};
-use crate::types::{ByKey, Diff, Epoch, NodeId, TouchCounter, ROOT};
+use crate::types::{ByKey, Diff, Epoch, FrameUsage, NodeId, TouchCounter, ROOT};
 
 /// What the ticket walk knows about one active association.
 #[derive(
@@ -91,8 +91,11 @@ pub(super) struct Tickets<'s> {
 struct WeightInput {
     record: NodeRec,
     norm_shares_bits: u64,
-    parent_usage: u128,
+    parent_usage: FrameUsage,
 }
+
+/// Each active association's `(fs parent, S · F bits)`.
+type Weights<'s> = VecCollection<'s, Epoch, (NodeId, (Option<NodeId>, u64)), Diff>;
 
 /// Build the ticket stages over the ticket-gated `records`; `pending` holds
 /// one `(user association)` per pending job; `edges_by_child` is the tree.
@@ -103,25 +106,52 @@ pub(super) fn build<'s>(
     touched: &TouchCounter,
 ) -> Tickets<'s> {
     let records_by_node = records.clone().arrange_by_key();
+    let active = active(edges_by_child, pending, &records_by_node, touched);
+    let norm_shares = norm_shares(&records, &records_by_node, touched);
+    let weights = weights(active, norm_shares, records_by_node, touched);
+    let child_sums = child_sums(&weights, touched);
+    let tickets_by_node = tickets_by_node(weights, child_sums);
+    let tickets = counted(
+        tickets_by_node
+            .clone()
+            .as_collection(|&node, &tickets| (node, tickets)),
+        touched,
+    );
+    let factors = factors(records, tickets_by_node);
+    Tickets { factors, tickets }
+}
 
+/// Stages 1 and 2: the active associations, with their records.
+fn active<'s>(
+    edges_by_child: &ByKey<'s, NodeId, NodeId>,
+    pending: VecCollection<'s, Epoch, NodeId, Diff>,
+    records_by_node: &ByKey<'s, NodeId, NodeRec>,
+    touched: &TouchCounter,
+) -> VecCollection<'s, Epoch, (NodeId, NodeRec), Diff> {
     // 1. Pending jobs per association (only while the records exist: gated),
     //    moved up the edges and counted.
     let pending = pending
         .map(|node| (node, ()))
         .join_core(records_by_node.clone(), |&node, &(), _record| Some(node));
     let pending_below = sums_up_the_tree(edges_by_child, pending);
-
-    // 2. Active associations, with their records.
-    let active = counted(
+    // 2. Active: a count above 0, not a `FairShare=parent` account.
+    counted(
         pending_below.join_core(records_by_node.clone(), |&node, &count, record| {
             (count > 0 && (record.user || !record.shares.is_parent())).then_some((node, *record))
         }),
         touched,
-    );
+    )
+}
 
-    // 3. Weights. `S` top-down over the fair-share parents (structure only:
-    //    it never moves on usage), for every association.
-    let norm_shares = counted(
+/// Stage 3, first half: every association's normalised shares `S`, bits.
+fn norm_shares<'s>(
+    records: &VecCollection<'s, Epoch, (NodeId, NodeRec), Diff>,
+    records_by_node: &ByKey<'s, NodeId, NodeRec>,
+    touched: &TouchCounter,
+) -> VecCollection<'s, Epoch, (NodeId, u64), Diff> {
+    // Top-down over the fair-share parents (structure only: it never moves
+    // on usage), for every association.
+    counted(
         down_the_tree(
             records
                 .clone()
@@ -154,12 +184,22 @@ pub(super) fn build<'s>(
             },
         ),
         touched,
-    );
+    )
+}
+
+/// Stage 3, second half: each active association's `(fs parent, S · F
+/// bits)`.
+fn weights<'s>(
+    active: VecCollection<'s, Epoch, (NodeId, NodeRec), Diff>,
+    norm_shares: VecCollection<'s, Epoch, (NodeId, u64), Diff>,
+    records_by_node: ByKey<'s, NodeId, NodeRec>,
+    touched: &TouchCounter,
+) -> Weights<'s> {
     let root_usage = records_by_node
         .clone()
         .as_collection(|&node, record| (node, record.usage))
         .flat_map(|(node, usage)| (node == ROOT).then_some(((), usage)));
-    let weights = counted(
+    counted(
         active
             .arrange_by_key()
             .join_core(
@@ -196,10 +236,16 @@ pub(super) fn build<'s>(
                 },
             ),
         touched,
-    );
+    )
+}
 
-    // 4. Sibling sums.
-    let child_sums = counted(
+/// Stage 4: per fair-share parent, its active children's weights summed
+/// (bits).
+fn child_sums<'s>(
+    weights: &Weights<'s>,
+    touched: &TouchCounter,
+) -> VecCollection<'s, Epoch, (NodeId, u64), Diff> {
+    counted(
         weights
             .clone()
             .flat_map(|(_node, (fs_parent, weight_bits))| {
@@ -215,8 +261,14 @@ pub(super) fn build<'s>(
                 output.push((ticket_weight_sum(&mut values).to_bits(), 1 as Diff));
             }),
         touched,
-    );
+    )
+}
 
+/// Stage 5: every active association's tickets, arranged by node.
+fn tickets_by_node<'s>(
+    weights: Weights<'s>,
+    child_sums: VecCollection<'s, Epoch, (NodeId, u64), Diff>,
+) -> ByKey<'s, NodeId, u64> {
     // 5. Tickets: root's `ROOT_TICKETS` split down the active fair-share
     //    chains (every fair-share ancestor of an active association is
     //    active), top-down (the records' output arrangement is the links'
@@ -269,7 +321,7 @@ pub(super) fn build<'s>(
         .flat_map(|(node, fs_parent)| {
             (node == ROOT && fs_parent.is_none()).then_some((node, ROOT_TICKETS))
         });
-    let tickets_by_node = down_the_tree(
+    down_the_tree(
         ticket_links,
         root_tickets,
         |&parent_tickets, &(weight_bits, parent_child_sum_bits)| {
@@ -284,14 +336,14 @@ pub(super) fn build<'s>(
             })
         },
     )
-    .arrange_by_key();
-    let tickets = counted(
-        tickets_by_node
-            .clone()
-            .as_collection(|&node, &tickets| (node, tickets)),
-        touched,
-    );
+    .arrange_by_key()
+}
 
+/// Stage 6: every user association's factor, bits.
+fn factors<'s>(
+    records: VecCollection<'s, Epoch, (NodeId, NodeRec), Diff>,
+    tickets_by_node: ByKey<'s, NodeId, u64>,
+) -> VecCollection<'s, Epoch, (NodeId, u64), Diff> {
     // 6. Factors: every user's tickets (0 when inactive) over the maximum.
     let user_nodes = records
         .filter(|(_, record)| record.user)
@@ -315,7 +367,7 @@ pub(super) fn build<'s>(
                 output.push((max, 1 as Diff));
             }
         });
-    let factors = user_tickets
+    user_tickets
         .map(|(user, tickets)| ((), (user, tickets)))
         .arrange_by_key()
         .join_core(
@@ -328,14 +380,17 @@ pub(super) fn build<'s>(
                 };
                 Some((user, factor.to_bits()))
             },
-        );
-    Tickets { factors, tickets }
+        )
 }
 
 /// An active association's `(fs parent, S · F bits)` from its record, its
 /// `S` and its fair-share parent's usage, as the oracle's walk ends (root:
 /// `(None, 0)`).
-fn weigh(node: NodeId, input: &WeightInput, root_usage: u128) -> Option<(Option<NodeId>, u64)> {
+fn weigh(
+    node: NodeId,
+    input: &WeightInput,
+    root_usage: FrameUsage,
+) -> Option<(Option<NodeId>, u64)> {
     if node == ROOT {
         return Some((None, 0.0f64.to_bits()));
     }

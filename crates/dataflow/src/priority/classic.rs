@@ -42,7 +42,7 @@ use fairflow_model::formula::{
 use fairflow_model::Shares;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
-use crate::types::{grow, AssocId, NodeId, ROOT};
+use crate::types::{grow, AssocId, FrameUsage, NodeId, ROOT};
 
 /// One association's classic inputs (the payload of `Fact::ClassicNode`).
 #[derive(
@@ -54,12 +54,12 @@ pub struct ClassicNode {
     /// `FairShare`.
     pub shares: Shares,
     /// Subtree usage, frame units.
-    pub usage: u128,
+    pub usage: FrameUsage,
     /// As a fair-share parent: its fair-share children's raw shares, summed.
     pub child_level: u64,
     /// As a fair-share parent: the usage of its fair-share children that
     /// are not `FairShare=parent`, summed (depth-oblivious).
-    pub child_usage: u128,
+    pub child_usage: FrameUsage,
     /// For a user association, its interned name.
     pub user: Option<AssocId>,
     /// `FairShareDampeningFactor`.
@@ -227,28 +227,39 @@ impl ClassicTree {
                 }
             }
         }
-        let mut changes = Vec::new();
         if reshaped || everything {
-            let mut factors = vec![None; self.factors.len()];
-            for position in 0..self.rows.len() {
-                if let Some(bits) = self.revalue(position) {
-                    *grow(&mut factors, bits.0 as usize) = Some(bits.1);
-                }
-            }
-            let len = factors.len().max(self.factors.len());
-            for assoc in 0..len {
-                let old = self.factors.get(assoc).copied().flatten();
-                let new = factors.get(assoc).copied().flatten();
-                if old != new {
-                    changes.push((assoc as AssocId, old, new));
-                }
-            }
-            self.factors = factors;
-            return changes;
+            self.evaluate_every_node()
+        } else {
+            self.evaluate_below(&touched)
         }
-        // Only the touched nodes and, below a node whose children's inputs
-        // moved, its fair-share children; then the children of every node
-        // whose values moved.
+    }
+
+    /// Every node in one pass in tree order; the users whose factor changed.
+    fn evaluate_every_node(&mut self) -> Vec<FactorChange> {
+        let mut changes = Vec::new();
+        let mut factors = vec![None; self.factors.len()];
+        for position in 0..self.rows.len() {
+            if let Some(bits) = self.revalue(position) {
+                *grow(&mut factors, bits.0 as usize) = Some(bits.1);
+            }
+        }
+        let len = factors.len().max(self.factors.len());
+        for assoc in 0..len {
+            let old = self.factors.get(assoc).copied().flatten();
+            let new = factors.get(assoc).copied().flatten();
+            if old != new {
+                changes.push((assoc as AssocId, old, new));
+            }
+        }
+        self.factors = factors;
+        changes
+    }
+
+    /// Only the `touched` nodes and, below a node whose children's inputs
+    /// moved, its fair-share children; then the children of every node
+    /// whose values moved, parents first. The users whose factor changed.
+    fn evaluate_below(&mut self, touched: &[(NodeId, Option<ClassicNode>)]) -> Vec<FactorChange> {
+        let mut changes = Vec::new();
         let mut heap: BinaryHeap<Reverse<u32>> = BinaryHeap::new();
         let mut queued: HashSet<u32> = HashSet::default();
         let mut enqueue_children = |tree: &Self, node: NodeId, heap: &mut BinaryHeap<_>| {
@@ -259,7 +270,7 @@ impl ClassicTree {
                 }
             }
         };
-        for (node, before) in &touched {
+        for (node, before) in touched {
             let position = self.position.get(*node as usize).copied();
             let Some(position) = position.filter(|&p| p != u32::MAX) else {
                 continue;

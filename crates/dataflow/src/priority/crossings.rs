@@ -33,7 +33,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use fairflow_model::{PriorityModel, Time};
 
-use super::{JobRow, Phase, PriorityParams};
+use super::inputs::{JobRow, Phase, PriorityParams};
 use crate::types::JobId;
 
 /// Pending crossings, by time.

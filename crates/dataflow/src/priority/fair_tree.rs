@@ -11,32 +11,6 @@
 //! as placements, the same event changes the placements of the members that
 //! moved in the groups on its path (`O(depth)` groups), and no user entry.
 //!
-//! # Labels, not prefixes
-//! A member's [`SlotPlacement`] holds an order *label*, not its position:
-//! the members of a group in Slurm's sibling order have increasing labels,
-//! and a member that moves takes a label between its new neighbours' while
-//! the others keep theirs (order maintenance, in the placement stage). A
-//! usage event that moves an account across a thousand siblings so sends
-//! its own slot and its neighbours', not the thousand shifted slots. Each
-//! group here keeps its members by label with the users before each
-//! (`Group::users_before`, rebuilt when the group is settled), and a
-//! member's [`SlurmPlacement`] (its prefix, whether it is first, its run's
-//! prefix and ties) is derived from that when the search or a walk reads
-//! it ([`FairTree::placement`]).
-//!
-//! # Ranks from placements (the definition is the oracle's
-//! `fair_tree_slurm`; the derivation was the dataflow's walk)
-//! For a user under fair-share ancestors `a_1 .. a_k` (top first), its group
-//! starts at `start = Σ prefix(a_i)` and its position is `p = start +
-//! prefix`; a group is entered tied when its account is tied
-//! (`local_tie || (first && entered tied)`). Slurm gives the user rank
-//! `N − j` with `j = start + run_prefix` (the first user of its run of tied
-//! users) unless that user is tied, in which case it takes the rank last
-//! assigned: that of the user at position `start + run_prefix − 1` (none
-//! before it: `j = 0`). So ranks never increase along the walk, and the
-//! users of one subtree occupy one contiguous block of positions: a
-//! subtree's highest rank is its first user's.
-//!
 //! # The search ([`FairTree`] with `queue::Candidates`)
 //! Per group and rank class, the members by the best job key (without the
 //! fair-share term) in their subtree; an account's best is its group's
@@ -49,141 +23,17 @@
 //! walking down. A job event changes `O(depth)` subtree maxima.
 
 use std::cmp::Reverse;
-use std::collections::BTreeSet;
 
 use fairflow_model::formula::rank_factor;
 
-use crate::thresholds::{self, Threshold};
 use crate::types::{grow, AssocId, JobId, NodeId, ROOT};
 
-/// Where a member stands in its group, for Slurm's walk (derived from the
-/// group's labels and the member's [`SlotPlacement`]).
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    Default,
-    PartialEq,
-    Eq,
-    PartialOrd,
-    Ord,
-    Hash,
-    serde::Serialize,
-    serde::Deserialize,
-)]
-pub struct SlurmPlacement {
-    /// Users in the members before it.
-    pub prefix: u64,
-    /// Is it the group's first member?
-    pub first: bool,
-    /// Is its `LevelFS` equal to the previous member's (`NO_VAL` for the first)?
-    pub local_tie: bool,
-    /// A user: `prefix` of the first user of its run of tied users.
-    pub run_prefix: u64,
-    /// A user: is the first user of its run the group's first member?
-    pub run_first: bool,
-    /// A user: is the first user of its run tied to its predecessor?
-    pub run_local_tie: bool,
-    /// Is it a user association?
-    pub user: bool,
-    /// Is it a `FairShare=parent` account (not a fair-share ancestor)?
-    pub parent_account: bool,
-}
+mod group;
+mod placement;
 
-/// Where a member stands in its group, as the dataflow sends it: what
-/// changes only when the member moves or its neighbours change.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    Default,
-    PartialEq,
-    Eq,
-    PartialOrd,
-    Ord,
-    Hash,
-    serde::Serialize,
-    serde::Deserialize,
-)]
-pub struct SlotPlacement {
-    /// Its order label: a group's members in Slurm's sibling order have
-    /// increasing labels (unique in the group).
-    pub label: u64,
-    /// Is its `LevelFS` equal to the previous member's (`NO_VAL` for the first)?
-    pub local_tie: bool,
-    /// A user: the label of the first user of its run of tied users (an
-    /// account: its own label).
-    pub run_label: u64,
-    /// Is it a user association?
-    pub user: bool,
-    /// Is it a `FairShare=parent` account (not a fair-share ancestor)?
-    pub parent_account: bool,
-}
-
-/// One association's place in the sorted tree, as the dataflow sends it.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
-)]
-pub struct TreeSlot {
-    /// Its group: its fair-share parent.
-    pub group: NodeId,
-    /// The users it stands for (a user 1, an account the users below it, a
-    /// `FairShare=parent` account 0: its users are members of its parent's group).
-    pub weight: u64,
-    /// Its placement in the group.
-    pub placement: SlotPlacement,
-    /// A user association: its interned name (what job rows carry).
-    pub assoc: Option<AssocId>,
-}
-
-/// A user's place in Slurm's walk: resolved (rank `N − j`) or the rank of
-/// the user at an earlier position.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Walk {
-    Resolved(u64),
-    Refers(u64),
-}
-
-/// Slurm's walk for a user: its ancestors' placements (top first, `parent`
-/// accounts never among them) and its own.
-fn walk(ancestors: impl Iterator<Item = SlurmPlacement>, own: &SlurmPlacement) -> Walk {
-    let (mut start, mut entered_tied) = (0u64, false);
-    for ancestor in ancestors {
-        entered_tied = enters_tied(&ancestor, entered_tied);
-        start += ancestor.prefix;
-    }
-    walk_in_group(start, entered_tied, own)
-}
-
-/// Is the group of an account placed `account` entered tied, when the group
-/// the account stands in was entered `parent_tied`?
-pub fn enters_tied(account: &SlurmPlacement, parent_tied: bool) -> bool {
-    account.local_tie || (account.first && parent_tied)
-}
-
-/// The walk of a user placed `own` in a group starting at `start`, entered
-/// tied or not.
-fn walk_in_group(start: u64, entered_tied: bool, own: &SlurmPlacement) -> Walk {
-    let run_start = start + own.run_prefix;
-    walk_from_run(run_start, run_tied(own, entered_tied))
-}
-
-/// Is the run of a user placed `own` tied, in a group entered tied or not?
-fn run_tied(own: &SlurmPlacement, entered_tied: bool) -> bool {
-    own.run_local_tie || (own.run_first && entered_tied)
-}
-
-/// The walk of a user whose run of tied users starts at `run_start`, tied
-/// to the user before it or not.
-fn walk_from_run(run_start: u64, run_tied: bool) -> Walk {
-    match run_start.checked_sub(1) {
-        // Tied to the user just before the run: its rank.
-        Some(before) if run_tied => Walk::Refers(before),
-        // Tied with nobody before it: the top rank.
-        None if run_tied => Walk::Resolved(0),
-        _ => Walk::Resolved(run_start),
-    }
-}
+use group::Group;
+pub use placement::{enters_tied, SlotPlacement, SlurmPlacement, TreeSlot};
+use placement::{run_tied, walk, walk_from_run, walk_in_group, Walk};
 
 /// The first user below an account, as Slurm's walk reaches it from the
 /// start of the account's group: what [`FairTree::first_user_factor`]
@@ -205,135 +55,6 @@ pub type Best = (u64, JobId);
 /// A member of a group as the search reads it: its node, its placement and
 /// its user association if it is a user.
 pub type GroupMember = (NodeId, SlurmPlacement, Option<AssocId>);
-
-/// An entry of a group's members by best job: highest key first.
-type Ranked = (Reverse<u64>, JobId, NodeId);
-
-/// A member in its group's order: `(label, member, weight)`.
-type Positioned = (u64, NodeId, u64);
-
-/// A change of a group's members by label, made by [`FairTree::apply`]:
-/// `(label, member, weight, placed)` (`placed` false: a removal, which
-/// holds only if the label still maps to the member).
-type PositionChange = (u64, NodeId, u64, bool);
-
-/// One group: its members by label, the users before each, and, per rank
-/// class, its members by the best job in their subtree.
-#[derive(Debug, Default)]
-struct Group {
-    /// Every member, by label (unique).
-    by_label: Vec<Positioned>,
-    /// `users_before[i]`: the users the members `by_label[..i]` stand for
-    /// (one more entry than `by_label`; rebuilt when settled).
-    users_before: Vec<u64>,
-    /// The changes of `by_label` made by the current [`FairTree::apply`],
-    /// in the order made.
-    pending: Vec<PositionChange>,
-    ranked: [BTreeSet<Ranked>; 2],
-}
-
-/// Pending position changes of a group up to which each is applied alone
-/// (a binary search and a shift) rather than all in one merge.
-const POSITION_CHANGES_ONE_BY_ONE: usize = 4;
-
-impl Group {
-    /// Where a label is (or would be) in `by_label`.
-    fn index_of(&self, label: u64) -> usize {
-        self.by_label.partition_point(|&(l, _, _)| l < label)
-    }
-
-    /// The users before the member at `index` of `by_label`.
-    fn users_before(&self, index: usize) -> u64 {
-        self.users_before.get(index).copied().unwrap_or(0)
-    }
-
-    /// Its first member that stands for users: `(users before it, member)`
-    /// (always 0 users: only members that stand for none come before it).
-    fn first_positioned(&self) -> Option<(u64, NodeId)> {
-        let at = self
-            .users_before
-            .get(1..)?
-            .partition_point(|&users| users == 0);
-        let &(_, node, _) = self.by_label.get(at)?;
-        Some((self.users_before(at), node))
-    }
-
-    /// The member standing at `within` users into the group: `(users
-    /// before it, member)`.
-    fn covering(&self, within: u64) -> Option<(u64, NodeId)> {
-        let at = self
-            .users_before
-            .get(1..)?
-            .partition_point(|&users| users <= within);
-        let &(_, node, _) = self.by_label.get(at)?;
-        Some((self.users_before(at), node))
-    }
-
-    /// Apply the pending changes, each as if alone in the order made: one
-    /// by one (a binary search and a shift each) when they are few, else in
-    /// one merge of the members with the changes sorted by label (each
-    /// label's changes still in the order made); then rebuild the users
-    /// before each member from the first that changed.
-    fn settle(&mut self) {
-        let pending = std::mem::take(&mut self.pending);
-        let mut from = self.by_label.len();
-        let one_by_one = pending.len() <= POSITION_CHANGES_ONE_BY_ONE;
-        if !pending.is_empty() {
-            thresholds::decide(Threshold::GroupPositionsMerged, !one_by_one);
-        }
-        if one_by_one {
-            for (label, node, weight, placed) in pending {
-                let at = self.index_of(label);
-                let held = self.by_label.get(at).filter(|&&(l, _, _)| l == label);
-                match (placed, held) {
-                    (true, Some(_)) => self.by_label[at] = (label, node, weight),
-                    (true, None) => self.by_label.insert(at, (label, node, weight)),
-                    (false, Some(&(_, member, _))) if member == node => {
-                        self.by_label.remove(at);
-                    }
-                    (false, _) => continue,
-                }
-                from = from.min(at);
-            }
-        } else {
-            let mut order: Vec<usize> = (0..pending.len()).collect();
-            order.sort_unstable_by_key(|&made| (pending[made].0, made));
-            let before = std::mem::take(&mut self.by_label);
-            self.by_label.reserve(before.len() + pending.len());
-            let mut before = before.into_iter().peekable();
-            for run in order.chunk_by(|&a, &b| pending[a].0 == pending[b].0) {
-                let label = pending[run[0]].0;
-                while let Some(entry) = before.next_if(|&(l, _, _)| l < label) {
-                    self.by_label.push(entry);
-                }
-                from = from.min(self.by_label.len());
-                let mut held = before
-                    .next_if(|&(l, _, _)| l == label)
-                    .map(|(_, node, weight)| (node, weight));
-                for &(_, node, weight, placed) in run.iter().map(|&made| &pending[made]) {
-                    if placed {
-                        held = Some((node, weight));
-                    } else if held.is_some_and(|(member, _)| member == node) {
-                        held = None;
-                    }
-                }
-                if let Some((node, weight)) = held {
-                    self.by_label.push((label, node, weight));
-                }
-            }
-            self.by_label.extend(before);
-        }
-        self.users_before.truncate(from + 1);
-        if self.users_before.is_empty() {
-            self.users_before.push(0);
-        }
-        let mut users = self.users_before[from.min(self.users_before.len() - 1)];
-        for &(_, _, weight) in &self.by_label[from.min(self.by_label.len())..] {
-            users += weight;
-            self.users_before.push(users);
-        }
-    }
-}
 
 /// The sorted tree; see the module documentation.
 #[derive(Debug, Default)]
@@ -870,7 +591,8 @@ impl FairTree {
 mod tests {
     use std::collections::BTreeMap;
 
-    use super::{FairTree, Group, PositionChange, Positioned};
+    use super::group::{Group, PositionChange, Positioned};
+    use super::FairTree;
     use crate::tests::random_tree::RandomTree;
     use crate::types::{NodeId, ROOT};
 

@@ -31,8 +31,8 @@ use fairflow_model::moab::{
 use fairflow_model::report::JobPriority;
 use fairflow_model::{PriorityModel, Time};
 
+use super::inputs::{Fact, MoabRow, Phase, TresBits};
 use super::record::PriorityRecord;
-use super::{Fact, MoabRow, Phase, TresBits};
 
 /// The read-time context: parameters, credential usage, accuracy, and the
 /// per-user running totals.
@@ -78,39 +78,7 @@ pub fn evaluate<'r>(
         .filter_map(|r| moab_row(r).map(|m| (m, r)))
         .collect();
     records.sort_by(|a, b| a.0.id.cmp(&b.0.id));
-    let mut context = Context {
-        params: MoabParams::default(),
-        usage: CredentialUsage::default(),
-        accuracy: BTreeMap::new(),
-        running: BTreeMap::new(),
-    };
-    for fact in facts {
-        match fact {
-            Fact::Config(p) => {
-                // Values were validated when stored; as the oracle, fall back
-                // to Moab's defaults rather than failing a read.
-                context.params = MoabParams::from_map(&p.moab).unwrap_or_default();
-            }
-            Fact::MoabUsage { kind, name, usage } => {
-                context
-                    .usage
-                    .by_credential
-                    .insert((*kind, name.clone()), *usage);
-            }
-            Fact::MoabUsageTotal(total) => context.usage.total = *total,
-            Fact::WallclockAccuracy {
-                user,
-                used_bits,
-                requested_bits,
-            } => {
-                context.accuracy.insert(
-                    user.clone(),
-                    (f64::from_bits(*used_bits), f64::from_bits(*requested_bits)),
-                );
-            }
-            _ => {}
-        }
-    }
+    let mut context = Context::of(facts);
     // The oracle sums each user's running jobs in job-id order.
     for (moab, record) in &records {
         if record.row.phase == Phase::Running {
@@ -124,58 +92,106 @@ pub fn evaluate<'r>(
     }
     records
         .iter()
-        .filter_map(|(moab, record)| {
-            let listed = record.listed?;
-            let row = &record.row;
-            let ctx = &record.context.ctx;
-            let group = moab.group.as_deref().unwrap_or(&moab.account);
-            let inputs = MoabJobInputs {
-                id: &moab.id,
-                user: &moab.user,
-                group,
-                account: &moab.account,
-                qos: &moab.qos,
-                class: &moab.partition,
-                account_priority: ctx.account_priority,
-                qos_priority: Some(ctx.qos_priority),
-                class_priority: ctx.partition.priority,
-                state: listed.job_state(),
-                running: row.phase == Phase::Running,
-                started_at: moab.started_at,
-                start_count: row.start_count,
-                queued_at: row.queued_at,
-                begin_at: row.begin,
-                held_spans: &moab.held_spans,
-                held_since: moab.held_since,
-                time_limit_secs: time_limit_secs(record),
-                tres: &tres_pairs(&moab.tres),
-                cluster_tres: &tres_pairs(&record.context.globals.cluster_tres),
-                bypass_count: moab.bypass_count,
-                deadline: moab.deadline,
-                soft_policy_violation: moab.soft_policy_violation.unwrap_or(false),
-                user_priority: moab.user_priority,
-                attributes: moab.attributes.as_deref().unwrap_or(&[]),
-                credential_usage: &context.usage,
-                user_running: context.running.get(&moab.user).copied().unwrap_or_default(),
-                wallclock_accuracy: context.accuracy.get(&moab.user).copied(),
-                now,
-            };
-            let (factors, priority) = job_factors(&context.params, &inputs);
-            Some(JobPriority {
-                job: moab.id.clone(),
-                user: moab.user.clone(),
-                account: moab.account.clone(),
-                partition: moab.partition.clone(),
-                qos: moab.qos.clone(),
-                submit_at: row.submit_at,
-                priority,
-                state: listed.job_state(),
-                model: PriorityModel::Moab,
-                factors,
-                pairs: Vec::new(),
-                priority_tier: 0,
-                expedited: false,
-            })
-        })
+        .filter_map(|(moab, record)| evaluate_one(&context, moab, record, now))
         .collect()
+}
+
+impl Context {
+    /// The context the facts give (the running totals still empty).
+    fn of(facts: &[Fact]) -> Context {
+        let mut context = Context {
+            params: MoabParams::default(),
+            usage: CredentialUsage::default(),
+            accuracy: BTreeMap::new(),
+            running: BTreeMap::new(),
+        };
+        for fact in facts {
+            match fact {
+                Fact::Config(p) => {
+                    // Values were validated when stored; as the oracle, fall back
+                    // to Moab's defaults rather than failing a read.
+                    context.params = MoabParams::from_map(&p.moab).unwrap_or_default();
+                }
+                Fact::MoabUsage { kind, name, usage } => {
+                    context
+                        .usage
+                        .by_credential
+                        .insert((*kind, name.clone()), *usage);
+                }
+                Fact::MoabUsageTotal(total) => context.usage.total = *total,
+                Fact::WallclockAccuracy {
+                    user,
+                    used_bits,
+                    requested_bits,
+                } => {
+                    context.accuracy.insert(
+                        user.clone(),
+                        (f64::from_bits(*used_bits), f64::from_bits(*requested_bits)),
+                    );
+                }
+                _ => {}
+            }
+        }
+        context
+    }
+}
+
+/// One listed job's Moab priority at `now` (`None`: not listed).
+fn evaluate_one(
+    context: &Context,
+    moab: &MoabRow,
+    record: &PriorityRecord,
+    now: Time,
+) -> Option<JobPriority> {
+    let listed = record.listed?;
+    let row = &record.row;
+    let ctx = &record.context.ctx;
+    let group = moab.group.as_deref().unwrap_or(&moab.account);
+    let inputs = MoabJobInputs {
+        id: &moab.id,
+        user: &moab.user,
+        group,
+        account: &moab.account,
+        qos: &moab.qos,
+        class: &moab.partition,
+        account_priority: ctx.account_priority,
+        qos_priority: Some(ctx.qos_priority),
+        class_priority: ctx.partition.priority,
+        state: listed.job_state(),
+        running: row.phase == Phase::Running,
+        started_at: moab.started_at,
+        start_count: row.start_count,
+        queued_at: row.queued_at,
+        begin_at: row.begin,
+        held_spans: &moab.held_spans,
+        held_since: moab.held_since,
+        time_limit_secs: time_limit_secs(record),
+        tres: &tres_pairs(&moab.tres),
+        cluster_tres: &tres_pairs(&record.context.globals.cluster_tres),
+        bypass_count: moab.bypass_count,
+        deadline: moab.deadline,
+        soft_policy_violation: moab.soft_policy_violation.unwrap_or(false),
+        user_priority: moab.user_priority,
+        attributes: moab.attributes.as_deref().unwrap_or(&[]),
+        credential_usage: &context.usage,
+        user_running: context.running.get(&moab.user).copied().unwrap_or_default(),
+        wallclock_accuracy: context.accuracy.get(&moab.user).copied(),
+        now,
+    };
+    let (factors, priority) = job_factors(&context.params, &inputs);
+    Some(JobPriority {
+        job: moab.id.clone(),
+        user: moab.user.clone(),
+        account: moab.account.clone(),
+        partition: moab.partition.clone(),
+        qos: moab.qos.clone(),
+        submit_at: row.submit_at,
+        priority,
+        state: listed.job_state(),
+        model: PriorityModel::Moab,
+        factors,
+        pairs: Vec::new(),
+        priority_tier: 0,
+        expedited: false,
+    })
 }

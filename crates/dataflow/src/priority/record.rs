@@ -34,7 +34,8 @@ use fairflow_model::priority_formula::{eligible_at, JobSizeInputs, FLUX_URGENCY_
 use fairflow_model::report::{JobPriority, JobState, PriorityFactor};
 use fairflow_model::{PriorityModel, Time};
 
-use super::{JobContext, JobRow, Phase, PriorityParams, TresBits};
+use super::combo::JobContext;
+use super::inputs::{JobRow, Phase, PriorityParams, TresBits};
 use crate::types::JobId;
 
 /// Relative slack on the floating-point error of the approximate sums: far

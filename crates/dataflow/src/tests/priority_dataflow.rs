@@ -8,10 +8,11 @@
 
 use crate::graph::update_all;
 use crate::names::JobNames;
+use crate::priority::context::build_routed;
 use crate::priority::queue::Capture;
 use crate::priority::{
-    build_routed, capture_rows, Combo, ComboRefs, Fact, JobRow, PriorityInputs, PriorityReader,
-    Sharding, TouchCounter,
+    capture_rows, Combo, ComboRefs, Fact, JobRow, PriorityInputs, PriorityReader, Sharding,
+    TouchCounter,
 };
 use crate::types::NameId;
 use differential_dataflow::input::{Input, InputSession};

@@ -31,7 +31,7 @@ use std::collections::VecDeque;
 use std::rc::Rc;
 
 use fairflow_model::report::{CompactJobs, JobPriority, JobState, PairPriority, PriorityFactor};
-use fairflow_model::PriorityModel;
+use fairflow_model::{PriorityModel, Time};
 use timely::container::CapacityContainerBuilder;
 use timely::dataflow::channels::pact::{Exchange, Pipeline};
 use timely::dataflow::operators::generic::Operator;
@@ -41,8 +41,8 @@ use timely::dataflow::operators::Probe;
 use timely::dataflow::InputHandleVec;
 use timely::worker::Worker;
 
-use crate::priority::waiting::WaitingEntry;
-use crate::priority::{IncrFloors, PriorityReader, Time64};
+use crate::priority::reader::waiting::WaitingEntry;
+use crate::priority::{IncrFloors, PriorityReader};
 use crate::types::JobId;
 
 /// Job priorities as they travel between processes. `JobPriority`'s own
@@ -61,7 +61,7 @@ struct WireJob {
     account: String,
     partition: String,
     qos: String,
-    submit_at: Time64,
+    submit_at: Time,
     priority: u64,
     state: JobState,
     model: PriorityModel,
@@ -122,17 +122,17 @@ impl<'de> serde::Deserialize<'de> for Jobs {
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub(crate) enum Request {
     /// The shard's first `k` at `now`.
-    Top(usize, Time64),
+    Top(usize, Time),
     /// The shard's listed jobs' priorities at `now`.
-    EvaluateAll(Time64),
+    EvaluateAll(Time),
     /// The same, held compactly, ordered by job id.
-    EvaluateAllCompact(Time64),
+    EvaluateAllCompact(Time),
     /// One job's priority at `now`, from the shard that holds it.
-    Job(JobId, Time64),
+    Job(JobId, Time),
     /// The shard's ranked jobs at `now` at or ahead of this one (one job).
-    Ahead(Jobs, Time64),
+    Ahead(Jobs, Time),
     /// `INCR_ONLY`: remember the shard's jobs' priorities at `now`.
-    RememberIncrOnly(Time64),
+    RememberIncrOnly(Time),
     /// The shard's `INCR_ONLY` memory.
     ReadFloors,
     /// Replace the `INCR_ONLY` memory (each shard keeps its own jobs'

@@ -29,9 +29,10 @@
 //! evaluations plus the walk to each candidate.
 
 use fairflow_model::report::JobPriority;
+use fairflow_model::Time;
 
-use super::queue::{rank_class_index, Captured};
-use super::{PriorityReader, Ranked, Time64};
+use super::{PriorityReader, Ranked};
+use crate::priority::queue::{rank_class_index, Captured};
 use crate::thresholds::{self, Threshold};
 use crate::types::JobId;
 
@@ -48,7 +49,7 @@ const MAX_CHANGED_JOBS: usize = 4096;
 #[derive(Debug)]
 pub(super) struct KeptTop {
     /// The time of the read.
-    now: Time64,
+    now: Time,
     /// The `k` it was read for.
     k: usize,
     /// Jobs with their users' factors, in queue order at `now`.
@@ -68,7 +69,7 @@ pub(super) struct SinceKept {
 impl KeptTop {
     /// A kept top of a search at `now` for `k`: the `ranked` jobs it read
     /// (in queue order) and the bounds of the rest.
-    pub(super) fn new(now: Time64, k: usize, ranked: &[Ranked<'_>], unread: [f64; 2]) -> Self {
+    pub(super) fn new(now: Time, k: usize, ranked: &[Ranked<'_>], unread: [f64; 2]) -> Self {
         let wanted = k + KEPT_SPARE;
         let mut kept = KeptTop {
             now,
@@ -119,7 +120,7 @@ impl PriorityReader {
     /// since, when that is provably the queue's first `k` (see the module
     /// documentation); `None`: search. Consumes the kept top and keeps the
     /// new one.
-    pub(super) fn top_from_kept(&mut self, k: usize, now: Time64) -> Option<Vec<JobPriority>> {
+    pub(super) fn top_from_kept(&mut self, k: usize, now: Time) -> Option<Vec<JobPriority>> {
         let kept = self.kept.take()?;
         let since = std::mem::take(&mut self.since_kept);
         if since.facts || k == 0 || k > kept.k || now < kept.now {

@@ -17,7 +17,9 @@ use std::collections::HashMap;
 
 use fairflow_model::report::JobIdKey;
 
-use super::{PriorityReader, Time64};
+use fairflow_model::Time;
+
+use super::PriorityReader;
 use crate::types::AssocId;
 
 /// One waiting user as a shard reports it.
@@ -30,7 +32,7 @@ pub struct WaitingEntry {
     /// Its ranked (pending) jobs.
     pub pending_jobs: u64,
     /// Its oldest ranked job's submit time.
-    pub oldest_submit: Time64,
+    pub oldest_submit: Time,
     /// That job (of that second, the first by job id).
     pub oldest_job: String,
 }
