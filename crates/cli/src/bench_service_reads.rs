@@ -23,7 +23,11 @@
 //! - `metrics`: `/metrics` with `--metrics-associations all`: the
 //!   `Query::FairshareTable` read, its rows chosen (`ScrapedRows::select`)
 //!   and rendered by the service's `Metrics`; the per-association families
-//!   (written again untimed) are compared.
+//!   (written again untimed) are compared;
+//! - `history`: a fair-share history step's read as the service's applier
+//!   takes it (`history::read_step` at the engine's time, the default rank
+//!   depth); the step's record (`history::record::encode_step`, untimed)
+//!   is compared.
 //!
 //! The first `--oracle-samples` states of each read are checked: the read
 //! is recorded in the step stream (`bench_setup::Step::Check`) with the
@@ -46,6 +50,8 @@ use fairflow_model::{Event, Time};
 use fairflow_serve::OutputFormat;
 use fairflow_service::backend::{Answer, Backend, Query};
 use fairflow_service::engine_backend::EngineBackend;
+use fairflow_service::history::record::encode_step;
+use fairflow_service::history::{Dictionary, StepRead, DEFAULT_RANK_DEPTH};
 use fairflow_service::metrics::{Metrics, ScrapeSettings, ScrapedRows};
 use fairflow_workload::Generator;
 
@@ -70,6 +76,8 @@ pub(crate) enum ReadKind {
     Sshare,
     #[value(name = "metrics")]
     Metrics,
+    #[value(name = "history")]
+    History,
     #[value(name = "restart")]
     Restart,
     #[value(name = "one_off_top")]
@@ -77,7 +85,7 @@ pub(crate) enum ReadKind {
 }
 
 impl ReadKind {
-    pub(crate) const ALL: [ReadKind; 9] = [
+    pub(crate) const ALL: [ReadKind; 10] = [
         ReadKind::Position,
         ReadKind::TopOffset,
         ReadKind::WhatIf,
@@ -85,6 +93,7 @@ impl ReadKind {
         ReadKind::Audit,
         ReadKind::Sshare,
         ReadKind::Metrics,
+        ReadKind::History,
         ReadKind::Restart,
         ReadKind::OneOffTop,
     ];
@@ -99,6 +108,7 @@ impl ReadKind {
             ReadKind::Audit => "audit",
             ReadKind::Sshare => "sshare",
             ReadKind::Metrics => "metrics",
+            ReadKind::History => "history",
             ReadKind::Restart => "restart",
             ReadKind::OneOffTop => "one_off_top",
         }
@@ -110,7 +120,7 @@ impl ReadKind {
             ReadKind::Position | ReadKind::TopOffset => 30,
             ReadKind::WhatIf => 5,
             ReadKind::Explain => 200,
-            ReadKind::Audit | ReadKind::Sshare => 20,
+            ReadKind::Audit | ReadKind::Sshare | ReadKind::History => 20,
             ReadKind::Metrics => 10,
             ReadKind::Restart => 3,
             ReadKind::OneOffTop => 1,
@@ -122,7 +132,7 @@ impl ReadKind {
     pub(crate) fn p99_target_us(self) -> f64 {
         match self {
             ReadKind::Position | ReadKind::TopOffset | ReadKind::Explain => 1_000.0,
-            ReadKind::WhatIf | ReadKind::Audit => 50_000.0,
+            ReadKind::WhatIf | ReadKind::Audit | ReadKind::History => 50_000.0,
             ReadKind::Sshare => 300_000.0,
             ReadKind::Metrics => 1_000_000.0,
             ReadKind::Restart => 15_000_000.0,
@@ -149,6 +159,8 @@ pub(crate) enum Read {
     Metrics,
     /// A what-if of these events.
     WhatIf(Vec<Event>),
+    /// A fair-share history step's read: its record is compared.
+    History,
 }
 
 /// A read to compare with the oracle's answer at its place in the stream.
@@ -181,6 +193,7 @@ pub(crate) fn answer(backend: &mut EngineBackend, read: &Read, k: usize) -> anyh
     match read {
         Read::Query(query) => Ok(backend.answer(query)?.into_text()?),
         Read::Metrics => Ok(association_text(&scraped_rows(backend)?)),
+        Read::History => Ok(step_text(&backend.read_history_step(DEFAULT_RANK_DEPTH)?)),
         Read::WhatIf(events) => {
             let Answer::WhatIfBase(base) = backend.answer(&Query::WhatIfBase)? else {
                 return Err(anyhow!("the service answered no what-if base"));
@@ -202,6 +215,12 @@ pub(crate) fn answer(backend: &mut EngineBackend, read: &Read, k: usize) -> anyh
             ))
         }
     }
+}
+
+/// A history step's record (every association's 44-byte row), as hex.
+fn step_text(step: &StepRead) -> String {
+    let (rows, _) = encode_step(step, &mut Dictionary::default());
+    rows.iter().map(|byte| format!("{byte:02x}")).collect()
 }
 
 /// The rows a scrape of `/metrics` with `--metrics-associations all` reads.
@@ -321,6 +340,7 @@ fn read_of(
             selection: Selection::default(),
         }),
         ReadKind::Metrics => Read::Metrics,
+        ReadKind::History => Read::History,
         ReadKind::Restart | ReadKind::OneOffTop => unreachable!("not a served read"),
     }
 }
@@ -380,6 +400,12 @@ pub(crate) fn measure(
                 let rows = scrape(&mut backend, &metrics).with_context(failed)?;
                 latency.record(started.elapsed())?;
                 association_text(&rows)
+            } else if let Read::History = read {
+                let step = (backend.read_history_step(DEFAULT_RANK_DEPTH))
+                    .map_err(|e| anyhow!(e))
+                    .with_context(failed)?;
+                latency.record(started.elapsed())?;
+                step_text(&step)
             } else {
                 let text = answer(&mut backend, &read, k).with_context(failed)?;
                 latency.record(started.elapsed())?;

@@ -25,8 +25,8 @@ use crate::types::{AssocId, Epoch, JobId, NodeId, TouchCounter};
 
 mod shards;
 use shards::{
-    ask_all, compact_lists, found_job, holdings, merge_by_name, merge_floors, merge_ranked,
-    merge_waiting, Jobs, Request, Shards,
+    ask_all, compact_lists, found_job, holdings, merge_by_name, merge_counts, merge_floors,
+    merge_ranked, merge_waiting, Jobs, Request, Shards,
 };
 
 /// What the driver asks worker 0 to do.
@@ -84,6 +84,8 @@ pub enum Command {
     /// The waiting users (`PriorityReader::waiting`) of every shard:
     /// minimum factor (`f64` bits), limit.
     Waiting(u64, usize),
+    /// Every shard's users' ranked-job counts, for ids below this.
+    RankedCounts(u32),
 }
 
 /// What worker 0 answers.
@@ -115,6 +117,8 @@ pub enum Reply {
     FactorTable(Vec<Option<f64>>),
     /// Every shard's waiting users.
     Waiting(Vec<WaitingEntry>),
+    /// Every user association with ranked jobs, with how many.
+    Counts(Vec<(AssocId, u64)>),
     /// A command without a result is done.
     Done,
 }
@@ -351,6 +355,10 @@ pub fn run_worker(
             Command::Waiting(min_factor_bits, limit) => {
                 let request = Request::Waiting(min_factor_bits, limit);
                 Reply::Waiting(merge_waiting(ask_all(&mut shards, worker, reader, request)))
+            }
+            Command::RankedCounts(assocs) => {
+                let request = Request::RankedCounts(assocs);
+                Reply::Counts(merge_counts(ask_all(&mut shards, worker, reader, request)))
             }
             Command::ReadFacts => Reply::Facts(dataflows.trees[active.index()].facts.read()),
             Command::ReadFactsOf(nodes) => {
