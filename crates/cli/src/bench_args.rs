@@ -233,6 +233,8 @@ pub(crate) enum ReadKind {
     Sshare,
     #[value(name = "metrics")]
     Metrics,
+    #[value(name = "history")]
+    History,
     #[value(name = "restart")]
     Restart,
     #[value(name = "one_off_top")]
@@ -240,7 +242,7 @@ pub(crate) enum ReadKind {
 }
 
 impl ReadKind {
-    pub(crate) const ALL: [ReadKind; 9] = [
+    pub(crate) const ALL: [ReadKind; 10] = [
         ReadKind::Position,
         ReadKind::TopOffset,
         ReadKind::WhatIf,
@@ -248,6 +250,7 @@ impl ReadKind {
         ReadKind::Audit,
         ReadKind::Sshare,
         ReadKind::Metrics,
+        ReadKind::History,
         ReadKind::Restart,
         ReadKind::OneOffTop,
     ];
@@ -262,6 +265,7 @@ impl ReadKind {
             ReadKind::Audit => "audit",
             ReadKind::Sshare => "sshare",
             ReadKind::Metrics => "metrics",
+            ReadKind::History => "history",
             ReadKind::Restart => "restart",
             ReadKind::OneOffTop => "one_off_top",
         }
@@ -273,7 +277,7 @@ impl ReadKind {
             ReadKind::Position | ReadKind::TopOffset => 30,
             ReadKind::WhatIf => 5,
             ReadKind::Explain => 200,
-            ReadKind::Audit | ReadKind::Sshare => 20,
+            ReadKind::Audit | ReadKind::Sshare | ReadKind::History => 20,
             ReadKind::Metrics => 10,
             ReadKind::Restart => 3,
             ReadKind::OneOffTop => 1,
@@ -285,7 +289,7 @@ impl ReadKind {
     pub(crate) fn p99_target_us(self) -> f64 {
         match self {
             ReadKind::Position | ReadKind::TopOffset | ReadKind::Explain => 1_000.0,
-            ReadKind::WhatIf | ReadKind::Audit => 50_000.0,
+            ReadKind::WhatIf | ReadKind::Audit | ReadKind::History => 50_000.0,
             ReadKind::Sshare => 300_000.0,
             ReadKind::Metrics => 1_000_000.0,
             ReadKind::Restart => 15_000_000.0,
@@ -304,6 +308,8 @@ pub(crate) enum Read {
     Metrics,
     /// A what-if of these events.
     WhatIf(Vec<Event>),
+    /// A fair-share history step's read: its record is compared.
+    History,
 }
 
 /// A read to compare with the oracle's answer at its place in the stream.

@@ -23,7 +23,11 @@
 //! - `metrics`: `/metrics` with `--metrics-associations all`: the
 //!   `Query::FairshareTable` read, its rows chosen (`ScrapedRows::select`)
 //!   and rendered by the service's `Metrics`; the per-association families
-//!   (written again untimed) are compared.
+//!   (written again untimed) are compared;
+//! - `history`: a fair-share history step's read as the service's applier
+//!   takes it (`history::read_step` at the engine's time, the default rank
+//!   depth); the step's record (`history::record::encode_step`, untimed)
+//!   is compared.
 //!
 //! The first `--oracle-samples` states of each read are checked: the read
 //! is recorded in the step stream (`bench_setup::Step::Check`) with the
@@ -46,6 +50,8 @@ use fairflow_model::{Event, Time};
 use fairflow_serve::OutputFormat;
 use fairflow_service::backend::{Answer, Backend, Query};
 use fairflow_service::engine_backend::EngineBackend;
+use fairflow_service::history::record::encode_step;
+use fairflow_service::history::{Dictionary, StepRead, DEFAULT_RANK_DEPTH};
 use fairflow_service::metrics::{Metrics, ScrapeSettings, ScrapedRows};
 use fairflow_workload::Generator;
 
@@ -83,6 +89,7 @@ pub(crate) fn answer(backend: &mut EngineBackend, read: &Read, k: usize) -> anyh
     match read {
         Read::Query(query) => Ok(backend.answer(query)?.into_text()?),
         Read::Metrics => Ok(association_text(&scraped_rows(backend)?)),
+        Read::History => Ok(step_text(&backend.read_history_step(DEFAULT_RANK_DEPTH)?)),
         Read::WhatIf(events) => {
             let Answer::WhatIfBase(base) = backend.answer(&Query::WhatIfBase)? else {
                 return Err(anyhow!("the service answered no what-if base"));
@@ -104,6 +111,12 @@ pub(crate) fn answer(backend: &mut EngineBackend, read: &Read, k: usize) -> anyh
             ))
         }
     }
+}
+
+/// A history step's record (every association's 44-byte row), as hex.
+fn step_text(step: &StepRead) -> String {
+    let (rows, _) = encode_step(step, &mut Dictionary::default());
+    rows.iter().map(|byte| format!("{byte:02x}")).collect()
 }
 
 /// The rows a scrape of `/metrics` with `--metrics-associations all` reads.
@@ -223,6 +236,7 @@ fn read_of(
             selection: Selection::default(),
         }),
         ReadKind::Metrics => Read::Metrics,
+        ReadKind::History => Read::History,
         ReadKind::Restart | ReadKind::OneOffTop => unreachable!("not a served read"),
     }
 }
@@ -282,6 +296,12 @@ pub(crate) fn measure(
                 let rows = scrape(&mut backend, &metrics).with_context(failed)?;
                 latency.record(started.elapsed())?;
                 association_text(&rows)
+            } else if let Read::History = read {
+                let step = (backend.read_history_step(DEFAULT_RANK_DEPTH))
+                    .map_err(|e| anyhow!(e))
+                    .with_context(failed)?;
+                latency.record(started.elapsed())?;
+                step_text(&step)
             } else {
                 let text = answer(&mut backend, &read, k).with_context(failed)?;
                 latency.record(started.elapsed())?;

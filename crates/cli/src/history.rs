@@ -49,6 +49,12 @@ pub struct Args {
     /// days), as `serve --history-retention-secs`.
     #[arg(long, value_name = "S", conflicts_with = "server")]
     retention_secs: Option<u64>,
+    /// With `--events`: best queue ranks exact within the queue's first D
+    /// entries, `>D` past them, as `serve --history-rank-depth`.
+    #[arg(long, value_name = "D", conflicts_with = "server",
+          default_value_t = fairflow_service::history::DEFAULT_RANK_DEPTH,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    rank_depth: u32,
     /// `|`-separated, with a header, no padding.
     #[arg(short = 'P', long, conflicts_with = "json")]
     parsable: bool,
@@ -119,20 +125,23 @@ fn batch(args: &Args) -> anyhow::Result<Option<HistorySeries>> {
     let retention = args
         .retention_secs
         .map_or(DEFAULT_RETENTION_SECS, |s| s as Time);
-    let mut stepper = Stepper::new(args.step_secs.map(|s| s as Time), retention, None);
+    let mut stepper = Stepper::new(args.step_secs.map(|s| s as Time), retention, None)
+        .with_rank_depth(args.rank_depth);
     let mut dictionary = Dictionary::default();
     let mut points: Vec<HistoryPoint> = Vec::new();
     let mut newest = Time::MIN;
     let user = args.user.as_deref();
     let loaded = args.state.engine_applying(&mut |engine, lines| {
-        stepper.apply(engine, lines, &mut |step| {
-            newest = step.at;
-            let (rows, _) = encode_step(&step, &mut dictionary);
-            if let Some(id) = dictionary.id(&args.account, user) {
-                let row = &rows[id as usize * ROW_BYTES..][..ROW_BYTES];
-                points.extend(decode_row(step.at, row));
-            }
-        })
+        stepper
+            .apply(engine, lines, &mut |step| {
+                newest = step.at;
+                let (rows, _) = encode_step(&step, &mut dictionary);
+                if let Some(id) = dictionary.id(&args.account, user) {
+                    let row = &rows[id as usize * ROW_BYTES..][..ROW_BYTES];
+                    points.extend(decode_row(step.at, row));
+                }
+            })
+            .map(|applied| applied.rejected)
     })?;
     if loaded.is_none() {
         return Ok(None);
@@ -185,7 +194,11 @@ fn table(history: &HistorySeries, parsable_form: bool) -> String {
                 number(p.rank),
             ];
             if user {
-                cells.extend([number(p.pending_jobs), number(p.best_queue_rank)]);
+                let best = match p.best_queue_rank_beyond {
+                    Some(depth) => format!(">{depth}"),
+                    None => number(p.best_queue_rank),
+                };
+                cells.extend([number(p.pending_jobs), best]);
             }
             cells
         })

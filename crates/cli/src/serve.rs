@@ -175,11 +175,17 @@ pub struct Args {
     /// Never settle a boundary apart: the first event after it settles it.
     #[arg(long)]
     no_calc_period_ticks: bool,
-    /// Keep the fair-share history in DATA/history (`on`) or not (`off`, the
-    /// default: nothing is written, `/v1/history` answers 404). Each step
-    /// holds the writes behind one table read and one queue read.
-    #[arg(long, value_name = "on|off", default_value = "off", value_parser = ["on", "off"])]
+    /// Keep the fair-share history in DATA/history (`on`, the default) or
+    /// not (`off`: nothing is written, `/v1/history` answers 404). Each step
+    /// holds the writes behind one fair-share table read, the queue's
+    /// per-user counts and its first `--history-rank-depth` entries.
+    #[arg(long, value_name = "on|off", default_value = "on", value_parser = ["on", "off"])]
     history: String,
+    /// History steps record a user's best queue rank exactly within the
+    /// queue's first D entries, and "beyond D" (`>D`) past them.
+    #[arg(long, value_name = "D", default_value_t = fairflow_service::history::DEFAULT_RANK_DEPTH,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    history_rank_depth: u32,
     /// Seconds of engine time between history steps (default: the
     /// `PriorityCalcPeriod` in force when the first step is due, when > 0, else 300).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
@@ -329,7 +335,8 @@ fn with_history(
             .map(|s| s.min(i64::MAX as u64) as i64),
         retention,
         store.last_step(),
-    );
+    )
+    .with_rank_depth(args.history_rank_depth);
     let store = std::sync::Arc::new(std::sync::Mutex::new(store));
     let writer = spawn_writer(store.clone()).context("cannot start the history's writer")?;
     http.history = Some(store);

@@ -26,6 +26,11 @@
 //! The queue by priority (F x 100000; ties by submit time, then job id):
 //! u2's jobs 1 and 3 first, then u1's job 2 at every step: u2 has 2 pending,
 //! best rank 1; u1 1 pending, best rank 3; u3 none.
+//!
+//! Also: best ranks past `--rank-depth` said as "beyond" by both engines,
+//! and a step crossed by a refused event: its `tick` is logged, so a
+//! service restarted from its log answers as one that never stopped, and
+//! as the oracle on that log.
 
 #[path = "support/binary.rs"]
 mod binary;
@@ -215,13 +220,8 @@ fn steps_when(service: &Service, query: &str, count: usize) -> Value {
     }
 }
 
-const SERVE_FLAGS: [&str; 5] = [
-    "--no-calc-period-ticks",
-    "--history",
-    "on",
-    "--history-step-secs",
-    "3600",
-];
+/// The history is kept by default (no `--history on`).
+const SERVE_FLAGS: [&str; 3] = ["--no-calc-period-ticks", "--history-step-secs", "3600"];
 
 #[test]
 fn the_service_keeps_its_history_across_a_restart_as_the_batch_path_computes_it() {
@@ -482,4 +482,144 @@ fn the_history_is_drawn_and_printed_in_each_form() {
     assert_eq!(json["account"], "a");
     assert_eq!(json["user"], "u1");
     assert_eq!(json["steps"].as_array().unwrap().len(), 3);
+}
+
+#[test]
+fn best_ranks_beyond_the_rank_depth_are_said_so_and_both_engines_agree() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = write_log(dir.path());
+    // The queue (module docs): u2's jobs at ranks 1 and 2, u1's at 3. With
+    // a depth of 2, u1's best entry lies beyond it; u2's is exact.
+    for engine in ["batch", "incremental"] {
+        let at = |user: &str| {
+            let args = ["--account", "a", "--user", user, "--rank-depth", "2"];
+            batch_json(&log, &[&args[..], &["--engine", engine]].concat())
+        };
+        let u1 = at("u1");
+        assert_eq!(u1["steps"].as_array().unwrap().len(), 3, "{engine}: {u1}");
+        for step in u1["steps"].as_array().unwrap() {
+            assert_eq!(step["pending_jobs"], 1, "{engine}: {step}");
+            assert!(step.get("best_queue_rank").is_none(), "{engine}: {step}");
+            assert_eq!(step["best_queue_rank_beyond"], 2, "{engine}: {step}");
+        }
+        let u2 = at("u2");
+        assert_eq!(queue(&u2), [(2, 1); 3], "{engine}");
+        assert!(u2["steps"][0].get("best_queue_rank_beyond").is_none());
+    }
+    let flags = ["--account", "a", "--user", "u1", "--rank-depth", "2", "-P"];
+    let out = answer(
+        &["history", "--events", &log, "--step-secs", "3600"],
+        &flags,
+    );
+    let first = out.lines().nth(1).unwrap();
+    assert!(first.ends_with("|3|1|>2"), "{out}");
+    let (ok, _, err) = run(&[
+        "history",
+        "--events",
+        &log,
+        "--account",
+        "a",
+        "--rank-depth",
+        "0",
+    ]);
+    assert!(!ok && err.contains("--rank-depth"), "{err}");
+}
+
+/// `fairflow ARGS... SOURCE...`'s standard output, which must succeed.
+fn answer(args: &[&str], source: &[&str]) -> String {
+    let (ok, out, err) = run(&[args, source].concat());
+    assert!(ok, "{args:?} {source:?}: {err}");
+    out
+}
+
+/// Post `body`, expecting exactly `rejected` of its lines refused.
+fn post_rejecting(service: &Service, body: &str, rejected: usize) {
+    let (status, answer) = service.request("POST", "/v1/events", Some(TOKEN), body);
+    assert_eq!(status, 200, "{answer}");
+    let answer: Value = serde_json::from_str(&answer).unwrap();
+    let refused = answer["rejected"].as_array().unwrap().len();
+    assert_eq!(refused, rejected, "{answer}");
+}
+
+/// The reads compared after a restart: the table, the queue, one job's
+/// factors, every job's (sprio's ages follow the engine's time).
+const READS: [&[&str]; 4] = [
+    &["sshare", "-a", "-l"],
+    &["top", "-k", "10"],
+    &["explain", "2"],
+    &["sprio", "-l"],
+];
+
+#[test]
+fn a_step_crossed_by_a_rejected_event_is_replayed_as_it_ran() {
+    let dir = tempfile::tempdir().unwrap();
+    let token = service::token_file(dir.path(), TOKEN);
+    let t1 = T0 + HOUR;
+    // Ages count (they follow the engine's time), and a running job
+    // accrues usage settled at each 5-minute calc period.
+    let config = r#"{"PriorityFlags":"NO_FAIR_TREE","PriorityDecayHalfLife":"01:00:00","PriorityCalcPeriod":300,"PriorityWeightFairshare":100000,"PriorityWeightAge":1000,"PriorityMaxAge":"1-0"}"#;
+    let mut setup = format!("{{\"op\":\"config\",\"t\":{T0},\"set\":{config}}}\n");
+    for line in first_part().lines().skip(1).take(9) {
+        setup += &format!("{line}\n");
+    }
+    setup += &format!(
+        "{{\"op\":\"submit\",\"t\":{T0},\"job\":\"9\",\"user\":\"u3\",\"account\":\"b\",\"tres\":{{\"cpu\":2}}}}\n\
+         {{\"op\":\"start\",\"t\":{},\"job\":\"9\"}}\n",
+        T0 + 60
+    );
+    // Crosses the step at T0+1h, and is refused (no such user).
+    let crossing = format!(
+        "{{\"op\":\"usage\",\"t\":{},\"account\":\"a\",\"user\":\"nobody\",\"amount\":5}}\n",
+        t1 + 600
+    );
+    let more = format!(
+        "{{\"op\":\"usage\",\"t\":{},\"account\":\"a\",\"user\":\"u2\",\"amount\":700}}\n",
+        t1 + 1000
+    );
+    // What the log must hold: the step's tick where the refused event was.
+    let logged = [
+        setup.clone(),
+        format!("{{\"op\":\"tick\",\"t\":{t1}}}\n"),
+        more.clone(),
+    ];
+    let flags = ["--no-calc-period-ticks", "--history-step-secs", "3600"];
+    let (kept, restarted) = (dir.path().join("kept"), dir.path().join("restarted"));
+    let never = Service::start(&kept, &token, &flags);
+    let mut again = Service::start(&restarted, &token, &flags);
+    for (part, (body, refused)) in [(setup, 0), (crossing, 1), (more, 0)]
+        .into_iter()
+        .enumerate()
+    {
+        for service in [&never, &again] {
+            post_rejecting(service, &body, refused);
+        }
+        again.kill();
+        again = Service::start(&restarted, &token, &flags);
+        let log = dir.path().join(format!("logged-{part}.jsonl"));
+        std::fs::write(&log, logged[..=part].concat()).unwrap();
+        let log = log.to_str().unwrap();
+        for read in READS {
+            let kept_answer = answer(read, &["--server", &format!("http://{}", never.address)]);
+            let replayed = answer(read, &["--server", &format!("http://{}", again.address)]);
+            assert_eq!(replayed, kept_answer, "after part {part}: {read:?}");
+            assert_eq!(
+                answer(read, &["--events", log]),
+                kept_answer,
+                "{part}: {read:?}"
+            );
+        }
+    }
+    // The tick is in the service's log.
+    let segments = std::fs::read_dir(restarted.join("log")).unwrap();
+    let mut bytes = Vec::new();
+    for segment in segments {
+        bytes.extend(std::fs::read(segment.unwrap().path()).unwrap());
+    }
+    let tick = format!("{{\"op\":\"tick\",\"t\":{t1}}}");
+    assert!(
+        String::from_utf8_lossy(&bytes).contains(&tick),
+        "no {tick} logged"
+    );
+    never.terminate();
+    again.terminate();
 }

@@ -26,8 +26,8 @@ use crate::types::{AssocId, Epoch, JobId, NodeId, TouchCounter};
 
 mod shards;
 use shards::{
-    ask_all, compact_lists, found_job, holdings, merge_by_name, merge_floors, merge_ranked,
-    merge_waiting, Jobs, Request, Shards,
+    ask_all, compact_lists, found_job, holdings, merge_by_name, merge_counts, merge_floors,
+    merge_ranked, merge_waiting, Jobs, Request, Shards,
 };
 
 /// What the driver asks worker 0 to do.
@@ -85,6 +85,8 @@ pub enum Command {
     /// The waiting users (`PriorityReader::waiting`) of every shard:
     /// minimum factor (`f64` bits), limit.
     Waiting(u64, usize),
+    /// Every shard's users' ranked-job counts, for ids below this.
+    RankedCounts(u32),
 }
 
 /// What worker 0 answers.
@@ -116,6 +118,8 @@ pub enum Reply {
     FactorTable(Vec<Option<f64>>),
     /// Every shard's waiting users.
     Waiting(Vec<WaitingEntry>),
+    /// Every user association with ranked jobs, with how many.
+    Counts(Vec<(AssocId, u64)>),
     /// A command without a result is done.
     Done,
 }
@@ -348,6 +352,10 @@ fn serve_command(
         Command::Waiting(min_factor_bits, limit) => {
             let request = Request::Waiting(min_factor_bits, limit);
             Reply::Waiting(merge_waiting(ask_all(shards, worker, reader, request)))
+        }
+        Command::RankedCounts(assocs) => {
+            let request = Request::RankedCounts(assocs);
+            Reply::Counts(merge_counts(ask_all(shards, worker, reader, request)))
         }
         Command::ReadFacts => Reply::Facts(dataflows.trees[active.index()].facts.read()),
         Command::ReadFactsOf(nodes) => {

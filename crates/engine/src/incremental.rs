@@ -7,7 +7,8 @@ use std::collections::BTreeMap;
 use fairflow_book::Book;
 use fairflow_ingest::{LogLine, Rejection};
 use fairflow_model::report::{
-    CompactJobs, FairshareRow, FairshareTable, JobPriority, SharedJobs, UsageRow, WaitingUser,
+    CompactJobs, FairshareRow, FairshareTable, JobPriority, PendingJobsByUser, SharedJobs,
+    UsageRow, WaitingUser,
 };
 use fairflow_model::{Algorithm, Config, Time};
 
@@ -85,6 +86,10 @@ impl Engine for IncrementalEngine {
     ) -> Result<Vec<WaitingUser>, EngineError> {
         let now = self.now().unwrap_or(0);
         Ok(self.engine.waiting_users(min_factor, limit, now)?)
+    }
+
+    fn pending_jobs_by_user(&mut self) -> Result<PendingJobsByUser, EngineError> {
+        Ok(self.engine.pending_jobs_by_user()?)
     }
 
     fn fairshare_path(

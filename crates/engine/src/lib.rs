@@ -26,8 +26,8 @@ use fairflow_ingest::{LogLine, Rejection};
 use fairflow_model::report::entries::{position_in, position_single};
 use fairflow_model::report::position::Position;
 use fairflow_model::report::{
-    CompactJobs, FairshareRow, FairshareTable, JobIdKey, JobPriority, JobState, Selection,
-    SharedJobs, UsageRow, WaitingUser,
+    CompactJobs, FairshareRow, FairshareTable, JobIdKey, JobPriority, JobState, PendingJobsByUser,
+    Selection, SharedJobs, UsageRow, WaitingUser,
 };
 use fairflow_model::{Algorithm, Config, Sluid, Time};
 
@@ -267,6 +267,18 @@ pub trait Engine: Send {
         WaitingUser::rank(&mut waiting);
         waiting.truncate(limit);
         Ok(waiting)
+    }
+
+    /// Each user association with pending (ranked) jobs, by `(account,
+    /// user)`, with how many (each job once, whatever its partitions):
+    /// [`Engine::waiting_users`]' counts for every user. The incremental
+    /// engine reads its queue's per-user job sets' sizes only (no job read).
+    fn pending_jobs_by_user(&mut self) -> Result<PendingJobsByUser, EngineError> {
+        Ok(self
+            .waiting_users(f64::NEG_INFINITY, usize::MAX)?
+            .into_iter()
+            .map(|user| ((user.account, user.user), user.pending_jobs))
+            .collect())
     }
 
     /// The first `k` entries of the queue `selection` keeps (`top -A -u

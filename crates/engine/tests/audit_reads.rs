@@ -1,7 +1,9 @@
 //! The reads `audit` and `explain` make, on seeded random streams: the
 //! incremental engine's usage rows (read from its tree, no factor), its
 //! waiting users (read from its queue's submit-time
-//! order, only as far as the answer needs) and each user's fair-share path
+//! order, only as far as the answer needs), each user's pending job count
+//! (the fair-share history's, read from the queue's per-user sets) and
+//! each user's fair-share path
 //! (read from the path's associations only) equal the batch oracle's (which
 //! groups every listed job, and cuts the path from the whole table), for
 //! every limit around the users' count, several minimum factors, many jobs
@@ -115,6 +117,16 @@ fn compare(context: &str, batch: &mut BatchEngine, incremental: &mut Incremental
             );
         }
     }
+    let pending = |engine: &mut dyn Engine| {
+        let mut counts = engine.pending_jobs_by_user().unwrap();
+        counts.sort();
+        counts
+    };
+    assert_eq!(
+        pending(incremental),
+        pending(batch),
+        "{context}: pending jobs by user"
+    );
     for account in ACCOUNTS {
         for user in USERS.iter().chain(&["nobody"]) {
             assert_eq!(

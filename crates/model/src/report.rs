@@ -121,6 +121,10 @@ impl From<FairshareRow> for UsageRow {
     }
 }
 
+/// Each user association with pending (ranked) jobs, `(account, user)`,
+/// with how many (the fair-share history's counts).
+pub type PendingJobsByUser = Vec<((String, String), u64)>;
+
 /// A user association with pending (ranked) jobs, as `audit` lists the
 /// users whose jobs wait longest.
 #[derive(Debug, Clone, PartialEq)]

@@ -2,8 +2,8 @@
 //! here, never asserted in tests): `cargo run --release -p fairflow-service
 //! --example history_cost -- USER_ASSOCIATIONS PENDING_JOBS`. Generates a
 //! cluster (`fairflow_workload`, seed 1), loads it into the incremental engine
-//! (1 worker), then times one step's read (`history::read_step`; its table
-//! and queue reads alone too), one step's
+//! (1 worker), then times one step's read (`history::read_step`; its table,
+//! pending counts and queue head reads alone too), one step's
 //! write (`HistoryStore::append`: encode, write, sync) in a temporary
 //! directory, and one association's series over the steps written; prints the
 //! bytes per association per step on disk and what the store holds in memory.
@@ -13,7 +13,7 @@ use std::time::Instant;
 use fairflow_engine::{Engine, IncrementalEngine};
 use fairflow_ingest::LogLine;
 use fairflow_model::Config;
-use fairflow_service::history::{read_step, HistoryStore};
+use fairflow_service::history::{read_step, HistoryStore, DEFAULT_RANK_DEPTH};
 use fairflow_workload::{Generator, WorkloadParams};
 
 fn rss_mib() -> f64 {
@@ -71,23 +71,31 @@ fn main() {
         let t = Instant::now();
         engine.advance_to(at).expect("advances");
         let advance_ms = ms(t);
-        // The read's two parts apart, then the read itself.
+        // The read itself first (the first read of the state), then its
+        // parts apart.
+        let t = Instant::now();
+        let step = read_step(&mut engine, at, DEFAULT_RANK_DEPTH).expect("reads");
+        let read_ms = ms(t);
         let t = Instant::now();
         engine.fairshare().expect("the table");
         let table_ms = ms(t);
         let t = Instant::now();
-        engine.top(engine.queue_len() as usize).expect("the queue");
-        let queue_ms = ms(t);
+        engine.pending_jobs_by_user().expect("the counts");
+        let counts_ms = ms(t);
         let t = Instant::now();
-        let step = read_step(&mut engine, at).expect("reads");
-        let read_ms = ms(t);
+        engine
+            .top(DEFAULT_RANK_DEPTH as usize)
+            .expect("the queue's head");
+        let head_ms = ms(t);
+        let queue_ms = counts_ms + head_ms;
         let rss_before = rss_mib();
         let t = Instant::now();
         store.append(&step).expect("writes");
         let write_ms = ms(t);
         println!(
             "step {i}: advance {advance_ms:.1} ms, read {read_ms:.1} ms (alone: table \
-             {table_ms:.1} ms, queue {queue_ms:.1} ms), \
+             {table_ms:.1} ms, pending counts {counts_ms:.1} ms, first {DEFAULT_RANK_DEPTH} \
+             entries {head_ms:.1} ms; queue {queue_ms:.1} ms), \
              write (encode, write, sync) {write_ms:.1} ms, RSS {rss_before:.0} -> {:.0} MiB",
             rss_mib()
         );

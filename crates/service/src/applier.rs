@@ -378,14 +378,14 @@ impl<B: Backend> Applier<B> {
             .filter_map(|l| l.event.as_ref().err().cloned())
             .collect();
         let backend = &mut self.backend;
-        let engine_rejected = match guarded(|| {
+        let (engine_rejected, own) = match guarded(|| {
             if lines.is_empty() {
-                Ok(Vec::new())
+                Ok((Vec::new(), Vec::new()))
             } else {
-                backend.apply(lines)
+                backend.apply_logging_own(lines)
             }
         }) {
-            Ok(rejected) => rejected,
+            Ok(applied) => applied,
             Err(reason) => return Err((reason, reply)),
         };
         let refused: BTreeSet<u64> = engine_rejected.iter().map(|r| r.line).collect();
@@ -397,12 +397,18 @@ impl<B: Backend> Applier<B> {
             records.push(cursor.record());
         }
         let leading = records.len() as u64;
-        records.extend(
-            texts
-                .into_iter()
-                .filter(|(line, _)| !refused.contains(line))
-                .map(|(_, text)| text),
-        );
+        // The backend's own events (a history step's tick) go just before
+        // the line they were applied before, accepted or not.
+        let mut own = own.into_iter().peekable();
+        for (line, text) in texts {
+            while let Some((_, event)) = own.next_if(|(before, _)| *before == line) {
+                records.push(event_to_line(&event).into_bytes());
+            }
+            if !refused.contains(&line) {
+                records.push(text);
+            }
+        }
+        records.extend(own.map(|(_, event)| event_to_line(&event).into_bytes()));
         let (accepted, rejected) = tally(parsed, unparsed, engine_rejected);
         Ok(AppliedWrite {
             records,

@@ -216,12 +216,23 @@ pub struct Gauges {
     pub calc_period_secs: i64,
 }
 
+/// What [`Backend::apply_logging_own`] returns: the rejected lines, and the
+/// events the backend applied on its own, each with the line it went before.
+pub type AppliedOwn = (Vec<Rejection>, Vec<(u64, fairflow_model::Event)>);
+
 /// An engine the service can drive.
 pub trait Backend: Send + 'static {
     /// Validate and apply a batch, in order; returns the rejected lines. An
     /// error means the engine failed: its state is unknown, and the applier
     /// rebuilds it from the durable state ([`Backend::restore`] and replay).
     fn apply(&mut self, lines: Vec<LogLine>) -> Result<Vec<Rejection>, String>;
+    /// [`Backend::apply`], with the events the backend applied on its own
+    /// among the lines (the fair-share history's `tick`s, `history`), each
+    /// with the line it was applied just before: the applier logs them
+    /// there, so that a replay of the log applies them too. By default none.
+    fn apply_logging_own(&mut self, lines: Vec<LogLine>) -> Result<AppliedOwn, String> {
+        Ok((self.apply(lines)?, Vec::new()))
+    }
     /// Answer a read as text in the asked form (the same content as the command's).
     fn query(&mut self, query: &Query) -> Result<String, QueryError>;
     /// Answer a read with what the engine computed, to be rendered off the

@@ -23,7 +23,7 @@ use fairflow_model::report::{
 };
 use fairflow_serve::sprio::SprioRows;
 
-use crate::backend::{Answer, Backend, Gauges, Query, QueryError};
+use crate::backend::{Answer, AppliedOwn, Backend, Gauges, Query, QueryError};
 use crate::held_tables::{HeldTables, SharedTable};
 
 /// An engine serving the service.
@@ -149,6 +149,17 @@ impl EngineBackend {
         self
     }
 
+    /// A fair-share history step's read at the engine's time, as the
+    /// applier takes it (`history::read_step`): what `fairflow bench
+    /// --reads history` times.
+    pub fn read_history_step(
+        &mut self,
+        rank_depth: u32,
+    ) -> Result<crate::history::StepRead, fairflow_engine::EngineError> {
+        let at = self.engine.now().unwrap_or(0);
+        crate::history::read_step(self.engine.as_mut(), at, rank_depth)
+    }
+
     /// The engine served, handed back (the shared reads are dropped).
     pub fn into_engine(self) -> Box<dyn Engine> {
         self.engine
@@ -243,11 +254,22 @@ fn text(render: impl FnOnce() -> String + Send + 'static) -> Answer {
 
 impl Backend for EngineBackend {
     fn apply(&mut self, lines: Vec<LogLine>) -> Result<Vec<Rejection>, String> {
+        // A replay: the ticks a step applies are in the log already (or,
+        // in a log written without them, cannot be logged now).
+        Ok(self.apply_logging_own(lines)?.0)
+    }
+
+    fn apply_logging_own(&mut self, lines: Vec<LogLine>) -> Result<AppliedOwn, String> {
         self.priorities = None;
         self.table = None;
         let applied = match &mut self.history {
-            Some(history) => history.apply(self.engine.as_mut(), lines),
-            None => self.engine.apply(lines),
+            Some(history) => history
+                .apply(self.engine.as_mut(), lines)
+                .map(|applied| (applied.rejected, applied.ticks)),
+            None => self
+                .engine
+                .apply(lines)
+                .map(|rejected| (rejected, Vec::new())),
         };
         applied.map_err(|e| e.to_string())
     }

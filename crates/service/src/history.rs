@@ -7,16 +7,30 @@
 //! first step is due, when it is > 0, else 300 s) in engine time. The step at
 //! `T` is taken when the engine is about to apply the first event timed after
 //! `T` (or `T` is the engine's time then): every event timed at or before `T`
-//! applied, time advanced to `T` (`Engine::advance_to`), then **one read**:
-//! the fair-share table (`Engine::fairshare`, the read `sshare` and
-//! `/metrics` use) and the ranked queue (`Engine::top`). So a step's values
-//! are exactly the state as of `T`, whether the events came live, from a
-//! replay or through `--events`; [`Stepper`] is that rule, in the service's
-//! backend (`engine_backend`) and in the batch path alike. A gap of several
-//! steps between two events takes each of them, but no step older than the
-//! retention before the event that crosses it. The step at `T` appears once
-//! the engine's time passes `T`: in a live service, at the next
-//! calc-period tick or event.
+//! applied, time moved to `T` by a **`tick` event at `T`** (time advances,
+//! nothing else: what the calc-period ticker writes), then one read. The
+//! service logs that tick just before the event that crossed the step
+//! (`Backend::apply_logging_own`), whether that event is accepted or not, so
+//! a replay of the log (a restart, `--events`) moves time exactly as the
+//! live engine did; a log that already holds a tick at `T` (a replay) needs
+//! none. So a step's values are exactly the state as of `T`, whether the
+//! events came live, from a replay or through `--events`; [`Stepper`] is
+//! that rule, in the service's backend (`engine_backend`) and in the batch
+//! path alike. A gap of several steps between two events takes each of
+//! them, but no step older than the retention before the event that crosses
+//! it. The step at `T` appears once the engine's time passes `T`: in a live
+//! service, at the next calc-period tick or event.
+//!
+//! **The read** ([`read_step`]), on the applier, costs the associations and
+//! the rank depth `D`, never the jobs: the fair-share table
+//! (`Engine::fairshare`, the read `sshare` and `/metrics` use), each user
+//! association's pending jobs (`Engine::pending_jobs_by_user`: the queue's
+//! per-user job sets' sizes) and the queue's first `D` entries
+//! (`Engine::top`; `serve --history-rank-depth`, default
+//! [`DEFAULT_RANK_DEPTH`]). A user's best queue rank is exact when its best
+//! entry is among those `D`; otherwise the step says "beyond `D`" (a best
+//! rank needs every entry ahead of it, which past the head is the whole
+//! ordered queue).
 //!
 //! **What a step holds** (`record`): per association of the table (account
 //! and user rows, as `sshare -a -l`; `root` included): raw usage, normalized
@@ -27,8 +41,9 @@
 //! favours most); an account's place among its sibling accounts in
 //! fair-share order (LevelFS, highest first, where the algorithm has it,
 //! else the factor). Ties go in table order (names). Per user association,
-//! also the pending (ranked) job count and the best queue rank of its
-//! pending jobs (1: first in line), from the ranked queue.
+//! also the pending (ranked) job count (each job once, whatever its
+//! partitions) and the best queue rank of its pending jobs (1: first in
+//! line), or "beyond `D`".
 //!
 //! **On disk and in memory** (`store`): `DATA/history/`. A dictionary file
 //! gives each association a dense id (append-only); one file per UTC day of
@@ -49,8 +64,9 @@ use std::sync::Arc;
 
 use fairflow_engine::{Engine, EngineError};
 use fairflow_ingest::{LogLine, Rejection};
+use fairflow_model::event::Op;
 use fairflow_model::report::FairshareTable;
-use fairflow_model::Time;
+use fairflow_model::{Event, Time};
 
 pub mod record;
 pub mod store;
@@ -66,8 +82,13 @@ pub const DEFAULT_STEP_SECS: Time = 300;
 pub const DEFAULT_RETENTION_SECS: Time = 7 * 86_400;
 
 /// Each user association's pending (ranked) jobs and the best queue rank
-/// among them (1: first in line).
+/// among them (1: first in line; 0: its best entry is beyond the rank
+/// depth, [`StepRead::rank_depth`]).
 pub type PendingByUser = HashMap<(String, String), (u32, u32)>;
+
+/// The rank depth when none is given (`serve --history-rank-depth`): the
+/// queue's first 1,000 entries.
+pub const DEFAULT_RANK_DEPTH: u32 = 1_000;
 
 /// One step's read of the engine: the fair-share table and the queue.
 #[derive(Debug, Clone)]
@@ -78,22 +99,53 @@ pub struct StepRead {
     pub table: Arc<FairshareTable>,
     /// Each user association's pending jobs and best queue rank.
     pub pending: PendingByUser,
+    /// Best queue ranks are exact within the queue's first this many
+    /// entries; a user whose best entry lies beyond has rank 0 in
+    /// [`StepRead::pending`] ("beyond `rank_depth`").
+    pub rank_depth: u32,
 }
 
 /// Read the engine for the step at `at` (its time already there): the
-/// fair-share table and the ranked queue, counted per user association.
-pub fn read_step(engine: &mut dyn Engine, at: Time) -> Result<StepRead, EngineError> {
+/// fair-share table (`Engine::fairshare`), each user's pending jobs
+/// (`Engine::pending_jobs_by_user`: the queue's per-user counts) and their
+/// best ranks within the queue's first `rank_depth` entries (`Engine::top`).
+pub fn read_step(
+    engine: &mut dyn Engine,
+    at: Time,
+    rank_depth: u32,
+) -> Result<StepRead, EngineError> {
     let table = Arc::new(engine.fairshare()?);
-    let queue = engine.top(engine.queue_len() as usize)?;
-    let mut pending = PendingByUser::new();
-    for (index, job) in queue.iter().enumerate() {
+    let mut pending: PendingByUser = (engine.pending_jobs_by_user()?.into_iter())
+        .map(|(key, jobs)| (key, (u32::try_from(jobs).unwrap_or(u32::MAX), 0)))
+        .collect();
+    let head = engine.top(rank_depth as usize)?;
+    for (index, job) in head.iter().enumerate() {
         let rank = u32::try_from(index + 1).unwrap_or(u32::MAX);
-        let entry = pending
-            .entry((job.account.clone(), job.user.clone()))
-            .or_insert((0, rank));
-        entry.0 = entry.0.saturating_add(1);
+        // Jobs and entries of one user come in rank order: the first is its best.
+        if let Some(entry) = pending.get_mut(&(job.account.clone(), job.user.clone())) {
+            if entry.1 == 0 {
+                entry.1 = rank;
+            }
+        }
     }
-    Ok(StepRead { at, table, pending })
+    Ok(StepRead {
+        at,
+        table,
+        pending,
+        rank_depth,
+    })
+}
+
+/// What [`Stepper::apply`] did besides the steps: the lines rejected, and
+/// the `tick`s it applied to move the engine to each step, each with the
+/// line it was applied before (the service logs them there, so a replay of
+/// the log moves time as the live engine did).
+#[derive(Debug, Default)]
+pub struct Applied {
+    /// The rejected lines.
+    pub rejected: Vec<Rejection>,
+    /// `(line, tick)`: each tick applied just before that line.
+    pub ticks: Vec<(u64, Event)>,
 }
 
 /// The step rule ([module docs](self)): applies batches to an engine,
@@ -108,6 +160,8 @@ pub struct Stepper {
     retention_secs: Time,
     /// The last step taken (or recorded before a restart).
     last_taken: Option<Time>,
+    /// Best queue ranks are exact within this many entries.
+    rank_depth: u32,
 }
 
 impl Stepper {
@@ -119,7 +173,15 @@ impl Stepper {
             step_secs: None,
             retention_secs: retention_secs.max(1),
             last_taken,
+            rank_depth: DEFAULT_RANK_DEPTH,
         }
+    }
+
+    /// Record best queue ranks within the queue's first `rank_depth`
+    /// entries (at least 1), "beyond" past them.
+    pub fn with_rank_depth(mut self, rank_depth: u32) -> Self {
+        self.rank_depth = rank_depth.max(1);
+        self
     }
 
     /// The step in force, seconds (`None` until the first is due).
@@ -145,21 +207,23 @@ impl Stepper {
     }
 
     /// Apply `lines` to `engine` in order, handing `take` each step the
-    /// lines cross (read by [`read_step`]); returns the rejected lines.
+    /// lines cross (read by [`read_step`]). The engine is moved to a step
+    /// by a `tick` event at the step (returned with the line it went
+    /// before), never by a move a log would not hold.
     pub fn apply(
         &mut self,
         engine: &mut dyn Engine,
         lines: Vec<LogLine>,
         take: &mut dyn FnMut(StepRead),
-    ) -> Result<Vec<Rejection>, EngineError> {
-        let mut rejected = Vec::new();
+    ) -> Result<Applied, EngineError> {
+        let mut applied = Applied::default();
         let mut rest = lines;
         while !rest.is_empty() {
             let Some(now) = engine.now() else {
                 // No time yet: the first line alone gives one (and the
                 // configuration the step is taken from).
                 let tail = rest.split_off(1);
-                rejected.extend(engine.apply(rest)?);
+                applied.rejected.extend(engine.apply(rest)?);
                 rest = tail;
                 continue;
             };
@@ -168,19 +232,19 @@ impl Stepper {
                 .iter()
                 .position(|l| l.event.as_ref().is_ok_and(|e| e.t > step));
             let Some(index) = crossing else {
-                rejected.extend(engine.apply(rest)?);
+                applied.rejected.extend(engine.apply(rest)?);
                 break;
             };
             let tail = rest.split_off(index);
             if !rest.is_empty() {
-                rejected.extend(engine.apply(rest)?);
+                applied.rejected.extend(engine.apply(rest)?);
             }
             rest = tail;
             let crossing_t = rest[0].event.as_ref().map_or(step, |e| e.t);
             let oldest_kept = crossing_t.saturating_sub(self.retention_secs);
             if step >= oldest_kept {
-                engine.advance_to(step)?;
-                take(read_step(engine, step)?);
+                self.tick_to(engine, step, rest[0].line, &mut applied)?;
+                take(read_step(engine, step, self.rank_depth)?);
             }
             self.last_taken = Some(step.max(self.last_taken.unwrap_or(step)));
             if step < oldest_kept {
@@ -188,7 +252,37 @@ impl Stepper {
                 self.last_taken = Some(oldest_kept.saturating_sub(1));
             }
         }
-        Ok(rejected)
+        Ok(applied)
+    }
+
+    /// Move `engine` to `step` by a `tick` (time advances, nothing else),
+    /// unless it is there already; the tick noted in `applied` as going
+    /// before line `before`.
+    fn tick_to(
+        &self,
+        engine: &mut dyn Engine,
+        step: Time,
+        before: u64,
+        applied: &mut Applied,
+    ) -> Result<(), EngineError> {
+        if engine.now().is_some_and(|now| now >= step) {
+            return Ok(());
+        }
+        let tick = Event {
+            t: step,
+            op: Op::Tick,
+        };
+        let line = LogLine {
+            line: before,
+            event: Ok(tick.clone()),
+        };
+        let rejected = engine.apply(vec![line])?;
+        match rejected.first() {
+            // A tick at or after the engine's time passes every check.
+            Some(rejection) => tracing::warn!("history: the step's tick was refused: {rejection}"),
+            None => applied.ticks.push((before, tick)),
+        }
+        Ok(())
     }
 }
 
@@ -212,7 +306,7 @@ impl HistoryRecorder {
         &mut self,
         engine: &mut dyn Engine,
         lines: Vec<LogLine>,
-    ) -> Result<Vec<Rejection>, EngineError> {
+    ) -> Result<Applied, EngineError> {
         let sink = &self.sink;
         self.stepper.apply(engine, lines, &mut |step| {
             // The writer ends only with the process.

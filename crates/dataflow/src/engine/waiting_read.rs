@@ -1,8 +1,10 @@
 //! `audit`'s waiting users from the incremental engine: every shard's
 //! candidates (`crate::priority::reader::waiting`), named, ranked
-//! (`WaitingUser::rank`) and cut to the limit here.
+//! (`WaitingUser::rank`) and cut to the limit here; and every user's
+//! pending (ranked) job count alone, from the queue's per-user sets
+//! (the fair-share history's steps).
 
-use fairflow_model::report::WaitingUser;
+use fairflow_model::report::{PendingJobsByUser, WaitingUser};
 use fairflow_model::Time;
 
 use super::{Engine, EngineError};
@@ -40,5 +42,23 @@ impl Engine {
         WaitingUser::rank(&mut waiting);
         waiting.truncate(limit);
         Ok(waiting)
+    }
+
+    /// Every user association with ranked (pending) jobs, with how many:
+    /// the counts `waiting_users` gives, read from each shard's per-user
+    /// job sets (`PriorityReader::ranked_counts`): no job is read, so the
+    /// read costs the associations, not the jobs.
+    pub fn pending_jobs_by_user(&self) -> Result<PendingJobsByUser, EngineError> {
+        let assocs = (0..u32::MAX)
+            .take_while(|&id| self.names.assocs.name(id).is_some())
+            .count();
+        self.send(Command::RankedCounts(assocs as u32))?;
+        let Ok(Reply::Counts(counts)) = self.reply() else {
+            return Err(EngineError::WorkersGone);
+        };
+        Ok(counts
+            .into_iter()
+            .filter_map(|(assoc, jobs)| Some((self.names.assocs.name(assoc)?.clone(), jobs)))
+            .collect())
     }
 }

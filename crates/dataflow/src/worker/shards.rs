@@ -43,7 +43,7 @@ use timely::worker::Worker;
 
 use crate::priority::reader::waiting::WaitingEntry;
 use crate::priority::{IncrFloors, PriorityReader};
-use crate::types::JobId;
+use crate::types::{AssocId, JobId};
 
 /// Job priorities as they travel between processes. `JobPriority`'s own
 /// serde form skips an empty `pairs` (for JSON), which a non-self-describing
@@ -143,6 +143,9 @@ pub(crate) enum Request {
     /// The shard's waiting users (`PriorityReader::waiting`): minimum
     /// factor (`f64` bits), limit.
     Waiting(u64, usize),
+    /// The shard's users' ranked-job counts
+    /// (`PriorityReader::ranked_counts`), for ids below this.
+    RankedCounts(u32),
 }
 
 /// One shard's answer to a [`Request`].
@@ -161,6 +164,8 @@ pub(crate) enum Answer {
     Holdings(crate::cluster::ShardHoldings),
     /// The shard's waiting users.
     Waiting(Vec<WaitingEntry>),
+    /// The shard's users' ranked-job counts.
+    Counts(Vec<(AssocId, u64)>),
     /// Done (requests without a result).
     Done,
 }
@@ -192,6 +197,7 @@ pub(crate) fn answer(reader: &mut PriorityReader, request: Request) -> Answer {
         Request::Waiting(min_factor_bits, limit) => {
             Answer::Waiting(reader.waiting(f64::from_bits(min_factor_bits), limit))
         }
+        Request::RankedCounts(assocs) => Answer::Counts(reader.ranked_counts(assocs)),
     }
 }
 
@@ -201,6 +207,18 @@ pub(crate) fn merge_waiting(answers: Vec<Answer>) -> Vec<WaitingEntry> {
         .into_iter()
         .flat_map(|answer| match answer {
             Answer::Waiting(entries) => entries,
+            _ => Vec::new(),
+        })
+        .collect()
+}
+
+/// Every shard's users' ranked-job counts, together (a user is on one
+/// shard).
+pub(crate) fn merge_counts(answers: Vec<Answer>) -> Vec<(AssocId, u64)> {
+    answers
+        .into_iter()
+        .flat_map(|answer| match answer {
+            Answer::Counts(counts) => counts,
             _ => Vec::new(),
         })
         .collect()

@@ -9,7 +9,10 @@
 //! `norm_shares`, `norm_usage`, `effective_usage`, `level_fs`, `fairshare`
 //! as `f32` (sshare prints six decimals; an `f32` keeps seven significant
 //! digits, LevelFS's infinity included), `pending_jobs: u32`,
-//! `best_queue_rank: u32` (0: no pending job).
+//! `best_queue_rank: u32` (0: no pending job). Bit 7 of `flags` says the
+//! user's best entry lies beyond the rank depth `D` of the step's read (the
+//! queue's first `D` entries, `history::read_step`); `best_queue_rank` then
+//! holds `D`.
 
 use std::collections::HashMap;
 
@@ -93,9 +96,15 @@ pub struct HistoryPoint {
     /// A user association's pending (ranked) jobs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pending_jobs: Option<u32>,
-    /// The best queue rank of its pending jobs (1: first in line).
+    /// The best queue rank of its pending jobs (1: first in line), when it
+    /// is within the rank depth `D` (`serve --history-rank-depth`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub best_queue_rank: Option<u32>,
+    /// `D` when the user has pending jobs but none within the queue's first
+    /// `D` entries (`best_queue_rank` is then `null`): its best rank is
+    /// beyond `D`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub best_queue_rank_beyond: Option<u32>,
 }
 
 /// One association's series: `/v1/history`'s answer and `fairflow
@@ -113,6 +122,8 @@ pub struct HistorySeries {
 
 const PRESENT: u8 = 1;
 const USER: u8 = 1 << 1;
+/// The best queue rank is beyond the rank depth, which the rank field holds.
+const BEYOND: u8 = 1 << 7;
 /// The optional cells' bits, in the order of their `f32`s.
 const CELLS: [u8; 5] = [1 << 2, 1 << 3, 1 << 4, 1 << 5, 1 << 6];
 
@@ -194,7 +205,11 @@ pub fn encode_step(step: &StepRead, dictionary: &mut Dictionary) -> (Vec<u8>, Ve
         if let Some(user) = &row.user {
             flags |= USER;
             let pending = step.pending.get(&(row.account.clone(), user.clone()));
-            let (count, best) = pending.copied().unwrap_or((0, 0));
+            let (count, mut best) = pending.copied().unwrap_or((0, 0));
+            if count > 0 && best == 0 {
+                flags |= BEYOND;
+                best = step.rank_depth;
+            }
             out[36..40].copy_from_slice(&count.to_le_bytes());
             out[40..44].copy_from_slice(&best.to_le_bytes());
         }
@@ -238,6 +253,9 @@ pub fn decode_row(t: Time, row: &[u8]) -> Option<HistoryPoint> {
         fairshare: cell(4).map(widen),
         rank: nonzero(u32_at(4)),
         pending_jobs: user.then(|| u32_at(36)),
-        best_queue_rank: if user { nonzero(u32_at(40)) } else { None },
+        best_queue_rank: (user && flags & BEYOND == 0)
+            .then(|| nonzero(u32_at(40)))
+            .flatten(),
+        best_queue_rank_beyond: (user && flags & BEYOND != 0).then(|| u32_at(40)),
     })
 }

@@ -465,10 +465,13 @@ mod tests {
         };
         let mut pending = super::super::PendingByUser::new();
         pending.insert(("a".to_string(), "y".to_string()), (4, 2));
+        // x's 3 pending jobs are all beyond the queue's first 50 entries.
+        pending.insert(("a".to_string(), "x".to_string()), (3, 0));
         StepRead {
             at,
             table: Arc::new(table),
             pending,
+            rank_depth: 50,
         }
     }
 
@@ -504,12 +507,16 @@ mod tests {
             (y[0].rank, y[0].pending_jobs, y[0].best_queue_rank),
             (Some(2), Some(4), Some(2))
         );
+        assert_eq!(y[0].best_queue_rank_beyond, None);
         let x = store.series("a", Some("x"), Some(700), None).unwrap();
         assert_eq!(
             (x.len(), x[0].t, x[0].rank, x[0].pending_jobs),
-            (1, 900, Some(1), Some(0))
+            (1, 900, Some(1), Some(3))
         );
-        assert_eq!(x[0].best_queue_rank, None);
+        assert_eq!(
+            (x[0].best_queue_rank, x[0].best_queue_rank_beyond),
+            (None, Some(50))
+        );
         let unknown = store.series("b", None, None, None).unwrap_err();
         assert_eq!(
             unknown.to_string(),

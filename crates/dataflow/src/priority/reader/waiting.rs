@@ -92,4 +92,17 @@ impl PriorityReader {
         }
         found
     }
+
+    /// Every user association of this shard with ranked jobs, with how
+    /// many: its ranked-job sets' sizes (kept by the queue), for the ids
+    /// below `assocs`; no job is read.
+    pub fn ranked_counts(&mut self, assocs: u32) -> Vec<(AssocId, u64)> {
+        self.absorb();
+        (0..assocs)
+            .filter_map(|assoc| {
+                let jobs = self.queue.ranked_jobs_of(assoc);
+                (jobs > 0).then_some((assoc, jobs))
+            })
+            .collect()
+    }
 }
