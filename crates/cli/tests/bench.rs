@@ -147,9 +147,9 @@ fn check_touched(report: &Value) {
 }
 
 /// Each read's samples at `--samples-scale 0.05` (the defaults 30, 30, 5,
-/// 200, 20, 20, 10, 3, 1 scaled and rounded, at least one), and the states
+/// 200, 20, 20, 10, 20, 3, 1 scaled and rounded, at least one), and the states
 /// the oracle checks: `--oracle-samples 1` of each.
-const READS: [(&str, u64); 9] = [
+const READS: [(&str, u64); 10] = [
     ("position", 2),
     ("top_offset", 2),
     ("whatif", 1),
@@ -157,6 +157,7 @@ const READS: [(&str, u64); 9] = [
     ("audit", 1),
     ("sshare", 1),
     ("metrics", 1),
+    ("history", 1),
     ("restart", 1),
     ("one_off_top", 1),
 ];
