@@ -21,7 +21,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::job_feed::{facts_of, identify, row_of};
+use crate::job_feed::{facts_of, identify, queue_marks, row_of};
 use crate::names::{JobIds, JobNames, Names};
 use crate::priority::crossings::{age_capped_at, begun_at, next_crossing, Crossings};
 use crate::priority::{Fact, JobRow, PriorityParams};
@@ -64,6 +64,7 @@ fn identified(
 ) -> Vec<fairflow_model::report::JobPriority> {
     for p in &mut all {
         identify(state, p);
+        queue_marks(state, p);
     }
     all
 }
@@ -298,6 +299,7 @@ fn run(scenario: &Scenario, seed: u64, workers: usize, batches: usize) -> Result
                     .and_then(|id| dataflow.reader.job(id, now))
                     .map(|mut got| {
                         identify(replay.state(), &mut got);
+                        queue_marks(replay.state(), &mut got);
                         got
                     });
                 if got.as_ref() != Some(p) {
