@@ -5,12 +5,41 @@
 //! apply only what it accepts, so they agree on every acceptance by
 //! construction. A rejection names the line, the field and the reason, and
 //! changes nothing.
+//!
+//! What a check looks up or parses and the apply needs travels in its
+//! [`Checked`] token ([`Resolved`]): the configuration a `config` event makes
+//! (parsed once), the parent a removed account's usage goes to, the user
+//! association whose running jobs a `start`, `end` or `requeue` changes. The
+//! apply takes them from the token instead of looking them up again.
 
 use fairflow_ingest::Rejection;
 use fairflow_model::event::{is_list, Op};
-use fairflow_model::Event;
+use fairflow_model::{Config, Event};
 
 use crate::{Book, Checked, Phase};
+
+/// What [`Book::check`] resolved for the apply, by event kind.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Resolved {
+    /// The event's own fields are all its apply reads.
+    AsWritten,
+    /// `config`: the configuration in force after it.
+    Config(Box<Config>),
+    /// `remove_account`: the account's parent (it is not root), which
+    /// absorbs its usage.
+    RemoveAccount {
+        /// The parent account.
+        parent: String,
+    },
+    /// `start`, `end`, `requeue`: the job's user association, whose
+    /// running jobs change.
+    JobAssoc {
+        /// The association's account.
+        account: String,
+        /// The association's user.
+        user: String,
+    },
+}
 
 impl Book {
     /// Is `event` possible now? `Err` names the line, field and reason; the
@@ -18,14 +47,15 @@ impl Book {
     /// [`Book::apply_checked`] applies with the token this returns, without
     /// checking twice).
     pub fn check(&self, line: u64, event: &Event) -> Result<Checked, Rejection> {
-        self.check_rules(line, event)?;
+        let resolved = self.check_rules(line, event)?;
         Ok(Checked {
             version: self.version,
+            resolved,
         })
     }
 
     // size: one rule arm per event kind (20 kinds), each read on its own
-    pub(crate) fn check_rules(&self, line: u64, event: &Event) -> Result<(), Rejection> {
+    pub(crate) fn check_rules(&self, line: u64, event: &Event) -> Result<Resolved, Rejection> {
         let err = |field: &str, reason: String| Rejection::new(line, Some(field), reason);
         if let Some(now) = self.last_event_at() {
             if event.t < now {
@@ -72,12 +102,12 @@ impl Book {
                 }
             }
             Op::RemoveAccount { name } => {
-                if !state.accounts.contains_key(name) {
+                let Some(account) = state.accounts.get(name) else {
                     return Err(err("name", format!("unknown account `{name}`")));
-                }
-                if name == "root" {
+                };
+                let Some(parent) = account.parent.as_ref().filter(|_| name != "root") else {
                     return Err(err("name", "root cannot be removed".into()));
-                }
+                };
                 let (child_accounts, users) = (self.child_accounts(name), self.users_in(name));
                 if child_accounts > 0 || users > 0 {
                     return Err(err(
@@ -87,6 +117,9 @@ impl Book {
                         ),
                     ));
                 }
+                return Ok(Resolved::RemoveAccount {
+                    parent: parent.clone(),
+                });
             }
             Op::RemoveUser { user, account } => {
                 if !self.has_assoc(account, user) {
@@ -165,8 +198,7 @@ impl Book {
                 if !self.has_assoc(account, user) {
                     return Err(unknown_assoc(account, user));
                 }
-                self.check_sluid(job, spec)
-                    .map_err(|reason| err("sluid", reason))?;
+                self.check_sluid(line, job, spec)?;
             }
             Op::Update { job, account, spec } => {
                 let Some(entry) = state.jobs.get(job) else {
@@ -179,8 +211,7 @@ impl Book {
                         format!("job `{job}` is running; only pending jobs change"),
                     ));
                 }
-                self.check_sluid(job, spec)
-                    .map_err(|reason| err("sluid", reason))?;
+                self.check_sluid(line, job, spec)?;
                 if let Some(account) = account {
                     if !self.has_assoc(account, &entry.user) {
                         return Err(err(
@@ -199,9 +230,10 @@ impl Book {
             | Op::Start { job, .. }
             | Op::End { job }
             | Op::Requeue { job, .. } => {
-                let Some(phase) = self.job_phase(job) else {
+                let Some(found) = state.jobs.get(job) else {
                     return Err(err("job", format!("unknown job `{job}`")));
                 };
+                let phase = Phase::of(found);
                 let (ok, what) = match &event.op {
                     Op::Hold { .. } => (phase == Phase::Pending, "pending"),
                     Op::Release { .. } => (phase == Phase::Held, "held"),
@@ -223,11 +255,18 @@ impl Book {
                         ),
                     ));
                 }
+                if let Op::Start { .. } | Op::End { .. } | Op::Requeue { .. } = &event.op {
+                    return Ok(Resolved::JobAssoc {
+                        account: found.account.clone(),
+                        user: found.user.clone(),
+                    });
+                }
             }
             Op::Config { set } => {
-                state.config.patched(set).map_err(|bad| {
+                let next = state.config.patched(set).map_err(|bad| {
                     Rejection::new(line, Some(&format!("set.{}", bad.key)), bad.error.reason)
                 })?;
+                return Ok(Resolved::Config(Box::new(next)));
             }
             Op::Cluster { nodes, .. } => {
                 if *nodes == 0 {
@@ -236,7 +275,7 @@ impl Book {
             }
             Op::ResetUsage | Op::Qos { .. } | Op::Partition { .. } | Op::Tick => {}
         }
-        Ok(())
+        Ok(Resolved::AsWritten)
     }
 
     /// Is `ancestor` on the account chain from `node` up to root (or `node` itself)?
@@ -255,13 +294,20 @@ impl Book {
 
     /// A job's SLUID (`spec.sluid`, when given) must not be another active
     /// job's: one SLUID names one job.
-    fn check_sluid(&self, job: &str, spec: &fairflow_model::JobSpec) -> Result<(), String> {
+    fn check_sluid(
+        &self,
+        line: u64,
+        job: &str,
+        spec: &fairflow_model::JobSpec,
+    ) -> Result<(), Rejection> {
         match spec
             .sluid
             .and_then(|sluid| Some((sluid, self.job_of_sluid(sluid)?)))
         {
-            Some((sluid, holder)) if holder != job => Err(format!(
-                "SLUID {sluid} is already job `{holder}`'s (a SLUID names one active job)"
+            Some((sluid, holder)) if holder != job => Err(Rejection::new(
+                line,
+                Some("sluid"),
+                format!("SLUID {sluid} is already job `{holder}`'s (a SLUID names one active job)"),
             )),
             _ => Ok(()),
         }

@@ -22,6 +22,7 @@ mod changes;
 mod check;
 pub mod flux_bins;
 pub mod name_map;
+mod restore_error;
 mod rules;
 mod sluids;
 pub mod snapshot;
@@ -35,10 +36,12 @@ use fairflow_ingest::{LogLine, Rejection};
 use fairflow_model::event::Op;
 use fairflow_model::{Config, Event, Sluid, Time};
 
+use crate::check::Resolved;
 use crate::sluids::SluidIndex;
 
 pub use changes::{AssocKey, Changes};
 pub use name_map::NameMap;
+pub use restore_error::RestoreError;
 pub use state::{Job, JobPhase, State};
 
 /// Where a job is in its life, as the checks see it.
@@ -50,6 +53,17 @@ pub enum Phase {
     Held,
     /// Running.
     Running,
+}
+
+impl Phase {
+    /// The phase of `job`.
+    fn of(job: &Job) -> Phase {
+        match job.phase {
+            JobPhase::Pending => Phase::Pending,
+            JobPhase::Held => Phase::Held,
+            JobPhase::Running { .. } => Phase::Running,
+        }
+    }
 }
 
 /// The book; see the crate documentation. Two books are equal when they
@@ -89,11 +103,13 @@ impl PartialEq for Book {
 }
 
 /// An event [`Book::check`] found possible, for [`Book::apply_checked`]:
-/// valid while the book's state is the one it was checked against.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// valid while the book's state is the one it was checked against. It holds
+/// what the check resolved for the apply (`check::Resolved`).
+#[derive(Debug, Clone, PartialEq)]
 #[must_use = "apply the event with Book::apply_checked"]
 pub struct Checked {
     version: u64,
+    resolved: Resolved,
 }
 
 /// What a book serialises: the state and the last event's time; the indexes
@@ -122,9 +138,9 @@ impl serde::Serialize for Book {
 }
 
 impl TryFrom<BookParts> for Book {
-    type Error = String;
+    type Error = RestoreError;
 
-    fn try_from(parts: BookParts) -> Result<Self, String> {
+    fn try_from(parts: BookParts) -> Result<Self, RestoreError> {
         Book::from_state(parts.state, parts.last_event_at)
     }
 }
@@ -166,10 +182,10 @@ impl Book {
     /// A book over an existing state (a restore): the state is checked (every
     /// parent exists, the tree has no cycle, every job's association exists)
     /// and the indexes are derived from it.
-    pub fn from_state(state: State, last_event_at: Option<Time>) -> Result<Book, String> {
+    pub fn from_state(state: State, last_event_at: Option<Time>) -> Result<Book, RestoreError> {
         match state.accounts.get("root") {
             Some(root) if root.parent.is_none() => {}
-            _ => return Err("the state has no root account".into()),
+            _ => return Err(RestoreError::NoRoot),
         }
         let mut child_accounts: BTreeMap<String, u32> = BTreeMap::new();
         for (name, account) in &state.accounts {
@@ -177,10 +193,13 @@ impl Book {
                 continue;
             }
             let Some(parent) = account.parent.as_deref() else {
-                return Err(format!("account `{name}` has no parent"));
+                return Err(RestoreError::NoParent(name.clone()));
             };
             if !state.accounts.contains_key(parent) {
-                return Err(format!("account `{name}` has an unknown parent `{parent}`"));
+                return Err(RestoreError::UnknownParent {
+                    account: name.clone(),
+                    parent: parent.to_string(),
+                });
             }
             *child_accounts.entry(parent.to_string()).or_default() += 1;
         }
@@ -195,7 +214,7 @@ impl Book {
                     break;
                 }
                 if chain.len() > state.accounts.len() {
-                    return Err(format!("the account tree has a cycle through `{name}`"));
+                    return Err(RestoreError::Cycle(name.clone()));
                 }
                 chain.push(current);
                 current = state.accounts[current].parent.as_deref().expect("checked");
@@ -205,9 +224,7 @@ impl Book {
         let mut users_by_account: HashMap<String, HashSet<String>> = HashMap::default();
         for (account, user) in state.users.keys() {
             if !state.accounts.contains_key(account) {
-                return Err(format!(
-                    "a user association names unknown account `{account}`"
-                ));
+                return Err(RestoreError::AssocOfUnknownAccount(account.clone()));
             }
             users_by_account
                 .entry(account.clone())
@@ -218,10 +235,10 @@ impl Book {
         for (id, job) in &state.jobs {
             let key = (job.account.clone(), job.user.clone());
             if !state.users.contains_key(&key) {
-                return Err(format!("job `{id}` names an unknown association"));
+                return Err(RestoreError::JobOfUnknownAssoc(id.clone()));
             }
             if job.id != *id {
-                return Err(format!("job `{id}` is filed under another id"));
+                return Err(RestoreError::JobMisfiled(id.clone()));
             }
             if matches!(job.phase, JobPhase::Running { .. }) {
                 *running.entry(key).or_default() += 1;
@@ -276,7 +293,7 @@ impl Book {
     /// Give jobs their SLUIDs (a restore: the snapshot carries them after
     /// the book), replacing any they had; an unknown job or a SLUID given
     /// twice is an error and changes nothing.
-    pub fn set_sluids(&mut self, sluids: Vec<(Sluid, String)>) -> Result<(), String> {
+    pub fn set_sluids(&mut self, sluids: Vec<(Sluid, String)>) -> Result<(), RestoreError> {
         let mut jobs = self.state.jobs.clone();
         for (_, id) in self.sluids.iter() {
             if let Some(job) = jobs.get_mut(id) {
@@ -285,9 +302,7 @@ impl Book {
         }
         for (sluid, id) in sluids {
             let Some(job) = jobs.get_mut(&id) else {
-                return Err(format!(
-                    "SLUID {sluid} names job `{id}`, which is not active"
-                ));
+                return Err(RestoreError::SluidOfInactiveJob { sluid, job: id });
             };
             std::sync::Arc::make_mut(job).spec.sluid = Some(sluid);
         }
@@ -320,12 +335,11 @@ impl Book {
     pub(crate) fn set_partition_tiers(
         &mut self,
         tiers: BTreeMap<String, u16>,
-    ) -> Result<(), String> {
+    ) -> Result<(), RestoreError> {
         for (name, tier) in tiers {
-            let partition =
-                self.state.partitions.get_mut(&name).ok_or_else(|| {
-                    format!("a tier for partition `{name}`, which is not defined")
-                })?;
+            let Some(partition) = self.state.partitions.get_mut(&name) else {
+                return Err(RestoreError::TierOfUndefinedPartition(name));
+            };
             partition.priority_tier = tier;
         }
         Ok(())
@@ -335,12 +349,12 @@ impl Book {
     pub(crate) fn set_pair_floors(
         &mut self,
         pair_floors: BTreeMap<String, Vec<u64>>,
-    ) -> Result<(), String> {
+    ) -> Result<(), RestoreError> {
         if let Some(job) = pair_floors
             .keys()
             .find(|job| !self.state.jobs.contains_key(*job))
         {
-            return Err(format!("pair floors for job `{job}`, which is not active"));
+            return Err(RestoreError::PairFloorsOfInactiveJob(job.clone()));
         }
         self.state.pair_floor = pair_floors;
         Ok(())
@@ -351,12 +365,12 @@ impl Book {
     pub(crate) fn set_expedited(
         &mut self,
         expedited: std::collections::BTreeSet<String>,
-    ) -> Result<(), String> {
+    ) -> Result<(), RestoreError> {
         if let Some(job) = expedited
             .iter()
             .find(|job| !self.state.jobs.contains_key(*job))
         {
-            return Err(format!("job `{job}` marked expedited is not active"));
+            return Err(RestoreError::ExpeditedInactiveJob(job.clone()));
         }
         self.state.expedited = expedited;
         Ok(())
@@ -381,12 +395,12 @@ impl Book {
         &mut self,
         config: fairflow_model::config::FluxUsageBins,
         bins: Option<flux_bins::FluxBins>,
-    ) -> Result<(), String> {
+    ) -> Result<(), RestoreError> {
         use fairflow_model::config::UsageModel;
         self.state.config.flux_bins = config;
         match (self.state.config.usage_model, bins) {
             (UsageModel::Slurm, None) => Ok(()),
-            (UsageModel::Slurm, Some(_)) => Err("usage bins under UsageModel=slurm".to_string()),
+            (UsageModel::Slurm, Some(_)) => Err(RestoreError::BinsUnderSlurmUsage),
             (UsageModel::Flux, None) => {
                 let now = self.state.now;
                 self.state.enter_flux_usage(now);
@@ -397,10 +411,10 @@ impl Book {
                     None => !self.state.accounts.contains_key(account),
                     Some(user) => !self.has_assoc(account, user),
                 }) {
-                    return Err(format!(
-                        "usage bins for `{account}`/`{}`, which does not exist",
-                        user.as_deref().unwrap_or("")
-                    ));
+                    return Err(RestoreError::BinsOfUnknownAssoc {
+                        account: account.clone(),
+                        user: user.clone().unwrap_or_default(),
+                    });
                 }
                 self.state.flux_bins = Some(bins);
                 Ok(())
@@ -433,11 +447,7 @@ impl Book {
 
     /// The phase of an active job.
     pub fn job_phase(&self, job: &str) -> Option<Phase> {
-        self.state.jobs.get(job).map(|j| match j.phase {
-            JobPhase::Pending => Phase::Pending,
-            JobPhase::Held => Phase::Held,
-            JobPhase::Running { .. } => Phase::Running,
-        })
+        self.state.jobs.get(job).map(|j| Phase::of(j))
     }
 
     /// Does this user association exist?
@@ -498,10 +508,12 @@ impl Book {
         event: &Event,
         checked: Checked,
     ) -> Result<(), Rejection> {
-        if checked.version != self.version {
-            self.check_rules(line, event)?;
-        }
-        self.apply_effects(event);
+        let resolved = if checked.version == self.version {
+            checked.resolved
+        } else {
+            self.check_rules(line, event)?
+        };
+        self.apply_effects(event, resolved);
         self.version += 1;
         Ok(())
     }
@@ -559,16 +571,10 @@ impl Book {
         }
     }
 
-    /// Apply an event [`Book::check`] accepted.
-    fn apply_effects(&mut self, event: &Event) {
+    /// Apply an event [`Book::check`] accepted, with what it `resolved`.
+    fn apply_effects(&mut self, event: &Event, resolved: Resolved) {
         // What the indexes and the change record need from before the event.
         let before = self.clockwork();
-        let job_assoc = |state: &State, job: &str| {
-            state
-                .jobs
-                .get(job)
-                .map(|j| (j.account.clone(), j.user.clone()))
-        };
         let account_before = match &event.op {
             Op::Account { name, .. } => self
                 .state
@@ -577,10 +583,8 @@ impl Book {
                 .map(|a| (a.parent.clone(), a.priority)),
             _ => None,
         };
-        let assoc_of_job = match &event.op {
-            Op::Start { job, .. } | Op::End { job } | Op::Requeue { job, .. } => {
-                job_assoc(&self.state, job)
-            }
+        let assoc_of_job = match &resolved {
+            Resolved::JobAssoc { account, user } => Some((account.clone(), user.clone())),
             _ => None,
         };
         let sluids_before = self.sluids.before(&self.state, &event.op);
@@ -595,8 +599,8 @@ impl Book {
                 .collect(),
             _ => Vec::new(),
         };
-        let removed_parent = match &event.op {
-            Op::RemoveAccount { name } => self.state.accounts[name].parent.clone(),
+        let removed_parent = match &resolved {
+            Resolved::RemoveAccount { parent } => Some(parent.clone()),
             _ => None,
         };
 
@@ -604,7 +608,7 @@ impl Book {
         self.state.advance_to(event.t);
         self.note_time(&before);
         let time_before = self.clockwork();
-        self.state.apply(event);
+        self.state.apply(event, resolved);
         self.last_event_at = Some(event.t);
 
         self.update_indexes(
@@ -680,15 +684,16 @@ impl Book {
                 }
             }
             Op::Start { .. } => {
-                let key = assoc_of_job.cloned().expect("checked: the job exists");
-                *self.running.entry(key).or_default() += 1;
+                if let Some(key) = assoc_of_job {
+                    *self.running.entry(key.clone()).or_default() += 1;
+                }
             }
             Op::End { .. } | Op::Requeue { .. } => {
-                let key = assoc_of_job.cloned().expect("checked: the job exists");
-                if let Some(count) = self.running.get_mut(&key) {
+                let Some(key) = assoc_of_job else { return };
+                if let Some(count) = self.running.get_mut(key) {
                     *count -= 1;
                     if *count == 0 {
-                        self.running.remove(&key);
+                        self.running.remove(key);
                     }
                 }
             }

@@ -11,6 +11,7 @@ use fairflow_model::event::Op;
 use fairflow_model::Sluid;
 
 use crate::state::{Jobs, State};
+use crate::RestoreError;
 
 /// SLUID to job id, shared copy-on-write as the jobs are ([`Jobs`]), so a
 /// what-if's copy of a book copies a pointer.
@@ -25,14 +26,18 @@ pub(crate) struct SluidsBefore(Vec<Sluid>);
 
 impl SluidIndex {
     /// The index of `jobs`; an error names two jobs holding one SLUID.
-    pub(crate) fn of(jobs: &Jobs) -> Result<SluidIndex, String> {
+    pub(crate) fn of(jobs: &Jobs) -> Result<SluidIndex, RestoreError> {
         let mut index = SluidIndex::default();
         for (id, job) in jobs {
             let Some(sluid) = job.spec.sluid else {
                 continue;
             };
             if let Some(other) = index.jobs.insert(sluid, id.clone()) {
-                return Err(format!("jobs `{other}` and `{id}` hold one SLUID, {sluid}"));
+                return Err(RestoreError::SharedSluid {
+                    first: other,
+                    second: id.clone(),
+                    sluid,
+                });
             }
         }
         Ok(index)
@@ -210,11 +215,11 @@ mod tests {
             (sluid(FIVE), "2".to_string()),
         ];
         let error = copy.set_sluids(shared).unwrap_err();
-        assert!(error.contains("hold one SLUID"), "{error}");
+        assert!(error.to_string().contains("hold one SLUID"), "{error}");
         let error = copy
             .set_sluids(vec![(sluid(FIVE), "9".into())])
             .unwrap_err();
-        assert!(error.contains("job `9`"), "{error}");
+        assert!(error.to_string().contains("job `9`"), "{error}");
         assert_eq!(copy, restored, "a refused restore changes nothing");
     }
 

@@ -50,7 +50,7 @@ use fairflow_model::config::{FluxUsageBins, FluxUsageWeights, UsageModel};
 use fairflow_model::Sluid;
 
 use crate::flux_bins::FluxBins;
-use crate::Book;
+use crate::{Book, RestoreError};
 
 /// The first bytes of every snapshot.
 pub const MAGIC: &[u8; 8] = b"FFLOWENG";
@@ -78,9 +78,12 @@ pub enum SnapshotError {
         /// The version found.
         found: u32,
     },
-    /// Damaged: short, wrong checksum, undecodable or inconsistent.
+    /// Damaged: short, wrong checksum or undecodable.
     #[error("damaged snapshot: {0}")]
     Corrupt(String),
+    /// Damaged: decoded, but not a state the book can hold.
+    #[error("damaged snapshot: {0}")]
+    Inconsistent(#[from] RestoreError),
 }
 
 #[derive(serde::Serialize)]
@@ -277,22 +280,13 @@ pub fn decode(bytes: &[u8]) -> Result<(Book, u64), SnapshotError> {
     if version == 2 {
         body.book.convert_binary_frame_units();
     }
-    body.book
-        .set_partition_tiers(body.tiers)
-        .map_err(SnapshotError::Corrupt)?;
-    body.book
-        .set_pair_floors(body.pair_floors)
-        .map_err(SnapshotError::Corrupt)?;
-    body.book
-        .set_expedited(body.expedited)
-        .map_err(SnapshotError::Corrupt)?;
+    body.book.set_partition_tiers(body.tiers)?;
+    body.book.set_pair_floors(body.pair_floors)?;
+    body.book.set_expedited(body.expedited)?;
     body.book.set_usage_model(body.usage_model, body.flux_usage);
     body.book
-        .set_flux_bins(body.flux_bins_config, body.flux_bins)
-        .map_err(SnapshotError::Corrupt)?;
-    body.book
-        .set_sluids(body.sluids)
-        .map_err(SnapshotError::Corrupt)?;
+        .set_flux_bins(body.flux_bins_config, body.flux_bins)?;
+    body.book.set_sluids(body.sluids)?;
     Ok((body.book, body.applied))
 }
 

@@ -414,23 +414,15 @@ impl State {
         }
     }
 
-    /// The own usage of an association (`user` `None`: the account itself).
-    pub fn own_usage_mut(&mut self, account: &str, user: Option<&str>) -> &mut OwnUsage {
+    /// The own usage of an association (`user` `None`: the account
+    /// itself), if it exists (an event's check proves the associations it
+    /// names exist; every job's association and every account's parent do).
+    pub fn own_usage_mut(&mut self, account: &str, user: Option<&str>) -> Option<&mut OwnUsage> {
         match user {
-            None => {
-                &mut self
-                    .accounts
-                    .get_mut(account)
-                    .expect("validated account")
-                    .usage
-            }
-            Some(user) => {
-                &mut self
-                    .users
-                    .get_mut(&(account.to_string(), user.to_string()))
-                    .expect("validated association")
-                    .usage
-            }
+            None => self.accounts.get_mut(account).map(|a| &mut a.usage),
+            Some(user) => (self.users)
+                .get_mut(&(account.to_string(), user.to_string()))
+                .map(|u| &mut u.usage),
         }
     }
 

@@ -25,13 +25,12 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use anyhow::{bail, Context};
-use fairflow_dataflow::Engine;
+use fairflow_engine::{BatchEngine, Engine, IncrementalEngine};
 use fairflow_ingest::reader::LogLine;
 use fairflow_model::event::{JobSpec, Op};
 use fairflow_model::report::{JobPriority, SharedJobs};
 use fairflow_model::tres::TresCounts;
 use fairflow_model::{Config, Event, Shares};
-use fairflow_oracle::Replay;
 use fairflow_serve::format::{aligned, parsable, Column, Justify};
 use fairflow_serve::sshare::render;
 use fairflow_serve::OutputFormat;
@@ -160,19 +159,16 @@ pub fn example_events(flags: &str, extra: &[(&str, &str)]) -> Vec<Event> {
     ops.into_iter().map(|op| Event { t: DEMO_T, op }).collect()
 }
 
-/// Replay the example under one algorithm; any rejection is a bug.
-fn replay(flags: &str, extra: &[(&str, &str)]) -> anyhow::Result<Replay> {
-    let mut replay = Replay::new(Config::default());
-    for (i, event) in example_events(flags, extra).into_iter().enumerate() {
-        replay.feed(LogLine {
-            line: i as u64 + 1,
-            event: Ok(event),
-        });
-    }
-    if let Some(rejection) = replay.report.rejected.first() {
+/// Replay the example under one algorithm through the batch engine; any
+/// rejection is a bug.
+fn replay(flags: &str, extra: &[(&str, &str)]) -> anyhow::Result<BatchEngine> {
+    let mut engine = BatchEngine::new(Config::default());
+    let mut next_line = 0;
+    let rejected = engine.apply(numbered(example_events(flags, extra), &mut next_line))?;
+    if let Some(rejection) = rejected.first() {
         bail!("the built-in example was rejected under {flags} (this is a bug): {rejection}");
     }
-    Ok(replay)
+    Ok(engine)
 }
 
 /// Print the example's table under every algorithm, each with a title line.
@@ -188,8 +184,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         OutputFormat::Table
     };
     for shown in &ALGORITHMS {
-        let replay = replay(shown.flags, shown.extra)?;
-        let table = fairflow_oracle::fairshare::table(replay.state());
+        let table = replay(shown.flags, shown.extra)?.fairshare()?;
         text.push_str(&format!("\n== {}\n", shown.title));
         text.push_str(&render(&table, format));
     }
@@ -267,14 +262,14 @@ fn millis(us: f64) -> String {
 pub fn cluster(format: OutputFormat) -> anyhow::Result<ClusterRun> {
     let params = cluster_params();
     let (initial, batches) = cluster_events();
-    let mut engine =
-        Engine::start(1, Config::default()).context("cannot start the incremental engine")?;
+    let mut engine = IncrementalEngine::start(1, Config::default())
+        .context("cannot start the incremental engine")?;
     let mut next_line = 0;
     let initial_len = initial.len();
     let started = Instant::now();
-    let report = engine.apply_batch(numbered(initial, &mut next_line))?;
+    let rejected = engine.apply(numbered(initial, &mut next_line))?;
     let load_secs = started.elapsed().as_secs_f64();
-    if let Some(rejection) = report.rejected.first() {
+    if let Some(rejection) = rejected.first() {
         bail!("the synthetic cluster was rejected (this is a bug): {rejection}");
     }
     let mut per_batch = Latency::new()?;
@@ -284,10 +279,10 @@ pub fn cluster(format: OutputFormat) -> anyhow::Result<ClusterRun> {
     for batch in batches {
         let len = batch.len();
         let started = Instant::now();
-        let report = engine.apply_batch(numbered(batch, &mut next_line))?;
+        let rejected = engine.apply(numbered(batch, &mut next_line))?;
         top = engine.top(SHOWN_JOBS)?;
         let elapsed = started.elapsed();
-        if let Some(rejection) = report.rejected.first() {
+        if let Some(rejection) = rejected.first() {
             bail!("the synthetic activity was rejected (this is a bug): {rejection}");
         }
         per_batch.record(elapsed)?;
@@ -297,10 +292,11 @@ pub fn cluster(format: OutputFormat) -> anyhow::Result<ClusterRun> {
     // The queue shown is the last batch's; the reads then compute, each at a
     // time one second on (the engine keeps its answer only while neither
     // its time nor its facts move).
-    let shown_at = engine.now();
+    let now = |engine: &IncrementalEngine| engine.book().state().now;
+    let shown_at = now(&engine);
     let mut reads = Latency::new()?;
     for _ in 0..READS {
-        engine.advance_to(engine.now() + 1)?;
+        engine.advance_to(now(&engine) + 1)?;
         let started = Instant::now();
         std::hint::black_box(engine.top(SHOWN_JOBS)?);
         reads.record(started.elapsed())?;
@@ -378,7 +374,7 @@ mod tests {
         let run = cluster(OutputFormat::Parsable).unwrap();
         // The oracle on the same generated events, from scratch.
         let (initial, batches) = cluster_events();
-        let mut replay = Replay::new(Config::default());
+        let mut replay = fairflow_oracle::Replay::new(Config::default());
         let mut next_line = 0;
         replay.feed_all(numbered(initial, &mut next_line));
         for batch in batches {
@@ -413,8 +409,8 @@ mod tests {
     fn the_example_replays_without_rejection_under_every_algorithm() {
         for shown in &ALGORITHMS {
             let replay = replay(shown.flags, shown.extra).unwrap();
-            assert_eq!(replay.report.applied, 18);
-            assert_eq!(replay.state().config.algorithm().name(), {
+            assert_eq!(replay.applied(), 18);
+            assert_eq!(replay.config().algorithm().name(), {
                 match shown.flags {
                     "FAIR_TREE" => "fair_tree",
                     "NO_FAIR_TREE" => "classic",

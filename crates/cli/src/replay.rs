@@ -1,6 +1,7 @@
 //! `fairflow replay FILE...`: feeds logs (`.jsonl`, `.jsonl.gz`) and SWF
 //! traces (`.swf`, `.swf.gz`, converted on the fly by
-//! `fairflow_ingest::swf::convert_swf`) through the incremental engine in
+//! `fairflow_ingest::swf::convert_swf`) through the incremental engine
+//! (`fairflow_engine::IncrementalEngine`) in
 //! batches of equal event time (at most `--batch-cap` events each), and
 //! reports events applied and rejected, events per second and the latency of
 //! each batch's update (p50, p99, p99.9, max, from an HDR histogram).
@@ -11,7 +12,7 @@
 use std::time::Instant;
 
 use anyhow::Context;
-use fairflow_dataflow::Engine;
+use fairflow_engine::{Engine, IncrementalEngine};
 use fairflow_ingest::reader::{open_source, read_events};
 use fairflow_ingest::LogLine;
 use fairflow_serve::OutputFormat;
@@ -99,7 +100,7 @@ fn millis(micros: u64) -> String {
 /// Replay the inputs, print the report (and `--top`, `--sshare`).
 pub fn run(args: &Args) -> anyhow::Result<()> {
     let config = args.config.initial_config()?;
-    let mut engine = Engine::start(args.workers.max(1), config)
+    let mut engine = IncrementalEngine::start(args.workers.max(1), config)
         .context("cannot start the incremental engine")?;
     let mut inputs = Vec::new();
     for path in &args.files {
@@ -123,14 +124,15 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         for batch in batches {
             let count = batch.len();
             let before = Instant::now();
-            let report = engine.apply_batch(batch)?;
+            let batch_rejected = engine.apply(batch)?;
             let micros = u64::try_from(before.elapsed().as_micros()).unwrap_or(u64::MAX);
             latency
                 .record(micros.max(1))
                 .context("cannot record a latency")?;
             batch_count += 1;
-            applied += report.applied;
-            for rejection in &report.rejected {
+            // A line is applied or rejected.
+            applied += (count - batch_rejected.len()) as u64;
+            for rejection in &batch_rejected {
                 rejected += 1;
                 if rejected <= 20 {
                     progress.suspend(|| eprintln!("{path}: {rejection}"));
@@ -140,7 +142,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
                 }
             }
             progress.inc(count as u64);
-            tally.record(count, &report.rejected)?;
+            tally.record(count, &batch_rejected)?;
         }
         tally.finish()?;
     }
@@ -173,7 +175,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     if args.sshare {
         emit("\n")?;
         emit(&fairflow_serve::sshare::render(
-            &engine.fairshare_table()?,
+            &engine.fairshare()?,
             format,
         ))?;
     }

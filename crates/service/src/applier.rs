@@ -51,7 +51,7 @@ use fairflow_ingest::{parse_event, LogLine, Rejection};
 use fairflow_store::{Checkpoints, EventLog, OpenMode};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::backend::{Backend, QueryError};
+use crate::backend::{Backend, QueryError, QueryErrorKind};
 use crate::budget::WriteBudget;
 use crate::exactly_once::{key_record, Keys};
 use crate::health::Health;
@@ -621,14 +621,11 @@ impl<B: Backend> Applier<B> {
             Command::Read { query, reply } => {
                 let backend = &mut self.backend;
                 let answer = catch_unwind(AssertUnwindSafe(|| backend.answer(&query)))
-                    .unwrap_or_else(|panic| {
-                        Err(QueryError::Internal(format!(
-                            "the engine panicked: {}",
-                            panic_message(panic)
-                        )))
-                    });
-                if let Err(QueryError::Internal(reason)) = &answer {
-                    self.rebuild(&format!("the engine failed answering a read ({reason})"));
+                    .unwrap_or_else(|panic| Err(QueryError::Panicked(panic_message(panic))));
+                if let Err(failure) = &answer {
+                    if failure.kind() == QueryErrorKind::Internal {
+                        self.rebuild(&format!("the engine failed answering a read ({failure})"));
+                    }
                 }
                 let _ = reply.send(answer);
             }

@@ -10,7 +10,7 @@
 //! rendered whole on the applier and a rendering failure never touches the
 //! engine.
 
-use crate::held_tables::SharedTable;
+use crate::held_tables::{SharedTable, TablesFull};
 use fairflow_ingest::{LogLine, Rejection};
 use fairflow_model::report::Selection;
 use fairflow_model::Time;
@@ -174,32 +174,84 @@ impl Answer {
                 let pieces: Vec<String> = pieces.collect::<Result<_, _>>()?;
                 Ok(pieces.concat())
             }
-            Answer::WhatIfBase(_) => Err(QueryError::BadRequest(
-                "a what-if's base is not a text answer".to_string(),
-            )),
-            Answer::FairshareTable { .. } => Err(QueryError::BadRequest(
-                "the fair-share table is not a text answer".to_string(),
-            )),
+            Answer::WhatIfBase(_) => Err(QueryError::NotText("a what-if's base")),
+            Answer::FairshareTable { .. } => Err(QueryError::NotText("the fair-share table")),
         }
     }
 }
 
-/// Why a query has no answer.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+/// Why a query has no answer; [`QueryError::kind`] is the HTTP status it
+/// is answered with.
+#[derive(Debug, thiserror::Error)]
 pub enum QueryError {
-    /// The thing asked about does not exist (HTTP 404).
+    /// The engine has no answer: what was asked about does not exist
+    /// (`EngineError::is_not_found`), else the engine failed.
+    #[error(transparent)]
+    Engine(#[from] fairflow_engine::EngineError),
+    /// The thing asked about does not exist, in a backend's own words.
     #[error("{0}")]
     NotFound(String),
+    /// An answer asked for as text that has none (naming the answer).
+    #[error("{0} is not a text answer")]
+    NotText(&'static str),
+    /// A Slurm `--format` (sprio's `-o`) that does not parse.
+    #[error(transparent)]
+    Format(#[from] fairflow_serve::sprio::slurm_format::FormatError),
+    /// A picture that cannot be drawn as asked.
+    #[error(transparent)]
+    Plot(#[from] fairflow_serve::plot::PlotError),
+    /// The answer would hold more than the service lets answers hold now.
+    #[error(transparent)]
+    Busy(#[from] TablesFull),
+    /// The engine panicked answering (the message of the panic).
+    #[error("the engine panicked: {0}")]
+    Panicked(String),
+    /// Rendering an answer off the applier failed.
+    #[error("rendering failed: {0}")]
+    Rendering(#[from] tokio::task::JoinError),
+    /// A job's phase could not be written as JSON.
+    #[error(transparent)]
+    Encoding(#[from] serde_json::Error),
+    /// The service is shutting down: the applier takes no more reads.
+    #[error("the service is shutting down")]
+    ShuttingDown,
+    /// The applier stopped before it answered.
+    #[error("the applier stopped")]
+    ApplierStopped,
+}
+
+/// The four ways a read fails, as HTTP answers them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QueryErrorKind {
+    /// The thing asked about does not exist (HTTP 404).
+    NotFound,
     /// The query cannot be answered as asked (HTTP 400).
-    #[error("{0}")]
-    BadRequest(String),
-    /// The answer would hold more than the service lets answers hold now
-    /// (HTTP 503: retry later).
-    #[error("{0}")]
-    Busy(String),
-    /// The engine failed (HTTP 500).
-    #[error("{0}")]
-    Internal(String),
+    BadRequest,
+    /// Retry later (HTTP 503).
+    Busy,
+    /// The engine or the service failed (HTTP 500); the applier rebuilds
+    /// an engine that failed answering.
+    Internal,
+}
+
+impl QueryError {
+    /// Which of the four ways this read failed.
+    pub fn kind(&self) -> QueryErrorKind {
+        match self {
+            QueryError::Engine(e) if e.is_not_found() => QueryErrorKind::NotFound,
+            QueryError::NotFound(_) => QueryErrorKind::NotFound,
+            QueryError::NotText(_) | QueryError::Format(_) | QueryError::Plot(_) => {
+                QueryErrorKind::BadRequest
+            }
+            QueryError::Busy(_) => QueryErrorKind::Busy,
+            QueryError::Engine(_)
+            | QueryError::Panicked(_)
+            | QueryError::Rendering(_)
+            | QueryError::Encoding(_)
+            | QueryError::ShuttingDown
+            | QueryError::ApplierStopped => QueryErrorKind::Internal,
+        }
+    }
 }
 
 /// Numbers the service exports as gauges.

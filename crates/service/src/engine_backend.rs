@@ -175,7 +175,7 @@ impl EngineBackend {
         let key = self.state_key();
         let engine = &mut self.engine;
         shared(&mut self.table, key, || {
-            Ok(Arc::new(engine.fairshare().map_err(internal)?))
+            Ok(Arc::new(engine.fairshare().map_err(QueryError::from)?))
         })
     }
 
@@ -183,7 +183,7 @@ impl EngineBackend {
     /// since the last change; of some, read for this answer alone.
     fn sprio_rows(&mut self, selection: &Selection) -> Result<Arc<LazyRows>, QueryError> {
         if !selection.is_empty() {
-            let mut jobs = self.engine.priorities().map_err(internal)?;
+            let mut jobs = self.engine.priorities().map_err(QueryError::from)?;
             self.engine.resolve_selection(selection).jobs(&mut jobs);
             return Ok(LazyRows::of(jobs.iter().collect()));
         }
@@ -191,12 +191,14 @@ impl EngineBackend {
         let fresh = self.priorities.as_ref().is_some_and(|(at, _)| *at == key);
         if let (false, Some(tables)) = (fresh, &self.held_tables) {
             if !tables.admits(self.last_rows_bytes) {
-                return Err(QueryError::Busy(tables.refusal()));
+                return Err(tables.refusal().into());
             }
         }
         let engine = &mut self.engine;
         let rows = shared(&mut self.priorities, key, || {
-            Ok(LazyRows::of(engine.priorities_compact().map_err(internal)?))
+            Ok(LazyRows::of(
+                engine.priorities_compact().map_err(QueryError::from)?,
+            ))
         })?;
         self.last_rows_bytes = rows.bytes;
         Ok(rows)
@@ -235,15 +237,6 @@ fn job_facts(job: &fairflow_book::Job, priority: JobPriority) -> JobFacts {
         cpus: count("cpu"),
         nodes: count("node"),
         priority,
-    }
-}
-
-/// An engine error as a read's: not found, else the engine failed.
-fn internal(e: fairflow_engine::EngineError) -> QueryError {
-    if e.is_not_found() {
-        QueryError::NotFound(e.to_string())
-    } else {
-        QueryError::Internal(e.to_string())
     }
 }
 
@@ -291,7 +284,9 @@ impl Backend for EngineBackend {
                 format,
                 selection,
             } => {
-                let page = engine.top_page(offset, k, &selection).map_err(internal)?;
+                let page = engine
+                    .top_page(offset, k, &selection)
+                    .map_err(QueryError::from)?;
                 let (page, held) = held_page(page);
                 Answer::later(move || {
                     let page = Arc::unwrap_or_clone(page);
@@ -305,11 +300,11 @@ impl Backend for EngineBackend {
                 format,
             } => {
                 let found = run_audit(engine.as_mut(), min_factor_millionths as f64 / 1e6, top)
-                    .map_err(internal)?;
+                    .map_err(QueryError::from)?;
                 text(move || audit::render(&found, top, format))
             }
             Query::Position { job, json } => {
-                let place = engine.position(&job).map_err(internal)?;
+                let place = engine.position(&job).map_err(QueryError::from)?;
                 text(move || {
                     if json {
                         position::render_json(&place)
@@ -351,7 +346,7 @@ impl Backend for EngineBackend {
                         users,
                         Arc::new(sluids),
                     )
-                    .map_err(|e| QueryError::BadRequest(e.to_string())),
+                    .map_err(QueryError::from),
                     None => Ok(sprio::render_pieces(rows.rows(), normalized, format)),
                 })
                 .holding(held)
@@ -373,8 +368,7 @@ impl Backend for EngineBackend {
                         spec: job.spec.clone(),
                         sluid: job.spec.sluid,
                     };
-                    let json = serde_json::to_string(&live)
-                        .map_err(|e| QueryError::Internal(e.to_string()))?;
+                    let json = serde_json::to_string(&live).map_err(QueryError::from)?;
                     lines.push_str(id);
                     lines.push('\t');
                     lines.push_str(&json);
@@ -384,7 +378,7 @@ impl Backend for EngineBackend {
             }
             Query::SlurmJobs => {
                 let now = self.engine.now().unwrap_or(0);
-                let listed = Arc::new(self.engine.priorities_compact().map_err(internal)?);
+                let listed = Arc::new(self.engine.priorities_compact().map_err(QueryError::from)?);
                 let held = SharedTable::of(&listed, listed.encoded_bytes());
                 // A copy of the jobs is a pointer: they are shared
                 // copy-on-write, so the facts are read off the applier.
@@ -404,7 +398,7 @@ impl Backend for EngineBackend {
                 .holding(held)
             }
             Query::QueueHead => {
-                let top = engine.top(1).map_err(internal)?;
+                let top = engine.top(1).map_err(QueryError::from)?;
                 Answer::Text(
                     top.first()
                         .map(|job| job.priority.to_string())
@@ -442,7 +436,7 @@ impl Backend for EngineBackend {
                 applied: engine.applied(),
             })),
             Query::Explain { job, json } => {
-                let why = engine.explain(&job).map_err(internal)?;
+                let why = engine.explain(&job).map_err(QueryError::from)?;
                 text(move || {
                     if json {
                         explain::render_json(&why.job, why.algorithm, &why.path, why.sluid)
@@ -490,7 +484,7 @@ fn tree_svg(
         min_width_px: min_width_px as f64,
         width_px,
     };
-    plot::svg(&TreePicture::new(table, &options)).map_err(|e| QueryError::BadRequest(e.to_string()))
+    Ok(plot::svg(&TreePicture::new(table, &options))?)
 }
 
 /// The audit of the engine's state (`fairflow_serve::audit::audit`): its

@@ -15,6 +15,19 @@
 use std::any::Any;
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
+/// A table refused: the tables held for slow readers are at the cap.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "too many tables are held for slow readers (the service holds at most {cap_bytes} bytes of \
+     them, {held_bytes} now): retry later"
+)]
+pub struct TablesFull {
+    /// The cap, bytes.
+    pub cap_bytes: usize,
+    /// The bytes of the tables held when it was refused.
+    pub held_bytes: usize,
+}
+
 /// The default cap, bytes: about one state's sprio rows at 100,000 jobs
 /// beside the current one (twelve readers that never read, each at a state
 /// of its own, then grow the service by under 100 MB: perf/results).
@@ -120,13 +133,11 @@ impl HeldTables {
     }
 
     /// Why a table was refused, for the reader.
-    pub fn refusal(&self) -> String {
-        format!(
-            "too many tables are held for slow readers (the service holds at most {} bytes of \
-             them, {} now): retry later",
-            self.cap_bytes,
-            self.held_bytes()
-        )
+    pub fn refusal(&self) -> TablesFull {
+        TablesFull {
+            cap_bytes: self.cap_bytes,
+            held_bytes: self.held_bytes(),
+        }
     }
 
     /// Bytes of the tables held now.

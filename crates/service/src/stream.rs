@@ -30,7 +30,7 @@ use hyper::body::Frame;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::task::JoinHandle;
 
-use crate::backend::{Answer, Pieces, QueryError};
+use crate::backend::{Answer, Pieces, QueryError, QueryErrorKind};
 use crate::budget::{HeldBytes, WriteBudget};
 use crate::held_tables::{HeldTables, TableHold};
 use crate::http_errors::error;
@@ -64,12 +64,13 @@ impl ResponseBudget {
 
 /// A read's error as its HTTP answer.
 pub(crate) fn query_error(e: QueryError) -> Response {
-    match e {
-        QueryError::NotFound(message) => error(StatusCode::NOT_FOUND, message),
-        QueryError::BadRequest(message) => error(StatusCode::BAD_REQUEST, message),
-        QueryError::Busy(message) => error(StatusCode::SERVICE_UNAVAILABLE, message),
-        QueryError::Internal(message) => error(StatusCode::INTERNAL_SERVER_ERROR, message),
-    }
+    let status = match e.kind() {
+        QueryErrorKind::NotFound => StatusCode::NOT_FOUND,
+        QueryErrorKind::BadRequest => StatusCode::BAD_REQUEST,
+        QueryErrorKind::Busy => StatusCode::SERVICE_UNAVAILABLE,
+        QueryErrorKind::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+    };
+    error(status, e.to_string())
 }
 
 /// The content type of a text answer: JSON when it opens like JSON.
@@ -160,7 +161,10 @@ fn budget_spent(budget: &WriteBudget) -> Response {
 
 /// The answer to a read whose table does not fit beside those held.
 fn tables_spent(tables: &HeldTables) -> Response {
-    error(StatusCode::SERVICE_UNAVAILABLE, tables.refusal())
+    error(
+        StatusCode::SERVICE_UNAVAILABLE,
+        tables.refusal().to_string(),
+    )
 }
 
 /// Answer with `text` rendered whole (`/metrics`): it is held until the

@@ -1,8 +1,10 @@
 //! [`State::apply`], the one place an event's effects are written, by
 //! family: the association tree and its usage here, the jobs' lifecycle in
 //! `job_events`, and the settings (`config`, QOS, partitions, the cluster)
-//! here too. Every event has passed [`crate::Book::check`], so the lookups
-//! it proved succeed.
+//! here too. Every event has passed [`crate::Book::check`]; what it looked
+//! up or parsed comes with it (`crate::check::Resolved`: a `config` event's
+//! new configuration, a removed account's parent), and each effect is total:
+//! what the check proved present is changed where it is found.
 
 use std::collections::BTreeMap;
 
@@ -11,37 +13,49 @@ use fairflow_model::event::Op;
 use fairflow_model::moab::Credential;
 use fairflow_model::reset::next_reset_after;
 use fairflow_model::usage::{DecayFrame, FrameUsage, OwnUsage};
-use fairflow_model::{Event, Shares, Time};
+use fairflow_model::{Config, Event, Shares, Time};
 
 use super::{Account, Cluster, State, UserAssoc};
+use crate::check::Resolved;
 use crate::flux_bins::BinParams;
 
 impl State {
     /// Apply an event [`crate::Book::check`] accepted (through
-    /// [`crate::Book::apply`], which also keeps the book's indexes).
-    pub(crate) fn apply(&mut self, event: &Event) {
+    /// [`crate::Book::apply`], which also keeps the book's indexes), with
+    /// what the check `resolved`.
+    pub(crate) fn apply(&mut self, event: &Event, resolved: Resolved) {
         let t = event.t;
         self.advance_to(t);
-        match &event.op {
-            op @ (Op::Account { .. }
-            | Op::User { .. }
-            | Op::RemoveAccount { .. }
-            | Op::RemoveUser { .. }
-            | Op::Usage { .. }
-            | Op::ResetUsage) => self.apply_tree_event(op, t),
-            op @ (Op::Submit { .. }
-            | Op::Update { .. }
-            | Op::Hold { .. }
-            | Op::Release { .. }
-            | Op::Cancel { .. }
-            | Op::Start { .. }
-            | Op::End { .. }
-            | Op::Requeue { .. }) => self.apply_job_event(op, t),
-            Op::Config { set } => self.apply_config(set, t),
-            op @ (Op::Qos { .. } | Op::Partition { .. } | Op::Cluster { .. }) => {
+        match (&event.op, resolved) {
+            (Op::Config { set }, Resolved::Config(next)) => self.apply_config(set, *next, t),
+            (Op::RemoveAccount { name }, Resolved::RemoveAccount { parent }) => {
+                self.remove_account(name, parent)
+            }
+            (
+                op @ (Op::Account { .. }
+                | Op::User { .. }
+                | Op::RemoveUser { .. }
+                | Op::Usage { .. }
+                | Op::ResetUsage),
+                _,
+            ) => self.apply_tree_event(op, t),
+            (
+                op @ (Op::Submit { .. }
+                | Op::Update { .. }
+                | Op::Hold { .. }
+                | Op::Release { .. }
+                | Op::Cancel { .. }
+                | Op::Start { .. }
+                | Op::End { .. }
+                | Op::Requeue { .. }),
+                _,
+            ) => self.apply_job_event(op, t),
+            (op @ (Op::Qos { .. } | Op::Partition { .. } | Op::Cluster { .. }), _) => {
                 self.apply_entity_event(op)
             }
-            Op::Tick => {}
+            // A `config` or `remove_account` applies what its check resolved
+            // (above); only a check makes a `Resolved`, so none comes without.
+            (Op::Config { .. } | Op::RemoveAccount { .. } | Op::Tick, _) => {}
         }
         self.now = t;
     }
@@ -98,15 +112,6 @@ impl State {
                     entry.priority = *priority;
                 }
             }
-            Op::RemoveAccount { name } => {
-                // Usage history stays with the ancestors: the parent absorbs it.
-                let removed = self.accounts.remove(name).expect("validated account");
-                let parent = removed.parent.expect("root is never removed");
-                self.own_usage_mut(&parent, None).add(&removed.usage);
-                if let Some(bins) = &mut self.flux_bins {
-                    bins.absorb(&(name.clone(), None), &(parent, None));
-                }
-            }
             Op::RemoveUser { user, account } => self.remove_user(user, account),
             Op::Usage {
                 account,
@@ -118,7 +123,9 @@ impl State {
                 if self.flux_bins.is_some() {
                     self.charge_flux((account.clone(), user.clone()), value, t, *period);
                 } else {
-                    self.own_usage_mut(account, user.as_deref()).settled += value;
+                    if let Some(usage) = self.own_usage_mut(account, user.as_deref()) {
+                        usage.settled += value;
+                    }
                 }
                 *self.credential_usage.get_or_insert_with(
                     (Credential::Group, account.clone()),
@@ -127,6 +134,19 @@ impl State {
             }
             Op::ResetUsage => self.reset_usage_at(t),
             _ => {}
+        }
+    }
+
+    /// Remove an account (not root, without children): its usage history
+    /// stays with the ancestors, `parent` absorbs it.
+    fn remove_account(&mut self, name: &str, parent: String) {
+        if let Some(removed) = self.accounts.remove(name) {
+            if let Some(usage) = self.own_usage_mut(&parent, None) {
+                usage.add(&removed.usage);
+            }
+        }
+        if let Some(bins) = &mut self.flux_bins {
+            bins.absorb(&(name.to_string(), None), &(parent, None));
         }
     }
 
@@ -142,21 +162,20 @@ impl State {
         for id in theirs {
             self.jobs.remove(&id);
         }
-        let removed = self
-            .users
-            .remove(&(account.to_string(), user.to_string()))
-            .expect("validated association");
-        self.own_usage_mut(account, None).add(&removed.usage);
+        let removed = self.users.remove(&(account.to_string(), user.to_string()));
+        if let (Some(removed), Some(usage)) = (removed, self.own_usage_mut(account, None)) {
+            usage.add(&removed.usage);
+        }
         if let Some(bins) = &mut self.flux_bins {
             let key = (account.to_string(), Some(user.to_string()));
             bins.absorb(&key, &(account.to_string(), None));
         }
     }
 
-    /// A `config` event: the new configuration, and what it moves (the
-    /// usage model, the decay frame, the usage reset period).
-    fn apply_config(&mut self, set: &BTreeMap<String, serde_json::Value>, t: Time) {
-        let next = self.config.patched(set).expect("validated config");
+    /// A `config` event (`set`): `next`, the configuration its check made,
+    /// and what it moves (the usage model, the decay frame, the usage reset
+    /// period).
+    fn apply_config(&mut self, set: &BTreeMap<String, serde_json::Value>, next: Config, t: Time) {
         let old_half_life = self.config.frame_half_life_secs();
         let old_period = self.config.usage_reset_period;
         let old_calc_period = self.config.calc_period_secs;

@@ -7,7 +7,7 @@ use fairflow_model::tres::TresCounts;
 use fairflow_model::usage::{DecayFrame, FrameUsage};
 use fairflow_model::Time;
 
-use super::State;
+use super::{Job, State};
 use crate::flux_bins::{BinKey, BinParams, FluxBins};
 
 impl State {
@@ -42,14 +42,15 @@ impl State {
             None => bins.charge_completed(&key, usage, t, params),
         }
         let total = bins.total(&key);
-        self.own_usage_mut(&key.0, key.1.as_deref()).settled = total;
+        if let Some(usage) = self.own_usage_mut(&key.0, key.1.as_deref()) {
+            usage.settled = total;
+        }
     }
 
     /// A job's usage ending at `t` as flux-accounting counts it: its weighted
     /// rate times its run (from its start, or from when `UsageModel=flux` came
     /// into force if later), rounded to five decimals.
-    pub(super) fn flux_job_usage(&self, job_id: &str, t: Time) -> FrameUsage {
-        let job = &self.jobs[job_id];
+    pub(super) fn flux_job_usage(&self, job: &Job, t: Time) -> FrameUsage {
         let since = self.flux_bins.as_ref().map_or(Time::MIN, |b| b.since);
         let from = job.started_at.unwrap_or(t).max(since);
         let rate = self.billable_rate(
@@ -132,10 +133,9 @@ impl State {
 
     /// Under `UsageModel=flux`, charge a running job's whole usage as it ends
     /// (or is requeued) at `t`.
-    pub(super) fn charge_flux_job(&mut self, job_id: &str, t: Time) {
+    pub(super) fn charge_flux_job(&mut self, job: &Job, t: Time) {
         if self.flux_bins.is_some() {
-            let usage = self.flux_job_usage(job_id, t);
-            let job = &self.jobs[job_id];
+            let usage = self.flux_job_usage(job, t);
             let key = (job.account.clone(), Some(job.user.clone()));
             self.charge_flux(key, usage, t, None);
         }

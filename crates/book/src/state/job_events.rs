@@ -1,7 +1,8 @@
 //! [`State::apply`] for the jobs' lifecycle: submit, update, hold,
 //! release, cancel, start, end and requeue. Every event has passed
 //! [`crate::Book::check`], so the job it names exists in the phase the
-//! event needs.
+//! event needs; each effect changes the job where it is found (one lookup,
+//! no second guess: a job that is not there has nothing to change).
 
 use std::sync::Arc;
 
@@ -47,23 +48,26 @@ impl State {
                 self.order_partitions(job);
             }
             Op::Update { job, account, spec } => {
-                let entry = Arc::make_mut(self.jobs.get_mut(job).expect("validated job"));
-                entry.spec.apply(spec);
-                if let Some(account) = account {
-                    entry.account = account.clone();
+                if let Some(entry) = self.job_mut(job) {
+                    entry.spec.apply(spec);
+                    if let Some(account) = account {
+                        entry.account = account.clone();
+                    }
                 }
                 self.order_partitions(job);
             }
             Op::Hold { job } => {
-                let entry = Arc::make_mut(self.jobs.get_mut(job).expect("validated job"));
-                entry.phase = JobPhase::Held;
-                entry.held_since = Some(t);
+                if let Some(entry) = self.job_mut(job) {
+                    entry.phase = JobPhase::Held;
+                    entry.held_since = Some(t);
+                }
             }
             Op::Release { job } => {
-                let entry = Arc::make_mut(self.jobs.get_mut(job).expect("validated job"));
-                entry.phase = JobPhase::Pending;
-                if let Some(held_at) = entry.held_since.take() {
-                    entry.held_spans.push((held_at, t));
+                if let Some(entry) = self.job_mut(job) {
+                    entry.phase = JobPhase::Pending;
+                    if let Some(held_at) = entry.held_since.take() {
+                        entry.held_spans.push((held_at, t));
+                    }
                 }
             }
             Op::Cancel { job } => {
@@ -85,7 +89,9 @@ impl State {
     /// Start a job at `t` with `tres` allocated (its asked TRES if none):
     /// its association accrues its rate from `t`.
     fn start_job(&mut self, job: &str, tres: Option<&TresCounts>, t: Time) {
-        let entry = &self.jobs[job];
+        let Some(entry) = self.jobs.get(job) else {
+            return;
+        };
         let allocated = tres
             .cloned()
             .or_else(|| entry.spec.tres.clone())
@@ -99,10 +105,13 @@ impl State {
         };
         let (account, user) = (entry.account.clone(), entry.user.clone());
         let clock = self.frame.clock(t);
-        let usage = self.own_usage_mut(&account, Some(&user));
-        usage.rate += rate;
-        usage.rate_offset += rate * clock;
-        let entry = Arc::make_mut(self.jobs.get_mut(job).expect("validated job"));
+        if let Some(usage) = self.own_usage_mut(&account, Some(&user)) {
+            usage.rate += rate;
+            usage.rate_offset += rate * clock;
+        }
+        let Some(entry) = self.jobs.get_mut(job).map(Arc::make_mut) else {
+            return;
+        };
         entry.phase = JobPhase::Running { since: t, rate };
         entry.allocated = Some(allocated);
         if self.running_index.complete {
@@ -120,9 +129,11 @@ impl State {
     /// its whole usage charged), its wallclock accuracy counted, and it goes.
     fn end_job(&mut self, job: &str, t: Time) {
         self.expedited.remove(job);
-        self.charge_flux_job(job, t);
-        self.stop_accrual(job, t);
-        let ended = &self.jobs[job];
+        let Some(ended) = self.jobs.remove(job) else {
+            return;
+        };
+        self.charge_flux_job(&ended, t);
+        self.stop_accrual(&ended, t);
         if let (Some(started_at), Some(limit_secs)) = (ended.started_at, ended.spec.time_limit_secs)
         {
             let cpus = ended
@@ -137,15 +148,21 @@ impl State {
             entry.0 += cpus * (t - started_at) as f64;
             entry.1 += cpus * limit_secs as f64;
         }
-        self.jobs.remove(job);
     }
 
     /// Requeue a job at `t`: its accrual settled, pending again from `t`
     /// (after `requeue_delay_secs` if set), its holds forgotten.
     fn requeue_job(&mut self, job: &str, t: Time) {
-        self.charge_flux_job(job, t);
-        self.stop_accrual(job, t);
-        let entry = Arc::make_mut(self.jobs.get_mut(job).expect("validated job"));
+        let Some(running) = self.jobs.get(job).cloned() else {
+            return;
+        };
+        self.charge_flux_job(&running, t);
+        self.stop_accrual(&running, t);
+        // Unshared again, the job changes in place.
+        drop(running);
+        let Some(entry) = self.jobs.get_mut(job).map(Arc::make_mut) else {
+            return;
+        };
         entry.phase = JobPhase::Pending;
         entry.queued_at = t;
         if let Some(delay) = self.config.requeue_delay_secs {

@@ -224,19 +224,18 @@ impl State {
         self.recompute_rate_offsets();
     }
 
-    /// Stop a running job's accrual at `t`, settling what it accrued.
-    pub(super) fn stop_accrual(&mut self, job_id: &str, t: Time) {
-        let job = self.jobs.get(job_id).expect("validated job");
+    /// Stop `job`'s accrual at `t` (it is running: the check of the `end`
+    /// or `requeue` found it so), settling what it accrued.
+    pub(super) fn stop_accrual(&mut self, job: &Job, t: Time) {
         let JobPhase::Running { since, rate } = job.phase else {
-            unreachable!("validated: the job is running")
+            return;
         };
-        let (account, user) = (job.account.clone(), job.user.clone());
         let frame = self.frame;
-        let usage = self.own_usage_mut(&account, Some(&user));
-        usage.settled += frame.accrued(rate, since, t);
-        usage.rate -= rate;
-        usage.rate_offset -= rate * frame.clock(since);
-        let job = &self.jobs[job_id];
+        if let Some(usage) = self.own_usage_mut(&job.account, Some(&job.user)) {
+            usage.settled += frame.accrued(rate, since, t);
+            usage.rate -= rate;
+            usage.rate_offset -= rate * frame.clock(since);
+        }
         let from = job
             .started_at
             .unwrap_or(t)

@@ -204,7 +204,7 @@ impl ApplierHandle {
         let answer = self.read_answer(query).await?;
         tokio::task::spawn_blocking(move || answer.into_text())
             .await
-            .unwrap_or_else(|e| Err(QueryError::Internal(format!("rendering failed: {e}"))))
+            .unwrap_or_else(|e| Err(QueryError::Rendering(e)))
     }
 
     /// Ask a read: what the engine computed, to be rendered by the caller.
@@ -213,10 +213,8 @@ impl ApplierHandle {
         self.sender
             .send(Command::Read { query, reply })
             .await
-            .map_err(|_| QueryError::Internal("the service is shutting down".into()))?;
-        answer
-            .await
-            .map_err(|_| QueryError::Internal("the applier stopped".into()))?
+            .map_err(|_| QueryError::ShuttingDown)?;
+        answer.await.map_err(|_| QueryError::ApplierStopped)?
     }
 
     /// Current gauges.
