@@ -20,9 +20,12 @@ pub use readers::{
 pub use service::{http_events, http_whatif, serve_config};
 pub use snapshot::{chosen_version, framed, snapshot};
 
-/// Every fuzz target: its name (its binary's and its corpus directory's) and
+/// A fuzz target: its name (its binary's and its corpus directory's) and
 /// its body.
-pub const TARGETS: &[(&str, fn(&[u8]))] = &[
+pub type Target = (&'static str, fn(&[u8]));
+
+/// Every fuzz target.
+pub const TARGETS: &[Target] = &[
     ("events", events),
     ("swf", swf),
     ("jobcomp", jobcomp),
