@@ -48,8 +48,7 @@ for target in $(cargo fuzz list); do
   scratch="work/ci/$target"
   rm -rf "$scratch"
   mkdir -p "$scratch" "artifacts/$target"
-  cp -R "corpus/$target/." "$scratch/"
-  if [ -d "artifacts/$target" ]; then cp -R "artifacts/$target/." "$scratch/"; fi
+  cp -R "corpus/$target/." "artifacts/$target/." "$scratch/"
   before="$(ls "artifacts/$target")"
   echo "== fuzz: $target for ${FUZZ_SECS} s"
   log="work/ci/$target.log"
