@@ -63,6 +63,15 @@ pub enum RestoreError {
     /// flux-accounting's bins under Slurm's usage model.
     #[error("usage bins under UsageModel=slurm")]
     BinsUnderSlurmUsage,
+    /// A configuration value a `config` event could not have set
+    /// (`Config::check_values`): the parameter and why.
+    #[error("the configuration's {key}: {reason}")]
+    InvalidConfig {
+        /// The parameter.
+        key: String,
+        /// What is wrong with its value.
+        reason: String,
+    },
     /// flux-accounting's bins of an association that does not exist.
     #[error("usage bins for `{account}`/`{user}`, which does not exist")]
     BinsOfUnknownAssoc {

@@ -66,7 +66,7 @@ fn subtree_usage_equals_the_oracle_two_workers() {
 
 #[test]
 fn heavy_sweep() {
-    if !fairflow_testkit::heavy() {
+    if !fairflow_testkit::heavy_or_skip("tree_equivalence::heavy_sweep") {
         return;
     }
     for seed in 100..140 {

@@ -11,6 +11,8 @@ use crate::time::parse_slurm_duration_secs;
 use crate::tres::{parse_weight_list, WeightList};
 use crate::InvalidValue;
 
+mod values;
+
 /// Which fair-share algorithm computes each association's factor.
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
@@ -472,18 +474,9 @@ fn parse_i64(text: &str) -> Result<i64, InvalidValue> {
         .map_err(|_| InvalidValue::new(format!("`{text}` is not an integer")))
 }
 
-/// A usage weight: a finite number from 0 to `MAX_USAGE_FACTOR`.
+/// A usage weight ([`values::usage_weight`]).
 fn parse_usage_weight(text: &str) -> Result<f64, InvalidValue> {
-    text.trim()
-        .parse::<f64>()
-        .ok()
-        .filter(|w| w.is_finite() && (0.0..=crate::limits::MAX_USAGE_FACTOR).contains(w))
-        .ok_or_else(|| {
-            InvalidValue::new(format!(
-                "`{text}` is not a number from 0 to {}",
-                crate::limits::MAX_USAGE_FACTOR
-            ))
-        })
+    values::usage_weight(text.trim().parse::<f64>().unwrap_or(f64::NAN), text)
 }
 
 fn parse_yes_no(text: &str) -> Result<bool, InvalidValue> {
@@ -523,16 +516,7 @@ impl Config {
     /// (case-insensitive, as in `slurm.conf`), fairflow's `PriorityModel` and
     /// `Flux*` weights, or Moab's upper-case `moab.cfg` names.
     pub fn set_text(&mut self, key: &str, text: &str) -> Result<(), InvalidValue> {
-        let duration = |t: &str| -> Result<i64, InvalidValue> {
-            let secs = parse_slurm_duration_secs(t)?;
-            if secs as u64 > crate::limits::MAX_DURATION_SECS {
-                return Err(InvalidValue::new(format!(
-                    "`{t}` is longer than {} seconds (the range of event times)",
-                    crate::limits::MAX_DURATION_SECS
-                )));
-            }
-            Ok(secs)
-        };
+        let duration = |t: &str| values::duration_secs(parse_slurm_duration_secs(t)?, t);
         match key.to_ascii_lowercase().as_str() {
             "priorityflags" => self.flags = PriorityFlags::parse(text)?,
             "prioritydecayhalflife" => self.decay_half_life_secs = duration(text)?,
@@ -550,13 +534,7 @@ impl Config {
             "priorityweightqos" => self.weight_qos = parse_u32(text)?,
             "priorityweighttres" => self.weight_tres = parse_weight_list(text)?,
             "fairsharedampeningfactor" => {
-                let d = parse_u32(text)?;
-                if !(1..=65535).contains(&d) {
-                    return Err(InvalidValue::new(
-                        "FairShareDampeningFactor must be from 1 to 65535",
-                    ));
-                }
-                self.dampening_factor = d;
+                self.dampening_factor = values::dampening_factor(parse_u32(text)?)?;
             }
             "priorityusageresetperiod" => {
                 self.usage_reset_period = match text.trim().to_ascii_uppercase().as_str() {
@@ -574,13 +552,7 @@ impl Config {
                     }
                 }
             }
-            "prioritylevels" => {
-                let levels = parse_u32(text)?;
-                if !(1..=16).contains(&levels) {
-                    return Err(InvalidValue::new("PriorityLevels must be from 1 to 16"));
-                }
-                self.levels = levels;
-            }
+            "prioritylevels" => self.levels = values::levels(parse_u32(text)?)?,
             "prioritymodel" => {
                 self.model = match text.trim().to_ascii_lowercase().as_str() {
                     "slurm" => PriorityModel::Slurm,
@@ -605,11 +577,7 @@ impl Config {
                 }
             }
             "requeuedelay" => {
-                let secs = parse_i64(text)?;
-                if secs < 0 {
-                    return Err(InvalidValue::new("RequeueDelay must be 0 or more seconds"));
-                }
-                self.requeue_delay_secs = Some(secs);
+                self.requeue_delay_secs = Some(values::requeue_delay_secs(parse_i64(text)?)?);
             }
             "usagemodel" => {
                 self.usage_model = match text.trim().to_ascii_lowercase().as_str() {
@@ -619,28 +587,15 @@ impl Config {
                 }
             }
             "fluxusageresetperiod" => {
-                let secs = duration(text)?;
-                if secs == 0 {
-                    return Err(InvalidValue::new("FluxUsageResetPeriod must be positive"));
-                }
-                self.flux_bins.reset_period_secs = secs;
+                self.flux_bins.reset_period_secs =
+                    values::positive_secs(duration(text)?, "FluxUsageResetPeriod")?;
             }
             "fluxdecayfactor" => {
-                self.flux_bins.decay_factor = text
-                    .trim()
-                    .parse::<f64>()
-                    .ok()
-                    .filter(|f| *f > 0.0 && *f < 1.0)
-                    .ok_or_else(|| {
-                        InvalidValue::new(format!("`{text}` is not a number between 0 and 1"))
-                    })?
+                let factor = text.trim().parse::<f64>().unwrap_or(f64::NAN);
+                self.flux_bins.decay_factor = values::decay_factor(factor, text)?;
             }
             "fluxhalflifeperiodend" => {
-                let t = parse_i64(text)?;
-                if !crate::limits::time_in_range(t) {
-                    return Err(InvalidValue::new(format!("`{text}` is not a Unix time")));
-                }
-                self.flux_bins.period_end = Some(t);
+                self.flux_bins.period_end = Some(values::period_end(parse_i64(text)?, text)?);
             }
             "fluxnodeweight" => self.flux_usage.node = parse_usage_weight(text)?,
             "fluxcoreweight" => self.flux_usage.core = parse_usage_weight(text)?,
@@ -651,11 +606,8 @@ impl Config {
             "fluxweighturgency" => self.flux.urgency = parse_i64(text)?,
             "fluxweightwaittime" => self.flux.wait_time = parse_i64(text)?,
             "fluxmaxwaittime" => {
-                let secs = duration(text)?;
-                if secs == 0 {
-                    return Err(InvalidValue::new("FluxMaxWaitTime must be positive"));
-                }
-                self.flux.max_wait_time_secs = secs;
+                self.flux.max_wait_time_secs =
+                    values::positive_secs(duration(text)?, "FluxMaxWaitTime")?;
             }
             "fluxweightqos" => self.flux.qos = parse_i64(text)?,
             "fluxweightjobsize" => self.flux.job_size = parse_i64(text)?,
@@ -781,5 +733,82 @@ mod tests {
         config.set_text("FSWEIGHT", "100").unwrap();
         config.set_text("USERCFG[john]", "PRIORITY=2000").unwrap();
         assert_eq!(config.moab.get("FSWEIGHT").map(String::as_str), Some("100"));
+    }
+
+    /// A configuration that arrived whole (a snapshot's) is held to the
+    /// rules `set_text` applies: each value a `config` event would refuse is
+    /// refused, naming its parameter, with the reason `set_text` gives.
+    #[test]
+    fn values_out_of_their_rules_are_found_in_a_whole_configuration() {
+        assert_eq!(Config::default().check_values(), Ok(()));
+        let mut set = Config::default();
+        set.set_text("PriorityWeightTRES", "CPU=1000,Mem=0.25G")
+            .unwrap();
+        set.set_text("FluxDecayFactor", "0.25").unwrap();
+        set.set_text("FluxNodeWeight", "2").unwrap();
+        set.set_text("RequeueDelay", "120").unwrap();
+        assert_eq!(set.check_values(), Ok(()));
+        let refused = |change: fn(&mut Config)| {
+            let mut config = Config::default();
+            change(&mut config);
+            let invalid = config.check_values().unwrap_err();
+            (invalid.key, invalid.error.reason)
+        };
+        let (key, reason) = refused(|c| c.flux_usage.node = f64::NAN);
+        assert_eq!(key, "FluxNodeWeight");
+        assert!(
+            reason.starts_with("`NaN` is not a number from 0 to"),
+            "{reason}"
+        );
+        assert_eq!(
+            refused(|c| c.dampening_factor = 0),
+            (
+                "FairShareDampeningFactor".to_string(),
+                "FairShareDampeningFactor must be from 1 to 65535".to_string()
+            )
+        );
+        assert_eq!(refused(|c| c.levels = 17).0, "PriorityLevels");
+        assert_eq!(
+            refused(|c| c.flux_bins.decay_factor = 1.0),
+            (
+                "FluxDecayFactor".to_string(),
+                "`1` is not a number between 0 and 1".to_string()
+            )
+        );
+        assert_eq!(
+            refused(|c| c.flux_bins.reset_period_secs = 0).0,
+            "FluxUsageResetPeriod"
+        );
+        assert_eq!(
+            refused(|c| c.flux.max_wait_time_secs = -1).0,
+            "FluxMaxWaitTime"
+        );
+        assert_eq!(
+            refused(|c| c.decay_half_life_secs = -1).0,
+            "PriorityDecayHalfLife"
+        );
+        assert_eq!(
+            refused(|c| c.requeue_delay_secs = Some(-5)).0,
+            "RequeueDelay"
+        );
+        assert_eq!(
+            refused(|c| c.weight_tres.weights.push(("cpu".into(), f64::INFINITY))),
+            (
+                "PriorityWeightTRES".to_string(),
+                "`inf` is not a weight for cpu".to_string()
+            )
+        );
+    }
+
+    /// A TRES weight whose value per base unit overflows is refused as it
+    /// is read (it would be infinite per MiB), not kept.
+    #[test]
+    fn a_tres_weight_infinite_per_base_unit_is_refused() {
+        let mut config = Config::default();
+        let error = config
+            .set_text("PriorityWeightTRES", "Mem=1e308K")
+            .unwrap_err();
+        assert_eq!(error.reason, "`1e308K` is not a weight for mem");
+        assert!(config.set_text("PriorityWeightTRES", "Mem=0.5K").is_ok());
     }
 }

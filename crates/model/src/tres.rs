@@ -164,6 +164,17 @@ pub fn tres_name(name: &str) -> String {
     name.trim().to_ascii_lowercase()
 }
 
+/// A TRES weight's rule: a finite number, as written (`text`) and per base
+/// unit as kept (`Config::check_values` applies it to a restored list).
+pub(crate) fn checked_weight(weight: f64, text: &str, name: &str) -> Result<f64, InvalidValue> {
+    if !weight.is_finite() {
+        return Err(InvalidValue::new(format!(
+            "`{text}` is not a weight for {name}"
+        )));
+    }
+    Ok(weight)
+}
+
 /// Parse `CPU=1.0,Mem=0.25G,GRES/gpu=2.0`. A suffix K, M, G, T or P says the
 /// weight is per that many base units (memory counts in MiB: `Mem=0.25G` is
 /// 0.25 per GiB; other TRES count in ones: `CPU=1K` is 1 per 1024 CPUs).
@@ -182,11 +193,7 @@ pub fn parse_weight_list(text: &str) -> Result<WeightList, InvalidValue> {
             Some(c) if c.is_ascii_alphabetic() => (&value[..value.len() - 1], Some(c)),
             _ => (value, None),
         };
-        let weight: f64 = number
-            .parse()
-            .ok()
-            .filter(|w: &f64| w.is_finite())
-            .ok_or_else(|| InvalidValue::new(format!("`{value}` is not a weight for {name}")))?;
+        let weight = checked_weight(number.parse().unwrap_or(f64::NAN), value, &name)?;
         // How many base units the suffix names.
         let units = match suffix.map(|c| c.to_ascii_uppercase()) {
             None => 1.0,
@@ -211,7 +218,8 @@ pub fn parse_weight_list(text: &str) -> Result<WeightList, InvalidValue> {
         if weights.iter().any(|(n, _)| *n == name) {
             return Err(InvalidValue::new(format!("{name} is weighted twice")));
         }
-        weights.push((name, weight / units));
+        let per_unit = checked_weight(weight / units, value, &name)?;
+        weights.push((name, per_unit));
     }
     Ok(WeightList { weights })
 }

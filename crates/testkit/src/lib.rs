@@ -1,6 +1,8 @@
 //! What fairflow's test suites share, so each rule about running them is
 //! written once:
-//! - [`heavy`]: the one switch (`FAIRFLOW_HEAVY=1`) for the larger runs;
+//! - [`heavy`]: the one switch (`FAIRFLOW_HEAVY=1`) for the larger runs,
+//!   and [`heavy_or_skip`] for a test that is nothing but a larger run (it
+//!   says it was skipped without the switch);
 //! - [`prerequisite_missing`]: a test whose prerequisite (a program, a
 //!   dataset, root) is absent says it was skipped on a developer's machine,
 //!   and fails under CI (`CI=true`), where `.ci/run` provides everything;
@@ -20,6 +22,18 @@ pub mod openmetrics;
 /// Whether the larger runs are asked for: `FAIRFLOW_HEAVY=1` (only `1`).
 pub fn heavy() -> bool {
     std::env::var("FAIRFLOW_HEAVY").is_ok_and(|value| value == "1")
+}
+
+/// Whether the heavy-only test `test` runs: `FAIRFLOW_HEAVY=1`. Without
+/// the switch it says it was skipped (the ordinary suite runs a smaller
+/// version of the same check; `.ci/run`'s heavy stage runs this one).
+pub fn heavy_or_skip(test: &str) -> bool {
+    if heavy() {
+        return true;
+    }
+    println!("skipped: {test} runs only with FAIRFLOW_HEAVY=1 (.ci/run's heavy stage)");
+    eprintln!("skipped: {test} runs only with FAIRFLOW_HEAVY=1 (.ci/run's heavy stage)");
+    false
 }
 
 /// Whether the tests run under CI (`CI=true`).
