@@ -4,6 +4,7 @@
 //! QOS priority Slurm and Flux normalise by, and a listed Slurm job's
 //! priority as listed (0 while held, the `INCR_ONLY` floors).
 
+use fairflow_model::job_priority::priority_as_listed;
 use fairflow_model::moab::{Credential, CredentialUsage};
 use fairflow_model::report::JobState;
 use fairflow_model::usage::FrameUsage;
@@ -92,18 +93,15 @@ impl State {
         })
     }
 
-    /// Slurm's rule for a listed priority: held 0, pending under
-    /// `INCR_ONLY` `floored()`, else `computed`.
+    /// Slurm's rule for a listed priority under this book's flags
+    /// ([`priority_as_listed`]): held 0, pending under `INCR_ONLY`
+    /// `floored()`, else `computed`.
     fn slurm_as_listed(
         &self,
         state: JobState,
         computed: u64,
         floored: impl FnOnce() -> u64,
     ) -> u64 {
-        match state {
-            JobState::Held => 0,
-            JobState::Pending if self.config.flags.incr_only => floored(),
-            _ => computed,
-        }
+        priority_as_listed(state, self.config.flags.incr_only, computed, floored)
     }
 }

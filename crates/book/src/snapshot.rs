@@ -44,6 +44,7 @@
 //!   a list of (SLUID, job) in SLUID order, `JobSpec::sluid`); 2 to 7 had
 //!   none, so their jobs read back without one.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
 use fairflow_model::config::{FluxUsageBins, FluxUsageWeights, UsageModel};
@@ -86,107 +87,105 @@ pub enum SnapshotError {
     Inconsistent(#[from] RestoreError),
 }
 
-#[derive(serde::Serialize)]
-struct BodyRef<'a> {
-    book: &'a Book,
-    applied: u64,
-    tiers: BTreeMap<&'a str, u16>,
-    pair_floors: &'a BTreeMap<String, Vec<u64>>,
-    usage_model: UsageModel,
-    flux_usage: &'a FluxUsageWeights,
-    flux_bins_config: &'a FluxUsageBins,
-    flux_bins: &'a Option<FluxBins>,
-    expedited: &'a BTreeSet<String>,
-    sluids: Vec<(Sluid, &'a str)>,
-}
+// Each version's body is the one before it, then what the version adds:
+// postcard writes a nested struct's fields in line (no length, no tag), so
+// nesting is the flat layout and each field is declared once. The writer
+// borrows (`Cow::Borrowed`) what the book holds; the reader owns.
 
 /// The body of versions 2 and 3.
-#[derive(serde::Deserialize)]
-struct BodyV3 {
-    book: Book,
+#[derive(serde::Serialize, serde::Deserialize)]
+struct BodyV3<'a> {
+    book: Cow<'a, Book>,
     applied: u64,
 }
 
-/// The body of version 4.
-#[derive(serde::Deserialize)]
-struct BodyV4 {
-    book: Book,
-    applied: u64,
+/// The body of version 4: version 3's, then the partitions' tiers.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct BodyV4<'a> {
+    v3: BodyV3<'a>,
     tiers: BTreeMap<String, u16>,
 }
 
-/// The body of version 5.
-#[derive(serde::Deserialize)]
-struct BodyV5 {
-    book: Book,
-    applied: u64,
-    tiers: BTreeMap<String, u16>,
-    pair_floors: BTreeMap<String, Vec<u64>>,
+/// The body of version 5: version 4's, then the pair floors and the usage
+/// model.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct BodyV5<'a> {
+    v4: BodyV4<'a>,
+    pair_floors: Cow<'a, BTreeMap<String, Vec<u64>>>,
     usage_model: UsageModel,
-    flux_usage: FluxUsageWeights,
+    flux_usage: Cow<'a, FluxUsageWeights>,
 }
 
-/// The body of version 6.
-#[derive(serde::Deserialize)]
-struct BodyV6 {
-    book: Book,
-    applied: u64,
-    tiers: BTreeMap<String, u16>,
-    pair_floors: BTreeMap<String, Vec<u64>>,
-    usage_model: UsageModel,
-    flux_usage: FluxUsageWeights,
-    flux_bins_config: FluxUsageBins,
-    flux_bins: Option<FluxBins>,
+/// The body of version 6: version 5's, then flux-accounting's bins.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct BodyV6<'a> {
+    v5: BodyV5<'a>,
+    flux_bins_config: Cow<'a, FluxUsageBins>,
+    flux_bins: Cow<'a, Option<FluxBins>>,
 }
 
-/// The body of version 7: version 6's, then the expedited jobs (postcard
-/// writes a nested struct's fields in line, so this is the flat layout).
-#[derive(serde::Deserialize)]
-struct BodyV7 {
-    v6: BodyV6,
-    expedited: BTreeSet<String>,
+/// The body of version 7: version 6's, then the expedited jobs.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct BodyV7<'a> {
+    v6: BodyV6<'a>,
+    expedited: Cow<'a, BTreeSet<String>>,
 }
 
-/// The body of version 8.
-#[derive(serde::Deserialize)]
-struct Body {
-    book: Book,
-    applied: u64,
-    tiers: BTreeMap<String, u16>,
-    pair_floors: BTreeMap<String, Vec<u64>>,
-    usage_model: UsageModel,
-    flux_usage: FluxUsageWeights,
-    flux_bins_config: FluxUsageBins,
-    flux_bins: Option<FluxBins>,
-    expedited: BTreeSet<String>,
-    sluids: Vec<(Sluid, String)>,
+/// The body of version 8 (this build's): version 7's, then the SLUIDs.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Body<'a> {
+    v7: BodyV7<'a>,
+    sluids: Vec<(Sluid, Cow<'a, str>)>,
 }
 
-impl Body {
-    /// A body of format 6 (no expedited jobs, no SLUIDs).
-    fn from_v6(old: BodyV6) -> Self {
-        Body {
-            pair_floors: old.pair_floors,
-            usage_model: old.usage_model,
-            flux_usage: old.flux_usage,
-            flux_bins_config: old.flux_bins_config,
-            flux_bins: old.flux_bins,
-            ..Body::without_bins(old.book, old.applied, old.tiers)
+impl<'a> BodyV3<'a> {
+    /// As version 4: every partition in tier 0.
+    fn upgrade(self) -> BodyV4<'a> {
+        BodyV4 {
+            v3: self,
+            tiers: BTreeMap::new(),
         }
     }
+}
 
-    /// A body of the formats before 6 (no bins).
-    fn without_bins(book: Book, applied: u64, tiers: BTreeMap<String, u16>) -> Self {
-        Body {
-            book,
-            applied,
-            tiers,
-            pair_floors: BTreeMap::new(),
+impl<'a> BodyV4<'a> {
+    /// As version 5: no pair floors, Slurm's usage model.
+    fn upgrade(self) -> BodyV5<'a> {
+        BodyV5 {
+            v4: self,
+            pair_floors: Cow::Owned(BTreeMap::new()),
             usage_model: UsageModel::default(),
-            flux_usage: FluxUsageWeights::default(),
-            flux_bins_config: FluxUsageBins::default(),
-            flux_bins: None,
-            expedited: BTreeSet::new(),
+            flux_usage: Cow::Owned(FluxUsageWeights::default()),
+        }
+    }
+}
+
+impl<'a> BodyV5<'a> {
+    /// As version 6: the default bin parameters, no bins.
+    fn upgrade(self) -> BodyV6<'a> {
+        BodyV6 {
+            v5: self,
+            flux_bins_config: Cow::Owned(FluxUsageBins::default()),
+            flux_bins: Cow::Owned(None),
+        }
+    }
+}
+
+impl<'a> BodyV6<'a> {
+    /// As version 7: no job marked expedited.
+    fn upgrade(self) -> BodyV7<'a> {
+        BodyV7 {
+            v6: self,
+            expedited: Cow::Owned(BTreeSet::new()),
+        }
+    }
+}
+
+impl<'a> BodyV7<'a> {
+    /// As version 8: no SLUIDs.
+    fn upgrade(self) -> Body<'a> {
+        Body {
+            v7: self,
             sluids: Vec::new(),
         }
     }
@@ -199,19 +198,33 @@ pub fn encode(book: &Book, applied: u64) -> Vec<u8> {
         .partitions
         .iter()
         .filter(|(_, p)| p.priority_tier != 0)
-        .map(|(name, p)| (name.as_str(), p.priority_tier))
+        .map(|(name, p)| (name.clone(), p.priority_tier))
         .collect();
-    let body = postcard::to_stdvec(&BodyRef {
-        book,
-        applied,
-        tiers,
-        pair_floors: &book.state().pair_floor,
-        usage_model: book.state().config.usage_model,
-        flux_usage: &book.state().config.flux_usage,
-        flux_bins_config: &book.state().config.flux_bins,
-        flux_bins: &book.state().flux_bins,
-        expedited: &book.state().expedited,
-        sluids: book.sluids().collect(),
+    let state = book.state();
+    let body = postcard::to_stdvec(&Body {
+        v7: BodyV7 {
+            v6: BodyV6 {
+                v5: BodyV5 {
+                    v4: BodyV4 {
+                        v3: BodyV3 {
+                            book: Cow::Borrowed(book),
+                            applied,
+                        },
+                        tiers,
+                    },
+                    pair_floors: Cow::Borrowed(&state.pair_floor),
+                    usage_model: state.config.usage_model,
+                    flux_usage: Cow::Borrowed(&state.config.flux_usage),
+                },
+                flux_bins_config: Cow::Borrowed(&state.config.flux_bins),
+                flux_bins: Cow::Borrowed(&state.flux_bins),
+            },
+            expedited: Cow::Borrowed(&state.expedited),
+        },
+        sluids: book
+            .sluids()
+            .map(|(sluid, job)| (sluid, Cow::Borrowed(job)))
+            .collect(),
     })
     .expect("a book is always serialisable");
     let mut bytes = Vec::with_capacity(HEADER_BYTES + body.len());
@@ -252,49 +265,60 @@ pub fn decode(bytes: &[u8]) -> Result<(Book, u64), SnapshotError> {
     }
     let undecodable =
         |e: postcard::Error| SnapshotError::Corrupt(format!("cannot decode the book: {e}"));
-    let mut body: Body = if version <= 3 {
-        let old: BodyV3 = postcard::from_bytes(body).map_err(undecodable)?;
-        Body::without_bins(old.book, old.applied, BTreeMap::new())
-    } else if version == 4 {
-        let old: BodyV4 = postcard::from_bytes(body).map_err(undecodable)?;
-        Body::without_bins(old.book, old.applied, old.tiers)
-    } else if version == 5 {
-        let old: BodyV5 = postcard::from_bytes(body).map_err(undecodable)?;
-        Body {
-            pair_floors: old.pair_floors,
-            usage_model: old.usage_model,
-            flux_usage: old.flux_usage,
-            ..Body::without_bins(old.book, old.applied, old.tiers)
-        }
-    } else if version == 6 {
-        Body::from_v6(postcard::from_bytes(body).map_err(undecodable)?)
-    } else if version == 7 {
-        let old: BodyV7 = postcard::from_bytes(body).map_err(undecodable)?;
-        Body {
-            expedited: old.expedited,
-            ..Body::from_v6(old.v6)
-        }
-    } else {
-        postcard::from_bytes(body).map_err(undecodable)?
-    };
-    if version == 2 {
-        body.book.convert_binary_frame_units();
+    let body: Body = match version {
+        2..=3 => postcard::from_bytes::<BodyV3>(body)
+            .map(|v3| v3.upgrade().upgrade().upgrade().upgrade().upgrade()),
+        4 => postcard::from_bytes::<BodyV4>(body)
+            .map(|v4| v4.upgrade().upgrade().upgrade().upgrade()),
+        5 => postcard::from_bytes::<BodyV5>(body).map(|v5| v5.upgrade().upgrade().upgrade()),
+        6 => postcard::from_bytes::<BodyV6>(body).map(|v6| v6.upgrade().upgrade()),
+        7 => postcard::from_bytes::<BodyV7>(body).map(BodyV7::upgrade),
+        _ => postcard::from_bytes::<Body>(body),
     }
-    body.book.set_partition_tiers(body.tiers)?;
-    body.book.set_pair_floors(body.pair_floors)?;
-    body.book.set_expedited(body.expedited)?;
-    body.book.set_usage_model(body.usage_model, body.flux_usage);
-    body.book
-        .set_flux_bins(body.flux_bins_config, body.flux_bins)?;
-    body.book.set_sluids(body.sluids)?;
-    let config = &body.book.state().config;
+    .map_err(undecodable)?;
+    restore(body, version)
+}
+
+/// The book of a decoded `body` of format `version` (converted to this
+/// build's), its parts set and checked, and the applied count.
+fn restore(body: Body, version: u32) -> Result<(Book, u64), SnapshotError> {
+    let Body { v7, sluids } = body;
+    let BodyV7 { v6, expedited } = v7;
+    let BodyV6 {
+        v5,
+        flux_bins_config,
+        flux_bins,
+    } = v6;
+    let BodyV5 {
+        v4,
+        pair_floors,
+        usage_model,
+        flux_usage,
+    } = v5;
+    let BodyV4 { v3, tiers } = v4;
+    let mut book = v3.book.into_owned();
+    if version == 2 {
+        book.convert_binary_frame_units();
+    }
+    book.set_partition_tiers(tiers)?;
+    book.set_pair_floors(pair_floors.into_owned())?;
+    book.set_expedited(expedited.into_owned())?;
+    book.set_usage_model(usage_model, flux_usage.into_owned());
+    book.set_flux_bins(flux_bins_config.into_owned(), flux_bins.into_owned())?;
+    book.set_sluids(
+        sluids
+            .into_iter()
+            .map(|(sluid, job)| (sluid, job.into_owned()))
+            .collect(),
+    )?;
+    let config = &book.state().config;
     config
         .check_values()
         .map_err(|invalid| RestoreError::InvalidConfig {
             key: invalid.key,
             reason: invalid.error.reason,
         })?;
-    Ok((body.book, body.applied))
+    Ok((book, v3.applied))
 }
 
 #[cfg(test)]

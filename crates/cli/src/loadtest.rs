@@ -169,24 +169,25 @@ fn micros(h: &Histogram<u64>) -> serde_json::Value {
     })
 }
 
-// size: the load test's phases in order; split pending (issue 38)
+/// What the timed phase measured.
+struct Measured {
+    /// Events the service accepted.
+    written: u64,
+    /// Seconds the writes ran.
+    elapsed_secs: f64,
+    write_latency: Histogram<u64>,
+    read_latency: Histogram<u64>,
+    /// The highest resident memory sampled, bytes.
+    peak_memory_bytes: u64,
+}
+
 /// Run the load test and print its report.
 pub fn run(args: &Args) -> anyhow::Result<()> {
     loopback_only(&args.server)?;
     if args.duration_secs == 0 || args.duration_secs > 600 {
         bail!("--duration-secs must be from 1 to 600");
     }
-    let token = crate::token_file::read_token_file(&args.token_file)?;
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .timeout_global(Some(Duration::from_secs(120)))
-        .build()
-        .into();
-    let client = Arc::new(Client {
-        agent,
-        server: args.server.trim_end_matches('/').to_string(),
-        token,
-    });
+    let client = Arc::new(connect(args)?);
     let mut generator = Generator::new(WorkloadParams {
         seed: args.seed,
         user_associations: args.associations,
@@ -206,21 +207,39 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     }
     let load_secs = load_started.elapsed().as_secs_f64();
     let memory_before = client.resident_memory();
+    let measured = measure(args, &client, &mut generator, memory_before)?;
+    report(args, loaded, load_secs, memory_before, &measured)
+}
 
+/// A client of `--server` with the token of `--token-file`.
+fn connect(args: &Args) -> anyhow::Result<Client> {
+    let token = crate::token_file::read_token_file(&args.token_file)?;
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(Duration::from_secs(120)))
+        .build()
+        .into();
+    Ok(Client {
+        agent,
+        server: args.server.trim_end_matches('/').to_string(),
+        token,
+    })
+}
+
+/// The timed phase: `--readers` threads read the top 100 while this one
+/// writes the generator's activity in batches for `--duration-secs`,
+/// sampling the resident memory about once a second.
+fn measure(
+    args: &Args,
+    client: &Arc<Client>,
+    generator: &mut Generator,
+    memory_before: u64,
+) -> anyhow::Result<Measured> {
     let stop = Arc::new(AtomicBool::new(false));
     let readers: Vec<_> = (0..args.readers)
         .map(|_| {
             let (client, stop) = (client.clone(), stop.clone());
-            std::thread::spawn(move || {
-                let mut latency = Histogram::<u64>::new(3).expect("3 significant figures is valid");
-                while !stop.load(Ordering::Relaxed) {
-                    let started = Instant::now();
-                    if client.get("/v1/top?k=100").is_ok() {
-                        let _ = latency.record(started.elapsed().as_micros() as u64);
-                    }
-                }
-                latency
-            })
+            std::thread::spawn(move || read_top_until(&client, &stop))
         })
         .collect();
     let mut write_latency = Histogram::<u64>::new(3).expect("3 significant figures is valid");
@@ -242,7 +261,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             last_sample = Instant::now();
         }
     }
-    let elapsed = started.elapsed().as_secs_f64();
+    let elapsed_secs = started.elapsed().as_secs_f64();
     stop.store(true, Ordering::Relaxed);
     let mut read_latency = Histogram::<u64>::new(3).expect("3 significant figures is valid");
     for reader in readers {
@@ -252,22 +271,58 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
                 .map_err(|_| anyhow::anyhow!("a reader thread panicked"))?,
         )?;
     }
-    peak_memory = peak_memory.max(client.resident_memory());
-    let report = json!({
-        "server": args.server,
-        "associations": args.associations,
-        "jobs": args.jobs,
-        "initial_events": loaded,
-        "load_secs": load_secs,
-        "duration_secs": elapsed,
-        "events_applied": written,
-        "events_per_sec": written as f64 / elapsed,
-        "batch": args.batch,
-        "write_latency": micros(&write_latency),
-        "top100_read_latency": micros(&read_latency),
-        "resident_memory_bytes": {"after_load": memory_before, "peak": peak_memory},
-    });
+    Ok(Measured {
+        written,
+        elapsed_secs,
+        write_latency,
+        read_latency,
+        peak_memory_bytes: peak_memory.max(client.resident_memory()),
+    })
+}
+
+/// One reader: `GET /v1/top?k=100` until `stop`, the latencies of the
+/// answered ones in microseconds.
+fn read_top_until(client: &Client, stop: &AtomicBool) -> Histogram<u64> {
+    let mut latency = Histogram::<u64>::new(3).expect("3 significant figures is valid");
+    while !stop.load(Ordering::Relaxed) {
+        let started = Instant::now();
+        if client.get("/v1/top?k=100").is_ok() {
+            let _ = latency.record(started.elapsed().as_micros() as u64);
+        }
+    }
+    latency
+}
+
+/// Print the report: one JSON object with `--json`, else text.
+fn report(
+    args: &Args,
+    loaded: u64,
+    load_secs: f64,
+    memory_before: u64,
+    measured: &Measured,
+) -> anyhow::Result<()> {
+    let Measured {
+        written,
+        elapsed_secs: elapsed,
+        write_latency,
+        read_latency,
+        peak_memory_bytes: peak_memory,
+    } = measured;
     if args.json {
+        let report = json!({
+            "server": args.server,
+            "associations": args.associations,
+            "jobs": args.jobs,
+            "initial_events": loaded,
+            "load_secs": load_secs,
+            "duration_secs": elapsed,
+            "events_applied": written,
+            "events_per_sec": *written as f64 / elapsed,
+            "batch": args.batch,
+            "write_latency": micros(write_latency),
+            "top100_read_latency": micros(read_latency),
+            "resident_memory_bytes": {"after_load": memory_before, "peak": peak_memory},
+        });
         return emit(&format!("{}\n", serde_json::to_string_pretty(&report)?));
     }
     emit(&format!(
@@ -278,7 +333,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
          resident memory {} MiB after load, {} MiB peak\n",
         args.associations,
         args.jobs,
-        written as f64 / elapsed,
+        *written as f64 / elapsed,
         args.batch,
         write_latency.value_at_quantile(0.5),
         write_latency.value_at_quantile(0.99),

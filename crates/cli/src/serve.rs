@@ -14,7 +14,9 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Context};
 use fairflow_engine::EngineChoice;
-use fairflow_service::config_file::{config_tokens as config_tokens_of, MAX_CONFIG_BYTES};
+use fairflow_service::config_file::{
+    config_tokens as config_tokens_of, ConfigFileError, MAX_CONFIG_BYTES,
+};
 use fairflow_service::engine_backend::EngineBackend;
 use fairflow_service::held_tables::HeldTables;
 use fairflow_service::history::store::spawn_writer;
@@ -315,7 +317,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         );
         print_recovery_warnings(report);
     })
-    .map_err(anyhow::Error::msg)
+    .map_err(|e| anyhow::Error::msg(e.to_string()))
 }
 
 /// `backend` keeping the history in DATA/history (unless `--history off`),
@@ -446,7 +448,7 @@ pub fn with_config_file(argv: &[OsString]) -> anyhow::Result<Option<Vec<OsString
 
 /// A serve config file's settings as serve flags
 /// ([`fairflow_service::config_file::config_tokens`] on serve's flags).
-fn config_tokens(text: &str) -> Result<Vec<String>, String> {
+fn config_tokens(text: &str) -> Result<Vec<String>, ConfigFileError> {
     let command = <Args as clap::Args>::augment_args(clap::Command::new("serve"));
     config_tokens_of(text, &command)
 }
@@ -476,24 +478,24 @@ mod tests {
                 "2"
             ]
         );
-        let error = config_tokens("lisen = \"x\"").unwrap_err();
+        let error = config_tokens("lisen = \"x\"").unwrap_err().to_string();
         assert!(error.starts_with("unknown key `lisen`"), "{error}");
-        let error = config_tokens("recover = 1").unwrap_err();
+        let error = config_tokens("recover = 1").unwrap_err().to_string();
         assert_eq!(error, "key `recover`: must be true or false");
-        let error = config_tokens("workers = [1]").unwrap_err();
+        let error = config_tokens("workers = [1]").unwrap_err().to_string();
         assert_eq!(error, "key `workers`: must be a string or a number");
         // A value of the wrong type is named by its key, with the reason.
-        let error = config_tokens("workers = \"two\"").unwrap_err();
+        let error = config_tokens("workers = \"two\"").unwrap_err().to_string();
         assert!(
             error.starts_with("key `workers`: invalid value 'two' for '--workers <N>'"),
             "{error}"
         );
-        let error = config_tokens("listen = 7471").unwrap_err();
+        let error = config_tokens("listen = 7471").unwrap_err().to_string();
         assert!(
             error.starts_with("key `listen`: invalid value '7471' for '--listen <LISTEN>'"),
             "{error}"
         );
-        let error = config_tokens("engine = \"fast\"").unwrap_err();
+        let error = config_tokens("engine = \"fast\"").unwrap_err().to_string();
         assert!(
             error.starts_with("key `engine`: invalid value 'fast'"),
             "{error}"
@@ -516,12 +518,16 @@ mod tests {
             ]
         );
         assert!(config_tokens("metrics_exporter_users = \"none\"").is_ok());
-        let error = config_tokens("metrics_names = \"prometheus\"").unwrap_err();
+        let error = config_tokens("metrics_names = \"prometheus\"")
+            .unwrap_err()
+            .to_string();
         assert!(
             error.starts_with("key `metrics_names`: invalid value 'prometheus'"),
             "{error}"
         );
-        let error = config_tokens("metrics_exporter_users = \"some\"").unwrap_err();
+        let error = config_tokens("metrics_exporter_users = \"some\"")
+            .unwrap_err()
+            .to_string();
         assert!(
             error.starts_with("key `metrics_exporter_users`: invalid value 'some'"),
             "{error}"
@@ -548,12 +554,16 @@ mod tests {
                 "3600"
             ]
         );
-        let error = config_tokens("history = \"sometimes\"").unwrap_err();
+        let error = config_tokens("history = \"sometimes\"")
+            .unwrap_err()
+            .to_string();
         assert!(
             error.starts_with("key `history`: invalid value 'sometimes'"),
             "{error}"
         );
-        let error = config_tokens("history_step_secs = 0").unwrap_err();
+        let error = config_tokens("history_step_secs = 0")
+            .unwrap_err()
+            .to_string();
         assert!(
             error.starts_with("key `history_step_secs`: invalid value '0'"),
             "{error}"

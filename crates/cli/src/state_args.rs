@@ -51,7 +51,7 @@ const PROGRESS_FROM_LINES: u64 = 100_000;
 
 /// A time on the command line, as Slurm takes it (see
 /// `fairflow_ingest::slurm_time::parse_time_arg`).
-pub fn parse_slurm_time_arg(text: &str) -> Result<Time, String> {
+pub fn parse_slurm_time_arg(text: &str) -> Result<Time, fairflow_ingest::slurm_time::TimeError> {
     fairflow_ingest::slurm_time::parse_time_arg(text)
 }
 

@@ -121,6 +121,7 @@ struct LastTop {
 /// Run `work` on every worker `communication` builds. More workers than
 /// cores is common here (tests run 4 on 2 cores): the workers park at once
 /// instead of spinning.
+// String: timely's `execute_from` reports its errors as text.
 fn execute(
     communication: Communication,
     work: impl Fn(&mut timely::worker::Worker) + Send + Sync + 'static,

@@ -42,7 +42,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
-use fairflow_model::event::{JobSpec, Op};
+use fairflow_model::event::Op;
 use fairflow_model::limits::{MAX_TIME, MAX_TRES_COUNT};
 use fairflow_model::tres::TresCounts;
 use fairflow_model::{Event, Time};
@@ -51,6 +51,9 @@ use serde_json::Value;
 use crate::check::check_event;
 use crate::import_flux::{FluxDb, FluxUser};
 use crate::Rejection;
+
+mod line;
+use line::LineState;
 
 /// Most journal lines held waiting for their job's `submit`.
 pub const MAX_HELD_LINES: usize = 10_000;
@@ -457,269 +460,12 @@ fn checked(events: Vec<Event>) -> Result<Vec<Event>, Fault> {
     Ok(events)
 }
 
-/// A line being applied (a line is about one job): that job's track and the
-/// time as they will be if it is accepted.
-struct LineState<'a> {
-    journal: &'a FluxJournal,
-    /// The line's job, once read.
-    id: Option<u64>,
-    /// The job's track (`None`: not seen, or cleaned).
-    track: Option<Track>,
-    last_t: Time,
-    /// The line is about a job whose `submit` was not seen.
-    needs_submit: bool,
-}
-
 /// What applying one line did.
 enum Applied {
     Events(Vec<Event>),
     Rejected(Rejection),
     /// The line is about this job, whose `submit` was not seen.
     NeedsSubmit(u64),
-}
-
-impl LineState<'_> {
-    // size: the journal's event names, one arm each (submit's spec read inline); split pending (issue 38)
-    fn apply(&mut self, text: &str) -> Result<Vec<Event>, Fault> {
-        let value: Value =
-            serde_json::from_str(text).map_err(|e| fault("", format!("not valid JSON: {e}")))?;
-        let object = value
-            .as_object()
-            .ok_or_else(|| fault("", "must be a JSON object"))?;
-        let events = object
-            .get("events")
-            .and_then(Value::as_array)
-            .ok_or_else(|| fault("events", "missing or not an array"))?;
-        let id = match object.get("id") {
-            Some(Value::Number(n)) if n.as_i64() == Some(-1) => {
-                return if events.is_empty() {
-                    Ok(Vec::new())
-                } else {
-                    Err(fault(
-                        "events",
-                        "the backlog sentinel (id -1) has no events",
-                    ))
-                };
-            }
-            Some(Value::Number(n)) => n
-                .as_u64()
-                .ok_or_else(|| fault("id", format!("{n} is not a job id")))?,
-            _ => return Err(fault("id", "missing or not a job id")),
-        };
-        self.id = Some(id);
-        self.track = self.journal.jobs.get(&id).cloned();
-        let jobspec = object.get("jobspec");
-        let r = object.get("R");
-        let mut out = Vec::new();
-        for (i, event) in events.iter().enumerate() {
-            let at = |field: &str| format!("events[{i}].{field}");
-            let name = event
-                .get("name")
-                .and_then(Value::as_str)
-                .ok_or_else(|| fault(at("name"), "missing or not a string"))?;
-            let ts = event
-                .get("timestamp")
-                .and_then(Value::as_f64)
-                .filter(|ts| ts.is_finite() && *ts >= 0.0 && *ts <= MAX_TIME as f64)
-                .ok_or_else(|| fault(at("timestamp"), "missing or not a time"))?;
-            let t = (ts.floor() as Time).max(self.last_t);
-            self.last_t = t;
-            let context = event.get("context");
-            let context_field = |key: &str| context.and_then(|c| c.get(key));
-            let job = id.to_string();
-            let mut emit = |op: Op| out.push(Event { t, op });
-            if name == "submit" {
-                if self.track.is_some() {
-                    return Err(fault(at("name"), format!("job {id} was already submitted")));
-                }
-                let userid = context_field("userid")
-                    .and_then(Value::as_u64)
-                    .and_then(|u| u32::try_from(u).ok())
-                    .ok_or_else(|| fault(at("context.userid"), "missing or not a user id"))?;
-                let urgency = match context_field("urgency") {
-                    None => URGENCY_DEFAULT,
-                    Some(u) => u
-                        .as_u64()
-                        .filter(|u| *u <= URGENCY_MAX)
-                        .ok_or_else(|| fault(at("context.urgency"), "not an urgency 0..31"))?,
-                };
-                let user = self.journal.users.get(&userid).ok_or_else(|| {
-                    fault(
-                        at("context.userid"),
-                        format!(
-                            "user id {userid} has no association in the flux-accounting database"
-                        ),
-                    )
-                })?;
-                let bank = match system_name(jobspec, "bank")? {
-                    Some(bank) => bank,
-                    None if !user.default_bank.is_empty() => user.default_bank.clone(),
-                    None => {
-                        return Err(fault(
-                            at("context.userid"),
-                            format!("user `{}` has no default bank", user.username),
-                        ))
-                    }
-                };
-                if !user.banks.contains(&bank) {
-                    return Err(fault(
-                        "jobspec.attributes.system.bank",
-                        format!(
-                            "user `{}` has no association in bank `{bank}`",
-                            user.username
-                        ),
-                    ));
-                }
-                let queue = self.queue(jobspec)?;
-                let resources = jobspec.and_then(|j| j.get("resources"));
-                let tres = resources.map(|res| {
-                    let cores = jobspec_count(res, "core", 0);
-                    let nodes = jobspec_count(res, "node", 0);
-                    let nodes = if nodes == 0 && cores > 0 { 1 } else { nodes };
-                    tres_of(nodes, cores, jobspec_count(res, "gpu", 0))
-                });
-                let time_limit_secs = jobspec
-                    .and_then(|j| j.pointer("/attributes/system/duration"))
-                    .and_then(Value::as_f64)
-                    .filter(|d| d.is_finite() && *d >= 1.0)
-                    .map(|d| d.ceil() as u64);
-                emit(Op::Submit {
-                    job: job.clone(),
-                    user: user.username.clone(),
-                    account: bank,
-                    spec: JobSpec {
-                        partition: queue,
-                        tres,
-                        time_limit_secs,
-                        urgency: Some(urgency as u8),
-                        ..JobSpec::default()
-                    },
-                    submitted: None,
-                });
-                let held = urgency == 0;
-                if held {
-                    emit(Op::Hold { job });
-                }
-                self.track = Some(Track {
-                    phase: Phase::Pending,
-                    held,
-                });
-                continue;
-            }
-            let Some(track) = self.track.as_mut() else {
-                if matches!(name, "priority" | "depend" | "validate" | "memo") {
-                    // Harmless without the job; the journal may start late.
-                    continue;
-                }
-                self.needs_submit = true;
-                return Err(fault(at("name"), format!("no `submit` seen for job {id}")));
-            };
-            match (name, track.phase) {
-                ("jobspec-update", Phase::Pending) => {
-                    let bank = context_field("attributes.system.bank");
-                    let queue = context_field("attributes.system.queue");
-                    let name_of = |v: Option<&Value>, key: &str| -> Result<Option<String>, Fault> {
-                        match v {
-                            None => Ok(None),
-                            Some(Value::String(s)) if !s.is_empty() => Ok(Some(s.clone())),
-                            Some(_) => Err(fault(at(&format!("context.{key}")), "must be a name")),
-                        }
-                    };
-                    let bank = name_of(bank, "attributes.system.bank")?;
-                    let queue = name_of(queue, "attributes.system.queue")?;
-                    if let Some(q) = &queue {
-                        if self.journal.deny_unknown_queues && !self.journal.queues.contains(q) {
-                            return Err(fault(
-                                at("context.attributes.system.queue"),
-                                format!("queue `{q}` is not in the flux-accounting database (deny_unknown_queues)"),
-                            ));
-                        }
-                    }
-                    if bank.is_some() || queue.is_some() {
-                        emit(Op::Update {
-                            job,
-                            account: bank,
-                            spec: JobSpec {
-                                partition: queue,
-                                ..JobSpec::default()
-                            },
-                        });
-                    }
-                }
-                ("urgency", Phase::Pending) => {
-                    let urgency = context_field("urgency")
-                        .and_then(Value::as_u64)
-                        .filter(|u| *u <= URGENCY_MAX)
-                        .ok_or_else(|| {
-                            fault(at("context.urgency"), "missing or not an urgency 0..31")
-                        })?;
-                    emit(Op::Update {
-                        job: job.clone(),
-                        account: None,
-                        spec: JobSpec {
-                            urgency: Some(urgency as u8),
-                            ..JobSpec::default()
-                        },
-                    });
-                    if urgency == 0 && !track.held {
-                        emit(Op::Hold { job });
-                        track.held = true;
-                    } else if urgency != 0 && track.held {
-                        emit(Op::Release { job });
-                        track.held = false;
-                    }
-                }
-                ("alloc", Phase::Pending) => {
-                    if track.held {
-                        emit(Op::Release { job: job.clone() });
-                        track.held = false;
-                    }
-                    let tres = r.map(r_tres).transpose()?;
-                    emit(Op::Start { job, tres });
-                    track.phase = Phase::Running;
-                }
-                ("exception", Phase::Pending) | ("invalidate", Phase::Pending) => {
-                    let severity = match context_field("severity") {
-                        None if name == "invalidate" => 0,
-                        v => v.and_then(Value::as_u64).ok_or_else(|| {
-                            fault(at("context.severity"), "missing or not a severity")
-                        })?,
-                    };
-                    if severity == 0 {
-                        emit(Op::Cancel { job });
-                        track.phase = Phase::Ended;
-                    }
-                }
-                ("clean", phase) => {
-                    match phase {
-                        Phase::Pending => emit(Op::Cancel { job }),
-                        Phase::Running => emit(Op::End { job }),
-                        Phase::Ended => {}
-                    }
-                    self.track = None;
-                }
-                _ => {}
-            }
-        }
-        Ok(out)
-    }
-
-    /// A jobspec's queue, checked against the database's when it denies
-    /// unknown queues.
-    fn queue(&self, jobspec: Option<&Value>) -> Result<Option<String>, Fault> {
-        let queue = system_name(jobspec, "queue")?;
-        if let Some(q) = &queue {
-            if self.journal.deny_unknown_queues && !self.journal.queues.contains(q) {
-                return Err(fault(
-                    "jobspec.attributes.system.queue",
-                    format!(
-                        "queue `{q}` is not in the flux-accounting database (deny_unknown_queues)"
-                    ),
-                ));
-            }
-        }
-        Ok(queue)
-    }
 }
 
 #[cfg(test)]

@@ -69,7 +69,7 @@ use fairflow_model::{Event, Time};
 
 use crate::check::{check_event, check_name, time_reason};
 use crate::reader::LogLine;
-use crate::slurm_time::parse_slurm_time_in;
+use crate::slurm_time::{parse_slurm_time_in, TimeError};
 use crate::Rejection;
 
 /// Most physical lines one record is joined from.
@@ -140,7 +140,7 @@ struct Billing<'a> {
 
 /// Parse a Slurm timestamp (`2023-11-14T22:13:20`) in the site's zone (`TZ`,
 /// else the system's) as Unix seconds; `Unknown`/`None` give `None`.
-pub fn parse_slurm_time(text: &str) -> Result<Option<Time>, String> {
+pub fn parse_slurm_time(text: &str) -> Result<Option<Time>, TimeError> {
     parse_slurm_time_in(text, &Local)
 }
 
@@ -332,7 +332,7 @@ fn run_chains<Tz: TimeZone>(words: &[Word], tz: &Tz) -> Result<Vec<Run>, Fault> 
 /// One run chain's values, checked.
 fn read_run<Tz: TimeZone>(at: usize, values: &[&str], tz: &Tz) -> Result<Run, Fault> {
     let time = |i: usize, key: &'static str| {
-        parse_slurm_time_in(values[i], tz).map_err(|reason| (key, reason))
+        parse_slurm_time_in(values[i], tz).map_err(|reason| (key, reason.to_string()))
     };
     let (start, end) = (time(3, "StartTime")?, time(4, "EndTime")?);
     for (t, key) in [(start, "StartTime"), (end, "EndTime")] {
@@ -397,7 +397,7 @@ fn billing_chains<'a>(words: &[Word<'a>]) -> Result<Vec<Billing<'a>>, Fault> {
                 account,
             }),
             Err(reason) => {
-                first_fault.get_or_insert(("Tres", reason));
+                first_fault.get_or_insert(("Tres", reason.to_string()));
             }
         }
         if billings.len() > MAX_CHAINS {
@@ -421,7 +421,7 @@ fn billing_chains<'a>(words: &[Word<'a>]) -> Result<Vec<Billing<'a>>, Fault> {
 
 /// The billable TRES of a `Tres=` value (`billing=N`), if given: a count
 /// from 0 to `MAX_TRES_COUNT`.
-fn billing_count(tres: &str) -> Result<Option<f64>, String> {
+fn billing_count(tres: &str) -> Result<Option<f64>, NotBilling> {
     let Some((_, value)) = tres
         .split(',')
         .filter_map(|item| item.split_once('='))
@@ -433,11 +433,14 @@ fn billing_count(tres: &str) -> Result<Option<f64>, String> {
         Ok(count) if count.is_finite() && (0.0..=MAX_TRES_COUNT).contains(&count) => {
             Ok(Some(count))
         }
-        _ => Err(format!(
-            "billing=`{value}` is not a count from 0 to {MAX_TRES_COUNT:e}"
-        )),
+        _ => Err(NotBilling(value.to_string())),
     }
 }
+
+/// A `billing=` value that is not a count from 0 to `MAX_TRES_COUNT`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("billing=`{0}` is not a count from 0 to {max:e}", max = MAX_TRES_COUNT)]
+struct NotBilling(String);
 
 /// Each account's charge: the largest amount (TRES-seconds) and the earliest
 /// end any reading gives it.

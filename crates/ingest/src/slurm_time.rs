@@ -17,35 +17,66 @@ use chrono::{DateTime, Local, LocalResult, NaiveDate, NaiveDateTime, TimeZone};
 
 use fairflow_model::Time;
 
+/// Why a text is not a time (each message names the text as given).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TimeError {
+    /// A local time skipped when daylight saving starts.
+    #[error("`{0}` does not exist in the time zone (a daylight-saving gap)")]
+    DaylightSavingGap(NaiveDateTime),
+    /// Not Slurm's `YYYY-MM-DDTHH:MM:SS`.
+    #[error("`{0}` is not a time YYYY-MM-DDTHH:MM:SS")]
+    NotSlurmTime(String),
+    /// `now` followed by neither `+` nor `-`.
+    #[error("`{0}`: expected now, now+COUNT[UNIT] or now-COUNT[UNIT]")]
+    NotNowOffset(String),
+    /// `now+` or `now-` without a count.
+    #[error("`{0}`: a count must follow the sign")]
+    NoCount(String),
+    /// `now±COUNT` with a unit Slurm does not know.
+    #[error("`{text}`: unknown unit `{unit}` (seconds, minutes, hours, days or weeks)")]
+    UnknownUnit {
+        /// The whole text.
+        text: String,
+        /// The unit given.
+        unit: String,
+    },
+    /// `now±COUNT[UNIT]` beyond the range of times.
+    #[error("`{0}` is out of range")]
+    OutOfRange(String),
+    /// None of the forms of a command-line time.
+    #[error(
+        "`{0}` is not a time: use Unix seconds, now[+-COUNT[UNIT]] or YYYY-MM-DD[THH:MM[:SS]]"
+    )]
+    NotTimeArg(String),
+}
+
 /// Words Slurm prints for "no time".
 const NO_TIME: [&str; 5] = ["Unknown", "None", "N/A", "0", "(null)"];
 
 /// The Unix seconds of a local date and time in `tz`. An ambiguous time (the
 /// hour repeated when daylight saving ends) is the earlier instant; a time
 /// that does not exist (skipped when it starts) is an error.
-pub fn local_to_unix<Tz: TimeZone>(naive: NaiveDateTime, tz: &Tz) -> Result<Time, String> {
+pub fn local_to_unix<Tz: TimeZone>(naive: NaiveDateTime, tz: &Tz) -> Result<Time, TimeError> {
     match tz.from_local_datetime(&naive) {
         LocalResult::Single(t) => Ok(t.timestamp()),
         LocalResult::Ambiguous(earlier, _) => Ok(earlier.timestamp()),
-        LocalResult::None => Err(format!(
-            "`{naive}` does not exist in the time zone (a daylight-saving gap)"
-        )),
+        LocalResult::None => Err(TimeError::DaylightSavingGap(naive)),
     }
 }
 
 /// Parse Slurm's `YYYY-MM-DDTHH:MM:SS` in `tz`; Slurm's words for no time
 /// (`Unknown`, `None`, `N/A`, `0`, `(null)`) give `None`.
-pub fn parse_slurm_time_in<Tz: TimeZone>(text: &str, tz: &Tz) -> Result<Option<Time>, String> {
+pub fn parse_slurm_time_in<Tz: TimeZone>(text: &str, tz: &Tz) -> Result<Option<Time>, TimeError> {
     if NO_TIME.contains(&text) {
         return Ok(None);
     }
     let naive = NaiveDateTime::parse_from_str(text, "%Y-%m-%dT%H:%M:%S")
-        .map_err(|_| format!("`{text}` is not a time YYYY-MM-DDTHH:MM:SS"))?;
+        .map_err(|_| TimeError::NotSlurmTime(text.to_string()))?;
     local_to_unix(naive, tz).map(Some)
 }
 
 /// [`parse_slurm_time_in`] the site's zone (`TZ`, else the system's).
-pub fn parse_site_time(text: &str) -> Result<Option<Time>, String> {
+pub fn parse_site_time(text: &str) -> Result<Option<Time>, TimeError> {
     parse_slurm_time_in(text, &Local)
 }
 
@@ -84,7 +115,7 @@ fn unit_secs(unit: &str) -> Option<i64> {
 /// A time given on the command line, in `tz`, with `now` as the current time:
 /// Unix seconds (`1700000000`), `now`, `now-1hour`, `now+30minutes`,
 /// `2026-11-24T10:00:00`, `2026-11-24T10:00` or `2026-11-24` (midnight).
-pub fn parse_time_arg_in<Tz: TimeZone>(text: &str, now: Time, tz: &Tz) -> Result<Time, String> {
+pub fn parse_time_arg_in<Tz: TimeZone>(text: &str, now: Time, tz: &Tz) -> Result<Time, TimeError> {
     let text = text.trim();
     if let Ok(seconds) = text.parse::<Time>() {
         return Ok(seconds);
@@ -96,28 +127,22 @@ pub fn parse_time_arg_in<Tz: TimeZone>(text: &str, now: Time, tz: &Tz) -> Result
         let (sign, rest) = match rest.as_bytes()[0] {
             b'+' => (1, &rest[1..]),
             b'-' => (-1, &rest[1..]),
-            _ => {
-                return Err(format!(
-                    "`{text}`: expected now, now+COUNT[UNIT] or now-COUNT[UNIT]"
-                ))
-            }
+            _ => return Err(TimeError::NotNowOffset(text.to_string())),
         };
         let digits = rest
             .find(|c: char| !c.is_ascii_digit())
             .unwrap_or(rest.len());
         let count: i64 = rest[..digits]
             .parse()
-            .map_err(|_| format!("`{text}`: a count must follow the sign"))?;
-        let unit = unit_secs(&rest[digits..]).ok_or_else(|| {
-            format!(
-                "`{text}`: unknown unit `{}` (seconds, minutes, hours, days or weeks)",
-                &rest[digits..]
-            )
+            .map_err(|_| TimeError::NoCount(text.to_string()))?;
+        let unit = unit_secs(&rest[digits..]).ok_or_else(|| TimeError::UnknownUnit {
+            text: text.to_string(),
+            unit: rest[digits..].to_string(),
         })?;
         return count
             .checked_mul(unit)
             .and_then(|offset| now.checked_add(sign * offset))
-            .ok_or_else(|| format!("`{text}` is out of range"));
+            .ok_or_else(|| TimeError::OutOfRange(text.to_string()));
     }
     let naive = ["%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M"]
         .iter()
@@ -127,16 +152,12 @@ pub fn parse_time_arg_in<Tz: TimeZone>(text: &str, now: Time, tz: &Tz) -> Result
                 .ok()
                 .and_then(|d| d.and_hms_opt(0, 0, 0))
         })
-        .ok_or_else(|| {
-            format!(
-                "`{text}` is not a time: use Unix seconds, now[+-COUNT[UNIT]] or YYYY-MM-DD[THH:MM[:SS]]"
-            )
-        })?;
+        .ok_or_else(|| TimeError::NotTimeArg(text.to_string()))?;
     local_to_unix(naive, tz)
 }
 
 /// [`parse_time_arg_in`] the site's zone, relative to the clock's now.
-pub fn parse_time_arg(text: &str) -> Result<Time, String> {
+pub fn parse_time_arg(text: &str) -> Result<Time, TimeError> {
     parse_time_arg_in(text, Local::now().timestamp(), &Local)
 }
 

@@ -23,6 +23,8 @@ use crate::check::check_event;
 use crate::reader::LogLine;
 use crate::Rejection;
 
+mod read;
+
 /// What an SWF header says about the trace.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SwfHeader {
@@ -55,240 +57,26 @@ const FIELD_NAMES: [&str; 18] = [
     "think time",
 ];
 
-// size: one pass over SWF's 18 fields and header comments; split pending (issue 38)
 /// Convert an SWF trace into log lines: events (each carrying its SWF line
 /// number) in time order, and rejections for malformed job lines.
 pub fn convert_swf<R: BufRead>(reader: R) -> Result<Vec<LogLine>, std::io::Error> {
-    let mut header = SwfHeader::default();
-    let mut jobs: Vec<(u64, [i64; 18])> = Vec::new();
-    let mut lines = Vec::new();
-    for (index, text) in reader.lines().enumerate() {
-        let line = index as u64 + 1;
-        let text = match text {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
-                lines.push(LogLine {
-                    line,
-                    event: Err(Rejection::new(line, None, "not valid UTF-8")),
-                });
-                continue;
-            }
-            Err(e) => return Err(e),
-        };
-        let text = text.trim();
-        if let Some(comment) = text.strip_prefix(';') {
-            if let Some((key, value)) = comment.split_once(':') {
-                let value = value.trim();
-                match key.trim() {
-                    "UnixStartTime" => {
-                        header.unix_start_time = value
-                            .parse()
-                            .ok()
-                            .filter(|t| time_in_range(*t))
-                            .unwrap_or(0)
-                    }
-                    // Sizes beyond what a TRES count holds are taken as unknown.
-                    "MaxNodes" => header.max_nodes = parse_size(value),
-                    "MaxProcs" => header.max_procs = parse_size(value),
-                    _ => {}
-                }
-            }
-            continue;
-        }
-        if text.is_empty() {
-            continue;
-        }
-        let fields: Vec<&str> = text.split_whitespace().collect();
-        if fields.len() != 18 {
-            lines.push(LogLine {
-                line,
-                event: Err(Rejection::new(
-                    line,
-                    None,
-                    format!("an SWF job line has 18 fields, this has {}", fields.len()),
-                )),
-            });
-            continue;
-        }
-        let mut values = [0i64; 18];
-        let mut bad = None;
-        for (i, field) in fields.iter().enumerate() {
-            match field.parse::<f64>() {
-                Ok(v) if v.is_finite() => values[i] = v as i64,
-                _ => {
-                    bad = Some(i);
-                    break;
-                }
-            }
-        }
-        if let Some(i) = bad {
-            lines.push(LogLine {
-                line,
-                event: Err(Rejection::new(
-                    line,
-                    Some(FIELD_NAMES[i]),
-                    format!("`{}` is not a number", fields[i]),
-                )),
-            });
-            continue;
-        }
-        jobs.push((line, values));
-    }
-
-    let base = header.unix_start_time;
-    let mut events: Vec<(Time, u64, Event)> = Vec::new();
+    let read::SwfTrace {
+        header,
+        mut jobs,
+        mut lines,
+    } = read::read_swf(reader)?;
     // By submit time, then line: creations come before their first job.
     jobs.sort_by_key(|(line, v)| (v[1], *line));
-    let first_submit = jobs
-        .iter()
-        .filter_map(|(_, v)| base.checked_add(v[1].max(0)).filter(|t| time_in_range(*t)))
-        .min()
-        .unwrap_or(base);
-    let procs = header.max_procs.or(header.max_nodes).unwrap_or(1);
-    let nodes = header.max_nodes.unwrap_or(procs);
-    events.push((
-        first_submit,
-        0,
-        Event {
-            t: first_submit,
-            op: Op::Cluster {
-                nodes,
-                tres: TresCounts::from([("cpu".to_string(), procs as f64)]),
-            },
-        },
-    ));
-    let mut known_groups = BTreeSet::new();
-    let mut known_users = BTreeSet::new();
-    let mut known_jobs: BTreeMap<i64, u64> = BTreeMap::new();
+    let mut events = vec![cluster_event(&header, &jobs)];
+    let mut known = Known::default();
     for (line, v) in jobs {
-        let reject = |field: usize, reason: &str| LogLine {
-            line,
-            event: Err(Rejection::new(
+        match job_events(header.unix_start_time, line, &v, &mut known) {
+            Ok(job) => events.extend(job),
+            Err(rejection) => lines.push(LogLine {
                 line,
-                Some(FIELD_NAMES[field]),
-                reason.to_string(),
-            )),
-        };
-        if v[1] < 0 {
-            lines.push(reject(1, "a job needs a submit time"));
-            continue;
+                event: Err(rejection),
+            }),
         }
-        let cpus = if v[4] > 0 { v[4] } else { v[7] };
-        if cpus <= 0 {
-            lines.push(reject(
-                4,
-                "neither allocated nor requested processors are known",
-            ));
-            continue;
-        }
-        if cpus as f64 > MAX_TRES_COUNT {
-            lines.push(reject(4, &format!("{cpus} processors is out of range")));
-            continue;
-        }
-        if v[8] > 0 && v[8] as u64 > MAX_DURATION_SECS {
-            lines.push(reject(8, &format!("{} s is out of range", v[8])));
-            continue;
-        }
-        let Some((submit, start, end)) = job_times(base, &v) else {
-            lines.push(reject(
-                1,
-                "the submit, start or end time falls outside 1970..9999 (UnixStartTime + \
-                 submit time + wait time + run time)",
-            ));
-            continue;
-        };
-        if let Some(first) = known_jobs.get(&v[0]) {
-            lines.push(reject(
-                0,
-                &format!("job {} is already on line {first}", v[0]),
-            ));
-            continue;
-        }
-        known_jobs.insert(v[0], line);
-        let (user, group) = (v[11], v[12]);
-        let account = format!("g{}", group.max(0));
-        let user = format!("u{}", user.max(0));
-        if known_groups.insert(account.clone()) {
-            events.push((
-                submit,
-                line,
-                Event {
-                    t: submit,
-                    op: Op::Account {
-                        name: account.clone(),
-                        parent: None,
-                        shares: Some(Shares::Value(1)),
-                        priority: None,
-                    },
-                },
-            ));
-        }
-        if known_users.insert((account.clone(), user.clone())) {
-            events.push((
-                submit,
-                line,
-                Event {
-                    t: submit,
-                    op: Op::User {
-                        user: user.clone(),
-                        account: account.clone(),
-                        shares: Some(Shares::Value(1)),
-                        priority: None,
-                    },
-                },
-            ));
-        }
-        let job = format!("{}", v[0]);
-        let spec = JobSpec {
-            partition: (v[15] >= 0).then(|| format!("p{}", v[15])),
-            tres: Some(TresCounts::from([("cpu".to_string(), cpus as f64)])),
-            time_limit_secs: (v[8] > 0).then_some(v[8] as u64),
-            ..JobSpec::default()
-        };
-        events.push((
-            submit,
-            line,
-            Event {
-                t: submit,
-                op: Op::Submit {
-                    job: job.clone(),
-                    user,
-                    account,
-                    spec,
-                    submitted: None,
-                },
-            },
-        ));
-        let Some((start, end)) = start.zip(end) else {
-            events.push((
-                submit,
-                line,
-                Event {
-                    t: submit,
-                    op: Op::Cancel { job },
-                },
-            ));
-            continue;
-        };
-        events.push((
-            start,
-            line,
-            Event {
-                t: start,
-                op: Op::Start {
-                    job: job.clone(),
-                    tres: None,
-                },
-            },
-        ));
-        events.push((
-            end,
-            line,
-            Event {
-                t: end,
-                op: Op::End { job },
-            },
-        ));
     }
     // Stable: a job's own events, and creations before first use, keep their order.
     events.sort_by_key(|(t, _, _)| *t);
@@ -300,12 +88,160 @@ pub fn convert_swf<R: BufRead>(reader: R) -> Result<Vec<LogLine>, std::io::Error
     Ok(lines)
 }
 
-/// A header size, if it is a count a TRES can hold.
-fn parse_size(value: &str) -> Option<u64> {
-    value
-        .parse::<u64>()
-        .ok()
-        .filter(|n| *n as f64 <= MAX_TRES_COUNT)
+/// An event with its time and SWF line, for sorting into time order.
+type TimedEvent = (Time, u64, Event);
+
+/// The `cluster` event, at the first submit time: `MaxProcs` (else
+/// `MaxNodes`, else 1) CPUs on `MaxNodes` (else that many) nodes.
+fn cluster_event(header: &SwfHeader, jobs: &[(u64, [i64; 18])]) -> TimedEvent {
+    let base = header.unix_start_time;
+    let first_submit = jobs
+        .iter()
+        .filter_map(|(_, v)| base.checked_add(v[1].max(0)).filter(|t| time_in_range(*t)))
+        .min()
+        .unwrap_or(base);
+    let procs = header.max_procs.or(header.max_nodes).unwrap_or(1);
+    let nodes = header.max_nodes.unwrap_or(procs);
+    let event = Event {
+        t: first_submit,
+        op: Op::Cluster {
+            nodes,
+            tres: TresCounts::from([("cpu".to_string(), procs as f64)]),
+        },
+    };
+    (first_submit, 0, event)
+}
+
+/// The groups, users and job numbers already converted (job -> its line).
+#[derive(Default)]
+struct Known {
+    groups: BTreeSet<String>,
+    users: BTreeSet<(String, String)>,
+    jobs: BTreeMap<i64, u64>,
+}
+
+/// A job line's values that fit what the engines hold.
+struct CheckedJob {
+    /// Allocated (else requested) processors.
+    cpus: i64,
+    submit: Time,
+    /// Start and end, unless the run time is unknown.
+    run: Option<(Time, Time)>,
+}
+
+/// The CPUs, submit time and start/end times of the job on `line`, or its
+/// rejection naming the field.
+fn checked_job(
+    base: Time,
+    line: u64,
+    v: &[i64; 18],
+    known: &Known,
+) -> Result<CheckedJob, Rejection> {
+    let reject =
+        |field: usize, reason: &str| Rejection::new(line, Some(FIELD_NAMES[field]), reason);
+    if v[1] < 0 {
+        return Err(reject(1, "a job needs a submit time"));
+    }
+    let cpus = if v[4] > 0 { v[4] } else { v[7] };
+    if cpus <= 0 {
+        return Err(reject(
+            4,
+            "neither allocated nor requested processors are known",
+        ));
+    }
+    if cpus as f64 > MAX_TRES_COUNT {
+        return Err(reject(4, &format!("{cpus} processors is out of range")));
+    }
+    if v[8] > 0 && v[8] as u64 > MAX_DURATION_SECS {
+        return Err(reject(8, &format!("{} s is out of range", v[8])));
+    }
+    let Some((submit, start, end)) = job_times(base, v) else {
+        return Err(reject(
+            1,
+            "the submit, start or end time falls outside 1970..9999 (UnixStartTime + \
+             submit time + wait time + run time)",
+        ));
+    };
+    if let Some(first) = known.jobs.get(&v[0]) {
+        return Err(reject(
+            0,
+            &format!("job {} is already on line {first}", v[0]),
+        ));
+    }
+    Ok(CheckedJob {
+        cpus,
+        submit,
+        run: start.zip(end),
+    })
+}
+
+/// The events of the job on `line` (its account's and user's creation the
+/// first time each is seen, `submit`, then `start` and `end`, or `cancel`
+/// at submit when its run time is unknown), or its rejection.
+fn job_events(
+    base: Time,
+    line: u64,
+    v: &[i64; 18],
+    known: &mut Known,
+) -> Result<Vec<TimedEvent>, Rejection> {
+    let CheckedJob { cpus, submit, run } = checked_job(base, line, v, known)?;
+    known.jobs.insert(v[0], line);
+    let at = |t: Time, op: Op| (t, line, Event { t, op });
+    let mut events = Vec::new();
+    let (user, group) = (v[11], v[12]);
+    let account = format!("g{}", group.max(0));
+    let user = format!("u{}", user.max(0));
+    if known.groups.insert(account.clone()) {
+        events.push(at(
+            submit,
+            Op::Account {
+                name: account.clone(),
+                parent: None,
+                shares: Some(Shares::Value(1)),
+                priority: None,
+            },
+        ));
+    }
+    if known.users.insert((account.clone(), user.clone())) {
+        events.push(at(
+            submit,
+            Op::User {
+                user: user.clone(),
+                account: account.clone(),
+                shares: Some(Shares::Value(1)),
+                priority: None,
+            },
+        ));
+    }
+    let job = format!("{}", v[0]);
+    let spec = JobSpec {
+        partition: (v[15] >= 0).then(|| format!("p{}", v[15])),
+        tres: Some(TresCounts::from([("cpu".to_string(), cpus as f64)])),
+        time_limit_secs: (v[8] > 0).then_some(v[8] as u64),
+        ..JobSpec::default()
+    };
+    events.push(at(
+        submit,
+        Op::Submit {
+            job: job.clone(),
+            user,
+            account,
+            spec,
+            submitted: None,
+        },
+    ));
+    match run {
+        None => events.push(at(submit, Op::Cancel { job })),
+        Some((start, end)) => {
+            let starting = Op::Start {
+                job: job.clone(),
+                tres: None,
+            };
+            events.push(at(start, starting));
+            events.push(at(end, Op::End { job }));
+        }
+    }
+    Ok(events)
 }
 
 /// A job's submit time and, unless its run time is unknown, its start and end

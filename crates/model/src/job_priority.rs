@@ -16,7 +16,7 @@ use crate::priority_formula::{
     slurm_age_factor, slurm_final_priority, slurm_job_size_factor, slurm_normalize,
     slurm_priority_sum, slurm_tres_factor, JobSizeInputs, FLUX_URGENCY_DEFAULT,
 };
-use crate::report::PriorityFactor;
+use crate::report::{JobState, PriorityFactor};
 use crate::Time;
 
 /// The index of the age factor in [`slurm_job_factors`]' list.
@@ -247,6 +247,24 @@ pub fn slurm_job_priority(factors: &[PriorityFactor], site: i64, nice: i64) -> u
         .filter(|f| !matches!(f.name.as_ref(), "site" | "nice"))
         .map(|f| f.weighted);
     slurm_final_priority(slurm_priority_sum(weighted, site, nice))
+}
+
+/// A listed job's priority from the one its model `computed`: 0 while held;
+/// a pending job's under Slurm's `INCR_ONLY` (`incr_only`, false for other
+/// models) is `floored()`, the computed one raised to the job's remembered
+/// floor; else `computed`. Both engines apply it (the book for the oracle,
+/// the dataflow's records), each with its own floor memory.
+pub fn priority_as_listed(
+    state: JobState,
+    incr_only: bool,
+    computed: u64,
+    floored: impl FnOnce() -> u64,
+) -> u64 {
+    match state {
+        JobState::Held => 0,
+        JobState::Pending if incr_only => floored(),
+        _ => computed,
+    }
 }
 
 /// `slurm_job_priority(&slurm_job_factors(job, now), job.site, job.nice)`

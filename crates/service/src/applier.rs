@@ -51,7 +51,7 @@ use fairflow_ingest::{parse_event, LogLine, Rejection};
 use fairflow_store::{Checkpoints, EventLog, OpenMode};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::backend::{Backend, QueryError, QueryErrorKind};
+use crate::backend::{Backend, BackendError, QueryError, QueryErrorKind};
 use crate::budget::WriteBudget;
 use crate::exactly_once::{key_record, Keys};
 use crate::health::Health;
@@ -68,6 +68,7 @@ use handle::shutting_down;
 pub use handle::{
     parse_body, tally, ApplierConfig, ApplierHandle, Command, RecoveryReport, WriteError,
 };
+pub use recovery::RecoveryError;
 use recovery::{bring_up, guarded, panic_message, PROBE_RECORD};
 
 /// A write waiting in a commit group.
@@ -121,11 +122,10 @@ impl<B: Backend> Applier<B> {
         backend: B,
         config: ApplierConfig,
         metrics: Arc<Metrics>,
-    ) -> Result<(Self, RecoveryReport), String> {
+    ) -> Result<(Self, RecoveryReport), RecoveryError> {
         let mut backend = backend;
-        fairflow_store::private_dir(&config.data_dir).map_err(|e| e.to_string())?;
-        let initial = guarded(|| backend.snapshot())
-            .map_err(|e| format!("the engine cannot write its empty state: {e}"))?;
+        fairflow_store::private_dir(&config.data_dir)?;
+        let initial = guarded(|| backend.snapshot()).map_err(RecoveryError::EmptyState)?;
         let checkpoints = Checkpoints::new(config.data_dir.join("checkpoints"));
         let mode = if config.recover {
             OpenMode::Recover
@@ -133,7 +133,7 @@ impl<B: Backend> Applier<B> {
             OpenMode::Strict
         };
         let (mut log, recovery) = EventLog::open_with(config.data_dir.join("log"), mode)
-            .map_err(|e| format!("the durable log cannot be opened: {e}"))?;
+            .map_err(RecoveryError::OpenLog)?;
         let mut report = RecoveryReport {
             truncated_bytes: recovery.truncated_bytes,
             ..RecoveryReport::default()
@@ -211,7 +211,7 @@ impl<B: Backend> Applier<B> {
         self.metrics.engine_rebuilds.inc();
         let started = Instant::now();
         let rebuilt = EventLog::open(self.config.data_dir.join("log"))
-            .map_err(|e| e.to_string())
+            .map_err(RecoveryError::Store)
             .and_then(|(mut log, recovery)| {
                 let (sequence, done) = bring_up(
                     &mut self.backend,
@@ -350,7 +350,13 @@ impl<B: Backend> Applier<B> {
     fn apply_write(
         &mut self,
         write: PendingWrite,
-    ) -> Result<AppliedWrite, (String, oneshot::Sender<Result<WriteOutcome, WriteError>>)> {
+    ) -> Result<
+        AppliedWrite,
+        (
+            BackendError,
+            oneshot::Sender<Result<WriteOutcome, WriteError>>,
+        ),
+    > {
         let PendingWrite {
             mut lines,
             key,
@@ -654,7 +660,7 @@ pub fn start<B: Backend>(
     backend: B,
     config: ApplierConfig,
     metrics: Arc<Metrics>,
-) -> Result<(ApplierHandle, RecoveryReport, std::thread::JoinHandle<()>), String> {
+) -> Result<(ApplierHandle, RecoveryReport, std::thread::JoinHandle<()>), RecoveryError> {
     let (applier, report) = Applier::recover(backend, config.clone(), metrics)?;
     let health = applier.health.clone();
     let (sender, receiver) = mpsc::channel(config.queue_capacity.max(1));
@@ -674,7 +680,7 @@ pub fn start<B: Backend>(
                 }
             }
         })
-        .map_err(|e| format!("cannot start the applier thread: {e}"))?;
+        .map_err(RecoveryError::Thread)?;
     let handle = ApplierHandle {
         sender,
         health,

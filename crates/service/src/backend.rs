@@ -272,17 +272,33 @@ pub struct Gauges {
 /// events the backend applied on its own, each with the line it went before.
 pub type AppliedOwn = (Vec<Rejection>, Vec<(u64, fairflow_model::Event)>);
 
+/// Why a [`Backend`] call failed: the engine's state is unknown, and the
+/// applier rebuilds it from the durable state. Its text is the cause's own.
+#[derive(Debug, thiserror::Error)]
+pub enum BackendError {
+    /// The engine failed (applying, writing or restoring its state).
+    #[error(transparent)]
+    Engine(#[from] fairflow_engine::EngineError),
+    /// The engine panicked; the panic's message.
+    #[error("the engine panicked: {0}")]
+    Panicked(String),
+    /// A backend other than the engine's failed (one a test or an embedder
+    /// drives); what it says.
+    #[error("{0}")]
+    Other(String),
+}
+
 /// An engine the service can drive.
 pub trait Backend: Send + 'static {
     /// Validate and apply a batch, in order; returns the rejected lines. An
     /// error means the engine failed: its state is unknown, and the applier
     /// rebuilds it from the durable state ([`Backend::restore`] and replay).
-    fn apply(&mut self, lines: Vec<LogLine>) -> Result<Vec<Rejection>, String>;
+    fn apply(&mut self, lines: Vec<LogLine>) -> Result<Vec<Rejection>, BackendError>;
     /// [`Backend::apply`], with the events the backend applied on its own
     /// among the lines (the fair-share history's `tick`s, `history`), each
     /// with the line it was applied just before: the applier logs them
     /// there, so that a replay of the log applies them too. By default none.
-    fn apply_logging_own(&mut self, lines: Vec<LogLine>) -> Result<AppliedOwn, String> {
+    fn apply_logging_own(&mut self, lines: Vec<LogLine>) -> Result<AppliedOwn, BackendError> {
         Ok((self.apply(lines)?, Vec::new()))
     }
     /// Answer a read as text in the asked form (the same content as the command's).
@@ -293,9 +309,9 @@ pub trait Backend: Send + 'static {
         self.query(query).map(Answer::Text)
     }
     /// The whole state, for a checkpoint; an error means the engine failed.
-    fn snapshot(&mut self) -> Result<Vec<u8>, String>;
+    fn snapshot(&mut self) -> Result<Vec<u8>, BackendError>;
     /// Replace the state by a snapshot.
-    fn restore(&mut self, snapshot: &[u8]) -> Result<(), String>;
+    fn restore(&mut self, snapshot: &[u8]) -> Result<(), BackendError>;
     /// Current gauges.
     fn gauges(&mut self) -> Gauges;
     /// The engine answering (`incremental`, `batch`), for the operator.

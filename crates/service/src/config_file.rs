@@ -5,6 +5,43 @@
 //! by [`MAX_CONFIG_BYTES`]). Every bad key or value is an error naming the
 //! key and why; nothing here panics on input.
 
+/// Why a serve config file's settings are not serve flags (each but the
+/// TOML parser's names the key).
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigFileError {
+    /// Not a TOML table.
+    #[error("{0}")]
+    Toml(#[from] toml::de::Error),
+    /// A key that is not a flag of `serve`.
+    #[error("unknown key `{key}` (the keys are serve's flags: {known})")]
+    UnknownKey {
+        /// The key.
+        key: String,
+        /// The keys there are, comma-separated.
+        known: String,
+    },
+    /// A switch's value is not a boolean.
+    #[error("key `{key}`: must be true or false")]
+    NotBoolean {
+        /// The key.
+        key: String,
+    },
+    /// A value that is not a string or a number.
+    #[error("key `{key}`: must be a string or a number")]
+    NotScalar {
+        /// The key.
+        key: String,
+    },
+    /// A value the flag's own parser refuses.
+    #[error("key `{key}`: {reason}")]
+    BadValue {
+        /// The key.
+        key: String,
+        /// The parser's reason.
+        reason: String,
+    },
+}
+
 /// The largest serve config file read.
 pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
 
@@ -13,8 +50,8 @@ pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
 /// string, number or boolean value (`true` gives a switch, `false` leaves it
 /// off). Each value is checked by its flag's own parser, so a bad value is
 /// named by its key.
-pub fn config_tokens(text: &str, serve: &clap::Command) -> Result<Vec<String>, String> {
-    let table: toml::Table = text.parse().map_err(|e: toml::de::Error| e.to_string())?;
+pub fn config_tokens(text: &str, serve: &clap::Command) -> Result<Vec<String>, ConfigFileError> {
+    let table: toml::Table = text.parse()?;
     let flags: Vec<&clap::Arg> = serve
         .get_arguments()
         .filter(|a| a.get_long().is_some_and(|l| l != "config"))
@@ -30,10 +67,10 @@ pub fn config_tokens(text: &str, serve: &clap::Command) -> Result<Vec<String>, S
     for (key, value) in &table {
         let long = key.replace('_', "-");
         let Some(flag) = flags.iter().find(|a| a.get_long() == Some(long.as_str())) else {
-            return Err(format!(
-                "unknown key `{key}` (the keys are serve's flags: {})",
-                known()
-            ));
+            return Err(ConfigFileError::UnknownKey {
+                key: key.clone(),
+                known: known(),
+            });
         };
         let switch = !flag.get_action().takes_values();
         match value {
@@ -42,26 +79,30 @@ pub fn config_tokens(text: &str, serve: &clap::Command) -> Result<Vec<String>, S
                     tokens.push(format!("--{long}"));
                 }
             }
-            _ if switch => return Err(format!("key `{key}`: must be true or false")),
+            _ if switch => return Err(ConfigFileError::NotBoolean { key: key.clone() }),
             toml::Value::String(_) | toml::Value::Integer(_) | toml::Value::Float(_) => {
                 let text = match value {
                     toml::Value::String(text) => text.clone(),
                     other => other.to_string(),
                 };
-                check_flag_value(serve, flag, &text)
-                    .map_err(|reason| format!("key `{key}`: {reason}"))?;
+                if let Some(reason) = flag_value_refusal(serve, flag, &text) {
+                    return Err(ConfigFileError::BadValue {
+                        key: key.clone(),
+                        reason,
+                    });
+                }
                 tokens.extend([format!("--{long}"), text]);
             }
-            _ => return Err(format!("key `{key}`: must be a string or a number")),
+            _ => return Err(ConfigFileError::NotScalar { key: key.clone() }),
         }
     }
     Ok(tokens)
 }
 
-/// Whether `text` is a value `flag` takes, by the flag's own parser, so a
-/// config file's bad value is named by its key rather than by a flag the
-/// user never typed; the parser's reason otherwise.
-fn check_flag_value(command: &clap::Command, flag: &clap::Arg, text: &str) -> Result<(), String> {
+/// Why `text` is not a value `flag` takes, by the flag's own parser (the
+/// first line of its message), so a config file's bad value is named by its
+/// key rather than by a flag the user never typed; `None` when it is one.
+fn flag_value_refusal(command: &clap::Command, flag: &clap::Arg, text: &str) -> Option<String> {
     let long = format!("--{}", flag.get_long().unwrap_or_default());
     let parsed = command
         .clone()
@@ -77,8 +118,8 @@ fn check_flag_value(command: &clap::Command, flag: &clap::Arg, text: &str) -> Re
         {
             let rendered = error.to_string();
             let first = rendered.lines().next().unwrap_or_default();
-            Err(first.strip_prefix("error: ").unwrap_or(first).to_string())
+            Some(first.strip_prefix("error: ").unwrap_or(first).to_string())
         }
-        _ => Ok(()),
+        _ => None,
     }
 }

@@ -23,7 +23,7 @@ use fairflow_model::report::{
 };
 use fairflow_serve::sprio::SprioRows;
 
-use crate::backend::{Answer, AppliedOwn, Backend, Gauges, Query, QueryError};
+use crate::backend::{Answer, AppliedOwn, Backend, BackendError, Gauges, Query, QueryError};
 use crate::held_tables::{HeldTables, SharedTable};
 
 /// An engine serving the service.
@@ -246,13 +246,13 @@ fn text(render: impl FnOnce() -> String + Send + 'static) -> Answer {
 }
 
 impl Backend for EngineBackend {
-    fn apply(&mut self, lines: Vec<LogLine>) -> Result<Vec<Rejection>, String> {
+    fn apply(&mut self, lines: Vec<LogLine>) -> Result<Vec<Rejection>, BackendError> {
         // A replay: the ticks a step applies are in the log already (or,
         // in a log written without them, cannot be logged now).
         Ok(self.apply_logging_own(lines)?.0)
     }
 
-    fn apply_logging_own(&mut self, lines: Vec<LogLine>) -> Result<AppliedOwn, String> {
+    fn apply_logging_own(&mut self, lines: Vec<LogLine>) -> Result<AppliedOwn, BackendError> {
         self.priorities = None;
         self.table = None;
         let applied = match &mut self.history {
@@ -264,7 +264,7 @@ impl Backend for EngineBackend {
                 .apply(lines)
                 .map(|rejected| (rejected, Vec::new())),
         };
-        applied.map_err(|e| e.to_string())
+        Ok(applied?)
     }
 
     fn query(&mut self, query: &Query) -> Result<String, QueryError> {
@@ -448,14 +448,14 @@ impl Backend for EngineBackend {
         })
     }
 
-    fn snapshot(&mut self) -> Result<Vec<u8>, String> {
-        self.engine.snapshot().map_err(|e| e.to_string())
+    fn snapshot(&mut self) -> Result<Vec<u8>, BackendError> {
+        Ok(self.engine.snapshot()?)
     }
 
-    fn restore(&mut self, snapshot: &[u8]) -> Result<(), String> {
+    fn restore(&mut self, snapshot: &[u8]) -> Result<(), BackendError> {
         self.priorities = None;
         self.table = None;
-        self.engine.restore(snapshot).map_err(|e| e.to_string())
+        Ok(self.engine.restore(snapshot)?)
     }
 
     fn engine_name(&self) -> &'static str {

@@ -43,9 +43,10 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
+use fairflow_ingest::slurm_live::command::CommandError;
 use fairflow_ingest::slurm_live::diff::PollWindow;
 use fairflow_ingest::slurm_live::jobs::{JobTable, LiveJob};
-use fairflow_ingest::slurm_live::policy::Policy;
+use fairflow_ingest::slurm_live::policy::{Policy, PolicyEventError};
 use fairflow_ingest::slurm_live::{
     poll_events, reconcile_usage, Poll, PollReading, SlurmCommands, SlurmPosition, TextHashes,
 };
@@ -53,7 +54,7 @@ use fairflow_ingest::LogLine;
 use fairflow_model::{Event, Time};
 
 use crate::applier::{ApplierHandle, WriteError};
-use crate::backend::{Answer, Query};
+use crate::backend::{Answer, Query, QueryError};
 use crate::clock::wall_secs;
 use crate::metrics::Metrics;
 use crate::taps::cursor::TapCursor;
@@ -119,16 +120,65 @@ struct Follower {
     until_full: u32,
 }
 
+/// Why a poll applied nothing (or, for a refused write, perhaps part of
+/// itself: the next poll compares with the engine).
+#[derive(Debug, thiserror::Error)]
+pub enum PollError {
+    /// A Slurm command failed or printed what cannot be read.
+    #[error(transparent)]
+    Command(#[from] CommandError),
+    /// The thread running the commands failed.
+    #[error("the poll's thread failed: {0}")]
+    Thread(tokio::task::JoinError),
+    /// The engine's jobs cannot be read.
+    #[error("reading the engine's jobs: {0}")]
+    EngineJobs(QueryError),
+    /// A line of the engine's jobs has no tab.
+    #[error("the engine's job line {line} has no tab")]
+    NoTab {
+        /// The line, from 1.
+        line: usize,
+    },
+    /// A line of the engine's jobs is not a job.
+    #[error("the engine's job line {line}: {source}")]
+    EngineJob {
+        /// The line, from 1.
+        line: usize,
+        /// The decoder's error.
+        source: serde_json::Error,
+    },
+    /// Fairflow's usage cannot be read.
+    #[error("reading fairflow's usage: {0}")]
+    Usage(QueryError),
+    /// The engine answered the usage read with something else.
+    #[error("reading fairflow's usage: the engine answered no table")]
+    NoTable,
+    /// A policy entry is not a valid event.
+    #[error(transparent)]
+    Policy(#[from] PolicyEventError),
+    /// The applied policy's side file cannot be written.
+    #[error("saving the applied policy: {0}")]
+    SavePolicy(policy_file::PolicyFileError),
+    /// The service is stopping.
+    #[error("the service is stopping")]
+    Stopping,
+    /// The service refused a write.
+    #[error("write refused: {0}")]
+    Refused(WriteError),
+}
+
 /// The engine's jobs (`Query::JobPhases`): one a line, its id, its phase,
 /// and its user, account, submit time, start time and spec as JSON.
-fn read_engine_jobs(text: &str) -> Result<HashMap<String, LiveJob>, String> {
+fn read_engine_jobs(text: &str) -> Result<HashMap<String, LiveJob>, PollError> {
     let mut jobs = HashMap::new();
     for (index, line) in text.lines().enumerate() {
         let (id, json) = line
             .split_once('\t')
-            .ok_or_else(|| format!("the engine's job line {} has no tab", index + 1))?;
-        let job: LiveJob = serde_json::from_str(json)
-            .map_err(|e| format!("the engine's job line {}: {e}", index + 1))?;
+            .ok_or(PollError::NoTab { line: index + 1 })?;
+        let job: LiveJob = serde_json::from_str(json).map_err(|source| PollError::EngineJob {
+            line: index + 1,
+            source,
+        })?;
         jobs.insert(id.to_string(), job);
     }
     Ok(jobs)
@@ -147,13 +197,13 @@ fn usage_hash(usage: &[((String, Option<String>), f64)]) -> u64 {
 /// Fairflow's raw usage per association.
 async fn fairflow_usage(
     applier: &ApplierHandle,
-) -> Result<BTreeMap<(String, Option<String>), u64>, String> {
+) -> Result<BTreeMap<(String, Option<String>), u64>, PollError> {
     let answer = applier
         .read_answer(Query::FairshareTable)
         .await
-        .map_err(|e| format!("reading fairflow's usage: {e}"))?;
+        .map_err(PollError::Usage)?;
     let Answer::FairshareTable { table, .. } = answer else {
-        return Err("reading fairflow's usage: the engine answered no table".to_string());
+        return Err(PollError::NoTable);
     };
     Ok(table
         .rows
@@ -165,7 +215,7 @@ async fn fairflow_usage(
 impl Follower {
     /// Run the commands off the runtime: the table goes with them (its
     /// lines are marked seen) and comes back.
-    async fn read(&mut self, finished_since: Option<Time>) -> Result<PollReading, String> {
+    async fn read(&mut self, finished_since: Option<Time>) -> Result<PollReading, PollError> {
         let mut table = std::mem::take(&mut self.jobs);
         let settings = self.settings.clone();
         let texts = self.texts;
@@ -180,9 +230,9 @@ impl Follower {
             (table, reading)
         })
         .await
-        .map_err(|e| format!("the poll's thread failed: {e}"))?;
+        .map_err(PollError::Thread)?;
         self.jobs = table;
-        reading.map_err(|e| e.to_string())
+        Ok(reading?)
     }
 
     /// The reconciliation's events, if Slurm's usage changed since the last
@@ -192,7 +242,7 @@ impl Follower {
         applier: &ApplierHandle,
         reading: &PollReading,
         t: Time,
-    ) -> Result<(Option<u64>, Option<Vec<Event>>), String> {
+    ) -> Result<(Option<u64>, Option<Vec<Event>>), PollError> {
         let last_pass = self.position.as_ref().and_then(|p| p.usage_pass);
         let Some(usage) = &reading.usage else {
             return Ok((last_pass, None));
@@ -218,7 +268,11 @@ impl Follower {
 
     /// One poll: read, diff, write with the cursor, then remember. The error
     /// is logged by the caller; nothing is remembered then.
-    async fn poll(&mut self, applier: &ApplierHandle, metrics: &Metrics) -> Result<usize, String> {
+    async fn poll(
+        &mut self,
+        applier: &ApplierHandle,
+        metrics: &Metrics,
+    ) -> Result<usize, PollError> {
         let listed_at = wall_secs();
         let finished_since = self
             .position
@@ -230,12 +284,12 @@ impl Follower {
             let text = applier
                 .read(Query::JobPhases)
                 .await
-                .map_err(|e| format!("reading the engine's jobs: {e}"))?;
+                .map_err(PollError::EngineJobs)?;
             Some(read_engine_jobs(&text)?)
         } else {
             None
         };
-        let gauges = applier.gauges().await.ok_or("the service is stopping")?;
+        let gauges = applier.gauges().await.ok_or(PollError::Stopping)?;
         let submitted_through = self.position.as_ref().and_then(|p| p.submitted_through);
         // Nothing before fairflow's time nor before the last poll read
         // squeue; a first poll has nothing to date earlier than itself.
@@ -273,7 +327,7 @@ impl Follower {
         if saved_policy {
             let policy = reading.policy.as_ref().unwrap_or(&self.policy);
             policy_file::save(&self.data_dir, policy, policy_digest)
-                .map_err(|e| format!("saving the applied policy: {e}"))?;
+                .map_err(PollError::SavePolicy)?;
         }
         let written = events.len();
         let unchanged = self
@@ -373,7 +427,7 @@ async fn write_poll(
     events: Vec<Event>,
     cursor: TapCursor,
     batch: usize,
-) -> Result<usize, String> {
+) -> Result<usize, PollError> {
     let mut lines = event_lines(events);
     let mut rejected = 0;
     loop {
@@ -386,8 +440,8 @@ async fn write_poll(
         };
         match written {
             Ok(outcome) => rejected += outcome.rejected.len(),
-            Err(WriteError::Stopped) => return Err("the service is stopping".into()),
-            Err(e) => return Err(format!("write refused: {e}")),
+            Err(WriteError::Stopped) => return Err(PollError::Stopping),
+            Err(e) => return Err(PollError::Refused(e)),
         }
         if lines.is_empty() {
             return Ok(rejected);
@@ -456,7 +510,7 @@ pub async fn follow_slurm(
                     tap = FOLLOW_SLURM_TAP,
                     "poll failed, nothing applied: {reason}"
                 );
-                last_error = Some(reason);
+                last_error = Some(reason.to_string());
             }
         }
         let last_good = metrics.slurm.last_good_poll.load(Ordering::Relaxed);

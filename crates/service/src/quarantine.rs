@@ -21,9 +21,31 @@ pub struct Quarantine {
     dir: PathBuf,
 }
 
-fn io(what: &str, path: &Path) -> impl FnOnce(std::io::Error) -> String {
-    let context = format!("{what} {}", path.display());
-    move |e| format!("{context}: {e}")
+/// Why the quarantine cannot be read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum QuarantineError {
+    /// Its directory cannot be made private.
+    #[error(transparent)]
+    Store(#[from] fairflow_store::StoreError),
+    /// A file or the directory cannot be read or written.
+    #[error("{action} {}: {source}", .path.display())]
+    Io {
+        /// `reading`, `writing`.
+        action: &'static str,
+        /// The file or directory.
+        path: PathBuf,
+        /// The system's error.
+        source: std::io::Error,
+    },
+}
+
+fn io(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> QuarantineError {
+    let path = path.to_path_buf();
+    move |source| QuarantineError::Io {
+        action,
+        path,
+        source,
+    }
 }
 
 impl Quarantine {
@@ -40,7 +62,7 @@ impl Quarantine {
     }
 
     /// The sequence numbers of quarantined records.
-    pub fn records(&self) -> Result<BTreeSet<u64>, String> {
+    pub fn records(&self) -> Result<BTreeSet<u64>, QuarantineError> {
         let entries = match std::fs::read_dir(&self.dir) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeSet::new()),
             Err(e) => return Err(io("reading", &self.dir)(e)),
@@ -66,8 +88,8 @@ impl Quarantine {
         sequence: u64,
         record: &[u8],
         reason: &str,
-    ) -> Result<PathBuf, String> {
-        fairflow_store::private_dir(&self.dir).map_err(|e| e.to_string())?;
+    ) -> Result<PathBuf, QuarantineError> {
+        fairflow_store::private_dir(&self.dir)?;
         let path = self.dir.join(format!("record-{sequence}.jsonl"));
         let mut body = record.to_vec();
         body.extend_from_slice(format!("\n# {}\n", reason.replace('\n', " ")).as_bytes());

@@ -18,9 +18,54 @@ use crate::backend::Backend;
 use crate::clock::{EventLead, WallClock, JUMP_ACCEPT_AFTER_SECS};
 use crate::http::{self, HttpConfig};
 use crate::metrics::Metrics;
-use crate::taps::cursor::TapPosition;
-use crate::taps::{self, StreamLimits, StreamSlots};
+use crate::taps::StreamLimits;
 use crate::ticks;
+
+mod tasks;
+
+/// Why the service did not start, or stopped failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ServiceError {
+    /// The async runtime cannot start.
+    #[error("cannot start the runtime: {0}")]
+    Runtime(std::io::Error),
+    /// A tap's source is not a regular file (the flag, the reason and its
+    /// cause).
+    #[error("{flag}: {error}{}", cause_text(.error))]
+    TapSource {
+        /// The flag naming the source.
+        flag: &'static str,
+        /// Why the file is refused.
+        error: fairflow_ingest::IngestError,
+    },
+    /// The applier cannot recover the durable state or start.
+    #[error(transparent)]
+    Recovery(#[from] applier::RecoveryError),
+    /// An address (HTTP, a tap's) cannot be listened on.
+    #[error("cannot listen on {address}: {source}")]
+    Listen {
+        /// The address or socket path.
+        address: String,
+        /// The system's error.
+        source: std::io::Error,
+    },
+    /// The bound listener has no local address.
+    #[error(transparent)]
+    LocalAddress(std::io::Error),
+    /// The applier's thread panicked while stopping.
+    #[error("the applier thread panicked")]
+    ApplierPanicked,
+    /// The service failed (`health`): why.
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// `: ` and the cause of `error`, if it has one.
+fn cause_text(error: &fairflow_ingest::IngestError) -> String {
+    std::error::Error::source(error)
+        .map(|cause| format!(": {cause}"))
+        .unwrap_or_default()
+}
 
 /// The default `--max-event-lead-secs`.
 pub const DEFAULT_MAX_EVENT_LEAD_SECS: Time = 300;
@@ -119,19 +164,18 @@ async fn shutdown_signal() {
     }
 }
 
-// size: the service's start-up in order (runtime, applier, taps, listener, signals); split pending (issue 38)
 /// Run the service until a signal. `ready` is called once recovery is done and
 /// the listener is bound, with the recovery report and the bound address.
 pub fn run_blocking<B: Backend>(
     config: ServiceConfig,
     backend: B,
     ready: impl FnOnce(&RecoveryReport, SocketAddr),
-) -> Result<(), String> {
+) -> Result<(), ServiceError> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
-        .map_err(|e| format!("cannot start the runtime: {e}"))?;
+        .map_err(ServiceError::Runtime)?;
     check_tap_sources(&config)?;
     let metrics = Arc::new(Metrics::new());
     let applier_config = ApplierConfig {
@@ -162,119 +206,16 @@ pub fn run_blocking<B: Backend>(
         .with_event_lead(lead);
     let health = handle.health().clone();
     runtime.block_on(async {
-        let listener = TcpListener::bind(config.listen)
-            .await
-            .map_err(|e| format!("cannot listen on {}: {e}", config.listen))?;
-        let address = listener.local_addr().map_err(|e| e.to_string())?;
-        let limits = StreamLimits {
-            max_line_bytes: config.http.max_line_bytes,
-            max_connections: config.max_tap_connections.max(1),
-            ..StreamLimits::default()
-        };
-        let token = config.http.write_token.clone();
-        if let Some(tap) = config.tap_tcp {
-            let tap_listener = TcpListener::bind(tap)
+        let listener =
+            TcpListener::bind(config.listen)
                 .await
-                .map_err(|e| format!("cannot listen on {tap}: {e}"))?;
-            tracing::info!(tap = "tcp", address = %tap, "stream tap listening");
-            let (handle, token, limits) = (handle.clone(), token.clone(), limits.clone());
-            let slots = StreamSlots::new(&limits);
-            tokio::spawn(async move {
-                while let Ok((stream, _)) = tap_listener.accept().await {
-                    let (handle, token, limits) = (handle.clone(), token.clone(), limits.clone());
-                    taps::admit_stream(stream, &slots, handle, token, limits);
-                }
-            });
-        }
-        #[cfg(unix)]
-        if let Some(path) = &config.tap_unix {
-            let _ = std::fs::remove_file(path);
-            let tap_listener = tokio::net::UnixListener::bind(path)
-                .map_err(|e| format!("cannot listen on {}: {e}", path.display()))?;
-            tracing::info!(tap = "unix", path = %path.display(), "stream tap listening");
-            let (handle, token, limits) = (handle.clone(), token.clone(), limits.clone());
-            let slots = StreamSlots::new(&limits);
-            tokio::spawn(async move {
-                while let Ok((stream, _)) = tap_listener.accept().await {
-                    let (handle, token, limits) = (handle.clone(), token.clone(), limits.clone());
-                    taps::admit_stream(stream, &slots, handle, token, limits);
-                }
-            });
-        }
-        if let Some(path) = config.follow_jobcomp.clone() {
-            tracing::info!(tap = "jobcomp", path = %path.display(), "following");
-            tokio::spawn(taps::follow_jobcomp_from(
-                path,
-                handle.clone(),
-                Duration::from_millis(200),
-                chrono::Local,
-                report
-                    .tap_cursors
-                    .get("jobcomp")
-                    .and_then(TapPosition::file)
-                    .cloned(),
-            ));
-        }
-        if let Some((path, journal)) = config.follow_flux_journal.clone() {
-            tracing::info!(tap = "flux-journal", path = %path.display(), "following");
-            tokio::spawn(taps::follow_flux_journal_from(
-                path,
-                journal,
-                handle.clone(),
-                Duration::from_millis(200),
-                report
-                    .tap_cursors
-                    .get("flux-journal")
-                    .and_then(TapPosition::file)
-                    .cloned(),
-            ));
-        }
-        if let Some(settings) = config.follow_slurm.clone() {
-            tracing::info!(
-                tap = "follow-slurm",
-                poll_secs = settings.poll.as_secs(),
-                "following"
-            );
-            let recovered = report
-                .tap_cursors
-                .get(crate::follow_slurm::FOLLOW_SLURM_TAP)
-                .and_then(TapPosition::slurm)
-                .cloned();
-            tokio::spawn(crate::follow_slurm::follow_slurm(
-                settings,
-                config.data_dir.clone(),
-                recovered,
-                handle.clone(),
-                metrics.clone(),
-            ));
-        }
-        if let Some(grace) = config.calc_period_ticks {
-            tracing::info!(
-                grace_secs = grace.as_secs(),
-                "settling calc-period boundaries on the wall clock"
-            );
-            tokio::spawn(ticks::tick_calc_periods(
-                handle.clone(),
-                grace,
-                config.clock.clone(),
-                config.accept_clock_jump_after_secs,
-            ));
-        }
-        if let Some((path, speed)) = config.replay.clone() {
-            let handle = handle.clone();
-            let from = report
-                .tap_cursors
-                .get("replay")
-                .and_then(TapPosition::file)
-                .cloned();
-            tracing::info!(tap = "replay", path = %path.display(), speed, "replaying");
-            tokio::spawn(async move {
-                match taps::replay_file_from(path.clone(), handle, speed, from).await {
-                    Ok(()) => tracing::info!(tap = "replay", path = %path.display(), "replay done"),
-                    Err(e) => tracing::warn!(tap = "replay", "replaying {}: {e}", path.display()),
-                }
-            });
-        }
+                .map_err(|source| ServiceError::Listen {
+                    address: config.listen.to_string(),
+                    source,
+                })?;
+        let address = listener.local_addr().map_err(ServiceError::LocalAddress)?;
+        tasks::start_stream_taps(&config, &handle).await?;
+        tasks::start_followers(&config, &report, &handle, &metrics);
         tracing::info!(address = %address, "listening");
         ready(&report, address);
         let router = http::router(handle, metrics, config.http.clone());
@@ -296,16 +237,14 @@ pub fn run_blocking<B: Backend>(
         )
         .await;
         tracing::info!("shutting down: requests finished, the applier drains");
-        Ok::<(), String>(())
+        Ok::<(), ServiceError>(())
     })?;
     // Every handle is gone with the runtime's tasks: the applier drains,
     // checkpoints and ends.
     runtime.shutdown_timeout(Duration::from_secs(5));
-    thread
-        .join()
-        .map_err(|_| "the applier thread panicked".to_string())?;
+    thread.join().map_err(|_| ServiceError::ApplierPanicked)?;
     if let Some(failure) = health.failure() {
-        return Err(failure);
+        return Err(ServiceError::Failed(failure));
     }
     tracing::info!("stopped");
     Ok(())
@@ -314,7 +253,7 @@ pub fn run_blocking<B: Backend>(
 /// The taps' sources must be regular files at start: a missing `jobcomp`
 /// file or replay file is an error, not a silent tap that never charges
 /// anything, and a FIFO or a device would block or never end.
-pub fn check_tap_sources(config: &ServiceConfig) -> Result<(), String> {
+pub fn check_tap_sources(config: &ServiceConfig) -> Result<(), ServiceError> {
     let sources = [
         ("--follow-jobcomp", config.follow_jobcomp.as_ref()),
         (
@@ -329,11 +268,8 @@ pub fn check_tap_sources(config: &ServiceConfig) -> Result<(), String> {
     ];
     for (flag, path) in sources {
         if let Some(path) = path {
-            if let Err(e) = fairflow_ingest::files::require_regular_file(path) {
-                let cause = std::error::Error::source(&e)
-                    .map(|cause| format!(": {cause}"))
-                    .unwrap_or_default();
-                return Err(format!("{flag}: {e}{cause}"));
+            if let Err(error) = fairflow_ingest::files::require_regular_file(path) {
+                return Err(ServiceError::TapSource { flag, error });
             }
         }
     }

@@ -530,9 +530,28 @@ async fn follow_file(
     }
 }
 
+/// Why a replay stopped: the file cannot be opened or read, or the service
+/// refused a batch. Its text is the cause's own.
+#[derive(Debug, thiserror::Error)]
+pub enum TapReplayError {
+    /// The file cannot be opened.
+    #[error(transparent)]
+    Open(#[from] fairflow_ingest::IngestError),
+    /// The file cannot be read.
+    #[error(transparent)]
+    Read(#[from] std::io::Error),
+    /// The service refused a batch.
+    #[error(transparent)]
+    Write(#[from] WriteError),
+}
+
 /// Replay a file (event log, `.jsonl.gz`, or SWF `.swf`/`.swf.gz`) into the
 /// service, `speed` times faster than its own clock (`0` = as fast as possible).
-pub async fn replay_file(path: PathBuf, applier: ApplierHandle, speed: f64) -> Result<(), String> {
+pub async fn replay_file(
+    path: PathBuf,
+    applier: ApplierHandle,
+    speed: f64,
+) -> Result<(), TapReplayError> {
     replay_file_from(path, applier, speed, None).await
 }
 
@@ -544,12 +563,12 @@ pub async fn replay_file_from(
     applier: ApplierHandle,
     speed: f64,
     from: Option<FilePosition>,
-) -> Result<(), String> {
+) -> Result<(), TapReplayError> {
     let name = path.to_string_lossy().to_string();
-    let stamp = |lines: u64| -> Result<FilePosition, String> {
-        let mut file = std::fs::File::open(&path).map_err(|e| e.to_string())?;
-        let length = file.metadata().map_err(|e| e.to_string())?.len();
-        position_in(&mut file, length, lines).map_err(|e| e.to_string())
+    let stamp = |lines: u64| -> std::io::Result<FilePosition> {
+        let mut file = std::fs::File::open(&path)?;
+        let length = file.metadata()?.len();
+        position_in(&mut file, length, lines)
     };
     let same_file = from.as_ref().is_some_and(|from| {
         std::fs::File::open(&path)
@@ -570,15 +589,15 @@ pub async fn replay_file_from(
         }
         None => 0,
     };
-    let source = open_source(&name).map_err(|e| e.to_string())?;
+    let source = open_source(&name)?;
     // An SWF trace is converted whole (the converter sorts it by submit
     // time); an event log is streamed.
-    let lines: Box<dyn Iterator<Item = Result<LogLine, String>> + Send> =
+    let lines: Box<dyn Iterator<Item = std::io::Result<LogLine>> + Send> =
         if name.ends_with(".swf") || name.ends_with(".swf.gz") {
-            let converted = convert_swf(source).map_err(|e| e.to_string())?;
+            let converted = convert_swf(source)?;
             Box::new(converted.into_iter().map(Ok))
         } else {
-            Box::new(read_events(source).map(|line| line.map_err(|e| e.to_string())))
+            Box::new(read_events(source))
         };
     // Each batch is logged with the count of the file's lines (parsed
     // events or rejections) replayed through it.
@@ -586,10 +605,8 @@ pub async fn replay_file_from(
         let cursor = stamp(through).map(|position| TapCursor::new("replay", position));
         let applier = applier.clone();
         async move {
-            applier
-                .write_from_tap(batch, cursor?)
-                .await
-                .map_err(|e| e.to_string())
+            applier.write_from_tap(batch, cursor?).await?;
+            Ok::<(), TapReplayError>(())
         }
     };
     let started = tokio::time::Instant::now();

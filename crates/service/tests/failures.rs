@@ -491,7 +491,8 @@ async fn a_damaged_log_stops_the_start_unless_recover_keeps_what_is_intact() {
     std::fs::write(&segment, &bytes).unwrap();
     let error = applier::start(backend(), config(dir.path()), Arc::new(Metrics::new()))
         .err()
-        .expect("a damaged log stops the start");
+        .expect("a damaged log stops the start")
+        .to_string();
     assert!(error.contains(&segment.display().to_string()), "{error}");
     assert!(error.contains(&format!("offset {second}")), "{error}");
     assert!(error.contains("--recover"), "{error}");

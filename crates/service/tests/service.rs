@@ -9,7 +9,7 @@ use fairflow_book::Book;
 use fairflow_ingest::write::event_to_line;
 use fairflow_ingest::{LogLine, Rejection};
 use fairflow_service::applier::{self, ApplierConfig, ApplierHandle};
-use fairflow_service::backend::{Backend, Gauges, Query, QueryError};
+use fairflow_service::backend::{Backend, BackendError, Gauges, Query, QueryError};
 use fairflow_service::http::{self, HttpConfig};
 use fairflow_service::metrics::Metrics;
 use fairflow_service::taps::{serve_stream, StreamLimits};
@@ -26,7 +26,7 @@ struct RecordingBackend {
 }
 
 impl Backend for RecordingBackend {
-    fn apply(&mut self, lines: Vec<LogLine>) -> Result<Vec<Rejection>, String> {
+    fn apply(&mut self, lines: Vec<LogLine>) -> Result<Vec<Rejection>, BackendError> {
         let mut rejected = Vec::new();
         for line in lines {
             let Ok(event) = line.event else { continue };
@@ -43,11 +43,12 @@ impl Backend for RecordingBackend {
             _ => Ok(json!({ "applied": self.applied }).to_string()),
         }
     }
-    fn snapshot(&mut self) -> Result<Vec<u8>, String> {
-        serde_json::to_vec(&self.applied).map_err(|e| e.to_string())
+    fn snapshot(&mut self) -> Result<Vec<u8>, BackendError> {
+        serde_json::to_vec(&self.applied).map_err(|e| BackendError::Other(e.to_string()))
     }
-    fn restore(&mut self, snapshot: &[u8]) -> Result<(), String> {
-        let lines: Vec<String> = serde_json::from_slice(snapshot).map_err(|e| e.to_string())?;
+    fn restore(&mut self, snapshot: &[u8]) -> Result<(), BackendError> {
+        let lines: Vec<String> =
+            serde_json::from_slice(snapshot).map_err(|e| BackendError::Other(e.to_string()))?;
         *self = RecordingBackend::default();
         let parsed = lines
             .iter()
@@ -61,7 +62,7 @@ impl Backend for RecordingBackend {
         if rejected.is_empty() {
             Ok(())
         } else {
-            Err(format!("{rejected:?}"))
+            Err(BackendError::Other(format!("{rejected:?}")))
         }
     }
     fn gauges(&mut self) -> Gauges {

@@ -85,6 +85,7 @@ fn suffixes(kind: &str) -> &'static [&'static str] {
 }
 
 /// Parse `text` (see the module documentation).
+// String: a test's own failure text, printed by the assertion that reads it.
 pub fn parse(text: &str) -> Result<Exposition, String> {
     let body = text
         .strip_suffix("# EOF\n")
@@ -130,6 +131,7 @@ pub fn parse(text: &str) -> Result<Exposition, String> {
 }
 
 /// One sample line, of the family declared last.
+// String: a test's own failure text, printed by the assertion that reads it.
 fn parse_sample(line: &str, exposition: &Exposition) -> Result<Sample, String> {
     let name_end = line
         .find(['{', ' '])
@@ -179,6 +181,7 @@ fn parse_sample(line: &str, exposition: &Exposition) -> Result<Sample, String> {
 type Labels = Vec<(String, String)>;
 
 /// The labels after `{`, and what follows their `}`.
+// String: a test's own failure text, printed by the assertion that reads it.
 fn parse_labels(mut text: &str) -> Result<(Labels, &str), String> {
     let mut labels = Vec::new();
     loop {

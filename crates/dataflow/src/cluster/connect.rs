@@ -100,23 +100,37 @@ fn reach(
                     Err(e) => Err(failed(format!("not a fairflow process there ({e})"))),
                 };
             }
-            Err(e) => last_error = e,
+            Err(e) => last_error = e.to_string(),
         }
         std::thread::sleep(RETRY_PAUSE.min(deadline.saturating_duration_since(Instant::now())));
     }
 }
 
+/// Why one attempt to reach a peer failed.
+#[derive(Debug, thiserror::Error)]
+enum ReachError {
+    /// The address does not resolve.
+    #[error("cannot resolve it: {0}")]
+    Resolve(std::io::Error),
+    /// The address resolves to nothing.
+    #[error("{0} resolves to no address")]
+    NoAddress(String),
+    /// No resolved address accepted (the last one's error).
+    #[error(transparent)]
+    Connect(std::io::Error),
+}
+
 /// One attempt to connect to any of `address`'s resolved addresses.
-fn try_reach(address: &str, left: Duration) -> Result<TcpStream, String> {
+fn try_reach(address: &str, left: Duration) -> Result<TcpStream, ReachError> {
     let resolved: Vec<SocketAddr> = address
         .to_socket_addrs()
-        .map_err(|e| format!("cannot resolve it: {e}"))?
+        .map_err(ReachError::Resolve)?
         .collect();
-    let mut last = format!("{address} resolves to no address");
+    let mut last = ReachError::NoAddress(address.to_string());
     for socket in resolved {
         match TcpStream::connect_timeout(&socket, left.min(Duration::from_secs(1))) {
             Ok(stream) => return Ok(stream),
-            Err(e) => last = e.to_string(),
+            Err(e) => last = ReachError::Connect(e),
         }
     }
     Err(last)

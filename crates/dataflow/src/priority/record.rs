@@ -26,9 +26,10 @@
 use std::sync::Arc;
 
 use fairflow_model::job_priority::{
-    flux_job_factors, flux_job_priority, flux_job_priority_at, slurm_job_factors,
-    slurm_job_priority, slurm_job_priority_at, FluxJobInputs, FluxWeights, SlurmJobInputs,
-    SlurmRawFactors, SlurmTresInput, SlurmWeights, FLUX_WAIT_FACTOR, SLURM_AGE_FACTOR,
+    flux_job_factors, flux_job_priority, flux_job_priority_at, priority_as_listed,
+    slurm_job_factors, slurm_job_priority, slurm_job_priority_at, FluxJobInputs, FluxWeights,
+    SlurmJobInputs, SlurmRawFactors, SlurmTresInput, SlurmWeights, FLUX_WAIT_FACTOR,
+    SLURM_AGE_FACTOR,
 };
 use fairflow_model::priority_formula::{eligible_at, JobSizeInputs, FLUX_URGENCY_EXPEDITE};
 use fairflow_model::report::{JobPriority, JobState, PriorityFactor};
@@ -537,16 +538,12 @@ impl PriorityRecord {
     }
 
     /// The priority of a job listed as `listed` whose model computed
-    /// `computed`: Slurm's held jobs 0 and `INCR_ONLY`'s floor on pending
-    /// jobs; Flux's held jobs 0.
+    /// `computed`, by the model's rule ([`priority_as_listed`]) with this
+    /// record's `INCR_ONLY` memory `floor`.
     fn listed_priority(&self, listed: Listed, computed: u64, floor: Option<u64>) -> u64 {
-        match (self.model(), listed) {
-            (_, Listed::Held) => 0,
-            (PriorityModel::Slurm, Listed::Pending) if self.incr_only() => {
-                floor.map_or(computed, |f| computed.max(f))
-            }
-            _ => computed,
-        }
+        priority_as_listed(listed.job_state(), self.incr_only(), computed, || {
+            floor.map_or(computed, |f| computed.max(f))
+        })
     }
 }
 

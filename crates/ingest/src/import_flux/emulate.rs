@@ -37,7 +37,7 @@ use std::path::Path;
 use fairflow_model::{Shares, Time};
 use serde_json::{Map, Value};
 
-use super::rows::{check_name, shares_of, usage_of, RowErrors};
+use super::rows::{check_name, shares_of, usage_of, RowErrors, ValueError};
 use super::tree::{AssocRow, BankRow, Bins};
 use super::{assemble, settings, tree, FluxDb, FluxImportError};
 
@@ -271,7 +271,7 @@ fn read_node<'v>(
     let field = |key: &str| format!("{at}.{key}");
     let name = match &object[name_key] {
         Value::String(name) => {
-            check_name(name).map_err(|reason| errors.at(&field(name_key), reason))?;
+            check_name(name).map_err(|reason| errors.at(&field(name_key), reason.to_string()))?;
             name.clone()
         }
         other => {
@@ -285,15 +285,15 @@ fn read_node<'v>(
         None => Shares::Value(1),
         Some(value) => whole_number(value)
             .and_then(shares_of)
-            .map_err(|reason| errors.at(&field("shares"), reason))?,
+            .map_err(|reason| errors.at(&field("shares"), reason.to_string()))?,
     };
     let usage = match object.get("usage") {
         None => 0.0,
         Some(Value::Number(n)) => n
             .as_f64()
-            .ok_or_else(|| format!("{n} is not a number fairflow reads"))
+            .ok_or_else(|| ValueError::UnreadableNumber(n.clone()))
             .and_then(usage_of)
-            .map_err(|reason| errors.at(&field("usage"), reason))?,
+            .map_err(|reason| errors.at(&field("usage"), reason.to_string()))?,
         Some(other) => {
             return Err(errors.at(
                 &field("usage"),
@@ -324,7 +324,7 @@ fn read_node<'v>(
 }
 
 /// A JSON number that is a whole number (`10` or `10.0`).
-fn whole_number(value: &Value) -> Result<i64, String> {
+fn whole_number(value: &Value) -> Result<i64, ValueError> {
     match value {
         Value::Number(n) => n
             .as_i64()
@@ -333,13 +333,8 @@ fn whole_number(value: &Value) -> Result<i64, String> {
                     .filter(|f| f.fract() == 0.0 && f.abs() < 9.0e15)
                     .map(|f| f as i64)
             })
-            .ok_or_else(|| {
-                format!(
-                    "{n} is not a whole number from 0 to {}",
-                    crate::parse::MAX_SHARES
-                )
-            }),
-        other => Err(format!("must be a whole number, not {}", kind(other))),
+            .ok_or_else(|| ValueError::NotWholeNumber(n.clone())),
+        other => Err(ValueError::NotNumber(kind(other))),
     }
 }
 

@@ -61,7 +61,7 @@ impl Cells<'_, '_> {
 
     pub(super) fn name(&self, index: usize, column: &'static str) -> Result<String, RowError> {
         let text = self.text(index, column)?;
-        check_name(&text).map_err(|reason| (column, reason))?;
+        check_name(&text).map_err(|reason| (column, reason.to_string()))?;
         Ok(text)
     }
 
@@ -110,43 +110,71 @@ impl Cells<'_, '_> {
     }
 
     pub(super) fn shares(&self, index: usize, column: &'static str) -> Result<Shares, RowError> {
-        shares_of(self.integer(index, column)?).map_err(|reason| (column, reason))
+        shares_of(self.integer(index, column)?).map_err(|reason| (column, reason.to_string()))
     }
+}
+
+/// Why a value of flux-accounting's (a name, shares, usage) is not one
+/// fairflow's log holds; the caller names the column or field.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub(super) enum ValueError {
+    /// Shares outside `0..=MAX_SHARES`.
+    #[error("{0} is not from 0 to {max}", max = MAX_SHARES)]
+    NotShares(i64),
+    /// A usage outside `0..=MAX_USAGE_AMOUNT_TRES_SECS`.
+    #[error("{0} is not a usage")]
+    NotUsage(f64),
+    /// An empty name.
+    #[error("must not be empty")]
+    EmptyName,
+    /// A name over 256 bytes.
+    #[error("is longer than 256 bytes")]
+    LongName,
+    /// A name with a space, a control character, `|` or `,`.
+    #[error("`{0}` contains a space, a control character, `|` or `,`")]
+    BadName(String),
+    /// A JSON number that is not a whole number in range.
+    #[error("{0} is not a whole number from 0 to {max}", max = MAX_SHARES)]
+    NotWholeNumber(serde_json::Number),
+    /// A JSON value that is not a number (what it is).
+    #[error("must be a whole number, not {0}")]
+    NotNumber(&'static str),
+    /// A JSON number fairflow cannot read as a float.
+    #[error("{0} is not a number fairflow reads")]
+    UnreadableNumber(serde_json::Number),
 }
 
 /// A bank's or association's shares: a whole number from 0 to
 /// [`MAX_SHARES`], as the log's parser accepts.
-pub(super) fn shares_of(shares: i64) -> Result<Shares, String> {
+pub(super) fn shares_of(shares: i64) -> Result<Shares, ValueError> {
     u32::try_from(shares)
         .ok()
         .filter(|s| u64::from(*s) <= MAX_SHARES)
         .map(Shares::Value)
-        .ok_or_else(|| format!("{shares} is not from 0 to {MAX_SHARES}"))
+        .ok_or(ValueError::NotShares(shares))
 }
 
 /// An association's usage: from 0 to the largest usage an event carries.
-pub(super) fn usage_of(usage: f64) -> Result<f64, String> {
+pub(super) fn usage_of(usage: f64) -> Result<f64, ValueError> {
     if (0.0..=fairflow_model::limits::MAX_USAGE_AMOUNT_TRES_SECS).contains(&usage) {
         Ok(usage)
     } else {
-        Err(format!("{usage} is not a usage"))
+        Err(ValueError::NotUsage(usage))
     }
 }
 
 /// The names fairflow's log accepts (as its parser does): not empty, at most
 /// 256 bytes, no spaces, control characters, `|` or `,`.
-pub(super) fn check_name(name: &str) -> Result<(), String> {
+pub(super) fn check_name(name: &str) -> Result<(), ValueError> {
     if name.is_empty() {
-        Err("must not be empty".into())
+        Err(ValueError::EmptyName)
     } else if name.len() > 256 {
-        Err("is longer than 256 bytes".into())
+        Err(ValueError::LongName)
     } else if name
         .chars()
         .any(|c| c.is_whitespace() || c.is_control() || c == '|' || c == ',')
     {
-        Err(format!(
-            "`{name}` contains a space, a control character, `|` or `,`"
-        ))
+        Err(ValueError::BadName(name.to_string()))
     } else {
         Ok(())
     }

@@ -230,7 +230,8 @@ fn read_associations(db: &Db<'_>) -> Result<Vec<AssocRow>, FluxImportError> {
                     bank: c.name(2, "bank")?,
                     default_bank: c.text(3, "default_bank")?,
                     shares: c.shares(4, "shares")?,
-                    usage: usage_of(c.real(5, "job_usage")?).map_err(|r| ("job_usage", r))?,
+                    usage: usage_of(c.real(5, "job_usage")?)
+                        .map_err(|r| ("job_usage", r.to_string()))?,
                     active: c.flag(6, "active")?,
                 })
             })();
@@ -260,7 +261,7 @@ fn read_bins(db: &Db<'_>, bin_count: usize) -> Result<Bins, FluxImportError> {
                             format!("{period} is not a bin from 0 to {}", bin_count - 1),
                         )
                     })?;
-                let value = usage_of(c.real(3, "value")?).map_err(|r| ("value", r))?;
+                let value = usage_of(c.real(3, "value")?).map_err(|r| ("value", r.to_string()))?;
                 Ok((
                     (c.text(0, "username")?, c.text(1, "bank")?),
                     (period, value),

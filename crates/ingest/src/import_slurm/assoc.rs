@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use fairflow_model::Shares;
 
-use super::text::{parse_shares, Lines};
+use super::text::{parse_shares, CellError, Lines};
 use super::{ImportError, Source};
 use crate::parse::MAX_SHARES;
 
@@ -305,7 +305,7 @@ pub(super) fn dump_line(text: &str) -> Option<(&str, &str)> {
 
 /// Split a dump line's `'name':Opt=value:Opt='a:b'` at the colons outside
 /// quotes, each piece with its quotes removed from the value.
-pub(super) fn dump_fields(rest: &str) -> Result<Vec<String>, String> {
+pub(super) fn dump_fields(rest: &str) -> Result<Vec<String>, CellError> {
     let mut pieces = Vec::new();
     let mut piece = String::new();
     let mut quote: Option<char> = None;
@@ -318,7 +318,7 @@ pub(super) fn dump_fields(rest: &str) -> Result<Vec<String>, String> {
         }
     }
     if quote.is_some() {
-        return Err("a quote is not closed".to_string());
+        return Err(CellError::OpenQuote);
     }
     pieces.push(piece);
     Ok(pieces)

@@ -5,6 +5,7 @@
 
 use fairflow_model::tres::TresCounts;
 
+use super::text::CellError;
 use super::{ImportError, Lines};
 
 /// A cluster's totals.
@@ -48,8 +49,8 @@ impl ClusterSize {
 
 /// How many hosts a Slurm hostlist names: comma-separated names, each with
 /// any number of bracketed ranges (`node[01-16,20]`, `r[1-2]n[1-4]` is 8).
-pub(super) fn hostlist_count(text: &str) -> Result<u64, String> {
-    let bad = || format!("`{text}` is not a Slurm hostlist (like node[01-16,20])");
+pub(super) fn hostlist_count(text: &str) -> Result<u64, CellError> {
+    let bad = || CellError::NotHostlist(text.to_string());
     let mut total: u64 = 0;
     let mut depth = 0;
     let mut item_start = 0;
@@ -130,11 +131,11 @@ impl NodeFields {
     }
 
     /// Take one `KEY=VALUE`; `Ok(false)` when the key is not a size.
-    fn set(&mut self, key: &str, value: &str) -> Result<bool, String> {
+    fn set(&mut self, key: &str, value: &str) -> Result<bool, CellError> {
         let number = || {
             value
                 .parse::<u64>()
-                .map_err(|_| format!("`{value}` is not an integer >= 0"))
+                .map_err(|_| CellError::NotCount(value.to_string()))
         };
         let slot = match key.to_ascii_lowercase().as_str() {
             "cpus" | "cputot" => &mut self.cpus,
@@ -156,7 +157,7 @@ impl NodeFields {
 
 /// The GPUs of a node's `Gres` (`gpu:4`, `gpu:a100:4(S:0-1)`,
 /// `gpu:a100:2,gpu:v100:2`, `(null)`); other GRES are not counted.
-fn gres_gpus(text: &str) -> Result<u64, String> {
+fn gres_gpus(text: &str) -> Result<u64, CellError> {
     let mut gpus = 0u64;
     for item in text.split(',').filter(|i| !i.is_empty() && *i != "(null)") {
         let item = item.split('(').next().unwrap_or(item);
@@ -167,12 +168,12 @@ fn gres_gpus(text: &str) -> Result<u64, String> {
         let count = match parts.last() {
             Some(last) if parts.len() > 1 => last
                 .parse::<u64>()
-                .map_err(|_| format!("`{item}` does not end in a GPU count"))?,
+                .map_err(|_| CellError::NoGpuCount(item.to_string()))?,
             _ => 1,
         };
         gpus = gpus
             .checked_add(count)
-            .ok_or_else(|| format!("`{text}`: too many GPUs"))?;
+            .ok_or_else(|| CellError::TooManyGpus(text.to_string()))?;
     }
     Ok(gpus)
 }

@@ -10,7 +10,7 @@ use fairflow_model::tres::TresCounts;
 use fairflow_model::{Sluid, Time};
 
 use super::assoc::Associations;
-use super::text::Lines;
+use super::text::{CellError, Lines};
 use super::{ImportError, Source};
 use crate::slurm_time::parse_site_time;
 
@@ -47,12 +47,12 @@ pub(super) fn name_list(
 
 /// A time limit as squeue prints it: Slurm's duration (`30:00`,
 /// `1:00:00`, `2-00:00:00`), or none (`UNLIMITED`, `NOT_SET`, ...).
-pub(crate) fn time_limit_secs(text: &str) -> Result<Option<u64>, String> {
+pub(crate) fn time_limit_secs(text: &str) -> Result<Option<u64>, CellError> {
     match text.to_ascii_uppercase().as_str() {
         "UNLIMITED" | "INFINITE" | "NOT_SET" | "N/A" | "" => Ok(None),
         _ => parse_slurm_duration_secs(text)
             .map(|secs| Some(secs.unsigned_abs()))
-            .map_err(|e| e.reason),
+            .map_err(|e| CellError::NotDuration(e.reason)),
     }
 }
 
@@ -157,7 +157,7 @@ fn job_spec(
     lists: (Option<String>, Option<String>),
 ) -> Result<(Time, JobSpec), ImportError> {
     let submitted = parse_site_time(f[5])
-        .map_err(|reason| lines.err(line, Some("SubmitTime"), reason))?
+        .map_err(|reason| lines.err(line, Some("SubmitTime"), reason.to_string()))?
         .ok_or_else(|| lines.err(line, Some("SubmitTime"), "a pending job has a submit time"))?;
     if submitted > t {
         return Err(lines.err(
@@ -173,7 +173,7 @@ fn job_spec(
         None => None,
         Some(text) => Some(
             parse_site_time(text)
-                .map_err(|reason| lines.err(line, Some("EligibleTime"), reason))?
+                .map_err(|reason| lines.err(line, Some("EligibleTime"), reason.to_string()))?
                 .unwrap_or(t),
         ),
     };

@@ -12,6 +12,7 @@ use fairflow_model::event::{JobSpec, Op};
 use fairflow_model::tres::TresCounts;
 use fairflow_model::Time;
 
+use super::text::CellError;
 use super::{name_list, Associations, ImportError, Lines, Source};
 use crate::slurm_time::parse_site_time;
 
@@ -31,12 +32,12 @@ const COLUMNS: [&str; 8] = [
 /// gres/gpu=2`): `cpu`, `node`, `gres/*` as counts, `mem` in MiB (sacct's
 /// `K`/`M`/`G`/`T` suffixes; no suffix is MiB); `billing` and the others are
 /// not job sizes and are left out.
-fn alloc_tres(text: &str) -> Result<TresCounts, String> {
+fn alloc_tres(text: &str) -> Result<TresCounts, CellError> {
     let mut tres = TresCounts::new();
     for item in text.split(',').filter(|i| !i.is_empty()) {
         let (key, value) = item
             .split_once('=')
-            .ok_or_else(|| format!("`{item}` is not NAME=COUNT"))?;
+            .ok_or_else(|| CellError::NotTresItem(item.to_string()))?;
         let (digits, scale) = match key {
             "mem" => match value.chars().last() {
                 Some('K') => (&value[..value.len() - 1], 1.0 / 1024.0),
@@ -53,7 +54,10 @@ fn alloc_tres(text: &str) -> Result<TresCounts, String> {
             .parse::<f64>()
             .ok()
             .filter(|c| c.is_finite() && *c >= 0.0)
-            .ok_or_else(|| format!("`{item}`: `{value}` is not a count"))?;
+            .ok_or_else(|| CellError::NotTresCount {
+                item: item.to_string(),
+                value: value.to_string(),
+            })?;
         tres.insert(key.to_string(), count * scale);
     }
     Ok(tres)
@@ -81,7 +85,8 @@ pub(super) fn read_sacct(
         let cells = lines.cells(line, text, header.names.len())?;
         let cell = |i: usize| cells[col[i]].trim();
         let time = |i: usize| {
-            parse_site_time(cell(i)).map_err(|reason| lines.err(line, Some(COLUMNS[i]), reason))
+            parse_site_time(cell(i))
+                .map_err(|reason| lines.err(line, Some(COLUMNS[i]), reason.to_string()))
         };
         let Some(start) = time(5)?.filter(|s| *s < t) else {
             continue;

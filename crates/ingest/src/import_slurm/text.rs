@@ -41,6 +41,41 @@ impl<R> Header<'_, R> {
     }
 }
 
+/// Why a value in a cell of Slurm's output is malformed (each message names
+/// the value; the caller names the line and the field).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CellError {
+    /// Not a hostlist.
+    #[error("`{0}` is not a Slurm hostlist (like node[01-16,20])")]
+    NotHostlist(String),
+    /// Not an integer >= 0.
+    #[error("`{0}` is not an integer >= 0")]
+    NotCount(String),
+    /// A `gpu` GRES item whose last part is not a count.
+    #[error("`{0}` does not end in a GPU count")]
+    NoGpuCount(String),
+    /// A `Gres` whose GPUs overflow a count.
+    #[error("`{0}`: too many GPUs")]
+    TooManyGpus(String),
+    /// Not a Slurm duration (the duration parser's reason).
+    #[error("{0}")]
+    NotDuration(String),
+    /// A `sacctmgr dump` line with a quote not closed.
+    #[error("a quote is not closed")]
+    OpenQuote,
+    /// A TRES item without `=`.
+    #[error("`{0}` is not NAME=COUNT")]
+    NotTresItem(String),
+    /// A TRES item whose value is not a count.
+    #[error("`{item}`: `{value}` is not a count")]
+    NotTresCount {
+        /// The item (`NAME=VALUE`).
+        item: String,
+        /// Its value.
+        value: String,
+    },
+}
+
 pub(super) struct Lines<'a> {
     pub(super) source: Source<'a>,
 }
@@ -50,13 +85,13 @@ impl<'a> Lines<'a> {
         &self,
         line: u64,
         field: Option<&str>,
-        reason: impl Into<String>,
+        reason: impl std::fmt::Display,
     ) -> ImportError {
         ImportError {
             file: self.source.name.to_string(),
             line,
             field: field.map(str::to_string),
-            reason: reason.into(),
+            reason: reason.to_string(),
         }
     }
 

@@ -15,7 +15,7 @@ use fairflow_model::Time;
 use rustc_hash::FxHashMap;
 
 use super::command::{CommandError, SlurmCommand};
-use super::jobs::{Cells, JobsFormat};
+use super::jobs::{Cells, CellsError, JobsFormat};
 use crate::import_slurm::time_limit_secs;
 use crate::slurm_time::format_site_time;
 
@@ -92,7 +92,7 @@ pub fn read_finished(
             continue;
         }
         let err = |reason: String| CommandError::new(command, Some(index as u64 + 1), reason);
-        let (id, job) = parse_finished(raw, format).map_err(err)?;
+        let (id, job) = parse_finished(raw, format).map_err(|e| err(e.to_string()))?;
         jobs.insert(id, job);
     }
     Ok(jobs)
@@ -100,7 +100,7 @@ pub fn read_finished(
 
 /// One line of `format`: the job id and the job; the error names the
 /// field.
-pub fn parse_finished(text: &str, format: JobsFormat) -> Result<(String, FinishedJob), String> {
+pub fn parse_finished(text: &str, format: JobsFormat) -> Result<(String, FinishedJob), CellsError> {
     let cells = Cells::split(text, format.fields(&FIELDS))?;
     let sluid = format.sluid(&cells)?;
     let field = |i: usize, reason: String| cells.error(i, reason);
@@ -108,7 +108,7 @@ pub fn parse_finished(text: &str, format: JobsFormat) -> Result<(String, Finishe
     let time = |i: usize| cells.time(i);
     let count = |i: usize| cells.count(i);
     let text = |i: usize| cells.text(i);
-    let optional = |i: usize| -> Result<Option<String>, String> {
+    let optional = |i: usize| -> Result<Option<String>, CellsError> {
         match text(i) {
             "" | "(null)" | "N/A" => Ok(None),
             _ => name(i).map(Some),
@@ -137,7 +137,7 @@ pub fn parse_finished(text: &str, format: JobsFormat) -> Result<(String, Finishe
         tres: Some(tres),
         time_limit_secs: match text(11) {
             "Partition_Limit" => None,
-            limit => time_limit_secs(limit).map_err(|r| field(11, r))?,
+            limit => time_limit_secs(limit).map_err(|r| field(11, r.to_string()))?,
         },
         sluid,
         ..JobSpec::default()

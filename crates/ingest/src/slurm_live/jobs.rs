@@ -49,7 +49,7 @@ impl JobsFormat {
     }
 
     /// The SLUID a line of this format holds (its last cell), if any.
-    pub(super) fn sluid(self, cells: &Cells<'_>) -> Result<Option<Sluid>, String> {
+    pub(super) fn sluid(self, cells: &Cells<'_>) -> Result<Option<Sluid>, CellsError> {
         match self {
             JobsFormat::Plain => Ok(None),
             JobsFormat::WithSluid => cells.sluid(cells.fields.len() - 1),
@@ -247,7 +247,7 @@ impl JobTable {
             changes.listed.push(ListedJob {
                 id: Arc::from(id),
                 line_hash: hash,
-                job: Arc::new(parse_job(raw, format).map_err(err)?),
+                job: Arc::new(parse_job(raw, format).map_err(|e| err(e.to_string()))?),
             });
         }
         let n_known = unchanged + changes.listed.len() - new_ids.len();
@@ -281,6 +281,30 @@ impl JobTable {
     }
 }
 
+/// Why one line of a command's output cannot be read: its count of cells,
+/// or a field (named) and the reason.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CellsError {
+    /// Not one cell per field.
+    #[error("expected {expected} `|`-separated fields ({names}), found {found}")]
+    Count {
+        /// The fields' count.
+        expected: usize,
+        /// The fields' names, comma-separated.
+        names: String,
+        /// The cells' count.
+        found: usize,
+    },
+    /// A field's cell is malformed.
+    #[error("field `{field}`: {reason}")]
+    Field {
+        /// The field's name.
+        field: &'static str,
+        /// What is wrong with it.
+        reason: String,
+    },
+}
+
 /// The `|`-separated cells of one line of a command's output, read by
 /// field (each error names its field).
 pub(super) struct Cells<'a> {
@@ -290,15 +314,17 @@ pub(super) struct Cells<'a> {
 
 impl<'a> Cells<'a> {
     /// Split `text`, which must have one cell per field of `fields`.
-    pub(super) fn split(text: &'a str, fields: &'static [&'static str]) -> Result<Self, String> {
+    pub(super) fn split(
+        text: &'a str,
+        fields: &'static [&'static str],
+    ) -> Result<Self, CellsError> {
         let cells: Vec<&str> = text.split('|').map(str::trim).collect();
         if cells.len() != fields.len() {
-            return Err(format!(
-                "expected {} `|`-separated fields ({}), found {}",
-                fields.len(),
-                fields.join(","),
-                cells.len()
-            ));
+            return Err(CellsError::Count {
+                expected: fields.len(),
+                names: fields.join(","),
+                found: cells.len(),
+            });
         }
         Ok(Cells { cells, fields })
     }
@@ -309,31 +335,34 @@ impl<'a> Cells<'a> {
     }
 
     /// The error of field `i`.
-    pub(super) fn error(&self, i: usize, reason: impl std::fmt::Display) -> String {
-        format!("field `{}`: {reason}", self.fields[i])
+    pub(super) fn error(&self, i: usize, reason: impl std::fmt::Display) -> CellsError {
+        CellsError::Field {
+            field: self.fields[i],
+            reason: reason.to_string(),
+        }
     }
 
     /// Cell `i` as a name (a user, an account, a job id).
-    pub(super) fn name(&self, i: usize) -> Result<String, String> {
+    pub(super) fn name(&self, i: usize) -> Result<String, CellsError> {
         check_name(self.cells[i])
             .map(|()| self.cells[i].to_string())
             .map_err(|r| self.error(i, r))
     }
 
     /// Cell `i` as a site time, `None` for Slurm's words for none.
-    pub(super) fn time(&self, i: usize) -> Result<Option<Time>, String> {
+    pub(super) fn time(&self, i: usize) -> Result<Option<Time>, CellsError> {
         parse_site_time(self.cells[i]).map_err(|r| self.error(i, r))
     }
 
     /// Cell `i` as a SLUID as Slurm prints one (`None`: empty or
     /// `s0000000000000`, a job without one).
-    pub(super) fn sluid(&self, i: usize) -> Result<Option<Sluid>, String> {
+    pub(super) fn sluid(&self, i: usize) -> Result<Option<Sluid>, CellsError> {
         Sluid::parse_printed(self.cells[i])
             .map_err(|e| self.error(i, format!("`{}`: {e}", self.cells[i])))
     }
 
     /// Cell `i` as a count (an integer >= 0).
-    pub(super) fn count(&self, i: usize) -> Result<f64, String> {
+    pub(super) fn count(&self, i: usize) -> Result<f64, CellsError> {
         self.cells[i]
             .parse::<u64>()
             .map(|n| n as f64)
@@ -342,14 +371,14 @@ impl<'a> Cells<'a> {
 }
 
 /// One line of `format` as a job; the error names the field.
-pub fn parse_job(text: &str, format: JobsFormat) -> Result<LiveJob, String> {
+pub fn parse_job(text: &str, format: JobsFormat) -> Result<LiveJob, CellsError> {
     let cells = Cells::split(text, format.fields(&FIELDS))?;
     let sluid = format.sluid(&cells)?;
     let field = |i: usize, reason: String| cells.error(i, reason);
     let name = |i: usize| cells.name(i);
     let count = |i: usize| cells.count(i);
     let cells = &cells.cells;
-    let list = |i: usize| -> Result<Option<String>, String> {
+    let list = |i: usize| -> Result<Option<String>, CellsError> {
         match cells[i] {
             "" | "(null)" | "N/A" => Ok(None),
             text => {
@@ -372,14 +401,14 @@ pub fn parse_job(text: &str, format: JobsFormat) -> Result<LiveJob, String> {
         }
     };
     let submitted = parse_site_time(cells[5])
-        .map_err(|r| field(5, r))?
+        .map_err(|r| field(5, r.to_string()))?
         .ok_or_else(|| field(5, "a listed job has a submit time".into()))?;
     let started = match state {
-        LiveState::Running => parse_site_time(cells[13]).map_err(|r| field(13, r))?,
+        LiveState::Running => parse_site_time(cells[13]).map_err(|r| field(13, r.to_string()))?,
         LiveState::Pending | LiveState::Held => None,
     };
     let begin = match state {
-        LiveState::Pending => parse_site_time(cells[9]).map_err(|r| field(9, r))?,
+        LiveState::Pending => parse_site_time(cells[9]).map_err(|r| field(9, r.to_string()))?,
         LiveState::Held | LiveState::Running => None,
     };
     let nice = cells[12]
@@ -392,7 +421,7 @@ pub fn parse_job(text: &str, format: JobsFormat) -> Result<LiveJob, String> {
         partition: list(3)?,
         qos: list(4)?,
         tres: Some(tres),
-        time_limit_secs: time_limit_secs(cells[8]).map_err(|r| field(8, r))?,
+        time_limit_secs: time_limit_secs(cells[8]).map_err(|r| field(8, r.to_string()))?,
         nice: Some(nice),
         begin,
         ..JobSpec::default()

@@ -44,7 +44,7 @@ use self::command::{CommandError, SlurmCommand};
 use self::diff::PollWindow;
 use self::finished::{FinishedJob, ENDED_STATES, FINISHED_FORMAT};
 use self::jobs::{JobChanges, JobTable, JobsFormat, LiveJob, JOBS_FORMAT, JOB_STATES};
-use self::policy::{Policy, PolicyOutputs};
+use self::policy::{Policy, PolicyEventError, PolicyOutputs};
 use self::version::{with_field, SlurmVersion, SACCT_SLUID_FIELD, SQUEUE_SLUID_FIELD};
 use crate::import_slurm::{AssocKey, Source};
 
@@ -322,7 +322,7 @@ pub fn poll_events(
     engine: Option<&HashMap<String, LiveJob>>,
     reading: &PollReading,
     window: &PollWindow,
-) -> Result<Vec<Event>, String> {
+) -> Result<Vec<Event>, PolicyEventError> {
     let (mut events, removals) = match &reading.policy {
         Some(next) => applied.changes(next, window.since)?,
         None => (Vec::new(), Vec::new()),

@@ -64,6 +64,17 @@ fn key_of(op: &Op) -> Option<String> {
     })
 }
 
+/// A policy entry that is not a valid event: its key and the rejection
+/// (the policy's lines are written by the importer, so this is a bug).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{key}: {rejection}")]
+pub struct PolicyEventError {
+    /// The entry's key.
+    pub key: String,
+    /// Why its line is not an event.
+    pub rejection: crate::Rejection,
+}
+
 impl Policy {
     /// Read the outputs of one poll; `cluster` picks the cluster's
     /// associations when sacctmgr lists several.
@@ -114,7 +125,11 @@ impl Policy {
     /// `config` keys in one event), and apart the removed user associations
     /// and accounts, children first. QOS, partitions and configuration keys
     /// that disappear are left as they are (no event removes them).
-    pub fn changes(&self, next: &Policy, t: Time) -> Result<(Vec<Event>, Vec<Event>), String> {
+    pub fn changes(
+        &self,
+        next: &Policy,
+        t: Time,
+    ) -> Result<(Vec<Event>, Vec<Event>), PolicyEventError> {
         let before: BTreeMap<&str, &str> = self
             .entries
             .iter()
@@ -127,7 +142,10 @@ impl Policy {
             if before.get(key.as_str()) == Some(&line.as_str()) {
                 continue;
             }
-            let event = crate::parse_event(1, line).map_err(|r| format!("{key}: {r}"))?;
+            let event = crate::parse_event(1, line).map_err(|rejection| PolicyEventError {
+                key: key.clone(),
+                rejection,
+            })?;
             match event.op {
                 Op::Config { set } => config.extend(set),
                 op => events.push(Event { t, op }),
@@ -229,7 +247,9 @@ pub fn read_partitions(source: Source<'_>) -> Result<Vec<Op>, CommandError> {
                         err(key, format!("`{value}` is not an integer from 0 to 65533"))
                     })?)
                 }
-                "MaxTime" => max_time = time_limit_secs(value).map_err(|r| err(key, r))?,
+                "MaxTime" => {
+                    max_time = time_limit_secs(value).map_err(|r| err(key, r.to_string()))?
+                }
                 "TRESBillingWeights" => {
                     weights = Some(parse_weight_list(value).map_err(|e| err(key, e.reason))?)
                 }

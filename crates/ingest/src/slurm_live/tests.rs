@@ -92,7 +92,7 @@ fn a_malformed_squeue_line_names_the_command_line_and_field() {
         JobsFormat::Plain,
     );
     assert_eq!(
-        state.unwrap_err(),
+        state.unwrap_err().to_string(),
         "field `State`: `COMPLETED` is not a state squeue was asked for"
     );
     let twice = JobTable::from_output("squeue", &format!("{SQUEUE}{SQUEUE}"), JobsFormat::Plain);

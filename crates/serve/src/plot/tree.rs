@@ -17,7 +17,7 @@
 //! drawn; a single narrow child is drawn
 //! alone, without its subtree. At most [`MAX_ROWS`] depths are drawn.
 
-use fairflow_model::report::FairshareTable;
+use fairflow_model::report::{FairshareRow, FairshareTable};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
@@ -161,8 +161,129 @@ pub fn factor_color(factor: Option<f64>) -> RGBColor {
     factor.map_or(NO_VALUE, |f| blend(&SEQUENTIAL, f))
 }
 
+/// What laying out one table reads: its rows (tree order), each row's
+/// children, the cluster's raw usage and the width the rows share.
+struct Layout<'t> {
+    rows: &'t [FairshareRow],
+    children: Vec<Vec<usize>>,
+    root_usage: u64,
+    inner_px: f64,
+    min_width_px: f64,
+}
+
+/// A box to place: its row, left edge and width in pixels, and whether its
+/// children are drawn.
+type Placement = (usize, f64, f64, bool);
+
+impl Layout<'_> {
+    /// A box's share of the cluster's raw usage (`usage`) over its share of
+    /// the width (`width_px`).
+    fn ratio(&self, usage: u64, width_px: f64) -> Option<f64> {
+        if self.root_usage == 0 {
+            return None;
+        }
+        let usage_share = usage as f64 / self.root_usage as f64;
+        let width_share = width_px / self.inner_px;
+        if width_share > 0.0 {
+            Some(usage_share / width_share)
+        } else if usage_share > 0.0 {
+            Some(f64::INFINITY)
+        } else {
+            None
+        }
+    }
+
+    /// The boxes, depth first (each parent before its children, siblings
+    /// left to right).
+    fn boxes(&self) -> Vec<TreeBox> {
+        let mut boxes = Vec::new();
+        let mut stack: Vec<Placement> = Vec::new();
+        if !self.rows.is_empty() {
+            stack.push((0, MARGIN_PX as f64, self.inner_px, true));
+        }
+        while let Some((i, x0, width, descend)) = stack.pop() {
+            let row = &self.rows[i];
+            boxes.push(TreeBox {
+                label: row.user.clone().unwrap_or_else(|| row.account.clone()),
+                account: row.account.clone(),
+                user: row.user.clone(),
+                depth: row.depth,
+                x0_px: x0,
+                x1_px: x0 + width,
+                others: 0,
+                usage_ratio: self.ratio(row.raw_usage, width),
+                factor: row.fairshare,
+            });
+            if !descend || row.depth + 1 >= MAX_ROWS || self.children[i].is_empty() {
+                continue;
+            }
+            let placed = self.place_children(i, x0, width, &mut boxes);
+            // Depth first, left to right.
+            stack.extend(placed.into_iter().rev());
+        }
+        boxes
+    }
+
+    /// Row `i`'s box (from `x0`, `width` wide) divided among its children by
+    /// their shares (equally when all are 0): those at least `min_width_px`
+    /// wide placed left to right, then a single narrow one alone (without
+    /// its subtree), or several narrow ones as one "N others" box pushed to
+    /// `boxes`.
+    fn place_children(
+        &self,
+        i: usize,
+        x0: f64,
+        width: f64,
+        boxes: &mut Vec<TreeBox>,
+    ) -> Vec<Placement> {
+        let rows = self.rows;
+        let children = &self.children[i];
+        let weight = |c: usize| rows[c].raw_shares.map_or(0, |s| s.raw()) as f64;
+        let total: f64 = children.iter().map(|&c| weight(c)).sum();
+        let count = children.len() as f64;
+        let widths: Vec<(usize, f64)> = children
+            .iter()
+            .map(|&c| {
+                let part = if total > 0.0 {
+                    weight(c) / total
+                } else {
+                    1.0 / count
+                };
+                (c, width * part)
+            })
+            .collect();
+        let (wide, narrow): (Vec<_>, Vec<_>) =
+            widths.iter().partition(|(_, w)| *w >= self.min_width_px);
+        let mut at = x0;
+        let mut placed = Vec::new();
+        for &(c, w) in &wide {
+            placed.push((c, at, w, true));
+            at += w;
+        }
+        match narrow.as_slice() {
+            [] => {}
+            [(c, w)] => placed.push((*c, at, *w, false)),
+            many => {
+                let w: f64 = many.iter().map(|(_, w)| w).sum();
+                let usage: u64 = many.iter().map(|(c, _)| rows[*c].raw_usage).sum();
+                boxes.push(TreeBox {
+                    label: format!("{} others", many.len()),
+                    account: rows[i].account.clone(),
+                    user: None,
+                    depth: rows[i].depth + 1,
+                    x0_px: at,
+                    x1_px: at + w,
+                    others: many.len(),
+                    usage_ratio: self.ratio(usage, w),
+                    factor: None,
+                });
+            }
+        }
+        placed
+    }
+}
+
 impl TreePicture {
-    // size: the icicle's layout in one pass; split pending (issue 38)
     /// Lay out `table` (in tree order, `root` first).
     pub fn new(table: &FairshareTable, options: &TreeOptions) -> TreePicture {
         let rows = &table.rows;
@@ -173,93 +294,14 @@ impl TreePicture {
                 children[*p].push(i);
             }
         }
-        let root_usage = rows.first().map_or(0, |r| r.raw_usage);
-        let left = MARGIN_PX as f64;
-        let inner = options.width_px.saturating_sub(2 * MARGIN_PX) as f64;
-        let ratio = |usage: u64, width: f64| -> Option<f64> {
-            if root_usage == 0 {
-                return None;
-            }
-            let usage_share = usage as f64 / root_usage as f64;
-            let width_share = width / inner;
-            if width_share > 0.0 {
-                Some(usage_share / width_share)
-            } else if usage_share > 0.0 {
-                Some(f64::INFINITY)
-            } else {
-                None
-            }
+        let layout = Layout {
+            rows,
+            children,
+            root_usage: rows.first().map_or(0, |r| r.raw_usage),
+            inner_px: options.width_px.saturating_sub(2 * MARGIN_PX) as f64,
+            min_width_px: options.min_width_px,
         };
-        let label = |i: usize| {
-            let row = &rows[i];
-            row.user.clone().unwrap_or_else(|| row.account.clone())
-        };
-        let mut boxes = Vec::new();
-        // (row, left edge, width, descend into its children?)
-        let mut stack: Vec<(usize, f64, f64, bool)> = Vec::new();
-        if !rows.is_empty() {
-            stack.push((0, left, inner, true));
-        }
-        while let Some((i, x0, width, descend)) = stack.pop() {
-            let row = &rows[i];
-            boxes.push(TreeBox {
-                label: label(i),
-                account: row.account.clone(),
-                user: row.user.clone(),
-                depth: row.depth,
-                x0_px: x0,
-                x1_px: x0 + width,
-                others: 0,
-                usage_ratio: ratio(row.raw_usage, width),
-                factor: row.fairshare,
-            });
-            if !descend || row.depth + 1 >= MAX_ROWS || children[i].is_empty() {
-                continue;
-            }
-            let weight = |c: usize| rows[c].raw_shares.map_or(0, |s| s.raw()) as f64;
-            let total: f64 = children[i].iter().map(|&c| weight(c)).sum();
-            let count = children[i].len() as f64;
-            let widths: Vec<(usize, f64)> = children[i]
-                .iter()
-                .map(|&c| {
-                    let part = if total > 0.0 {
-                        weight(c) / total
-                    } else {
-                        1.0 / count
-                    };
-                    (c, width * part)
-                })
-                .collect();
-            let (wide, narrow): (Vec<_>, Vec<_>) =
-                widths.iter().partition(|(_, w)| *w >= options.min_width_px);
-            let mut at = x0;
-            let mut placed = Vec::new();
-            for &(c, w) in &wide {
-                placed.push((c, at, w, true));
-                at += w;
-            }
-            match narrow.as_slice() {
-                [] => {}
-                [(c, w)] => placed.push((*c, at, *w, false)),
-                many => {
-                    let w: f64 = many.iter().map(|(_, w)| w).sum();
-                    let usage: u64 = many.iter().map(|(c, _)| rows[*c].raw_usage).sum();
-                    boxes.push(TreeBox {
-                        label: format!("{} others", many.len()),
-                        account: row.account.clone(),
-                        user: None,
-                        depth: row.depth + 1,
-                        x0_px: at,
-                        x1_px: at + w,
-                        others: many.len(),
-                        usage_ratio: ratio(usage, w),
-                        factor: None,
-                    });
-                }
-            }
-            // Depth first, left to right.
-            stack.extend(placed.into_iter().rev());
-        }
+        let boxes = layout.boxes();
         let depth_rows = boxes.iter().map(|b| b.depth + 1).max().unwrap_or(1);
         let shown = match options.color {
             TreeColor::Usage => "colour: usage ÷ shares",

@@ -10,9 +10,9 @@ use fairflow_ingest::{parse_event, LogLine};
 use fairflow_store::{Checkpoints, EventLog, Recovery};
 
 use super::WriteOutcome;
-use crate::backend::Backend;
+use crate::backend::{Backend, BackendError};
 use crate::exactly_once::{parse_key_record, Keys};
-use crate::quarantine::Quarantine;
+use crate::quarantine::{Quarantine, QuarantineError};
 use crate::taps::cursor::{TapCursor, TapCursors};
 
 /// The text of a panic's payload.
@@ -27,9 +27,11 @@ pub(super) fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
 /// Run an engine call, turning a panic into an error. Unwind safety is
 /// asserted because an engine that failed is never used again as it is: it
 /// is rebuilt from the durable state (module documentation).
-pub(super) fn guarded<T>(call: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
+pub(super) fn guarded<T>(
+    call: impl FnOnce() -> Result<T, BackendError>,
+) -> Result<T, BackendError> {
     catch_unwind(AssertUnwindSafe(call))
-        .unwrap_or_else(|panic| Err(format!("the engine panicked: {}", panic_message(panic))))
+        .unwrap_or_else(|panic| Err(BackendError::Panicked(panic_message(panic))))
 }
 
 /// The record a commit group is preceded by while the log is failing: it
@@ -53,9 +55,42 @@ pub(super) struct Replayed {
 /// Why a replay stopped.
 enum ReplayError {
     /// The base state could not be restored (try an older checkpoint).
-    Base(String),
-    /// Anything else.
-    Other(String),
+    Base(BackendError),
+    /// The quarantine cannot be read or written.
+    Quarantine(QuarantineError),
+}
+
+/// Why the applier cannot bring its engine to the durable state, or start.
+#[derive(Debug, thiserror::Error)]
+pub enum RecoveryError {
+    /// The data directory, the checkpoints or the log failed.
+    #[error(transparent)]
+    Store(#[from] fairflow_store::StoreError),
+    /// The durable log cannot be opened at start.
+    #[error("the durable log cannot be opened: {0}")]
+    OpenLog(fairflow_store::StoreError),
+    /// The engine cannot write its empty state (the base of a replay
+    /// without a checkpoint).
+    #[error("the engine cannot write its empty state: {0}")]
+    EmptyState(BackendError),
+    /// The engine cannot restore the empty state.
+    #[error(transparent)]
+    Restore(BackendError),
+    /// The quarantine cannot be read or written.
+    #[error(transparent)]
+    Quarantine(#[from] QuarantineError),
+    /// Records before the log's first are in no usable checkpoint.
+    #[error(
+        "the log starts at record {first_kept} but no usable checkpoint covers the records \
+         before it: records are missing"
+    )]
+    MissingRecords {
+        /// The log's first record.
+        first_kept: u64,
+    },
+    /// The applier's thread cannot start.
+    #[error("cannot start the applier thread: {0}")]
+    Thread(std::io::Error),
 }
 
 /// Remember the idempotency key logged at `sequence`. Its write's counts
@@ -89,14 +124,14 @@ fn quarantine_record(
     log: &EventLog,
     sequence: u64,
     record: &[u8],
-    reason: &str,
+    reason: &BackendError,
 ) -> Result<String, ReplayError> {
     let segment = log
         .segment_of(sequence)
         .map_or_else(|| "the log".to_string(), |p| p.display().to_string());
     let path = quarantine
-        .quarantine(sequence, record, reason)
-        .map_err(ReplayError::Other)?;
+        .quarantine(sequence, record, &reason.to_string())
+        .map_err(ReplayError::Quarantine)?;
     let message = format!(
         "QUARANTINED: log record {sequence} in {segment} makes the engine fail \
          ({reason}); it is not applied, now or at any later start; its copy \
@@ -122,7 +157,7 @@ fn replay<B: Backend>(
     quarantine: &Quarantine,
     log: &EventLog,
 ) -> Result<Replayed, ReplayError> {
-    let mut quarantined = quarantine.records().map_err(ReplayError::Other)?;
+    let mut quarantined = quarantine.records().map_err(ReplayError::Quarantine)?;
     // Sequences applied one at a time: chunks the engine failed on.
     let mut alone: Vec<Range<u64>> = Vec::new();
     let mut newly_quarantined = Vec::new();
@@ -225,9 +260,9 @@ pub(super) fn bring_up<B: Backend>(
     quarantine: &Quarantine,
     log: &mut EventLog,
     recovery: &Recovery,
-) -> Result<(u64, Replayed), String> {
+) -> Result<(u64, Replayed), RecoveryError> {
     let mut candidates = Vec::new();
-    for sequence in checkpoints.sequences().map_err(|e| e.to_string())? {
+    for sequence in checkpoints.sequences()? {
         if sequence < recovery.first_kept {
             tracing::warn!(
                 "checkpoint {sequence} is older than the log's first record {}: not usable",
@@ -235,7 +270,7 @@ pub(super) fn bring_up<B: Backend>(
             );
             continue;
         }
-        match checkpoints.read(sequence).map_err(|e| e.to_string())? {
+        match checkpoints.read(sequence)? {
             None => tracing::error!(
                 "checkpoint {sequence} is damaged (its checksum fails): trying an older one"
             ),
@@ -262,7 +297,7 @@ pub(super) fn bring_up<B: Backend>(
                          continuing from {sequence}",
                         log.next_sequence()
                     );
-                    log.skip_to(sequence).map_err(|e| e.to_string())?;
+                    log.skip_to(sequence)?;
                 }
                 return Ok((sequence, done));
             }
@@ -271,18 +306,17 @@ pub(super) fn bring_up<B: Backend>(
                     "checkpoint {sequence} cannot be restored ({e}): trying an older one"
                 )
             }
-            Err(ReplayError::Other(e)) => return Err(e),
+            Err(ReplayError::Quarantine(e)) => return Err(e.into()),
         }
     }
     if recovery.first_kept > 0 {
-        return Err(format!(
-            "the log starts at record {} but no usable checkpoint covers the records before it: \
-             records are missing",
-            recovery.first_kept
-        ));
+        return Err(RecoveryError::MissingRecords {
+            first_kept: recovery.first_kept,
+        });
     }
     match replay(backend, initial, &recovery.records, 0, 0, quarantine, log) {
         Ok(done) => Ok((0, done)),
-        Err(ReplayError::Base(e) | ReplayError::Other(e)) => Err(e),
+        Err(ReplayError::Base(e)) => Err(RecoveryError::Restore(e)),
+        Err(ReplayError::Quarantine(e)) => Err(e.into()),
     }
 }

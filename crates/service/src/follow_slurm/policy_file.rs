@@ -15,6 +15,37 @@ use fairflow_ingest::slurm_live::policy::Policy;
 
 const PREFIX: &str = "follow-slurm-policy-";
 
+/// Why a policy side file cannot be written or trusted (each but the
+/// encoding names the file).
+#[derive(Debug, thiserror::Error)]
+pub enum PolicyFileError {
+    /// The policy cannot be written as JSON.
+    #[error("{0}")]
+    Encode(serde_json::Error),
+    /// The file cannot be written or read.
+    #[error("{}: {source}", .path.display())]
+    Io {
+        /// The side file.
+        path: PathBuf,
+        /// The system's error.
+        source: std::io::Error,
+    },
+    /// The file is not a policy.
+    #[error("{}: {source}", .path.display())]
+    Decode {
+        /// The side file.
+        path: PathBuf,
+        /// The decoder's error.
+        source: serde_json::Error,
+    },
+    /// The file's policy is not the one the log names.
+    #[error("{}: its content does not have the digest the log names", .path.display())]
+    OtherDigest {
+        /// The side file.
+        path: PathBuf,
+    },
+}
+
 /// The side file of the policy of `digest`.
 fn path_of(data_dir: &Path, digest: u64) -> PathBuf {
     data_dir.join(format!("{PREFIX}{digest:016x}.json"))
@@ -22,10 +53,10 @@ fn path_of(data_dir: &Path, digest: u64) -> PathBuf {
 
 /// Write `policy` (of `digest`) beside the log, atomically (written aside,
 /// synced, renamed).
-pub fn save(data_dir: &Path, policy: &Policy, digest: u64) -> Result<(), String> {
+pub fn save(data_dir: &Path, policy: &Policy, digest: u64) -> Result<(), PolicyFileError> {
     let path = path_of(data_dir, digest);
     let aside = path.with_extension("json.new");
-    let bytes = serde_json::to_vec(policy).map_err(|e| e.to_string())?;
+    let bytes = serde_json::to_vec(policy).map_err(PolicyFileError::Encode)?;
     let write = || -> std::io::Result<()> {
         let mut file = std::fs::File::create(&aside)?;
         file.write_all(&bytes)?;
@@ -33,21 +64,23 @@ pub fn save(data_dir: &Path, policy: &Policy, digest: u64) -> Result<(), String>
         std::fs::rename(&aside, &path)?;
         std::fs::File::open(data_dir)?.sync_all()
     };
-    write().map_err(|e| format!("{}: {e}", path.display()))
+    write().map_err(|source| PolicyFileError::Io { path, source })
 }
 
 /// The policy of `digest`, if its side file is there and has that digest;
 /// why not, else.
-pub fn load(data_dir: &Path, digest: u64) -> Result<Policy, String> {
+pub fn load(data_dir: &Path, digest: u64) -> Result<Policy, PolicyFileError> {
     let path = path_of(data_dir, digest);
-    let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let policy: Policy =
-        serde_json::from_slice(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+    let bytes = match std::fs::read(&path) {
+        Ok(bytes) => bytes,
+        Err(source) => return Err(PolicyFileError::Io { path, source }),
+    };
+    let policy: Policy = match serde_json::from_slice(&bytes) {
+        Ok(policy) => policy,
+        Err(source) => return Err(PolicyFileError::Decode { path, source }),
+    };
     if policy.digest() != digest {
-        return Err(format!(
-            "{}: its content does not have the digest the log names",
-            path.display()
-        ));
+        return Err(PolicyFileError::OtherDigest { path });
     }
     Ok(policy)
 }
@@ -94,7 +127,7 @@ mod tests {
             serde_json::to_vec(&other).unwrap(),
         )
         .unwrap();
-        let refused = load(dir.path(), digest).unwrap_err();
+        let refused = load(dir.path(), digest).unwrap_err().to_string();
         assert!(refused.contains("does not have the digest"), "{refused}");
         // Pruning keeps only the named one.
         save(dir.path(), &other, other.digest()).unwrap();

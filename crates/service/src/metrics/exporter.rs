@@ -67,16 +67,22 @@ pub enum UserSeries {
     Most(usize),
 }
 
-impl FromStr for UserSeries {
-    type Err = String;
+/// A `--metrics-exporter-users` value that is not one (the text given).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{0}` is neither `none`, `all` nor a number of user associations")]
+pub struct NotUserSeries(String);
 
-    fn from_str(text: &str) -> Result<Self, String> {
+impl FromStr for UserSeries {
+    type Err = NotUserSeries;
+
+    fn from_str(text: &str) -> Result<Self, NotUserSeries> {
         match text.to_ascii_lowercase().as_str() {
             "none" => Ok(UserSeries::Off),
             "all" => Ok(UserSeries::All),
-            _ => text.parse().map(UserSeries::Most).map_err(|_| {
-                format!("`{text}` is neither `none`, `all` nor a number of user associations")
-            }),
+            _ => text
+                .parse()
+                .map(UserSeries::Most)
+                .map_err(|_| NotUserSeries(text.to_string())),
         }
     }
 }
