@@ -29,6 +29,12 @@
 //!    as `calc_period_tick` (what `serve`'s ticker does on the wall clock, by
 //!    default); `--no-calc-period-ticks` leaves the settlement to the
 //!    crossing event's batch instead (`serve --no-calc-period-ticks`).
+//!    `boundary_delay_p50_us` and `boundary_delay_p99_us` (issue 36 item 2)
+//!    are the delays of the events that cross a boundary, each taken from
+//!    its arrival, which is when the boundary's tick starts (the event's
+//!    batch is queued behind it), to its answer (its batch applied and the
+//!    top `k` read); without ticks, the crossing event's own latency.
+//!    `null` when no sampled event crossed a boundary (`--calc-period 0`).
 //!    `--kinds` samples only some kinds.
 //!    `touched_records_mean` is the batch's input records plus the records
 //!    the dataflow stages emitted (`Engine::touched_records`).

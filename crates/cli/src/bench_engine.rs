@@ -67,6 +67,12 @@ pub(crate) struct EnginePhase {
     pub(crate) rss_settled_bytes: Option<u64>,
     pub(crate) allocated_settled_bytes: Option<u64>,
     pub(crate) calc_period_secs: i64,
+    /// The delay of each update event that arrived as a
+    /// `PriorityCalcPeriod` boundary's settlement started: from the start
+    /// of the boundary's `tick` batch (the crossing event's own batch when
+    /// boundaries are not ticked) to the event's answer (its batch applied
+    /// and the top `k` read).
+    pub(crate) boundary_delay: Latency,
 }
 
 /// The load's figures.
@@ -127,28 +133,30 @@ fn load(args: &Args, params: &WorkloadParams, recorder: &mut Recorder) -> anyhow
     })
 }
 
-/// Apply one batch of `kind` and read the top `k`, timed together.
+/// Apply one batch of `kind` and read the top `k`, timed together; the
+/// instant the answer was ready.
 fn timed_batch(
     engine: &mut Engine,
     recorder: &mut Recorder,
     m: &mut Measured,
     events: Vec<Event>,
     k: usize,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Instant> {
     let sent = events.len();
     let batch = recorder.batch(m.kind, events)?;
     let touched_before = engine.touched_records();
     let started = Instant::now();
     let report = engine.apply_batch(batch)?;
     let top = engine.top(k)?;
-    let elapsed = started.elapsed();
+    let answered = Instant::now();
+    let elapsed = answered - started;
     black_box(top);
     check_report(m.kind.key(), sent, &report)?;
     m.latency.record(elapsed)?;
     m.touched_total += report.input_records as u64 + (engine.touched_records() - touched_before);
     m.events_total += sent as u64;
     m.batches += 1;
-    Ok(())
+    Ok(answered)
 }
 
 /// The update events of one sample of `kind`: one batch, or for
@@ -170,6 +178,13 @@ fn sample_batches(generator: &mut Generator, kind: Kind) -> anyhow::Result<Vec<V
     Ok(pending)
 }
 
+/// The update phase's figures.
+struct Updates {
+    measured: Vec<Measured>,
+    /// Each boundary-crossing event's delay ([`EnginePhase::boundary_delay`]).
+    boundary_delay: Latency,
+}
+
 /// Time every update kind asked for.
 fn updates(
     args: &Args,
@@ -177,7 +192,7 @@ fn updates(
     generator: &mut Generator,
     recorder: &mut Recorder,
     ticks: bool,
-) -> anyhow::Result<Vec<Measured>> {
+) -> anyhow::Result<Updates> {
     let calc_period_secs = engine.config().calc_period_secs;
     let mut measured = Vec::new();
     for kind in Kind::ALL.into_iter().chain([Kind::CalcPeriodTick]) {
@@ -191,6 +206,7 @@ fn updates(
             oracle_apply_us: Vec::new(),
         });
     }
+    let mut boundary_delay = Latency::new()?;
     for kind in Kind::ALL {
         if !args.kinds.is_empty() && !args.kinds.contains(&kind) {
             continue;
@@ -199,26 +215,33 @@ fn updates(
         progress(args, &format!("{}: {samples} samples", kind.key()));
         for _ in 0..samples {
             for events in sample_batches(generator, kind)? {
-                // The service's ticker settles a boundary in a batch of its
-                // own before the first event after it arrives.
-                let tick = events.first().and_then(|event| {
-                    bench_reads::boundary_tick(ticks, calc_period_secs, engine.now(), event.t)
+                // The boundary this event crosses, if any (whether or not
+                // it is settled in a tick of its own).
+                let crossed = events.first().and_then(|event| {
+                    bench_reads::boundary_tick(true, calc_period_secs, engine.now(), event.t)
                 });
-                if let Some(tick) = tick {
+                // The event arrives as the boundary's settlement starts:
+                // its delay runs from then to its own answer.
+                let crosses = crossed.is_some();
+                let arrived = Instant::now();
+                if let Some(tick) = crossed.filter(|_| ticks) {
+                    // The service's ticker settles a boundary in a batch
+                    // of its own before the first event after it arrives.
                     let m = &mut measured[Kind::CalcPeriodTick.index()];
                     timed_batch(engine, recorder, m, tick, args.k)?;
                 }
-                timed_batch(
-                    engine,
-                    recorder,
-                    &mut measured[kind.index()],
-                    events,
-                    args.k,
-                )?;
+                let m = &mut measured[kind.index()];
+                let answered = timed_batch(engine, recorder, m, events, args.k)?;
+                if crosses {
+                    boundary_delay.record(answered - arrived)?;
+                }
             }
         }
     }
-    Ok(measured)
+    Ok(Updates {
+        measured,
+        boundary_delay,
+    })
 }
 
 /// What the served reads need of the engine phase.
@@ -303,7 +326,10 @@ pub(crate) fn engine_phase(
     let generator = &mut loaded.generator;
     let calc_period_secs = engine.config().calc_period_secs;
     let ticks = calc_period_secs > 0 && !args.no_calc_period_ticks;
-    let measured = updates(args, engine, generator, &mut recorder, ticks)?;
+    let Updates {
+        measured,
+        boundary_delay,
+    } = updates(args, engine, generator, &mut recorder, ticks)?;
     let settings = bench_reads::ReadSettings {
         k: args.k,
         reads: scaled(TOPK_READS, args.samples_scale),
@@ -359,5 +385,6 @@ pub(crate) fn engine_phase(
         rss_settled_bytes,
         allocated_settled_bytes,
         calc_period_secs,
+        boundary_delay,
     })
 }

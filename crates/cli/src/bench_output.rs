@@ -216,6 +216,13 @@ pub(crate) fn report(
         },
     });
     report["topk_read_cached"] = topk_cached;
+    // Issue 36 item 2: the delay of an event arriving as a boundary is
+    // settled (`null`: no sampled event crossed one).
+    let delay = &engine.boundary_delay;
+    let delay_us = |quantile: f64| (delay.len() > 0).then(|| delay.quantile_us(quantile));
+    report["boundary_delay_p50_us"] = json!(delay_us(0.5));
+    report["boundary_delay_p99_us"] = json!(delay_us(0.99));
+    report["boundary_delay_samples"] = json!(delay.len());
     report["reads"] = reads_json(engine, oracle);
     report["baselines"] = baselines_json(engine, oracle);
     report["reads_peak_rss_bytes"] = json!(engine.reads_peak_rss_bytes);
@@ -375,6 +382,15 @@ fn updates_table(report: &Value) -> String {
             fmt(&u["ratio"]),
             target,
             ratio
+        ));
+    }
+    if let Some(p99) = number(&report["boundary_delay_p99_us"]) {
+        text.push_str(&format!(
+            "\nboundary delay (an event arriving as a boundary is settled, to its answer): \
+             p50 {} us, p99 {p99:.1} us over {} events   target < 1000 us: {}\n",
+            fmt(&report["boundary_delay_p50_us"]),
+            report["boundary_delay_samples"],
+            met(p99 < 1_000.0)
         ));
     }
     if let Some(matches) = report["topk_matches_oracle"].as_bool() {

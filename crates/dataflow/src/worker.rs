@@ -11,7 +11,7 @@
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvError, Sender, TryRecvError};
-use fairflow_model::report::{CompactJobs, JobPriority, JobState};
+use fairflow_model::report::{CompactJobs, JobPriority, JobState, SharedJobs};
 use fairflow_model::Time;
 use timely::worker::Worker;
 
@@ -87,6 +87,9 @@ pub enum Command {
     Waiting(u64, usize),
     /// Every shard's users' ranked-job counts, for ids below this.
     RankedCounts(u32),
+    /// A read the driver replaced, freed on worker 0's thread while it
+    /// waits for the next command (`Engine::discard`); not answered.
+    Discard(SharedJobs),
 }
 
 /// What worker 0 answers.
@@ -208,6 +211,10 @@ pub fn run_worker(
         return;
     }
     while let Some(command) = next_command(worker, &feeder) {
+        if let Command::Discard(replaced) = command {
+            drop(replaced);
+            continue;
+        }
         let reply = serve_command(command, worker, &mut dataflows, &mut shards, &mut active);
         if feeder.replies.send(reply).is_err() {
             break;
@@ -363,6 +370,8 @@ fn serve_command(
         }
         Command::ReadFactorsOf(assocs) => Reply::Factors(reader.fairshare_factors_of(&assocs)),
         Command::ReadFactorTable => Reply::FactorTable(reader.fairshare_factors_dense()),
+        // Freed by the loop before it serves a command (`run_worker`).
+        Command::Discard(_) => Reply::Done,
     }
 }
 

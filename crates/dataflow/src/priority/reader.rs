@@ -519,7 +519,7 @@ impl PriorityReader {
         }
         let unread = candidates.unread_key_bounds();
         let unread = [unread[0].max(left_out[0]), unread[1].max(left_out[1])];
-        let kept = kept::KeptTop::new(now, k, &best, unread);
+        let kept = kept::KeptTop::new(now, k, best.iter(), unread);
         best.truncate(k);
         (Self::evaluate_ranked(best, now), Some(kept))
     }
@@ -540,6 +540,26 @@ impl PriorityReader {
             fairshare,
         };
         Some((state, ranked))
+    }
+
+    /// [`PriorityReader::rank`] with the candidate's whole evaluation
+    /// (named, with its factor list) beside its ranking, from one
+    /// evaluation: for a read that returns nearly every job it ranks.
+    fn rank_whole<'q>(
+        &self,
+        record: &'q PriorityRecord,
+        fairshare: f64,
+        now: Time,
+    ) -> Option<(Ranked<'q>, JobPriority)> {
+        let name = self.name_of(record);
+        let whole = record.evaluate(&name, fairshare, now, None)?;
+        let ranked = Ranked {
+            priority: whole.priority,
+            name,
+            record,
+            fairshare,
+        };
+        Some((ranked, whole))
     }
 
     /// The ranked candidates evaluated whole, in their order.

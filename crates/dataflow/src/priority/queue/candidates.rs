@@ -37,6 +37,7 @@ impl Queue {
             heap: BinaryHeap::new(),
             cursors: Vec::new(),
             groups: Vec::new(),
+            members: Vec::new(),
             shift: [0.0, 0.0],
             fairshare_weight: 0.0,
             pushed: 0,
@@ -174,12 +175,16 @@ impl OpenGroup {
 /// the class, or entered by key already) before it yields its turn.
 const PLACE_SKIPS: usize = 8;
 
-#[derive(Debug)]
+/// What a heap entry stands for: indices into the search's cursors,
+/// groups and members, so that an entry is small (the heap moves entries
+/// at every pop).
+#[derive(Debug, Clone, Copy)]
 enum Item {
     Cursor(usize),
     /// The next member of an opened group.
     Group(usize),
-    Member(Member),
+    /// A member of the sorted tree (`Candidates::members`).
+    Member(usize),
 }
 
 struct HeapEntry {
@@ -222,6 +227,8 @@ pub struct Candidates<'q> {
     heap: BinaryHeap<HeapEntry>,
     cursors: Vec<(Source, Peekable<btree_set::Iter<'q, Ranked>>)>,
     groups: Vec<(OpenGroup, GroupMembers<'q>)>,
+    /// The tree members entered (the heap holds their indices).
+    members: Vec<Member>,
     shift: [f64; 2],
     /// The fair-share weight of the configuration (of every record).
     fairshare_weight: f64,
@@ -252,7 +259,9 @@ impl<'q> Candidates<'q> {
             return;
         };
         let bound = self.key_bound(key, member.factor, member.class);
-        self.push(bound, Item::Member(member));
+        let index = self.members.len();
+        self.members.push(member);
+        self.push(bound, Item::Member(index));
     }
 
     /// The upper bound at `now` of a job of `class` whose rank key is `key`
@@ -387,7 +396,7 @@ impl<'q> Candidates<'q> {
                     }
                 }
                 Item::Group(index) => self.advance_group(index),
-                Item::Member(member) => self.expand(member),
+                Item::Member(index) => self.expand(self.members[index]),
             }
         }
     }
@@ -420,7 +429,8 @@ impl<'q> Candidates<'q> {
                     };
                     (open.class, self.unshifted_bound(key, open.factor))
                 }
-                Item::Member(member) => {
+                Item::Member(index) => {
+                    let member = &self.members[*index];
                     let Some((key, _)) = self.queue.tree.best_of(member.node, member.class) else {
                         continue;
                     };

@@ -24,9 +24,10 @@
 //! are the queue's first `k`. Otherwise the reader searches.
 //!
 //! # Cost
-//! `O(kept + changed)` evaluations of records the last read touched, no
-//! heap and no walk down the sorted tree; a search costs the same
-//! evaluations plus the walk to each candidate.
+//! `O(kept + changed)` evaluations of records the last read touched (each
+//! evaluated whole once: nearly all are returned), no heap and no walk down
+//! the sorted tree; a search costs the same evaluations plus the walk to
+//! each candidate.
 
 use fairflow_model::report::JobPriority;
 use fairflow_model::Time;
@@ -69,7 +70,12 @@ pub(super) struct SinceKept {
 impl KeptTop {
     /// A kept top of a search at `now` for `k`: the `ranked` jobs it read
     /// (in queue order) and the bounds of the rest.
-    pub(super) fn new(now: Time, k: usize, ranked: &[Ranked<'_>], unread: [f64; 2]) -> Self {
+    pub(super) fn new<'r, 'q: 'r>(
+        now: Time,
+        k: usize,
+        ranked: impl ExactSizeIterator<Item = &'r Ranked<'q>>,
+        unread: [f64; 2],
+    ) -> Self {
         let wanted = k + KEPT_SPARE;
         let mut kept = KeptTop {
             now,
@@ -77,7 +83,7 @@ impl KeptTop {
             jobs: Vec::with_capacity(ranked.len().min(wanted)),
             unread,
         };
-        for (at, candidate) in ranked.iter().enumerate() {
+        for (at, candidate) in ranked.enumerate() {
             if at < wanted {
                 kept.jobs
                     .push((candidate.record.job(), candidate.fairshare));
@@ -130,14 +136,18 @@ impl PriorityReader {
         let mut changed = since.jobs;
         changed.sort_unstable();
         changed.dedup();
-        let mut ranked: Vec<Ranked<'_>> = Vec::with_capacity(kept.jobs.len() + changed.len());
+        // Nearly every job ranked here is returned: each is evaluated whole
+        // once, ranked by the priority of that evaluation (the same bits as
+        // `PriorityRecord::priority_at`).
+        let mut ranked: Vec<(Ranked<'_>, JobPriority)> =
+            Vec::with_capacity(kept.jobs.len() + changed.len());
         for &(job, fairshare) in &kept.jobs {
             if changed.binary_search(&job).is_ok() {
                 continue;
             }
             // Unchanged since the read: still ranked, with the same factor.
             let record = self.queue.record(job)?;
-            ranked.push(self.rank(record, fairshare, now)?.1);
+            ranked.push(self.rank_whole(record, fairshare, now)?);
         }
         for &job in &changed {
             let Some(record) = self.queue.record(job) else {
@@ -147,12 +157,12 @@ impl PriorityReader {
                 continue;
             }
             let fairshare = self.queue.fairshare_of(record.row.assoc);
-            if let Some((_, candidate)) = self.rank(record, fairshare, now) {
-                ranked.push(candidate);
+            if let Some(both) = self.rank_whole(record, fairshare, now) {
+                ranked.push(both);
             }
         }
-        ranked.sort_by(Ranked::cmp);
-        let kth = ranked.get(k - 1)?.priority;
+        ranked.sort_by(|(a, _), (b, _)| a.cmp(b));
+        let kth = ranked.get(k - 1)?.0.priority;
         let shifts = self.queue.time_shifts(now);
         let unread_now = (kept.unread[0] + shifts[0]).max(kept.unread[1] + shifts[1]);
         // The search's stopping rule (`search_top`), written the same way
@@ -161,9 +171,9 @@ impl PriorityReader {
         if !proved {
             return None;
         }
-        let next = KeptTop::new(now, kept.k, &ranked, kept.unread);
+        let next = KeptTop::new(now, kept.k, ranked.iter().map(|(r, _)| r), kept.unread);
         ranked.truncate(k);
-        let top = Self::evaluate_ranked(ranked, now);
+        let top = ranked.into_iter().map(|(_, whole)| whole).collect();
         self.kept = Some(next);
         Some(top)
     }
