@@ -70,7 +70,7 @@ impl KeptTop {
     /// A kept top of a search at `now` for `k`: the `ranked` jobs it read
     /// (in queue order) and the bounds of the rest.
     pub(super) fn new(now: Time, k: usize, ranked: &[Ranked<'_>], unread: [f64; 2]) -> Self {
-        let wanted = k + KEPT_SPARE;
+        let wanted = k.saturating_add(KEPT_SPARE);
         let mut kept = KeptTop {
             now,
             k,
