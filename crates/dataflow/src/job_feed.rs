@@ -204,6 +204,11 @@ impl JobFeed {
         true
     }
 
+    /// The partition of the row last sent for a job (`None`: no row sent).
+    pub fn sent_partition(&self, id: JobId) -> Option<NameId> {
+        self.sent_jobs.get(id).map(|row| row.partition)
+    }
+
     /// Does an active job have several (partition, QOS) pairs?
     pub fn any_paired(&self) -> bool {
         !self.paired.is_empty()

@@ -19,15 +19,16 @@ use crate::factors::Family;
 use crate::graph::{build, priority_upper, Dataflows, NodeFact};
 use crate::job_feed::JobDeltas;
 use crate::names::JobNames;
+use crate::priority::reader::ahead::AheadCounts;
 use crate::priority::reader::waiting::WaitingEntry;
 use crate::priority::IncrFloors;
 use crate::tree_feed::Deltas;
-use crate::types::{AssocId, Epoch, JobId, NodeId, TouchCounter};
+use crate::types::{AssocId, Epoch, JobId, NameId, NodeId, TouchCounter};
 
 mod shards;
 use shards::{
-    ask_all, compact_lists, found_job, holdings, merge_by_name, merge_counts, merge_floors,
-    merge_ranked, merge_waiting, Jobs, Request, Shards,
+    ask_all, compact_lists, found_job, holdings, merge_ahead, merge_by_name, merge_counts,
+    merge_floors, merge_ranked, merge_waiting, Jobs, Request, Shards,
 };
 
 /// What the driver asks worker 0 to do.
@@ -80,6 +81,9 @@ pub enum Command {
     /// The queue at this time up to and including a job
     /// (`PriorityReader::through`).
     Through(JobId, Time),
+    /// A job's place counted, not built (`PriorityReader::count_ahead`):
+    /// the job, its partition, the time.
+    CountAhead(JobId, NameId, Time),
     /// What each worker's shard holds.
     Holdings,
     /// The waiting users (`PriorityReader::waiting`) of every shard:
@@ -113,6 +117,9 @@ pub enum Reply {
     Job(Option<JobPriority>),
     /// The queue up to and including a job, if it is ranked.
     Through(Option<Vec<JobPriority>>),
+    /// A ranked job and the counts ahead of it (`None`: the job is not
+    /// ranked; no counts: the model is not counted).
+    Ahead(Option<(JobPriority, Option<AheadCounts>)>),
     /// The `INCR_ONLY` memory.
     Floors(IncrFloors),
     /// What each worker's shard holds, by worker index.
@@ -342,6 +349,20 @@ fn serve_command(
                     merge_ranked(ask_all(shards, worker, reader, request), usize::MAX)
                 });
             Reply::Through(through)
+        }
+        Command::CountAhead(id, partition, now) => {
+            let target = found_job(ask_all(shards, worker, reader, Request::Job(id, now)));
+            let counted = target
+                .filter(|target| target.state == JobState::Pending)
+                .map(|target| {
+                    let request =
+                        Request::CountAhead(Jobs(vec![target.clone()]), id, partition, now);
+                    (
+                        target,
+                        merge_ahead(ask_all(shards, worker, reader, request)),
+                    )
+                });
+            Reply::Ahead(counted)
         }
         Command::Job(id, now) => Reply::Job(found_job(ask_all(
             shards,

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use fairflow_book::Book;
 use fairflow_ingest::{LogLine, Rejection};
+use fairflow_model::report::position::Position;
 use fairflow_model::report::{
     CompactJobs, FairshareRow, FairshareTable, JobPriority, PendingJobsByUser, SharedJobs,
     UsageRow, WaitingUser,
@@ -115,6 +116,10 @@ impl Engine for IncrementalEngine {
 
     fn queue_through(&mut self, id: &str) -> Result<Option<Vec<JobPriority>>, EngineError> {
         Ok(self.engine.queue_through(id)?)
+    }
+
+    fn position_counted(&mut self, id: &str) -> Result<Option<Position>, EngineError> {
+        Ok(self.engine.position_counted(id)?)
     }
 
     fn job(&mut self, id: &str) -> Result<Option<JobPriority>, EngineError> {

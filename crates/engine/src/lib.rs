@@ -307,12 +307,24 @@ pub trait Engine: Send {
             .map(|index| queue[..=index].to_vec()))
     }
 
+    /// [`Engine::position`] of a job (named by its id) counted from the
+    /// engine's queue index without building the jobs ahead; `None` when
+    /// the engine does not count it (this default: never), and
+    /// [`Engine::queue_through`]'s path answers.
+    fn position_counted(&mut self, _id: &str) -> Result<Option<Position>, EngineError> {
+        Ok(None)
+    }
+
     /// A job's place in line (the job named by its id or its SLUID:
     /// `Book::resolve_job`): its first entry's rank in the whole queue, its
     /// rank in each of its partitions, its other entries, the entries of
     /// each account ahead of it, and the gap to the entry just ahead.
     fn position(&mut self, id: &str) -> Result<Position, EngineError> {
         let id = &self.book().resolve_job(id).to_string();
+        if let Some(mut place) = self.position_counted(id)? {
+            place.sluid = self.book().sluid_of(id);
+            return Ok(place);
+        }
         let Some(through) = self.queue_through(id)? else {
             return Err(self.why_not_ranked(id)?);
         };

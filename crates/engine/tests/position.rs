@@ -310,3 +310,72 @@ fn ranks_are_indexes_in_the_whole_queue_on_the_example_logs() {
         "the example logs ranked too few jobs ({checked})"
     );
 }
+
+/// Slurm with every weight 0: every pending job is at the floor (priority
+/// 1), so the queue is by submit time, then job id as numbers ("9" before
+/// "10"). Job 11 is held (not ranked, not counted).
+const FLOOR: &str = r#"{"op":"config","t":1000,"set":{"PriorityDecayHalfLife":0,"PriorityWeightAge":0,"PriorityWeightFairshare":0,"PriorityWeightJobSize":0,"PriorityWeightAssoc":0,"PriorityWeightPartition":0,"PriorityWeightQOS":0}}
+{"op":"partition","t":1000,"name":"batch","priority_job_factor":1}
+{"op":"partition","t":1000,"name":"debug","priority_job_factor":1}
+{"op":"account","t":1000,"name":"phys","shares":1}
+{"op":"account","t":1000,"name":"chem","shares":1}
+{"op":"user","t":1000,"user":"alice","account":"phys","shares":1}
+{"op":"user","t":1000,"user":"bob","account":"chem","shares":1}
+{"op":"submit","t":1000,"job":"10","user":"alice","account":"phys","partition":"batch"}
+{"op":"submit","t":1000,"job":"9","user":"bob","account":"chem","partition":"batch"}
+{"op":"submit","t":1000,"job":"11","user":"bob","account":"chem","partition":"batch"}
+{"op":"hold","t":1000,"job":"11"}
+{"op":"submit","t":1001,"job":"3","user":"bob","account":"chem","partition":"debug"}
+{"op":"submit","t":1002,"job":"4","user":"alice","account":"phys","partition":"batch"}
+"#;
+
+/// The hand calculation: the queue is 9, 10 (both submitted at 1000, by
+/// id), 3 (1001), 4 (1002), all at priority 1. Job 4: rank 4; ahead of it
+/// 9 and 3 (chem) and 10 (phys); third in batch (after 9 and 10); the job
+/// just ahead is 3, whose equal priority wins on submit time, so 4 lacks
+/// 1 + 1 − 1 = 1 point. Job 10: rank 2, behind 9 (chem), second in batch.
+#[test]
+fn jobs_at_the_floor_by_hand() {
+    for (name, mut engine) in engines() {
+        engine.apply(lines(FLOOR)).expect("applies");
+        let fourth = engine.position("4").expect("job 4 is ranked");
+        assert_eq!((fourth.rank, fourth.job.priority), (4, 1), "{name}");
+        assert_eq!(
+            fourth.ahead_by_account,
+            BTreeMap::from([("chem".to_string(), 2), ("phys".to_string(), 1)]),
+            "{name}"
+        );
+        let batch = &fourth.partitions[..];
+        assert_eq!(batch.len(), 1, "{name}");
+        assert_eq!(
+            (batch[0].partition.as_str(), batch[0].rank),
+            ("batch", 3),
+            "{name}"
+        );
+        let gap = fourth.gap.as_ref().expect("a job ahead");
+        assert_eq!(
+            (
+                gap.job.as_str(),
+                gap.account.as_str(),
+                gap.priority,
+                gap.points
+            ),
+            ("3", "chem", 1, 1),
+            "{name}"
+        );
+
+        let second = engine.position("10").expect("job 10 is ranked");
+        assert_eq!(second.rank, 2, "{name}");
+        assert_eq!(
+            second.ahead_by_account,
+            BTreeMap::from([("chem".to_string(), 1)]),
+            "{name}"
+        );
+        assert_eq!(second.partitions[0].rank, 2, "{name}");
+        let gap = second.gap.as_ref().expect("a job ahead");
+        assert_eq!(gap.job.as_str(), "9", "{name}");
+
+        let first = engine.position("9").expect("job 9 is ranked");
+        assert_eq!((first.rank, first.gap.is_none()), (1, true), "{name}");
+    }
+}

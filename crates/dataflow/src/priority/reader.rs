@@ -22,6 +22,7 @@
 //! (`Engine::top`) keeps the last read, named and shared, and has worker 0
 //! read its top `k'` in each batch's round trip.
 
+pub mod ahead;
 mod kept;
 pub mod waiting;
 
@@ -483,7 +484,7 @@ impl PriorityReader {
         // key built); only the `k` returned are evaluated whole at the end.
         // The best `k + KEPT_SPARE` read are kept for the next read, and the
         // bounds of the others noted.
-        let wanted = k + kept::KEPT_SPARE;
+        let wanted = k.saturating_add(kept::KEPT_SPARE);
         let mut left_out = [f64::NEG_INFINITY; 2];
         let mut candidates = self.queue.candidates(now);
         let mut best: Vec<Ranked<'_>> = Vec::with_capacity(wanted.min(1024) + 1);

@@ -41,9 +41,10 @@ use timely::dataflow::operators::Probe;
 use timely::dataflow::InputHandleVec;
 use timely::worker::Worker;
 
+use crate::priority::reader::ahead::{AheadCounts, Target};
 use crate::priority::reader::waiting::WaitingEntry;
 use crate::priority::{IncrFloors, PriorityReader};
-use crate::types::{AssocId, JobId};
+use crate::types::{AccountId, AssocId, JobId, NameId};
 
 /// Job priorities as they travel between processes. `JobPriority`'s own
 /// serde form skips an empty `pairs` (for JSON), which a non-self-describing
@@ -146,6 +147,9 @@ pub(crate) enum Request {
     /// The shard's users' ranked-job counts
     /// (`PriorityReader::ranked_counts`), for ids below this.
     RankedCounts(u32),
+    /// What the shard counts ahead of this job (one job: its id and
+    /// partition follow), `PriorityReader::count_ahead`.
+    CountAhead(Jobs, JobId, NameId, Time),
 }
 
 /// One shard's answer to a [`Request`].
@@ -166,6 +170,10 @@ pub(crate) enum Answer {
     Waiting(Vec<WaitingEntry>),
     /// The shard's users' ranked-job counts.
     Counts(Vec<(AssocId, u64)>),
+    /// What the shard counted ahead of a job (`CountAhead`; `None`: the
+    /// model is not counted): jobs ahead, by account, in the job's
+    /// partition; the job just ahead (none or one).
+    Ahead(Option<(u64, Vec<(AccountId, u64)>, u64)>, Jobs),
     /// Done (requests without a result).
     Done,
 }
@@ -198,7 +206,56 @@ pub(crate) fn answer(reader: &mut PriorityReader, request: Request) -> Answer {
             Answer::Waiting(reader.waiting(f64::from_bits(min_factor_bits), limit))
         }
         Request::RankedCounts(assocs) => Answer::Counts(reader.ranked_counts(assocs)),
+        Request::CountAhead(target, job, partition, now) => {
+            count_ahead(reader, target, job, partition, now)
+        }
     }
+}
+
+/// One shard's [`Answer::Ahead`] for `target` (no job: nothing ahead).
+fn count_ahead(
+    reader: &mut PriorityReader,
+    target: Jobs,
+    job: JobId,
+    partition: NameId,
+    now: Time,
+) -> Answer {
+    let Some(target) = target.0.first() else {
+        return Answer::Ahead(Some((0, Vec::new(), 0)), Jobs::default());
+    };
+    let target = Target {
+        job,
+        priority: target.priority,
+        submit_at: target.submit_at,
+        name: &target.job,
+        partition,
+    };
+    match reader.count_ahead(&target, now) {
+        Some(counts) => Answer::Ahead(
+            Some((counts.ahead, counts.by_account, counts.in_partition)),
+            Jobs(counts.just_ahead.into_iter().collect()),
+        ),
+        None => Answer::Ahead(None, Jobs::default()),
+    }
+}
+
+/// Every shard's counts ahead of a job, together (`None` when a shard did
+/// not count: the model's reads evaluate every record).
+pub(crate) fn merge_ahead(answers: Vec<Answer>) -> Option<AheadCounts> {
+    let mut all = Vec::with_capacity(answers.len());
+    for answer in answers {
+        let Answer::Ahead(Some((ahead, by_account, in_partition)), Jobs(just_ahead)) = answer
+        else {
+            return None;
+        };
+        all.push(AheadCounts {
+            ahead,
+            by_account,
+            in_partition,
+            just_ahead: just_ahead.into_iter().next(),
+        });
+    }
+    Some(AheadCounts::merge(all))
 }
 
 /// Every shard's waiting users, together (a user is on one shard).

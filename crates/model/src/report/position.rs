@@ -108,8 +108,27 @@ impl Position {
         for ahead in &through {
             *ahead_by_account.entry(ahead.account.clone()).or_default() += 1;
         }
-        let gap = through.last().map(|ahead| gap_to(&job, ahead));
-        Some(Position {
+        Some(Position::from_counts(
+            job,
+            rank,
+            partitions,
+            ahead_by_account,
+            through.last(),
+        ))
+    }
+
+    /// The place of `job` from what was counted ahead of it, without the
+    /// queue: its rank, its partition ranks, the entries of each account
+    /// ahead, and the entry just ahead (`None` at rank 1).
+    pub fn from_counts(
+        job: JobPriority,
+        rank: u64,
+        partitions: Vec<PartitionPlace>,
+        ahead_by_account: BTreeMap<String, u64>,
+        just_ahead: Option<&JobPriority>,
+    ) -> Self {
+        let gap = just_ahead.map(|ahead| gap_to(&job, ahead));
+        Position {
             job,
             rank,
             partitions,
@@ -117,7 +136,7 @@ impl Position {
             gap,
             entries: Vec::new(),
             sluid: None,
-        })
+        }
     }
 }
 

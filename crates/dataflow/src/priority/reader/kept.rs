@@ -76,7 +76,7 @@ impl KeptTop {
         ranked: impl ExactSizeIterator<Item = &'r Ranked<'q>>,
         unread: [f64; 2],
     ) -> Self {
-        let wanted = k + KEPT_SPARE;
+        let wanted = k.saturating_add(KEPT_SPARE);
         let mut kept = KeptTop {
             now,
             k,

@@ -1,0 +1,316 @@
+//! `Engine::position_counted` (a job's place counted from the queue index,
+//! the jobs ahead not built) against the oracle's `position_in` on its
+//! whole sorted queue (`priority::entry_queue`): the seeded random streams
+//! of `engine_priority_equivalence` (submissions, holds, starts, ends,
+//! requeues, usage, configuration changes: retractions of every kind),
+//! after every batch moved on to a random later `now`, for every ranked
+//! job (ranks over the whole queue), and `None` for every listed job that
+//! is not ranked; 1, 2 and 4 workers; Slurm under Fair Tree, classic, many
+//! ties at one integer priority, every job at the model's floor, and Flux.
+//! Moab and `INCR_ONLY` are not counted (`None` for every job: the general
+//! path answers); the `INCR_ONLY` stream turns it off and on, and the
+//! places counted while it is off are checked too.
+
+use fairflow_dataflow::Engine;
+use fairflow_ingest::reader::read_events;
+use fairflow_model::report::entries::position_in;
+use fairflow_model::report::JobState;
+use fairflow_model::Config;
+use fairflow_oracle::{fairshare, priority, Replay};
+
+mod priority_stream;
+use priority_stream::{round_lines, Rng, Scenario, FLUX, SLURM_INCR_ONLY, SLURM_TIES, T0};
+
+const SLURM: Scenario = Scenario {
+    name: "slurm",
+    config: r#"{"PriorityWeightAge":1000,"PriorityMaxAge":"1:00:00","PriorityWeightAssoc":500,"PriorityWeightFairshare":10000,"PriorityWeightJobSize":200,"PriorityWeightPartition":300,"PriorityWeightQOS":400,"PriorityWeightTRES":"CPU=10,GRES/gpu=50"}"#,
+    changes: &[
+        r#"{"PriorityWeightAge":3000}"#,
+        r#"{"PriorityFlags":"CALCULATE_RUNNING"}"#,
+        r#"{"PriorityFlags":""}"#,
+        r#"{"PriorityWeightFairshare":0}"#,
+        r#"{"PriorityWeightFairshare":20000}"#,
+    ],
+    lazy_caps: false,
+};
+
+const SLURM_CLASSIC: Scenario = Scenario {
+    name: "slurm-classic",
+    config: r#"{"PriorityFlags":"NO_FAIR_TREE","PriorityWeightAge":100,"PriorityMaxAge":"1:00:00","PriorityWeightFairshare":100000,"PriorityWeightQOS":400}"#,
+    changes: &[r#"{"PriorityWeightFairshare":50000}"#],
+    lazy_caps: false,
+};
+
+/// Every weight 0: every job at Slurm's floor (priority 1), ordered by
+/// submit time and id; a QOS weight now and then lifts some off it.
+const SLURM_FLOOR: Scenario = Scenario {
+    name: "slurm-floor",
+    config: r#"{"PriorityWeightAge":0,"PriorityWeightAssoc":0,"PriorityWeightFairshare":0,"PriorityWeightJobSize":0,"PriorityWeightPartition":0,"PriorityWeightQOS":0}"#,
+    changes: &[r#"{"PriorityWeightQOS":3}"#, r#"{"PriorityWeightQOS":0}"#],
+    lazy_caps: false,
+};
+
+const MOAB: Scenario = Scenario {
+    name: "moab",
+    config: r#"{"PriorityModel":"moab","PriorityDecayHalfLife":"1:00:00","CREDWEIGHT":2,"USERWEIGHT":1,"QOSWEIGHT":3,"FSUSERWEIGHT":10,"FSWEIGHT":1,"XFACTORWEIGHT":100,"XFMINWCLIMIT":"0:30:00"}"#,
+    changes: &[r#"{"QUEUETIMECAP":60}"#],
+    lazy_caps: false,
+};
+
+/// A line of the stream made plain, so that the queue's entries are its
+/// jobs (what the counted read answers): one partition and one QOS per job,
+/// one `PriorityTier`, no expedited requeue.
+fn plain(line: &str) -> String {
+    let mut line = line
+        .replace(r#""p1,p2""#, r#""p1""#)
+        .replace(r#"["p2","p1"]"#, r#""p2""#)
+        .replace(r#""q2,q1""#, r#""q2""#)
+        .replace(r#"["q1","q2"]"#, r#""q1""#)
+        .replace(r#","expedite":true"#, "");
+    for tier in 0..3 {
+        line = line.replace(&format!(r#","priority_tier":{tier}"#), "");
+    }
+    line
+}
+
+/// The ranked jobs whose counted place was checked, in one run.
+fn run(scenario: &Scenario, seed: u64, workers: usize, batches: usize) -> Result<usize, String> {
+    let mut engine = Engine::start(workers, Config::default()).map_err(|e| e.to_string())?;
+    let mut replay = Replay::new(Config::default());
+    let mut rng = Rng::seeded(seed);
+    let mut next_id = 0u64;
+    let mut t = T0;
+    let mut counted = 0usize;
+    for round in 0..batches {
+        let lines = round_lines(
+            round,
+            &mut rng,
+            replay.state(),
+            &mut t,
+            &mut next_id,
+            scenario,
+        );
+        let lines: Vec<String> = lines.iter().map(|line| plain(line)).collect();
+        let text = lines.join("\n") + "\n";
+        replay.feed_all(read_events(text.as_bytes()).map(Result::unwrap));
+        engine
+            .apply_batch(read_events(text.as_bytes()).map(Result::unwrap).collect())
+            .map_err(|e| e.to_string())?;
+        t += rng.below(4000) as i64;
+        replay.advance_to(t);
+        engine.advance_to(t).map_err(|e| e.to_string())?;
+        let context = format!("{} seed {seed} round {round} now {t}", scenario.name);
+        let fs = fairshare::user_factors(replay.state());
+        let listed = priority::evaluate(replay.state(), &fs);
+        let queue = priority::entry_queue(&listed);
+        for (index, job) in queue.iter().enumerate() {
+            if queue[..index].iter().any(|ahead| ahead.job == job.job) {
+                continue;
+            }
+            let got = engine
+                .position_counted(&job.job)
+                .map_err(|e| e.to_string())?;
+            let Some(got) = got else { continue };
+            let want = position_in(&queue, &job.job)
+                .ok_or_else(|| format!("{context}: the oracle has no place for {}", job.job))?;
+            if got != want {
+                return Err(format!(
+                    "{context}: job {} (rank {}):\n got  {got:?}\n want {want:?}",
+                    job.job,
+                    index + 1
+                ));
+            }
+            counted += 1;
+        }
+        // The whole queue by `top`'s path (`k` without bound: the search's
+        // spare room must not wrap around).
+        let whole = engine.top(usize::MAX).map_err(|e| e.to_string())?;
+        if whole.len() != queue.len() {
+            return Err(format!(
+                "{context}: top of every job has {} entries, the queue {}",
+                whole.len(),
+                queue.len()
+            ));
+        }
+        for job in listed.iter().filter(|p| p.state != JobState::Pending) {
+            if engine
+                .position_counted(&job.job)
+                .map_err(|e| e.to_string())?
+                .is_some()
+            {
+                return Err(format!("{context}: unranked job {} has a place", job.job));
+            }
+        }
+    }
+    Ok(counted)
+}
+
+/// How many of a scenario's places are counted.
+#[derive(Clone, Copy, PartialEq)]
+enum Counted {
+    /// At least one per batch.
+    Most,
+    /// Some or none (`INCR_ONLY` comes and goes with the stream's
+    /// configuration changes).
+    Some,
+    /// None (Moab: read over every record).
+    None,
+}
+
+/// Every run of the scenario, with how many of its places are counted.
+fn sweep(scenario: &Scenario, expected: Counted) {
+    let heavy = fairflow_testkit::heavy();
+    let (seeds, batches) = if heavy { (4, 80) } else { (1, 20) };
+    for seed in 1..=seeds {
+        for workers in [1, 2, 4] {
+            let counted = run(scenario, seed, workers, batches)
+                .unwrap_or_else(|e| panic!("{workers} workers: {e}"));
+            match expected {
+                Counted::Most => assert!(
+                    counted >= batches,
+                    "{} {workers} workers: too few places counted ({counted})",
+                    scenario.name
+                ),
+                Counted::Some => {}
+                Counted::None => assert_eq!(
+                    counted, 0,
+                    "{}: counted places where the model reads every record",
+                    scenario.name
+                ),
+            }
+        }
+    }
+}
+
+#[test]
+fn slurm_counted_places_equal_the_oracle() {
+    sweep(&SLURM, Counted::Most);
+}
+
+#[test]
+fn slurm_classic_counted_places_equal_the_oracle() {
+    sweep(&SLURM_CLASSIC, Counted::Most);
+}
+
+#[test]
+fn slurm_tied_counted_places_equal_the_oracle() {
+    sweep(&SLURM_TIES, Counted::Most);
+}
+
+#[test]
+fn slurm_floor_counted_places_equal_the_oracle() {
+    sweep(&SLURM_FLOOR, Counted::Most);
+}
+
+#[test]
+fn flux_counted_places_equal_the_oracle() {
+    sweep(&FLUX, Counted::Most);
+}
+
+#[test]
+fn incr_only_places_are_counted_only_while_it_is_off() {
+    sweep(&SLURM_INCR_ONLY, Counted::Some);
+}
+
+#[test]
+fn moab_places_are_left_to_the_full_read() {
+    sweep(&MOAB, Counted::None);
+}
+
+/// Not a check (`--ignored`, it asserts no time): the counted place of
+/// jobs at the first, middle and last rank of a plain Slurm queue of 100,000
+/// jobs of 1,000 users under Fair Tree, beside the read it replaces (the
+/// queue up to the job, built, then `position_single`), each read's
+/// fastest of 5 printed. Where the numbers of
+/// `perf/results/2026-11-29-position-s27.md` come from.
+#[test]
+#[ignore]
+fn measure_counted_and_built_places() {
+    use fairflow_model::report::entries::position_single;
+    use std::time::Instant;
+    let jobs: usize = std::env::var("POSITION_JOBS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100_000);
+    let mut rng = Rng::seeded(7);
+    let mut lines = vec![format!(
+        r#"{{"op":"config","t":{T0},"set":{}}}"#,
+        SLURM.config
+    )];
+    for account in 0..100 {
+        lines.push(format!(
+            r#"{{"op":"account","t":{T0},"name":"a{account}","shares":{}}}"#,
+            account % 7 + 1
+        ));
+        for user in 0..10 {
+            lines.push(format!(
+                r#"{{"op":"user","t":{T0},"user":"u{user}","account":"a{account}","shares":{}}}"#,
+                user % 3 + 1
+            ));
+        }
+    }
+    for index in 0..2_000 {
+        let account = rng.below(100);
+        let user = rng.below(10);
+        let amount = rng.below(100_000) + 1;
+        let t = T0 + index;
+        lines.push(format!(
+            r#"{{"op":"usage","t":{t},"account":"a{account}","user":"u{user}","amount":{amount}}}"#
+        ));
+    }
+    let mut engine = Engine::start(1, Config::default()).expect("workers start");
+    let text = lines.join("\n") + "\n";
+    engine
+        .apply_batch(read_events(text.as_bytes()).map(Result::unwrap).collect())
+        .expect("setup");
+    let mut t = T0 + 2_000;
+    for chunk in 0..jobs.div_ceil(10_000) {
+        let mut batch = Vec::new();
+        for job in chunk * 10_000..((chunk + 1) * 10_000).min(jobs) {
+            t += rng.below(3) as i64;
+            let (account, user) = (rng.below(100), rng.below(10));
+            let nice = rng.below(200) as i64 - 100;
+            batch.push(format!(
+                r#"{{"op":"submit","t":{t},"job":"{job}","user":"u{user}","account":"a{account}","nice":{nice},"tres":{{"cpu":{}}}}}"#,
+                rng.below(64) + 1
+            ));
+        }
+        let text = batch.join("\n") + "\n";
+        engine
+            .apply_batch(read_events(text.as_bytes()).map(Result::unwrap).collect())
+            .expect("submits");
+    }
+    engine.advance_to(t + 600).expect("advances");
+    let queue = engine.top(usize::MAX).expect("the queue");
+    println!("{} jobs ranked", queue.len());
+    for (label, rank) in [
+        ("first", 0),
+        ("middle", queue.len() / 2),
+        ("last", queue.len() - 1),
+    ] {
+        let id = queue[rank].job.clone();
+        let fastest = |read: &mut dyn FnMut()| {
+            (0..5)
+                .map(|_| {
+                    let started = Instant::now();
+                    read();
+                    started.elapsed()
+                })
+                .min()
+                .expect("five reads")
+        };
+        let mut counted = None;
+        let counted_time = fastest(&mut || counted = engine.position_counted(&id).expect("reads"));
+        let mut built = None;
+        let built_time = fastest(&mut || {
+            built = position_single(engine.queue_through(&id).expect("reads").expect("ranked"))
+        });
+        assert_eq!(counted, built, "the same place both ways");
+        println!(
+            "{label} (rank {}): counted {:.3} ms, built {:.3} ms",
+            rank + 1,
+            counted_time.as_secs_f64() * 1e3,
+            built_time.as_secs_f64() * 1e3
+        );
+    }
+}
