@@ -63,6 +63,17 @@ pub enum RestoreError {
     /// flux-accounting's bins under Slurm's usage model.
     #[error("usage bins under UsageModel=slurm")]
     BinsUnderSlurmUsage,
+    /// A value of the state no event could have set
+    /// (`State::check_restored_values`): where it is held, its field, why.
+    #[error("{holder}'s {field}: {reason}")]
+    InvalidValue {
+        /// What holds it (a partition, a QOS, a job, ...), named.
+        holder: String,
+        /// The field, as the event names it.
+        field: String,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// A configuration value a `config` event could not have set
     /// (`Config::check_values`): the parameter and why.
     #[error("the configuration's {key}: {reason}")]

@@ -311,6 +311,7 @@ fn restore(body: Body, version: u32) -> Result<(Book, u64), SnapshotError> {
             .map(|(sluid, job)| (sluid, job.into_owned()))
             .collect(),
     )?;
+    book.state().check_restored_values()?;
     let config = &book.state().config;
     config
         .check_values()
@@ -399,6 +400,25 @@ mod tests {
                 .to_string()
                 .contains("the configuration's FluxNodeWeight: `NaN` is not a number from 0 to"),
             "{error}"
+        );
+    }
+
+    /// A snapshot holding a value no event could have set (a NaN TRES count
+    /// of a partition, as the fuzzer's `snapshot` target made one) is
+    /// damaged, naming where the value is held and its field.
+    #[test]
+    fn a_state_value_out_of_its_rule_makes_a_snapshot_damaged() {
+        let mut book = book_of(
+            r#"{"op":"partition","t":1,"name":"p2","tres":{"cpu":16}}
+"#,
+        );
+        let partition = book.state.partitions.get_mut("p2").unwrap();
+        let tres = partition.tres.as_mut().unwrap();
+        tres.insert("cpu".into(), f64::NAN);
+        let error = decode(&encode(&book, 1)).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "damaged snapshot: partition `p2`'s tres.cpu: must be a number"
         );
     }
 

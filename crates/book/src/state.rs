@@ -24,6 +24,7 @@ use crate::name_map::NameMap;
 mod apply;
 mod flux_usage;
 mod job_events;
+mod restored;
 mod time;
 
 /// The active jobs by id, in id order: a persistent B-tree whose nodes and

@@ -21,7 +21,7 @@ use crate::job_feed::JobDeltas;
 use crate::names::JobNames;
 use crate::priority::reader::ahead::AheadCounts;
 use crate::priority::reader::waiting::WaitingEntry;
-use crate::priority::IncrFloors;
+use crate::priority::{IncrFloors, PriorityReader};
 use crate::tree_feed::Deltas;
 use crate::types::{AssocId, Epoch, JobId, NameId, NodeId, TouchCounter};
 
@@ -119,7 +119,7 @@ pub enum Reply {
     Through(Option<Vec<JobPriority>>),
     /// A ranked job and the counts ahead of it (`None`: the job is not
     /// ranked; no counts: the model is not counted).
-    Ahead(Option<(JobPriority, Option<AheadCounts>)>),
+    Ahead(Option<Box<(JobPriority, Option<AheadCounts>)>>),
     /// The `INCR_ONLY` memory.
     Floors(IncrFloors),
     /// What each worker's shard holds, by worker index.
@@ -288,6 +288,24 @@ fn next_command(worker: &mut Worker, feeder: &Feeder) -> Option<Command> {
     }
 }
 
+/// The pending job `job` at `now` and what every shard counted ahead of it
+/// in `partition` (`Command::CountAhead`); `None` when it is not pending.
+fn count_ahead(
+    shards: &mut Option<Shards>,
+    worker: &mut Worker,
+    reader: &mut PriorityReader,
+    (job, partition): (JobId, NameId),
+    now: Time,
+) -> Option<Box<(JobPriority, Option<AheadCounts>)>> {
+    let target = found_job(ask_all(shards, worker, reader, Request::Job(job, now)))?;
+    if target.state != JobState::Pending {
+        return None;
+    }
+    let request = Request::CountAhead(Jobs(vec![target.clone()]), job, partition, now);
+    let counts = merge_ahead(ask_all(shards, worker, reader, request));
+    Some(Box::new((target, counts)))
+}
+
 /// Serve one command: a batch ([`run_batch`]), or a read of the shards
 /// (asked of every shard and merged) or of worker 0's own state.
 fn serve_command(
@@ -351,18 +369,7 @@ fn serve_command(
             Reply::Through(through)
         }
         Command::CountAhead(id, partition, now) => {
-            let target = found_job(ask_all(shards, worker, reader, Request::Job(id, now)));
-            let counted = target
-                .filter(|target| target.state == JobState::Pending)
-                .map(|target| {
-                    let request =
-                        Request::CountAhead(Jobs(vec![target.clone()]), id, partition, now);
-                    (
-                        target,
-                        merge_ahead(ask_all(shards, worker, reader, request)),
-                    )
-                });
-            Reply::Ahead(counted)
+            Reply::Ahead(count_ahead(shards, worker, reader, (id, partition), now))
         }
         Command::Job(id, now) => Reply::Job(found_job(ask_all(
             shards,

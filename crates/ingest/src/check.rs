@@ -327,7 +327,9 @@ pub fn check_tres(field: &str, tres: &TresCounts) -> Result<(), Fault> {
     Ok(())
 }
 
-fn check_weights(weights: &WeightList) -> Result<(), Fault> {
+/// A billing weight list: each TRES named once, by a TRES name, with a
+/// finite weight.
+pub fn check_weights(weights: &WeightList) -> Result<(), Fault> {
     for (i, (name, weight)) in weights.weights.iter().enumerate() {
         if weights.weights[..i].iter().any(|(n, _)| n == name) {
             return Err(fault(
@@ -351,7 +353,8 @@ fn check_weights(weights: &WeightList) -> Result<(), Fault> {
     Ok(())
 }
 
-fn check_spec(spec: &JobSpec) -> Result<(), Fault> {
+/// A job's spec, as a `submit` event's check applies it.
+pub fn check_spec(spec: &JobSpec) -> Result<(), Fault> {
     opt(&spec.partition, |p| check_name_list("partition", p))?;
     opt(&spec.qos, |q| check_name_list("qos", q))?;
     opt(&spec.tres, |t| check_tres("tres", t))?;

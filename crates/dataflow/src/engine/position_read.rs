@@ -33,7 +33,7 @@ impl Engine {
         else {
             return Err(EngineError::WorkersGone);
         };
-        let Some((target, Some(counts))) = counted else {
+        let Some((target, Some(counts))) = counted.map(|boxed| *boxed) else {
             return Ok(None);
         };
         let target = self.identify(target);

@@ -610,27 +610,20 @@ impl PriorityReader {
                 .cmp_to(target.priority, target.submit_at, &target.job)
                 .is_le()
         };
-        let mut candidates = self.queue.candidates(now);
         let mut ahead: Vec<Ranked<'_>> = Vec::new();
-        let mut reached_floor = false;
-        while let Some(bound) = candidates.peek_bound() {
-            if target.priority > floor && bound < target.priority as f64 - 1.0 {
-                break;
-            }
-            if bound < floor as f64 {
-                // Every unread job is at the floor.
-                reached_floor = true;
-                break;
-            }
-            let Some((record, fairshare)) = candidates.next_candidate() else {
-                break;
-            };
-            if let Some((JobState::Pending, candidate)) = self.rank(record, fairshare, now) {
-                if is_ahead(&candidate) {
-                    ahead.push(candidate);
+        let reached_floor = walk_reachable(
+            &self.queue,
+            now,
+            target.priority,
+            floor,
+            |record, fairshare| {
+                if let Some((JobState::Pending, candidate)) = self.rank(record, fairshare, now) {
+                    if is_ahead(&candidate) {
+                        ahead.push(candidate);
+                    }
                 }
-            }
-        }
+            },
+        );
         if reached_floor && target.priority <= floor {
             // The job is at the floor: every job above it, then those at
             // the floor before it in submit order.
@@ -733,4 +726,33 @@ impl PriorityReader {
         best.truncate(k);
         best
     }
+}
+
+/// The best-first walk [`PriorityReader::ahead_of`] and
+/// [`PriorityReader::count_ahead`] make: each candidate of `queue` at `now`
+/// whose bound can reach a target of integer `priority`, handed to `visit`
+/// in the search's order, until the next bound cannot reach it or is below
+/// the model's `floor`. True when it stopped at the floor (every unread job
+/// is at it).
+fn walk_reachable<'q>(
+    queue: &'q Queue,
+    now: Time,
+    priority: u64,
+    floor: u64,
+    mut visit: impl FnMut(&'q PriorityRecord, f64),
+) -> bool {
+    let mut candidates = queue.candidates(now);
+    while let Some(bound) = candidates.peek_bound() {
+        if priority > floor && bound < priority as f64 - 1.0 {
+            return false;
+        }
+        if bound < floor as f64 {
+            return true;
+        }
+        let Some((record, fairshare)) = candidates.next_candidate() else {
+            return false;
+        };
+        visit(record, fairshare);
+    }
+    false
 }

@@ -173,10 +173,14 @@ pub(crate) enum Answer {
     /// What the shard counted ahead of a job (`CountAhead`; `None`: the
     /// model is not counted): jobs ahead, by account, in the job's
     /// partition; the job just ahead (none or one).
-    Ahead(Option<(u64, Vec<(AccountId, u64)>, u64)>, Jobs),
+    Ahead(Option<ShardCounts>, Jobs),
     /// Done (requests without a result).
     Done,
 }
+
+/// One shard's counts ahead of a job: the jobs ahead, by account, and in
+/// the job's partition.
+pub(crate) type ShardCounts = (u64, Vec<(AccountId, u64)>, u64);
 
 /// The answer of one shard's `reader` to `request`.
 pub(crate) fn answer(reader: &mut PriorityReader, request: Request) -> Answer {

@@ -22,7 +22,7 @@ use std::cmp::Ordering;
 use fairflow_model::report::{JobIdKey, JobPriority, JobState};
 use fairflow_model::{PriorityModel, Time};
 
-use super::PriorityReader;
+use super::{walk_reachable, PriorityReader};
 use crate::priority::inputs::ordered_submit;
 use crate::priority::record::PriorityRecord;
 use crate::types::{grow, AccountId, JobId, NameId};
@@ -123,28 +123,22 @@ impl PriorityReader {
         // others are read again in submit order.
         let mut above = Tally::default();
         let mut low = Tally::default();
-        let mut candidates = self.queue.candidates(now);
-        let mut reached_floor = false;
-        while let Some(bound) = candidates.peek_bound() {
-            if target.priority > floor && bound < target.priority as f64 - 1.0 {
-                break;
-            }
-            if bound < floor as f64 {
-                reached_floor = true;
-                break;
-            }
-            let Some((record, fairshare)) = candidates.next_candidate() else {
-                break;
-            };
-            if let Some(seen) = self.seen_ahead(record, fairshare, now, target) {
-                let tally = if seen.priority > floor {
-                    &mut above
-                } else {
-                    &mut low
-                };
-                self.add(tally, seen, target);
-            }
-        }
+        let reached_floor = walk_reachable(
+            &self.queue,
+            now,
+            target.priority,
+            floor,
+            |record, fairshare| {
+                if let Some(seen) = self.seen_ahead(record, fairshare, now, target) {
+                    let tally = if seen.priority > floor {
+                        &mut above
+                    } else {
+                        &mut low
+                    };
+                    self.add(tally, seen, target);
+                }
+            },
+        );
         if reached_floor && target.priority <= floor {
             self.count_at_floor(&mut above, floor, now, target);
         } else {
