@@ -460,10 +460,7 @@ impl PriorityReader {
         if first.model() == PriorityModel::Moab || first.incr_only() {
             return None;
         }
-        Some(match first.model() {
-            PriorityModel::Slurm => 1,
-            _ => 0,
-        })
+        Some(queue_floor(first.model()))
     }
 
     /// The first `k` jobs at `now` by a search of the queue, with what the
@@ -599,10 +596,7 @@ impl PriorityReader {
             ahead.sort_by_cached_key(JobPriority::queue_key);
             return ahead;
         }
-        let floor = match first.model() {
-            PriorityModel::Slurm => 1,
-            _ => 0,
-        };
+        let floor = queue_floor(first.model());
         // Candidates are ranked as in `compute_top` (no factor list); only
         // the jobs ahead are evaluated whole.
         let is_ahead = |candidate: &Ranked<'_>| {
@@ -725,6 +719,15 @@ impl PriorityReader {
         }
         best.truncate(k);
         best
+    }
+}
+
+/// The lowest priority a ranked job of `model` can have (Slurm's 1, else 0):
+/// the floor below which jobs are ordered by submit time alone.
+fn queue_floor(model: PriorityModel) -> u64 {
+    match model {
+        PriorityModel::Slurm => 1,
+        _ => 0,
     }
 }
 

@@ -140,3 +140,85 @@ fn weight_list(list: &WeightList) -> Result<(), InvalidValue> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Config;
+
+    /// A configuration that arrived whole (a snapshot's) is held to the
+    /// rules `set_text` applies: each value a `config` event would refuse is
+    /// refused, naming its parameter, with the reason `set_text` gives.
+    #[test]
+    fn values_out_of_their_rules_are_found_in_a_whole_configuration() {
+        assert_eq!(Config::default().check_values(), Ok(()));
+        let mut set = Config::default();
+        set.set_text("PriorityWeightTRES", "CPU=1000,Mem=0.25G")
+            .unwrap();
+        set.set_text("FluxDecayFactor", "0.25").unwrap();
+        set.set_text("FluxNodeWeight", "2").unwrap();
+        set.set_text("RequeueDelay", "120").unwrap();
+        assert_eq!(set.check_values(), Ok(()));
+        let refused = |change: fn(&mut Config)| {
+            let mut config = Config::default();
+            change(&mut config);
+            let invalid = config.check_values().unwrap_err();
+            (invalid.key, invalid.error.reason)
+        };
+        let (key, reason) = refused(|c| c.flux_usage.node = f64::NAN);
+        assert_eq!(key, "FluxNodeWeight");
+        assert!(
+            reason.starts_with("`NaN` is not a number from 0 to"),
+            "{reason}"
+        );
+        assert_eq!(
+            refused(|c| c.dampening_factor = 0),
+            (
+                "FairShareDampeningFactor".to_string(),
+                "FairShareDampeningFactor must be from 1 to 65535".to_string()
+            )
+        );
+        assert_eq!(refused(|c| c.levels = 17).0, "PriorityLevels");
+        assert_eq!(
+            refused(|c| c.flux_bins.decay_factor = 1.0),
+            (
+                "FluxDecayFactor".to_string(),
+                "`1` is not a number between 0 and 1".to_string()
+            )
+        );
+        assert_eq!(
+            refused(|c| c.flux_bins.reset_period_secs = 0).0,
+            "FluxUsageResetPeriod"
+        );
+        assert_eq!(
+            refused(|c| c.flux.max_wait_time_secs = -1).0,
+            "FluxMaxWaitTime"
+        );
+        assert_eq!(
+            refused(|c| c.decay_half_life_secs = -1).0,
+            "PriorityDecayHalfLife"
+        );
+        assert_eq!(
+            refused(|c| c.requeue_delay_secs = Some(-5)).0,
+            "RequeueDelay"
+        );
+        assert_eq!(
+            refused(|c| c.weight_tres.weights.push(("cpu".into(), f64::INFINITY))),
+            (
+                "PriorityWeightTRES".to_string(),
+                "`inf` is not a weight for cpu".to_string()
+            )
+        );
+    }
+
+    /// A TRES weight whose value per base unit overflows is refused as it
+    /// is read (it would be infinite per MiB), not kept.
+    #[test]
+    fn a_tres_weight_infinite_per_base_unit_is_refused() {
+        let mut config = Config::default();
+        let error = config
+            .set_text("PriorityWeightTRES", "Mem=1e308K")
+            .unwrap_err();
+        assert_eq!(error.reason, "`1e308K` is not a weight for mem");
+        assert!(config.set_text("PriorityWeightTRES", "Mem=0.5K").is_ok());
+    }
+}

@@ -22,7 +22,7 @@ use std::cmp::Ordering;
 use fairflow_model::report::{JobIdKey, JobPriority, JobState};
 use fairflow_model::{PriorityModel, Time};
 
-use super::{walk_reachable, PriorityReader};
+use super::{queue_floor, walk_reachable, PriorityReader};
 use crate::priority::inputs::ordered_submit;
 use crate::priority::record::PriorityRecord;
 use crate::types::{grow, AccountId, JobId, NameId};
@@ -115,10 +115,7 @@ impl PriorityReader {
         if first.model() == PriorityModel::Moab || first.incr_only() {
             return None;
         }
-        let floor = match first.model() {
-            PriorityModel::Slurm => 1,
-            _ => 0,
-        };
+        let floor = queue_floor(first.model());
         // Jobs above the floor and the others apart: at the floor the
         // others are read again in submit order.
         let mut above = Tally::default();
