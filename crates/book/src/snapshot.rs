@@ -329,6 +329,8 @@ mod tests {
     use fairflow_model::moab::Credential;
     use fairflow_model::Config;
 
+    use crate::JobPhase;
+
     fn book_of(log: &str) -> Book {
         let mut book = Book::new(Config::default());
         for line in read_events(log.as_bytes()) {
@@ -420,6 +422,90 @@ mod tests {
             error.to_string(),
             "damaged snapshot: partition `p2`'s tres.cpu: must be a number"
         );
+    }
+
+    /// A user association's accrual rate is the sum of its running jobs'
+    /// rates, which the snapshot also holds: one that is not (the fuzzer's
+    /// `snapshot` target made one near 2^119, whose usage summed up the
+    /// tree overflowed) makes the snapshot damaged. The job runs at 64 CPUs:
+    /// 64 · 2^10 = 65,536 fixed-point units a second, started at t = 5 in
+    /// a frame without decay whose epoch is 1, so its offset is 65,536 ·
+    /// (5 - 1) · 16,000,000 clock units.
+    #[test]
+    fn an_accrual_rate_unequal_to_the_running_jobs_makes_a_snapshot_damaged() {
+        let mut book = book_of(
+            r#"{"op":"config","t":1,"set":{"PriorityDecayHalfLife":"0"}}
+{"op":"account","t":1,"name":"a","shares":1}
+{"op":"user","t":1,"user":"u","account":"a","shares":1}
+{"op":"submit","t":4,"job":"1","user":"u","account":"a","tres":{"cpu":64}}
+{"op":"start","t":5,"job":"1"}
+"#,
+        );
+        let key = ("a".to_string(), "u".to_string());
+        let usage = &book.state.users.get(&key).unwrap().usage;
+        assert_eq!(
+            (usage.rate, usage.rate_offset),
+            (65_536, 65_536 * 4 * 16_000_000)
+        );
+        assert!(decode(&encode(&book, 4)).is_ok());
+        book.state.users.get_mut(&key).unwrap().usage.rate =
+            664_613_997_892_457_936_451_903_530_140_172_287;
+        assert_eq!(
+            decode(&encode(&book, 4)).unwrap_err().to_string(),
+            "damaged snapshot: association `a`/`u`'s usage.rate: is \
+             664613997892457936451903530140172287, but its running jobs' sum is 65536"
+        );
+        let user = book.state.users.get_mut(&key).unwrap();
+        user.usage.rate = 65_536;
+        user.usage.rate_offset += 1;
+        assert!(decode(&encode(&book, 4))
+            .unwrap_err()
+            .to_string()
+            .contains("`a`/`u`'s usage.rate_offset: is 4194304000001"));
+    }
+
+    /// A running job's rate above the largest one, a start after the
+    /// state's time, and a settled total past `MAX_SETTLED_TOTAL` (each no
+    /// event could make) make a snapshot damaged.
+    #[test]
+    fn usage_no_event_could_reach_makes_a_snapshot_damaged() {
+        use fairflow_model::usage::{MAX_FIXED_RATE, MAX_SETTLED_TOTAL};
+        let log = r#"{"op":"config","t":1,"set":{"PriorityDecayHalfLife":"0"}}
+{"op":"account","t":1,"name":"a","shares":1}
+{"op":"user","t":1,"user":"u","account":"a","shares":1}
+{"op":"submit","t":4,"job":"1","user":"u","account":"a","tres":{"cpu":1}}
+{"op":"start","t":5,"job":"1"}
+"#;
+        let key = ("a".to_string(), "u".to_string());
+        let running = |book: &mut Book, since: i64, rate: u128| {
+            let job = book.state.job_mut("1").unwrap();
+            job.phase = JobPhase::Running { since, rate };
+            let usage = &mut book.state.users.get_mut(&key).unwrap().usage;
+            usage.rate = rate;
+            usage.rate_offset = rate * (since as u128 - 1) * 16_000_000;
+        };
+        let mut book = book_of(log);
+        running(&mut book, 5, MAX_FIXED_RATE);
+        assert!(decode(&encode(&book, 4)).is_ok());
+        running(&mut book, 5, MAX_FIXED_RATE + 1);
+        assert_eq!(
+            decode(&encode(&book, 4)).unwrap_err().to_string(),
+            "damaged snapshot: job `1`'s rate: 68719476737 is above the largest fixed-point \
+             rate 68719476736"
+        );
+        running(&mut book, 6, 1024);
+        assert_eq!(
+            decode(&encode(&book, 4)).unwrap_err().to_string(),
+            "damaged snapshot: job `1`'s since: 6 is after the state's time 5"
+        );
+        let mut book = book_of(log);
+        book.state.users.get_mut(&key).unwrap().usage.settled = MAX_SETTLED_TOTAL;
+        assert!(decode(&encode(&book, 4)).is_ok());
+        book.state.accounts.get_mut("a").unwrap().usage.settled = 1;
+        assert!(decode(&encode(&book, 4)).unwrap_err().to_string().contains(
+            "the state's usage: the settled usage of every association and credential \
+                       totals more than"
+        ));
     }
 
     #[test]

@@ -245,6 +245,14 @@ impl DecayFrame {
     }
 }
 
+/// The most settled usage a state holds in all, frame units (`2^126`): the
+/// sum over every association's and every credential's settled usage. The
+/// engines sum usage up the tree in `u128` and as `i128` differences; events
+/// reach this only past `2^26` maximal charges (the range above), so a state
+/// that holds more (a damaged snapshot) is refused as read
+/// (`fairflow_book`'s restored-state check), not summed past the integers.
+pub const MAX_SETTLED_TOTAL: FrameUsage = 1 << 126;
+
 /// The largest fixed-point rate one job accrues at: 2^36 (2^26, about 6.7e7,
 /// billable TRES per second). A larger product of counts, weights and usage
 /// factor is clamped here, identically in both engines. With a half-life of at
