@@ -13,8 +13,7 @@
 # left in artifacts/<target>/ and printed hex-encoded below, so CI's log keeps it
 # (`xxd -r -p` turns the hex back into the file).
 #
-# Not yet called by .ci/run: the snapshot target still finds crashes (see
-# fuzz/README.md). Timed on the 2-core machine at load 7-9
+# Called by .ci/run under CI=true. Timed on the 2-core machine at load 7-9
 # (perf/results/2026-11-29-fuzz-ci-s27.md): cargo-fuzz 0.13.2 installs in
 # 8.5 min, the instrumented build takes 22-27 min, the runs 15 x 21 s.
 set -euo pipefail
