@@ -297,6 +297,11 @@ fn restore(body: Body, version: u32) -> Result<(Book, u64), SnapshotError> {
     } = v5;
     let BodyV4 { v3, tiers } = v4;
     let mut book = v3.book.into_owned();
+    // Times and accrual before anything computes with them (format 2's
+    // conversion recomputes the offsets from the jobs; format 5's flux
+    // books settle accrual).
+    book.state.check_restored_times()?;
+    book.state.check_restored_accrual(version != 2)?;
     if version == 2 {
         book.convert_binary_frame_units();
     }
@@ -508,6 +513,51 @@ mod tests {
         ));
     }
 
+    /// Times no event could carry make a snapshot damaged before the
+    /// restore computes with them: the fuzzer's `snapshot` target made a
+    /// frame whose epoch is before 0 and whose half-life is near 2^62
+    /// (testing for a re-base overflowed), under a configuration without
+    /// decay.
+    #[test]
+    fn times_no_event_could_carry_make_a_snapshot_damaged() {
+        use fairflow_model::usage::DecayFrame;
+        let log = r#"{"op":"config","t":1,"set":{"PriorityDecayHalfLife":"0"}}
+{"op":"account","t":1,"name":"a","shares":1}
+{"op":"user","t":1,"user":"u","account":"a","shares":1}
+{"op":"submit","t":4,"job":"1","user":"u","account":"a","tres":{"cpu":1}}
+{"op":"hold","t":5,"job":"1"}
+"#;
+        let damaged = |change: &dyn Fn(&mut Book)| {
+            let mut book = book_of(log);
+            assert!(decode(&encode(&book, 5)).is_ok());
+            change(&mut book);
+            decode(&encode(&book, 5)).unwrap_err().to_string()
+        };
+        assert_eq!(
+            damaged(&|book| book.state.frame = DecayFrame::new(4_215_369_243_508_134_307, -103_760)),
+            "damaged snapshot: the decay frame's epoch: -103760 is not a time from 0 to \
+             253402300799"
+        );
+        assert_eq!(
+            damaged(&|book| book.state.frame = DecayFrame::new(4_215_369_243_508_134_307, 1)),
+            "damaged snapshot: the decay frame's half_life_secs: 4215369243508134307 is not a \
+             duration from 0 to 253402300799 s"
+        );
+        assert_eq!(
+            damaged(&|book| book.state.frame = DecayFrame::new(3_600, 1)),
+            "damaged snapshot: the decay frame's half_life_secs: is 3600, but the \
+             configuration's is 0"
+        );
+        assert_eq!(
+            damaged(&|book| book.state.job_mut("1").unwrap().held_since = Some(9)),
+            "damaged snapshot: job `1`'s held_since: 9 is after the state's time 5"
+        );
+        assert_eq!(
+            damaged(&|book| book.state.next_reset = Some(5)),
+            "damaged snapshot: the state's next_reset: 5 is not after the state's time 5"
+        );
+    }
+
     #[test]
     fn the_expedited_mark_survives_a_snapshot_and_a_start_clears_it() {
         let log = r#"{"op":"account","t":1,"name":"a","shares":1}
@@ -589,7 +639,12 @@ mod tests {
         assert_eq!(restored.state().config.flux_usage.core, 2.0);
         assert_eq!(restored, book);
 
-        // Format 4: the book, the applied count and the tiers.
+        // Format 4: the book, the applied count and the tiers; its builds had
+        // Slurm's usage model only (a flux book's frame, without decay, is
+        // no format-4 book's: the restore refuses a frame unlike the
+        // configuration's half-life).
+        let mut book = book_of(log.split_once('\n').unwrap().1);
+        book.remember_pair_priorities("1", &[7, 9]);
         let body = postcard::to_stdvec(&(&book, 5u64, BTreeMap::<String, u16>::new())).unwrap();
         let mut bytes = MAGIC.to_vec();
         bytes.extend_from_slice(&4u32.to_le_bytes());
