@@ -2,10 +2,15 @@
 //! is the proposal (JSON Lines in the event format, as `POST /v1/events`
 //! takes). It is a read: it needs the token only when reads do.
 //!
-//! The applier only copies the book (`Query::WhatIfBase`), which shares the
-//! jobs copy-on-write (`fairflow_book::state::Jobs`), so the copy costs the
-//! applier a few milliseconds whatever the number of jobs; the proposal is
-//! evaluated on the copy with the batch oracle
+//! The applier is asked first (`Query::WhatIf`): share changes of existing
+//! associations at the engine's time are answered there from the
+//! incremental engine's live state (`Engine::whatif_rows`: applied at a new
+//! logical time, read, and taken back; nothing is logged and no later
+//! answer changes), in milliseconds to a walk of the queue down to the
+//! changed jobs. For any other proposal the applier only copies the book,
+//! which shares the jobs copy-on-write (`fairflow_book::state::Jobs`), so
+//! the copy costs the applier a few milliseconds whatever the number of
+//! jobs; the proposal is evaluated on the copy with the batch oracle
 //! (`fairflow_engine::whatif::evaluate_base`) on a thread of its own at a
 //! lower scheduling priority (nice [`EVALUATION_NICE`] on Linux), so the
 //! live state is never touched, nothing is logged, and reads and writes go
@@ -33,7 +38,7 @@ use axum::body::Body;
 use axum::extract::{Query as UrlQuery, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
-use fairflow_engine::whatif::{check_bounds, evaluate_base, WhatIfError};
+use fairflow_engine::whatif::{check_bounds, evaluate_base, Proposal, WhatIfError};
 use fairflow_ingest::LogLine;
 use prometheus_client::metrics::counter::Counter;
 use tokio::sync::{oneshot, Notify};
@@ -188,9 +193,15 @@ pub(crate) async fn post_whatif(
     let Ok(Ok(_slot)) = tokio::time::timeout_at(deadline, slots.acquire_owned()).await else {
         return busy();
     };
-    let base = match state.applier.read_answer(Query::WhatIfBase).await {
+    let query = Query::WhatIf {
+        proposal: Proposal(lines.clone()),
+        k,
+        format,
+    };
+    let base = match state.applier.read_answer(query).await {
         Ok(Answer::WhatIfBase(base)) => base,
-        Ok(_) => return error(StatusCode::INTERNAL_SERVER_ERROR, "no state to evaluate on"),
+        // The engine answered from its live state.
+        Ok(answered) => return respond(&state.response_budget, Ok(answered), None).await,
         Err(e) => return query_error(e),
     };
     let stop = Arc::new(AtomicBool::new(false));
