@@ -315,6 +315,28 @@ fn count_ahead(
     Some(Box::new((target, counts)))
 }
 
+/// Serve a what-if's read of the shards (`engine::whatif_live`): the jobs
+/// of some associations, or a tally.
+fn serve_whatif(
+    read: Command,
+    worker: &mut Worker,
+    shards: &mut Option<Shards>,
+    reader: &mut PriorityReader,
+) -> Reply {
+    match read {
+        Command::JobsOfAssocs(assocs, all_listed, now) => {
+            let request = Request::JobsOfAssocs(assocs, all_listed, now);
+            let lists = priorities(ask_all(shards, worker, reader, request));
+            Reply::Priorities(lists.into_iter().flatten().collect())
+        }
+        Command::Tally(request) => {
+            let answers = ask_all(shards, worker, reader, Request::Tally(request.clone()));
+            Reply::Tally(merge_tallies(answers, &request))
+        }
+        _ => Reply::Done,
+    }
+}
+
 /// Serve one command: a batch ([`run_batch`]), or a read of the shards
 /// (asked of every shard and merged) or of worker 0's own state.
 fn serve_command(
@@ -380,14 +402,8 @@ fn serve_command(
         Command::CountAhead(id, partition, now) => {
             Reply::Ahead(count_ahead(shards, worker, reader, (id, partition), now))
         }
-        Command::JobsOfAssocs(assocs, all_listed, now) => {
-            let request = Request::JobsOfAssocs(assocs, all_listed, now);
-            let lists = priorities(ask_all(shards, worker, reader, request));
-            Reply::Priorities(lists.into_iter().flatten().collect())
-        }
-        Command::Tally(request) => {
-            let answers = ask_all(shards, worker, reader, Request::Tally(request.clone()));
-            Reply::Tally(merge_tallies(answers, &request))
+        read @ (Command::JobsOfAssocs(..) | Command::Tally(_)) => {
+            serve_whatif(read, worker, shards, reader)
         }
         Command::Job(id, now) => Reply::Job(found_job(ask_all(
             shards,

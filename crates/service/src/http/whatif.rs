@@ -161,6 +161,28 @@ async fn read_proposal(
     Ok(lines)
 }
 
+/// The applier's answer to `Query::WhatIf`: the response when the engine
+/// answered from its live state (or failed), else the base to evaluate on.
+async fn live_or_base(
+    state: &AppState,
+    lines: &[LogLine],
+    k: usize,
+    format: fairflow_serve::OutputFormat,
+) -> Result<Box<fairflow_engine::whatif::Base>, Box<Response>> {
+    let query = Query::WhatIf {
+        proposal: Proposal(lines.to_vec()),
+        k,
+        format,
+    };
+    match state.applier.read_answer(query).await {
+        Ok(Answer::WhatIfBase(base)) => Ok(base),
+        Ok(answered) => Err(Box::new(
+            respond(&state.response_budget, Ok(answered), None).await,
+        )),
+        Err(e) => Err(Box::new(query_error(e))),
+    }
+}
+
 /// The handler of `POST /v1/whatif`.
 pub(crate) async fn post_whatif(
     State(state): State<AppState>,
@@ -193,16 +215,9 @@ pub(crate) async fn post_whatif(
     let Ok(Ok(_slot)) = tokio::time::timeout_at(deadline, slots.acquire_owned()).await else {
         return busy();
     };
-    let query = Query::WhatIf {
-        proposal: Proposal(lines.clone()),
-        k,
-        format,
-    };
-    let base = match state.applier.read_answer(query).await {
-        Ok(Answer::WhatIfBase(base)) => base,
-        // The engine answered from its live state.
-        Ok(answered) => return respond(&state.response_budget, Ok(answered), None).await,
-        Err(e) => return query_error(e),
+    let base = match live_or_base(&state, &lines, k, format).await {
+        Ok(base) => base,
+        Err(answered) => return *answered,
     };
     let stop = Arc::new(AtomicBool::new(false));
     let mut stop_on_drop = StopOnDrop {
