@@ -13,9 +13,11 @@
 //!   (the first, the middle, the last, in turn);
 //! - `top_offset`: `Query::Top` of `k` jobs from offsets spread over the
 //!   queue (0, the middle, the last page);
-//! - `whatif`: one share change proposed (`Query::WhatIfBase`, the
-//!   oracle's evaluation on that copy as the service runs it, the answer
-//!   rendered as JSON for `k` rows);
+//! - `whatif`: one share change proposed (`Query::WhatIf`: the incremental
+//!   engine answers it from its live state, as the service's applier does;
+//!   a proposal it does not take is the oracle's evaluation on a copy
+//!   (`Query::WhatIfBase`), as the service runs it), the answer rendered as
+//!   JSON for `k` rows;
 //! - `explain`: `Query::Explain` of the jobs `position` reads;
 //! - `audit`: `Query::Audit` of the tree (`fairflow audit`'s defaults);
 //! - `sshare`: `Query::Sshare` of every association, long form (`sshare -a
@@ -42,7 +44,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{anyhow, Context};
-use fairflow_engine::whatif::evaluate_base;
+use fairflow_engine::whatif::{evaluate_base, Proposal};
 use fairflow_engine::Engine;
 use fairflow_ingest::LogLine;
 use fairflow_model::report::Selection;
@@ -91,9 +93,6 @@ pub(crate) fn answer(backend: &mut EngineBackend, read: &Read, k: usize) -> anyh
         Read::Metrics => Ok(association_text(&scraped_rows(backend)?)),
         Read::History => Ok(step_text(&backend.read_history_step(DEFAULT_RANK_DEPTH)?)),
         Read::WhatIf(events) => {
-            let Answer::WhatIfBase(base) = backend.answer(&Query::WhatIfBase)? else {
-                return Err(anyhow!("the service answered no what-if base"));
-            };
             let proposal: Vec<LogLine> = events
                 .iter()
                 .enumerate()
@@ -102,6 +101,16 @@ pub(crate) fn answer(backend: &mut EngineBackend, read: &Read, k: usize) -> anyh
                     event: Ok(event.clone()),
                 })
                 .collect();
+            let query = Query::WhatIf {
+                proposal: Proposal(proposal.clone()),
+                k,
+                format: OutputFormat::Json,
+            };
+            let base = match backend.answer(&query)? {
+                Answer::WhatIfBase(base) => base,
+                // Answered from the engine's live state.
+                answered => return Ok(answered.into_text()?),
+            };
             let evaluated = evaluate_base(*base, proposal, &|| false)
                 .map_err(|e| anyhow!("the bench's what-if failed: {e}"))?;
             Ok(fairflow_serve::whatif::render(

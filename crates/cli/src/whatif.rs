@@ -4,9 +4,10 @@
 //! parameters as one `config` event after the log's); the answer is, per
 //! user association, the change in fair-share factor and, per job, the
 //! change in priority and queue position, ranked by impact
-//! (`fairflow_engine::whatif`). From `--events` (the current state) or a
-//! running `--server` (`POST /v1/whatif`, evaluated there on a copy).
-//! Read-only either way.
+//! (`fairflow_engine::whatif::evaluate_rows`: share changes from the
+//! incremental engine's live state, other proposals by the oracle on a
+//! copy). From `--events` (the current state) or a running `--server`
+//! (`POST /v1/whatif`). Read-only either way.
 
 use std::path::PathBuf;
 
@@ -14,7 +15,7 @@ use anyhow::Context;
 use fairflow_ingest::reader::read_events;
 use fairflow_serve::plot::whatif::WhatIfPicture;
 use fairflow_serve::plot::ImageFormat;
-use fairflow_serve::whatif::render;
+use fairflow_serve::whatif::render_rows;
 use fairflow_serve::OutputFormat;
 
 use crate::output::emit;
@@ -122,13 +123,13 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     let lines = read_events(proposal.as_bytes())
         .collect::<Result<Vec<_>, _>>()
         .context("reading the proposal")?;
-    let Some(engine) = args.state.engine()? else {
+    let Some(mut engine) = args.state.engine()? else {
         // A non-zero process of the cluster mode: process 0 answers.
         return Ok(());
     };
-    let answer = fairflow_engine::whatif::evaluate(engine.book(), engine.applied(), lines)?;
+    let rows = fairflow_engine::whatif::evaluate_rows(engine.as_mut(), lines, args.k)?;
     if let Some(output) = &args.output {
-        return draw(args, output, &answer);
+        return draw(args, output, &rows.answer);
     }
-    emit(&render(&answer, args.k, format))
+    emit(&render_rows(&rows, format))
 }

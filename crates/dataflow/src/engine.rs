@@ -31,6 +31,7 @@ mod position_read;
 mod snapshot;
 mod tree_read;
 mod waiting_read;
+mod whatif_live;
 
 /// Why the engine could not do what was asked.
 #[derive(Debug, thiserror::Error)]
@@ -394,6 +395,16 @@ impl Engine {
     /// memory moves.
     fn flush(&mut self, keep_top: bool) -> Result<usize, EngineError> {
         let changes = self.book.take_changes();
+        self.flush_changes(changes, keep_top)
+    }
+
+    /// [`Engine::flush`] of `changes` (the subjects whose state the feeds
+    /// compare with what they sent last).
+    fn flush_changes(
+        &mut self,
+        changes: fairflow_book::Changes,
+        keep_top: bool,
+    ) -> Result<usize, EngineError> {
         let family = self.configured_family();
         let old = self.family;
         let trees = if old.is_some_and(|old| old != family) {

@@ -21,6 +21,7 @@ use crate::job_feed::JobDeltas;
 use crate::names::JobNames;
 use crate::priority::reader::ahead::AheadCounts;
 use crate::priority::reader::waiting::WaitingEntry;
+use crate::priority::reader::whatif::{Tally, TallyRequest};
 use crate::priority::{IncrFloors, PriorityReader};
 use crate::tree_feed::Deltas;
 use crate::types::{AssocId, Epoch, JobId, NameId, NodeId, TouchCounter};
@@ -28,7 +29,7 @@ use crate::types::{AssocId, Epoch, JobId, NameId, NodeId, TouchCounter};
 mod shards;
 use shards::{
     ask_all, compact_lists, found_job, holdings, merge_ahead, merge_by_name, merge_counts,
-    merge_floors, merge_ranked, merge_waiting, Jobs, Request, Shards,
+    merge_floors, merge_ranked, merge_tallies, merge_waiting, priorities, Jobs, Request, Shards,
 };
 
 /// What the driver asks worker 0 to do.
@@ -84,6 +85,12 @@ pub enum Command {
     /// A job's place counted, not built (`PriorityReader::count_ahead`):
     /// the job, its partition, the time.
     CountAhead(JobId, NameId, Time),
+    /// Every shard's jobs of these user associations (sorted), every
+    /// listed one or the ranked ones, at this time (a what-if's changed
+    /// jobs).
+    JobsOfAssocs(Vec<AssocId>, bool, Time),
+    /// Every shard's tally against a what-if's probes, merged.
+    Tally(TallyRequest),
     /// What each worker's shard holds.
     Holdings,
     /// The waiting users (`PriorityReader::waiting`) of every shard:
@@ -130,6 +137,8 @@ pub enum Reply {
     Waiting(Vec<WaitingEntry>),
     /// Every user association with ranked jobs, with how many.
     Counts(Vec<(AssocId, u64)>),
+    /// Every shard's tally, merged (`None`: the model is not tallied).
+    Tally(Option<Tally>),
     /// A command without a result is done.
     Done,
 }
@@ -306,6 +315,28 @@ fn count_ahead(
     Some(Box::new((target, counts)))
 }
 
+/// Serve a what-if's read of the shards (`engine::whatif_live`): the jobs
+/// of some associations, or a tally.
+fn serve_whatif(
+    read: Command,
+    worker: &mut Worker,
+    shards: &mut Option<Shards>,
+    reader: &mut PriorityReader,
+) -> Reply {
+    match read {
+        Command::JobsOfAssocs(assocs, all_listed, now) => {
+            let request = Request::JobsOfAssocs(assocs, all_listed, now);
+            let lists = priorities(ask_all(shards, worker, reader, request));
+            Reply::Priorities(lists.into_iter().flatten().collect())
+        }
+        Command::Tally(request) => {
+            let answers = ask_all(shards, worker, reader, Request::Tally(request.clone()));
+            Reply::Tally(merge_tallies(answers, &request))
+        }
+        _ => Reply::Done,
+    }
+}
+
 /// Serve one command: a batch ([`run_batch`]), or a read of the shards
 /// (asked of every shard and merged) or of worker 0's own state.
 fn serve_command(
@@ -370,6 +401,9 @@ fn serve_command(
         }
         Command::CountAhead(id, partition, now) => {
             Reply::Ahead(count_ahead(shards, worker, reader, (id, partition), now))
+        }
+        read @ (Command::JobsOfAssocs(..) | Command::Tally(_)) => {
+            serve_whatif(read, worker, shards, reader)
         }
         Command::Job(id, now) => Reply::Job(found_job(ask_all(
             shards,

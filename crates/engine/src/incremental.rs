@@ -122,6 +122,14 @@ impl Engine for IncrementalEngine {
         Ok(self.engine.position_counted(id)?)
     }
 
+    fn whatif_rows(
+        &mut self,
+        proposal: &[LogLine],
+        k: usize,
+    ) -> Result<Option<fairflow_model::report::whatif::WhatIfRows>, EngineError> {
+        Ok(self.engine.whatif_rows(proposal, k)?)
+    }
+
     fn job(&mut self, id: &str) -> Result<Option<JobPriority>, EngineError> {
         Ok(self.engine.job(id)?)
     }

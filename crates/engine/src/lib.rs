@@ -388,6 +388,20 @@ pub trait Engine: Send {
         Ok(page.skip(offset))
     }
 
+    /// A what-if of `proposal` cut to `k` rows of each list, answered from
+    /// this engine's live state, which it leaves as it was (nothing logged,
+    /// no later answer changed); `None` when the engine does not take the
+    /// proposal (this default: never) and [`whatif::evaluate`]'s oracle
+    /// answers it. The incremental engine takes share changes of existing
+    /// associations at its time (`fairflow_dataflow::Engine::whatif_rows`).
+    fn whatif_rows(
+        &mut self,
+        _proposal: &[LogLine],
+        _k: usize,
+    ) -> Result<Option<fairflow_model::report::whatif::WhatIfRows>, EngineError> {
+        Ok(None)
+    }
+
     /// What each timely worker's shard holds, by worker (the incremental
     /// engine; none for the batch oracle, which holds everything in this
     /// process).

@@ -14,6 +14,11 @@
 //! now); both sides are evaluated at the later of the state's time and the
 //! proposal's last event.
 //!
+//! [`evaluate_rows`] answers the first `k` rows of each list: from the
+//! incremental engine's live state when it takes the proposal (share
+//! changes of existing associations at its time: `Engine::whatif_rows`),
+//! else as [`evaluate`] does.
+//!
 //! A server bounds a proposal's work before anything is copied
 //! ([`check_bounds`]: at most [`MAX_PROPOSAL_EVENTS`] events and
 //! [`MAX_PROPOSAL_TIMES`] distinct later event times; under `INCR_ONLY` each
@@ -26,7 +31,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use fairflow_book::Book;
 use fairflow_ingest::{LogLine, Rejection};
-use fairflow_model::report::whatif::{AssocChange, JobChange, WhatIf};
+use fairflow_model::report::whatif::{AssocChange, Evaluator, JobChange, WhatIf, WhatIfRows};
 use fairflow_model::report::JobPriority;
 use fairflow_oracle::{fairshare, priority, Replay};
 
@@ -50,7 +55,18 @@ pub enum WhatIfError {
     /// The evaluation was stopped before it ended (its `stop` said so).
     #[error("the what-if was stopped before it ended")]
     Stopped,
+    /// The engine failed while it answered from its live state.
+    // String: `EngineError` is neither `Clone` nor `PartialEq`.
+    #[error("the engine failed: {0}")]
+    Engine(String),
 }
+
+/// A proposal as a read carries it: its lines (`Eq` for the service's
+/// query type, whose other reads compare whole).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Proposal(pub Vec<LogLine>);
+
+impl Eq for Proposal {}
 
 /// The state a what-if starts from: a copy of the book and how many events
 /// it applied.
@@ -137,6 +153,24 @@ pub fn evaluate(book: &Book, applied: u64, proposal: Vec<LogLine>) -> Result<Wha
         applied,
     };
     evaluate_base(base, proposal, &|| false)
+}
+
+/// The first `k` rows of each list of the what-if of `proposal` on
+/// `engine`'s state (see the module documentation), with how many rows
+/// each list has in all and who evaluated it; `engine` is left as it was.
+pub fn evaluate_rows(
+    engine: &mut dyn crate::Engine,
+    proposal: Vec<LogLine>,
+    k: usize,
+) -> Result<WhatIfRows, WhatIfError> {
+    match engine.whatif_rows(&proposal, k) {
+        Ok(Some(rows)) => Ok(rows),
+        Ok(None) => {
+            let whole = evaluate(engine.book(), engine.applied(), proposal)?;
+            Ok(WhatIfRows::of_whole(whole, k, Evaluator::Oracle))
+        }
+        Err(e) => Err(WhatIfError::Engine(e.to_string())),
+    }
 }
 
 /// [`evaluate`] on a copy of the state taken before, stopped with

@@ -3,7 +3,7 @@
 //! priority or place changes, each ranked by impact and cut to `k` rows; or
 //! the whole answer as JSON (`fairflow_model::report::whatif::WhatIf`).
 
-use fairflow_model::report::whatif::WhatIf;
+use fairflow_model::report::whatif::{WhatIf, WhatIfRows};
 
 use crate::format::{aligned, column as col, opt_fixed6, parsable, Column, Justify};
 use crate::OutputFormat;
@@ -36,6 +36,28 @@ fn cell<T: ToString>(value: Option<T>) -> String {
 /// answer, each list cut to `k`). In the tables `Moved` is the places gained
 /// (negative: lost), empty for a job entering or leaving the queue.
 pub fn render(answer: &WhatIf, k: usize, format: OutputFormat) -> String {
+    let changed = (answer.associations.len(), answer.jobs.len());
+    render_counted(answer, changed, k, format)
+}
+
+/// An answer already cut to its rows ([`WhatIfRows`]) in `format`, as
+/// [`render`] writes the whole answer cut to as many rows.
+pub fn render_rows(rows: &WhatIfRows, format: OutputFormat) -> String {
+    let changed = (
+        rows.associations_changed as usize,
+        rows.jobs_changed as usize,
+    );
+    render_counted(&rows.answer, changed, usize::MAX, format)
+}
+
+/// [`render`] of an answer whose whole lists have `changed` rows
+/// (associations, jobs).
+fn render_counted(
+    answer: &WhatIf,
+    changed: (usize, usize),
+    k: usize,
+    format: OutputFormat,
+) -> String {
     let assocs: Vec<Vec<String>> = answer
         .associations
         .iter()
@@ -86,8 +108,8 @@ pub fn render(answer: &WhatIf, k: usize, format: OutputFormat) -> String {
             "What if, at t={} ({} proposed events applied): {} associations and {} jobs change.\n\n{}\n{}",
             answer.at,
             answer.applied,
-            answer.associations.len(),
-            answer.jobs.len(),
+            changed.0,
+            changed.1,
             aligned(&ASSOC_COLUMNS, &assocs),
             aligned(&JOB_COLUMNS, &jobs)
         ),

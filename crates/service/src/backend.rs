@@ -108,6 +108,18 @@ pub enum Query {
     /// A copy of the state a what-if starts from (`whatif`: the proposal is
     /// evaluated on it off the applier).
     WhatIfBase,
+    /// A what-if answered on the applier from the engine's live state when
+    /// the engine takes the proposal (`Engine::whatif_rows`: its first `k`
+    /// rows, rendered in `format`), else [`Answer::WhatIfBase`], for the
+    /// oracle off the applier.
+    WhatIf {
+        /// The proposal.
+        proposal: fairflow_engine::whatif::Proposal,
+        /// Rows of each list.
+        k: usize,
+        /// The answer's format.
+        format: OutputFormat,
+    },
     /// Why one job has its priority.
     Explain {
         /// The job id.

@@ -435,6 +435,17 @@ impl Backend for EngineBackend {
                 book: engine.book().clone(),
                 applied: engine.applied(),
             })),
+            Query::WhatIf {
+                proposal,
+                k,
+                format,
+            } => match engine.whatif_rows(&proposal.0, k)? {
+                Some(rows) => text(move || fairflow_serve::whatif::render_rows(&rows, format)),
+                None => Answer::WhatIfBase(Box::new(fairflow_engine::whatif::Base {
+                    book: engine.book().clone(),
+                    applied: engine.applied(),
+                })),
+            },
             Query::Explain { job, json } => {
                 let why = engine.explain(&job).map_err(QueryError::from)?;
                 text(move || {

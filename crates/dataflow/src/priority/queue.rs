@@ -626,6 +626,12 @@ impl Queue {
         })
     }
 
+    /// A user association's ranked jobs (every rank class).
+    pub fn ranked_job_ids_of(&self, assoc: AssocId) -> impl Iterator<Item = JobId> + '_ {
+        (self.users.get(assoc as usize).into_iter())
+            .flat_map(|user| user.jobs.iter().flatten().map(|(_, job)| *job))
+    }
+
     /// The ranked jobs by submit time (earliest first; the same second by
     /// job id), as `(order-preserving submit time, job)`.
     pub fn by_submit(&self) -> impl Iterator<Item = (u64, JobId)> + '_ {

@@ -25,6 +25,7 @@
 pub mod ahead;
 mod kept;
 pub mod waiting;
+pub mod whatif;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

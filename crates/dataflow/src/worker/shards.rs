@@ -43,6 +43,7 @@ use timely::worker::Worker;
 
 use crate::priority::reader::ahead::{AheadCounts, Target};
 use crate::priority::reader::waiting::WaitingEntry;
+use crate::priority::reader::whatif::{Tally, TallyRequest};
 use crate::priority::{IncrFloors, PriorityReader};
 use crate::types::{AccountId, AssocId, JobId, NameId};
 
@@ -150,6 +151,12 @@ pub(crate) enum Request {
     /// What the shard counts ahead of this job (one job: its id and
     /// partition follow), `PriorityReader::count_ahead`.
     CountAhead(Jobs, JobId, NameId, Time),
+    /// The shard's jobs of these user associations (sorted), every listed
+    /// one or the ranked ones, at a time (`PriorityReader::jobs_of_assocs`).
+    JobsOfAssocs(Vec<AssocId>, bool, Time),
+    /// The shard's tally against a what-if's probes
+    /// (`PriorityReader::tally_probes`).
+    Tally(TallyRequest),
 }
 
 /// One shard's answer to a [`Request`].
@@ -174,6 +181,9 @@ pub(crate) enum Answer {
     /// model is not counted): jobs ahead, by account, in the job's
     /// partition; the job just ahead (none or one).
     Ahead(Option<ShardCounts>, Jobs),
+    /// The shard's tally (`None`: the model is not tallied): its counts,
+    /// and its kept jobs' intervals beside the jobs.
+    Tally(Option<(Vec<u64>, Vec<u64>)>, Jobs),
     /// Done (requests without a result).
     Done,
 }
@@ -213,6 +223,16 @@ pub(crate) fn answer(reader: &mut PriorityReader, request: Request) -> Answer {
         Request::CountAhead(target, job, partition, now) => {
             count_ahead(reader, target, job, partition, now)
         }
+        Request::JobsOfAssocs(assocs, all_listed, now) => {
+            Answer::Priorities(Jobs(reader.jobs_of_assocs(&assocs, all_listed, now)))
+        }
+        Request::Tally(request) => match reader.tally_probes(&request) {
+            Some(tally) => {
+                let (at, jobs) = tally.moved.into_iter().unzip();
+                Answer::Tally(Some((tally.counts, at)), Jobs(jobs))
+            }
+            None => Answer::Tally(None, Jobs::default()),
+        },
     }
 }
 
@@ -260,6 +280,19 @@ pub(crate) fn merge_ahead(answers: Vec<Answer>) -> Option<AheadCounts> {
         });
     }
     Some(AheadCounts::merge(all))
+}
+
+/// Every shard's tallies together (`None` when a shard did not tally).
+pub(crate) fn merge_tallies(answers: Vec<Answer>, request: &TallyRequest) -> Option<Tally> {
+    let mut all = Vec::with_capacity(answers.len());
+    for answer in answers {
+        let Answer::Tally(Some((counts, at)), Jobs(jobs)) = answer else {
+            return None;
+        };
+        let moved = at.into_iter().zip(jobs).collect();
+        all.push(Tally { counts, moved });
+    }
+    Some(Tally::merge(all, &request.shifts, request.keep))
 }
 
 /// Every shard's waiting users, together (a user is on one shard).
@@ -489,7 +522,7 @@ pub(crate) fn holdings(answers: Vec<Answer>) -> Vec<crate::cluster::ShardHolding
         .collect()
 }
 
-fn priorities(answers: Vec<Answer>) -> Vec<Vec<JobPriority>> {
+pub(crate) fn priorities(answers: Vec<Answer>) -> Vec<Vec<JobPriority>> {
     answers
         .into_iter()
         .filter_map(|answer| match answer {

@@ -2,8 +2,10 @@
 //! the same state with proposed changes applied, per user association the
 //! change in fair-share factor and per job the change in priority and in
 //! queue position, each list ranked by impact. The engine crate computes it
-//! (`fairflow_engine::whatif`) with the batch oracle on a copy of the book;
-//! everything here is the answer and its ordering.
+//! (`fairflow_engine::whatif`): share changes from the incremental engine's
+//! live state, every other proposal with the batch oracle on a copy of the
+//! book; everything here is the answer, its ordering and its cut to `k`
+//! rows ([`WhatIfRows`]).
 
 use std::cmp::Reverse;
 
@@ -100,5 +102,61 @@ impl WhatIf {
                 j.job.clone(),
             )
         });
+    }
+}
+
+/// Which engine evaluated a what-if.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum Evaluator {
+    /// The incremental engine's live state (share changes at its time).
+    Engine,
+    /// The batch oracle on copies of the book (every other proposal).
+    Oracle,
+}
+
+impl Evaluator {
+    /// `engine` or `oracle`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Evaluator::Engine => "engine",
+            Evaluator::Oracle => "oracle",
+        }
+    }
+}
+
+/// A what-if's answer cut to its first `k` rows of each list
+/// ([`WhatIf::rank`]'s order), with how many rows each whole list has.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WhatIfRows {
+    /// The answer, each list cut to `k`.
+    pub answer: WhatIf,
+    /// Rows of the whole association list.
+    pub associations_changed: u64,
+    /// Rows of the whole job list.
+    pub jobs_changed: u64,
+    /// Who evaluated it.
+    pub evaluator: Evaluator,
+}
+
+impl WhatIfRows {
+    /// `answer` (ranked; its job list holds at least its first `k` rows)
+    /// cut to `k` rows of each list; the whole job list has `jobs_changed`
+    /// rows, the association list is whole.
+    pub fn cut(mut answer: WhatIf, k: usize, jobs_changed: u64, evaluator: Evaluator) -> Self {
+        let associations_changed = answer.associations.len() as u64;
+        answer.associations.truncate(k);
+        answer.jobs.truncate(k);
+        WhatIfRows {
+            answer,
+            associations_changed,
+            jobs_changed,
+            evaluator,
+        }
+    }
+
+    /// A whole ranked answer cut to `k` rows.
+    pub fn of_whole(answer: WhatIf, k: usize, evaluator: Evaluator) -> Self {
+        let jobs = answer.jobs.len() as u64;
+        WhatIfRows::cut(answer, k, jobs, evaluator)
     }
 }

@@ -2,10 +2,15 @@
 //! is the proposal (JSON Lines in the event format, as `POST /v1/events`
 //! takes). It is a read: it needs the token only when reads do.
 //!
-//! The applier only copies the book (`Query::WhatIfBase`), which shares the
-//! jobs copy-on-write (`fairflow_book::state::Jobs`), so the copy costs the
-//! applier a few milliseconds whatever the number of jobs; the proposal is
-//! evaluated on the copy with the batch oracle
+//! The applier is asked first (`Query::WhatIf`): share changes of existing
+//! associations at the engine's time are answered there from the
+//! incremental engine's live state (`Engine::whatif_rows`: applied at a new
+//! logical time, read, and taken back; nothing is logged and no later
+//! answer changes), in milliseconds to a walk of the queue down to the
+//! changed jobs. For any other proposal the applier only copies the book,
+//! which shares the jobs copy-on-write (`fairflow_book::state::Jobs`), so
+//! the copy costs the applier a few milliseconds whatever the number of
+//! jobs; the proposal is evaluated on the copy with the batch oracle
 //! (`fairflow_engine::whatif::evaluate_base`) on a thread of its own at a
 //! lower scheduling priority (nice [`EVALUATION_NICE`] on Linux), so the
 //! live state is never touched, nothing is logged, and reads and writes go
@@ -33,7 +38,7 @@ use axum::body::Body;
 use axum::extract::{Query as UrlQuery, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
-use fairflow_engine::whatif::{check_bounds, evaluate_base, WhatIfError};
+use fairflow_engine::whatif::{check_bounds, evaluate_base, Proposal, WhatIfError};
 use fairflow_ingest::LogLine;
 use prometheus_client::metrics::counter::Counter;
 use tokio::sync::{oneshot, Notify};
@@ -156,6 +161,28 @@ async fn read_proposal(
     Ok(lines)
 }
 
+/// The applier's answer to `Query::WhatIf`: the response when the engine
+/// answered from its live state (or failed), else the base to evaluate on.
+async fn live_or_base(
+    state: &AppState,
+    lines: &[LogLine],
+    k: usize,
+    format: fairflow_serve::OutputFormat,
+) -> Result<Box<fairflow_engine::whatif::Base>, Box<Response>> {
+    let query = Query::WhatIf {
+        proposal: Proposal(lines.to_vec()),
+        k,
+        format,
+    };
+    match state.applier.read_answer(query).await {
+        Ok(Answer::WhatIfBase(base)) => Ok(base),
+        Ok(answered) => Err(Box::new(
+            respond(&state.response_budget, Ok(answered), None).await,
+        )),
+        Err(e) => Err(Box::new(query_error(e))),
+    }
+}
+
 /// The handler of `POST /v1/whatif`.
 pub(crate) async fn post_whatif(
     State(state): State<AppState>,
@@ -188,10 +215,9 @@ pub(crate) async fn post_whatif(
     let Ok(Ok(_slot)) = tokio::time::timeout_at(deadline, slots.acquire_owned()).await else {
         return busy();
     };
-    let base = match state.applier.read_answer(Query::WhatIfBase).await {
-        Ok(Answer::WhatIfBase(base)) => base,
-        Ok(_) => return error(StatusCode::INTERNAL_SERVER_ERROR, "no state to evaluate on"),
-        Err(e) => return query_error(e),
+    let base = match live_or_base(&state, &lines, k, format).await {
+        Ok(base) => base,
+        Err(answered) => return *answered,
     };
     let stop = Arc::new(AtomicBool::new(false));
     let mut stop_on_drop = StopOnDrop {

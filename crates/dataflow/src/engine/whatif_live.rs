@@ -1,0 +1,394 @@
+//! A what-if answered from the live engine ([`Engine::whatif_rows`]):
+//! share changes of existing associations at the engine's time are applied
+//! to the book and fed to the dataflow at a new logical time, the changed
+//! factors and their users' jobs read, then the book restored and the
+//! dataflow fed the differences back, so every answer after is the one
+//! before (nothing is logged, the applied-event count does not move).
+//!
+//! The answer (`fairflow_model::report::whatif::WhatIfRows`) is the batch
+//! oracle's (`fairflow_engine::whatif::evaluate`) cut to its first `k` rows
+//! of each list, with how many rows each list has in all:
+//! - the associations whose factor changed: every factor compared;
+//! - the *changed* jobs (whose priority moves: only the jobs of those
+//!   associations can) evaluated before and after; each is placed in the
+//!   queue before and after from the tally of the other ranked jobs against
+//!   the changed jobs' keys (`PriorityReader::tally_probes`);
+//! - the unchanged jobs move by their interval's shift: the tally counts
+//!   them and keeps the `k` that move most, whose places a second tally
+//!   counts.
+//!
+//! Proposals it does not take (`None`: the caller evaluates them with the
+//! oracle): anything but `account` / `user` events that set only the shares
+//! of an existing association, events after the engine's time, lines the
+//! book rejects, a queue whose entries are not its jobs, Moab, and Slurm's
+//! `INCR_ONLY`.
+
+use std::collections::BTreeMap;
+
+use fairflow_ingest::LogLine;
+use fairflow_model::event::Op;
+use fairflow_model::report::whatif::{AssocChange, Evaluator, JobChange, WhatIf, WhatIfRows};
+use fairflow_model::report::{JobPriority, JobState};
+use fairflow_model::{Event, PriorityModel, Time};
+
+use super::{Engine, EngineError};
+use crate::priority::reader::whatif::{ProbeKey, Tally, TallyRequest};
+use crate::types::{AssocId, JobId};
+use crate::worker::{Command, Reply};
+
+/// One changed job: its name, id, and its priority before and after.
+struct Changed {
+    id: JobId,
+    before: Option<JobPriority>,
+    after: Option<JobPriority>,
+}
+
+/// A ranked side's probe: its key and whether it is an after key.
+struct Probe {
+    key: ProbeKey,
+    after: bool,
+    /// The changed job it belongs to (index into the changed list).
+    of: usize,
+}
+
+impl Engine {
+    /// The what-if of `proposal` cut to `k` rows of each list, from the
+    /// live engine (see the module documentation); `None` when the fast
+    /// path does not take it.
+    pub fn whatif_rows(
+        &mut self,
+        proposal: &[LogLine],
+        k: usize,
+    ) -> Result<Option<WhatIfRows>, EngineError> {
+        let Some(events) = self.share_changes(proposal) else {
+            return Ok(None);
+        };
+        let now = self.now();
+        let before_factors = self.read_all_factors()?;
+        let saved = self.book.clone();
+        for (line, event) in &events {
+            let Ok(checked) = self.book.check(*line, event) else {
+                self.book = saved;
+                return Ok(None);
+            };
+            self.book
+                .apply_checked(*line, event, checked)
+                .expect("checked just before");
+        }
+        let changes = self.book.take_changes();
+        self.flush_changes(changes.clone(), false)?;
+        // The proposal's side, then the live state back, whatever the read.
+        let after = self.read_after(&before_factors, now);
+        self.book = saved;
+        self.flush_changes(changes, true)?;
+        let (after_factors, changed_assocs, after_jobs) = after?;
+        let before_jobs = self.jobs_of_assocs(&changed_assocs, now)?;
+        let changed = self.changed_jobs(before_jobs, after_jobs);
+        let Some(answer) = self.place(&changed, k, now)? else {
+            return Ok(None);
+        };
+        let (jobs, jobs_changed) = answer;
+        let associations = self.assoc_changes(&changed_assocs, &before_factors, &after_factors);
+        let mut answer = WhatIf {
+            at: now,
+            applied: events.len() as u64,
+            associations,
+            jobs,
+        };
+        answer.rank();
+        Ok(Some(WhatIfRows::cut(
+            answer,
+            k,
+            jobs_changed,
+            Evaluator::Engine,
+        )))
+    }
+
+    /// The proposal's events when every one sets only the shares of an
+    /// existing association at or before the engine's time (taken as the
+    /// engine's time), under a model and queue the tally reads.
+    fn share_changes(&self, proposal: &[LogLine]) -> Option<Vec<(u64, Event)>> {
+        let state = self.book.state();
+        let tallied = state.config.model != PriorityModel::Moab && !state.config.flags.incr_only;
+        if !tallied || !self.entries_are_jobs() || self.applied == 0 {
+            return None;
+        }
+        let now = self.now();
+        let mut events = Vec::with_capacity(proposal.len());
+        for line in proposal {
+            let event = line.event.as_ref().ok()?;
+            let known = match &event.op {
+                Op::Account {
+                    name,
+                    parent: None,
+                    shares: Some(_),
+                    priority: None,
+                } => state.accounts.contains_key(name),
+                Op::User {
+                    user,
+                    account,
+                    shares: Some(_),
+                    priority: None,
+                } => state.users.contains_key(&(account.clone(), user.clone())),
+                _ => false,
+            };
+            if !known || event.t > now {
+                return None;
+            }
+            let mut event = event.clone();
+            event.t = now;
+            events.push((line.line, event));
+        }
+        Some(events)
+    }
+
+    /// Every user association's factor, dense by id (`None`: none).
+    fn read_all_factors(&self) -> Result<Vec<Option<f64>>, EngineError> {
+        match self.priority_read(Command::ReadFactorTable)? {
+            Reply::FactorTable(factors) => Ok(factors),
+            _ => Err(EngineError::WorkersGone),
+        }
+    }
+
+    /// The proposal's side: its factors, the associations whose factor
+    /// differs from `before` (sorted), and their listed jobs.
+    #[allow(clippy::type_complexity)]
+    fn read_after(
+        &self,
+        before: &[Option<f64>],
+        now: Time,
+    ) -> Result<(Vec<Option<f64>>, Vec<AssocId>, Vec<JobPriority>), EngineError> {
+        let after = self.read_all_factors()?;
+        let bits =
+            |table: &[Option<f64>], at: usize| table.get(at).copied().flatten().map(f64::to_bits);
+        let changed: Vec<AssocId> = (0..before.len().max(after.len()))
+            .filter(|&at| bits(before, at) != bits(&after, at))
+            .map(|at| at as AssocId)
+            .collect();
+        let jobs = self.jobs_of_assocs(&changed, now)?;
+        Ok((after, changed, jobs))
+    }
+
+    /// The listed jobs of `assocs` (sorted) at `now`, every shard's.
+    fn jobs_of_assocs(
+        &self,
+        assocs: &[AssocId],
+        now: Time,
+    ) -> Result<Vec<JobPriority>, EngineError> {
+        if assocs.is_empty() {
+            return Ok(Vec::new());
+        }
+        // Without `CALCULATE_RUNNING` only pending jobs' priorities move
+        // with a factor (a held job's is 0): the ranked ones.
+        let all_listed = self.config().flags.calculate_running;
+        let command = Command::JobsOfAssocs(assocs.to_vec(), all_listed, now);
+        match self.priority_read(command)? {
+            Reply::Priorities(jobs) => Ok(jobs),
+            _ => Err(EngineError::WorkersGone),
+        }
+    }
+
+    /// The jobs whose priority or listing differs between the sides, named.
+    fn changed_jobs(&self, before: Vec<JobPriority>, after: Vec<JobPriority>) -> Vec<Changed> {
+        let mut sides: BTreeMap<String, (Option<JobPriority>, Option<JobPriority>)> =
+            BTreeMap::new();
+        for job in before {
+            let name = job.job.clone();
+            sides.entry(name).or_default().0 = Some(job);
+        }
+        for job in after {
+            let name = job.job.clone();
+            sides.entry(name).or_default().1 = Some(job);
+        }
+        sides
+            .into_iter()
+            .filter(|(_, (b, a))| {
+                b.as_ref().map(|j| (j.priority, j.state))
+                    != a.as_ref().map(|j| (j.priority, j.state))
+            })
+            .filter_map(|(name, (before, after))| {
+                Some(Changed {
+                    id: self.job_feed.job_id(&name)?,
+                    before: before.map(|p| self.identify(p)),
+                    after: after.map(|p| self.identify(p)),
+                })
+            })
+            .collect()
+    }
+
+    /// Every changed job's row, placed, and the rows of the unchanged jobs
+    /// that move most (at most `k`), with how many job rows the whole
+    /// answer has; `None` when the model is not tallied.
+    fn place(
+        &self,
+        changed: &[Changed],
+        k: usize,
+        now: Time,
+    ) -> Result<Option<(Vec<JobChange>, u64)>, EngineError> {
+        let mut probes: Vec<Probe> = Vec::new();
+        for (of, job) in changed.iter().enumerate() {
+            for (side, after) in [(&job.before, false), (&job.after, true)] {
+                if let Some(p) = side.as_ref().filter(|p| p.state == JobState::Pending) {
+                    probes.push(Probe {
+                        key: probe_key(p),
+                        after,
+                        of,
+                    });
+                }
+            }
+        }
+        probes.sort_by(|a, b| queue_order(&a.key, &b.key));
+        // Interval `i` holds the jobs with `i` probes ahead.
+        let mut shifts = vec![0i64; probes.len() + 1];
+        for (i, probe) in probes.iter().enumerate() {
+            shifts[i + 1] = shifts[i] + if probe.after { 1 } else { -1 };
+        }
+        let mut excluded: Vec<JobId> = changed.iter().map(|c| c.id).collect();
+        excluded.sort_unstable();
+        let request = TallyRequest {
+            probes: probes.iter().map(|p| p.key.clone()).collect(),
+            shifts: shifts.clone(),
+            excluded: excluded.clone(),
+            keep: k,
+            now,
+        };
+        let Some(tally) = self.tally(request)? else {
+            return Ok(None);
+        };
+        let mut rows: Vec<JobChange> = changed.iter().map(change_row).collect();
+        // Places: the unchanged jobs ahead of a probe, and the changed
+        // jobs' own keys ahead of it on the same side.
+        let mut unchanged_ahead = 0u64;
+        let (mut before_ahead, mut after_ahead) = (0u64, 0u64);
+        for (i, probe) in probes.iter().enumerate() {
+            unchanged_ahead += tally.counts[i];
+            let row = &mut rows[probe.of];
+            if probe.after {
+                row.position_after = Some(1 + unchanged_ahead + after_ahead);
+                after_ahead += 1;
+            } else {
+                row.position_before = Some(1 + unchanged_ahead + before_ahead);
+                before_ahead += 1;
+            }
+        }
+        let moved_total: u64 = (tally.counts.iter().zip(&shifts))
+            .filter(|(_, shift)| **shift != 0)
+            .map(|(count, _)| count)
+            .sum();
+        let jobs_changed = rows.len() as u64 + moved_total;
+        rows.extend(self.moved_rows(&tally, &shifts, &excluded, now)?);
+        Ok(Some((rows, jobs_changed)))
+    }
+
+    /// The merged tally `request` asks every shard for.
+    fn tally(&self, request: TallyRequest) -> Result<Option<Tally>, EngineError> {
+        match self.priority_read(Command::Tally(request))? {
+            Reply::Tally(tally) => Ok(tally),
+            _ => Err(EngineError::WorkersGone),
+        }
+    }
+
+    /// The rows of the unchanged jobs `tally` kept: each one's place is
+    /// counted by a second tally (the unchanged jobs ahead of it, itself
+    /// included), plus the changed jobs' keys ahead of it.
+    fn moved_rows(
+        &self,
+        tally: &Tally,
+        shifts: &[i64],
+        excluded: &[JobId],
+        now: Time,
+    ) -> Result<Vec<JobChange>, EngineError> {
+        if tally.moved.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut moved: Vec<(u64, JobPriority)> = tally.moved.clone();
+        moved.sort_by(|(_, a), (_, b)| a.queue_key().cmp(&b.queue_key()));
+        let request = TallyRequest {
+            probes: moved.iter().map(|(_, p)| probe_key(p)).collect(),
+            shifts: vec![0; moved.len() + 1],
+            excluded: excluded.to_vec(),
+            keep: 0,
+            now,
+        };
+        let Some(places) = self.tally(request)? else {
+            return Ok(Vec::new());
+        };
+        // The before probes ahead of interval `i`: (i - shift) / 2.
+        let mut ahead = 0u64;
+        let mut rows = Vec::with_capacity(moved.len());
+        for (i, (at, job)) in moved.into_iter().enumerate() {
+            ahead += places.counts[i];
+            let changed_before = (at as i64 - shifts[at as usize]) / 2;
+            let position_before = ahead + changed_before as u64;
+            let position_after = position_before as i64 + shifts[at as usize];
+            let job = self.identify(job);
+            rows.push(JobChange {
+                job: job.job.clone(),
+                user: job.user.clone(),
+                account: job.account.clone(),
+                priority_before: Some(job.priority),
+                priority_after: Some(job.priority),
+                position_before: Some(position_before),
+                position_after: Some(position_after as u64),
+            });
+        }
+        Ok(rows)
+    }
+
+    /// The associations whose factor changed, named.
+    fn assoc_changes(
+        &self,
+        changed: &[AssocId],
+        before: &[Option<f64>],
+        after: &[Option<f64>],
+    ) -> Vec<AssocChange> {
+        changed
+            .iter()
+            .filter_map(|&assoc| {
+                let (account, user) = self.names.assocs.name(assoc)?.clone();
+                let at = assoc as usize;
+                Some(AssocChange {
+                    account,
+                    user,
+                    before: before.get(at).copied().flatten(),
+                    after: after.get(at).copied().flatten(),
+                })
+            })
+            .collect()
+    }
+}
+
+/// A job's key in queue order.
+fn probe_key(p: &JobPriority) -> ProbeKey {
+    ProbeKey {
+        priority: p.priority,
+        submit_at: p.submit_at,
+        job: p.job.clone(),
+    }
+}
+
+/// Queue order between two keys (`JobPriority::queue_key`'s).
+fn queue_order(a: &ProbeKey, b: &ProbeKey) -> std::cmp::Ordering {
+    b.priority
+        .cmp(&a.priority)
+        .then(a.submit_at.cmp(&b.submit_at))
+        .then_with(|| fairflow_model::report::JobIdKey::compare(&a.job, &b.job))
+}
+
+/// A changed job's row, unplaced.
+fn change_row(changed: &Changed) -> JobChange {
+    let either = changed
+        .after
+        .as_ref()
+        .or(changed.before.as_ref())
+        .expect("a changed job is listed on one side");
+    JobChange {
+        job: either.job.clone(),
+        user: either.user.clone(),
+        account: either.account.clone(),
+        priority_before: changed.before.as_ref().map(|p| p.priority),
+        priority_after: changed.after.as_ref().map(|p| p.priority),
+        position_before: None,
+        position_after: None,
+    }
+}
