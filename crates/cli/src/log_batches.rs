@@ -20,6 +20,10 @@ use fairflow_ingest::LogLine;
 /// Batches parsed ahead of the one being applied.
 pub const BATCHES_AHEAD: usize = 4;
 
+/// What [`read_ahead`] gives each batch to: the log's index and name, and
+/// the batch (`None`: that log ended).
+pub type ConsumeBatch<'a> = dyn FnMut(usize, &str, Option<Vec<LogLine>>) -> anyhow::Result<()> + 'a;
+
 /// One opened log.
 pub struct LogSource {
     /// How rejections name it (`<stdin>` for `-`).
@@ -83,7 +87,7 @@ enum Piece {
 pub fn read_ahead(
     sources: Vec<LogSource>,
     batch_lines: usize,
-    consume: &mut dyn FnMut(usize, &str, Option<Vec<LogLine>>) -> anyhow::Result<()>,
+    consume: &mut ConsumeBatch,
 ) -> anyhow::Result<()> {
     let names: Vec<String> = sources.iter().map(|s| s.name.clone()).collect();
     let (sender, receiver) = sync_channel(BATCHES_AHEAD);
@@ -99,7 +103,7 @@ pub fn read_ahead(
 fn take_all(
     names: &[String],
     receiver: &Receiver<Piece>,
-    consume: &mut dyn FnMut(usize, &str, Option<Vec<LogLine>>) -> anyhow::Result<()>,
+    consume: &mut ConsumeBatch,
 ) -> anyhow::Result<()> {
     for (index, name) in names.iter().enumerate() {
         loop {
