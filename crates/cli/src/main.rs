@@ -33,6 +33,7 @@ mod history;
 mod import;
 mod input_check;
 mod loadtest;
+mod log_batches;
 mod logging;
 mod manpage;
 mod measure;

@@ -17,16 +17,17 @@
 //! line, are errors (exit status 1).
 
 use std::path::PathBuf;
+use std::sync::atomic::Ordering;
 
 use anyhow::{bail, Context};
 use fairflow_dataflow::cluster::WorkerLayout;
 use fairflow_engine::{BatchEngine, Engine, EngineError, IncrementalEngine};
-use fairflow_ingest::reader::{open_source, read_events};
 use fairflow_ingest::slurm_conf::apply_slurm_conf;
 use fairflow_ingest::{LogLine, Rejection};
 use fairflow_model::{Config, Time};
 
 use crate::input_check::InputTally;
+use crate::log_batches::{open_logs, read_ahead};
 
 /// Which engine answers a query.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
@@ -46,8 +47,9 @@ pub enum EngineKind {
 /// Lines fed to an engine per batch (one logical time of the incremental engine).
 const BATCH_LINES: usize = 10_000;
 
-/// Logs of at least this many lines show a progress bar on a terminal.
-const PROGRESS_FROM_LINES: u64 = 100_000;
+/// Logs of at least this many bytes (about 100,000 lines) show a progress
+/// bar on a terminal.
+const PROGRESS_FROM_BYTES: u64 = 16 << 20;
 
 /// A time on the command line, as Slurm takes it (see
 /// `fairflow_ingest::slurm_time::parse_time_arg`).
@@ -264,19 +266,7 @@ impl StateArgs {
     ) -> anyhow::Result<Option<Box<dyn Engine>>> {
         let mut reporter = Reporter { rejected: 0 };
         let config = self.config.initial_config_reporting(&mut reporter)?;
-        let mut logs: Vec<(String, Vec<LogLine>)> = Vec::new();
-        for path in &self.events {
-            let name = if path == "-" {
-                "<stdin>"
-            } else {
-                path.as_str()
-            };
-            let mut lines = Vec::new();
-            for line in read_events(open_source(path)?) {
-                lines.push(line.with_context(|| format!("cannot read {name}"))?);
-            }
-            logs.push((name.to_string(), lines));
-        }
+        let logs = open_logs(&self.events)?;
         let mut engine: Box<dyn Engine> = match self.resolved_engine() {
             EngineKind::Batch | EngineKind::Auto => Box::new(BatchEngine::new(config)),
             EngineKind::Incremental => {
@@ -296,31 +286,39 @@ impl StateArgs {
             }
         };
         let mut lines_read = 0u64;
-        let total: usize = logs.iter().map(|(_, lines)| lines.len()).sum();
-        let progress = fairflow_service::progress::bar(
-            total as u64,
-            "events",
-            &format!("loading ({} engine)", self.engine_name()),
-            PROGRESS_FROM_LINES,
-        );
-        for (name, lines) in logs {
-            let mut tally = InputTally::new(&name, self.strict);
-            let mut lines = lines.into_iter().peekable();
-            while lines.peek().is_some() {
-                let chunk: Vec<LogLine> = lines.by_ref().take(BATCH_LINES).collect();
-                let count = chunk.len();
-                lines_read += count as u64;
-                let rejections = apply(engine.as_mut(), chunk)?;
-                progress.suspend(|| {
-                    for rejection in &rejections {
-                        reporter.report(&name, rejection);
-                    }
-                });
-                progress.inc(count as u64);
-                tally.record(count, &rejections)?;
+        let loading = format!("loading ({} engine)", self.engine_name());
+        let progress = match logs.total_bytes {
+            Some(total) => {
+                fairflow_service::progress::bar(total, "bytes", &loading, PROGRESS_FROM_BYTES)
             }
-            tally.finish()?;
-        }
+            None => fairflow_service::progress::spinner(&loading),
+        };
+        let by_bytes = logs.total_bytes.is_some();
+        let mut tally: Option<InputTally> = None;
+        read_ahead(logs.sources, BATCH_LINES, &mut |_, name, batch| {
+            let Some(chunk) = batch else {
+                // The log ended: every log is tallied on its own.
+                let ended = tally.take();
+                return ended
+                    .unwrap_or_else(|| InputTally::new(name, self.strict))
+                    .finish();
+            };
+            let tally = tally.get_or_insert_with(|| InputTally::new(name, self.strict));
+            let count = chunk.len();
+            lines_read += count as u64;
+            let rejections = apply(engine.as_mut(), chunk)?;
+            progress.suspend(|| {
+                for rejection in &rejections {
+                    reporter.report(name, rejection);
+                }
+            });
+            if by_bytes {
+                progress.set_position(logs.bytes_read.load(Ordering::Relaxed));
+            } else {
+                progress.inc(count as u64);
+            }
+            tally.record(count, &rejections)
+        })?;
         progress.finish_and_clear();
         if reporter.rejected > 0 {
             eprintln!(

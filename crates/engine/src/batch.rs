@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use fairflow_book::Book;
 use fairflow_ingest::{LogLine, Rejection};
+use fairflow_model::report::first_entries::first_entries;
 use fairflow_model::report::{FairshareTable, JobPriority, SharedJobs};
 use fairflow_model::{Config, Time};
 use fairflow_oracle::{fairshare, priority, Replay};
@@ -66,9 +67,11 @@ impl Engine for BatchEngine {
     }
 
     fn top(&mut self, k: usize) -> Result<SharedJobs, EngineError> {
-        let mut queue = priority::entry_queue(&self.priorities()?);
-        queue.truncate(k);
-        Ok(queue.into())
+        // Each row evaluated, offered and dropped: the oracle's whole
+        // evaluation, holding only the first `k` entries.
+        let state = self.replay.state();
+        let factors = fairshare::user_factors(state);
+        Ok(first_entries(priority::listed(state, &factors), k).into())
     }
 
     fn job(&mut self, id: &str) -> Result<Option<JobPriority>, EngineError> {

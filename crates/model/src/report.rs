@@ -4,6 +4,7 @@
 
 pub mod compact;
 pub mod entries;
+pub mod first_entries;
 pub mod position;
 pub mod shared;
 pub mod whatif;
@@ -526,7 +527,9 @@ mod tests {
     use super::{partition_queue, JobPriority, JobState, PairPriority};
     use crate::config::PriorityModel;
 
-    fn job(id: &str, own: u64, pairs: &[(&str, &str, u64)]) -> JobPriority {
+    /// A pending Slurm row submitted at 100, in its first pair's partition
+    /// and QOS (`p1` and none without pairs).
+    pub(super) fn job(id: &str, own: u64, pairs: &[(&str, &str, u64)]) -> JobPriority {
         JobPriority {
             job: id.to_string(),
             user: "u".into(),

@@ -51,10 +51,20 @@ pub type FairshareFactors = BTreeMap<(String, String), f64>;
 /// Every evaluated job's priority under the configured model, as of
 /// `state.now`, in job-id order (see the module documentation for which jobs).
 pub fn evaluate(state: &State, fs: &FairshareFactors) -> Vec<JobPriority> {
+    listed(state, fs).collect()
+}
+
+/// [`evaluate`]'s rows one at a time, in the same order, for a reader that
+/// keeps only some of them (the first entries of the queue:
+/// `fairflow_model::report::first_entries`).
+pub fn listed<'a>(
+    state: &'a State,
+    fs: &'a FairshareFactors,
+) -> Box<dyn Iterator<Item = JobPriority> + 'a> {
     match state.config.model {
-        PriorityModel::Slurm => slurm::evaluate(state, fs),
-        PriorityModel::Flux => flux::evaluate(state, fs),
-        PriorityModel::Moab => moab::evaluate(state, fs),
+        PriorityModel::Slurm => Box::new(slurm::listed(state, fs)),
+        PriorityModel::Flux => Box::new(flux::listed(state, fs)),
+        PriorityModel::Moab => Box::new(moab::listed(state, fs)),
     }
 }
 

@@ -33,15 +33,17 @@ use super::{
 use crate::state::Job;
 use crate::State;
 
-/// Every evaluated job's Flux priority.
-pub fn evaluate(state: &State, fs: &FairshareFactors) -> Vec<JobPriority> {
+/// Every evaluated job's Flux priority, one at a time (`super::evaluate`'s order).
+pub fn listed<'a>(
+    state: &'a State,
+    fs: &'a FairshareFactors,
+) -> impl Iterator<Item = JobPriority> + 'a {
     let max_qos = state.max_qos_priority();
     state
         .jobs
         .values()
         .filter_map(|job| listed_state(state, job, false, false).map(|s| (job, s)))
-        .map(|(job, job_state)| job_priority(state, fs, max_qos, job, job_state))
-        .collect()
+        .map(move |(job, job_state)| job_priority(state, fs, max_qos, job, job_state))
 }
 
 fn job_priority(

@@ -38,7 +38,10 @@ use crate::State;
 
 /// Every evaluated job's Moab priority. The fair-share factors are not
 /// used: Moab's FS component works from credential usage and targets.
-pub fn evaluate(state: &State, _fs: &FairshareFactors) -> Vec<JobPriority> {
+pub fn listed<'a>(
+    state: &'a State,
+    _fs: &'a FairshareFactors,
+) -> impl Iterator<Item = JobPriority> + 'a {
     // Values are validated when stored; a hand-built map that does not
     // parse falls back to Moab's defaults rather than failing a query.
     let params = MoabParams::from_map(&state.config.moab).unwrap_or_default();
@@ -47,8 +50,7 @@ pub fn evaluate(state: &State, _fs: &FairshareFactors) -> Vec<JobPriority> {
         .jobs
         .values()
         .filter_map(|job| listed_state(state, job, true, false).map(|s| (job, s)))
-        .map(|(job, job_state)| job_priority(state, &params, &usage, job, job_state))
-        .collect()
+        .map(move |(job, job_state)| job_priority(state, &params, &usage, job, job_state))
 }
 
 /// A job's TRES as `(name, count)` pairs.

@@ -102,8 +102,11 @@ fn maxima(state: &State, jobs: &[&Job]) -> Maxima {
     }
 }
 
-/// Every evaluated job's Slurm priority.
-pub fn evaluate(state: &State, fs: &FairshareFactors) -> Vec<JobPriority> {
+/// Every evaluated job's Slurm priority, one at a time (`super::evaluate`'s order).
+pub fn listed<'a>(
+    state: &'a State,
+    fs: &'a FairshareFactors,
+) -> impl Iterator<Item = JobPriority> + 'a {
     let flags = state.config.flags;
     let listed: Vec<(&Job, JobState)> = state
         .jobs
@@ -117,8 +120,7 @@ pub fn evaluate(state: &State, fs: &FairshareFactors) -> Vec<JobPriority> {
     let maxima = maxima(state, &jobs);
     listed
         .into_iter()
-        .map(|(job, job_state)| job_priority(state, fs, &maxima, job, job_state))
-        .collect()
+        .map(move |(job, job_state)| job_priority(state, fs, &maxima, job, job_state))
 }
 
 fn job_priority(
