@@ -26,9 +26,12 @@ pub enum Threshold {
     /// A top read asked for more jobs than the engine keeps current
     /// (`KEEP_TOP_MAX`).
     TopBeyondKept,
+    /// A counted place was counted from bounds (`Queue::count_clearing`)
+    /// rather than by the search, job by job (under: the search).
+    PlaceFromBounds,
 }
 
-const THRESHOLDS: usize = 5;
+const THRESHOLDS: usize = 6;
 
 impl Threshold {
     /// Every threshold.
@@ -38,6 +41,7 @@ impl Threshold {
         Threshold::GroupPositionsMerged,
         Threshold::GroupSpanTooWide,
         Threshold::TopBeyondKept,
+        Threshold::PlaceFromBounds,
     ];
 
     fn index(self) -> usize {
@@ -47,6 +51,7 @@ impl Threshold {
 
 /// `[under, over]` decisions per threshold, since the process started.
 static DECISIONS: [[AtomicU64; 2]; THRESHOLDS] = [
+    [AtomicU64::new(0), AtomicU64::new(0)],
     [AtomicU64::new(0), AtomicU64::new(0)],
     [AtomicU64::new(0), AtomicU64::new(0)],
     [AtomicU64::new(0), AtomicU64::new(0)],

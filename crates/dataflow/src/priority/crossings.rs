@@ -124,6 +124,15 @@ pub fn age_capped_at(params: &PriorityParams, row: &JobRow, now: Time) -> bool {
     }
 }
 
+/// When the job's age (wait-time) factor reaches its cap (`None`: it has
+/// no time factor, or the job runs): from then on [`age_capped_at`] holds.
+pub fn age_cap_at(params: &PriorityParams, row: &JobRow) -> Option<Time> {
+    if row.phase == Phase::Running {
+        return None;
+    }
+    time_factor(params, row).map(|(origin, max_secs)| origin.saturating_add(max_secs))
+}
+
 /// The next time after `now` at which the row's flags change: its begin
 /// time, else its age-cap crossing. Only pending and held jobs have any.
 pub fn next_crossing(params: &PriorityParams, row: &JobRow, now: Time) -> Option<Time> {
@@ -131,9 +140,7 @@ pub fn next_crossing(params: &PriorityParams, row: &JobRow, now: Time) -> Option
         return None;
     }
     let begin = row.begin.filter(|b| *b > now);
-    let cap = time_factor(params, row)
-        .map(|(origin, max_secs)| origin.saturating_add(max_secs))
-        .filter(|at| *at > now);
+    let cap = age_cap_at(params, row).filter(|at| *at > now);
     match (begin, cap) {
         (Some(b), Some(c)) => Some(b.min(c)),
         (b, c) => b.or(c),

@@ -37,7 +37,11 @@
 //! configuration or of a normalisation maximum changes every record (every
 //! normalised factor moves), as it must.
 //!
-//! Reading: [`Queue::candidates`] (`candidates`, the search).
+//! Reading: [`Queue::candidates`] (`candidates`, the search);
+//! [`Queue::count_clearing`] (`count`, the jobs whose priority clears a
+//! threshold, counted per user from order statistics: each user's jobs are
+//! also kept per account and partition in sorted vectors, one binary
+//! search per vector instead of one evaluation per job).
 
 use std::cell::RefCell;
 use std::cmp::Reverse;
@@ -54,6 +58,9 @@ use crate::thresholds::{self, Threshold};
 use crate::types::{grow, AssocId, Epoch, JobId, NodeId, TouchCounter};
 
 mod candidates;
+mod count;
+
+pub use count::{CountBounds, SurePrefix};
 
 /// The updates the priority dataflow emitted since the last
 /// [`Queue::absorb`], as captured on the worker that reads.
@@ -129,6 +136,9 @@ struct UserJobs {
     /// a classic usage event reads this, not the sets' nodes.
     best: [Option<Ranked>; 2],
     entered: [Option<u64>; 2],
+    /// The same jobs per account and partition, in sorted vectors (the
+    /// order statistics of [`Queue::count_clearing`]).
+    counted: [Vec<count::CountedJobs>; 2],
 }
 
 impl UserJobs {
@@ -165,6 +175,8 @@ pub struct Queue {
     /// the factors it evaluates are kept in `fairshare`.
     classic: ClassicTree,
     fifo: BTreeSet<(u64, JobId)>,
+    /// What the counted read needs beyond the job sets (`count`).
+    count: count::CountIndex,
     /// Job and user entries changed by the current `absorb`.
     entries_changed: u64,
 }
@@ -427,6 +439,8 @@ impl Queue {
         if let Some(class) = class_index(record.class) {
             let user = grow(&mut self.users, record.row.assoc as usize);
             user.insert(class, (Reverse(record.key_hi), job));
+            user.insert_counted(class, &record, job);
+            self.count.insert(&record, class);
             self.fifo
                 .insert((ordered_submit(record.row.submit_at), job));
             self.entries_changed += 1;
@@ -440,6 +454,8 @@ impl Queue {
         if let Some(class) = class_index(old.class) {
             let user = &mut self.users[old.row.assoc as usize];
             user.remove(class, &(Reverse(old.key_hi), job));
+            user.remove_counted(class, old, job);
+            self.count.remove(old, class);
             self.fifo.remove(&(ordered_submit(old.row.submit_at), job));
             self.entries_changed += 1;
             changed.push(old.row.assoc);
@@ -686,7 +702,7 @@ mod tests {
         })
     }
 
-    fn record(job: JobId, assoc: AssocId, nice: i64) -> PriorityRecord {
+    pub(super) fn record(job: JobId, assoc: AssocId, nice: i64) -> PriorityRecord {
         let row = JobRow {
             job,
             assoc,
@@ -700,7 +716,7 @@ mod tests {
         build_record(&row, &context())
     }
 
-    fn fairshare(assoc: AssocId, factor: f64) -> Fact {
+    pub(super) fn fairshare(assoc: AssocId, factor: f64) -> Fact {
         Fact::Fairshare {
             assoc,
             factor_bits: factor.to_bits(),

@@ -42,7 +42,7 @@ use crate::types::JobId;
 /// Relative slack on the floating-point error of the approximate sums: far
 /// above the `~1e-15` relative error of a dozen additions, so reading a few
 /// extra candidates is the only cost of it.
-const RELATIVE_SLACK: f64 = 1e-9;
+pub(crate) const RELATIVE_SLACK: f64 = 1e-9;
 
 /// Where a job is, as the model lists it (`None`: not evaluated now).
 #[derive(
@@ -95,6 +95,10 @@ pub struct PriorityRecord {
     pub class: RankClass,
     /// The rank key plus its error bound (ordered `f64` bits, see [`ordered_bits`]).
     pub key_hi: u64,
+    /// The rank key minus the same error bound: with `key_hi`, what the
+    /// counted read (`super::queue` `count`) knows of the job's sum without
+    /// evaluating it (`-inf` for an expedited Flux job).
+    pub key_lo: u64,
 }
 
 /// An order-preserving map of non-NaN `f64` to `u64`.
@@ -320,6 +324,7 @@ pub fn build_record(row: &JobRow, context: &Arc<JobContext>) -> PriorityRecord {
         listed: listed(params, row.phase, row.begun),
         class: RankClass::Unranked,
         key_hi: ordered_bits(0.0),
+        key_lo: ordered_bits(0.0),
     };
     let (factors, time_factor, expedite) = match params.model {
         PriorityModel::Slurm => (
@@ -396,12 +401,14 @@ fn rank(
         )
     };
     record.class = class;
-    let key_hi = if expedite || key.is_nan() {
-        f64::INFINITY
+    let (key_lo, key_hi) = if expedite || key.is_nan() {
+        (f64::NEG_INFINITY, f64::INFINITY)
     } else {
-        key + RELATIVE_SLACK * key_magnitude + RELATIVE_SLACK
+        let error = RELATIVE_SLACK * key_magnitude + RELATIVE_SLACK;
+        (key - error, key + error)
     };
     record.key_hi = ordered_bits(key_hi);
+    record.key_lo = ordered_bits(key_lo);
 }
 
 /// A rank key (`key_hi`'s ordered bits) with a fair-share term added and

@@ -16,6 +16,12 @@
 //! (log + one priority))`; Moab and Slurm's `INCR_ONLY` are not counted
 //! here (`None`: their priorities are read over every record, the driver
 //! reads them the slow way).
+//!
+//! Under Slurm's model, for a target above the floor, the jobs ahead are
+//! first counted from bounds instead (`bounded`: per user, account and
+//! partition, the jobs surely above the target's priority counted whole,
+//! only the band at its priority evaluated); the search above is the
+//! fallback where the bounds do not hold.
 
 use std::cmp::Ordering;
 
@@ -25,7 +31,10 @@ use fairflow_model::{PriorityModel, Time};
 use super::{queue_floor, walk_reachable, PriorityReader};
 use crate::priority::inputs::ordered_submit;
 use crate::priority::record::PriorityRecord;
+use crate::thresholds::{self, Threshold};
 use crate::types::{grow, AccountId, JobId, NameId};
+
+mod bounded;
 
 /// What one shard counted ahead of a target job.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -114,6 +123,11 @@ impl PriorityReader {
         };
         if first.model() == PriorityModel::Moab || first.incr_only() {
             return None;
+        }
+        let bounded = self.count_ahead_bounded(target, now);
+        thresholds::decide(Threshold::PlaceFromBounds, bounded.is_some());
+        if bounded.is_some() {
+            return bounded;
         }
         let floor = queue_floor(first.model());
         // Jobs above the floor and the others apart: at the floor the

@@ -1,0 +1,380 @@
+//! The jobs whose priority clears a threshold, counted from bounds instead
+//! of evaluated one by one ([`Queue::count_clearing`], the counted
+//! `position` of `PriorityReader::count_ahead`).
+//!
+//! # What is kept
+//! Beside its job sets, each user association keeps its ranked jobs of each
+//! rank class per (account, partition) in a vector sorted by `key_hi`
+//! (highest first): the order statistics. A job event inserts or removes one
+//! entry there (a binary search and a shift of the user's jobs of that
+//! account and partition); a usage event touches none. The queue keeps the
+//! largest `key_hi − key_lo` of any job it indexed (never lowered: a bound
+//! of every job's error) and the age-cap times of its uncapped jobs.
+//!
+//! # How a threshold is counted
+//! A job of class `c` with key `k` whose user's factor is `f` has at `now`
+//! an exact sum between `lo(k)` and `hi(k)` ([`CountBounds`]), both
+//! monotone in `k`; Slurm's integer priority (the sum truncated) is above
+//! `P` when the sum is at least `P + 1`, and below `P` when it is below `P`.
+//! So per sorted vector, two binary searches split its jobs into those
+//! surely above `P` (a [`SurePrefix`], counted whole), a band that must be
+//! evaluated exactly (their priority is `P` or the bounds are too loose to
+//! tell; ties at `P` are decided by submit time and id by the caller), and
+//! those surely below. Users are visited only where their best job can
+//! reach `P`: the user order stops at the first that cannot; the sorted
+//! tree (Fair Tree) is descended group by group, members by their
+//! subtree's best key, each bounded by its first user's factor (the
+//! highest of its subtree), and a group is left at the first member whose
+//! bound with the group's factor cannot reach `P`. Cost: the users whose
+//! best job can reach `P` (and the groups above them), a binary search per
+//! (user, account, partition), and the band; not the jobs ahead.
+//!
+//! A record still in the uncapped class after its age cap passed (its row's
+//! flag not yet flipped) is over-estimated by `lo` as well as `hi`: the
+//! count declines (`None`) while any is, as it does for a job whose key is
+//! not finite (Flux's expedited jobs); the caller then reads the slow way.
+
+use std::cmp::Reverse;
+use std::collections::BTreeSet;
+
+use fairflow_model::Time;
+
+use super::{Queue, Ranked, UserJobs, CAPPED, UNCAPPED};
+use crate::priority::crossings::age_cap_at;
+use crate::priority::fair_tree::enters_tied;
+use crate::priority::record::{from_ordered_bits, key_with_term, PriorityRecord, RELATIVE_SLACK};
+use crate::types::{AccountId, AssocId, JobId, NameId, NodeId, ROOT};
+
+/// One user association's ranked jobs of one class in one account and
+/// partition, highest `key_hi` first.
+#[derive(Debug, Default)]
+pub(super) struct CountedJobs {
+    account: AccountId,
+    partition: NameId,
+    jobs: Vec<Ranked>,
+}
+
+impl UserJobs {
+    /// Enter a ranked job in its (account, partition) vector.
+    pub(super) fn insert_counted(&mut self, class: usize, record: &PriorityRecord, job: JobId) {
+        let (account, partition) = (record.row.account, record.row.partition);
+        let entry = (Reverse(record.key_hi), job);
+        let vectors = &mut self.counted[class];
+        let at = match vectors
+            .iter()
+            .position(|v| v.account == account && v.partition == partition)
+        {
+            Some(at) => at,
+            None => {
+                vectors.push(CountedJobs {
+                    account,
+                    partition,
+                    jobs: Vec::new(),
+                });
+                vectors.len() - 1
+            }
+        };
+        let jobs = &mut vectors[at].jobs;
+        if let Err(index) = jobs.binary_search(&entry) {
+            jobs.insert(index, entry);
+        }
+    }
+
+    /// Take a ranked job out of its (account, partition) vector.
+    pub(super) fn remove_counted(&mut self, class: usize, record: &PriorityRecord, job: JobId) {
+        let (account, partition) = (record.row.account, record.row.partition);
+        let entry = (Reverse(record.key_hi), job);
+        let vectors = &mut self.counted[class];
+        let Some(at) = vectors
+            .iter()
+            .position(|v| v.account == account && v.partition == partition)
+        else {
+            return;
+        };
+        if let Ok(index) = vectors[at].jobs.binary_search(&entry) {
+            vectors[at].jobs.remove(index);
+        }
+        if vectors[at].jobs.is_empty() {
+            vectors.swap_remove(at);
+        }
+    }
+}
+
+/// What the counted read keeps queue-wide (see the module documentation).
+#[derive(Debug, Default)]
+pub(super) struct CountIndex {
+    /// The largest `key_hi − key_lo` of any job indexed (never lowered).
+    margin: f64,
+    /// The age-cap times of the uncapped ranked jobs.
+    age_caps: BTreeSet<(Time, JobId)>,
+}
+
+impl CountIndex {
+    /// Note a ranked job of class `class`.
+    pub(super) fn insert(&mut self, record: &PriorityRecord, class: usize) {
+        let margin = from_ordered_bits(record.key_hi) - from_ordered_bits(record.key_lo);
+        self.margin = if margin.is_finite() {
+            self.margin.max(margin)
+        } else {
+            f64::INFINITY
+        };
+        if let Some(at) = self.age_cap(record, class) {
+            self.age_caps.insert((at, record.job()));
+        }
+    }
+
+    /// Forget a ranked job of class `class`.
+    pub(super) fn remove(&mut self, record: &PriorityRecord, class: usize) {
+        if let Some(at) = self.age_cap(record, class) {
+            self.age_caps.remove(&(at, record.job()));
+        }
+    }
+
+    fn age_cap(&self, record: &PriorityRecord, class: usize) -> Option<Time> {
+        if class != UNCAPPED {
+            return None;
+        }
+        age_cap_at(&record.context.globals.params, &record.row)
+    }
+
+    /// Do the bounds hold at `now` (no key without a finite bound, no
+    /// uncapped record past its cap)?
+    fn bounds_hold(&self, now: Time) -> bool {
+        self.margin.is_finite() && self.age_caps.first().is_none_or(|&(at, _)| at > now)
+    }
+}
+
+/// The bounds of a job's exact sum at one time, from its key and its
+/// user's factor (see the module documentation).
+#[derive(Debug, Clone, Copy)]
+pub struct CountBounds {
+    /// The fair-share weight (one configuration).
+    fairshare_weight: f64,
+    /// The queue's error bound ([`CountIndex::margin`]).
+    margin: f64,
+    /// What time adds per class, with its error bound.
+    shift: [f64; 2],
+}
+
+impl CountBounds {
+    /// An upper bound of the sum (the search's bound, `Candidates`).
+    pub fn hi(&self, key: u64, factor: f64, class: usize) -> f64 {
+        key_with_term(key, self.fairshare_weight * factor) + self.shift[class]
+    }
+
+    /// A lower bound of the sum: the key less the queue's margin, the term
+    /// and the shift less their error bounds, and a relative slack for the
+    /// rounding of these additions.
+    pub fn lo(&self, key: u64, factor: f64, class: usize) -> f64 {
+        let key = from_ordered_bits(key);
+        let term = self.fairshare_weight * factor;
+        let shift = self.shift[class];
+        let slack = RELATIVE_SLACK * (key.abs() + term.abs() + shift.abs()) + RELATIVE_SLACK;
+        key - self.margin + term + shift - 2.0 * slack
+    }
+}
+
+/// Jobs of one (user, account, partition) vector whose priority is surely
+/// above the threshold: a prefix of the vector.
+#[derive(Debug, Clone, Copy)]
+pub struct SurePrefix<'q> {
+    /// The jobs' account.
+    pub account: AccountId,
+    /// The jobs' partition.
+    pub partition: NameId,
+    /// The jobs' rank class (an index of `Queue::time_shifts`).
+    pub class: usize,
+    /// The user's fair-share factor.
+    pub factor: f64,
+    /// The jobs, highest key first (the last has the lowest bounds).
+    pub jobs: &'q [Ranked],
+}
+
+/// What [`Queue::count_clearing`] found.
+#[derive(Debug)]
+pub struct Counted<'q> {
+    /// The bounds the count was made with.
+    pub bounds: CountBounds,
+    /// The jobs surely above the threshold, by vector.
+    pub sure: Vec<SurePrefix<'q>>,
+    /// The jobs to evaluate exactly, with their user's factor.
+    pub band: Vec<(&'q PriorityRecord, f64)>,
+}
+
+/// A count under way: the threshold and what was found.
+struct Counting<'q> {
+    priority: f64,
+    counted: Counted<'q>,
+}
+
+impl Queue {
+    /// The ranked jobs whose integer (Slurm) priority at `now` is surely
+    /// above `priority` and those that must be evaluated to tell (see the
+    /// module documentation); `None` when the bounds do not hold at `now`.
+    pub fn count_clearing(&self, now: Time, priority: u64) -> Option<Counted<'_>> {
+        if !self.count.bounds_hold(now) {
+            return None;
+        }
+        let fairshare_weight = self.any_record().map_or(0.0, |r| r.fairshare_term(1.0));
+        let bounds = CountBounds {
+            fairshare_weight,
+            margin: self.count.margin,
+            shift: self.time_shifts(now),
+        };
+        let mut counting = Counting {
+            priority: priority as f64,
+            counted: Counted {
+                bounds,
+                sure: Vec::new(),
+                band: Vec::new(),
+            },
+        };
+        for class in [UNCAPPED, CAPPED] {
+            for &(Reverse(entered), assoc) in &self.by_user[class] {
+                if from_ordered_bits(entered) + bounds.shift[class] < counting.priority {
+                    break;
+                }
+                self.count_user(&mut counting, assoc, class, self.fairshare_of(assoc));
+            }
+            if self.tree.is_active() {
+                let top_factor = self.tree.factor_at(0).unwrap_or(1.0);
+                self.count_group(&mut counting, class, (ROOT, 0, false), top_factor);
+            }
+        }
+        Some(counting.counted)
+    }
+
+    /// Count one user association's jobs of `class` with its factor.
+    fn count_user<'q>(
+        &'q self,
+        counting: &mut Counting<'q>,
+        assoc: AssocId,
+        class: usize,
+        factor: f64,
+    ) {
+        let Some(user) = self.users.get(assoc as usize) else {
+            return;
+        };
+        let bounds = counting.counted.bounds;
+        let threshold = counting.priority;
+        for vector in &user.counted[class] {
+            let jobs = &vector.jobs;
+            let sure = jobs.partition_point(|&(Reverse(key), _)| {
+                bounds.lo(key, factor, class) >= threshold + 1.0
+            });
+            let maybe = jobs
+                .partition_point(|&(Reverse(key), _)| bounds.hi(key, factor, class) >= threshold);
+            if sure > 0 {
+                counting.counted.sure.push(SurePrefix {
+                    account: vector.account,
+                    partition: vector.partition,
+                    class,
+                    factor,
+                    jobs: &jobs[..sure],
+                });
+            }
+            for &(_, job) in jobs.get(sure..maybe).unwrap_or(&[]) {
+                if let Some(record) = self.record(job) {
+                    counting.counted.band.push((record, factor));
+                }
+            }
+        }
+    }
+
+    /// Count the members of a sorted tree's group (`group`: its node, the
+    /// walk's position of its first user, whether it is entered tied),
+    /// whose members' factors are at most `group_factor`.
+    fn count_group<'q>(
+        &'q self,
+        counting: &mut Counting<'q>,
+        class: usize,
+        (group, start, tied): (NodeId, u64, bool),
+        group_factor: f64,
+    ) {
+        let bounds = counting.counted.bounds;
+        for (node, (key, _)) in self.tree.members(group, class) {
+            if bounds.hi(key, group_factor, class) < counting.priority {
+                break;
+            }
+            let Some((_, (node, placement, assoc))) = self.tree.member(node) else {
+                continue;
+            };
+            match assoc {
+                Some(assoc) => {
+                    let factor = self
+                        .tree
+                        .factor_in_group(start, tied, &placement)
+                        .unwrap_or(0.0);
+                    if bounds.hi(key, factor, class) >= counting.priority {
+                        self.count_user(counting, assoc, class, factor);
+                    }
+                }
+                None => {
+                    let member_start = start + placement.prefix;
+                    let opens_tied = enters_tied(&placement, tied);
+                    let factor = self
+                        .tree
+                        .first_user_factor(node, member_start, opens_tied)
+                        .unwrap_or(group_factor);
+                    if bounds.hi(key, factor, class) >= counting.priority {
+                        let member = (node, member_start, opens_tied);
+                        self.count_group(counting, class, member, factor);
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{fairshare, record};
+    use super::*;
+    use crate::priority::queue::Captured;
+    use crate::types::TouchCounter;
+
+    /// Fair-share weight 1,000 and nothing else but nice (every job capped):
+    /// a job's sum is `1000 · f − nice`. User 1 (factor 0.5) has jobs 1, 2
+    /// and 3 at 600, 500 and 100; user 2 (factor 0.25) jobs 4 and 5 at 550
+    /// and 250. Counted against 499: 600 and 550 are surely above (at least
+    /// 500, so priority 500 or more), 500 is the band (its lower bound is
+    /// a hair below 500: it must be evaluated), 250 and 100 surely below.
+    #[test]
+    fn a_threshold_splits_each_user_into_sure_band_and_below_by_hand() {
+        let touched = TouchCounter::new();
+        let mut queue = Queue::new();
+        let mut captured = Captured {
+            records: vec![
+                ((1, record(1, 1, -100)), 1, 1),
+                ((2, record(2, 1, 0)), 1, 1),
+                ((3, record(3, 1, 400)), 1, 1),
+                ((4, record(4, 2, -300)), 1, 1),
+                ((5, record(5, 2, 0)), 1, 1),
+            ],
+            facts: vec![(fairshare(1, 0.5), 1, 1), (fairshare(2, 0.25), 1, 1)],
+            ..Captured::default()
+        };
+        queue.absorb(&mut captured, &touched);
+        let counted = queue.count_clearing(0, 499).expect("bounds hold");
+        let mut sure: Vec<(f64, Vec<JobId>)> = counted
+            .sure
+            .iter()
+            .map(|prefix| (prefix.factor, prefix.jobs.iter().map(|&(_, j)| j).collect()))
+            .collect();
+        sure.sort_by(|a, b| a.0.total_cmp(&b.0));
+        assert_eq!(sure, vec![(0.25, vec![4]), (0.5, vec![1])]);
+        let band: Vec<(JobId, f64)> = counted.band.iter().map(|(r, f)| (r.job(), *f)).collect();
+        assert_eq!(band, vec![(2, 0.5)]);
+        // Against 99 every job clears 100 or more but job 3 (exactly 100,
+        // the band); against 600 only job 1 is left, in the band.
+        let counted = queue.count_clearing(0, 99).expect("bounds hold");
+        let sure: u64 = counted.sure.iter().map(|p| p.jobs.len() as u64).sum();
+        assert_eq!(sure, 4);
+        assert_eq!(counted.band.len(), 1);
+        assert_eq!(counted.band[0].0.job(), 3);
+        let counted = queue.count_clearing(0, 600).expect("bounds hold");
+        assert!(counted.sure.is_empty());
+        let band: Vec<JobId> = counted.band.iter().map(|(r, _)| r.job()).collect();
+        assert_eq!(band, vec![1]);
+    }
+}
