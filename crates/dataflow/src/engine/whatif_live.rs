@@ -302,7 +302,7 @@ impl Engine {
             return Ok(Vec::new());
         }
         let mut moved: Vec<(u64, JobPriority)> = tally.moved.clone();
-        moved.sort_by(|(_, a), (_, b)| a.queue_key().cmp(&b.queue_key()));
+        moved.sort_by_key(|(_, a)| a.queue_key());
         let request = TallyRequest {
             probes: moved.iter().map(|(_, p)| probe_key(p)).collect(),
             shifts: vec![0; moved.len() + 1],
