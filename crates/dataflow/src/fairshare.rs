@@ -20,13 +20,15 @@ use fairflow_model::report::{FairshareRow, FairshareTable, UsageRow};
 use fairflow_model::usage::{DecayFrame, FrameUsage};
 use fairflow_model::{Algorithm, Config, Shares, Time};
 
-/// One association of the tree as the engine derives it, in sshare tree order.
+/// One association of the tree as the engine derives it, in sshare tree
+/// order; its names are the engine's own (borrowed: a read of the whole
+/// tree copies no name until it builds the rows it answers with).
 #[derive(Debug, Clone, PartialEq)]
-pub struct TreeNode {
+pub struct TreeNode<'a> {
     /// The account (for a user association, its account).
-    pub account: String,
+    pub account: &'a str,
     /// The user, for a user association.
-    pub user: Option<String>,
+    pub user: Option<&'a str>,
     /// Depth in the direct tree; root is 0.
     pub depth: usize,
     /// Index of the direct parent; `None` for root.
@@ -43,7 +45,7 @@ pub struct TreeNode {
     pub tickets: u64,
 }
 
-impl TreeNode {
+impl TreeNode<'_> {
     /// Is this a user association?
     pub fn is_user(&self) -> bool {
         self.user.is_some()
@@ -53,41 +55,42 @@ impl TreeNode {
 /// The tree read from the dataflow's results, with the frame and time its
 /// usage is expressed in.
 #[derive(Debug, Clone, PartialEq)]
-pub struct EngineTree {
+pub struct EngineTree<'a> {
     /// Nodes in sshare tree order; `nodes[0]` is root.
-    pub nodes: Vec<TreeNode>,
+    pub nodes: Vec<TreeNode<'a>>,
     /// The frame usage is in.
     pub frame: DecayFrame,
     /// The time the tree is as of.
     pub as_of: Time,
 }
 
-impl EngineTree {
+impl EngineTree<'_> {
     /// Node `index`'s RawShares (none on root).
     fn raw_shares(&self, index: usize) -> Option<Shares> {
         (index != 0).then(|| self.nodes[index].shares)
     }
 
-    /// Node `index`'s usage in TRES-seconds as of the tree's time (RawUsage
-    /// before truncation).
-    fn usage_tres_secs(&self, index: usize) -> f64 {
-        self.frame.to_tres_secs(self.nodes[index].usage, self.as_of)
+    /// Every node's usage in TRES-seconds as of the tree's time (RawUsage
+    /// before truncation), by index.
+    fn usage_tres_secs(&self) -> Vec<f64> {
+        let tres_secs = self.frame.tres_secs_at(self.as_of);
+        self.nodes
+            .iter()
+            .map(|node| tres_secs(node.usage))
+            .collect()
     }
 
     /// The rows of `audit`: each node's names, depth, RawShares and
-    /// RawUsage, as the table's rows have them, the names moved out.
-    pub fn into_usage_rows(self) -> Vec<UsageRow> {
-        let raw = |index: usize| (self.raw_shares(index), self.usage_tres_secs(index) as u64);
-        let figures: Vec<(Option<Shares>, u64)> = (0..self.nodes.len()).map(raw).collect();
-        self.nodes
-            .into_iter()
-            .zip(figures)
-            .map(|(node, (raw_shares, raw_usage))| UsageRow {
-                account: node.account,
-                user: node.user,
+    /// RawUsage, as the table's rows have them.
+    pub fn usage_rows(&self) -> Vec<UsageRow> {
+        let tres_secs = self.frame.tres_secs_at(self.as_of);
+        (self.nodes.iter().enumerate())
+            .map(|(index, node)| UsageRow {
+                account: node.account.to_string(),
+                user: node.user.map(str::to_string),
                 depth: node.depth,
-                raw_shares,
-                raw_usage,
+                raw_shares: self.raw_shares(index),
+                raw_usage: tres_secs(node.usage) as u64,
             })
             .collect()
     }
@@ -112,10 +115,12 @@ pub fn table(tree: &EngineTree, config: &Config, factors: &[f64]) -> FairshareTa
     }
 }
 
-/// The tree with its fair-share children lists.
+/// The tree with its fair-share children lists and each node's usage in
+/// TRES-seconds.
 struct View<'a> {
-    tree: &'a EngineTree,
+    tree: &'a EngineTree<'a>,
     fs_children: Vec<Vec<usize>>,
+    usage_tres_secs: Vec<f64>,
     factors: &'a [f64],
 }
 
@@ -136,7 +141,7 @@ impl<'a> View<'a> {
         }
     }
 
-    fn new(tree: &'a EngineTree, factors: &'a [f64]) -> Self {
+    fn new(tree: &'a EngineTree<'a>, factors: &'a [f64]) -> Self {
         let mut fs_children = vec![Vec::new(); tree.nodes.len()];
         for (index, node) in tree.nodes.iter().enumerate() {
             if let Some(p) = node.fs_parent {
@@ -146,6 +151,7 @@ impl<'a> View<'a> {
         View {
             tree,
             fs_children,
+            usage_tres_secs: tree.usage_tres_secs(),
             factors,
         }
     }
@@ -165,9 +171,9 @@ impl<'a> View<'a> {
     /// Names, depth, RawShares (not on root), RawUsage (truncated).
     fn base_row(&self, index: usize) -> FairshareRow {
         let node = &self.tree.nodes[index];
-        let mut row = FairshareRow::new(&node.account, node.user.as_deref(), node.depth);
+        let mut row = FairshareRow::new(node.account, node.user, node.depth);
         row.raw_shares = self.tree.raw_shares(index);
-        row.usage_tres_secs = self.tree.usage_tres_secs(index);
+        row.usage_tres_secs = self.usage_tres_secs[index];
         row.raw_usage = row.usage_tres_secs as u64;
         row
     }

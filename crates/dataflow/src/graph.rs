@@ -94,43 +94,57 @@ impl FactStore {
         }
     }
 
-    /// Every present fact, in `(node, fact)` order.
-    pub(crate) fn read(&self) -> Vec<(NodeId, NodeFact)> {
+    /// The present facts of `nodes`, by their index in it: one pass over
+    /// the list, each node's few facts written where a reader looks for
+    /// them (no list of pairs to sort and scan again).
+    pub(crate) fn read_listed(&self, nodes: &[NodeId]) -> ListedFacts {
         let facts = self.0.borrow();
-        let mut present: Vec<(NodeId, NodeFact)> =
-            Vec::with_capacity(facts.iter().map(Vec::len).sum());
-        for (node, held) in facts.iter().enumerate() {
-            push_present(&mut present, node as NodeId, held);
-        }
-        present
-    }
-
-    /// The present facts of `nodes` (each once), in `(node, fact)` order.
-    pub(crate) fn read_of(&self, nodes: &[NodeId]) -> Vec<(NodeId, NodeFact)> {
-        let facts = self.0.borrow();
-        let mut nodes = nodes.to_vec();
-        nodes.sort_unstable();
-        nodes.dedup();
-        let mut present: Vec<(NodeId, NodeFact)> = Vec::new();
-        for node in nodes {
-            if let Some(held) = facts.get(node as usize) {
-                push_present(&mut present, node, held);
+        let mut listed = ListedFacts::with_len(nodes.len());
+        for (at, &node) in nodes.iter().enumerate() {
+            let Some(held) = facts.get(node as usize) else {
+                continue;
+            };
+            for &(fact, count) in held {
+                if count <= 0 {
+                    continue;
+                }
+                debug_assert!(count == 1, "a fact is present at most once");
+                match fact {
+                    NodeFact::SubtreeUsage(usage) => listed.subtree_usage[at] = usage,
+                    NodeFact::FsParent(parent) => listed.fs_parent[at] = Some(parent),
+                    NodeFact::LevelShares(level) => listed.level_shares[at] = level,
+                    NodeFact::Tickets(count) => listed.tickets[at] = count,
+                }
             }
         }
-        present
+        listed
     }
 }
 
-/// Append `node`'s present facts (count 1) to `present`, in fact order.
-fn push_present(present: &mut Vec<(NodeId, NodeFact)>, node: NodeId, held: &NodeFacts) {
-    let from = present.len();
-    for &(fact, count) in held {
-        if count > 0 {
-            debug_assert!(count == 1, "a fact is present at most once");
-            present.push((node, fact));
+/// The facts of a list of nodes ([`FactStore::read_listed`]), by each
+/// node's index in the list; a fact a node does not have reads as 0 (no
+/// usage, no level shares, no tickets) or `None` (no fair-share parent).
+#[derive(Debug, Default)]
+pub struct ListedFacts {
+    /// [`NodeFact::SubtreeUsage`].
+    pub subtree_usage: Vec<SignedFrameUsage>,
+    /// [`NodeFact::FsParent`].
+    pub fs_parent: Vec<Option<NodeId>>,
+    /// [`NodeFact::LevelShares`].
+    pub level_shares: Vec<i128>,
+    /// [`NodeFact::Tickets`].
+    pub tickets: Vec<u64>,
+}
+
+impl ListedFacts {
+    fn with_len(nodes: usize) -> ListedFacts {
+        ListedFacts {
+            subtree_usage: vec![0; nodes],
+            fs_parent: vec![None; nodes],
+            level_shares: vec![0; nodes],
+            tickets: vec![0; nodes],
         }
     }
-    present[from..].sort_unstable();
 }
 
 /// The inputs of one family's tree dataflow.

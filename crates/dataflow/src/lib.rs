@@ -75,11 +75,12 @@
 //!   worker 0 (an `Exchange(|_| 0)` pact), probed.
 //!
 //! # Reading results
-//! Between batches the driver sends `ReadFacts`; worker 0 reads the pinned
-//! arrangement with a cursor (`batches_through` + `cursor_list`) and returns
-//! the consolidated facts (pattern A: no dataflow runs per query). The driver
-//! joins them with the tree feed's names and sent structure into an [`EngineTree`] in
-//! sshare order. Trace compaction follows each batch's time.
+//! Between batches the driver sends `ReadFactsOf` with the nodes it reads
+//! (the whole tree in sshare order, or `explain`'s path); worker 0 answers
+//! from its facts store (`graph::FactStore`, kept current by a capture) with
+//! each listed node's facts at its index in the list (no dataflow runs per
+//! query). The driver joins them with the tree feed's names (borrowed) and
+//! sent structure into an [`EngineTree`] in sshare order.
 //!
 //! # Fair-share (modules [`factors`] and [`fairshare`])
 //! Every algorithm's user factors (Fair Tree, classic, depth-oblivious,

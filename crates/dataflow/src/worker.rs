@@ -8,6 +8,7 @@
 //! does not depend on how the workers were started (threads of one
 //! process, or timely's multi-process cluster mode).
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvError, Sender, TryRecvError};
@@ -16,7 +17,7 @@ use fairflow_model::Time;
 use timely::worker::Worker;
 
 use crate::factors::Family;
-use crate::graph::{build, priority_upper, Dataflows, NodeFact};
+use crate::graph::{build, priority_upper, Dataflows, ListedFacts};
 use crate::job_feed::JobDeltas;
 use crate::names::JobNames;
 use crate::priority::reader::ahead::AheadCounts;
@@ -52,15 +53,14 @@ pub enum Command {
         /// the driver keeps current), answered with `BatchDone`.
         top: Option<(usize, Time)>,
     },
-    /// Send every fact of the active family's facts store (consolidated).
-    ReadFacts,
     /// Send every user association's fair-share factor (by interned name).
     ReadFactors,
     /// Send every user association's fair-share factor as a dense table by
     /// interned name (`None`: none).
     ReadFactorTable,
-    /// Send the facts of these nodes only (`explain`'s path).
-    ReadFactsOf(Vec<NodeId>),
+    /// Send the facts of these nodes (the whole tree in sshare order, or
+    /// `explain`'s path), by their index in the list.
+    ReadFactsOf(Arc<[NodeId]>),
     /// Send the fair-share factors of these user associations only.
     ReadFactorsOf(Vec<AssocId>),
     /// `INCR_ONLY`: remember every listed job's priority at this time
@@ -111,8 +111,8 @@ pub enum Reply {
     /// The batch is reflected in every result; the top `k'` if
     /// the batch asked for it.
     BatchDone(Option<Vec<JobPriority>>),
-    /// Every `(node, fact)` with a positive count.
-    Facts(Vec<(NodeId, NodeFact)>),
+    /// The listed nodes' facts (`ReadFactsOf`).
+    Facts(ListedFacts),
     /// Fair-share factors by interned `(account, user)`.
     Factors(std::collections::BTreeMap<AssocId, f64>),
     /// Job priorities (`EvaluateAll`, `Top`).
@@ -426,9 +426,8 @@ fn serve_command(
             let request = Request::RankedCounts(assocs);
             Reply::Counts(merge_counts(ask_all(shards, worker, reader, request)))
         }
-        Command::ReadFacts => Reply::Facts(dataflows.trees[active.index()].facts.read()),
         Command::ReadFactsOf(nodes) => {
-            Reply::Facts(dataflows.trees[active.index()].facts.read_of(&nodes))
+            Reply::Facts(dataflows.trees[active.index()].facts.read_listed(&nodes))
         }
         Command::ReadFactorsOf(assocs) => Reply::Factors(reader.fairshare_factors_of(&assocs)),
         Command::ReadFactorTable => Reply::FactorTable(reader.fairshare_factors_dense()),

@@ -14,8 +14,10 @@ use fairflow_oracle::Replay;
 fn assert_same_tree(engine: &EngineTree, oracle: &Tree, context: &str) {
     assert_eq!(engine.as_of, oracle.as_of, "{context}: as_of");
     assert_eq!(engine.frame, oracle.frame, "{context}: frame");
-    let engine_names: Vec<_> = engine.nodes.iter().map(|n| (&n.account, &n.user)).collect();
-    let oracle_names: Vec<_> = oracle.nodes.iter().map(|n| (&n.account, &n.user)).collect();
+    let engine_names: Vec<_> = engine.nodes.iter().map(|n| (n.account, n.user)).collect();
+    let oracle_names: Vec<_> = (oracle.nodes.iter())
+        .map(|n| (n.account.as_str(), n.user.as_deref()))
+        .collect();
     assert_eq!(engine_names, oracle_names, "{context}: nodes in tree order");
     for (e, o) in engine.nodes.iter().zip(oracle.nodes.iter()) {
         let who = format!("{context}: {}/{:?}", o.account, o.user);

@@ -224,7 +224,14 @@ impl DecayFrame {
 
     /// Convert frame units to decayed TRES-seconds as seen at `t`.
     pub fn to_tres_secs(&self, usage: FrameUsage, t: Time) -> f64 {
-        usage as f64 / FRAME_UNITS_PER_TRES_SEC as f64 / self.scale(t)
+        self.tres_secs_at(t)(usage)
+    }
+
+    /// [`DecayFrame::to_tres_secs`] at one time `t` for many values (a
+    /// table's rows): the frame's scale at `t` computed once.
+    pub fn tres_secs_at(&self, t: Time) -> impl Fn(FrameUsage) -> f64 {
+        let scale = self.scale(t);
+        move |usage| usage as f64 / FRAME_UNITS_PER_TRES_SEC as f64 / scale
     }
 
     /// Does an event at `t` require a re-base (the epoch is too far behind)?

@@ -59,7 +59,6 @@
 //! written. Steps older than the retention before the newest are dropped
 //! from the index and their day files deleted once the whole day is older.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use fairflow_engine::{Engine, EngineError};
@@ -83,8 +82,10 @@ pub const DEFAULT_RETENTION_SECS: Time = 7 * 86_400;
 
 /// Each user association's pending (ranked) jobs and the best queue rank
 /// among them (1: first in line; 0: its best entry is beyond the rank
-/// depth, [`StepRead::rank_depth`]).
-pub type PendingByUser = HashMap<(String, String), (u32, u32)>;
+/// depth, [`StepRead::rank_depth`]). Hashed with `rustc_hash`'s hasher:
+/// a step fills it with every user association with jobs (a hundred
+/// thousand at scale), where the standard hasher's cost showed.
+pub type PendingByUser = rustc_hash::FxHashMap<(String, String), (u32, u32)>;
 
 /// The rank depth when none is given (`serve --history-rank-depth`): the
 /// queue's first 1,000 entries.
@@ -115,9 +116,11 @@ pub fn read_step(
     rank_depth: u32,
 ) -> Result<StepRead, EngineError> {
     let table = Arc::new(engine.fairshare()?);
-    let mut pending: PendingByUser = (engine.pending_jobs_by_user()?.into_iter())
-        .map(|(key, jobs)| (key, (u32::try_from(jobs).unwrap_or(u32::MAX), 0)))
-        .collect();
+    let counts = engine.pending_jobs_by_user()?;
+    let mut pending = PendingByUser::with_capacity_and_hasher(counts.len(), Default::default());
+    pending.extend(
+        (counts.into_iter()).map(|(key, jobs)| (key, (u32::try_from(jobs).unwrap_or(u32::MAX), 0))),
+    );
     let head = engine.top(rank_depth as usize)?;
     for (index, job) in head.iter().enumerate() {
         let rank = u32::try_from(index + 1).unwrap_or(u32::MAX);

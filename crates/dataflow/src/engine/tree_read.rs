@@ -2,8 +2,10 @@
 //! (`graph::FactStore`) and the users' factors the queue keeps, assembled
 //! into an [`EngineTree`] in sshare order and turned into the fair-share
 //! table by [`crate::fairshare::table`]. The whole table ([`Engine::tree`],
-//! [`Engine::fairshare_table`]) is read in one pass over dense vectors
-//! indexed by node; `explain`'s rows ([`Engine::fairshare_path`]) read only
+//! [`Engine::fairshare_table`]) is read in one pass over the sshare order
+//! (kept while the tree's shape is), worker 0 answering each node's facts
+//! at its index in that order, the names borrowed from the tree feed (a
+//! name is copied once, into the row that answers); `explain`'s rows ([`Engine::fairshare_path`]) read only
 //! the associations on the path from `root` to the user (a few facts and
 //! one factor), so they cost what the path's depth costs, not the tree's
 //! size. Under `DEPTH_OBLIVIOUS` a row also needs its fair-share siblings'
@@ -18,41 +20,9 @@ use fairflow_model::Algorithm;
 
 use super::{Engine, EngineError};
 use crate::fairshare::{EngineTree, TreeNode};
-use crate::graph::NodeFact;
-use crate::types::{AssocId, FrameUsage, NodeId, SignedFrameUsage, ROOT};
+use crate::graph::ListedFacts;
+use crate::types::{AssocId, FrameUsage, NodeId, ROOT};
 use crate::worker::{Command, Reply};
-
-/// The facts of the nodes of an [`Order`], by their index in it.
-struct NodeFacts {
-    subtree_usage: Vec<SignedFrameUsage>,
-    fs_parent: Vec<Option<NodeId>>,
-    level_shares: Vec<i128>,
-    tickets: Vec<u64>,
-}
-
-impl NodeFacts {
-    fn new(order: &Slots, facts: Vec<(NodeId, NodeFact)>) -> NodeFacts {
-        let nodes = order.len();
-        let mut held = NodeFacts {
-            subtree_usage: vec![0; nodes],
-            fs_parent: vec![None; nodes],
-            level_shares: vec![0; nodes],
-            tickets: vec![0; nodes],
-        };
-        for (node, fact) in facts {
-            let Some(at) = order.slot(node) else {
-                continue;
-            };
-            match fact {
-                NodeFact::SubtreeUsage(usage) => held.subtree_usage[at] = usage,
-                NodeFact::FsParent(parent) => held.fs_parent[at] = Some(parent),
-                NodeFact::LevelShares(level) => held.level_shares[at] = level,
-                NodeFact::Tickets(count) => held.tickets[at] = count,
-            }
-        }
-        held
-    }
-}
 
 /// Nodes in sshare order: `(node, depth, index of its parent)`.
 type Order = Vec<(NodeId, usize, Option<usize>)>;
@@ -60,7 +30,7 @@ type Order = Vec<(NodeId, usize, Option<usize>)>;
 /// Where each node of an [`Order`] is in it: dense by node id for the
 /// whole tree, a short list for a path (no allocation of the tree's size).
 enum Slots {
-    Dense(Vec<Option<usize>>, usize),
+    Dense(Vec<Option<usize>>),
     Path(Vec<NodeId>),
 }
 
@@ -73,40 +43,36 @@ impl Slots {
         for (index, &(id, _, _)) in order.iter().enumerate() {
             index_of[id as usize] = Some(index);
         }
-        Slots::Dense(index_of, order.len())
-    }
-
-    fn len(&self) -> usize {
-        match self {
-            Slots::Dense(_, len) => *len,
-            Slots::Path(ids) => ids.len(),
-        }
+        Slots::Dense(index_of)
     }
 
     fn slot(&self, node: NodeId) -> Option<usize> {
         match self {
-            Slots::Dense(index_of, _) => index_of.get(node as usize).copied().flatten(),
+            Slots::Dense(index_of) => index_of.get(node as usize).copied().flatten(),
             Slots::Path(ids) => ids.iter().position(|&id| id == node),
         }
     }
 }
 
-/// A tree's nodes in sshare order and where each is in it.
+/// A tree's nodes in sshare order, where each is in it, and the nodes
+/// alone (the list worker 0 answers the facts of, by index).
 pub(super) struct TreeOrder {
     order: Order,
     slots: Slots,
+    ids: Arc<[NodeId]>,
 }
 
 impl TreeOrder {
     fn new(order: Order, nodes: usize) -> TreeOrder {
         let slots = Slots::of(&order, nodes);
-        TreeOrder { order, slots }
+        let ids = order.iter().map(|&(id, _, _)| id).collect();
+        TreeOrder { order, slots, ids }
     }
 }
 
 impl Engine {
-    fn read_facts(&self, command: Command) -> Result<Vec<(NodeId, NodeFact)>, EngineError> {
-        self.send(command)?;
+    fn read_facts(&self, nodes: Arc<[NodeId]>) -> Result<ListedFacts, EngineError> {
+        self.send(Command::ReadFactsOf(nodes))?;
         match self.reply() {
             Ok(Reply::Facts(facts)) => Ok(facts),
             _ => Err(EngineError::WorkersGone),
@@ -183,15 +149,11 @@ impl Engine {
 
     /// The tree of the nodes `order` lists (each node's parent listed
     /// before it), with their facts from the dataflow.
-    fn tree_of(
-        &self,
-        tree_order: &TreeOrder,
-        command: impl FnOnce(&Order) -> Command,
-    ) -> Result<EngineTree, EngineError> {
+    fn tree_of(&self, tree_order: &TreeOrder) -> Result<EngineTree<'_>, EngineError> {
         let feed = &self.tree_feed;
         let names = feed.names();
         let (order, slots) = (&tree_order.order, &tree_order.slots);
-        let facts = NodeFacts::new(slots, self.read_facts(command(order))?);
+        let facts = self.read_facts(Arc::clone(&tree_order.ids))?;
         let nodes = order
             .iter()
             .enumerate()
@@ -201,8 +163,8 @@ impl Engine {
                 let fs_parent = facts.fs_parent[at].and_then(|p| slots.slot(p));
                 let level = fs_parent.map_or(0, |p| facts.level_shares[p]);
                 TreeNode {
-                    account: record.account.clone(),
-                    user: record.user.clone(),
+                    account: &record.account,
+                    user: record.user.as_deref(),
                     depth,
                     parent,
                     fs_parent,
@@ -223,15 +185,15 @@ impl Engine {
 
     /// The tree with every derived value read from the dataflow's results:
     /// fair-share parents, level shares and subtree usage.
-    pub fn tree(&self) -> Result<EngineTree, EngineError> {
-        self.tree_of(&self.sshare_order(), |_| Command::ReadFacts)
+    pub fn tree(&self) -> Result<EngineTree<'_>, EngineError> {
+        self.tree_of(&self.sshare_order())
     }
 
     /// Every association's place, shares and usage in sshare order (the
     /// table's columns that need no factor and no algorithm: `audit`'s),
     /// read from the tree alone.
     pub fn usage_rows(&self) -> Result<Vec<UsageRow>, EngineError> {
-        Ok(self.tree()?.into_usage_rows())
+        Ok(self.tree()?.usage_rows())
     }
 
     /// Each listed node's factor (users: the dataflow's, 0 if it has none).
@@ -256,7 +218,7 @@ impl Engine {
             return Err(EngineError::WorkersGone);
         };
         let order = self.sshare_order();
-        let tree = self.tree_of(&order, |_| Command::ReadFacts)?;
+        let tree = self.tree_of(&order)?;
         let factors = self.factors_of(&order.order, |assoc| {
             dense.get(assoc as usize).copied().flatten()
         });
@@ -282,9 +244,7 @@ impl Engine {
         let assocs = order.iter().filter_map(|&(id, _, _)| feed.assoc_id(id));
         let factors = self.read_factors(Command::ReadFactorsOf(assocs.collect()))?;
         let order = TreeOrder::new(order, feed.names().len());
-        let tree = self.tree_of(&order, |order| {
-            Command::ReadFactsOf(order.iter().map(|&(id, _, _)| id).collect())
-        })?;
+        let tree = self.tree_of(&order)?;
         let factors = self.factors_of(&order.order, |assoc| factors.get(&assoc).copied());
         Ok(crate::fairshare::table(&tree, self.config(), &factors).rows)
     }

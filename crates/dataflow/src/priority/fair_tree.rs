@@ -564,11 +564,11 @@ impl FairTree {
             top.3 = at + 1;
             let prefix = group.users_before(at);
             // Members that stand for no user take no position.
-            let (true, Some(slot), Some(placement)) =
-                (weight > 0, self.slot(member), self.placement(member))
-            else {
+            let (true, Some(slot)) = (weight > 0, self.slot(member)) else {
                 continue;
             };
+            // The member is at `at` in its group's order (no search for it).
+            let placement = self.placement_in(group, at, slot);
             if placement.user {
                 let j = match walk_in_group(start, tied, &placement) {
                     Walk::Resolved(j) => j,

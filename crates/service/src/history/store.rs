@@ -463,7 +463,7 @@ mod tests {
             as_of: at,
             rows,
         };
-        let mut pending = super::super::PendingByUser::new();
+        let mut pending = super::super::PendingByUser::default();
         pending.insert(("a".to_string(), "y".to_string()), (4, 2));
         // x's 3 pending jobs are all beyond the queue's first 50 entries.
         pending.insert(("a".to_string(), "x".to_string()), (3, 0));
