@@ -39,7 +39,7 @@ mod rows;
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use fairflow_book::{Changes, State};
+use fairflow_book::{Changes, Job, State};
 use fairflow_model::event::is_list;
 use fairflow_model::report::JobPriority;
 use fairflow_model::PriorityModel;
@@ -296,62 +296,84 @@ impl JobFeed {
         if std::mem::take(&mut self.qos_changed) {
             jobs.extend(self.multi_qos.iter().cloned());
         }
+        let mut deltas = Vec::new();
         if std::mem::take(&mut self.all_dirty) {
+            // Every job of the state in name order (the order the set gives
+            // the others), without copying a million names into the set;
+            // then, with the others, the jobs sent that the state no longer
+            // has (named before any is interned: ids are reused only from
+            // the next batch on).
             jobs.extend(
-                self.sent_jobs
-                    .ids()
+                (self.sent_jobs.ids())
                     .filter_map(|id| job_names.get(id).map(|name| name.to_string())),
             );
-            jobs.extend(state.jobs.keys().cloned());
+            jobs.retain(|name| !state.jobs.contains_key(name));
+            self.job_ids.reserve_for(state.jobs.len());
+            for (name, job) in state.jobs.iter() {
+                self.job_delta(name, Some(job), state, names, &params, &mut deltas);
+            }
         }
-        let mut deltas = Vec::new();
         for name in jobs {
-            let job = state.jobs.get(&name);
-            if job.is_some_and(|j| j.spec.qos.as_deref().is_some_and(is_list)) {
-                self.multi_qos.insert(name.clone());
-            } else {
-                self.multi_qos.remove(&name);
-            }
-            if job.is_some_and(|j| j.has_pairs()) {
-                self.paired.insert(name.clone());
-            } else {
-                self.paired.remove(&name);
-            }
-            let row = job.map(|job| {
-                let id = self.job_ids.intern(&name);
-                let mut row = row_of(state, job, id, names, &params);
-                row.begun = begun_at(&row, now);
-                row.age_capped = age_capped_at(&params, &row, now);
-                row
-            });
-            let Some(id) = self.job_ids.get(&name) else {
-                continue;
-            };
-            let old = self.sent_jobs.get(id);
-            if old == row.as_ref() {
-                if let Some(row) = &row {
-                    self.crossings
-                        .schedule(id, next_crossing(&params, row, now));
-                }
-                continue;
-            }
-            if let Some(old) = self.sent_jobs.remove(id) {
-                deltas.push((old, -1));
-            }
-            match row {
-                Some(row) => {
-                    self.crossings
-                        .schedule(id, next_crossing(&params, &row, now));
-                    deltas.push((row.clone(), 1));
-                    self.sent_jobs.insert(id, row);
-                }
-                None => {
-                    self.crossings.cancel(id);
-                    self.job_ids.release(&name);
-                }
-            }
+            let job = state.jobs.get(&name).map(|job| &**job);
+            self.job_delta(&name, job, state, names, &params, &mut deltas);
         }
         deltas
+    }
+
+    /// Job `name`'s row difference (`job`: the state's job of that name, if
+    /// any), pushed to `deltas`; its crossings scheduled or cancelled.
+    fn job_delta(
+        &mut self,
+        name: &str,
+        job: Option<&Job>,
+        state: &State,
+        names: &mut Names,
+        params: &PriorityParams,
+        deltas: &mut Vec<(JobRow, isize)>,
+    ) {
+        let now = state.now;
+        if job.is_some_and(|j| j.spec.qos.as_deref().is_some_and(is_list)) {
+            self.multi_qos.insert(name.to_string());
+        } else {
+            self.multi_qos.remove(name);
+        }
+        if job.is_some_and(|j| j.has_pairs()) {
+            self.paired.insert(name.to_string());
+        } else {
+            self.paired.remove(name);
+        }
+        let row = job.map(|job| {
+            let id = self.job_ids.intern(name);
+            let mut row = row_of(state, job, id, names, params);
+            row.begun = begun_at(&row, now);
+            row.age_capped = age_capped_at(params, &row, now);
+            row
+        });
+        let Some(id) = self.job_ids.get(name) else {
+            return;
+        };
+        let old = self.sent_jobs.get(id);
+        if old == row.as_ref() {
+            if let Some(row) = &row {
+                self.crossings.schedule(id, next_crossing(params, row, now));
+            }
+            return;
+        }
+        if let Some(old) = self.sent_jobs.remove(id) {
+            deltas.push((old, -1));
+        }
+        match row {
+            Some(row) => {
+                self.crossings
+                    .schedule(id, next_crossing(params, &row, now));
+                deltas.push((row.clone(), 1));
+                self.sent_jobs.insert(id, row);
+            }
+            None => {
+                self.crossings.cancel(id);
+                self.job_ids.release(name);
+            }
+        }
     }
 
     /// The facts' differences from what was sent, for the subjects marked

@@ -139,6 +139,12 @@ impl JobIds {
         self.ids.get(name).copied()
     }
 
+    /// Room for `jobs` names in all (a restore interns every job at once:
+    /// the table is sized once instead of doubling its way there).
+    pub fn reserve_for(&mut self, jobs: usize) {
+        self.ids.reserve(jobs.saturating_sub(self.ids.len()));
+    }
+
     /// `name`'s id, interning it if new.
     pub fn intern(&mut self, name: &str) -> JobId {
         if let Some(id) = self.ids.get(name) {

@@ -23,7 +23,7 @@ use fairflow_model::limits::{
     time_in_range, MAX_DURATION_SECS, MAX_TIME, MAX_TRES_COUNT, MAX_USAGE_AMOUNT_TRES_SECS,
     MAX_USAGE_FACTOR,
 };
-use fairflow_model::tres::{tres_name, TresCounts, WeightList};
+use fairflow_model::tres::{is_tres_name, TresCounts, WeightList};
 use fairflow_model::{Event, Shares, Time};
 
 use crate::Rejection;
@@ -314,15 +314,19 @@ fn check_factor(field: &str, value: Option<u64>) -> Result<(), Fault> {
 /// TRES counts: each named as the log writes names (lower case, trimmed, not
 /// empty) and a finite count from 0 to `MAX_TRES_COUNT`.
 pub fn check_tres(field: &str, tres: &TresCounts) -> Result<(), Fault> {
+    // The field's path is written only for a fault: every event and every
+    // restored job is checked here.
+    let path = |name: &str| format!("{field}.{name}");
     for (name, count) in tres.iter() {
-        let path = format!("{field}.{name}");
-        if name.is_empty() || tres_name(name) != *name {
+        if name.is_empty() || !is_tres_name(name) {
             return Err(fault(
-                &path,
+                &path(name),
                 "a TRES name must be lower case, without surrounding spaces",
             ));
         }
-        check_bounded(&path, *count, MAX_TRES_COUNT)?;
+        if check_bounded(field, *count, MAX_TRES_COUNT).is_err() {
+            check_bounded(&path(name), *count, MAX_TRES_COUNT)?;
+        }
     }
     Ok(())
 }
@@ -337,7 +341,7 @@ pub fn check_weights(weights: &WeightList) -> Result<(), Fault> {
                 format!("{name} is weighted twice"),
             ));
         }
-        if name.is_empty() || tres_name(name) != *name || name.contains([',', '=']) {
+        if name.is_empty() || !is_tres_name(name) || name.contains([',', '=']) {
             return Err(fault(
                 "tres_billing_weights",
                 format!("`{name}` is not a TRES name"),

@@ -164,6 +164,13 @@ pub fn tres_name(name: &str) -> String {
     name.trim().to_ascii_lowercase()
 }
 
+/// Is `name` already normal (`tres_name(name) == name`)? Without building
+/// the normal form: nothing to trim (the trimmed name keeps its length) and
+/// no ASCII upper case letter (the only bytes lower-casing changes).
+pub fn is_tres_name(name: &str) -> bool {
+    name.trim().len() == name.len() && !name.bytes().any(|b| b.is_ascii_uppercase())
+}
+
 /// A TRES weight's rule: a finite number, as written (`text`) and per base
 /// unit as kept (`Config::check_values` applies it to a restored list).
 pub(crate) fn checked_weight(weight: f64, text: &str, name: &str) -> Result<f64, InvalidValue> {
@@ -404,6 +411,24 @@ mod tests {
     fn malformed_weight_lists_are_rejected() {
         for bad in ["CPU", "CPU=x", "=1", "CPU=1Q", "CPU=1,cpu=2", "CPU=inf"] {
             assert!(parse_weight_list(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_name_is_normal_exactly_when_normalising_keeps_it() {
+        for name in [
+            "cpu",
+            "gres/gpu",
+            "Cpu",
+            " cpu",
+            "cpu ",
+            "mem\t",
+            "gres/GPU:a100",
+            "",
+            "é",
+            "\u{a0}cpu",
+        ] {
+            assert_eq!(is_tres_name(name), tres_name(name) == name, "{name:?}");
         }
     }
 }
