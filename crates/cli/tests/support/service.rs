@@ -35,6 +35,16 @@ pub fn free_port() -> u16 {
         .port()
 }
 
+/// A service a test did not stop is killed when it is dropped: no
+/// `fairflow serve` outlives the test that started it (stopped ones are
+/// already reaped; killing them again does nothing).
+impl Drop for Service {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 impl Service {
     /// Start the service with `extra` flags; waits until it listens.
     pub fn start(data_dir: &Path, token_file: &Path, extra: &[&str]) -> Service {
