@@ -66,7 +66,8 @@ pub enum NodeFact {
 /// interned densely), each node's few facts in a short list: an update is
 /// an index and a scan of a handful, with no batcher, no spine to merge and
 /// compact at every batch, and no hashing; a read (an sshare table, rare)
-/// sorts what it copies.
+/// writes each listed node's facts at its index in the list
+/// ([`FactStore::read_listed`]).
 #[derive(Clone, Default)]
 pub(crate) struct FactStore(Rc<RefCell<Vec<NodeFacts>>>);
 
