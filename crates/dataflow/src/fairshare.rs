@@ -115,11 +115,9 @@ pub fn table(tree: &EngineTree, config: &Config, factors: &[f64]) -> FairshareTa
     }
 }
 
-/// The tree with its fair-share children lists and each node's usage in
-/// TRES-seconds.
+/// The tree with each node's usage in TRES-seconds.
 struct View<'a> {
     tree: &'a EngineTree<'a>,
-    fs_children: Vec<Vec<usize>>,
     usage_tres_secs: Vec<f64>,
     factors: &'a [f64],
 }
@@ -142,15 +140,8 @@ impl<'a> View<'a> {
     }
 
     fn new(tree: &'a EngineTree<'a>, factors: &'a [f64]) -> Self {
-        let mut fs_children = vec![Vec::new(); tree.nodes.len()];
-        for (index, node) in tree.nodes.iter().enumerate() {
-            if let Some(p) = node.fs_parent {
-                fs_children[p].push(index);
-            }
-        }
         View {
             tree,
-            fs_children,
             usage_tres_secs: tree.usage_tres_secs(),
             factors,
         }
@@ -166,6 +157,21 @@ impl<'a> View<'a> {
 
     fn usage(&self, index: usize) -> FrameUsage {
         self.tree.nodes[index].usage
+    }
+
+    /// Per node, the summed usage of its fair-share children that are not
+    /// `parent` associations (what `DEPTH_OBLIVIOUS` reads as a node's
+    /// children's usage): one pass, exact in frame units.
+    fn fs_children_usage(&self) -> Vec<FrameUsage> {
+        let mut sums: Vec<FrameUsage> = vec![0; self.len()];
+        for (index, node) in self.tree.nodes.iter().enumerate() {
+            if let Some(parent) = node.fs_parent {
+                if !self.is_parent_shares(index) {
+                    sums[parent] += node.usage;
+                }
+            }
+        }
+        sums
     }
 
     /// Names, depth, RawShares (not on root), RawUsage (truncated).
@@ -223,6 +229,11 @@ fn classic(view: &View, depth_oblivious: bool, dampening_factor: u32) -> Vec<Fai
     let mut norm_shares = vec![1.0; count];
     let mut effective = vec![1.0; count];
     let norm_usages: Vec<f64> = (0..count).map(|i| view.norm_usage(i)).collect();
+    let sibling_usages = if depth_oblivious {
+        view.fs_children_usage()
+    } else {
+        Vec::new()
+    };
     // Top-down over the fair-share tree: every fs-parent precedes its
     // children in tree order (it is an ancestor).
     for index in 1..count {
@@ -238,11 +249,7 @@ fn classic(view: &View, depth_oblivious: bool, dampening_factor: u32) -> Vec<Fai
         } else if node.shares.is_parent() {
             effective[parent]
         } else if depth_oblivious {
-            let sibling_usage: FrameUsage = view.fs_children[parent]
-                .iter()
-                .filter(|&&c| !view.is_parent_shares(c))
-                .map(|&c| view.usage(c))
-                .sum();
+            let sibling_usage = sibling_usages[parent];
             depth_oblivious_effective_usage(
                 norm_shares[index],
                 norm_usages[index],

@@ -51,6 +51,11 @@ impl<K: Clone + Eq + Hash> Interner<K> {
     pub fn name(&self, id: u32) -> Option<&K> {
         self.names.get(id as usize)
     }
+
+    /// How many names were interned (ids are `0..len`).
+    pub fn len(&self) -> usize {
+        self.names.len()
+    }
 }
 
 impl Interner<String> {

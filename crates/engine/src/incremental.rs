@@ -72,6 +72,10 @@ impl Engine for IncrementalEngine {
         Ok(self.engine.fairshare_table()?)
     }
 
+    fn fairshare_with_pending(&mut self) -> Result<(FairshareTable, Vec<u64>), EngineError> {
+        Ok(self.engine.fairshare_table_with_pending()?)
+    }
+
     fn usage_rows(&mut self) -> Result<Vec<UsageRow>, EngineError> {
         Ok(self.engine.usage_rows()?)
     }

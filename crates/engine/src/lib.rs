@@ -281,6 +281,27 @@ pub trait Engine: Send {
             .collect())
     }
 
+    /// [`Engine::fairshare`] and, beside each of its rows, its user
+    /// association's [`Engine::pending_jobs_by_user`] count (0 on account
+    /// rows and for a user with none): one read of both, joined by name
+    /// here; the incremental engine places its counts by the rows' order
+    /// instead (no name copied or hashed).
+    fn fairshare_with_pending(&mut self) -> Result<(FairshareTable, Vec<u64>), EngineError> {
+        let table = self.fairshare()?;
+        let by_user: std::collections::HashMap<(String, String), u64> =
+            self.pending_jobs_by_user()?.into_iter().collect();
+        let pending = (table.rows.iter())
+            .map(|row| {
+                let Some(user) = &row.user else {
+                    return 0;
+                };
+                let key = (row.account.clone(), user.clone());
+                by_user.get(&key).copied().unwrap_or(0)
+            })
+            .collect();
+        Ok((table, pending))
+    }
+
     /// The first `k` entries of the queue `selection` keeps (`top -A -u
     /// -p`): with partitions, the entries in those partitions.
     fn top_selected(&mut self, k: usize, selection: &Selection) -> Result<SharedJobs, EngineError> {

@@ -2,7 +2,8 @@
 //! incremental engine's usage rows (read from its tree, no factor), its
 //! waiting users (read from its queue's submit-time
 //! order, only as far as the answer needs), each user's pending job count
-//! (the fair-share history's, read from the queue's per-user sets) and
+//! (the fair-share history's, read from the queue's per-user sets, and
+//! placed beside the table's rows by their order) and
 //! each user's fair-share path
 //! (read from the path's associations only) equal the batch oracle's (which
 //! groups every listed job, and cuts the path from the whole table), for
@@ -126,6 +127,20 @@ fn compare(context: &str, batch: &mut BatchEngine, incremental: &mut Incremental
         pending(incremental),
         pending(batch),
         "{context}: pending jobs by user"
+    );
+    // The history's joined read: the incremental engine places its counts
+    // by its rows' order, the oracle joins them by name.
+    let (table, by_row) = incremental.fairshare_with_pending().unwrap();
+    let placed: u64 = by_row.iter().sum();
+    let counted: u64 = pending(batch).iter().map(|(_, jobs)| jobs).sum();
+    assert_eq!(placed, counted, "{context}: every pending job beside a row");
+    assert_eq!(
+        (table.rows, by_row),
+        {
+            let (table, by_row) = batch.fairshare_with_pending().unwrap();
+            (table.rows, by_row)
+        },
+        "{context}: the table with each row's pending jobs"
     );
     for account in ACCOUNTS {
         for user in USERS.iter().chain(&["nobody"]) {

@@ -84,6 +84,11 @@ fn main() {
         let counts_ms = ms(t);
         let t = Instant::now();
         engine
+            .fairshare_with_pending()
+            .expect("the table and counts");
+        let joined_ms = ms(t);
+        let t = Instant::now();
+        engine
             .top(DEFAULT_RANK_DEPTH as usize)
             .expect("the queue's head");
         let head_ms = ms(t);
@@ -94,7 +99,8 @@ fn main() {
         let write_ms = ms(t);
         println!(
             "step {i}: advance {advance_ms:.1} ms, read {read_ms:.1} ms (alone: table \
-             {table_ms:.1} ms, pending counts {counts_ms:.1} ms, first {DEFAULT_RANK_DEPTH} \
+             {table_ms:.1} ms, pending counts by name {counts_ms:.1} ms, the table with \
+             counts by row {joined_ms:.1} ms, first {DEFAULT_RANK_DEPTH} \
              entries {head_ms:.1} ms; queue {queue_ms:.1} ms), \
              write (encode, write, sync) {write_ms:.1} ms, RSS {rss_before:.0} -> {:.0} MiB",
             rss_mib()

@@ -23,9 +23,10 @@
 //!
 //! **The read** ([`read_step`]), on the applier, costs the associations and
 //! the rank depth `D`, never the jobs: the fair-share table
-//! (`Engine::fairshare`, the read `sshare` and `/metrics` use), each user
-//! association's pending jobs (`Engine::pending_jobs_by_user`: the queue's
-//! per-user job sets' sizes) and the queue's first `D` entries
+//! (`Engine::fairshare`, the read `sshare` and `/metrics` use) with each
+//! user association's pending jobs beside its row
+//! (`Engine::fairshare_with_pending`: the queue's per-user job sets' sizes)
+//! and the queue's first `D` entries
 //! (`Engine::top`; `serve --history-rank-depth`, default
 //! [`DEFAULT_RANK_DEPTH`]). A user's best queue rank is exact when its best
 //! entry is among those `D`; otherwise the step says "beyond `D`" (a best
@@ -80,12 +81,13 @@ pub const DEFAULT_STEP_SECS: Time = 300;
 /// The retention when none is given: 7 days, seconds.
 pub const DEFAULT_RETENTION_SECS: Time = 7 * 86_400;
 
-/// Each user association's pending (ranked) jobs and the best queue rank
-/// among them (1: first in line; 0: its best entry is beyond the rank
-/// depth, [`StepRead::rank_depth`]). Hashed with `rustc_hash`'s hasher:
-/// a step fills it with every user association with jobs (a hundred
-/// thousand at scale), where the standard hasher's cost showed.
-pub type PendingByUser = rustc_hash::FxHashMap<(String, String), (u32, u32)>;
+/// Beside each row of a step's table (same index), its user association's
+/// pending (ranked) jobs and the best queue rank among them (1: first in
+/// line; 0: its best entry is beyond the rank depth,
+/// [`StepRead::rank_depth`]); `(0, 0)` on account rows. Placed by index,
+/// not keyed by name: a step reads every user association (a hundred
+/// thousand at scale), and copying and hashing their names showed.
+pub type PendingByRow = Vec<(u32, u32)>;
 
 /// The rank depth when none is given (`serve --history-rank-depth`): the
 /// queue's first 1,000 entries.
@@ -98,8 +100,9 @@ pub struct StepRead {
     pub at: Time,
     /// The fair-share table as of `at`.
     pub table: Arc<FairshareTable>,
-    /// Each user association's pending jobs and best queue rank.
-    pub pending: PendingByUser,
+    /// Beside each of `table`'s rows, its user association's pending jobs
+    /// and best queue rank.
+    pub pending: PendingByRow,
     /// Best queue ranks are exact within the queue's first this many
     /// entries; a user whose best entry lies beyond has rank 0 in
     /// [`StepRead::pending`] ("beyond `rank_depth`").
@@ -107,33 +110,43 @@ pub struct StepRead {
 }
 
 /// Read the engine for the step at `at` (its time already there): the
-/// fair-share table (`Engine::fairshare`), each user's pending jobs
-/// (`Engine::pending_jobs_by_user`: the queue's per-user counts) and their
-/// best ranks within the queue's first `rank_depth` entries (`Engine::top`).
+/// fair-share table and each user's pending jobs beside its row
+/// (`Engine::fairshare_with_pending`: the queue's per-user counts) and
+/// their best ranks within the queue's first `rank_depth` entries
+/// (`Engine::top`).
 pub fn read_step(
     engine: &mut dyn Engine,
     at: Time,
     rank_depth: u32,
 ) -> Result<StepRead, EngineError> {
-    let table = Arc::new(engine.fairshare()?);
-    let counts = engine.pending_jobs_by_user()?;
-    let mut pending = PendingByUser::with_capacity_and_hasher(counts.len(), Default::default());
-    pending.extend(
-        (counts.into_iter()).map(|(key, jobs)| (key, (u32::try_from(jobs).unwrap_or(u32::MAX), 0))),
-    );
+    let (table, counts) = engine.fairshare_with_pending()?;
     let head = engine.top(rank_depth as usize)?;
+    // Each user's best rank in the head: jobs and entries of one user come
+    // in rank order, so its first is its best.
+    let mut best_rank: rustc_hash::FxHashMap<(&str, &str), u32> = Default::default();
     for (index, job) in head.iter().enumerate() {
         let rank = u32::try_from(index + 1).unwrap_or(u32::MAX);
-        // Jobs and entries of one user come in rank order: the first is its best.
-        if let Some(entry) = pending.get_mut(&(job.account.clone(), job.user.clone())) {
-            if entry.1 == 0 {
-                entry.1 = rank;
-            }
-        }
+        best_rank
+            .entry((job.account.as_str(), job.user.as_str()))
+            .or_insert(rank);
     }
+    let pending = (table.rows.iter().zip(counts))
+        .map(|(row, jobs)| {
+            let jobs = u32::try_from(jobs).unwrap_or(u32::MAX);
+            let best = match &row.user {
+                Some(user) if jobs > 0 => best_rank
+                    .get(&(row.account.as_str(), user.as_str()))
+                    .copied()
+                    .unwrap_or(0),
+                _ => 0,
+            };
+            (jobs, best)
+        })
+        .collect();
+    drop(best_rank);
     Ok(StepRead {
         at,
-        table,
+        table: Arc::new(table),
         pending,
         rank_depth,
     })

@@ -5,7 +5,10 @@
 //! [`Engine::fairshare_table`]) is read in one pass over the sshare order
 //! (kept while the tree's shape is), worker 0 answering each node's facts
 //! at its index in that order, the names borrowed from the tree feed (a
-//! name is copied once, into the row that answers); `explain`'s rows ([`Engine::fairshare_path`]) read only
+//! name is copied once, into the row that answers; the history's step
+//! reads it with each user row's pending jobs placed by the same order,
+//! [`Engine::fairshare_table_with_pending`]); `explain`'s rows
+//! ([`Engine::fairshare_path`]) read only
 //! the associations on the path from `root` to the user (a few facts and
 //! one factor), so they cost what the path's depth costs, not the tree's
 //! size. Under `DEPTH_OBLIVIOUS` a row also needs its fair-share siblings'
@@ -213,6 +216,11 @@ impl Engine {
     /// batch: the per-association columns from the tree, the users' factors
     /// and the tickets from the dataflow.
     pub fn fairshare_table(&self) -> Result<FairshareTable, EngineError> {
+        Ok(self.fairshare_table_in_order()?.0)
+    }
+
+    /// [`Engine::fairshare_table`] with the order its rows are in.
+    fn fairshare_table_in_order(&self) -> Result<(FairshareTable, Arc<TreeOrder>), EngineError> {
         self.send(Command::ReadFactorTable)?;
         let Ok(Reply::FactorTable(dense)) = self.reply() else {
             return Err(EngineError::WorkersGone);
@@ -222,7 +230,29 @@ impl Engine {
         let factors = self.factors_of(&order.order, |assoc| {
             dense.get(assoc as usize).copied().flatten()
         });
-        Ok(crate::fairshare::table(&tree, self.config(), &factors))
+        let table = crate::fairshare::table(&tree, self.config(), &factors);
+        drop(tree);
+        Ok((table, order))
+    }
+
+    /// [`Engine::fairshare_table`] and, beside each row, its user
+    /// association's pending (ranked) jobs (0 on account rows): the counts
+    /// of `pending_jobs_by_user` placed by the rows' order, so that no name
+    /// is copied or hashed to join them (the fair-share history's step).
+    pub fn fairshare_table_with_pending(&self) -> Result<(FairshareTable, Vec<u64>), EngineError> {
+        let (table, order) = self.fairshare_table_in_order()?;
+        let by_assoc = self.pending_jobs_by_assoc()?;
+        let pending = order
+            .order
+            .iter()
+            .map(|&(id, _, _)| {
+                self.tree_feed
+                    .assoc_id(id)
+                    .and_then(|assoc| by_assoc.get(assoc as usize).copied())
+                    .unwrap_or(0)
+            })
+            .collect();
+        Ok((table, pending))
     }
 
     /// The rows from `root` down to the user association `(account, user)`

@@ -2,12 +2,14 @@
 //! candidates (`crate::priority::reader::waiting`), named, ranked
 //! (`WaitingUser::rank`) and cut to the limit here; and every user's
 //! pending (ranked) job count alone, from the queue's per-user sets
-//! (the fair-share history's steps).
+//! (the fair-share history's steps: by name, or dense by association for
+//! `tree_read` to place beside the table's rows).
 
 use fairflow_model::report::{PendingJobsByUser, WaitingUser};
 use fairflow_model::Time;
 
 use super::{Engine, EngineError};
+use crate::types::AssocId;
 use crate::worker::{Command, Reply};
 
 impl Engine {
@@ -49,16 +51,32 @@ impl Engine {
     /// job sets (`PriorityReader::ranked_counts`): no job is read, so the
     /// read costs the associations, not the jobs.
     pub fn pending_jobs_by_user(&self) -> Result<PendingJobsByUser, EngineError> {
-        let assocs = (0..u32::MAX)
-            .take_while(|&id| self.names.assocs.name(id).is_some())
-            .count();
-        self.send(Command::RankedCounts(assocs as u32))?;
-        let Ok(Reply::Counts(counts)) = self.reply() else {
-            return Err(EngineError::WorkersGone);
-        };
-        Ok(counts
+        Ok(self
+            .ranked_counts()?
             .into_iter()
             .filter_map(|(assoc, jobs)| Some((self.names.assocs.name(assoc)?.clone(), jobs)))
             .collect())
+    }
+
+    /// [`Engine::pending_jobs_by_user`]'s counts unnamed, dense by user
+    /// association id (0: none pending).
+    pub(super) fn pending_jobs_by_assoc(&self) -> Result<Vec<u64>, EngineError> {
+        let mut dense = Vec::new();
+        for (assoc, jobs) in self.ranked_counts()? {
+            *crate::types::grow(&mut dense, assoc as usize) = jobs;
+        }
+        Ok(dense)
+    }
+
+    /// Every shard's user associations with ranked jobs, with how many.
+    fn ranked_counts(&self) -> Result<Vec<(AssocId, u64)>, EngineError> {
+        let assocs = self.names.assocs.len();
+        self.send(Command::RankedCounts(
+            u32::try_from(assocs).unwrap_or(u32::MAX),
+        ))?;
+        let Ok(Reply::Counts(counts)) = self.reply() else {
+            return Err(EngineError::WorkersGone);
+        };
+        Ok(counts)
     }
 }

@@ -186,7 +186,7 @@ pub fn encode_step(step: &StepRead, dictionary: &mut Dictionary) -> (Vec<u8>, Ve
         .collect();
     let ranks = rank_rows(&step.table);
     let mut bytes = vec![0u8; dictionary.len() * ROW_BYTES];
-    for ((row, id), rank) in step.table.rows.iter().zip(ids).zip(ranks) {
+    for (((index, row), id), rank) in step.table.rows.iter().enumerate().zip(ids).zip(ranks) {
         let out = &mut bytes[id as usize * ROW_BYTES..][..ROW_BYTES];
         let mut flags = PRESENT;
         let cells = [
@@ -202,10 +202,9 @@ pub fn encode_step(step: &StepRead, dictionary: &mut Dictionary) -> (Vec<u8>, Ve
                 out[16 + 4 * i..20 + 4 * i].copy_from_slice(&(*value as f32).to_le_bytes());
             }
         }
-        if let Some(user) = &row.user {
+        if row.user.is_some() {
             flags |= USER;
-            let pending = step.pending.get(&(row.account.clone(), user.clone()));
-            let (count, mut best) = pending.copied().unwrap_or((0, 0));
+            let (count, mut best) = step.pending.get(index).copied().unwrap_or((0, 0));
             if count > 0 && best == 0 {
                 flags |= BEYOND;
                 best = step.rank_depth;

@@ -463,10 +463,10 @@ mod tests {
             as_of: at,
             rows,
         };
-        let mut pending = super::super::PendingByUser::default();
-        pending.insert(("a".to_string(), "y".to_string()), (4, 2));
-        // x's 3 pending jobs are all beyond the queue's first 50 entries.
-        pending.insert(("a".to_string(), "x".to_string()), (3, 0));
+        // Beside root, a, x and y: x's 3 pending jobs are all beyond the
+        // queue's first 50 entries, y's best of 4 is second in line.
+        let mut pending = vec![(0, 0), (0, 0), (3, 0), (4, 2)];
+        pending.truncate(table.rows.len());
         StepRead {
             at,
             table: Arc::new(table),
