@@ -107,6 +107,10 @@ pub struct Engine {
 /// queue for a selection or a page far down) are read when asked.
 const KEEP_TOP_MAX: usize = 1000;
 
+/// Replaced `top` reads of at least this many jobs are freed on a thread
+/// of their own (`Engine::discard`), not on worker 0's.
+const FREE_APART_MIN_JOBS: usize = 16_384;
+
 /// A `top` read and what it was read at.
 #[derive(Debug)]
 struct LastTop {
@@ -368,8 +372,22 @@ impl Engine {
     /// (instructions counted by callgrind, `perf/results/`).
     /// Worker 0 frees it at its next poll (a parked worker 0, at its next
     /// command); the command is not answered.
+    /// A read holding at least [`FREE_APART_MIN_JOBS`] jobs (a whole queue)
+    /// is freed on a thread of its own instead: freeing a million jobs took
+    /// worker 0 about 200 ms, which the next command waited behind
+    /// (`perf/results/2026-11-30-history-by-row-s30.md`).
     fn discard(&self, replaced: Option<LastTop>) {
-        if let (Some(replaced), Some(commands)) = (replaced, self.commands.as_ref()) {
+        let Some(replaced) = replaced else {
+            return;
+        };
+        if replaced.result.held().len() >= FREE_APART_MIN_JOBS {
+            let freed = replaced.result;
+            // A thread that cannot start drops the closure, and the read
+            // with it, here.
+            let _ = std::thread::Builder::new()
+                .name("fairflow-free".into())
+                .spawn(move || drop(freed));
+        } else if let Some(commands) = self.commands.as_ref() {
             // Gone workers free nothing: the value is dropped here.
             let _ = commands.send(Command::Discard(replaced.result));
         }
