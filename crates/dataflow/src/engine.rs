@@ -372,6 +372,7 @@ impl Engine {
     /// (instructions counted by callgrind, `perf/results/`).
     /// Worker 0 frees it at its next poll (a parked worker 0, at its next
     /// command); the command is not answered.
+    ///
     /// A read holding at least [`FREE_APART_MIN_JOBS`] jobs (a whole queue)
     /// is freed on a thread of its own instead: freeing a million jobs took
     /// worker 0 about 200 ms, which the next command waited behind

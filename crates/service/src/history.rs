@@ -143,7 +143,6 @@ pub fn read_step(
             (jobs, best)
         })
         .collect();
-    drop(best_rank);
     Ok(StepRead {
         at,
         table: Arc::new(table),

@@ -231,7 +231,6 @@ impl Engine {
             dense.get(assoc as usize).copied().flatten()
         });
         let table = crate::fairshare::table(&tree, self.config(), &factors);
-        drop(tree);
         Ok((table, order))
     }
 
