@@ -29,9 +29,13 @@ pub enum Threshold {
     /// A counted place was counted from bounds (`Queue::count_clearing`)
     /// rather than by the search, job by job (under: the search).
     PlaceFromBounds,
+    /// A count from bounds under Fair Tree counted some group's users whole
+    /// from the group's vectors (`Queue::count_clearing`), none of their
+    /// jobs being in the band (under: every user was opened).
+    GroupUsersWhole,
 }
 
-const THRESHOLDS: usize = 6;
+const THRESHOLDS: usize = 7;
 
 impl Threshold {
     /// Every threshold.
@@ -42,6 +46,7 @@ impl Threshold {
         Threshold::GroupSpanTooWide,
         Threshold::TopBeyondKept,
         Threshold::PlaceFromBounds,
+        Threshold::GroupUsersWhole,
     ];
 
     fn index(self) -> usize {
@@ -51,6 +56,7 @@ impl Threshold {
 
 /// `[under, over]` decisions per threshold, since the process started.
 static DECISIONS: [[AtomicU64; 2]; THRESHOLDS] = [
+    [AtomicU64::new(0), AtomicU64::new(0)],
     [AtomicU64::new(0), AtomicU64::new(0)],
     [AtomicU64::new(0), AtomicU64::new(0)],
     [AtomicU64::new(0), AtomicU64::new(0)],

@@ -187,30 +187,47 @@ fn sweep(scenario: &Scenario, expected: Counted) {
 }
 
 /// [`sweep`] of a Slurm scenario whose places above the floor are counted
-/// from bounds (`Queue::count_clearing`): some of them must have been.
-fn sweep_from_bounds(scenario: &Scenario) {
+/// from bounds (`Queue::count_clearing`): some of them must have been;
+/// under Fair Tree (`groups`: `Some(both)`), some with a group's users
+/// counted whole from its own vectors and, if `both`, some with every user
+/// opened (a group with a job in the band).
+fn sweep_from_bounds(scenario: &Scenario, groups: Option<bool>) {
     let before = decisions(Threshold::PlaceFromBounds)[1];
+    let [whole_before, opened_before] = {
+        let [opened, whole] = decisions(Threshold::GroupUsersWhole);
+        [whole, opened]
+    };
     sweep(scenario, Counted::Most);
     assert!(
         decisions(Threshold::PlaceFromBounds)[1] > before,
         "{}: no place counted from bounds",
         scenario.name
     );
+    if let Some(both) = groups {
+        let [opened, whole] = decisions(Threshold::GroupUsersWhole);
+        assert!(
+            whole > whole_before && (opened > opened_before || !both),
+            "{}: groups' users counted whole {} times, opened {} times",
+            scenario.name,
+            whole - whole_before,
+            opened - opened_before
+        );
+    }
 }
 
 #[test]
 fn slurm_counted_places_equal_the_oracle() {
-    sweep_from_bounds(&SLURM);
+    sweep_from_bounds(&SLURM, Some(true));
 }
 
 #[test]
 fn slurm_classic_counted_places_equal_the_oracle() {
-    sweep_from_bounds(&SLURM_CLASSIC);
+    sweep_from_bounds(&SLURM_CLASSIC, None);
 }
 
 #[test]
 fn slurm_tied_counted_places_equal_the_oracle() {
-    sweep_from_bounds(&SLURM_TIES);
+    sweep_from_bounds(&SLURM_TIES, Some(false));
 }
 
 #[test]

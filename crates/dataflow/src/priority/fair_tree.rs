@@ -65,6 +65,9 @@ pub struct FairTree {
     node_of: Vec<Option<NodeId>>,
     groups: Vec<Group>,
     users: u64,
+    /// Per node, is it a placed user association (its slot's `assoc`, kept
+    /// dense: the counted read skips a group's users by it)?
+    user_nodes: Vec<bool>,
 }
 
 /// What the tree keeps per node, side by side: the search reads a
@@ -92,6 +95,26 @@ impl FairTree {
     /// The node of a placed user association.
     pub fn node_of(&self, assoc: AssocId) -> Option<NodeId> {
         self.node_of.get(assoc as usize).copied().flatten()
+    }
+
+    /// The users placed.
+    pub fn users(&self) -> u64 {
+        self.users
+    }
+
+    /// The users a group's members stand for (its block of positions).
+    pub fn group_users(&self, group: NodeId) -> u64 {
+        self.groups.get(group as usize).map_or(0, Group::users)
+    }
+
+    /// Is a placed node a user association?
+    pub fn is_user(&self, node: NodeId) -> bool {
+        self.user_nodes.get(node as usize).copied().unwrap_or(false)
+    }
+
+    /// The group of a placed user association (its fair-share parent).
+    pub fn group_of_user(&self, assoc: AssocId) -> Option<NodeId> {
+        Some(self.slot(self.node_of(assoc)?)?.group)
     }
 
     fn slot(&self, node: NodeId) -> Option<&TreeSlot> {
@@ -141,6 +164,7 @@ impl FairTree {
                     self.unplace(node, &mut moved_users, &mut unsettled);
                 }
                 grow(&mut self.nodes, node as usize).slot = Some(*slot);
+                *grow(&mut self.user_nodes, node as usize) = slot.assoc.is_some();
                 self.position_change(slot, node, true, &mut unsettled);
                 if let Some(assoc) = slot.assoc {
                     *grow(&mut self.node_of, assoc as usize) = Some(node);
@@ -215,6 +239,9 @@ impl FairTree {
         let Some(old) = self.nodes[node as usize].slot.take() else {
             return;
         };
+        if let Some(user) = self.user_nodes.get_mut(node as usize) {
+            *user = false;
+        }
         self.position_change(&old, node, false, unsettled);
         if let Some(assoc) = old.assoc {
             if self.node_of(assoc) == Some(node) {

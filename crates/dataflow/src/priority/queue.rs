@@ -139,6 +139,9 @@ struct UserJobs {
     /// The same jobs per account and partition, in sorted vectors (the
     /// order statistics of [`Queue::count_clearing`]).
     counted: [Vec<count::CountedJobs>; 2],
+    /// The Fair Tree group its jobs are also entered in (its tree slot's
+    /// group when placed; `count::GroupCounts`).
+    counted_in: Option<NodeId>,
 }
 
 impl UserJobs {
@@ -440,6 +443,11 @@ impl Queue {
             let user = grow(&mut self.users, record.row.assoc as usize);
             user.insert(class, (Reverse(record.key_hi), job));
             user.insert_counted(class, &record, job);
+            if let Some(group) = user.counted_in {
+                let cell = (record.row.account, record.row.partition);
+                let entry = (Reverse(record.key_hi), job);
+                self.count.groups.insert(group, class, cell, entry);
+            }
             self.count.insert(&record, class);
             self.fifo
                 .insert((ordered_submit(record.row.submit_at), job));
@@ -455,6 +463,11 @@ impl Queue {
             let user = &mut self.users[old.row.assoc as usize];
             user.remove(class, &(Reverse(old.key_hi), job));
             user.remove_counted(class, old, job);
+            if let Some(group) = user.counted_in {
+                let cell = (old.row.account, old.row.partition);
+                let entry = (Reverse(old.key_hi), job);
+                self.count.groups.remove(group, class, cell, entry);
+            }
             self.count.remove(old, class);
             self.fifo.remove(&(ordered_submit(old.row.submit_at), job));
             self.entries_changed += 1;
@@ -501,6 +514,7 @@ impl Queue {
         if self.users.get(assoc as usize).is_none() {
             return (0, false);
         }
+        self.move_counted_group(assoc);
         let bests = [UNCAPPED, CAPPED].map(|class| best_job(&self.users, assoc, class));
         let mut changed = 0;
         // A placed user is entered in the tree, the others in the user order.
@@ -533,6 +547,28 @@ impl Queue {
             }
         }
         (changed, moved)
+    }
+
+    /// Enter a user association's ranked jobs in the group of its tree
+    /// slot (out of the one they were in), when that changed: the user was
+    /// placed or unplaced.
+    fn move_counted_group(&mut self, assoc: AssocId) {
+        let group = self.tree.group_of_user(assoc);
+        let user = &mut self.users[assoc as usize];
+        let was = std::mem::replace(&mut user.counted_in, group);
+        if was == group {
+            return;
+        }
+        for class in [UNCAPPED, CAPPED] {
+            for (cell, entry) in user.counted_entries(class) {
+                if let Some(old) = was {
+                    self.count.groups.remove(old, class, cell, entry);
+                }
+                if let Some(new) = group {
+                    self.count.groups.insert(new, class, cell, entry);
+                }
+            }
+        }
     }
 
     /// A user association's fair-share factor (0 when none is known, as

@@ -25,9 +25,13 @@
 //! tree (Fair Tree) is descended group by group, members by their
 //! subtree's best key, each bounded by its first user's factor (the
 //! highest of its subtree), and a group is left at the first member whose
-//! bound with the group's factor cannot reach `P`. Cost: the users whose
-//! best job can reach `P` (and the groups above them), a binary search per
-//! (user, account, partition), and the band; not the jobs ahead.
+//! bound with the group's factor cannot reach `P`. A group's user members
+//! are first counted together (`groups`: their jobs in the group's own
+//! vectors, bounded by the group's range of factors, from its first user's
+//! to its block's last position's); only when one of their jobs may be in
+//! the band is each user opened. Cost: the groups whose best job can reach
+//! `P`, a binary search per (group, account, partition), the users of the
+//! groups with a job in the band, and the band; not the jobs ahead.
 //!
 //! A record still in the uncapped class after its age cap passed (its row's
 //! flag not yet flipped) is over-estimated by `lo` as well as `hi`: the
@@ -41,9 +45,16 @@ use fairflow_model::Time;
 
 use super::{Queue, Ranked, UserJobs, CAPPED, UNCAPPED};
 use crate::priority::crossings::age_cap_at;
+use fairflow_model::formula::rank_factor;
+
 use crate::priority::fair_tree::enters_tied;
 use crate::priority::record::{from_ordered_bits, key_with_term, PriorityRecord, RELATIVE_SLACK};
+use crate::thresholds::{self, Threshold};
 use crate::types::{AccountId, AssocId, JobId, NameId, NodeId, ROOT};
+
+mod groups;
+
+pub(super) use groups::GroupCounts;
 
 /// One user association's ranked jobs of one class in one account and
 /// partition, highest `key_hi` first.
@@ -58,45 +69,72 @@ impl UserJobs {
     /// Enter a ranked job in its (account, partition) vector.
     pub(super) fn insert_counted(&mut self, class: usize, record: &PriorityRecord, job: JobId) {
         let (account, partition) = (record.row.account, record.row.partition);
-        let entry = (Reverse(record.key_hi), job);
-        let vectors = &mut self.counted[class];
-        let at = match vectors
-            .iter()
-            .position(|v| v.account == account && v.partition == partition)
-        {
-            Some(at) => at,
-            None => {
-                vectors.push(CountedJobs {
-                    account,
-                    partition,
-                    jobs: Vec::new(),
-                });
-                vectors.len() - 1
-            }
-        };
-        let jobs = &mut vectors[at].jobs;
-        if let Err(index) = jobs.binary_search(&entry) {
-            jobs.insert(index, entry);
-        }
+        enter(
+            &mut self.counted[class],
+            account,
+            partition,
+            (Reverse(record.key_hi), job),
+        );
     }
 
     /// Take a ranked job out of its (account, partition) vector.
     pub(super) fn remove_counted(&mut self, class: usize, record: &PriorityRecord, job: JobId) {
         let (account, partition) = (record.row.account, record.row.partition);
-        let entry = (Reverse(record.key_hi), job);
-        let vectors = &mut self.counted[class];
-        let Some(at) = vectors
-            .iter()
-            .position(|v| v.account == account && v.partition == partition)
-        else {
-            return;
-        };
-        if let Ok(index) = vectors[at].jobs.binary_search(&entry) {
-            vectors[at].jobs.remove(index);
+        leave(
+            &mut self.counted[class],
+            account,
+            partition,
+            (Reverse(record.key_hi), job),
+        );
+    }
+
+    /// Every counted entry of `class`: `((account, partition), entry)`.
+    pub(super) fn counted_entries(
+        &self,
+        class: usize,
+    ) -> impl Iterator<Item = ((AccountId, NameId), Ranked)> + '_ {
+        self.counted[class].iter().flat_map(|vector| {
+            let cell = (vector.account, vector.partition);
+            vector.jobs.iter().map(move |&entry| (cell, entry))
+        })
+    }
+}
+
+/// Enter `entry` in the (account, partition) vector of `vectors`.
+fn enter(vectors: &mut Vec<CountedJobs>, account: AccountId, partition: NameId, entry: Ranked) {
+    let at = match vectors
+        .iter()
+        .position(|v| v.account == account && v.partition == partition)
+    {
+        Some(at) => at,
+        None => {
+            vectors.push(CountedJobs {
+                account,
+                partition,
+                jobs: Vec::new(),
+            });
+            vectors.len() - 1
         }
-        if vectors[at].jobs.is_empty() {
-            vectors.swap_remove(at);
-        }
+    };
+    let jobs = &mut vectors[at].jobs;
+    if let Err(index) = jobs.binary_search(&entry) {
+        jobs.insert(index, entry);
+    }
+}
+
+/// Take `entry` out of the (account, partition) vector of `vectors`.
+fn leave(vectors: &mut Vec<CountedJobs>, account: AccountId, partition: NameId, entry: Ranked) {
+    let Some(at) = vectors
+        .iter()
+        .position(|v| v.account == account && v.partition == partition)
+    else {
+        return;
+    };
+    if let Ok(index) = vectors[at].jobs.binary_search(&entry) {
+        vectors[at].jobs.remove(index);
+    }
+    if vectors[at].jobs.is_empty() {
+        vectors.swap_remove(at);
     }
 }
 
@@ -107,6 +145,8 @@ pub(super) struct CountIndex {
     margin: f64,
     /// The age-cap times of the uncapped ranked jobs.
     age_caps: BTreeSet<(Time, JobId)>,
+    /// Per Fair Tree group, its users' jobs together (`groups`).
+    pub(super) groups: GroupCounts,
 }
 
 impl CountIndex {
@@ -184,8 +224,11 @@ pub struct SurePrefix<'q> {
     pub partition: NameId,
     /// The jobs' rank class (an index of `Queue::time_shifts`).
     pub class: usize,
-    /// The user's fair-share factor.
+    /// The user's fair-share factor (`own_factor`), or a lower bound of
+    /// the factors of the users whose jobs these are (a group's vector).
     pub factor: f64,
+    /// Is `factor` the jobs' user's own (one user's vector)?
+    pub own_factor: bool,
     /// The jobs, highest key first (the last has the lowest bounds).
     pub jobs: &'q [Ranked],
 }
@@ -205,6 +248,8 @@ pub struct Counted<'q> {
 struct Counting<'q> {
     priority: f64,
     counted: Counted<'q>,
+    /// Groups whose users were counted whole (`count_group_users`).
+    groups_whole: u64,
 }
 
 impl Queue {
@@ -228,6 +273,7 @@ impl Queue {
                 sure: Vec::new(),
                 band: Vec::new(),
             },
+            groups_whole: 0,
         };
         for class in [UNCAPPED, CAPPED] {
             for &(Reverse(entered), assoc) in &self.by_user[class] {
@@ -240,6 +286,9 @@ impl Queue {
                 let top_factor = self.tree.factor_at(0).unwrap_or(1.0);
                 self.count_group(&mut counting, class, (ROOT, 0, false), top_factor);
             }
+        }
+        if self.tree.is_active() {
+            thresholds::decide(Threshold::GroupUsersWhole, counting.groups_whole > 0);
         }
         Some(counting.counted)
     }
@@ -270,6 +319,7 @@ impl Queue {
                     partition: vector.partition,
                     class,
                     factor,
+                    own_factor: true,
                     jobs: &jobs[..sure],
                 });
             }
@@ -292,9 +342,13 @@ impl Queue {
         group_factor: f64,
     ) {
         let bounds = counting.counted.bounds;
+        let users_whole = self.count_group_users(counting, class, (group, start), group_factor);
         for (node, (key, _)) in self.tree.members(group, class) {
             if bounds.hi(key, group_factor, class) < counting.priority {
                 break;
+            }
+            if users_whole && self.tree.is_user(node) {
+                continue;
             }
             let Some((_, (node, placement, assoc))) = self.tree.member(node) else {
                 continue;
@@ -323,6 +377,58 @@ impl Queue {
                 }
             }
         }
+    }
+}
+
+impl Queue {
+    /// Count the jobs of `class` of a group's user members whole, from the
+    /// group's vectors (`groups`), when none of them is in the band: every
+    /// user of the group (`start`: the walk's position of its first) stands
+    /// in its block of positions, so its factor is at most `group_factor`
+    /// and at least that of the block's last position (ranks never increase
+    /// along the walk). `false` (nothing counted) when a job may be in the
+    /// band or the group keeps no vectors: the caller opens each user.
+    fn count_group_users<'q>(
+        &'q self,
+        counting: &mut Counting<'q>,
+        class: usize,
+        (group, start): (NodeId, u64),
+        group_factor: f64,
+    ) -> bool {
+        let Some(vectors) = self.count.groups.vectors(group, class) else {
+            return false;
+        };
+        let (users, placed) = (self.tree.group_users(group), self.tree.users());
+        let last = (start + users).saturating_sub(1);
+        let lowest_factor = rank_factor(placed.saturating_sub(last), placed);
+        let bounds = counting.counted.bounds;
+        let threshold = counting.priority;
+        let first = counting.counted.sure.len();
+        for vector in vectors {
+            let jobs = &vector.jobs;
+            let sure = jobs.partition_point(|&(Reverse(key), _)| {
+                bounds.lo(key, lowest_factor, class) >= threshold + 1.0
+            });
+            let maybe = jobs.partition_point(|&(Reverse(key), _)| {
+                bounds.hi(key, group_factor, class) >= threshold
+            });
+            if maybe > sure {
+                counting.counted.sure.truncate(first);
+                return false;
+            }
+            if sure > 0 {
+                counting.counted.sure.push(SurePrefix {
+                    account: vector.account,
+                    partition: vector.partition,
+                    class,
+                    factor: lowest_factor,
+                    own_factor: false,
+                    jobs: &jobs[..sure],
+                });
+            }
+        }
+        counting.groups_whole += 1;
+        true
     }
 }
 
