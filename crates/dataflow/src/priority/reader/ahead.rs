@@ -19,6 +19,7 @@
 //!
 //! Under Slurm's model, for a target above the floor, the jobs ahead are
 //! first counted from bounds instead (`bounded`: per user, account and
+//! partition, or under Fair Tree per group of users, account and
 //! partition, the jobs surely above the target's priority counted whole,
 //! only the band at its priority evaluated); the search above is the
 //! fallback where the bounds do not hold.
