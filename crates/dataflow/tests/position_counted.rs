@@ -232,7 +232,15 @@ fn slurm_tied_counted_places_equal_the_oracle() {
 
 #[test]
 fn slurm_floor_counted_places_equal_the_oracle() {
+    // At the floor the bounds do not decide (`PlaceFromBounds`' under
+    // side): the places are counted by the search, in submit order.
+    let before = decisions(Threshold::PlaceFromBounds)[0];
     sweep(&SLURM_FLOOR, Counted::Most);
+    assert!(
+        decisions(Threshold::PlaceFromBounds)[0] > before,
+        "{}: every place was counted from bounds",
+        SLURM_FLOOR.name
+    );
 }
 
 #[test]
