@@ -193,10 +193,7 @@ fn sweep(scenario: &Scenario, expected: Counted) {
 /// opened (a group with a job in the band).
 fn sweep_from_bounds(scenario: &Scenario, groups: Option<bool>) {
     let before = decisions(Threshold::PlaceFromBounds)[1];
-    let [whole_before, opened_before] = {
-        let [opened, whole] = decisions(Threshold::GroupUsersWhole);
-        [whole, opened]
-    };
+    let [opened_before, whole_before] = decisions(Threshold::GroupUsersWhole);
     sweep(scenario, Counted::Most);
     assert!(
         decisions(Threshold::PlaceFromBounds)[1] > before,

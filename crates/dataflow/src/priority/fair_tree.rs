@@ -65,9 +65,6 @@ pub struct FairTree {
     node_of: Vec<Option<NodeId>>,
     groups: Vec<Group>,
     users: u64,
-    /// Per node, is it a placed user association (its slot's `assoc`, kept
-    /// dense: the counted read skips a group's users by it)?
-    user_nodes: Vec<bool>,
 }
 
 /// What the tree keeps per node, side by side: the search reads a
@@ -109,7 +106,7 @@ impl FairTree {
 
     /// Is a placed node a user association?
     pub fn is_user(&self, node: NodeId) -> bool {
-        self.user_nodes.get(node as usize).copied().unwrap_or(false)
+        self.slot(node).is_some_and(|slot| slot.assoc.is_some())
     }
 
     /// The group of a placed user association (its fair-share parent).
@@ -164,7 +161,6 @@ impl FairTree {
                     self.unplace(node, &mut moved_users, &mut unsettled);
                 }
                 grow(&mut self.nodes, node as usize).slot = Some(*slot);
-                *grow(&mut self.user_nodes, node as usize) = slot.assoc.is_some();
                 self.position_change(slot, node, true, &mut unsettled);
                 if let Some(assoc) = slot.assoc {
                     *grow(&mut self.node_of, assoc as usize) = Some(node);
@@ -239,9 +235,6 @@ impl FairTree {
         let Some(old) = self.nodes[node as usize].slot.take() else {
             return;
         };
-        if let Some(user) = self.user_nodes.get_mut(node as usize) {
-            *user = false;
-        }
         self.position_change(&old, node, false, unsettled);
         if let Some(assoc) = old.assoc {
             if self.node_of(assoc) == Some(node) {

@@ -442,10 +442,9 @@ impl Queue {
         if let Some(class) = class_index(record.class) {
             let user = grow(&mut self.users, record.row.assoc as usize);
             user.insert(class, (Reverse(record.key_hi), job));
-            user.insert_counted(class, &record, job);
+            let (cell, entry) = count::counted_cell(&record, job);
+            user.insert_counted(class, (cell, entry));
             if let Some(group) = user.counted_in {
-                let cell = (record.row.account, record.row.partition);
-                let entry = (Reverse(record.key_hi), job);
                 self.count.groups.insert(group, class, cell, entry);
             }
             self.count.insert(&record, class);
@@ -462,10 +461,9 @@ impl Queue {
         if let Some(class) = class_index(old.class) {
             let user = &mut self.users[old.row.assoc as usize];
             user.remove(class, &(Reverse(old.key_hi), job));
-            user.remove_counted(class, old, job);
+            let (cell, entry) = count::counted_cell(old, job);
+            user.remove_counted(class, (cell, entry));
             if let Some(group) = user.counted_in {
-                let cell = (old.row.account, old.row.partition);
-                let entry = (Reverse(old.key_hi), job);
                 self.count.groups.remove(group, class, cell, entry);
             }
             self.count.remove(old, class);

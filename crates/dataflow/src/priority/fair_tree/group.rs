@@ -41,9 +41,6 @@ pub(super) struct Group {
     /// `users_before[i]`: the users the members `by_label[..i]` stand for
     /// (one more entry than `by_label`; rebuilt when settled).
     pub(super) users_before: Vec<u64>,
-    /// The users all its members stand for (`users_before`'s last entry,
-    /// kept apart: the counted read asks it of every group it opens).
-    users: u64,
     /// The changes of `by_label` made by the current `FairTree::apply`,
     /// in the order made.
     pub(super) pending: Vec<PositionChange>,
@@ -67,7 +64,7 @@ impl Group {
 
     /// The users its members stand for.
     pub(super) fn users(&self) -> u64 {
-        self.users
+        self.users_before.last().copied().unwrap_or(0)
     }
 
     /// Its first member that stands for users: `(users before it, member)`
@@ -155,6 +152,5 @@ impl Group {
             users += weight;
             self.users_before.push(users);
         }
-        self.users = users;
     }
 }

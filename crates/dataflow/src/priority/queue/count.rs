@@ -66,33 +66,23 @@ pub(super) struct CountedJobs {
 }
 
 impl UserJobs {
-    /// Enter a ranked job in its (account, partition) vector.
-    pub(super) fn insert_counted(&mut self, class: usize, record: &PriorityRecord, job: JobId) {
-        let (account, partition) = (record.row.account, record.row.partition);
-        enter(
-            &mut self.counted[class],
-            account,
-            partition,
-            (Reverse(record.key_hi), job),
-        );
+    /// Enter a ranked job (its [`counted_cell`]) in its (account,
+    /// partition) vector.
+    pub(super) fn insert_counted(&mut self, class: usize, (cell, entry): (Cell, Ranked)) {
+        enter(&mut self.counted[class], cell, entry);
     }
 
-    /// Take a ranked job out of its (account, partition) vector.
-    pub(super) fn remove_counted(&mut self, class: usize, record: &PriorityRecord, job: JobId) {
-        let (account, partition) = (record.row.account, record.row.partition);
-        leave(
-            &mut self.counted[class],
-            account,
-            partition,
-            (Reverse(record.key_hi), job),
-        );
+    /// Take a ranked job (its [`counted_cell`]) out of its (account,
+    /// partition) vector.
+    pub(super) fn remove_counted(&mut self, class: usize, (cell, entry): (Cell, Ranked)) {
+        leave(&mut self.counted[class], cell, entry);
     }
 
     /// Every counted entry of `class`: `((account, partition), entry)`.
     pub(super) fn counted_entries(
         &self,
         class: usize,
-    ) -> impl Iterator<Item = ((AccountId, NameId), Ranked)> + '_ {
+    ) -> impl Iterator<Item = (Cell, Ranked)> + '_ {
         self.counted[class].iter().flat_map(|vector| {
             let cell = (vector.account, vector.partition);
             vector.jobs.iter().map(move |&entry| (cell, entry))
@@ -100,8 +90,18 @@ impl UserJobs {
     }
 }
 
+/// The (account, partition) of a counted vector.
+pub(super) type Cell = (AccountId, NameId);
+
+/// A ranked job's vector and entry in the counted vectors (its user's and
+/// its group's).
+pub(super) fn counted_cell(record: &PriorityRecord, job: JobId) -> (Cell, Ranked) {
+    let cell = (record.row.account, record.row.partition);
+    (cell, (Reverse(record.key_hi), job))
+}
+
 /// Enter `entry` in the (account, partition) vector of `vectors`.
-fn enter(vectors: &mut Vec<CountedJobs>, account: AccountId, partition: NameId, entry: Ranked) {
+fn enter(vectors: &mut Vec<CountedJobs>, (account, partition): Cell, entry: Ranked) {
     let at = match vectors
         .iter()
         .position(|v| v.account == account && v.partition == partition)
@@ -123,7 +123,7 @@ fn enter(vectors: &mut Vec<CountedJobs>, account: AccountId, partition: NameId, 
 }
 
 /// Take `entry` out of the (account, partition) vector of `vectors`.
-fn leave(vectors: &mut Vec<CountedJobs>, account: AccountId, partition: NameId, entry: Ranked) {
+fn leave(vectors: &mut Vec<CountedJobs>, (account, partition): Cell, entry: Ranked) {
     let Some(at) = vectors
         .iter()
         .position(|v| v.account == account && v.partition == partition)

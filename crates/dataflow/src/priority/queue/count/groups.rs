@@ -12,9 +12,9 @@
 //! shifts at most that many entries) and is counted user by user until it
 //! holds none again.
 
-use super::{enter, leave, CountedJobs};
+use super::{enter, leave, Cell, CountedJobs};
 use crate::priority::queue::Ranked;
-use crate::types::{grow, AccountId, NameId, NodeId};
+use crate::types::{grow, NodeId};
 
 /// The ranked jobs of a group's users above which the group keeps no
 /// vectors of its own (512 KiB of entries shifted at most per insertion).
@@ -43,7 +43,7 @@ impl GroupCounts {
         &mut self,
         group: NodeId,
         class: usize,
-        (account, partition): (AccountId, NameId),
+        cell: Cell,
         entry: Ranked,
     ) {
         let kept = grow(&mut self.groups, group as usize);
@@ -56,7 +56,7 @@ impl GroupCounts {
             kept.counted = Default::default();
             return;
         }
-        enter(&mut kept.counted[class], account, partition, entry);
+        enter(&mut kept.counted[class], cell, entry);
     }
 
     /// Take a ranked job of a user of `group` out.
@@ -64,7 +64,7 @@ impl GroupCounts {
         &mut self,
         group: NodeId,
         class: usize,
-        (account, partition): (AccountId, NameId),
+        cell: Cell,
         entry: Ranked,
     ) {
         let Some(kept) = self.groups.get_mut(group as usize) else {
@@ -75,7 +75,7 @@ impl GroupCounts {
             kept.dropped = kept.jobs > 0;
             return;
         }
-        leave(&mut kept.counted[class], account, partition, entry);
+        leave(&mut kept.counted[class], cell, entry);
     }
 
     /// A group's vectors of `class` (`None`: dropped, too many jobs).
