@@ -27,6 +27,7 @@ use crate::tree_feed::{Deltas, TreeFeed};
 use crate::types::{Epoch, TouchCounter};
 use crate::worker::{handoff_spin, recv_polling, run_worker, Command, Feeder, Reply};
 
+mod page_read;
 mod position_read;
 mod snapshot;
 mod tree_read;

@@ -33,9 +33,13 @@ pub enum Threshold {
     /// from the group's vectors (`Queue::count_clearing`), none of their
     /// jobs being in the band (under: every user was opened).
     GroupUsersWhole,
+    /// A counted page's window of priorities was narrowed by more than
+    /// three counts (`worker::page`: the queue held more jobs than the page
+    /// and its slack; under: the first split held the page).
+    PageWindowNarrowed,
 }
 
-const THRESHOLDS: usize = 7;
+const THRESHOLDS: usize = 8;
 
 impl Threshold {
     /// Every threshold.
@@ -47,6 +51,7 @@ impl Threshold {
         Threshold::TopBeyondKept,
         Threshold::PlaceFromBounds,
         Threshold::GroupUsersWhole,
+        Threshold::PageWindowNarrowed,
     ];
 
     fn index(self) -> usize {
@@ -56,6 +61,7 @@ impl Threshold {
 
 /// `[under, over]` decisions per threshold, since the process started.
 static DECISIONS: [[AtomicU64; 2]; THRESHOLDS] = [
+    [AtomicU64::new(0), AtomicU64::new(0)],
     [AtomicU64::new(0), AtomicU64::new(0)],
     [AtomicU64::new(0), AtomicU64::new(0)],
     [AtomicU64::new(0), AtomicU64::new(0)],

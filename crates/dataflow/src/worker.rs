@@ -27,6 +27,7 @@ use crate::priority::{IncrFloors, PriorityReader};
 use crate::tree_feed::Deltas;
 use crate::types::{AssocId, Epoch, JobId, NameId, NodeId, TouchCounter};
 
+mod page;
 mod shards;
 use shards::{
     ask_all, compact_lists, found_job, holdings, merge_ahead, merge_by_name, merge_counts,
@@ -82,6 +83,9 @@ pub enum Command {
     /// The queue at this time up to and including a job
     /// (`PriorityReader::through`).
     Through(JobId, Time),
+    /// The page of `k` entries from `offset` of the queue at this time,
+    /// counted (`page`): offset, `k`, the time.
+    Page(u64, u64, Time),
     /// A job's place counted, not built (`PriorityReader::count_ahead`):
     /// the job, its partition, the time.
     CountAhead(JobId, NameId, Time),
@@ -124,6 +128,8 @@ pub enum Reply {
     Job(Option<JobPriority>),
     /// The queue up to and including a job, if it is ranked.
     Through(Option<Vec<JobPriority>>),
+    /// A page of the queue counted (`None`: not counted).
+    Page(Option<Vec<JobPriority>>),
     /// A ranked job and the counts ahead of it (`None`: the job is not
     /// ranked; no counts: the model is not counted).
     Ahead(Option<Box<(JobPriority, Option<AheadCounts>)>>),
@@ -398,6 +404,9 @@ fn serve_command(
                     merge_ranked(ask_all(shards, worker, reader, request), usize::MAX)
                 });
             Reply::Through(through)
+        }
+        Command::Page(offset, k, now) => {
+            Reply::Page(page::page_counted(shards, worker, reader, (offset, k), now))
         }
         Command::CountAhead(id, partition, now) => {
             Reply::Ahead(count_ahead(shards, worker, reader, (id, partition), now))

@@ -20,98 +20,29 @@ use fairflow_ingest::reader::read_events;
 use fairflow_model::report::entries::position_in;
 use fairflow_model::report::JobState;
 use fairflow_model::Config;
-use fairflow_oracle::{fairshare, priority, Replay};
 
 mod priority_stream;
-use priority_stream::{round_lines, Rng, Scenario, FLUX, SLURM_INCR_ONLY, SLURM_TIES, T0};
-
-const SLURM: Scenario = Scenario {
-    name: "slurm",
-    config: r#"{"PriorityWeightAge":1000,"PriorityMaxAge":"1:00:00","PriorityWeightAssoc":500,"PriorityWeightFairshare":10000,"PriorityWeightJobSize":200,"PriorityWeightPartition":300,"PriorityWeightQOS":400,"PriorityWeightTRES":"CPU=10,GRES/gpu=50"}"#,
-    changes: &[
-        r#"{"PriorityWeightAge":3000}"#,
-        r#"{"PriorityFlags":"CALCULATE_RUNNING"}"#,
-        r#"{"PriorityFlags":""}"#,
-        r#"{"PriorityWeightFairshare":0}"#,
-        r#"{"PriorityWeightFairshare":20000}"#,
-    ],
-    lazy_caps: false,
+mod stream_run;
+use priority_stream::{
+    Rng, Scenario, FLUX, MOAB, SLURM, SLURM_CLASSIC, SLURM_FLOOR, SLURM_INCR_ONLY, SLURM_TIES, T0,
 };
-
-const SLURM_CLASSIC: Scenario = Scenario {
-    name: "slurm-classic",
-    config: r#"{"PriorityFlags":"NO_FAIR_TREE","PriorityWeightAge":100,"PriorityMaxAge":"1:00:00","PriorityWeightFairshare":100000,"PriorityWeightQOS":400}"#,
-    changes: &[r#"{"PriorityWeightFairshare":50000}"#],
-    lazy_caps: false,
-};
-
-/// Every weight 0: every job at Slurm's floor (priority 1), ordered by
-/// submit time and id; a QOS weight now and then lifts some off it.
-const SLURM_FLOOR: Scenario = Scenario {
-    name: "slurm-floor",
-    config: r#"{"PriorityWeightAge":0,"PriorityWeightAssoc":0,"PriorityWeightFairshare":0,"PriorityWeightJobSize":0,"PriorityWeightPartition":0,"PriorityWeightQOS":0}"#,
-    changes: &[r#"{"PriorityWeightQOS":3}"#, r#"{"PriorityWeightQOS":0}"#],
-    lazy_caps: false,
-};
-
-const MOAB: Scenario = Scenario {
-    name: "moab",
-    config: r#"{"PriorityModel":"moab","PriorityDecayHalfLife":"1:00:00","CREDWEIGHT":2,"USERWEIGHT":1,"QOSWEIGHT":3,"FSUSERWEIGHT":10,"FSWEIGHT":1,"XFACTORWEIGHT":100,"XFMINWCLIMIT":"0:30:00"}"#,
-    changes: &[r#"{"QUEUETIMECAP":60}"#],
-    lazy_caps: false,
-};
-
-/// A line of the stream made plain, so that the queue's entries are its
-/// jobs (what the counted read answers): one partition and one QOS per job,
-/// one `PriorityTier`, no expedited requeue.
-fn plain(line: &str) -> String {
-    let mut line = line
-        .replace(r#""p1,p2""#, r#""p1""#)
-        .replace(r#"["p2","p1"]"#, r#""p2""#)
-        .replace(r#""q2,q1""#, r#""q2""#)
-        .replace(r#"["q1","q2"]"#, r#""q1""#)
-        .replace(r#","expedite":true"#, "");
-    for tier in 0..3 {
-        line = line.replace(&format!(r#","priority_tier":{tier}"#), "");
-    }
-    line
-}
+use stream_run::Run;
 
 /// The ranked jobs whose counted place was checked, in one run.
 fn run(scenario: &Scenario, seed: u64, workers: usize, batches: usize) -> Result<usize, String> {
-    let mut engine = Engine::start(workers, Config::default()).map_err(|e| e.to_string())?;
-    let mut replay = Replay::new(Config::default());
-    let mut rng = Rng::seeded(seed);
-    let mut next_id = 0u64;
-    let mut t = T0;
+    let mut run = Run::start(workers, seed)?;
     let mut counted = 0usize;
     for round in 0..batches {
-        let lines = round_lines(
-            round,
-            &mut rng,
-            replay.state(),
-            &mut t,
-            &mut next_id,
-            scenario,
-        );
-        let lines: Vec<String> = lines.iter().map(|line| plain(line)).collect();
-        let text = lines.join("\n") + "\n";
-        replay.feed_all(read_events(text.as_bytes()).map(Result::unwrap));
-        engine
-            .apply_batch(read_events(text.as_bytes()).map(Result::unwrap).collect())
-            .map_err(|e| e.to_string())?;
-        t += rng.below(4000) as i64;
-        replay.advance_to(t);
-        engine.advance_to(t).map_err(|e| e.to_string())?;
+        run.round(round, scenario, true)?;
+        let t = run.t;
         let context = format!("{} seed {seed} round {round} now {t}", scenario.name);
-        let fs = fairshare::user_factors(replay.state());
-        let listed = priority::evaluate(replay.state(), &fs);
-        let queue = priority::entry_queue(&listed);
+        let (listed, queue) = run.oracle();
         for (index, job) in queue.iter().enumerate() {
             if queue[..index].iter().any(|ahead| ahead.job == job.job) {
                 continue;
             }
-            let got = engine
+            let got = run
+                .engine
                 .position_counted(&job.job)
                 .map_err(|e| e.to_string())?;
             let Some(got) = got else { continue };
@@ -128,7 +59,7 @@ fn run(scenario: &Scenario, seed: u64, workers: usize, batches: usize) -> Result
         }
         // The whole queue by `top`'s path (`k` without bound: the search's
         // spare room must not wrap around).
-        let whole = engine.top(usize::MAX).map_err(|e| e.to_string())?;
+        let whole = run.engine.top(usize::MAX).map_err(|e| e.to_string())?;
         if whole.len() != queue.len() {
             return Err(format!(
                 "{context}: top of every job has {} entries, the queue {}",
@@ -137,7 +68,8 @@ fn run(scenario: &Scenario, seed: u64, workers: usize, batches: usize) -> Result
             ));
         }
         for job in listed.iter().filter(|p| p.state != JobState::Pending) {
-            if engine
+            if run
+                .engine
                 .position_counted(&job.job)
                 .map_err(|e| e.to_string())?
                 .is_some()

@@ -126,6 +126,14 @@ impl Engine for IncrementalEngine {
         Ok(self.engine.position_counted(id)?)
     }
 
+    fn top_page_counted(
+        &mut self,
+        offset: usize,
+        k: usize,
+    ) -> Result<Option<SharedJobs>, EngineError> {
+        Ok(self.engine.top_page_counted(offset, k)?)
+    }
+
     fn whatif_rows(
         &mut self,
         proposal: &[LogLine],

@@ -398,15 +398,34 @@ pub trait Engine: Send {
     }
 
     /// A page of the queue `selection` keeps: `k` jobs from the one at
-    /// `offset` (0: the first), as `top_selected` ranks them.
+    /// `offset` (0: the first), as `top_selected` ranks them. A page of
+    /// the whole queue past its first is counted when the engine counts it
+    /// ([`Engine::top_page_counted`]).
     fn top_page(
         &mut self,
         offset: usize,
         k: usize,
         selection: &Selection,
     ) -> Result<SharedJobs, EngineError> {
+        if offset > 0 && selection.is_empty() {
+            if let Some(page) = self.top_page_counted(offset, k)? {
+                return Ok(page);
+            }
+        }
         let page = self.top_selected(offset.saturating_add(k), selection)?;
         Ok(page.skip(offset))
+    }
+
+    /// The page of `k` entries of the whole queue from the one at `offset`
+    /// found without reading the entries before it; `None` when the engine
+    /// does not count it (this default: never), and [`Engine::top_page`]
+    /// reads the first `offset + k`.
+    fn top_page_counted(
+        &mut self,
+        _offset: usize,
+        _k: usize,
+    ) -> Result<Option<SharedJobs>, EngineError> {
+        Ok(None)
     }
 
     /// A what-if of `proposal` cut to `k` rows of each list, answered from

@@ -30,10 +30,12 @@ use crate::types::{grow, AssocId, JobId, NodeId, ROOT};
 
 mod group;
 mod placement;
+mod subtree_jobs;
 
 use group::Group;
 pub use placement::{enters_tied, SlotPlacement, SlurmPlacement, TreeSlot};
 use placement::{run_tied, walk, walk_from_run, walk_in_group, Walk};
+pub use subtree_jobs::SubtreeJobs;
 
 /// The first user below an account, as Slurm's walk reaches it from the
 /// start of the account's group: what [`FairTree::first_user_factor`]
@@ -81,6 +83,8 @@ struct NodeState {
     /// An account's first user ([`FirstUser`]; `None`: none placed),
     /// refreshed up the tree from each group settled.
     first_user: Option<FirstUser>,
+    /// Per class, the ranked jobs in its subtree ([`SubtreeJobs`]).
+    jobs: [SubtreeJobs; 2],
 }
 
 impl FairTree {
@@ -247,6 +251,7 @@ impl FairTree {
 
     fn detach(&mut self, node: NodeId, group: NodeId) -> u64 {
         let mut changed = 0;
+        self.carry_member_jobs(node, group, false);
         self.nodes[node as usize].attached = None;
         for class in 0..2 {
             if let Some((key, job)) = self.best_of(node, class) {
@@ -262,6 +267,7 @@ impl FairTree {
     fn attach(&mut self, node: NodeId, group: NodeId) -> u64 {
         let mut changed = 0;
         grow(&mut self.nodes, node as usize).attached = Some(group);
+        self.carry_member_jobs(node, group, true);
         grow(&mut self.groups, group as usize);
         for class in 0..2 {
             if let Some((key, job)) = self.best_of(node, class) {

@@ -60,7 +60,7 @@ use crate::types::{grow, AssocId, Epoch, JobId, NodeId, TouchCounter};
 mod candidates;
 mod count;
 
-pub use count::{CountBounds, SurePrefix};
+pub use count::{CountBounds, Counted, SurePrefix};
 
 /// The updates the priority dataflow emitted since the last
 /// [`Queue::absorb`], as captured on the worker that reads.
@@ -520,6 +520,8 @@ impl Queue {
         if self.tree.node_of(assoc).is_some() {
             for (class, best) in bests.into_iter().enumerate() {
                 changed += self.tree.set_user_best(assoc, class, best);
+                let own = self.users[assoc as usize].counted_jobs(class);
+                self.tree.set_user_jobs(assoc, class, own);
             }
         } else {
             let fairshare = self.fairshare_of(assoc);

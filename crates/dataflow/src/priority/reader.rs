@@ -24,6 +24,7 @@
 
 pub mod ahead;
 mod kept;
+pub mod page;
 pub mod waiting;
 pub mod whatif;
 

@@ -42,6 +42,7 @@ use timely::dataflow::InputHandleVec;
 use timely::worker::Worker;
 
 use crate::priority::reader::ahead::{AheadCounts, Target};
+use crate::priority::reader::page::WindowCount;
 use crate::priority::reader::waiting::WaitingEntry;
 use crate::priority::reader::whatif::{Tally, TallyRequest};
 use crate::priority::{IncrFloors, PriorityReader};
@@ -157,6 +158,14 @@ pub(crate) enum Request {
     /// The shard's tally against a what-if's probes
     /// (`PriorityReader::tally_probes`).
     Tally(TallyRequest),
+    /// How many of the shard's ranked jobs are above a priority at a time
+    /// (`PriorityReader::count_above`).
+    CountAbove(u64, Time),
+    /// The shard's ranked jobs above and inside a window of priorities
+    /// `[low, high]` at a time (`PriorityReader::window`).
+    Window((u64, u64), Time),
+    /// The shard's listed jobs among these, evaluated at a time.
+    Jobs(Vec<JobId>, Time),
 }
 
 /// One shard's answer to a [`Request`].
@@ -184,6 +193,10 @@ pub(crate) enum Answer {
     /// The shard's tally (`None`: the model is not tallied): its counts,
     /// and its kept jobs' intervals beside the jobs.
     Tally(Option<(Vec<u64>, Vec<u64>)>, Jobs),
+    /// The shard's count above a priority (`None`: not counted).
+    Above(Option<u64>),
+    /// The shard's window of priorities (`None`: not counted).
+    Window(Option<WindowCount>),
     /// Done (requests without a result).
     Done,
 }
@@ -226,6 +239,13 @@ pub(crate) fn answer(reader: &mut PriorityReader, request: Request) -> Answer {
         Request::JobsOfAssocs(assocs, all_listed, now) => {
             Answer::Priorities(Jobs(reader.jobs_of_assocs(&assocs, all_listed, now)))
         }
+        Request::CountAbove(threshold, now) => Answer::Above(reader.count_above(threshold, now)),
+        Request::Window(window, now) => Answer::Window(reader.window(window, now)),
+        Request::Jobs(jobs, now) => Answer::Priorities(Jobs(
+            (jobs.iter())
+                .filter_map(|&job| reader.job(job, now))
+                .collect(),
+        )),
         Request::Tally(request) => match reader.tally_probes(&request) {
             Some(tally) => {
                 let (at, jobs) = tally.moved.into_iter().unzip();

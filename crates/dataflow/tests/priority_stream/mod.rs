@@ -377,6 +377,60 @@ pub const FLUX: Scenario = Scenario {
     lazy_caps: false,
 };
 
+/// Slurm under Fair Tree with every weight (the counted reads' scenario).
+pub const SLURM: Scenario = Scenario {
+    name: "slurm",
+    config: r#"{"PriorityWeightAge":1000,"PriorityMaxAge":"1:00:00","PriorityWeightAssoc":500,"PriorityWeightFairshare":10000,"PriorityWeightJobSize":200,"PriorityWeightPartition":300,"PriorityWeightQOS":400,"PriorityWeightTRES":"CPU=10,GRES/gpu=50"}"#,
+    changes: &[
+        r#"{"PriorityWeightAge":3000}"#,
+        r#"{"PriorityFlags":"CALCULATE_RUNNING"}"#,
+        r#"{"PriorityFlags":""}"#,
+        r#"{"PriorityWeightFairshare":0}"#,
+        r#"{"PriorityWeightFairshare":20000}"#,
+    ],
+    lazy_caps: false,
+};
+
+/// Slurm's classic fair-share.
+pub const SLURM_CLASSIC: Scenario = Scenario {
+    name: "slurm-classic",
+    config: r#"{"PriorityFlags":"NO_FAIR_TREE","PriorityWeightAge":100,"PriorityMaxAge":"1:00:00","PriorityWeightFairshare":100000,"PriorityWeightQOS":400}"#,
+    changes: &[r#"{"PriorityWeightFairshare":50000}"#],
+    lazy_caps: false,
+};
+
+/// Every weight 0: every job at Slurm's floor (priority 1), ordered by
+/// submit time and id; a QOS weight now and then lifts some off it.
+pub const SLURM_FLOOR: Scenario = Scenario {
+    name: "slurm-floor",
+    config: r#"{"PriorityWeightAge":0,"PriorityWeightAssoc":0,"PriorityWeightFairshare":0,"PriorityWeightJobSize":0,"PriorityWeightPartition":0,"PriorityWeightQOS":0}"#,
+    changes: &[r#"{"PriorityWeightQOS":3}"#, r#"{"PriorityWeightQOS":0}"#],
+    lazy_caps: false,
+};
+
+pub const MOAB: Scenario = Scenario {
+    name: "moab",
+    config: r#"{"PriorityModel":"moab","PriorityDecayHalfLife":"1:00:00","CREDWEIGHT":2,"USERWEIGHT":1,"QOSWEIGHT":3,"FSUSERWEIGHT":10,"FSWEIGHT":1,"XFACTORWEIGHT":100,"XFMINWCLIMIT":"0:30:00"}"#,
+    changes: &[r#"{"QUEUETIMECAP":60}"#],
+    lazy_caps: false,
+};
+
+/// A line of the stream made plain, so that the queue's entries are its
+/// jobs (what the counted read answers): one partition and one QOS per job,
+/// one `PriorityTier`, no expedited requeue.
+pub fn plain(line: &str) -> String {
+    let mut line = line
+        .replace(r#""p1,p2""#, r#""p1""#)
+        .replace(r#"["p2","p1"]"#, r#""p2""#)
+        .replace(r#""q2,q1""#, r#""q2""#)
+        .replace(r#"["q1","q2"]"#, r#""q1""#)
+        .replace(r#","expedite":true"#, "");
+    for tier in 0..3 {
+        line = line.replace(&format!(r#","priority_tier":{tier}"#), "");
+    }
+    line
+}
+
 /// `Ok` when the lists are equal, else the first difference.
 pub fn compare(what: &str, got: &[JobPriority], want: &[JobPriority]) -> Result<(), String> {
     if got == want {

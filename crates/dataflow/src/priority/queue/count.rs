@@ -33,6 +33,15 @@
 //! `P`, a binary search per (group, account, partition), the users of the
 //! groups with a job in the band, and the band; not the jobs ahead.
 //!
+//! A paged count (`top --offset`, [`Queue::count_window`]) counts a window
+//! of priorities instead of one threshold (the jobs surely above its top
+//! counted, every other that may reach its bottom in the band) and takes a
+//! sorted tree's member whose every job is surely above the window whole,
+//! from the subtree's job count and lowest key kept up the tree
+//! (`fair_tree::SubtreeJobs`), without opening it: such a count names no
+//! account or partition of those jobs, which `position` needs, so it is
+//! asked for only by the page.
+//!
 //! A record still in the uncapped class after its age cap passed (its row's
 //! flag not yet flipped) is over-estimated by `lo` as well as `hi`: the
 //! count declines (`None`) while any is, as it does for a job whose key is
@@ -47,7 +56,7 @@ use super::{Queue, Ranked, UserJobs, CAPPED, UNCAPPED};
 use crate::priority::crossings::age_cap_at;
 use fairflow_model::formula::rank_factor;
 
-use crate::priority::fair_tree::enters_tied;
+use crate::priority::fair_tree::{enters_tied, SubtreeJobs};
 use crate::priority::record::{from_ordered_bits, key_with_term, PriorityRecord, RELATIVE_SLACK};
 use crate::thresholds::{self, Threshold};
 use crate::types::{AccountId, AssocId, JobId, NameId, NodeId, ROOT};
@@ -76,6 +85,19 @@ impl UserJobs {
     /// partition) vector.
     pub(super) fn remove_counted(&mut self, class: usize, (cell, entry): (Cell, Ranked)) {
         leave(&mut self.counted[class], cell, entry);
+    }
+
+    /// The user's ranked jobs of `class`: how many, and the lowest
+    /// `key_hi` (what its node carries up the sorted tree).
+    pub(super) fn counted_jobs(&self, class: usize) -> SubtreeJobs {
+        let mut own = SubtreeJobs::default();
+        for vector in &self.counted[class] {
+            own.jobs += vector.jobs.len() as u64;
+            if let Some(&(Reverse(key), _)) = vector.jobs.last() {
+                own.lowest_key = own.lowest_key.min(key);
+            }
+        }
+        own
     }
 
     /// Every counted entry of `class`: `((account, partition), entry)`.
@@ -240,16 +262,25 @@ pub struct Counted<'q> {
     pub bounds: CountBounds,
     /// The jobs surely above the threshold, by vector.
     pub sure: Vec<SurePrefix<'q>>,
+    /// Jobs surely above the threshold counted by whole subtrees (only
+    /// when the count was asked to: not in `sure`).
+    pub whole: u64,
     /// The jobs to evaluate exactly, with their user's factor.
     pub band: Vec<(&'q PriorityRecord, f64)>,
 }
 
-/// A count under way: the threshold and what was found.
+/// A count under way: the window and what was found.
 struct Counting<'q> {
-    priority: f64,
+    /// Jobs surely above this priority are counted whole.
+    above: f64,
+    /// Jobs that may reach this priority (and are not counted whole) are
+    /// the band; the others are left.
+    reach: f64,
     counted: Counted<'q>,
     /// Groups whose users were counted whole (`count_group_users`).
     groups_whole: u64,
+    /// May a member's whole subtree be counted ([`SubtreeJobs`])?
+    whole_subtrees: bool,
 }
 
 impl Queue {
@@ -257,6 +288,24 @@ impl Queue {
     /// above `priority` and those that must be evaluated to tell (see the
     /// module documentation); `None` when the bounds do not hold at `now`.
     pub fn count_clearing(&self, now: Time, priority: u64) -> Option<Counted<'_>> {
+        self.count_window(now, (priority, priority), false)
+    }
+
+    /// [`Queue::count_clearing`] over a window of priorities `(reach,
+    /// above)`, `reach <= above`: the jobs surely above `above` counted
+    /// whole, the band every other job that may reach `reach` (the jobs of
+    /// priority in the window among them, for the paged read); one
+    /// threshold is the window `(P, P)`. `reach` 0 takes every job that is
+    /// not counted whole (a sum may be below 0). With `whole_subtrees`, a
+    /// sorted tree's member whose every job is surely above `above` is
+    /// counted whole ([`SubtreeJobs`]) into [`Counted::whole`] instead of
+    /// by vector (no prefixes: no account or partition of those jobs).
+    pub fn count_window(
+        &self,
+        now: Time,
+        (reach, above): (u64, u64),
+        whole_subtrees: bool,
+    ) -> Option<Counted<'_>> {
         if !self.count.bounds_hold(now) {
             return None;
         }
@@ -267,17 +316,24 @@ impl Queue {
             shift: self.time_shifts(now),
         };
         let mut counting = Counting {
-            priority: priority as f64,
+            above: above as f64,
+            reach: if reach == 0 {
+                f64::NEG_INFINITY
+            } else {
+                reach as f64
+            },
             counted: Counted {
                 bounds,
                 sure: Vec::new(),
+                whole: 0,
                 band: Vec::new(),
             },
             groups_whole: 0,
+            whole_subtrees,
         };
         for class in [UNCAPPED, CAPPED] {
             for &(Reverse(entered), assoc) in &self.by_user[class] {
-                if from_ordered_bits(entered) + bounds.shift[class] < counting.priority {
+                if from_ordered_bits(entered) + bounds.shift[class] < counting.reach {
                     break;
                 }
                 self.count_user(&mut counting, assoc, class, self.fairshare_of(assoc));
@@ -305,14 +361,13 @@ impl Queue {
             return;
         };
         let bounds = counting.counted.bounds;
-        let threshold = counting.priority;
+        let (above, reach) = (counting.above, counting.reach);
         for vector in &user.counted[class] {
             let jobs = &vector.jobs;
-            let sure = jobs.partition_point(|&(Reverse(key), _)| {
-                bounds.lo(key, factor, class) >= threshold + 1.0
-            });
-            let maybe = jobs
-                .partition_point(|&(Reverse(key), _)| bounds.hi(key, factor, class) >= threshold);
+            let sure = jobs
+                .partition_point(|&(Reverse(key), _)| bounds.lo(key, factor, class) >= above + 1.0);
+            let maybe =
+                jobs.partition_point(|&(Reverse(key), _)| bounds.hi(key, factor, class) >= reach);
             if sure > 0 {
                 counting.counted.sure.push(SurePrefix {
                     account: vector.account,
@@ -344,7 +399,7 @@ impl Queue {
         let bounds = counting.counted.bounds;
         let users_whole = self.count_group_users(counting, class, (group, start), group_factor);
         for (node, (key, _)) in self.tree.members(group, class) {
-            if bounds.hi(key, group_factor, class) < counting.priority {
+            if bounds.hi(key, group_factor, class) < counting.reach {
                 break;
             }
             if users_whole && self.tree.is_user(node) {
@@ -353,13 +408,16 @@ impl Queue {
             let Some((_, (node, placement, assoc))) = self.tree.member(node) else {
                 continue;
             };
+            if self.count_member_whole(counting, class, node, start + placement.prefix) {
+                continue;
+            }
             match assoc {
                 Some(assoc) => {
                     let factor = self
                         .tree
                         .factor_in_group(start, tied, &placement)
                         .unwrap_or(0.0);
-                    if bounds.hi(key, factor, class) >= counting.priority {
+                    if bounds.hi(key, factor, class) >= counting.reach {
                         self.count_user(counting, assoc, class, factor);
                     }
                 }
@@ -370,7 +428,7 @@ impl Queue {
                         .tree
                         .first_user_factor(node, member_start, opens_tied)
                         .unwrap_or(group_factor);
-                    if bounds.hi(key, factor, class) >= counting.priority {
+                    if bounds.hi(key, factor, class) >= counting.reach {
                         let member = (node, member_start, opens_tied);
                         self.count_group(counting, class, member, factor);
                     }
@@ -381,6 +439,38 @@ impl Queue {
 }
 
 impl Queue {
+    /// Count a member's whole subtree of `class` (its block of walk
+    /// positions starting at `member_start`) when every one of its jobs is
+    /// surely above the count's top (its lowest key with the block's
+    /// lowest factor); `false` (nothing counted) otherwise, or when the
+    /// count does not take whole subtrees.
+    fn count_member_whole(
+        &self,
+        counting: &mut Counting<'_>,
+        class: usize,
+        node: NodeId,
+        member_start: u64,
+    ) -> bool {
+        let SubtreeJobs { jobs, lowest_key } = self.tree.subtree_jobs(node, class);
+        if !counting.whole_subtrees || jobs == 0 {
+            return false;
+        }
+        let block = if self.tree.is_user(node) {
+            1
+        } else {
+            self.tree.group_users(node)
+        };
+        let placed = self.tree.users();
+        let last = (member_start + block).saturating_sub(1);
+        let lowest_factor = rank_factor(placed.saturating_sub(last), placed);
+        let bounds = counting.counted.bounds;
+        if bounds.lo(lowest_key, lowest_factor, class) < counting.above + 1.0 {
+            return false;
+        }
+        counting.counted.whole += jobs;
+        true
+    }
+
     /// Count the jobs of `class` of a group's user members whole, from the
     /// group's vectors (`groups`), when none of them is in the band: every
     /// user of the group (`start`: the walk's position of its first) stands
@@ -402,16 +492,15 @@ impl Queue {
         let last = (start + users).saturating_sub(1);
         let lowest_factor = rank_factor(placed.saturating_sub(last), placed);
         let bounds = counting.counted.bounds;
-        let threshold = counting.priority;
+        let (above, reach) = (counting.above, counting.reach);
         let first = counting.counted.sure.len();
         for vector in vectors {
             let jobs = &vector.jobs;
             let sure = jobs.partition_point(|&(Reverse(key), _)| {
-                bounds.lo(key, lowest_factor, class) >= threshold + 1.0
+                bounds.lo(key, lowest_factor, class) >= above + 1.0
             });
-            let maybe = jobs.partition_point(|&(Reverse(key), _)| {
-                bounds.hi(key, group_factor, class) >= threshold
-            });
+            let maybe = jobs
+                .partition_point(|&(Reverse(key), _)| bounds.hi(key, group_factor, class) >= reach);
             if maybe > sure {
                 counting.counted.sure.truncate(first);
                 return false;

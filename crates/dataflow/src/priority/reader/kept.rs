@@ -132,6 +132,12 @@ impl PriorityReader {
         if since.facts || k == 0 || k > kept.k || now < kept.now {
             return None;
         }
+        // A kept top read for far more jobs than this read (`top -k ALL`,
+        // the queue through a job) would be re-ranked whole for `k`: a
+        // search reads `k` and the spare instead.
+        if kept.jobs.len() > k.saturating_add(KEPT_SPARE + MAX_CHANGED_JOBS) {
+            return None;
+        }
         let floor = self.floor()?;
         let mut changed = since.jobs;
         changed.sort_unstable();
