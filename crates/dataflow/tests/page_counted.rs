@@ -10,9 +10,10 @@
 //!   and Moab's are not (`None`: the read of the first entries answers);
 //!   under `INCR_ONLY` only while it is off.
 //! - a queue of thousands of jobs of hundreds of users (Fair Tree and
-//!   classic) with cancels, holds, new jobs, usage and time moving between
-//!   reads, where the search narrows the window (`PageWindowNarrowed`
-//!   crossed both ways).
+//!   classic) with cancels, holds, new jobs, usage, accounts moved under
+//!   others and back, users' shares set to `parent` and back, and time
+//!   moving between reads, where the search narrows the window
+//!   (`PageWindowNarrowed` crossed both ways).
 
 use fairflow_dataflow::thresholds::{decisions, Threshold};
 use fairflow_dataflow::Engine;
@@ -191,6 +192,25 @@ fn changes(rng: &mut Rng, accounts: u64, queue: &[JobPriority], next: &mut u64, 
     for _ in 0..20 {
         lines.push(usage(rng, accounts, t));
     }
+    // Reorganisations: an account of the second half moves under one of
+    // the first half or back under the root (no cycle), and a user's
+    // shares become `parent` or a number (its slot changes group).
+    for _ in 0..2 {
+        let moved = accounts / 2 + rng.below(accounts / 2);
+        let parent = if rng.chance(30) {
+            "root".to_string()
+        } else {
+            format!("a{}", rng.below(accounts / 2))
+        };
+        lines.push(format!(
+            r#"{{"op":"account","t":{t},"name":"a{moved}","parent":"{parent}"}}"#
+        ));
+    }
+    let (account, user) = (rng.below(accounts), rng.below(10));
+    let shares = if rng.chance(50) { r#""parent""# } else { "2" };
+    lines.push(format!(
+        r#"{{"op":"user","t":{t},"user":"u{user}","account":"a{account}","shares":{shares}}}"#
+    ));
     lines.join("\n") + "\n"
 }
 
