@@ -98,11 +98,6 @@ impl FairTree {
         self.node_of.get(assoc as usize).copied().flatten()
     }
 
-    /// The users placed.
-    pub fn users(&self) -> u64 {
-        self.users
-    }
-
     /// The users a group's members stand for (its block of positions).
     pub fn group_users(&self, group: NodeId) -> u64 {
         self.groups.get(group as usize).map_or(0, Group::users)
@@ -448,6 +443,15 @@ impl FairTree {
     pub fn factor_of_node(&self, user: NodeId) -> Option<f64> {
         let j = self.j_of(user)?;
         Some(rank_factor(self.users.saturating_sub(j), self.users))
+    }
+
+    /// A lower bound of the factors of the users standing in the block of
+    /// `users` walk positions from `start`: the factor of its last position
+    /// (ranks never increase along the walk; a user tied to one before it
+    /// takes that one's higher rank).
+    pub fn lowest_factor_in_block(&self, start: u64, users: u64) -> f64 {
+        let last = (start + users).saturating_sub(1);
+        rank_factor(self.users.saturating_sub(last), self.users)
     }
 
     /// The factor of the user at a position of the walk: the highest factor

@@ -27,7 +27,7 @@ use fairflow_model::report::JobPriority;
 use fairflow_model::Time;
 use timely::worker::Worker;
 
-use super::shards::{ask_all, merge_ranked, priorities, Answer, Request, Shards};
+use super::shards::{ask_all, merge_ranked, Answer, Request, Shards};
 use crate::priority::reader::page::WindowJob;
 use crate::priority::PriorityReader;
 use crate::thresholds::{self, Threshold};
@@ -73,15 +73,14 @@ pub(super) fn page_counted(
     jobs.sort_by(WindowJob::queue_order);
     let skip = usize::try_from(offset.checked_sub(jobs_above)?).ok()?;
     let page: Vec<WindowJob> = jobs.into_iter().skip(skip).take(k as usize).collect();
+    // Each shard evaluates its jobs of the page in the page's order; the
+    // shards' lists merge back into it by the queue's key.
     let ids = page.iter().map(|job| job.job).collect();
-    let mut evaluated: Vec<JobPriority> =
-        priorities(ask_all(shards, worker, reader, Request::Jobs(ids, now)))
-            .into_iter()
-            .flatten()
-            .collect();
-    let place = |job: &JobPriority| page.iter().position(|p| p.name == job.job);
-    evaluated.sort_by_cached_key(place);
-    Some(evaluated)
+    let request = Request::Jobs(ids, now);
+    Some(merge_ranked(
+        ask_all(shards, worker, reader, request),
+        usize::MAX,
+    ))
 }
 
 /// The window of priorities `(low, high)` (inclusive) that holds the page

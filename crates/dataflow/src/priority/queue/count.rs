@@ -54,7 +54,6 @@ use fairflow_model::Time;
 
 use super::{Queue, Ranked, UserJobs, CAPPED, UNCAPPED};
 use crate::priority::crossings::age_cap_at;
-use fairflow_model::formula::rank_factor;
 
 use crate::priority::fair_tree::{enters_tied, SubtreeJobs};
 use crate::priority::record::{from_ordered_bits, key_with_term, PriorityRecord, RELATIVE_SLACK};
@@ -451,8 +450,11 @@ impl Queue {
         node: NodeId,
         member_start: u64,
     ) -> bool {
+        if !counting.whole_subtrees {
+            return false;
+        }
         let SubtreeJobs { jobs, lowest_key } = self.tree.subtree_jobs(node, class);
-        if !counting.whole_subtrees || jobs == 0 {
+        if jobs == 0 {
             return false;
         }
         let block = if self.tree.is_user(node) {
@@ -460,9 +462,7 @@ impl Queue {
         } else {
             self.tree.group_users(node)
         };
-        let placed = self.tree.users();
-        let last = (member_start + block).saturating_sub(1);
-        let lowest_factor = rank_factor(placed.saturating_sub(last), placed);
+        let lowest_factor = self.tree.lowest_factor_in_block(member_start, block);
         let bounds = counting.counted.bounds;
         if bounds.lo(lowest_key, lowest_factor, class) < counting.above + 1.0 {
             return false;
@@ -488,9 +488,8 @@ impl Queue {
         let Some(vectors) = self.count.groups.vectors(group, class) else {
             return false;
         };
-        let (users, placed) = (self.tree.group_users(group), self.tree.users());
-        let last = (start + users).saturating_sub(1);
-        let lowest_factor = rank_factor(placed.saturating_sub(last), placed);
+        let users = self.tree.group_users(group);
+        let lowest_factor = self.tree.lowest_factor_in_block(start, users);
         let bounds = counting.counted.bounds;
         let (above, reach) = (counting.above, counting.reach);
         let first = counting.counted.sure.len();
