@@ -19,6 +19,28 @@ use fairflow_model::formula::{
 use fairflow_model::report::{FairshareRow, FairshareTable, UsageRow};
 use fairflow_model::usage::{DecayFrame, FrameUsage};
 use fairflow_model::{Algorithm, Config, Shares, Time};
+use rayon::prelude::*;
+
+/// Whole-tree reads of at least this many rows build them on every core
+/// (rayon's pool): each row is a function of per-node columns computed
+/// before it, so the rows split freely. Smaller reads (a path, a small
+/// cluster) stay on the calling thread: a hand-off to the pool costs more
+/// than their rows.
+pub const PARALLEL_ROWS_MIN: usize = 16_384;
+
+/// `row_at(index)` for every index below `len`, in index order: on rayon's
+/// pool from [`PARALLEL_ROWS_MIN`] rows, else on the calling thread.
+pub fn build_rows<T: Send>(len: usize, row_at: impl Fn(usize) -> T + Sync + Send) -> Vec<T> {
+    if len >= PARALLEL_ROWS_MIN {
+        (0..len)
+            .into_par_iter()
+            .with_min_len(PARALLEL_ROWS_MIN / 4)
+            .map(row_at)
+            .collect()
+    } else {
+        (0..len).map(row_at).collect()
+    }
+}
 
 /// One association of the tree as the engine derives it, in sshare tree
 /// order; its names are the engine's own (borrowed: a read of the whole
@@ -84,15 +106,16 @@ impl EngineTree<'_> {
     /// RawUsage, as the table's rows have them.
     pub fn usage_rows(&self) -> Vec<UsageRow> {
         let tres_secs = self.frame.tres_secs_at(self.as_of);
-        (self.nodes.iter().enumerate())
-            .map(|(index, node)| UsageRow {
+        build_rows(self.nodes.len(), |index| {
+            let node = &self.nodes[index];
+            UsageRow {
                 account: node.account.to_string(),
                 user: node.user.map(str::to_string),
                 depth: node.depth,
                 raw_shares: self.raw_shares(index),
                 raw_usage: tres_secs(node.usage) as u64,
-            })
-            .collect()
+            }
+        })
     }
 }
 
@@ -197,14 +220,13 @@ impl<'a> View<'a> {
 }
 
 fn fair_tree(view: &View) -> Vec<FairshareRow> {
-    let mut rows = Vec::with_capacity(view.len());
-    for (index, node) in view.tree.nodes.iter().enumerate() {
+    build_rows(view.len(), |index| {
+        let node = &view.tree.nodes[index];
         let mut row = view.base_row(index);
         let Some(fs_parent) = node.fs_parent else {
             row.norm_shares = Some(0.0);
             row.effective_usage = Some(1.0);
-            rows.push(row);
-            continue;
+            return row;
         };
         let effective_usage = usage_ratio(node.usage, view.usage(fs_parent));
         row.norm_shares = Some(view.shown_norm_shares(index, fs_parent));
@@ -219,9 +241,8 @@ fn fair_tree(view: &View) -> Vec<FairshareRow> {
             )
         });
         row.fairshare = view.factor(index);
-        rows.push(row);
-    }
-    rows
+        row
+    })
 }
 
 fn classic(view: &View, depth_oblivious: bool, dampening_factor: u32) -> Vec<FairshareRow> {
@@ -266,8 +287,7 @@ fn classic(view: &View, depth_oblivious: bool, dampening_factor: u32) -> Vec<Fai
             )
         };
     }
-    let mut rows = Vec::with_capacity(count);
-    for index in 0..count {
+    build_rows(count, |index| {
         let mut row = view.base_row(index);
         row.norm_shares = Some(norm_shares[index]);
         row.effective_usage = Some(effective[index]);
@@ -288,9 +308,8 @@ fn classic(view: &View, depth_oblivious: bool, dampening_factor: u32) -> Vec<Fai
                 dampening_factor,
             ))
         });
-        rows.push(row);
-    }
-    rows
+        row
+    })
 }
 
 /// Classic normalized shares `S` of every node, top-down (root 1; a
@@ -321,16 +340,14 @@ fn ticket(view: &View) -> Vec<FairshareRow> {
     } else {
         0.0
     };
-    let mut rows = Vec::with_capacity(count);
-    for index in 0..count {
+    build_rows(count, |index| {
         let node = &view.tree.nodes[index];
         let mut row = view.base_row(index);
         row.norm_shares = Some(norm_shares[index]);
         row.tickets = Some(node.tickets);
         if index == 0 {
             row.effective_usage = Some(1.0);
-            rows.push(row);
-            continue;
+            return row;
         }
         let (shares, usage) = if node.shares.is_parent() {
             match node.fs_parent {
@@ -344,9 +361,8 @@ fn ticket(view: &View) -> Vec<FairshareRow> {
         row.effective_usage = Some(effective);
         row.norm_usage = Some(norm_usages[index]);
         row.fairshare = Some(ticket_factor(shares, effective));
-        rows.push(row);
-    }
-    rows
+        row
+    })
 }
 
 /// Level-based rows: NormShares (the local share; a `parent` node shows its
@@ -356,28 +372,23 @@ fn ticket(view: &View) -> Vec<FairshareRow> {
 fn level(view: &View, levels: u32) -> Vec<FairshareRow> {
     let layout = LevelLayout::new(levels);
     let count = view.len();
+    // Top-down (tree order: a node's ancestors come before it), each
+    // non-root node's EffectvUsage and level value (`cells`) and its
+    // `fairshare_raw` (`raw`: its parent's, with its own level value).
     let mut depths = vec![0usize; count];
     let mut raw = vec![0u64; count];
-    let mut rows = Vec::with_capacity(count);
+    let mut cells: Vec<Option<(f64, u64)>> = vec![None; count];
     for index in 0..count {
         let node = &view.tree.nodes[index];
-        let mut row = view.base_row(index);
         let Some(fs_parent) = node.fs_parent else {
-            row.norm_shares = Some(0.0);
-            row.effective_usage = Some(1.0);
-            rows.push(row);
             continue;
         };
-        // Tree order: a node's ancestors come before it.
         depths[index] = if fs_parent == 0 {
             0
         } else {
             depths[fs_parent] + 1
         };
-        row.norm_shares = Some(view.shown_norm_shares(index, fs_parent));
         let effective_usage = usage_ratio(node.usage, view.usage(fs_parent));
-        row.norm_usage = Some(view.norm_usage(index));
-        row.effective_usage = Some(effective_usage);
         let bucket = match (node.shares.is_parent(), node.is_user()) {
             (true, true) => layout.bucket_max,
             (true, false) => 0,
@@ -389,10 +400,24 @@ fn level(view: &View, levels: u32) -> Vec<FairshareRow> {
         };
         let level_value = layout.place(bucket, depths[index]);
         raw[index] = raw[node.parent.unwrap_or(0)] | level_value;
+        cells[index] = Some((effective_usage, level_value));
+    }
+    build_rows(count, |index| {
+        let node = &view.tree.nodes[index];
+        let mut row = view.base_row(index);
+        let (Some(fs_parent), Some((effective_usage, level_value))) =
+            (node.fs_parent, cells[index])
+        else {
+            row.norm_shares = Some(0.0);
+            row.effective_usage = Some(1.0);
+            return row;
+        };
+        row.norm_shares = Some(view.shown_norm_shares(index, fs_parent));
+        row.norm_usage = Some(view.norm_usage(index));
+        row.effective_usage = Some(effective_usage);
         row.level_value = Some(level_value);
         row.fairshare_raw = Some(raw[index]);
         row.fairshare = view.factor(index);
-        rows.push(row);
-    }
-    rows
+        row
+    })
 }

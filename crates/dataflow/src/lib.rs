@@ -147,4 +147,4 @@ pub mod types;
 mod worker;
 
 pub use engine::{BatchReport, Engine, EngineError};
-pub use fairshare::{EngineTree, TreeNode};
+pub use fairshare::{EngineTree, TreeNode, PARALLEL_ROWS_MIN};

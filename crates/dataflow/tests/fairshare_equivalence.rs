@@ -5,12 +5,15 @@
 //! changes, submissions, starts, ends, holds and cancels, which move the
 //! ticket-based algorithm's active associations), for 1, 2 and 4 workers;
 //! and every user's path from `root` (`explain`'s rows) equals the table's.
-//! `FAIRFLOW_HEAVY=1` runs a much larger sweep.
+//! Tables wide enough to be built on every core (`PARALLEL_ROWS_MIN`)
+//! equal the oracle's too, under every algorithm. `FAIRFLOW_HEAVY=1` runs a
+//! much larger sweep.
 
 mod common;
 
 use common::{Stream, StreamShape};
-use fairflow_dataflow::Engine;
+use fairflow_dataflow::{Engine, PARALLEL_ROWS_MIN};
+use fairflow_ingest::reader::read_events;
 use fairflow_model::Config;
 use fairflow_oracle::{fairshare, Replay};
 
@@ -88,6 +91,88 @@ fn run_with_config(seed: u64, batches: usize, workers: usize, config: Config) {
             engine.user_factors().expect("factors read"),
             fairshare::user_factors(oracle.state()),
             "{context}"
+        );
+    }
+}
+
+/// A tree of 40 accounts (ten under others, one of them `parent`-shared)
+/// and `users` user associations (every 97th `parent`), usage charged to
+/// every 7th user at three times, pending jobs of a few: as event lines.
+fn wide_cluster(users: usize) -> String {
+    let t0 = 1_700_000_000;
+    let mut out = String::new();
+    for a in 0..40 {
+        let parent = if a >= 30 {
+            format!("a{}", a - 30)
+        } else {
+            "root".into()
+        };
+        let shares = if a == 35 {
+            "\"parent\"".to_string()
+        } else {
+            (1 + a % 7).to_string()
+        };
+        out += &format!(
+            "{{\"op\":\"account\",\"t\":{t0},\"name\":\"a{a}\",\"parent\":\"{parent}\",\"shares\":{shares}}}\n"
+        );
+    }
+    for u in 0..users {
+        let shares = if u % 97 == 0 {
+            "\"parent\"".to_string()
+        } else {
+            (1 + u % 5).to_string()
+        };
+        out += &format!(
+            "{{\"op\":\"user\",\"t\":{t0},\"user\":\"u{u}\",\"account\":\"a{}\",\"shares\":{shares}}}\n",
+            u % 40
+        );
+    }
+    for (step, t) in [t0 + 100, t0 + 5_000, t0 + 90_000].into_iter().enumerate() {
+        for u in (step..users).step_by(7) {
+            out += &format!(
+                "{{\"op\":\"usage\",\"t\":{t},\"account\":\"a{}\",\"user\":\"u{u}\",\"amount\":{}}}\n",
+                u % 40,
+                1 + (u * 7_919) % 100_000
+            );
+        }
+    }
+    for u in (0..users).step_by(101) {
+        out += &format!(
+            "{{\"op\":\"submit\",\"t\":{},\"job\":\"{u}\",\"user\":\"u{u}\",\"account\":\"a{}\"}}\n",
+            t0 + 90_000,
+            u % 40
+        );
+    }
+    out
+}
+
+/// Whole tables read with their rows built on every core (a tree of more
+/// than `PARALLEL_ROWS_MIN` associations) equal the oracle's, and so do the
+/// usage rows `audit` reads, under every algorithm; 1 and 2 workers.
+#[test]
+fn wide_tables_built_on_every_core_equal_the_oracle() {
+    let cluster = wide_cluster(PARALLEL_ROWS_MIN + 500);
+    let lines: Vec<_> = read_events(cluster.as_bytes())
+        .map(Result::unwrap)
+        .collect();
+    for (flags, workers) in FLAGS.iter().map(|flags| (flags, 1)).chain([(&"", 2)]) {
+        let config = config(flags, 4);
+        let mut engine = Engine::start(workers, config.clone()).expect("workers start");
+        let mut oracle = Replay::new(config);
+        oracle.feed_all(lines.clone());
+        let report = engine.apply_batch(lines.clone()).expect("batch applies");
+        assert!(report.rejected.is_empty(), "{:?}", report.rejected.first());
+        let expected = fairshare::table(oracle.state());
+        assert!(
+            expected.rows.len() >= PARALLEL_ROWS_MIN,
+            "the rows are built in parallel"
+        );
+        let actual = engine.fairshare_table().expect("table reads");
+        assert_eq!(actual, expected, "flags {flags:?}, {workers} workers");
+        assert_eq!(
+            engine.usage_rows().expect("usage rows read"),
+            expected.usage_rows(),
+            "flags {flags:?}, {workers} workers"
         );
     }
 }

@@ -157,28 +157,25 @@ impl Engine {
         let names = feed.names();
         let (order, slots) = (&tree_order.order, &tree_order.slots);
         let facts = self.read_facts(Arc::clone(&tree_order.ids))?;
-        let nodes = order
-            .iter()
-            .enumerate()
-            .map(|(at, &(id, depth, parent))| {
-                let record = &names[id as usize];
-                // A fair-share parent is an ancestor: listed before the node.
-                let fs_parent = facts.fs_parent[at].and_then(|p| slots.slot(p));
-                let level = fs_parent.map_or(0, |p| facts.level_shares[p]);
-                TreeNode {
-                    account: &record.account,
-                    user: record.user.as_deref(),
-                    depth,
-                    parent,
-                    fs_parent,
-                    shares: feed.sent_shares(id).expect("a live association was sent"),
-                    level_shares: u64::try_from(level).expect("level shares are non-negative"),
-                    usage: FrameUsage::try_from(facts.subtree_usage[at])
-                        .expect("usage is non-negative"),
-                    tickets: facts.tickets[at],
-                }
-            })
-            .collect();
+        let nodes = crate::fairshare::build_rows(order.len(), |at| {
+            let (id, depth, parent) = order[at];
+            let record = &names[id as usize];
+            // A fair-share parent is an ancestor: listed before the node.
+            let fs_parent = facts.fs_parent[at].and_then(|p| slots.slot(p));
+            let level = fs_parent.map_or(0, |p| facts.level_shares[p]);
+            TreeNode {
+                account: &record.account,
+                user: record.user.as_deref(),
+                depth,
+                parent,
+                fs_parent,
+                shares: feed.sent_shares(id).expect("a live association was sent"),
+                level_shares: u64::try_from(level).expect("level shares are non-negative"),
+                usage: FrameUsage::try_from(facts.subtree_usage[at])
+                    .expect("usage is non-negative"),
+                tickets: facts.tickets[at],
+            }
+        });
         Ok(EngineTree {
             nodes,
             frame: self.book.state().frame,
