@@ -133,7 +133,10 @@ pub enum JobPhase {
     Held,
     /// Running since `since` at fixed-point billable `rate`.
     Running {
-        /// When accrual (re)started: the start, or the last re-base.
+        /// When accrual (re)started: the start, a usage reset, or a
+        /// settlement that moved it. A settlement of whole associations
+        /// leaves it: its unsettled accrual starts at
+        /// [`State::accrual_since`] of it.
         since: Time,
         /// Fixed-point billable TRES per second.
         rate: u128,
@@ -330,8 +333,9 @@ pub struct State {
     /// after the book (format 7, `snapshot`).
     #[serde(skip)]
     pub expedited: std::collections::BTreeSet<String>,
-    /// Every running job's accrual start is at or after this time (the last
-    /// settlement), so settling to an earlier boundary is a no-op.
+    /// The last settlement: every running job's accrual is settled up to
+    /// the later of this time and its `since` ([`State::accrual_since`]), so
+    /// settling to an earlier boundary is a no-op.
     #[serde(default = "time_min")]
     pub accrual_settled_to: Time,
     /// Accounts created so far (root excluded): the next account's
@@ -644,11 +648,11 @@ mod tests {
     use crate::Book;
     use fairflow_ingest::reader::read_events;
 
-    struct Replayed {
-        state: State,
+    pub(super) struct Replayed {
+        pub(super) state: State,
     }
 
-    fn replay(log: &str) -> Replayed {
+    pub(super) fn replay(log: &str) -> Replayed {
         let mut book = Book::new(Config::default());
         for line in read_events(log.as_bytes()) {
             let line = line.unwrap();
@@ -661,14 +665,14 @@ mod tests {
         }
     }
 
-    fn user_usage_tres_secs(state: &State, account: &str, user: &str) -> f64 {
+    pub(super) fn user_usage_tres_secs(state: &State, account: &str, user: &str) -> f64 {
         let own = state.users[&(account.to_string(), user.to_string())].usage;
         state
             .frame
             .to_tres_secs(state.visible_usage(&own), state.now)
     }
 
-    const SETUP: &str = r#"{"op":"config","t":1000,"set":{"PriorityDecayHalfLife":0}}
+    pub(super) const SETUP: &str = r#"{"op":"config","t":1000,"set":{"PriorityDecayHalfLife":0}}
 {"op":"user","t":1000,"user":"u","account":"root"}
 {"op":"submit","t":1000,"job":"1","user":"u","account":"root","tres":{"cpu":4}}
 {"op":"start","t":1010,"job":"1"}

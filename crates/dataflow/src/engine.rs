@@ -112,6 +112,15 @@ const KEEP_TOP_MAX: usize = 1000;
 /// of their own (`Engine::discard`), not on worker 0's.
 const FREE_APART_MIN_JOBS: usize = 16_384;
 
+/// That thread frees such a read this many jobs at a time, pausing
+/// [`FREE_PIECE_PAUSE`] between pieces: at once, it held a core and the
+/// allocator for ~200 ms, and the reads beside it (`audit`, the table)
+/// waited (`perf/results/2026-11-30-table-reads-s33.md`).
+const FREE_PIECE_JOBS: usize = 4_096;
+
+/// The pause between the pieces of a freed read.
+const FREE_PIECE_PAUSE: std::time::Duration = std::time::Duration::from_millis(2);
+
 /// A `top` read and what it was read at.
 #[derive(Debug)]
 struct LastTop {
@@ -388,7 +397,7 @@ impl Engine {
             // with it, here.
             let _ = std::thread::Builder::new()
                 .name("fairflow-free".into())
-                .spawn(move || drop(freed));
+                .spawn(move || freed.free_in_pieces(FREE_PIECE_JOBS, FREE_PIECE_PAUSE));
         } else if let Some(commands) = self.commands.as_ref() {
             // Gone workers free nothing: the value is dropped here.
             let _ = commands.send(Command::Discard(replaced.result));

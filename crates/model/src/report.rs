@@ -317,6 +317,22 @@ pub struct PairPriority {
 }
 
 impl JobPriority {
+    /// Free what the job owns (its names, factors and pairs), leaving them
+    /// empty: [`SharedJobs::free_in_pieces`].
+    fn free_owned(&mut self) {
+        for name in [
+            &mut self.job,
+            &mut self.user,
+            &mut self.account,
+            &mut self.partition,
+            &mut self.qos,
+        ] {
+            drop(std::mem::take(name));
+        }
+        drop(std::mem::take(&mut self.factors));
+        drop(std::mem::take(&mut self.pairs));
+    }
+
     /// Is the job held (priority 0, never ranked)?
     pub fn held(&self) -> bool {
         self.state == JobState::Held

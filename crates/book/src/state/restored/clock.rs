@@ -136,7 +136,7 @@ impl State {
                 ));
             }
             let sum = sums.entry((&job.account, &job.user)).or_default();
-            let offset = rate.checked_mul(self.frame.clock(since));
+            let offset = rate.checked_mul(self.frame.clock(self.accrual_since(since)));
             match (
                 sum.0.checked_add(rate),
                 offset.and_then(|o| sum.1.checked_add(o)),
