@@ -24,6 +24,7 @@ pub mod flux_bins;
 pub mod name_map;
 mod restore_error;
 mod rules;
+mod share_trial;
 mod sluids;
 pub mod snapshot;
 pub mod state;
@@ -42,6 +43,7 @@ use crate::sluids::SluidIndex;
 pub use changes::{AssocKey, Changes};
 pub use name_map::NameMap;
 pub use restore_error::RestoreError;
+pub use share_trial::ShareTrial;
 pub use state::{Job, JobPhase, State};
 
 /// Where a job is in its life, as the checks see it.

@@ -26,7 +26,9 @@ use crate::thresholds::{self, Threshold};
 use crate::tree_feed::{Deltas, TreeFeed};
 use crate::types::{Epoch, TouchCounter};
 use crate::worker::{handoff_spin, recv_polling, run_worker, Command, Feeder, Reply};
+use free_apart::FREE_APART_MIN_JOBS;
 
+mod free_apart;
 mod page_read;
 mod position_read;
 mod snapshot;
@@ -107,19 +109,6 @@ pub struct Engine {
 /// The largest `k` kept current after each batch: larger reads (a whole
 /// queue for a selection or a page far down) are read when asked.
 const KEEP_TOP_MAX: usize = 1000;
-
-/// Replaced `top` reads of at least this many jobs are freed on a thread
-/// of their own (`Engine::discard`), not on worker 0's.
-const FREE_APART_MIN_JOBS: usize = 16_384;
-
-/// That thread frees such a read this many jobs at a time, pausing
-/// [`FREE_PIECE_PAUSE`] between pieces: at once, it held a core and the
-/// allocator for ~200 ms, and the reads beside it (`audit`, the table)
-/// waited (`perf/results/2026-11-30-table-reads-s33.md`).
-const FREE_PIECE_JOBS: usize = 4_096;
-
-/// The pause between the pieces of a freed read.
-const FREE_PIECE_PAUSE: std::time::Duration = std::time::Duration::from_millis(2);
 
 /// A `top` read and what it was read at.
 #[derive(Debug)]
@@ -384,20 +373,13 @@ impl Engine {
     /// command); the command is not answered.
     ///
     /// A read holding at least [`FREE_APART_MIN_JOBS`] jobs (a whole queue)
-    /// is freed on a thread of its own instead: freeing a million jobs took
-    /// worker 0 about 200 ms, which the next command waited behind
-    /// (`perf/results/2026-11-30-history-by-row-s30.md`).
+    /// is freed on a thread of its own instead (`free_apart`).
     fn discard(&self, replaced: Option<LastTop>) {
         let Some(replaced) = replaced else {
             return;
         };
         if replaced.result.held().len() >= FREE_APART_MIN_JOBS {
-            let freed = replaced.result;
-            // A thread that cannot start drops the closure, and the read
-            // with it, here.
-            let _ = std::thread::Builder::new()
-                .name("fairflow-free".into())
-                .spawn(move || freed.free_in_pieces(FREE_PIECE_JOBS, FREE_PIECE_PAUSE));
+            free_apart::free_apart(replaced.result);
         } else if let Some(commands) = self.commands.as_ref() {
             // Gone workers free nothing: the value is dropped here.
             let _ = commands.send(Command::Discard(replaced.result));

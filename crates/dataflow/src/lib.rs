@@ -141,6 +141,7 @@ mod priority;
 mod stages;
 #[cfg(test)]
 mod tests;
+pub mod thread_priority;
 pub mod thresholds;
 mod tree_feed;
 pub mod types;

@@ -33,6 +33,7 @@ use fairflow_model::{Algorithm, Config, Sluid, Time};
 
 pub use batch::BatchEngine;
 pub use fairflow_dataflow::cluster::{ShardHoldings, WorkerLayout};
+pub use fairflow_dataflow::thread_priority;
 pub use incremental::IncrementalEngine;
 
 /// Why an engine has no answer.

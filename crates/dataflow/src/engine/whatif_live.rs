@@ -1,9 +1,11 @@
 //! A what-if answered from the live engine ([`Engine::whatif_rows`]):
 //! share changes of existing associations at the engine's time are applied
-//! to the book and fed to the dataflow at a new logical time, the changed
-//! factors and their users' jobs read, then the book restored and the
-//! dataflow fed the differences back, so every answer after is the one
-//! before (nothing is logged, the applied-event count does not move).
+//! to the book (`fairflow_book::Book::begin_share_trial`) and fed to the
+//! dataflow at a new logical time, the changed factors and their users'
+//! jobs read, then the book restored (`Book::end_share_trial`: the shares
+//! overwritten put back, no copy of the book) and the dataflow fed the
+//! differences back, so every answer after is the one before (nothing is
+//! logged, the applied-event count does not move).
 //!
 //! The answer (`fairflow_model::report::whatif::WhatIfRows`) is the batch
 //! oracle's (`fairflow_engine::whatif::evaluate`) cut to its first `k` rows
@@ -65,21 +67,16 @@ impl Engine {
         };
         let now = self.now();
         let before_factors = self.read_all_factors()?;
-        let saved = self.book.clone();
-        for (line, event) in &events {
-            let Ok(checked) = self.book.check(*line, event) else {
-                self.book = saved;
-                return Ok(None);
-            };
-            self.book
-                .apply_checked(*line, event, checked)
-                .expect("checked just before");
-        }
+        // The proposal applied to the live book (what it overwrites kept,
+        // not a copy of the book: `Book::begin_share_trial`).
+        let Some(trial) = self.book.begin_share_trial(&events) else {
+            return Ok(None);
+        };
         let changes = self.book.take_changes();
-        self.flush_changes(changes.clone(), false)?;
         // The proposal's side, then the live state back, whatever the read.
-        let after = self.read_after(&before_factors, now);
-        self.book = saved;
+        let after = (self.flush_changes(changes.clone(), false))
+            .and_then(|_| self.read_after(&before_factors, now));
+        self.book.end_share_trial(trial);
         self.flush_changes(changes, true)?;
         let (after_factors, changed_assocs, after_jobs) = after?;
         let before_jobs = self.jobs_of_assocs(&changed_assocs, now)?;

@@ -76,10 +76,7 @@ fn spawn_evaluation<T: Send + 'static>(
 /// Lower this thread's scheduling priority to nice [`EVALUATION_NICE`]
 /// (Linux; elsewhere it keeps the process's).
 fn lower_priority() {
-    #[cfg(target_os = "linux")]
-    if let Err(e) =
-        rustix::process::setpriority_process(Some(rustix::thread::gettid()), EVALUATION_NICE)
-    {
+    if let Err(e) = fairflow_engine::thread_priority::lower_this_thread(EVALUATION_NICE) {
         tracing::debug!("the what-if thread keeps its priority: {e}");
     }
 }
