@@ -287,7 +287,8 @@ impl Engine {
 
     /// The rows of the unchanged jobs `tally` kept: each one's place is
     /// counted by a second tally (the unchanged jobs ahead of it, itself
-    /// included), plus the changed jobs' keys ahead of it.
+    /// included; each shard answers it from the keys its first tally
+    /// counted), plus the changed jobs' keys ahead of it.
     fn moved_rows(
         &self,
         tally: &Tally,

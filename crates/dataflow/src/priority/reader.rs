@@ -92,6 +92,11 @@ pub struct PriorityReader {
     contexts: std::collections::HashMap<Combo, Arc<JobContext>>,
     /// This shard's jobs by the combination their row names.
     combo_jobs: std::collections::BTreeSet<(Combo, JobId)>,
+    /// The counted jobs' keys of the last what-if tally that kept moved
+    /// jobs ([`whatif::TalliedKeys`]).
+    tallied: Option<whatif::TalliedKeys>,
+    /// What-if tallies answered from the last one's keys.
+    keyed_tallies: u64,
 }
 
 impl PriorityReader {
@@ -110,6 +115,8 @@ impl PriorityReader {
             kept_reads: 0,
             contexts: std::collections::HashMap::new(),
             combo_jobs: std::collections::BTreeSet::new(),
+            tallied: None,
+            keyed_tallies: 0,
         }
     }
 
@@ -123,6 +130,7 @@ impl PriorityReader {
         }
         self.join_rows(&mut captured);
         self.since_kept.note(&mut self.kept, &captured);
+        self.tallied = None;
         self.queue.absorb(&mut captured, &self.touched);
     }
 
@@ -169,6 +177,7 @@ impl PriorityReader {
         };
         self.join_rows(&mut ready);
         self.since_kept.note(&mut self.kept, &ready);
+        self.tallied = None;
         self.queue.absorb(&mut ready, &self.touched);
     }
 
@@ -452,6 +461,12 @@ impl PriorityReader {
     #[cfg(test)]
     pub(crate) fn kept_reads(&self) -> u64 {
         self.kept_reads
+    }
+
+    /// How many what-if tallies were answered from the last one's keys.
+    #[cfg(test)]
+    pub(crate) fn keyed_tallies(&self) -> u64 {
+        self.keyed_tallies
     }
 
     /// The priority at or below which jobs are ordered by submit time alone

@@ -1,10 +1,12 @@
 //! Hand-computed checks of the priority dataflow on one worker: two Slurm
 //! jobs whose order flips as one reaches the age cap and the other does not,
 //! a tie broken by submit time, the number of records an update touches,
-//! and top reads answered from the kept top after batches of job changes.
+//! top reads answered from the kept top after batches of job changes, and a
+//! what-if tally and its places tally answered from the first one's keys.
 
 use crate::names::{JobIds, JobNames};
 use crate::priority::crossings::{age_capped_at, next_crossing, Crossings};
+use crate::priority::reader::whatif::{ProbeKey, TallyRequest};
 use crate::priority::{Fact, JobRow, Phase, PriorityParams, PriorityReader};
 use crate::types::AssocId;
 use fairflow_model::Config;
@@ -302,4 +304,78 @@ fn the_driver_sends_a_combination_only_when_the_first_job_names_it_or_the_last_s
         refs.deltas(&[(c.clone(), 1)]),
         (vec![(Combo::of(&c), 1)], vec![pending_pair])
     );
+}
+
+#[test]
+fn a_whatif_tally_counts_intervals_and_its_places_come_from_its_keys() {
+    timely::execute_directly(|worker| {
+        let names = JobNames::default();
+        let mut h = PriorityDataflow::build(worker, names.clone());
+        let ids = &mut JobIds::new(names);
+        h.facts.insert(Fact::Config(Box::new(params())));
+        h.facts.insert(fairshare(UA, 0.5));
+        h.facts.insert(fairshare(UB, 0.75));
+        for (name, assoc, queued_at) in [("A", UA, 0), ("B", UB, 1000), ("D", UA, 1200)] {
+            h.jobs.insert(job(ids, name, assoc, queued_at, 1500));
+        }
+        h.jobs.insert(job(ids, "E", UB, 1400, 1500));
+        h.step(worker);
+        // At 1500 (fair-share 4000 · factor + age 2000 · age / 2000 s):
+        // A = 2000 + 1500 = 3500, B = 3000 + 500 = 3500 (after A: later
+        // submit), E = 3000 + 100 = 3100, D = 2000 + 300 = 2300.
+        let probe = |priority: u64, submit_at: i64, job: &str| ProbeKey {
+            priority,
+            submit_at,
+            job: job.to_string(),
+        };
+        // A proposal that moves E from 3100 to 2200: its two keys cut the
+        // queue into A, B (ahead of both: shift 0), D (between: one place
+        // up, shift -1) and what is behind both (shift 0).
+        let excluded = vec![ids.intern("E")];
+        let request = TallyRequest {
+            probes: vec![probe(3100, 1400, "E"), probe(2200, 1400, "E")],
+            shifts: vec![0, -1, 0],
+            excluded: excluded.clone(),
+            keep: 1,
+            now: 1500,
+        };
+        let tally = h.reader.tally_probes(&request).expect("Slurm's model");
+        assert_eq!(tally.counts[..2], [2, 1]);
+        let moved: Vec<(u64, &str, u64)> = (tally.moved.iter())
+            .map(|(at, job)| (*at, job.job.as_str(), job.priority))
+            .collect();
+        assert_eq!(moved, [(1, "D", 2300)]);
+        assert_eq!(h.reader.keyed_tallies(), 0);
+
+        // The kept job's place: the unchanged jobs ahead of it, itself
+        // included (A, B, D), counted from the first tally's keys.
+        let places = TallyRequest {
+            probes: vec![probe(2300, 1200, "D")],
+            shifts: vec![0, 0],
+            excluded,
+            keep: 0,
+            now: 1500,
+        };
+        let counted = h.reader.tally_probes(&places).expect("Slurm's model");
+        assert_eq!(counted.counts[0], 3);
+        assert_eq!(h.reader.keyed_tallies(), 1);
+        // Asked again, the keys are gone (taken by the tally above): the
+        // queue is walked, to the same count.
+        let walked = h.reader.tally_probes(&places).expect("Slurm's model");
+        assert_eq!(walked.counts[0], 3);
+        assert_eq!(h.reader.keyed_tallies(), 1);
+        // At another time nothing is answered from keys: at 1600 D is
+        // 2400 and still third.
+        h.reader.tally_probes(&request).expect("Slurm's model");
+        let later = TallyRequest {
+            probes: vec![probe(2400, 1200, "D")],
+            now: 1600,
+            ..places
+        };
+        assert_eq!(
+            h.reader.tally_probes(&later).expect("Slurm's model").counts[0],
+            3
+        );
+        assert_eq!(h.reader.keyed_tallies(), 1);
+    });
 }

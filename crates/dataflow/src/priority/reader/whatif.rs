@@ -18,7 +18,11 @@
 //! priority (the best-first walk of `count_ahead`, [`walk_reachable`]),
 //! or, when a probe is at the model's floor (where the walk cannot stop),
 //! every active job of the shard. Moab and Slurm's `INCR_ONLY` are not
-//! tallied (`None`).
+//! tallied (`None`). The driver's second tally (the places of the kept
+//! moved jobs, all of which the first one counted) is answered from the
+//! keys the first one kept ([`TalliedKeys`]: 24 bytes per counted job, held
+//! until the next tally or update): one comparison pass over those keys
+//! instead of a second walk of the queue.
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
@@ -101,6 +105,75 @@ fn moved_order(shifts: &[i64], a_at: u64, a: &str, b_at: u64, b: &str) -> Orderi
     shift(b_at).cmp(&shift(a_at)).then_with(|| a.cmp(b))
 }
 
+/// The interval of a job of key (`priority`, `submit_at`, its name, asked
+/// only on a tie of both) among `probes` (in queue order): how many probes
+/// are ahead of it.
+fn interval_of(
+    probes: &[ProbeKey],
+    priority: u64,
+    submit_at: Time,
+    mut name: impl FnMut() -> std::sync::Arc<str>,
+) -> usize {
+    probes.partition_point(|probe| {
+        let first = priority
+            .cmp(&probe.priority)
+            .then(probe.submit_at.cmp(&submit_at));
+        if first != Ordering::Equal {
+            return first.is_lt();
+        }
+        JobIdKey::compare(&probe.job, &name()).is_lt()
+    })
+}
+
+/// A tally under way: the counts, the kept moved jobs, and the counted
+/// jobs' keys when they are kept for a second tally ([`TalliedKeys`]).
+struct Tallying<'c, 'q> {
+    counts: &'c mut [u64],
+    kept: BinaryHeap<Kept<'q>>,
+    keys: Option<Vec<(u64, Time, JobId)>>,
+}
+
+/// The keys (priority, submit time, job) of every job the last tally that
+/// kept moved jobs counted: the driver's next tally asks for the kept jobs'
+/// places (the unchanged jobs ahead of each), and those jobs were all
+/// counted, so that tally is answered from the keys, without a second walk
+/// of the queue. Kept by the reader until its next tally or until it
+/// absorbs an update (which may move any key).
+pub(super) struct TalliedKeys {
+    now: Time,
+    excluded: Vec<JobId>,
+    /// Every ranked job of priority at least this was counted.
+    counted_from: u64,
+    keys: Vec<(u64, Time, JobId)>,
+}
+
+impl TalliedKeys {
+    /// Whether `request` is answered from these keys: places only, at the
+    /// same time, the same jobs left out, every probe at or above the
+    /// priority from which every job was counted (so are the jobs ahead of
+    /// it).
+    fn answers(&self, request: &TallyRequest) -> bool {
+        request.keep == 0
+            && request.now == self.now
+            && request.excluded == self.excluded
+            && (request.probes.iter()).all(|probe| probe.priority >= self.counted_from)
+    }
+
+    /// The counts of `request`'s intervals (the last one, behind every
+    /// probe, holds only the counted jobs there, as a walk's does).
+    fn count(
+        &self,
+        request: &TallyRequest,
+        name_of: impl Fn(JobId) -> std::sync::Arc<str>,
+    ) -> Vec<u64> {
+        let mut counts = vec![0; request.probes.len() + 1];
+        for &(priority, submit_at, job) in &self.keys {
+            counts[interval_of(&request.probes, priority, submit_at, || name_of(job))] += 1;
+        }
+        counts
+    }
+}
+
 /// A kept moved job in the shard's bounded heap (the worst on top).
 struct Kept<'q> {
     shift: u64,
@@ -161,9 +234,13 @@ impl PriorityReader {
     }
 
     /// The tally `request` asks for (see the module documentation); `None`
-    /// under Moab and Slurm's `INCR_ONLY`.
+    /// under Moab and Slurm's `INCR_ONLY`. A request for places only
+    /// (`keep` 0) of jobs the last tally counted, nothing absorbed since, is
+    /// counted from that tally's keys ([`TalliedKeys`]) without reading the
+    /// queue again.
     pub fn tally_probes(&mut self, request: &TallyRequest) -> Option<Tally> {
         self.absorb();
+        let last = self.tallied.take();
         let mut tally = Tally {
             counts: vec![0; request.probes.len() + 1],
             moved: Vec::new(),
@@ -174,11 +251,19 @@ impl PriorityReader {
         if first.model() == PriorityModel::Moab || first.incr_only() {
             return None;
         }
+        if let Some(last) = last.filter(|last| last.answers(request)) {
+            tally.counts = last.count(request, |job| self.name_of_job(job));
+            self.keyed_tallies += 1;
+            return Some(tally);
+        }
         let floor = queue_floor(first.model());
         let lowest = request.probes.iter().map(|p| p.priority).min();
-        let mut kept: BinaryHeap<Kept<'_>> = BinaryHeap::new();
-        let counts = &mut tally.counts;
-        match lowest {
+        let mut tallying = Tallying {
+            counts: &mut tally.counts,
+            kept: BinaryHeap::new(),
+            keys: (request.keep > 0).then(Vec::new),
+        };
+        let counted_from = match lowest {
             // Every unread job is behind every probe: interval `len`.
             Some(lowest) if lowest > floor => {
                 walk_reachable(
@@ -186,21 +271,21 @@ impl PriorityReader {
                     request.now,
                     lowest,
                     floor,
-                    |record, fairshare| {
-                        self.tally_one(record, fairshare, request, counts, &mut kept);
-                    },
+                    |record, fairshare| self.tally_one(record, fairshare, request, &mut tallying),
                 );
+                lowest
             }
-            None => {}
+            None => u64::MAX,
             Some(_) => {
                 let table = self.queue.factor_table();
                 for record in self.queue.records() {
                     let fairshare = Self::factor_in(&table, record);
-                    self.tally_one(record, fairshare, request, counts, &mut kept);
+                    self.tally_one(record, fairshare, request, &mut tallying);
                 }
+                0
             }
-        }
-        let mut moved: Vec<Kept<'_>> = kept.into_vec();
+        };
+        let mut moved: Vec<Kept<'_>> = tallying.kept.into_vec();
         moved.sort();
         tally.moved = moved
             .into_iter()
@@ -209,18 +294,31 @@ impl PriorityReader {
                 Some((kept.at, job))
             })
             .collect();
+        self.tallied = tallying.keys.map(|keys| TalliedKeys {
+            now: request.now,
+            excluded: request.excluded.clone(),
+            counted_from,
+            keys,
+        });
         Some(tally)
     }
 
+    /// A job's name by its id (`""` when it has none).
+    fn name_of_job(&self, job: JobId) -> std::sync::Arc<str> {
+        (self.queue.record(job))
+            .map(|record| self.name_of(record))
+            .unwrap_or_else(|| std::sync::Arc::from(""))
+    }
+
     /// Tally one record: a ranked job not left out is counted in its
-    /// interval and, when the interval moves, offered to the kept jobs.
+    /// interval (its key kept when the tally keeps keys) and, when the
+    /// interval moves, offered to the kept jobs.
     fn tally_one<'q>(
         &self,
         record: &'q PriorityRecord,
         fairshare: f64,
         request: &TallyRequest,
-        counts: &mut [u64],
-        kept: &mut BinaryHeap<Kept<'q>>,
+        tallying: &mut Tallying<'_, 'q>,
     ) {
         if request.excluded.binary_search(&record.job()).is_ok() {
             return;
@@ -231,17 +329,14 @@ impl PriorityReader {
         };
         let submit_at = record.row.submit_at;
         let mut name = None;
-        let at = request.probes.partition_point(|probe| {
-            let first = priority
-                .cmp(&probe.priority)
-                .then(probe.submit_at.cmp(&submit_at));
-            if first != Ordering::Equal {
-                return first.is_lt();
-            }
-            let name = name.get_or_insert_with(|| self.name_of(record));
-            JobIdKey::compare(&probe.job, name).is_lt()
+        let at = interval_of(&request.probes, priority, submit_at, || {
+            name.get_or_insert_with(|| self.name_of(record)).clone()
         });
-        counts[at] += 1;
+        tallying.counts[at] += 1;
+        if let Some(keys) = tallying.keys.as_mut() {
+            keys.push((priority, submit_at, record.job()));
+        }
+        let kept = &mut tallying.kept;
         let shift = request.shifts[at].unsigned_abs();
         if shift == 0 || request.keep == 0 {
             return;
