@@ -648,6 +648,13 @@ impl Queue {
         self.records.iter().flatten()
     }
 
+    /// About `count` active jobs' records, spread evenly over the job ids
+    /// (an estimate's sample; every record when there are fewer).
+    pub fn sample_records(&self, count: usize) -> impl Iterator<Item = &PriorityRecord> {
+        let stride = (self.records.len() / count.max(1)).max(1);
+        self.records.iter().step_by(stride).flatten()
+    }
+
     /// The number of active jobs' records.
     pub fn len(&self) -> usize {
         self.live

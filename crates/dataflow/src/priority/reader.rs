@@ -95,8 +95,8 @@ pub struct PriorityReader {
     /// The counted jobs' keys of the last what-if tally that kept moved
     /// jobs ([`whatif::TalliedKeys`]).
     tallied: Option<whatif::TalliedKeys>,
-    /// What-if tallies answered from the last one's keys.
-    keyed_tallies: u64,
+    /// How the what-if tallies were counted.
+    tally_paths: whatif::TallyPaths,
 }
 
 impl PriorityReader {
@@ -116,7 +116,7 @@ impl PriorityReader {
             contexts: std::collections::HashMap::new(),
             combo_jobs: std::collections::BTreeSet::new(),
             tallied: None,
-            keyed_tallies: 0,
+            tally_paths: whatif::TallyPaths::default(),
         }
     }
 
@@ -463,10 +463,10 @@ impl PriorityReader {
         self.kept_reads
     }
 
-    /// How many what-if tallies were answered from the last one's keys.
+    /// How the what-if tallies were counted so far.
     #[cfg(test)]
-    pub(crate) fn keyed_tallies(&self) -> u64 {
-        self.keyed_tallies
+    pub(crate) fn tally_paths(&self) -> whatif::TallyPaths {
+        self.tally_paths
     }
 
     /// The priority at or below which jobs are ordered by submit time alone

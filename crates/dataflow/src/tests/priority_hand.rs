@@ -2,11 +2,12 @@
 //! jobs whose order flips as one reaches the age cap and the other does not,
 //! a tie broken by submit time, the number of records an update touches,
 //! top reads answered from the kept top after batches of job changes, and a
-//! what-if tally and its places tally answered from the first one's keys.
+//! what-if tally (walked, or one pass over every record when deep) and its
+//! places tally answered from the first one's keys.
 
 use crate::names::{JobIds, JobNames};
 use crate::priority::crossings::{age_capped_at, next_crossing, Crossings};
-use crate::priority::reader::whatif::{ProbeKey, TallyRequest};
+use crate::priority::reader::whatif::{ProbeKey, TallyPaths, TallyRequest};
 use crate::priority::{Fact, JobRow, Phase, PriorityParams, PriorityReader};
 use crate::types::AssocId;
 use fairflow_model::Config;
@@ -315,22 +316,32 @@ fn a_whatif_tally_counts_intervals_and_its_places_come_from_its_keys() {
         h.facts.insert(Fact::Config(Box::new(params())));
         h.facts.insert(fairshare(UA, 0.5));
         h.facts.insert(fairshare(UB, 0.75));
-        for (name, assoc, queued_at) in [("A", UA, 0), ("B", UB, 1000), ("D", UA, 1200)] {
+        let queued = [
+            ("A", UA, 0),
+            ("B", UB, 1000),
+            ("D", UA, 1200),
+            ("E", UB, 1400),
+        ];
+        let late = ["F", "G", "H", "I", "J"].map(|name| (name, UA, 1500));
+        for (name, assoc, queued_at) in queued.into_iter().chain(late) {
             h.jobs.insert(job(ids, name, assoc, queued_at, 1500));
         }
-        h.jobs.insert(job(ids, "E", UB, 1400, 1500));
         h.step(worker);
         // At 1500 (fair-share 4000 · factor + age 2000 · age / 2000 s):
         // A = 2000 + 1500 = 3500, B = 3000 + 500 = 3500 (after A: later
-        // submit), E = 3000 + 100 = 3100, D = 2000 + 300 = 2300.
+        // submit), E = 3000 + 100 = 3100, D = 2000 + 300 = 2300, and F to
+        // J = 2000 + 0 = 2000.
         let probe = |priority: u64, submit_at: i64, job: &str| ProbeKey {
             priority,
             submit_at,
             job: job.to_string(),
         };
+        let paths = |scanned, keyed| TallyPaths { scanned, keyed };
         // A proposal that moves E from 3100 to 2200: its two keys cut the
         // queue into A, B (ahead of both: shift 0), D (between: one place
-        // up, shift -1) and what is behind both (shift 0).
+        // up, shift -1) and F to J (behind both: shift 0). Four of the nine
+        // jobs (A, B, E, D) are at 2200 or above, a quarter or more: one
+        // pass over every record, which counts F to J too.
         let excluded = vec![ids.intern("E")];
         let request = TallyRequest {
             probes: vec![probe(3100, 1400, "E"), probe(2200, 1400, "E")],
@@ -340,30 +351,54 @@ fn a_whatif_tally_counts_intervals_and_its_places_come_from_its_keys() {
             now: 1500,
         };
         let tally = h.reader.tally_probes(&request).expect("Slurm's model");
-        assert_eq!(tally.counts[..2], [2, 1]);
+        assert_eq!(tally.counts, [2, 1, 5]);
         let moved: Vec<(u64, &str, u64)> = (tally.moved.iter())
             .map(|(at, job)| (*at, job.job.as_str(), job.priority))
             .collect();
         assert_eq!(moved, [(1, "D", 2300)]);
-        assert_eq!(h.reader.keyed_tallies(), 0);
+        assert_eq!(h.reader.tally_paths(), paths(1, 0));
 
         // The kept job's place: the unchanged jobs ahead of it, itself
         // included (A, B, D), counted from the first tally's keys.
         let places = TallyRequest {
             probes: vec![probe(2300, 1200, "D")],
             shifts: vec![0, 0],
-            excluded,
+            excluded: excluded.clone(),
             keep: 0,
             now: 1500,
         };
-        let counted = h.reader.tally_probes(&places).expect("Slurm's model");
-        assert_eq!(counted.counts[0], 3);
-        assert_eq!(h.reader.keyed_tallies(), 1);
-        // Asked again, the keys are gone (taken by the tally above): the
-        // queue is walked, to the same count.
-        let walked = h.reader.tally_probes(&places).expect("Slurm's model");
-        assert_eq!(walked.counts[0], 3);
-        assert_eq!(h.reader.keyed_tallies(), 1);
+        assert_eq!(
+            h.reader
+                .tally_probes(&places)
+                .expect("Slurm's model")
+                .counts[0],
+            3
+        );
+        assert_eq!(h.reader.tally_paths(), paths(1, 1));
+        // Asked again, the keys are gone (taken by the tally above): a pass
+        // over every record, to the same count.
+        assert_eq!(
+            h.reader
+                .tally_probes(&places)
+                .expect("Slurm's model")
+                .counts[0],
+            3
+        );
+        assert_eq!(h.reader.tally_paths(), paths(2, 1));
+        // B's place: two of the nine jobs (A, B) are at 3500, less than a
+        // quarter: the walk.
+        let shallow = TallyRequest {
+            probes: vec![probe(3500, 1000, "B")],
+            ..places.clone()
+        };
+        assert_eq!(
+            h.reader
+                .tally_probes(&shallow)
+                .expect("Slurm's model")
+                .counts[0],
+            2
+        );
+        assert_eq!(h.reader.tally_paths(), paths(2, 1));
         // At another time nothing is answered from keys: at 1600 D is
         // 2400 and still third.
         h.reader.tally_probes(&request).expect("Slurm's model");
@@ -376,6 +411,6 @@ fn a_whatif_tally_counts_intervals_and_its_places_come_from_its_keys() {
             h.reader.tally_probes(&later).expect("Slurm's model").counts[0],
             3
         );
-        assert_eq!(h.reader.keyed_tallies(), 1);
+        assert_eq!(h.reader.tally_paths().keyed, 1);
     });
 }

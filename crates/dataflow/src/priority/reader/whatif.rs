@@ -16,9 +16,11 @@
 //!
 //! Cost: the jobs ahead of the last probe, each ranked by its integer
 //! priority (the best-first walk of `count_ahead`, [`walk_reachable`]),
-//! or, when a probe is at the model's floor (where the walk cannot stop),
-//! every active job of the shard. Moab and Slurm's `INCR_ONLY` are not
-//! tallied (`None`). The driver's second tally (the places of the kept
+//! or every active job of the shard in one pass, when a probe is at the
+//! model's floor (where the walk cannot stop) or when a sample of the
+//! records puts a quarter of them or more ahead of the last probe (a walked
+//! job costs about four passed ones: [`SCAN_FROM_SHARE`]). Moab and
+//! Slurm's `INCR_ONLY` are not tallied (`None`). The driver's second tally (the places of the kept
 //! moved jobs, all of which the first one counted) is answered from the
 //! keys the first one kept ([`TalliedKeys`]: 24 bytes per counted job, held
 //! until the next tally or update): one comparison pass over those keys
@@ -174,6 +176,46 @@ impl TalliedKeys {
     }
 }
 
+/// Records sampled to choose between the walk and the pass over every
+/// record.
+const DEPTH_SAMPLE: usize = 1024;
+
+/// The share of the active jobs ahead of the lowest probe from which one
+/// pass over every record costs less than the best-first walk down to it:
+/// at 100,000 associations and 1,000,000 jobs a walked job cost about four
+/// times a passed one (`perf/results/2026-12-01-whatif-trial-s36.md`).
+const SCAN_FROM_SHARE: f64 = 0.25;
+
+/// What a sample found ahead of the lowest probe.
+#[derive(Debug, Clone, Copy, Default)]
+struct Ahead {
+    /// Records sampled.
+    sampled: u64,
+    /// Of those, ranked with a priority at least the lowest probe's.
+    ahead: u64,
+}
+
+impl Ahead {
+    /// Does one pass over every record cost less than the walk?
+    fn scan_is_cheaper(self) -> bool {
+        self.sampled > 0 && self.ahead as f64 >= SCAN_FROM_SHARE * self.sampled as f64
+    }
+
+    /// The estimated number of jobs ahead, of `queue`'s active ones.
+    fn jobs(self, queue: &crate::priority::queue::Queue) -> usize {
+        (queue.len() as u64 * self.ahead / self.sampled.max(1)) as usize
+    }
+}
+
+/// How a reader's what-if tallies were counted (for tests).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct TallyPaths {
+    /// By one pass over every record (not the walk).
+    pub scanned: u64,
+    /// From the last tally's keys.
+    pub keyed: u64,
+}
+
 /// A kept moved job in the shard's bounded heap (the worst on top).
 struct Kept<'q> {
     shift: u64,
@@ -253,19 +295,30 @@ impl PriorityReader {
         }
         if let Some(last) = last.filter(|last| last.answers(request)) {
             tally.counts = last.count(request, |job| self.name_of_job(job));
-            self.keyed_tallies += 1;
+            self.tally_paths.keyed += 1;
             return Some(tally);
         }
         let floor = queue_floor(first.model());
         let lowest = request.probes.iter().map(|p| p.priority).min();
+        let ahead = (lowest.filter(|&lowest| lowest > floor))
+            .map(|lowest| self.estimate_ahead(lowest, request.now));
+        let scan = match lowest {
+            None => false,
+            Some(lowest) if lowest <= floor => true,
+            Some(_) => ahead.is_some_and(Ahead::scan_is_cheaper),
+        };
         let mut tallying = Tallying {
             counts: &mut tally.counts,
             kept: BinaryHeap::new(),
-            keys: (request.keep > 0).then(Vec::new),
+            keys: (request.keep > 0).then(|| match (scan, ahead) {
+                (true, _) => Vec::with_capacity(self.queue.ranked_len()),
+                (false, ahead) => Vec::with_capacity(ahead.map_or(0, |a| a.jobs(&self.queue))),
+            }),
         };
         let counted_from = match lowest {
+            None => u64::MAX,
             // Every unread job is behind every probe: interval `len`.
-            Some(lowest) if lowest > floor => {
+            Some(lowest) if !scan => {
                 walk_reachable(
                     &self.queue,
                     request.now,
@@ -275,8 +328,10 @@ impl PriorityReader {
                 );
                 lowest
             }
-            None => u64::MAX,
+            // At the floor (where the walk cannot stop) or deep in the
+            // queue (where one pass over every record costs less).
             Some(_) => {
+                self.tally_paths.scanned += 1;
                 let table = self.queue.factor_table();
                 for record in self.queue.records() {
                     let fairshare = Self::factor_in(&table, record);
@@ -301,6 +356,21 @@ impl PriorityReader {
             keys,
         });
         Some(tally)
+    }
+
+    /// The share of the active jobs whose priority at `now` is at least
+    /// `lowest`, from a sample of [`DEPTH_SAMPLE`] records spread over the
+    /// ids (each evaluated with its user's factor).
+    fn estimate_ahead(&self, lowest: u64, now: Time) -> Ahead {
+        let mut ahead = Ahead::default();
+        for record in self.queue.sample_records(DEPTH_SAMPLE) {
+            ahead.sampled += 1;
+            let factor = self.queue.fairshare_of(record.row.assoc);
+            if let Some((JobState::Pending, priority)) = record.priority_at(factor, now, None) {
+                ahead.ahead += u64::from(priority >= lowest);
+            }
+        }
+        ahead
     }
 
     /// A job's name by its id (`""` when it has none).
