@@ -20,11 +20,13 @@
 //! model's floor (where the walk cannot stop) or when a sample of the
 //! records puts a quarter of them or more ahead of the last probe (a walked
 //! job costs about four passed ones: [`SCAN_FROM_SHARE`]). Moab and
-//! Slurm's `INCR_ONLY` are not tallied (`None`). The driver's second tally (the places of the kept
-//! moved jobs, all of which the first one counted) is answered from the
-//! keys the first one kept ([`TalliedKeys`]: 24 bytes per counted job, held
-//! until the next tally or update): one comparison pass over those keys
-//! instead of a second walk of the queue.
+//! Slurm's `INCR_ONLY` are not tallied (`None`).
+//!
+//! The driver's second tally (the places of the kept moved jobs, all of
+//! which the first one counted) is answered from the keys the first one
+//! kept ([`TalliedKeys`]: 24 bytes per counted job, held until the next
+//! tally or update): one comparison pass over those keys instead of a
+//! second walk of the queue.
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
@@ -358,9 +360,9 @@ impl PriorityReader {
         Some(tally)
     }
 
-    /// The share of the active jobs whose priority at `now` is at least
-    /// `lowest`, from a sample of [`DEPTH_SAMPLE`] records spread over the
-    /// ids (each evaluated with its user's factor).
+    /// How many of a sample of [`DEPTH_SAMPLE`] records spread over the ids
+    /// are ranked with a priority at `now` of at least `lowest` (each
+    /// evaluated with its user's factor).
     fn estimate_ahead(&self, lowest: u64, now: Time) -> Ahead {
         let mut ahead = Ahead::default();
         for record in self.queue.sample_records(DEPTH_SAMPLE) {
