@@ -146,32 +146,11 @@ pub fn machine() -> Value {
 }
 
 /// The commit of the source tree this binary was built from (`git
-/// rev-parse HEAD` in the crate's directory, `+dirty` when tracked files
-/// differ from it), or `unknown` when git or the tree is not there.
+/// rev-parse HEAD` when it was built, `+dirty` when a tracked source file
+/// differed from it), or `unknown` when it was built without git or a tree
+/// (`build.rs`).
 pub fn commit() -> String {
-    let dir = env!("CARGO_MANIFEST_DIR");
-    let git = |args: &[&str]| {
-        std::process::Command::new("git")
-            .arg("-C")
-            .arg(dir)
-            .args(args)
-            .output()
-            .ok()
-            .filter(|out| out.status.success())
-            .map(|out| String::from_utf8_lossy(&out.stdout).trim().to_string())
-    };
-    match git(&["rev-parse", "HEAD"]) {
-        Some(head) if !head.is_empty() => {
-            let dirty = git(&["status", "--porcelain", "--untracked-files=no"])
-                .is_some_and(|status| !status.is_empty());
-            if dirty {
-                format!("{head}+dirty")
-            } else {
-                head
-            }
-        }
-        _ => "unknown".to_string(),
-    }
+    env!("FAIRFLOW_BUILD_COMMIT").to_string()
 }
 
 /// Bytes as a short human size (`1.23 GiB`).
