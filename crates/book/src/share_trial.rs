@@ -87,6 +87,12 @@ impl Book {
         self.version += 1;
     }
 
+    /// Does `op` set only the shares of an existing account or user
+    /// association (what a trial takes, at the state's time)?
+    pub fn sets_only_existing_shares(&self, op: &Op) -> bool {
+        self.share_target(op).is_some()
+    }
+
     /// The association `event` sets the shares of and its shares now, when
     /// `event` sets only the shares of an existing association at the
     /// state's time.
@@ -94,7 +100,13 @@ impl Book {
         if event.t != self.state.now {
             return None;
         }
-        match &event.op {
+        self.share_target(&event.op)
+    }
+
+    /// The association `op` sets the shares of and its shares now, when
+    /// `op` sets only the shares of an existing association.
+    fn share_target(&self, op: &Op) -> Option<(Target, Shares)> {
+        match op {
             Op::Account {
                 name,
                 parent: None,

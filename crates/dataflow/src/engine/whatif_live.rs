@@ -28,7 +28,6 @@
 use std::collections::BTreeMap;
 
 use fairflow_ingest::LogLine;
-use fairflow_model::event::Op;
 use fairflow_model::report::whatif::{AssocChange, Evaluator, JobChange, WhatIf, WhatIfRows};
 use fairflow_model::report::{JobPriority, JobState};
 use fairflow_model::{Event, PriorityModel, Time};
@@ -114,22 +113,7 @@ impl Engine {
         let mut events = Vec::with_capacity(proposal.len());
         for line in proposal {
             let event = line.event.as_ref().ok()?;
-            let known = match &event.op {
-                Op::Account {
-                    name,
-                    parent: None,
-                    shares: Some(_),
-                    priority: None,
-                } => state.accounts.contains_key(name),
-                Op::User {
-                    user,
-                    account,
-                    shares: Some(_),
-                    priority: None,
-                } => state.users.contains_key(&(account.clone(), user.clone())),
-                _ => false,
-            };
-            if !known || event.t > now {
+            if !self.book.sets_only_existing_shares(&event.op) || event.t > now {
                 return None;
             }
             let mut event = event.clone();

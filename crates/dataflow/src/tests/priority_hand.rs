@@ -34,6 +34,14 @@ fn fairshare(assoc: AssocId, factor: f64) -> Fact {
     }
 }
 
+/// The configuration of [`params`] and the factors of `ua` (0.5: a
+/// fair-share term of 2000) and `ub` (0.75: 3000).
+fn two_users(h: &mut PriorityDataflow) {
+    h.facts.insert(Fact::Config(Box::new(params())));
+    h.facts.insert(fairshare(UA, 0.5));
+    h.facts.insert(fairshare(UB, 0.75));
+}
+
 /// A pending job of account 0, partition 1 and QOS 2, named `id` in `ids`.
 fn job(ids: &mut JobIds, id: &str, assoc: AssocId, queued_at: i64, now: i64) -> JobRow {
     let mut row = JobRow {
@@ -72,9 +80,7 @@ fn ages_cross_the_cap_ties_break_by_submit_time_and_updates_touch_few_records() 
 
         // Fair-share weight 4000, age weight 2000 over 2000 s.
         // A: factor 0.5 (2000), queued at 0. B: factor 0.75 (3000), queued at 1000.
-        h.facts.insert(Fact::Config(Box::new(params())));
-        h.facts.insert(fairshare(UA, 0.5));
-        h.facts.insert(fairshare(UB, 0.75));
+        two_users(&mut h);
         h.jobs.insert(job(ids, "A", UA, 0, 1500));
         h.jobs.insert(job(ids, "B", UB, 1000, 1500));
         h.step(worker);
@@ -213,9 +219,7 @@ fn job_batches_are_read_from_the_kept_top_and_a_fact_makes_the_reader_search() {
         let ids = &mut JobIds::new(names);
         // Fair-share weight 4000, age weight 2000 over 2000 s (no job
         // reaches the cap here). ua: factor 0.5 (2000), ub: 0.75 (3000).
-        h.facts.insert(Fact::Config(Box::new(params())));
-        h.facts.insert(fairshare(UA, 0.5));
-        h.facts.insert(fairshare(UB, 0.75));
+        two_users(&mut h);
         h.jobs.insert(job(ids, "A", UA, 0, 1500));
         h.jobs.insert(job(ids, "B", UB, 1000, 1500));
         h.jobs.insert(job(ids, "D", UA, 1200, 1500));
@@ -313,9 +317,7 @@ fn a_whatif_tally_counts_intervals_and_its_places_come_from_its_keys() {
         let names = JobNames::default();
         let mut h = PriorityDataflow::build(worker, names.clone());
         let ids = &mut JobIds::new(names);
-        h.facts.insert(Fact::Config(Box::new(params())));
-        h.facts.insert(fairshare(UA, 0.5));
-        h.facts.insert(fairshare(UB, 0.75));
+        two_users(&mut h);
         let queued = [
             ("A", UA, 0),
             ("B", UB, 1000),
