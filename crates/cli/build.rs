@@ -25,8 +25,11 @@ fn git(dir: &Path, args: &[&str]) -> Option<String> {
 }
 
 fn main() {
-    let dir = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
-    let dir = Path::new(&dir);
+    let manifest = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
+    // From the tree's top: a pathspec run in this crate's directory would
+    // name only this crate's files (a change in another crate was missed).
+    let top = git(Path::new(&manifest), &["rev-parse", "--show-toplevel"]);
+    let dir = Path::new(top.as_deref().unwrap_or(&manifest));
     let mut status = vec!["status", "--porcelain", "--untracked-files=no", "--"];
     status.extend(SOURCES);
     let commit = match git(dir, &["rev-parse", "HEAD"]) {
@@ -42,10 +45,9 @@ fn main() {
             println!("cargo:rerun-if-changed={git_dir}/{file}");
         }
     }
-    let top = git(dir, &["rev-parse", "--show-toplevel"]);
     let mut files = vec!["ls-files", "--"];
     files.extend(SOURCES);
-    if let (Some(top), Some(listed)) = (top, git(dir, &files)) {
+    if let (Some(top), Some(listed)) = (&top, git(dir, &files)) {
         for file in listed.lines() {
             println!("cargo:rerun-if-changed={top}/{file}");
         }

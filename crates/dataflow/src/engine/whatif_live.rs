@@ -188,11 +188,14 @@ impl Engine {
                     != a.as_ref().map(|j| (j.priority, j.state))
             })
             .filter_map(|(name, (before, after))| {
-                Some(Changed {
-                    id: self.job_feed.job_id(&name)?,
-                    before: before.map(|p| self.identify(p)),
-                    after: after.map(|p| self.identify(p)),
-                })
+                let id = self.job_feed.job_id(&name)?;
+                // Named once: a row takes its user and account from the
+                // side after, else the side before (`change_row`).
+                let (before, after) = match after {
+                    Some(after) => (before, Some(self.identify(after))),
+                    None => (before.map(|p| self.identify(p)), None),
+                };
+                Some(Changed { id, before, after })
             })
             .collect()
     }

@@ -31,6 +31,7 @@ use crate::types::{grow, AssocId, JobId, NodeId, ROOT};
 mod group;
 mod placement;
 mod subtree_jobs;
+mod walk_all;
 
 use group::Group;
 pub use placement::{enters_tied, SlotPlacement, SlurmPlacement, TreeSlot};
@@ -571,49 +572,6 @@ impl FairTree {
                 }
             }
         }
-    }
-
-    /// Every placed user association's factor, by one walk of the tree in
-    /// position order (references point to earlier positions).
-    pub fn all_factors(&self) -> Vec<(AssocId, f64)> {
-        let n = self.users;
-        let mut j_at: Vec<u64> = Vec::with_capacity(n as usize);
-        let mut out = Vec::with_capacity(n as usize);
-        // (group, its start, entered tied, next index to visit)
-        let mut stack: Vec<(NodeId, u64, bool, usize)> = vec![(ROOT, 0, false, 0)];
-        while let Some(top) = stack.last_mut() {
-            let (group, start, tied, at) = *top;
-            let Some(group) = self.groups.get(group as usize) else {
-                stack.pop();
-                continue;
-            };
-            let Some(&(_, member, weight)) = group.by_label.get(at) else {
-                stack.pop();
-                continue;
-            };
-            top.3 = at + 1;
-            let prefix = group.users_before(at);
-            // Members that stand for no user take no position.
-            let (true, Some(slot)) = (weight > 0, self.slot(member)) else {
-                continue;
-            };
-            // The member is at `at` in its group's order (no search for it).
-            let placement = self.placement_in(group, at, slot);
-            if placement.user {
-                let j = match walk_in_group(start, tied, &placement) {
-                    Walk::Resolved(j) => j,
-                    Walk::Refers(target) => j_at.get(target as usize).copied().unwrap_or(target),
-                };
-                j_at.push(j);
-                if let Some(assoc) = slot.assoc {
-                    out.push((assoc, rank_factor(n.saturating_sub(j), n)));
-                }
-            } else {
-                let entered = enters_tied(&placement, tied);
-                stack.push((member, start + prefix, entered, 0));
-            }
-        }
-        out
     }
 }
 

@@ -97,6 +97,9 @@ pub struct PriorityReader {
     tallied: Option<whatif::TalliedKeys>,
     /// How the what-if tallies were counted.
     tally_paths: whatif::TallyPaths,
+    /// Are what-if tallies counted from the bounds where they hold (not
+    /// only read job by job)? Off only in tests of the reading paths.
+    tally_by_count: bool,
 }
 
 impl PriorityReader {
@@ -117,6 +120,7 @@ impl PriorityReader {
             combo_jobs: std::collections::BTreeSet::new(),
             tallied: None,
             tally_paths: whatif::TallyPaths::default(),
+            tally_by_count: true,
         }
     }
 
@@ -467,6 +471,13 @@ impl PriorityReader {
     #[cfg(test)]
     pub(crate) fn tally_paths(&self) -> whatif::TallyPaths {
         self.tally_paths
+    }
+
+    /// What-if tallies read job by job from now on (the paths taken where
+    /// the bounds do not count).
+    #[cfg(test)]
+    pub(crate) fn tally_job_by_job(&mut self) {
+        self.tally_by_count = false;
     }
 
     /// The priority at or below which jobs are ordered by submit time alone

@@ -13,6 +13,7 @@ use crate::types::AssocId;
 use fairflow_model::Config;
 
 use super::priority_dataflow::PriorityDataflow;
+use timely::worker::Worker;
 
 fn params() -> PriorityParams {
     PriorityParams::from_config(&Config {
@@ -311,81 +312,146 @@ fn the_driver_sends_a_combination_only_when_the_first_job_names_it_or_the_last_s
     );
 }
 
+/// The what-if tallies' queue: two users, nine jobs, at 1500 (fair-share
+/// 4000 · factor + age 2000 · age / 2000 s): A = 2000 + 1500 = 3500, B =
+/// 3000 + 500 = 3500 (after A: later submit), E = 3000 + 100 = 3100, D =
+/// 2000 + 300 = 2300, and F to J = 2000 + 0 = 2000.
+fn tally_queue(h: &mut PriorityDataflow, worker: &mut Worker, ids: &mut JobIds) {
+    two_users(h);
+    let queued = [
+        ("A", UA, 0),
+        ("B", UB, 1000),
+        ("D", UA, 1200),
+        ("E", UB, 1400),
+    ];
+    let late = ["F", "G", "H", "I", "J"].map(|name| (name, UA, 1500));
+    for (name, assoc, queued_at) in queued.into_iter().chain(late) {
+        h.jobs.insert(job(ids, name, assoc, queued_at, 1500));
+    }
+    h.step(worker);
+}
+
+/// A changed job's key.
+fn probe(priority: u64, submit_at: i64, job: &str) -> ProbeKey {
+    ProbeKey {
+        priority,
+        submit_at,
+        job: job.to_string(),
+    }
+}
+
+/// The proposal both tally tests ask about: E moves from 3100 to 2200 (its
+/// two keys cut the queue into A, B ahead of both, shift 0; D between, one
+/// place up, shift -1; F to J behind both, shift 0), keeping the one job
+/// that moves; and the places tally of that job, D (at 2300).
+fn e_moves_down(ids: &mut JobIds) -> (TallyRequest, TallyRequest) {
+    let excluded = vec![ids.intern("E")];
+    let request = TallyRequest {
+        probes: vec![probe(3100, 1400, "E"), probe(2200, 1400, "E")],
+        shifts: vec![0, -1, 0],
+        excluded: excluded.clone(),
+        keep: 1,
+        now: 1500,
+    };
+    let places = TallyRequest {
+        probes: vec![probe(2300, 1200, "D")],
+        shifts: vec![0, 0],
+        excluded,
+        keep: 0,
+        now: 1500,
+    };
+    (request, places)
+}
+
+/// A tally's counts and its kept jobs as (interval, id, priority).
+fn tallied(
+    h: &mut PriorityDataflow,
+    request: &TallyRequest,
+) -> (Vec<u64>, Vec<(u64, String, u64)>) {
+    let tally = h.reader.tally_probes(request).expect("Slurm's model");
+    let moved = (tally.moved.iter())
+        .map(|(at, job)| (*at, job.job.clone(), job.priority))
+        .collect();
+    (tally.counts, moved)
+}
+
+/// A places tally's count of the jobs ahead of its one probe (itself
+/// included).
+fn place(h: &mut PriorityDataflow, request: &TallyRequest) -> u64 {
+    h.reader
+        .tally_probes(request)
+        .expect("Slurm's model")
+        .counts[0]
+}
+
 #[test]
-fn a_whatif_tally_counts_intervals_and_its_places_come_from_its_keys() {
+fn a_whatif_tally_counts_its_window_and_its_places_come_from_its_keys() {
     timely::execute_directly(|worker| {
         let names = JobNames::default();
         let mut h = PriorityDataflow::build(worker, names.clone());
         let ids = &mut JobIds::new(names);
-        two_users(&mut h);
-        let queued = [
-            ("A", UA, 0),
-            ("B", UB, 1000),
-            ("D", UA, 1200),
-            ("E", UB, 1400),
-        ];
-        let late = ["F", "G", "H", "I", "J"].map(|name| (name, UA, 1500));
-        for (name, assoc, queued_at) in queued.into_iter().chain(late) {
-            h.jobs.insert(job(ids, name, assoc, queued_at, 1500));
-        }
-        h.step(worker);
-        // At 1500 (fair-share 4000 · factor + age 2000 · age / 2000 s):
-        // A = 2000 + 1500 = 3500, B = 3000 + 500 = 3500 (after A: later
-        // submit), E = 3000 + 100 = 3100, D = 2000 + 300 = 2300, and F to
-        // J = 2000 + 0 = 2000.
-        let probe = |priority: u64, submit_at: i64, job: &str| ProbeKey {
-            priority,
-            submit_at,
-            job: job.to_string(),
+        tally_queue(&mut h, worker, ids);
+        let paths = |windowed, keyed| TallyPaths {
+            scanned: 0,
+            keyed,
+            windowed,
         };
-        let paths = |scanned, keyed| TallyPaths { scanned, keyed };
-        // A proposal that moves E from 3100 to 2200: its two keys cut the
-        // queue into A, B (ahead of both: shift 0), D (between: one place
-        // up, shift -1) and F to J (behind both: shift 0). Four of the nine
-        // jobs (A, B, E, D) are at 2200 or above, a quarter or more: one
-        // pass over every record, which counts F to J too.
-        let excluded = vec![ids.intern("E")];
-        let request = TallyRequest {
-            probes: vec![probe(3100, 1400, "E"), probe(2200, 1400, "E")],
-            shifts: vec![0, -1, 0],
-            excluded: excluded.clone(),
-            keep: 1,
-            now: 1500,
-        };
-        let tally = h.reader.tally_probes(&request).expect("Slurm's model");
-        assert_eq!(tally.counts, [2, 1, 5]);
-        let moved: Vec<(u64, &str, u64)> = (tally.moved.iter())
-            .map(|(at, job)| (*at, job.job.as_str(), job.priority))
-            .collect();
-        assert_eq!(moved, [(1, "D", 2300)]);
+        // F to J, at 2000, are below the window [2200, 3100] of the keys:
+        // not counted.
+        let (request, places) = e_moves_down(ids);
+        let moved = vec![(1, "D".to_string(), 2300)];
+        assert_eq!(tallied(&mut h, &request), (vec![2, 1, 0], moved));
         assert_eq!(h.reader.tally_paths(), paths(1, 0));
+        // D's place: the unchanged jobs ahead of it, itself included (A
+        // and B above the window, D), from the first tally's keys.
+        assert_eq!(place(&mut h, &places), 3);
+        assert_eq!(h.reader.tally_paths(), paths(1, 1));
+        // Asked again (the keys were taken): the window [2300, 2300], to
+        // the same count (E, left out, is above it at 3100: taken back out
+        // of the count above the window).
+        assert_eq!(place(&mut h, &places), 3);
+        assert_eq!(h.reader.tally_paths(), paths(2, 1));
+        // A probe above the keys' window is not answered from them: B's
+        // place (A ahead of it at 3500, submitted earlier) is counted.
+        h.reader.tally_probes(&request).expect("Slurm's model");
+        let b = TallyRequest {
+            probes: vec![probe(3500, 1000, "B")],
+            ..places
+        };
+        assert_eq!(place(&mut h, &b), 2);
+        assert_eq!(h.reader.tally_paths(), paths(4, 1));
+    });
+}
 
+#[test]
+fn a_whatif_tally_read_job_by_job_counts_intervals_and_its_places_come_from_its_keys() {
+    timely::execute_directly(|worker| {
+        let names = JobNames::default();
+        let mut h = PriorityDataflow::build(worker, names.clone());
+        let ids = &mut JobIds::new(names);
+        tally_queue(&mut h, worker, ids);
+        // As where the bounds do not count (Flux, a bound that does not
+        // hold at the time).
+        h.reader.tally_job_by_job();
+        let paths = |scanned, keyed| TallyPaths {
+            scanned,
+            keyed,
+            windowed: 0,
+        };
+        // Four of the nine jobs (A, B, E, D) are at 2200 or above, a
+        // quarter or more: one pass over every record, which counts F to J
+        // too.
+        let (request, places) = e_moves_down(ids);
+        let moved = vec![(1, "D".to_string(), 2300)];
+        assert_eq!(tallied(&mut h, &request), (vec![2, 1, 5], moved));
+        assert_eq!(h.reader.tally_paths(), paths(1, 0));
         // The kept job's place: the unchanged jobs ahead of it, itself
         // included (A, B, D), counted from the first tally's keys.
-        let places = TallyRequest {
-            probes: vec![probe(2300, 1200, "D")],
-            shifts: vec![0, 0],
-            excluded: excluded.clone(),
-            keep: 0,
-            now: 1500,
-        };
-        assert_eq!(
-            h.reader
-                .tally_probes(&places)
-                .expect("Slurm's model")
-                .counts[0],
-            3
-        );
+        assert_eq!(place(&mut h, &places), 3);
         assert_eq!(h.reader.tally_paths(), paths(1, 1));
         // Asked again, the keys are gone (taken by the tally above): a pass
         // over every record, to the same count.
-        assert_eq!(
-            h.reader
-                .tally_probes(&places)
-                .expect("Slurm's model")
-                .counts[0],
-            3
-        );
+        assert_eq!(place(&mut h, &places), 3);
         assert_eq!(h.reader.tally_paths(), paths(2, 1));
         // B's place: two of the nine jobs (A, B) are at 3500, less than a
         // quarter: the walk.
@@ -393,13 +459,7 @@ fn a_whatif_tally_counts_intervals_and_its_places_come_from_its_keys() {
             probes: vec![probe(3500, 1000, "B")],
             ..places.clone()
         };
-        assert_eq!(
-            h.reader
-                .tally_probes(&shallow)
-                .expect("Slurm's model")
-                .counts[0],
-            2
-        );
+        assert_eq!(place(&mut h, &shallow), 2);
         assert_eq!(h.reader.tally_paths(), paths(2, 1));
         // At another time nothing is answered from keys: at 1600 D is
         // 2400 and still third.
@@ -409,10 +469,7 @@ fn a_whatif_tally_counts_intervals_and_its_places_come_from_its_keys() {
             now: 1600,
             ..places
         };
-        assert_eq!(
-            h.reader.tally_probes(&later).expect("Slurm's model").counts[0],
-            3
-        );
+        assert_eq!(place(&mut h, &later), 3);
         assert_eq!(h.reader.tally_paths().keyed, 1);
     });
 }

@@ -122,6 +122,16 @@ fn tree_fact(node: NodeId, slot: TreeSlot) -> Fact {
     Fact::TreeSlot { node, slot }
 }
 
+/// A random tree's next updates, as the facts of time `at`.
+fn tree_round(
+    random: &mut crate::tests::random_tree::RandomTree,
+    at: Epoch,
+) -> Vec<(Fact, Epoch, isize)> {
+    (random.updates().into_iter())
+        .map(|(node, slot, diff)| (tree_fact(node, slot), at, diff))
+        .collect()
+}
+
 /// Fair Tree kept as placements: root -> A (node 1: users u1, u2) and B
 /// (node 2: user u3); N = 3. Ranks by hand from Slurm's walk: in order
 /// A, B the positions are u1 0, u2 1, u3 2, ranks 3, 2, 1, factors 1,
@@ -276,14 +286,9 @@ fn the_search_yields_every_job_once_in_bound_order_with_exact_factors() {
         }
         let jobs = records.len();
         for round in 0..20 {
-            let facts = random
-                .updates()
-                .into_iter()
-                .map(|(node, slot, diff)| (tree_fact(node, slot), 1 + round, diff))
-                .collect();
             let mut captured = Captured {
                 records: std::mem::take(&mut records),
-                facts,
+                facts: tree_round(&mut random, 1 + round),
                 ..Captured::default()
             };
             queue.absorb(&mut captured, &touched);
@@ -302,6 +307,46 @@ fn the_search_yields_every_job_once_in_bound_order_with_exact_factors() {
             random.move_some(&mut seed);
         }
     }
+}
+
+/// Every user's factor at once (`FairTree::all_factors`: the root's
+/// members in two halves walked side by side, the second half's references
+/// to the first resolved after) equals each user's own walk up the tree
+/// ([`FairTree::factor_of_node`]), on random sorted trees as they change
+/// (ties that come and go across the halves, accounts with no user).
+#[test]
+fn every_factor_at_once_equals_each_users_own_walk() {
+    use crate::tests::random_tree::RandomTree;
+    let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut split_references = 0;
+    for _tree in 0..60 {
+        let touched = TouchCounter::new();
+        let mut random = RandomTree::new(&mut seed, 60);
+        let mut queue = Queue::new();
+        for round in 0..20 {
+            let mut captured = Captured {
+                facts: tree_round(&mut random, 1 + round),
+                ..Captured::default()
+            };
+            queue.absorb(&mut captured, &touched);
+            let all = queue.tree.all_factors();
+            let placed = (0..random.users.len() as AssocId)
+                .filter(|&assoc| queue.tree.node_of(assoc).is_some())
+                .count();
+            assert_eq!(all.len(), placed, "one factor per placed user");
+            for (assoc, factor) in all {
+                let node = queue.tree.node_of(assoc).expect("a placed user");
+                assert_eq!(
+                    Some(factor),
+                    queue.tree.factor_of_node(node),
+                    "user {assoc}"
+                );
+            }
+            split_references += queue.tree.references_across_halves();
+            random.move_some(&mut seed);
+        }
+    }
+    assert!(split_references > 0, "no reference crossed the halves");
 }
 
 /// Three users of root's group, u1, u2, u3 labelled 10, 20, 30

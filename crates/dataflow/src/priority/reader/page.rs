@@ -109,7 +109,7 @@ impl PriorityReader {
 
     /// The queue's count of the window `[low, high]` (see the module
     /// documentation); `None` where it is not counted.
-    fn counted(&self, low: u64, high: u64, now: Time) -> Option<Counted<'_>> {
+    pub(super) fn counted(&self, low: u64, high: u64, now: Time) -> Option<Counted<'_>> {
         let first = self.queue.any_record()?;
         let model = first.model();
         if model != PriorityModel::Slurm || first.incr_only() || high >= PRIORITY_MAX_U32 {

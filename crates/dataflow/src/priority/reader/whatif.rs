@@ -14,13 +14,25 @@
 //! the driver places every changed job and names the unchanged jobs a
 //! `k`-row answer shows without reading the queue's order itself.
 //!
-//! Cost: the jobs ahead of the last probe, each ranked by its integer
-//! priority (the best-first walk of `count_ahead`, [`walk_reachable`]),
-//! or every active job of the shard in one pass, when a probe is at the
-//! model's floor (where the walk cannot stop) or when a sample of the
-//! records puts a quarter of them or more ahead of the last probe (a walked
-//! job costs about four passed ones: [`SCAN_FROM_SHARE`]). Moab and
-//! Slurm's `INCR_ONLY` are not tallied (`None`).
+//! Cost, under Slurm's model: one count of the window of priorities the
+//! probes span (`Queue::count_window`, as a page of `top --offset` is
+//! counted): the jobs above the highest probe counted from bounds, whole
+//! per sorted vector or subtree, into the first interval (none of them is
+//! changed: a changed ranked job's key is a probe), and only the band that
+//! may lie inside the window evaluated and tallied. A share change moves
+//! the jobs of its users' accounts within the range of their other
+//! factors, so the window is a few percent of the queue's priorities
+//! wherever it lies. Where the bounds do not count (Flux, a bound that
+//! does not hold at `now`): the jobs ahead of the last probe, each ranked
+//! by its integer priority (the best-first walk of `count_ahead`,
+//! [`walk_reachable`]), or every active job of the shard in one pass, when
+//! a probe is at the model's floor (where the walk cannot stop) or when a
+//! sample of the records puts a quarter of them or more ahead of the last
+//! probe (a walked job costs about four passed ones: [`SCAN_FROM_SHARE`]).
+//! Moab and Slurm's `INCR_ONLY` are not tallied (`None`). Every path
+//! leaves uncounted the jobs behind the last probe that it does not read
+//! (the last interval's shift is 0: each changed ranked job has a probe on
+//! each side).
 //!
 //! The driver's second tally (the places of the kept moved jobs, all of
 //! which the first one counted) is answered from the keys the first one
@@ -31,12 +43,16 @@
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
-use fairflow_model::report::{JobIdKey, JobPriority, JobState};
+use fairflow_model::report::{JobPriority, JobState};
 use fairflow_model::{PriorityModel, Time};
 
 use super::{queue_floor, walk_reachable, PriorityReader};
+use crate::priority::queue::Counted;
 use crate::priority::record::PriorityRecord;
 use crate::types::{AssocId, JobId};
+use intervals::{interval_of, ProbeIndex};
+
+mod intervals;
 
 /// A changed job's key in queue order (priority descending, submit time,
 /// job id as [`JobIdKey`] orders ids).
@@ -109,32 +125,16 @@ fn moved_order(shifts: &[i64], a_at: u64, a: &str, b_at: u64, b: &str) -> Orderi
     shift(b_at).cmp(&shift(a_at)).then_with(|| a.cmp(b))
 }
 
-/// The interval of a job of key (`priority`, `submit_at`, its name, asked
-/// only on a tie of both) among `probes` (in queue order): how many probes
-/// are ahead of it.
-fn interval_of(
-    probes: &[ProbeKey],
-    priority: u64,
-    submit_at: Time,
-    mut name: impl FnMut() -> std::sync::Arc<str>,
-) -> usize {
-    probes.partition_point(|probe| {
-        let first = priority
-            .cmp(&probe.priority)
-            .then(probe.submit_at.cmp(&submit_at));
-        if first != Ordering::Equal {
-            return first.is_lt();
-        }
-        JobIdKey::compare(&probe.job, &name()).is_lt()
-    })
-}
-
 /// A tally under way: the counts, the kept moved jobs, and the counted
 /// jobs' keys when they are kept for a second tally ([`TalliedKeys`]).
 struct Tallying<'c, 'q> {
+    /// The request's probes, indexed.
+    probes: ProbeIndex<'c>,
     counts: &'c mut [u64],
     kept: BinaryHeap<Kept<'q>>,
     keys: Option<Vec<(u64, Time, JobId)>>,
+    /// Jobs counted into the first interval without a key.
+    above: u64,
 }
 
 /// The keys (priority, submit time, job) of every job the last tally that
@@ -146,21 +146,24 @@ struct Tallying<'c, 'q> {
 pub(super) struct TalliedKeys {
     now: Time,
     excluded: Vec<JobId>,
-    /// Every ranked job of priority at least this was counted.
-    counted_from: u64,
+    /// Every ranked job of priority in this range (inclusive) was counted.
+    counted: (u64, u64),
+    /// The jobs counted above the range, not keyed (ahead of every key).
+    above: u64,
     keys: Vec<(u64, Time, JobId)>,
 }
 
 impl TalliedKeys {
     /// Whether `request` is answered from these keys: places only, at the
-    /// same time, the same jobs left out, every probe at or above the
-    /// priority from which every job was counted (so are the jobs ahead of
-    /// it).
+    /// same time, the same jobs left out, every probe in the range of
+    /// priorities in which every job was counted (so are the jobs ahead of
+    /// it: keyed, or above the range).
     fn answers(&self, request: &TallyRequest) -> bool {
+        let (from, to) = self.counted;
         request.keep == 0
             && request.now == self.now
             && request.excluded == self.excluded
-            && (request.probes.iter()).all(|probe| probe.priority >= self.counted_from)
+            && (request.probes.iter()).all(|probe| (from..=to).contains(&probe.priority))
     }
 
     /// The counts of `request`'s intervals (the last one, behind every
@@ -171,6 +174,7 @@ impl TalliedKeys {
         name_of: impl Fn(JobId) -> std::sync::Arc<str>,
     ) -> Vec<u64> {
         let mut counts = vec![0; request.probes.len() + 1];
+        counts[0] = self.above;
         for &(priority, submit_at, job) in &self.keys {
             counts[interval_of(&request.probes, priority, submit_at, || name_of(job))] += 1;
         }
@@ -216,6 +220,18 @@ pub struct TallyPaths {
     pub scanned: u64,
     /// From the last tally's keys.
     pub keyed: u64,
+    /// By a count of the probes' window of priorities (not read job by job).
+    pub windowed: u64,
+}
+
+/// How a tally read the queue.
+enum Path {
+    /// A count of the probes' window.
+    Windowed,
+    /// One pass over every record.
+    Scanned,
+    /// The best-first walk down to the lowest probe.
+    Walked,
 }
 
 /// A kept moved job in the shard's bounded heap (the worst on top).
@@ -300,8 +316,123 @@ impl PriorityReader {
             self.tally_paths.keyed += 1;
             return Some(tally);
         }
-        let floor = queue_floor(first.model());
         let lowest = request.probes.iter().map(|p| p.priority).min();
+        let highest = request.probes.iter().map(|p| p.priority).max();
+        let window = lowest.zip(highest);
+        let counted = (window.filter(|_| self.tally_by_count))
+            .and_then(|(low, high)| self.counted(low, high, request.now));
+        let (mut tallying, counted, path) = match (counted, window) {
+            (Some(counted), Some(window)) => {
+                let tallying = self.tally_window(counted, window, request, &mut tally.counts);
+                (tallying, window, Path::Windowed)
+            }
+            _ => {
+                let (tallying, counted, scanned) =
+                    self.tally_read(request, lowest, &mut tally.counts);
+                (
+                    tallying,
+                    counted,
+                    if scanned { Path::Scanned } else { Path::Walked },
+                )
+            }
+        };
+        let above = tallying.above;
+        let mut moved: Vec<Kept<'_>> = std::mem::take(&mut tallying.kept).into_vec();
+        moved.sort();
+        tally.moved = moved
+            .into_iter()
+            .filter_map(|kept| {
+                let job = self.evaluate_with(kept.record, kept.fairshare, request.now)?;
+                Some((kept.at, job))
+            })
+            .collect();
+        self.tallied = tallying.keys.take().map(|keys| TalliedKeys {
+            now: request.now,
+            excluded: request.excluded.clone(),
+            counted,
+            above,
+            keys,
+        });
+        match path {
+            Path::Windowed => self.tally_paths.windowed += 1,
+            Path::Scanned => self.tally_paths.scanned += 1,
+            Path::Walked => {}
+        }
+        Some(tally)
+    }
+
+    /// The tally from a count of the probes' window `(low, high)` of
+    /// priorities: the jobs above it counted (into the first interval; the
+    /// excluded among them taken back out), those of the band that are not
+    /// below it tallied one by one.
+    fn tally_window<'q, 'c>(
+        &'q self,
+        counted: Counted<'q>,
+        (low, high): (u64, u64),
+        request: &'c TallyRequest,
+        counts: &'c mut [u64],
+    ) -> Tallying<'c, 'q> {
+        let above = counted.whole
+            + (counted.sure.iter())
+                .map(|p| p.jobs.len() as u64)
+                .sum::<u64>();
+        let above = above - self.excluded_counted_above(&counted, high, request);
+        counts[0] += above;
+        let mut tallying = Tallying {
+            probes: ProbeIndex::new(&request.probes),
+            counts,
+            kept: BinaryHeap::new(),
+            keys: (request.keep > 0).then(|| Vec::with_capacity(counted.band.len())),
+            above,
+        };
+        for &(record, fairshare) in &counted.band {
+            self.tally_one(record, fairshare, request, Some(low), &mut tallying);
+        }
+        tallying
+    }
+
+    /// How many of `request`'s excluded jobs (of this shard, ranked, above
+    /// `high` at the time) `counted` counted above its window: those not in
+    /// its band. (A changed job's key is a probe of the first tally, so
+    /// none is there; the places tally's probes are other jobs.)
+    fn excluded_counted_above(
+        &self,
+        counted: &Counted<'_>,
+        high: u64,
+        request: &TallyRequest,
+    ) -> u64 {
+        let above = |record: &PriorityRecord, factor: f64| {
+            matches!(record.priority_at(factor, request.now, None),
+                Some((JobState::Pending, priority)) if priority > high)
+        };
+        let excluded_above = (request.excluded.iter())
+            .filter_map(|&job| self.queue.record(job))
+            .filter(|record| above(record, self.queue.fairshare_of(record.row.assoc)))
+            .count();
+        if excluded_above == 0 {
+            return 0;
+        }
+        let in_band = (counted.band.iter())
+            .filter(|(record, _)| request.excluded.binary_search(&record.job()).is_ok())
+            .filter(|&&(record, factor)| above(record, factor))
+            .count();
+        (excluded_above - in_band) as u64
+    }
+
+    /// The tally read job by job (where the bounds do not count): the walk
+    /// down to the lowest probe, or one pass over every record; with the
+    /// range of priorities in which every job was counted and whether every
+    /// record was passed.
+    fn tally_read<'q, 'c>(
+        &'q self,
+        request: &'c TallyRequest,
+        lowest: Option<u64>,
+        counts: &'c mut [u64],
+    ) -> (Tallying<'c, 'q>, (u64, u64), bool) {
+        let floor = self
+            .queue
+            .any_record()
+            .map_or(0, |r| queue_floor(r.model()));
         let ahead = (lowest.filter(|&lowest| lowest > floor))
             .map(|lowest| self.estimate_ahead(lowest, request.now));
         let scan = match lowest {
@@ -310,12 +441,14 @@ impl PriorityReader {
             Some(_) => ahead.is_some_and(Ahead::scan_is_cheaper),
         };
         let mut tallying = Tallying {
-            counts: &mut tally.counts,
+            probes: ProbeIndex::new(&request.probes),
+            counts,
             kept: BinaryHeap::new(),
             keys: (request.keep > 0).then(|| match (scan, ahead) {
                 (true, _) => Vec::with_capacity(self.queue.ranked_len()),
                 (false, ahead) => Vec::with_capacity(ahead.map_or(0, |a| a.jobs(&self.queue))),
             }),
+            above: 0,
         };
         let counted_from = match lowest {
             None => u64::MAX,
@@ -326,38 +459,24 @@ impl PriorityReader {
                     request.now,
                     lowest,
                     floor,
-                    |record, fairshare| self.tally_one(record, fairshare, request, &mut tallying),
+                    |record, fairshare| {
+                        self.tally_one(record, fairshare, request, None, &mut tallying)
+                    },
                 );
                 lowest
             }
             // At the floor (where the walk cannot stop) or deep in the
             // queue (where one pass over every record costs less).
             Some(_) => {
-                self.tally_paths.scanned += 1;
                 let table = self.queue.factor_table();
                 for record in self.queue.records() {
                     let fairshare = Self::factor_in(&table, record);
-                    self.tally_one(record, fairshare, request, &mut tallying);
+                    self.tally_one(record, fairshare, request, None, &mut tallying);
                 }
                 0
             }
         };
-        let mut moved: Vec<Kept<'_>> = tallying.kept.into_vec();
-        moved.sort();
-        tally.moved = moved
-            .into_iter()
-            .filter_map(|kept| {
-                let job = self.evaluate_with(kept.record, kept.fairshare, request.now)?;
-                Some((kept.at, job))
-            })
-            .collect();
-        self.tallied = tallying.keys.map(|keys| TalliedKeys {
-            now: request.now,
-            excluded: request.excluded.clone(),
-            counted_from,
-            keys,
-        });
-        Some(tally)
+        (tallying, (counted_from, u64::MAX), scan)
     }
 
     /// How many of a sample of [`DEPTH_SAMPLE`] records spread over the ids
@@ -382,14 +501,15 @@ impl PriorityReader {
             .unwrap_or_else(|| std::sync::Arc::from(""))
     }
 
-    /// Tally one record: a ranked job not left out is counted in its
-    /// interval (its key kept when the tally keeps keys) and, when the
-    /// interval moves, offered to the kept jobs.
+    /// Tally one record: a ranked job not left out (nor below `lowest`,
+    /// when given) is counted in its interval (its key kept when the tally
+    /// keeps keys) and, when the interval moves, offered to the kept jobs.
     fn tally_one<'q>(
         &self,
         record: &'q PriorityRecord,
         fairshare: f64,
         request: &TallyRequest,
+        lowest: Option<u64>,
         tallying: &mut Tallying<'_, 'q>,
     ) {
         if request.excluded.binary_search(&record.job()).is_ok() {
@@ -399,9 +519,12 @@ impl PriorityReader {
         else {
             return;
         };
+        if lowest.is_some_and(|lowest| priority < lowest) {
+            return;
+        }
         let submit_at = record.row.submit_at;
         let mut name = None;
-        let at = interval_of(&request.probes, priority, submit_at, || {
+        let at = tallying.probes.interval(priority, submit_at, || {
             name.get_or_insert_with(|| self.name_of(record)).clone()
         });
         tallying.counts[at] += 1;
