@@ -137,6 +137,20 @@ struct Tallying<'c, 'q> {
     above: u64,
 }
 
+impl<'c> Tallying<'c, '_> {
+    /// A tally of `request` into `counts`, `above` jobs already counted
+    /// into the first interval; room for `expected` keys when it keeps them.
+    fn new(request: &'c TallyRequest, counts: &'c mut [u64], expected: usize, above: u64) -> Self {
+        Tallying {
+            probes: ProbeIndex::new(&request.probes),
+            counts,
+            kept: BinaryHeap::new(),
+            keys: (request.keep > 0).then(|| Vec::with_capacity(expected)),
+            above,
+        }
+    }
+}
+
 /// The keys (priority, submit time, job) of every job the last tally that
 /// kept moved jobs counted: the driver's next tally asks for the kept jobs'
 /// places (the unchanged jobs ahead of each), and those jobs were all
@@ -321,19 +335,17 @@ impl PriorityReader {
         let window = lowest.zip(highest);
         let counted = (window.filter(|_| self.tally_by_count))
             .and_then(|(low, high)| self.counted(low, high, request.now));
-        let (mut tallying, counted, path) = match (counted, window) {
+        // `range`: the priorities in which every ranked job was counted.
+        let (mut tallying, range, path) = match (counted, window) {
             (Some(counted), Some(window)) => {
                 let tallying = self.tally_window(counted, window, request, &mut tally.counts);
                 (tallying, window, Path::Windowed)
             }
             _ => {
-                let (tallying, counted, scanned) =
+                let (tallying, range, scanned) =
                     self.tally_read(request, lowest, &mut tally.counts);
-                (
-                    tallying,
-                    counted,
-                    if scanned { Path::Scanned } else { Path::Walked },
-                )
+                let path = if scanned { Path::Scanned } else { Path::Walked };
+                (tallying, range, path)
             }
         };
         let above = tallying.above;
@@ -349,7 +361,7 @@ impl PriorityReader {
         self.tallied = tallying.keys.take().map(|keys| TalliedKeys {
             now: request.now,
             excluded: request.excluded.clone(),
-            counted,
+            counted: range,
             above,
             keys,
         });
@@ -378,13 +390,7 @@ impl PriorityReader {
                 .sum::<u64>();
         let above = above - self.excluded_counted_above(&counted, high, request);
         counts[0] += above;
-        let mut tallying = Tallying {
-            probes: ProbeIndex::new(&request.probes),
-            counts,
-            kept: BinaryHeap::new(),
-            keys: (request.keep > 0).then(|| Vec::with_capacity(counted.band.len())),
-            above,
-        };
+        let mut tallying = Tallying::new(request, counts, counted.band.len(), above);
         for &(record, fairshare) in &counted.band {
             self.tally_one(record, fairshare, request, Some(low), &mut tallying);
         }
@@ -440,16 +446,11 @@ impl PriorityReader {
             Some(lowest) if lowest <= floor => true,
             Some(_) => ahead.is_some_and(Ahead::scan_is_cheaper),
         };
-        let mut tallying = Tallying {
-            probes: ProbeIndex::new(&request.probes),
-            counts,
-            kept: BinaryHeap::new(),
-            keys: (request.keep > 0).then(|| match (scan, ahead) {
-                (true, _) => Vec::with_capacity(self.queue.ranked_len()),
-                (false, ahead) => Vec::with_capacity(ahead.map_or(0, |a| a.jobs(&self.queue))),
-            }),
-            above: 0,
+        let expected = match (scan, ahead) {
+            (true, _) => self.queue.ranked_len(),
+            (false, ahead) => ahead.map_or(0, |a| a.jobs(&self.queue)),
         };
+        let mut tallying = Tallying::new(request, counts, expected, 0);
         let counted_from = match lowest {
             None => u64::MAX,
             // Every unread job is behind every probe: interval `len`.
