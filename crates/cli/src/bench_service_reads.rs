@@ -47,6 +47,7 @@ use anyhow::{anyhow, Context};
 use fairflow_engine::whatif::{evaluate_base, Proposal};
 use fairflow_engine::Engine;
 use fairflow_ingest::LogLine;
+use fairflow_model::report::position::ACCOUNTS_SHOWN;
 use fairflow_model::report::Selection;
 use fairflow_model::{Event, Time};
 use fairflow_serve::OutputFormat;
@@ -223,6 +224,7 @@ fn read_of(
         ReadKind::Position => Read::Query(Query::Position {
             job: places.jobs[turn].clone(),
             json,
+            top_accounts: ACCOUNTS_SHOWN,
         }),
         ReadKind::Explain => Read::Query(Query::Explain {
             job: places.jobs[turn].clone(),

@@ -83,6 +83,23 @@ fn position_of_a_job_and_a_page_of_the_queue() {
         text.contains("to pass job 2 (user bob, account lab, priority 11550): 3526 points"),
         "{text}"
     );
+    // No account listed: the text says what was left out.
+    let text = stdout_of(&["position", "1", "--top-accounts", "0", "--events", &events]);
+    assert!(
+        text.contains("... and 1 more accounts with 1 entries ahead"),
+        "{text}"
+    );
+    let out = fairflow(&[
+        "position",
+        "1",
+        "--top-accounts",
+        "few",
+        "--events",
+        &events,
+    ]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(stderr.contains("is not a number of accounts"), "{stderr}");
     // Job 3 is held: no place, a clear error.
     let out = fairflow(&["position", "3", "--events", &events]);
     assert!(!out.status.success());

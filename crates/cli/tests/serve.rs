@@ -152,6 +152,14 @@ fn writes_from_every_source_and_reads_equal_to_values_worked_out_by_hand(
     hand::assert_position_of_job_2(&got);
     let (_, got) = service.request("GET", "/v1/jobs/2/position?format=text", None, "");
     assert!(got.contains("rank 2"), "{got}");
+    // No account listed: the one ahead is still counted.
+    let (_, got) = service.request("GET", "/v1/jobs/2/position?top_accounts=0", None, "");
+    let parsed: serde_json::Value = serde_json::from_str(&got).unwrap();
+    assert_eq!(parsed["ahead_by_account"], serde_json::json!({}), "{got}");
+    assert_eq!(parsed["ahead_accounts"], 1, "{got}");
+    let (status, got) = service.request("GET", "/v1/jobs/2/position?top_accounts=some", None, "");
+    assert_eq!(status, 400, "{got}");
+    assert!(got.contains("top_accounts"), "{got}");
     assert_eq!(
         service.request("GET", "/v1/jobs/999/position", None, "").0,
         404

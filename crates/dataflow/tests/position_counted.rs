@@ -4,7 +4,8 @@
 //! of `engine_priority_equivalence` (submissions, holds, starts, ends,
 //! requeues, usage, configuration changes: retractions of every kind),
 //! after every batch moved on to a random later `now`, for every ranked
-//! job (ranks over the whole queue), and `None` for every listed job that
+//! job (ranks over the whole queue; again with one to three accounts
+//! listed, `Position::keep_accounts`), and `None` for every listed job that
 //! is not ranked; 1, 2 and 4 workers; Slurm under Fair Tree, classic, many
 //! ties at one integer priority, every job at the model's floor, and Flux.
 //! The Slurm scenarios' places above the floor are counted from bounds
@@ -43,7 +44,7 @@ fn run(scenario: &Scenario, seed: u64, workers: usize, batches: usize) -> Result
             }
             let got = run
                 .engine
-                .position_counted(&job.job)
+                .position_counted(&job.job, usize::MAX)
                 .map_err(|e| e.to_string())?;
             let Some(got) = got else { continue };
             let want = position_in(&queue, &job.job)
@@ -51,6 +52,21 @@ fn run(scenario: &Scenario, seed: u64, workers: usize, batches: usize) -> Result
             if got != want {
                 return Err(format!(
                     "{context}: job {} (rank {}):\n got  {got:?}\n want {want:?}",
+                    job.job,
+                    index + 1
+                ));
+            }
+            // Fewer accounts listed: those with the most jobs ahead.
+            let shown = index % 3 + 1;
+            let got = run
+                .engine
+                .position_counted(&job.job, shown)
+                .map_err(|e| e.to_string())?;
+            let mut want = want;
+            want.keep_accounts(shown);
+            if got.as_ref() != Some(&want) {
+                return Err(format!(
+                    "{context}: job {} (rank {}), {shown} accounts shown:\n got  {got:?}\n want {want:?}",
                     job.job,
                     index + 1
                 ));
@@ -70,7 +86,7 @@ fn run(scenario: &Scenario, seed: u64, workers: usize, batches: usize) -> Result
         for job in listed.iter().filter(|p| p.state != JobState::Pending) {
             if run
                 .engine
-                .position_counted(&job.job)
+                .position_counted(&job.job, usize::MAX)
                 .map_err(|e| e.to_string())?
                 .is_some()
             {
@@ -270,7 +286,8 @@ fn measure_counted_and_built_places() {
                 .expect("five reads")
         };
         let mut counted = None;
-        let counted_time = fastest(&mut || counted = engine.position_counted(&id).expect("reads"));
+        let counted_time =
+            fastest(&mut || counted = engine.position_counted(&id, usize::MAX).expect("reads"));
         let mut built = None;
         let built_time = fastest(&mut || {
             built = position_single(engine.queue_through(&id).expect("reads").expect("ranked"))

@@ -122,8 +122,12 @@ impl Engine for IncrementalEngine {
         Ok(self.engine.queue_through(id)?)
     }
 
-    fn position_counted(&mut self, id: &str) -> Result<Option<Position>, EngineError> {
-        Ok(self.engine.position_counted(id)?)
+    fn position_counted(
+        &mut self,
+        id: &str,
+        shown: usize,
+    ) -> Result<Option<Position>, EngineError> {
+        Ok(self.engine.position_counted(id, shown)?)
     }
 
     fn top_page_counted(

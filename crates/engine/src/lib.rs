@@ -333,17 +333,29 @@ pub trait Engine: Send {
     /// engine's queue index without building the jobs ahead; `None` when
     /// the engine does not count it (this default: never), and
     /// [`Engine::queue_through`]'s path answers.
-    fn position_counted(&mut self, _id: &str) -> Result<Option<Position>, EngineError> {
+    fn position_counted(
+        &mut self,
+        _id: &str,
+        _shown: usize,
+    ) -> Result<Option<Position>, EngineError> {
         Ok(None)
     }
 
     /// A job's place in line (the job named by its id or its SLUID:
     /// `Book::resolve_job`): its first entry's rank in the whole queue, its
     /// rank in each of its partitions, its other entries, the entries of
-    /// each account ahead of it, and the gap to the entry just ahead.
+    /// each account ahead of it (every account), and the gap to the entry
+    /// just ahead.
     fn position(&mut self, id: &str) -> Result<Position, EngineError> {
+        self.position_showing(id, usize::MAX)
+    }
+
+    /// [`Engine::position`] listing only the `shown` accounts with the most
+    /// entries ahead (`Position::keep_accounts`; the service's and the
+    /// command's answer, `ACCOUNTS_SHOWN` unless asked otherwise).
+    fn position_showing(&mut self, id: &str, shown: usize) -> Result<Position, EngineError> {
         let id = &self.book().resolve_job(id).to_string();
-        if let Some(mut place) = self.position_counted(id)? {
+        if let Some(mut place) = self.position_counted(id, shown)? {
             place.sluid = self.book().sluid_of(id);
             return Ok(place);
         }
@@ -363,6 +375,7 @@ pub trait Engine: Send {
             job: id.to_string(),
             now,
         })?;
+        place.keep_accounts(shown);
         place.sluid = self.book().sluid_of(id);
         Ok(place)
     }

@@ -90,7 +90,7 @@ pub fn render_text(position: &Position) -> String {
             place.partition, place.rank, place.priority
         ));
     }
-    if position.ahead_by_account.is_empty() {
+    if position.ahead_by_account.is_empty() && position.ahead_accounts == 0 {
         out.push_str("\nno job is ahead of it\n");
         return out;
     }
@@ -100,6 +100,16 @@ pub fn render_text(position: &Position) -> String {
         .map(|(account, n)| vec![account.clone(), n.to_string()])
         .collect();
     out.push_str(&aligned(&ACCOUNT_COLUMNS, &rows));
+    let listed = position.ahead_by_account.len() as u64;
+    if position.ahead_accounts > listed {
+        let listed_entries: u64 = position.ahead_by_account.values().sum();
+        let other_entries = (position.rank - 1).saturating_sub(listed_entries);
+        out.push_str(&format!(
+            "... and {} more accounts with {} entries ahead (--top-accounts all lists every one)\n",
+            position.ahead_accounts - listed,
+            other_entries
+        ));
+    }
     if let Some(gap) = &position.gap {
         out.push_str(&format!(
             "\nto pass job {} (user {}, account {}, priority {}): {} points\n",
@@ -127,7 +137,9 @@ pub fn render_text(position: &Position) -> String {
 /// its first entry's pair, with its `sluid` when it has one), `rank`,
 /// `entries` (the job's other entries in the queue: `partition`, `qos`,
 /// `rank`, `priority`), `partitions` (`partition`, `rank`, `priority`),
-/// `ahead_by_account` (account -> jobs), `gap` (`null` at rank 1: `job_id`,
+/// `ahead_by_account` (account -> jobs: the accounts with the most jobs
+/// ahead, as many as were asked for), `ahead_accounts` (how many accounts
+/// have jobs ahead, listed or not), `gap` (`null` at rank 1: `job_id`,
 /// `user`, `account`, `priority`, `points`, `factors` with `name`, `own`,
 /// `ahead`, `weighted_gap`, `needed`).
 pub fn render_json(position: &Position) -> String {
@@ -160,6 +172,7 @@ pub fn render_json(position: &Position) -> String {
         "entries": position.entries,
         "partitions": position.partitions,
         "ahead_by_account": position.ahead_by_account,
+        "ahead_accounts": position.ahead_accounts,
         "gap": gap,
     });
     let mut text = serde_json::to_string_pretty(&object).expect("plain values always serialize");

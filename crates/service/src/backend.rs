@@ -82,6 +82,9 @@ pub enum Query {
         job: String,
         /// JSON (otherwise readable text).
         json: bool,
+        /// How many accounts with entries ahead are listed (those with the
+        /// most; `usize::MAX`: all).
+        top_accounts: usize,
     },
     /// The fair-share tree as an SVG icicle (`fairflow plot tree`).
     PlotTree {

@@ -303,8 +303,13 @@ impl Backend for EngineBackend {
                     .map_err(QueryError::from)?;
                 text(move || audit::render(&found, top, format))
             }
-            Query::Position { job, json } => {
-                let place = engine.position(&job).map_err(QueryError::from)?;
+            Query::Position {
+                job,
+                json,
+                top_accounts,
+            } => {
+                let place =
+                    (engine.position_showing(&job, top_accounts)).map_err(QueryError::from)?;
                 text(move || {
                     if json {
                         position::render_json(&place)

@@ -30,6 +30,7 @@ pub(crate) use crate::http_errors::error;
 use crate::http_errors::{json_errors, unknown_route};
 use crate::metrics::{Metrics, MetricsNames, ScrapeSettings, ScrapedRows, UserSeries};
 use crate::stream::{respond, respond_whole, ResponseBudget};
+use fairflow_model::report::position::{parse_accounts_shown, ACCOUNTS_SHOWN};
 use fairflow_model::report::Selection;
 use fairflow_serve::sprio::slurm_format::{Format, SlurmView};
 use fairflow_serve::OutputFormat;
@@ -341,6 +342,7 @@ pub(crate) struct ReadParams {
     format: Option<String>,
     norm: Option<bool>,
     accounts: Option<String>,
+    top_accounts: Option<String>,
     users: Option<String>,
     jobs: Option<String>,
     partitions: Option<String>,
@@ -518,14 +520,29 @@ async fn get_explain(
 }
 
 /// `GET /v1/jobs/{id}/position`: the job's place in line (404 when it is
-/// not in the ranked queue).
+/// not in the ranked queue); `top_accounts` (a number or `all`,
+/// `ACCOUNTS_SHOWN` by default) accounts ahead listed.
 async fn get_position(
     State(state): State<AppState>,
     headers: HeaderMap,
     Path(job): Path<String>,
     UrlQuery(params): UrlQuery<ReadParams>,
 ) -> Response {
-    let asked = json_or_text(&params).map(|json| Query::Position { job, json });
+    let top_accounts = match params.top_accounts.as_deref().map(parse_accounts_shown) {
+        None => Ok(ACCOUNTS_SHOWN),
+        Some(Ok(shown)) => Ok(shown),
+        Some(Err(why)) => Err(Box::new(error(
+            StatusCode::BAD_REQUEST,
+            format!("top_accounts: {why}"),
+        ))),
+    };
+    let asked = top_accounts.and_then(|top_accounts| {
+        json_or_text(&params).map(|json| Query::Position {
+            job,
+            json,
+            top_accounts,
+        })
+    });
     read_asked(state, headers, asked).await
 }
 

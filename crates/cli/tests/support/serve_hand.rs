@@ -230,6 +230,7 @@ pub fn assert_position_of_job_2(got: &str) {
     let parsed: Value = serde_json::from_str(got).unwrap();
     assert_eq!(parsed["rank"], 2, "{got}");
     assert_eq!(parsed["ahead_by_account"], json!({"physics": 1}), "{got}");
+    assert_eq!(parsed["ahead_accounts"], 1, "{got}");
     assert_eq!(parsed["job"]["job_id"], "2", "{got}");
     let gap = &parsed["gap"];
     assert_eq!(gap["job_id"], "1", "{got}");

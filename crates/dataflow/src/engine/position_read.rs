@@ -1,15 +1,16 @@
 //! `position` from the incremental engine counted, not built: every shard
 //! counts the jobs ahead of the job (`PriorityReader::count_ahead`: how
 //! many, by account id, in the job's partition, and the one just ahead),
-//! and the counts are named here once, into the model's
-//! [`Position`]. Where the queue's entries are not its jobs (several
-//! partition/QOS pairs, expedited requeue, several tiers), or the model's
+//! and the counts are named here once, into the model's [`Position`] (the
+//! names of the accounts the answer lists only). Where the queue's entries
+//! are not its jobs (several partition/QOS pairs, expedited requeue, several
+//! tiers), or the model's
 //! priorities are read over every record (Moab, Slurm's `INCR_ONLY`), the
 //! answer is left to [`Engine::queue_through`]'s path.
 
 use std::collections::BTreeMap;
 
-use fairflow_model::report::position::{partitions_of, PartitionPlace, Position};
+use fairflow_model::report::position::{most_ahead, partitions_of, PartitionPlace, Position};
 
 use super::{Engine, EngineError};
 use crate::types::NONE;
@@ -19,8 +20,13 @@ impl Engine {
     /// A job's place in line counted by the shards (see the module
     /// documentation); `None` when it is not answered this way: the job is
     /// not ranked, has several entries, or the queue or the model needs
-    /// the whole read.
-    pub fn position_counted(&self, id: &str) -> Result<Option<Position>, EngineError> {
+    /// the whole read. Only the `shown` accounts with the most entries
+    /// ahead are named ([`most_ahead`]).
+    pub fn position_counted(
+        &self,
+        id: &str,
+        shown: usize,
+    ) -> Result<Option<Position>, EngineError> {
         if !self.entries_are_jobs() {
             return Ok(None);
         }
@@ -51,19 +57,24 @@ impl Engine {
                 priority: target.priority,
             });
         }
-        let mut ahead_by_account: BTreeMap<String, u64> = BTreeMap::new();
+        let accounts = counts.by_account.len() as u64;
+        let mut named: Vec<(&str, u64)> = Vec::with_capacity(counts.by_account.len());
         for (account, count) in counts.by_account {
             let Some(name) = self.names.accounts.name(account) else {
                 return Ok(None);
             };
-            *ahead_by_account.entry(name.clone()).or_default() += count;
+            named.push((name.as_str(), count));
+        }
+        let mut ahead_by_account: BTreeMap<String, u64> = BTreeMap::new();
+        for (name, count) in most_ahead(named, shown, |name: &&str| name) {
+            *ahead_by_account.entry(name.to_string()).or_default() += count;
         }
         let just_ahead = counts.just_ahead.map(|ahead| self.identify(ahead));
         Ok(Some(Position::from_counts(
             target,
             counts.ahead + 1,
             partitions,
-            ahead_by_account,
+            (ahead_by_account, accounts),
             just_ahead.as_ref(),
         )))
     }

@@ -81,8 +81,13 @@ pub struct Position {
     /// Its rank in each partition it was submitted to, in the order given.
     pub partitions: Vec<PartitionPlace>,
     /// How many entries of each account's jobs are ahead of it in the whole
-    /// queue (one per job unless a job has several entries).
+    /// queue (one per job unless a job has several entries): every account
+    /// with entries ahead, or the ones with the most when fewer are asked
+    /// for ([`Position::keep_accounts`]).
     pub ahead_by_account: BTreeMap<String, u64>,
+    /// How many accounts have entries ahead of it (listed or not).
+    #[serde(default)]
+    pub ahead_accounts: u64,
     /// What it would take to pass the job just ahead (`None` at rank 1).
     pub gap: Option<Gap>,
     /// The job's other entries in the queue, in queue order (a job in
@@ -108,23 +113,37 @@ impl Position {
         for ahead in &through {
             *ahead_by_account.entry(ahead.account.clone()).or_default() += 1;
         }
+        let accounts = ahead_by_account.len() as u64;
         Some(Position::from_counts(
             job,
             rank,
             partitions,
-            ahead_by_account,
+            (ahead_by_account, accounts),
             through.last(),
         ))
+    }
+
+    /// Keep in `ahead_by_account` only the `shown` accounts with the most
+    /// entries ahead ([`most_ahead`]; `ahead_accounts` still counts all).
+    pub fn keep_accounts(&mut self, shown: usize) {
+        if self.ahead_by_account.len() <= shown {
+            return;
+        }
+        let all = std::mem::take(&mut self.ahead_by_account);
+        let kept = most_ahead(all.into_iter().collect(), shown, |name: &String| name);
+        self.ahead_by_account = kept.into_iter().collect();
     }
 
     /// The place of `job` from what was counted ahead of it, without the
     /// queue: its rank, its partition ranks, the entries of each account
     /// ahead, and the entry just ahead (`None` at rank 1).
+    /// `ahead_accounts` counts every account with entries ahead, those
+    /// `ahead_by_account` lists and any it leaves out.
     pub fn from_counts(
         job: JobPriority,
         rank: u64,
         partitions: Vec<PartitionPlace>,
-        ahead_by_account: BTreeMap<String, u64>,
+        (ahead_by_account, ahead_accounts): (BTreeMap<String, u64>, u64),
         just_ahead: Option<&JobPriority>,
     ) -> Self {
         let gap = just_ahead.map(|ahead| gap_to(&job, ahead));
@@ -133,11 +152,49 @@ impl Position {
             rank,
             partitions,
             ahead_by_account,
+            ahead_accounts,
             gap,
             entries: Vec::new(),
             sluid: None,
         }
     }
+}
+
+/// How many accounts a place lists by default: those with the most entries
+/// ahead of the job (`position --accounts`, `?accounts=`).
+pub const ACCOUNTS_SHOWN: usize = 100;
+
+/// How many accounts to list, as `--top-accounts` and `?top_accounts=` take
+/// it: a number, or `all`.
+pub fn parse_accounts_shown(text: &str) -> Result<usize, String> {
+    if text.eq_ignore_ascii_case("all") {
+        return Ok(usize::MAX);
+    }
+    text.parse::<usize>()
+        .map_err(|_| format!("`{text}` is not a number of accounts (or `all`)"))
+}
+
+/// Of `counts` (each account with its entries ahead), the `shown` with the
+/// most entries, an equal count going to the account whose name (`name`)
+/// sorts first; in no order. Linear in the accounts (a selection, not a
+/// sort), names compared only where counts tie.
+pub fn most_ahead<T>(
+    mut counts: Vec<(T, u64)>,
+    shown: usize,
+    name: impl Fn(&T) -> &str,
+) -> Vec<(T, u64)> {
+    if counts.len() <= shown {
+        return counts;
+    }
+    if shown == 0 {
+        counts.clear();
+        return counts;
+    }
+    counts.select_nth_unstable_by(shown - 1, |a, b| {
+        b.1.cmp(&a.1).then_with(|| name(&a.0).cmp(name(&b.0)))
+    });
+    counts.truncate(shown);
+    counts
 }
 
 /// The gap from `job` to `ahead`, the job ranked just before it.
@@ -196,4 +253,25 @@ pub fn partition_places_single(through: &[JobPriority]) -> Vec<PartitionPlace> {
             partition,
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::most_ahead;
+
+    /// Five accounts ahead, two shown: the two with the most entries; of
+    /// two with as many, the one whose name sorts first.
+    #[test]
+    fn most_ahead_keeps_the_accounts_with_the_most_entries_ties_by_name() {
+        let counts = vec![("c", 4), ("a", 2), ("e", 9), ("b", 4), ("d", 1)];
+        let mut kept = most_ahead(counts.clone(), 2, |name| name);
+        kept.sort();
+        assert_eq!(kept, vec![("b", 4), ("e", 9)]);
+        let mut kept = most_ahead(counts.clone(), 3, |name| name);
+        kept.sort();
+        assert_eq!(kept, vec![("b", 4), ("c", 4), ("e", 9)]);
+        assert!(most_ahead(counts.clone(), 0, |name| name).is_empty());
+        assert_eq!(most_ahead(counts.clone(), 5, |name| name).len(), 5);
+        assert_eq!(most_ahead(counts, usize::MAX, |name| name).len(), 5);
+    }
 }

@@ -363,10 +363,11 @@ impl Queue {
         let (above, reach) = (counting.above, counting.reach);
         for vector in &user.counted[class] {
             let jobs = &vector.jobs;
-            let sure = jobs
-                .partition_point(|&(Reverse(key), _)| bounds.lo(key, factor, class) >= above + 1.0);
-            let maybe =
-                jobs.partition_point(|&(Reverse(key), _)| bounds.hi(key, factor, class) >= reach);
+            let (sure, maybe) = split(
+                jobs,
+                |key| bounds.lo(key, factor, class) >= above + 1.0,
+                |key| bounds.hi(key, factor, class) >= reach,
+            );
             if sure > 0 {
                 counting.counted.sure.push(SurePrefix {
                     account: vector.account,
@@ -495,11 +496,11 @@ impl Queue {
         let first = counting.counted.sure.len();
         for vector in vectors {
             let jobs = &vector.jobs;
-            let sure = jobs.partition_point(|&(Reverse(key), _)| {
-                bounds.lo(key, lowest_factor, class) >= above + 1.0
-            });
-            let maybe = jobs
-                .partition_point(|&(Reverse(key), _)| bounds.hi(key, group_factor, class) >= reach);
+            let (sure, maybe) = split(
+                jobs,
+                |key| bounds.lo(key, lowest_factor, class) >= above + 1.0,
+                |key| bounds.hi(key, group_factor, class) >= reach,
+            );
             if maybe > sure {
                 counting.counted.sure.truncate(first);
                 return false;
@@ -518,6 +519,36 @@ impl Queue {
         counting.groups_whole += 1;
         true
     }
+}
+
+/// A vector's (highest key first) split by a threshold: how many of its
+/// first jobs are surely above (`sure_above`, true on a prefix) and how
+/// many may reach the window (`reaches`, true on a prefix at least as
+/// long: a job surely above reaches). The two ends are tried first: at a
+/// threshold most vectors are wholly above it or wholly below, and are
+/// then split without a search.
+fn split(
+    jobs: &[Ranked],
+    sure_above: impl Fn(u64) -> bool,
+    reaches: impl Fn(u64) -> bool,
+) -> (usize, usize) {
+    let (Some(&(Reverse(first), _)), Some(&(Reverse(last), _))) = (jobs.first(), jobs.last())
+    else {
+        return (0, 0);
+    };
+    if sure_above(last) {
+        return (jobs.len(), jobs.len());
+    }
+    if !reaches(first) {
+        return (0, 0);
+    }
+    let maybe = if reaches(last) {
+        jobs.len()
+    } else {
+        jobs.partition_point(|&(Reverse(key), _)| reaches(key))
+    };
+    let sure = jobs[..maybe].partition_point(|&(Reverse(key), _)| sure_above(key));
+    (sure, maybe)
 }
 
 #[cfg(test)]
