@@ -23,6 +23,7 @@
 //! walking down. A job event changes `O(depth)` subtree maxima.
 
 use std::cmp::Reverse;
+use std::collections::BTreeSet;
 
 use fairflow_model::formula::rank_factor;
 
@@ -33,7 +34,7 @@ mod placement;
 mod subtree_jobs;
 mod walk_all;
 
-use group::Group;
+use group::{Group, Ranked as GroupRanked};
 pub use placement::{enters_tied, SlotPlacement, SlurmPlacement, TreeSlot};
 use placement::{run_tied, walk, walk_from_run, walk_in_group, Walk};
 pub use subtree_jobs::SubtreeJobs;
@@ -251,7 +252,9 @@ impl FairTree {
         self.nodes[node as usize].attached = None;
         for class in 0..2 {
             if let Some((key, job)) = self.best_of(node, class) {
-                let set = &mut self.groups[group as usize].ranked[class];
+                let kept = &mut self.groups[group as usize];
+                kept.ranked_accounts[class].remove(&(Reverse(key), job, node));
+                let set = &mut kept.ranked[class];
                 set.remove(&(Reverse(key), job, node));
                 let first = set.first().map(|&(Reverse(k), j, _)| (k, j));
                 changed += 1 + self.set_best(group, class, first);
@@ -265,9 +268,14 @@ impl FairTree {
         grow(&mut self.nodes, node as usize).attached = Some(group);
         self.carry_member_jobs(node, group, true);
         grow(&mut self.groups, group as usize);
+        let account = !self.is_user(node);
         for class in 0..2 {
             if let Some((key, job)) = self.best_of(node, class) {
-                let set = &mut self.groups[group as usize].ranked[class];
+                let kept = &mut self.groups[group as usize];
+                if account {
+                    kept.ranked_accounts[class].insert((Reverse(key), job, node));
+                }
+                let set = &mut kept.ranked[class];
                 set.insert((Reverse(key), job, node));
                 let first = set.first().map(|&(Reverse(k), j, _)| (k, j));
                 changed += 1 + self.set_best(group, class, first);
@@ -304,7 +312,18 @@ impl FairTree {
             let Some(group) = self.nodes.get(node as usize).and_then(|n| n.attached) else {
                 return changed;
             };
-            let set = &mut self.groups[group as usize].ranked[class];
+            let account = !self.is_user(node);
+            let kept = &mut self.groups[group as usize];
+            if account {
+                let accounts = &mut kept.ranked_accounts[class];
+                if let Some((key, job)) = old {
+                    accounts.remove(&(Reverse(key), job, node));
+                }
+                if let Some((key, job)) = new {
+                    accounts.insert((Reverse(key), job, node));
+                }
+            }
+            let set = &mut kept.ranked[class];
             if let Some((key, job)) = old {
                 set.remove(&(Reverse(key), job, node));
             }
@@ -326,10 +345,28 @@ impl FairTree {
         group: NodeId,
         class: usize,
     ) -> impl Iterator<Item = (NodeId, Best)> + '_ {
+        self.ranked_members(group, move |g| &g.ranked[class])
+    }
+
+    /// [`FairTree::members`] that are accounts (not users), best first.
+    pub fn account_members(
+        &self,
+        group: NodeId,
+        class: usize,
+    ) -> impl Iterator<Item = (NodeId, Best)> + '_ {
+        self.ranked_members(group, move |g| &g.ranked_accounts[class])
+    }
+
+    /// The entries of one of a group's ranked sets (`set`), in order.
+    fn ranked_members<'t>(
+        &'t self,
+        group: NodeId,
+        set: impl Fn(&'t Group) -> &'t BTreeSet<GroupRanked> + 't,
+    ) -> impl Iterator<Item = (NodeId, Best)> + 't {
         self.groups
             .get(group as usize)
             .into_iter()
-            .flat_map(move |g| g.ranked[class].iter())
+            .flat_map(move |g| set(g).iter())
             .map(|&(Reverse(key), job, node)| (node, (key, job)))
     }
 

@@ -1,6 +1,6 @@
 //! One group of the queue's Fair Tree: its members by order label with the
 //! users before each, and per rank class its members by the best job in
-//! their subtree.
+//! their subtree (all of them, and its account members alone).
 //!
 //! # Labels, not prefixes
 //! A member's `SlotPlacement` holds an order *label*, not its position:
@@ -45,6 +45,9 @@ pub(super) struct Group {
     /// in the order made.
     pub(super) pending: Vec<PositionChange>,
     pub(super) ranked: [BTreeSet<Ranked>; 2],
+    /// `ranked` without the user members: what a count reads of a group
+    /// whose users it counted together (`FairTree::account_members`).
+    pub(super) ranked_accounts: [BTreeSet<Ranked>; 2],
 }
 
 /// Pending position changes of a group up to which each is applied alone

@@ -29,9 +29,12 @@
 //! are first counted together (`groups`: their jobs in the group's own
 //! vectors, bounded by the group's range of factors, from its first user's
 //! to its block's last position's); only when one of their jobs may be in
-//! the band is each user opened. Cost: the groups whose best job can reach
-//! `P`, a binary search per (group, account, partition), the users of the
-//! groups with a job in the band, and the band; not the jobs ahead.
+//! the band is each user opened, and otherwise only the group's account
+//! members are visited (`FairTree::account_members`). Cost: the groups
+//! whose best job can reach `P`, a look at the ends of each (group,
+//! account, partition) vector (a binary search where it straddles `P`),
+//! the users of the groups with a job in the band, and the band; not the
+//! jobs ahead.
 //!
 //! A paged count (`top --offset`, [`Queue::count_window`]) counts a window
 //! of priorities instead of one threshold (the jobs surely above its top
@@ -398,12 +401,15 @@ impl Queue {
     ) {
         let bounds = counting.counted.bounds;
         let users_whole = self.count_group_users(counting, class, (group, start), group_factor);
-        for (node, (key, _)) in self.tree.members(group, class) {
+        // Users counted together: only the accounts are left to open.
+        let members: Box<dyn Iterator<Item = _>> = if users_whole {
+            Box::new(self.tree.account_members(group, class))
+        } else {
+            Box::new(self.tree.members(group, class))
+        };
+        for (node, (key, _)) in members {
             if bounds.hi(key, group_factor, class) < counting.reach {
                 break;
-            }
-            if users_whole && self.tree.is_user(node) {
-                continue;
             }
             let Some((_, (node, placement, assoc))) = self.tree.member(node) else {
                 continue;
