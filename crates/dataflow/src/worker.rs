@@ -21,6 +21,7 @@ use crate::graph::{build, priority_upper, Dataflows, ListedFacts};
 use crate::job_feed::JobDeltas;
 use crate::names::JobNames;
 use crate::priority::reader::ahead::AheadCounts;
+use crate::priority::reader::factors::TrialFactor;
 use crate::priority::reader::waiting::WaitingEntry;
 use crate::priority::reader::whatif::{Tally, TallyRequest};
 use crate::priority::{IncrFloors, PriorityReader};
@@ -59,6 +60,11 @@ pub enum Command {
     /// Send every user association's fair-share factor as a dense table by
     /// interned name (`None`: none).
     ReadFactorTable,
+    /// Absorb what worker 0's reader captured and watch the factors the
+    /// next absorb changes (a what-if's trial: `PriorityReader::watch_factors`).
+    WatchFactors,
+    /// Send the factors the watched absorb changed.
+    ReadFactorChanges,
     /// Send the facts of these nodes (the whole tree in sshare order, or
     /// `explain`'s path), by their index in the list.
     ReadFactsOf(Arc<[NodeId]>),
@@ -139,6 +145,8 @@ pub enum Reply {
     Holdings(Vec<crate::cluster::ShardHoldings>),
     /// Fair-share factors as a dense table by interned `(account, user)`.
     FactorTable(Vec<Option<f64>>),
+    /// The factors a trial changed: `(association, before, after)`.
+    FactorChanges(Vec<TrialFactor>),
     /// Every shard's waiting users.
     Waiting(Vec<WaitingEntry>),
     /// Every user association with ranked jobs, with how many.
@@ -343,6 +351,22 @@ fn serve_whatif(
     }
 }
 
+/// Serve a read of the users' factors: worker 0's own (every shard holds
+/// every factor: the facts are broadcast).
+fn serve_factors(read: Command, reader: &mut PriorityReader) -> Reply {
+    match read {
+        Command::ReadFactors => Reply::Factors(reader.fairshare_factors()),
+        Command::ReadFactorsOf(assocs) => Reply::Factors(reader.fairshare_factors_of(&assocs)),
+        Command::ReadFactorTable => Reply::FactorTable(reader.fairshare_factors_dense()),
+        Command::WatchFactors => {
+            reader.watch_factors();
+            Reply::Done
+        }
+        Command::ReadFactorChanges => Reply::FactorChanges(reader.take_factor_changes()),
+        _ => Reply::Done,
+    }
+}
+
 /// Serve one command: a batch ([`run_batch`]), or a read of the shards
 /// (asked of every shard and merged) or of worker 0's own state.
 fn serve_command(
@@ -420,10 +444,11 @@ fn serve_command(
             reader,
             Request::Job(id, now),
         ))),
-        Command::ReadFactors => {
-            // Every shard holds every factor (the facts are broadcast).
-            Reply::Factors(reader.fairshare_factors())
-        }
+        read @ (Command::ReadFactors
+        | Command::ReadFactorsOf(_)
+        | Command::ReadFactorTable
+        | Command::WatchFactors
+        | Command::ReadFactorChanges) => serve_factors(read, reader),
         Command::Holdings => {
             Reply::Holdings(holdings(ask_all(shards, worker, reader, Request::Holdings)))
         }
@@ -438,8 +463,6 @@ fn serve_command(
         Command::ReadFactsOf(nodes) => {
             Reply::Facts(dataflows.trees[active.index()].facts.read_listed(&nodes))
         }
-        Command::ReadFactorsOf(assocs) => Reply::Factors(reader.fairshare_factors_of(&assocs)),
-        Command::ReadFactorTable => Reply::FactorTable(reader.fairshare_factors_dense()),
         // Freed by the loop before it serves a command (`run_worker`).
         Command::Discard(_) => Reply::Done,
     }

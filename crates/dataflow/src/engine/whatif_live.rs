@@ -10,9 +10,12 @@
 //! The answer (`fairflow_model::report::whatif::WhatIfRows`) is the batch
 //! oracle's (`fairflow_engine::whatif::evaluate`) cut to its first `k` rows
 //! of each list, with how many rows each list has in all:
-//! - the associations whose factor changed: every factor compared;
+//! - the associations whose factor changed: read across the trial's
+//!   absorb by worker 0 (`priority::reader::factors`: under Fair Tree only
+//!   the users of the groups the trial reorders, else every factor);
 //! - the *changed* jobs (whose priority moves: only the jobs of those
-//!   associations can) evaluated before and after; each is placed in the
+//!   associations can) keyed before and after (name, submit time, state and
+//!   priority; their owners named only for the rows shown); each is placed in the
 //!   queue before and after from the tally of the other ranked jobs against
 //!   the changed jobs' keys (`PriorityReader::tally_probes`);
 //! - the unchanged jobs move by their interval's shift: the tally counts
@@ -25,19 +28,19 @@
 //! book rejects, a queue whose entries are not its jobs, Moab, and Slurm's
 //! `INCR_ONLY`.
 
-use std::collections::BTreeMap;
-
 use fairflow_ingest::LogLine;
 use fairflow_model::report::whatif::{AssocChange, Evaluator, JobChange, WhatIf, WhatIfRows};
 use fairflow_model::report::{JobPriority, JobState};
 use fairflow_model::{Event, PriorityModel, Time};
 
 use super::{Engine, EngineError};
+use crate::priority::reader::factors::TrialFactor;
 use crate::priority::reader::whatif::{ProbeKey, Tally, TallyRequest};
 use crate::types::{AssocId, JobId};
 use crate::worker::{Command, Reply};
 
-/// One changed job: its name, id, and its priority before and after.
+/// One changed job: its id, and its key before and after (`None`: not
+/// listed on that side).
 struct Changed {
     id: JobId,
     before: Option<JobPriority>,
@@ -65,7 +68,9 @@ impl Engine {
             return Ok(None);
         };
         let now = self.now();
-        let before_factors = self.read_all_factors()?;
+        // Worker 0's reader watches the trial's batch: the factors it
+        // changes are read across its absorb (`reader::factors`).
+        self.priority_read(Command::WatchFactors)?;
         // The proposal applied to the live book (what it overwrites kept,
         // not a copy of the book: `Book::begin_share_trial`).
         let Some(trial) = self.book.begin_share_trial(&events) else {
@@ -73,18 +78,18 @@ impl Engine {
         };
         let changes = self.book.take_changes();
         // The proposal's side, then the live state back, whatever the read.
-        let after = (self.flush_changes(changes.clone(), false))
-            .and_then(|_| self.read_after(&before_factors, now));
+        let after = (self.flush_changes(changes.clone(), false)).and_then(|_| self.read_after(now));
         self.book.end_share_trial(trial);
         self.flush_changes(changes, true)?;
-        let (after_factors, changed_assocs, after_jobs) = after?;
+        let (factor_changes, after_jobs) = after?;
+        let changed_assocs: Vec<AssocId> = factor_changes.iter().map(|change| change.0).collect();
         let before_jobs = self.jobs_of_assocs(&changed_assocs, now)?;
         let changed = self.changed_jobs(before_jobs, after_jobs);
         let Some(answer) = self.place(&changed, k, now)? else {
             return Ok(None);
         };
         let (jobs, jobs_changed) = answer;
-        let associations = self.assoc_changes(&changed_assocs, &before_factors, &after_factors);
+        let associations = self.assoc_changes(&factor_changes);
         let mut answer = WhatIf {
             at: now,
             applied: events.len() as u64,
@@ -92,6 +97,7 @@ impl Engine {
             jobs,
         };
         answer.rank();
+        self.name_rows(&mut answer.jobs, k);
         Ok(Some(WhatIfRows::cut(
             answer,
             k,
@@ -123,31 +129,15 @@ impl Engine {
         Some(events)
     }
 
-    /// Every user association's factor, dense by id (`None`: none).
-    fn read_all_factors(&self) -> Result<Vec<Option<f64>>, EngineError> {
-        match self.priority_read(Command::ReadFactorTable)? {
-            Reply::FactorTable(factors) => Ok(factors),
-            _ => Err(EngineError::WorkersGone),
-        }
-    }
-
-    /// The proposal's side: its factors, the associations whose factor
-    /// differs from `before` (sorted), and their listed jobs.
-    #[allow(clippy::type_complexity)]
-    fn read_after(
-        &self,
-        before: &[Option<f64>],
-        now: Time,
-    ) -> Result<(Vec<Option<f64>>, Vec<AssocId>, Vec<JobPriority>), EngineError> {
-        let after = self.read_all_factors()?;
-        let bits =
-            |table: &[Option<f64>], at: usize| table.get(at).copied().flatten().map(f64::to_bits);
-        let changed: Vec<AssocId> = (0..before.len().max(after.len()))
-            .filter(|&at| bits(before, at) != bits(&after, at))
-            .map(|at| at as AssocId)
-            .collect();
-        let jobs = self.jobs_of_assocs(&changed, now)?;
-        Ok((after, changed, jobs))
+    /// The proposal's side: the factors it changed (by association) and
+    /// those associations' listed jobs.
+    fn read_after(&self, now: Time) -> Result<(Vec<TrialFactor>, Vec<JobPriority>), EngineError> {
+        let Reply::FactorChanges(changes) = self.priority_read(Command::ReadFactorChanges)? else {
+            return Err(EngineError::WorkersGone);
+        };
+        let assocs: Vec<AssocId> = changes.iter().map(|change| change.0).collect();
+        let jobs = self.jobs_of_assocs(&assocs, now)?;
+        Ok((changes, jobs))
     }
 
     /// The listed jobs of `assocs` (sorted) at `now`, every shard's.
@@ -169,35 +159,57 @@ impl Engine {
         }
     }
 
-    /// The jobs whose priority or listing differs between the sides, named.
+    /// The jobs whose priority or listing differs between the sides (each
+    /// side's keys, `PriorityReader::jobs_of_assocs`), paired by name.
     fn changed_jobs(&self, before: Vec<JobPriority>, after: Vec<JobPriority>) -> Vec<Changed> {
-        let mut sides: BTreeMap<String, (Option<JobPriority>, Option<JobPriority>)> =
-            BTreeMap::new();
-        for job in before {
-            let name = job.job.clone();
-            sides.entry(name).or_default().0 = Some(job);
+        let by_name = |a: &JobPriority, b: &JobPriority| a.job.cmp(&b.job);
+        let (mut before, mut after) = (before, after);
+        before.sort_unstable_by(by_name);
+        after.sort_unstable_by(by_name);
+        let (mut before, mut after) = (before.into_iter().peekable(), after.into_iter().peekable());
+        let mut changed = Vec::new();
+        loop {
+            let order = match (before.peek(), after.peek()) {
+                (Some(b), Some(a)) => by_name(b, a),
+                (Some(_), None) => std::cmp::Ordering::Less,
+                (None, Some(_)) => std::cmp::Ordering::Greater,
+                (None, None) => break,
+            };
+            let (b, a) = match order {
+                std::cmp::Ordering::Less => (before.next(), None),
+                std::cmp::Ordering::Greater => (None, after.next()),
+                std::cmp::Ordering::Equal => (before.next(), after.next()),
+            };
+            let key = |side: &Option<JobPriority>| side.as_ref().map(|j| (j.priority, j.state));
+            if key(&b) == key(&a) {
+                continue;
+            }
+            let name = a.as_ref().or(b.as_ref()).map(|job| &job.job);
+            if let Some(id) = name.and_then(|name| self.job_feed.job_id(name)) {
+                changed.push(Changed {
+                    id,
+                    before: b,
+                    after: a,
+                });
+            }
         }
-        for job in after {
-            let name = job.job.clone();
-            sides.entry(name).or_default().1 = Some(job);
+        changed
+    }
+
+    /// Name the owners (user, account) of the first `k` job rows: the
+    /// changed jobs' rows come from their keys alone (`change_row`), the
+    /// moved jobs' rows are named already.
+    fn name_rows(&self, rows: &mut [JobChange], k: usize) {
+        let state = self.book.state();
+        for row in rows.iter_mut().take(k) {
+            if !row.user.is_empty() || !row.account.is_empty() {
+                continue;
+            }
+            if let Some(job) = state.jobs.get(&row.job) {
+                row.user.clone_from(&job.user);
+                row.account.clone_from(&job.account);
+            }
         }
-        sides
-            .into_iter()
-            .filter(|(_, (b, a))| {
-                b.as_ref().map(|j| (j.priority, j.state))
-                    != a.as_ref().map(|j| (j.priority, j.state))
-            })
-            .filter_map(|(name, (before, after))| {
-                let id = self.job_feed.job_id(&name)?;
-                // Named once: a row takes its user and account from the
-                // side after, else the side before (`change_row`).
-                let (before, after) = match after {
-                    Some(after) => (before, Some(self.identify(after))),
-                    None => (before.map(|p| self.identify(p)), None),
-                };
-                Some(Changed { id, before, after })
-            })
-            .collect()
     }
 
     /// Every changed job's row, placed, and the rows of the unchanged jobs
@@ -321,22 +333,15 @@ impl Engine {
     }
 
     /// The associations whose factor changed, named.
-    fn assoc_changes(
-        &self,
-        changed: &[AssocId],
-        before: &[Option<f64>],
-        after: &[Option<f64>],
-    ) -> Vec<AssocChange> {
-        changed
-            .iter()
-            .filter_map(|&assoc| {
+    fn assoc_changes(&self, changes: &[TrialFactor]) -> Vec<AssocChange> {
+        (changes.iter())
+            .filter_map(|&(assoc, before, after)| {
                 let (account, user) = self.names.assocs.name(assoc)?.clone();
-                let at = assoc as usize;
                 Some(AssocChange {
                     account,
                     user,
-                    before: before.get(at).copied().flatten(),
-                    after: after.get(at).copied().flatten(),
+                    before,
+                    after,
                 })
             })
             .collect()
@@ -360,7 +365,7 @@ fn queue_order(a: &ProbeKey, b: &ProbeKey) -> std::cmp::Ordering {
         .then_with(|| fairflow_model::report::JobIdKey::compare(&a.job, &b.job))
 }
 
-/// A changed job's row, unplaced.
+/// A changed job's row, unplaced and not yet named (`Engine::name_rows`).
 fn change_row(changed: &Changed) -> JobChange {
     let either = changed
         .after

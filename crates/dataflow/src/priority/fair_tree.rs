@@ -30,11 +30,13 @@ use fairflow_model::formula::rank_factor;
 use crate::types::{grow, AssocId, JobId, NodeId, ROOT};
 
 mod group;
+mod moved;
 mod placement;
 mod subtree_jobs;
 mod walk_all;
 
 use group::{Group, Ranked as GroupRanked};
+pub use moved::reordered_groups;
 pub use placement::{enters_tied, SlotPlacement, SlurmPlacement, TreeSlot};
 use placement::{run_tied, walk, walk_from_run, walk_in_group, Walk};
 pub use subtree_jobs::SubtreeJobs;
@@ -93,6 +95,11 @@ impl FairTree {
     /// Is any user placed (Fair Tree with Slurm's ties in force)?
     pub fn is_active(&self) -> bool {
         self.users > 0
+    }
+
+    /// How many users are placed (the walk's positions).
+    pub fn placed_users(&self) -> u64 {
+        self.users
     }
 
     /// The node of a placed user association.

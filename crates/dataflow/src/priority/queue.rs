@@ -670,6 +670,11 @@ impl Queue {
         self.live == 0
     }
 
+    /// The sorted tree (Fair Tree with Slurm's ties; inactive otherwise).
+    pub fn tree(&self) -> &FairTree {
+        &self.tree
+    }
+
     /// Any active job's record (they all carry the same configuration).
     pub fn any_record(&self) -> Option<&PriorityRecord> {
         if self.is_empty() {

@@ -23,6 +23,7 @@
 //! read its top `k'` in each batch's round trip.
 
 pub mod ahead;
+pub mod factors;
 mod kept;
 pub mod page;
 pub mod waiting;
@@ -100,6 +101,10 @@ pub struct PriorityReader {
     /// Are what-if tallies counted from the bounds where they hold (not
     /// only read job by job)? Off only in tests of the reading paths.
     tally_by_count: bool,
+    /// Does the next absorb keep the factors it changes (`factors`)?
+    watching_factors: bool,
+    /// The factors the last watched absorb changed.
+    watched_factors: Vec<factors::TrialFactor>,
 }
 
 impl PriorityReader {
@@ -121,12 +126,26 @@ impl PriorityReader {
             tallied: None,
             tally_paths: whatif::TallyPaths::default(),
             tally_by_count: true,
+            watching_factors: false,
+            watched_factors: Vec::new(),
         }
     }
 
     /// Apply what the dataflow emitted since the last call (the driver calls
-    /// it once the probe passed a batch; every read calls it too).
+    /// it once the probe passed a batch; every read calls it too). When
+    /// factors are watched ([`PriorityReader::watch_factors`]), the factors
+    /// this absorb changes are kept for [`PriorityReader::take_factor_changes`].
     pub fn absorb(&mut self) {
+        if self.watching_factors {
+            self.watching_factors = false;
+            self.watched_factors = self.absorb_factor_changes();
+            return;
+        }
+        self.absorb_captured();
+    }
+
+    /// [`PriorityReader::absorb`] without a watch.
+    fn absorb_captured(&mut self) {
         let capture = self.capture.clone();
         let mut captured = capture.borrow_mut();
         if captured.rows.is_empty() && captured.contexts.is_empty() && captured.facts.is_empty() {
@@ -283,30 +302,6 @@ impl PriorityReader {
     /// Replace the `INCR_ONLY` memory (a restore).
     pub fn set_floors(&mut self, floors: IncrFloors) {
         self.floors = floors;
-    }
-
-    /// Every user association's fair-share factor as the priority dataflow
-    /// sees it.
-    pub fn fairshare_factors(&mut self) -> BTreeMap<AssocId, f64> {
-        self.absorb();
-        self.queue.fairshare_factors()
-    }
-
-    /// [`PriorityReader::fairshare_factors`] as a dense table by
-    /// association id (`None`: no entry).
-    pub fn fairshare_factors_dense(&mut self) -> Vec<Option<f64>> {
-        self.absorb();
-        self.queue.fairshare_factors_dense()
-    }
-
-    /// The entries of [`PriorityReader::fairshare_factors`] of `assocs`
-    /// only (a read of a few associations: `explain`'s path).
-    pub fn fairshare_factors_of(&mut self, assocs: &[AssocId]) -> BTreeMap<AssocId, f64> {
-        self.absorb();
-        assocs
-            .iter()
-            .filter_map(|&assoc| Some((assoc, self.queue.fairshare_factor(assoc)?)))
-            .collect()
     }
 
     /// The record's job's name (`""` if the table no longer has it, which a

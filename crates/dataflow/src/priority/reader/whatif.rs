@@ -285,9 +285,9 @@ impl Ord for Kept<'_> {
 
 impl PriorityReader {
     /// The jobs of this shard whose user association is in `assocs`
-    /// (sorted), evaluated at `now`: every listed one (`O(active jobs)`
-    /// lookups) with `all_listed`, else the ranked ones only (from each
-    /// association's own set).
+    /// (sorted), keyed at `now` ([`PriorityReader::job_key`]): every listed
+    /// one (`O(active jobs)` lookups) with `all_listed`, else the ranked
+    /// ones only (from each association's own set).
     pub fn jobs_of_assocs(
         &mut self,
         assocs: &[AssocId],
@@ -298,13 +298,38 @@ impl PriorityReader {
         if all_listed {
             return (self.queue.records())
                 .filter(|record| assocs.binary_search(&record.row.assoc).is_ok())
-                .filter_map(|record| self.evaluate(record, now))
+                .filter_map(|record| self.job_key(record, now))
                 .collect();
         }
         (assocs.iter())
             .flat_map(|&assoc| self.queue.ranked_job_ids_of(assoc))
-            .filter_map(|job| self.evaluate(self.queue.record(job)?, now))
+            .filter_map(|job| self.job_key(self.queue.record(job)?, now))
             .collect()
+    }
+
+    /// A listed job's key at `now` alone: its name, submit time, state and
+    /// priority (the same bits as its evaluation: `priority_at`), no owner,
+    /// factor or pair. What a what-if compares across its sides and places
+    /// its changed jobs by; the driver names only the rows it shows. Not
+    /// under `INCR_ONLY` (no floor), which the what-if does not take.
+    fn job_key(&self, record: &PriorityRecord, now: Time) -> Option<JobPriority> {
+        let fairshare = self.queue.fairshare_of(record.row.assoc);
+        let (state, priority) = record.priority_at(fairshare, now, None)?;
+        Some(JobPriority {
+            job: self.name_of(record).to_string(),
+            user: String::new(),
+            account: String::new(),
+            partition: String::new(),
+            qos: String::new(),
+            submit_at: record.row.submit_at,
+            priority,
+            state,
+            model: record.model(),
+            factors: Vec::new(),
+            pairs: Vec::new(),
+            priority_tier: 0,
+            expedited: false,
+        })
     }
 
     /// The tally `request` asks for (see the module documentation); `None`
