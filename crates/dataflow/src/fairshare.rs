@@ -16,7 +16,7 @@ use fairflow_model::formula::{
     level_bucket_value, level_fs_value, norm_usage, share_fraction, ticket_effective_usage,
     ticket_factor, usage_ratio, LevelLayout,
 };
-use fairflow_model::report::{FairshareRow, FairshareTable, UsageRow};
+use fairflow_model::report::{FairshareRow, FairshareTable};
 use fairflow_model::usage::{DecayFrame, FrameUsage};
 use fairflow_model::{Algorithm, Config, Shares, Time};
 use rayon::prelude::*;
@@ -100,22 +100,6 @@ impl EngineTree<'_> {
             .iter()
             .map(|node| tres_secs(node.usage))
             .collect()
-    }
-
-    /// The rows of `audit`: each node's names, depth, RawShares and
-    /// RawUsage, as the table's rows have them.
-    pub fn usage_rows(&self) -> Vec<UsageRow> {
-        let tres_secs = self.frame.tres_secs_at(self.as_of);
-        build_rows(self.nodes.len(), |index| {
-            let node = &self.nodes[index];
-            UsageRow {
-                account: node.account.to_string(),
-                user: node.user.map(str::to_string),
-                depth: node.depth,
-                raw_shares: self.raw_shares(index),
-                raw_usage: tres_secs(node.usage) as u64,
-            }
-        })
     }
 }
 

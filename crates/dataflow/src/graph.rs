@@ -96,56 +96,50 @@ impl FactStore {
     }
 
     /// The present facts of `nodes`, by their index in it: one pass over
-    /// the list, each node's few facts written where a reader looks for
+    /// the list (split over rayon's pool for a whole tree's: each node's
+    /// facts are a pointer away, so the read waits on memory, not on
+    /// arithmetic), each node's few facts written where a reader looks for
     /// them (no list of pairs to sort and scan again).
     pub(crate) fn read_listed(&self, nodes: &[NodeId]) -> ListedFacts {
         let facts = self.0.borrow();
-        let mut listed = ListedFacts::with_len(nodes.len());
-        for (at, &node) in nodes.iter().enumerate() {
-            let Some(held) = facts.get(node as usize) else {
-                continue;
-            };
-            for &(fact, count) in held {
+        let facts: &[NodeFacts] = &facts;
+        let rows = crate::fairshare::build_rows(nodes.len(), |at| {
+            let mut listed = ListedFact::default();
+            for &(fact, count) in facts.get(nodes[at] as usize).into_iter().flatten() {
                 if count <= 0 {
                     continue;
                 }
                 debug_assert!(count == 1, "a fact is present at most once");
                 match fact {
-                    NodeFact::SubtreeUsage(usage) => listed.subtree_usage[at] = usage,
-                    NodeFact::FsParent(parent) => listed.fs_parent[at] = Some(parent),
-                    NodeFact::LevelShares(level) => listed.level_shares[at] = level,
-                    NodeFact::Tickets(count) => listed.tickets[at] = count,
+                    NodeFact::SubtreeUsage(usage) => listed.subtree_usage = usage,
+                    NodeFact::FsParent(parent) => listed.fs_parent = Some(parent),
+                    NodeFact::LevelShares(level) => listed.level_shares = level,
+                    NodeFact::Tickets(count) => listed.tickets = count,
                 }
             }
-        }
-        listed
+            listed
+        });
+        ListedFacts(rows)
     }
 }
 
 /// The facts of a list of nodes ([`FactStore::read_listed`]), by each
-/// node's index in the list; a fact a node does not have reads as 0 (no
-/// usage, no level shares, no tickets) or `None` (no fair-share parent).
+/// node's index in the list.
 #[derive(Debug, Default)]
-pub struct ListedFacts {
-    /// [`NodeFact::SubtreeUsage`].
-    pub subtree_usage: Vec<SignedFrameUsage>,
-    /// [`NodeFact::FsParent`].
-    pub fs_parent: Vec<Option<NodeId>>,
-    /// [`NodeFact::LevelShares`].
-    pub level_shares: Vec<i128>,
-    /// [`NodeFact::Tickets`].
-    pub tickets: Vec<u64>,
-}
+pub struct ListedFacts(pub Vec<ListedFact>);
 
-impl ListedFacts {
-    fn with_len(nodes: usize) -> ListedFacts {
-        ListedFacts {
-            subtree_usage: vec![0; nodes],
-            fs_parent: vec![None; nodes],
-            level_shares: vec![0; nodes],
-            tickets: vec![0; nodes],
-        }
-    }
+/// One listed node's facts; a fact it does not have reads as 0 (no usage,
+/// no level shares, no tickets) or `None` (no fair-share parent).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct ListedFact {
+    /// [`NodeFact::SubtreeUsage`].
+    pub subtree_usage: SignedFrameUsage,
+    /// [`NodeFact::FsParent`].
+    pub fs_parent: Option<NodeId>,
+    /// [`NodeFact::LevelShares`].
+    pub level_shares: i128,
+    /// [`NodeFact::Tickets`].
+    pub tickets: u64,
 }
 
 /// The inputs of one family's tree dataflow.

@@ -12,6 +12,11 @@ pub mod whatif;
 pub use compact::CompactJobs;
 pub use shared::SharedJobs;
 
+/// A name in a result that many rows carry (an account, a user): kept in
+/// place up to 24 bytes (`compact_str`), so a whole tree's rows allocate
+/// and free no name of the usual length.
+pub type Name = compact_str::CompactString;
+
 use crate::config::Algorithm;
 use crate::event::Shares;
 use crate::Time;
@@ -92,9 +97,9 @@ pub struct FairshareTable {
 #[derive(Debug, Clone, PartialEq)]
 pub struct UsageRow {
     /// The account (for a user association, the account it is in).
-    pub account: String,
+    pub account: Name,
     /// The user, for a user association.
-    pub user: Option<String>,
+    pub user: Option<Name>,
     /// Depth in the association tree: root is 0.
     pub depth: usize,
     /// `RawShares`; `None` for root.
@@ -113,8 +118,8 @@ impl FairshareTable {
 impl From<FairshareRow> for UsageRow {
     fn from(row: FairshareRow) -> Self {
         UsageRow {
-            account: row.account,
-            user: row.user,
+            account: row.account.into(),
+            user: row.user.map(Into::into),
             depth: row.depth,
             raw_shares: row.raw_shares,
             raw_usage: row.raw_usage,

@@ -18,7 +18,7 @@
 //! under-served) or JSON.
 
 pub use fairflow_model::report::WaitingUser;
-use fairflow_model::report::{FairshareRow, UsageRow};
+use fairflow_model::report::{FairshareRow, Name, UsageRow};
 use fairflow_model::Time;
 use serde_json::{json, Value};
 
@@ -29,9 +29,9 @@ use crate::OutputFormat;
 #[derive(Debug, Clone, PartialEq)]
 pub struct AssociationAudit {
     /// The account (a user association's account).
-    pub account: String,
+    pub account: Name,
     /// The user, for a user association.
-    pub user: Option<String>,
+    pub user: Option<Name>,
     /// Its depth (`root`'s children are 1).
     pub depth: usize,
     /// Its shares among its siblings'.
@@ -145,22 +145,37 @@ fn most_over(a: &AssociationAudit, b: &AssociationAudit) -> std::cmp::Ordering {
         .then_with(|| (&a.account, &a.user).cmp(&(&b.account, &b.user)))
 }
 
-/// The first `top` of `level` in `order`: a selection, then a sort of the
-/// `top` chosen (`O(n + top log top)`, not a sort of the level).
+/// The first `top` of `level` in `order`, where `order` ranks by `error`
+/// first (the larger first) and only an equal error compares names: the
+/// `top`-th error is found among the errors alone, and only the
+/// associations that reach it are ordered in full, in one pass that keeps
+/// the `top` best so far (a name is read only against the last kept, and
+/// only among equal errors): `O(n + top log top)`, not a sort of the level.
 fn first_in(
     mut level: Vec<&AssociationAudit>,
     top: usize,
+    error: impl Fn(&AssociationAudit) -> f64,
     order: impl Fn(&AssociationAudit, &AssociationAudit) -> std::cmp::Ordering,
 ) -> Vec<&AssociationAudit> {
     if top == 0 {
         return Vec::new();
     }
     if level.len() > top {
-        level.select_nth_unstable_by(top - 1, |a, b| order(a, b));
-        level.truncate(top);
+        let mut errors: Vec<f64> = level.iter().map(|a| error(a)).collect();
+        let (_, cut, _) = errors.select_nth_unstable_by(top - 1, |a, b| b.total_cmp(a));
+        let cut = *cut;
+        level.retain(|a| error(a).total_cmp(&cut).is_ge());
     }
-    level.sort_by(|a, b| order(a, b));
-    level
+    let mut kept: Vec<&AssociationAudit> = Vec::with_capacity(top + 1);
+    for association in level {
+        if kept.len() == top && order(association, kept[top - 1]).is_ge() {
+            continue;
+        }
+        let at = kept.partition_point(|k| order(k, association).is_le());
+        kept.insert(at, association);
+        kept.truncate(top);
+    }
+    kept
 }
 
 /// Per depth, the `top` most over-served (largest positive level error) and
@@ -188,8 +203,9 @@ pub fn extremes(
         .enumerate()
         .filter(|(depth, _)| present[*depth])
         .map(|(depth, (over, under))| {
-            let over = first_in(over, top, most_over);
-            let under = first_in(under, top, |a, b| most_over(b, a));
+            let error = |a: &AssociationAudit| a.level_error.unwrap_or(0.0);
+            let over = first_in(over, top, error, most_over);
+            let under = first_in(under, top, |a| -error(a), |a, b| most_over(b, a));
             (depth, over, under)
         })
         .collect()
@@ -202,7 +218,7 @@ pub fn account_errors(audit: &Audit, limit: usize) -> Vec<(String, f64)> {
         .associations
         .iter()
         .filter(|a| a.user.is_none())
-        .filter_map(|a| Some((a.account.clone(), a.level_error?)))
+        .filter_map(|a| Some((a.account.to_string(), a.level_error?)))
         .collect();
     errors.sort_by(|a, b| b.1.abs().total_cmp(&a.1.abs()).then_with(|| a.0.cmp(&b.0)));
     errors.truncate(limit);
@@ -293,8 +309,8 @@ const WAITING_COLUMNS: [Column; 6] = [
 fn level_cells(a: &AssociationAudit) -> Vec<String> {
     vec![
         a.depth.to_string(),
-        a.account.clone(),
-        a.user.clone().unwrap_or_default(),
+        a.account.to_string(),
+        a.user.as_deref().unwrap_or_default().to_string(),
         opt_fixed6(a.level_share),
         opt_fixed6(a.level_usage),
         opt_fixed6(a.level_error),
@@ -393,7 +409,7 @@ mod tests {
 
     fn association(account: &str, depth: usize, level_error: Option<f64>) -> AssociationAudit {
         AssociationAudit {
-            account: account.to_string(),
+            account: account.into(),
             user: None,
             depth,
             level_share: None,
@@ -429,7 +445,7 @@ mod tests {
             waiting: Vec::new(),
         };
         let names = |list: &[&AssociationAudit]| -> Vec<String> {
-            list.iter().map(|a| a.account.clone()).collect()
+            list.iter().map(|a| a.account.to_string()).collect()
         };
         let found = extremes(&audit, 2);
         let shown: Vec<(usize, Vec<String>, Vec<String>)> = found
@@ -451,5 +467,32 @@ mod tests {
         assert!(extremes(&audit, 0)
             .iter()
             .all(|(_, o, u)| o.is_empty() && u.is_empty()));
+    }
+
+    /// Where the cut falls among equal errors, the names decide, whatever
+    /// order the level lists them in: of 40 associations with the same
+    /// error behind two better ones, the first three by name (over-served)
+    /// and the last three (under-served); by hand.
+    #[test]
+    fn a_cut_among_equal_errors_goes_by_name() {
+        let mut associations = Vec::new();
+        for i in (0..40).rev() {
+            associations.push(association(&format!("t{i:02}"), 1, Some(0.25)));
+            associations.push(association(&format!("u{i:02}"), 1, Some(-0.25)));
+        }
+        associations.push(association("z", 1, Some(0.5)));
+        associations.push(association("y", 1, Some(0.5)));
+        associations.push(association("a", 1, Some(-0.5)));
+        let audit = Audit {
+            as_of: 0,
+            associations,
+            waiting: Vec::new(),
+        };
+        let found = extremes(&audit, 5);
+        let names = |list: &[&AssociationAudit]| -> Vec<String> {
+            list.iter().map(|a| a.account.to_string()).collect()
+        };
+        assert_eq!(names(&found[0].1), ["y", "z", "t00", "t01", "t02"]);
+        assert_eq!(names(&found[0].2), ["a", "u39", "u38", "u37", "u36"]);
     }
 }

@@ -13,6 +13,9 @@
 //! one factor), so they cost what the path's depth costs, not the tree's
 //! size. Under `DEPTH_OBLIVIOUS` a row also needs its fair-share siblings'
 //! usage, which no path holds: there the path is cut from the whole table.
+//! `audit`'s rows ([`Engine::usage_rows`]) take only each node's subtree
+//! usage from worker 0 and build no tree: each row straight from the order
+//! and the feed, its names kept in place (`report::Name`).
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, PoisonError};
@@ -127,11 +130,11 @@ impl Engine {
                 child_accounts[parent as usize].push(id);
             }
         }
-        // Each account's live users, by name.
+        // Each account's live users, by name: the feed's users are kept
+        // by (account, user), so each account's come in name order.
         let mut users_of: Vec<Vec<NodeId>> = vec![Vec::new(); names.len()];
-        for (id, name) in names.iter().enumerate() {
-            let id = id as NodeId;
-            if let (Some(_), Some(parent)) = (&name.user, feed.sent_parent(id)) {
+        for &id in feed.users().values() {
+            if let Some(parent) = feed.sent_parent(id) {
                 users_of[parent as usize].push(id);
             }
         }
@@ -140,8 +143,8 @@ impl Engine {
         while let Some((account, depth, parent)) = stack.pop() {
             let index = order.len();
             order.push((account, depth, parent));
-            let users = &mut users_of[account as usize];
-            users.sort_unstable_by(|&a, &b| names[a as usize].user.cmp(&names[b as usize].user));
+            let users = &users_of[account as usize];
+            debug_assert!(users.is_sorted_by_key(|&u| &names[u as usize].user));
             order.extend(users.iter().map(|&user| (user, depth + 1, Some(index))));
             for &child in child_accounts[account as usize].iter().rev() {
                 stack.push((child, depth + 1, Some(index)));
@@ -161,8 +164,9 @@ impl Engine {
             let (id, depth, parent) = order[at];
             let record = &names[id as usize];
             // A fair-share parent is an ancestor: listed before the node.
-            let fs_parent = facts.fs_parent[at].and_then(|p| slots.slot(p));
-            let level = fs_parent.map_or(0, |p| facts.level_shares[p]);
+            let fact = &facts.0[at];
+            let fs_parent = fact.fs_parent.and_then(|p| slots.slot(p));
+            let level = fs_parent.map_or(0, |p| facts.0[p].level_shares);
             TreeNode {
                 account: &record.account,
                 user: record.user.as_deref(),
@@ -171,9 +175,8 @@ impl Engine {
                 fs_parent,
                 shares: feed.sent_shares(id).expect("a live association was sent"),
                 level_shares: u64::try_from(level).expect("level shares are non-negative"),
-                usage: FrameUsage::try_from(facts.subtree_usage[at])
-                    .expect("usage is non-negative"),
-                tickets: facts.tickets[at],
+                usage: FrameUsage::try_from(fact.subtree_usage).expect("usage is non-negative"),
+                tickets: fact.tickets,
             }
         });
         Ok(EngineTree {
@@ -191,9 +194,29 @@ impl Engine {
 
     /// Every association's place, shares and usage in sshare order (the
     /// table's columns that need no factor and no algorithm: `audit`'s),
-    /// read from the tree alone.
+    /// each row straight from the order, the feed and its subtree usage
+    /// (no tree of every column built first).
     pub fn usage_rows(&self) -> Result<Vec<UsageRow>, EngineError> {
-        Ok(self.tree()?.usage_rows())
+        let tree_order = self.sshare_order();
+        let facts = self.read_facts(Arc::clone(&tree_order.ids))?;
+        let (feed, order) = (&self.tree_feed, &tree_order.order);
+        let names = feed.names();
+        let tres_secs = self.book.state().frame.tres_secs_at(self.now());
+        Ok(crate::fairshare::build_rows(order.len(), |at| {
+            let (id, depth, _) = order[at];
+            let record = &names[id as usize];
+            let usage =
+                FrameUsage::try_from(facts.0[at].subtree_usage).expect("usage is non-negative");
+            UsageRow {
+                account: record.account.as_str().into(),
+                user: record.user.as_deref().map(Into::into),
+                depth,
+                // `root` has none.
+                raw_shares: (at != 0)
+                    .then(|| feed.sent_shares(id).expect("a live association was sent")),
+                raw_usage: tres_secs(usage) as u64,
+            }
+        }))
     }
 
     /// Each listed node's factor (users: the dataflow's, 0 if it has none).
