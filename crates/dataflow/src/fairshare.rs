@@ -86,12 +86,14 @@ pub struct EngineTree<'a> {
     pub as_of: Time,
 }
 
-impl EngineTree<'_> {
-    /// Node `index`'s RawShares (none on root).
-    fn raw_shares(&self, index: usize) -> Option<Shares> {
-        (index != 0).then(|| self.nodes[index].shares)
-    }
+/// The columns of the node at `index` in sshare order that need no
+/// algorithm: RawShares (none on `root`, index 0) and RawUsage (its usage in
+/// TRES-seconds, truncated); the table's rows and `audit`'s take them here.
+pub fn raw_columns(index: usize, shares: Shares, usage_tres_secs: f64) -> (Option<Shares>, u64) {
+    ((index != 0).then_some(shares), usage_tres_secs as u64)
+}
 
+impl EngineTree<'_> {
     /// Every node's usage in TRES-seconds as of the tree's time (RawUsage
     /// before truncation), by index.
     fn usage_tres_secs(&self) -> Vec<f64> {
@@ -185,9 +187,8 @@ impl<'a> View<'a> {
     fn base_row(&self, index: usize) -> FairshareRow {
         let node = &self.tree.nodes[index];
         let mut row = FairshareRow::new(node.account, node.user, node.depth);
-        row.raw_shares = self.tree.raw_shares(index);
         row.usage_tres_secs = self.usage_tres_secs[index];
-        row.raw_usage = row.usage_tres_secs as u64;
+        (row.raw_shares, row.raw_usage) = raw_columns(index, node.shares, row.usage_tres_secs);
         row
     }
 

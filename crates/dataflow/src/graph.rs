@@ -41,7 +41,9 @@ use crate::priority::{
 };
 use crate::stages::{group_sums, nearest_proper_ancestor, sums_up_the_tree};
 use crate::tree_feed::Deltas;
-use crate::types::{grow, AssocId, Diff, Epoch, JobId, NameId, NodeId, SignedFrameUsage};
+use crate::types::{
+    grow, AssocId, Diff, Epoch, FrameUsage, JobId, NameId, NodeId, SignedFrameUsage,
+};
 
 /// One derived fact about an association, as read from the facts store on
 /// worker 0 ([`FactStore`]).
@@ -140,6 +142,13 @@ pub struct ListedFact {
     pub level_shares: i128,
     /// [`NodeFact::Tickets`].
     pub tickets: u64,
+}
+
+impl ListedFact {
+    /// The subtree's usage: a present subtree sum is never negative.
+    pub fn usage(&self) -> FrameUsage {
+        FrameUsage::try_from(self.subtree_usage).expect("usage is non-negative")
+    }
 }
 
 /// The inputs of one family's tree dataflow.

@@ -145,21 +145,30 @@ fn most_over(a: &AssociationAudit, b: &AssociationAudit) -> std::cmp::Ordering {
         .then_with(|| (&a.account, &a.user).cmp(&(&b.account, &b.user)))
 }
 
-/// The first `top` of `level` in `order`, where `order` ranks by `error`
-/// first (the larger first) and only an equal error compares names: the
-/// `top`-th error is found among the errors alone, and only the
+/// The first `top` of `level`: the most over-served in [`most_over`]'s
+/// order (`over`), else the most under-served in its reverse. That order
+/// ranks by the level error first and reads names only among equal errors,
+/// so the `top`-th error is found among the errors alone, and only the
 /// associations that reach it are ordered in full, in one pass that keeps
 /// the `top` best so far (a name is read only against the last kept, and
 /// only among equal errors): `O(n + top log top)`, not a sort of the level.
-fn first_in(
-    mut level: Vec<&AssociationAudit>,
-    top: usize,
-    error: impl Fn(&AssociationAudit) -> f64,
-    order: impl Fn(&AssociationAudit, &AssociationAudit) -> std::cmp::Ordering,
-) -> Vec<&AssociationAudit> {
+fn first_in(mut level: Vec<&AssociationAudit>, top: usize, over: bool) -> Vec<&AssociationAudit> {
     if top == 0 {
         return Vec::new();
     }
+    let order = |a: &AssociationAudit, b: &AssociationAudit| match over {
+        true => most_over(a, b),
+        false => most_over(b, a),
+    };
+    // The larger the more over-served (`over`), else the more under-served.
+    let error = |a: &AssociationAudit| {
+        let error = a.level_error.unwrap_or(0.0);
+        if over {
+            error
+        } else {
+            -error
+        }
+    };
     if level.len() > top {
         let mut errors: Vec<f64> = level.iter().map(|a| error(a)).collect();
         let (_, cut, _) = errors.select_nth_unstable_by(top - 1, |a, b| b.total_cmp(a));
@@ -203,9 +212,8 @@ pub fn extremes(
         .enumerate()
         .filter(|(depth, _)| present[*depth])
         .map(|(depth, (over, under))| {
-            let error = |a: &AssociationAudit| a.level_error.unwrap_or(0.0);
-            let over = first_in(over, top, error, most_over);
-            let under = first_in(under, top, |a| -error(a), |a, b| most_over(b, a));
+            let over = first_in(over, top, true);
+            let under = first_in(under, top, false);
             (depth, over, under)
         })
         .collect()

@@ -25,9 +25,9 @@ use fairflow_model::report::{FairshareRow, FairshareTable, UsageRow};
 use fairflow_model::Algorithm;
 
 use super::{Engine, EngineError};
-use crate::fairshare::{EngineTree, TreeNode};
+use crate::fairshare::{raw_columns, EngineTree, TreeNode};
 use crate::graph::ListedFacts;
-use crate::types::{AssocId, FrameUsage, NodeId, ROOT};
+use crate::types::{AssocId, NodeId, ROOT};
 use crate::worker::{Command, Reply};
 
 /// Nodes in sshare order: `(node, depth, index of its parent)`.
@@ -175,7 +175,7 @@ impl Engine {
                 fs_parent,
                 shares: feed.sent_shares(id).expect("a live association was sent"),
                 level_shares: u64::try_from(level).expect("level shares are non-negative"),
-                usage: FrameUsage::try_from(fact.subtree_usage).expect("usage is non-negative"),
+                usage: fact.usage(),
                 tickets: fact.tickets,
             }
         });
@@ -205,16 +205,14 @@ impl Engine {
         Ok(crate::fairshare::build_rows(order.len(), |at| {
             let (id, depth, _) = order[at];
             let record = &names[id as usize];
-            let usage =
-                FrameUsage::try_from(facts.0[at].subtree_usage).expect("usage is non-negative");
+            let shares = feed.sent_shares(id).expect("a live association was sent");
+            let (raw_shares, raw_usage) = raw_columns(at, shares, tres_secs(facts.0[at].usage()));
             UsageRow {
                 account: record.account.as_str().into(),
                 user: record.user.as_deref().map(Into::into),
                 depth,
-                // `root` has none.
-                raw_shares: (at != 0)
-                    .then(|| feed.sent_shares(id).expect("a live association was sent")),
-                raw_usage: tres_secs(usage) as u64,
+                raw_shares,
+                raw_usage,
             }
         }))
     }
