@@ -48,16 +48,71 @@ pub struct AssociationAudit {
     pub global_error: Option<f64>,
 }
 
-/// The audit of one state.
+/// One association's figures at its level and from `root`, without its
+/// names (which stay in its row): what [`AssociationAudit`] adds to a row.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Figures {
+    level_share: Option<f64>,
+    level_usage: Option<f64>,
+    global_share: Option<f64>,
+    global_usage: Option<f64>,
+}
+
+impl Figures {
+    fn level_error(&self) -> Option<f64> {
+        difference(self.level_usage, self.level_share)
+    }
+}
+
+/// The audit of one state. Its rows keep their names; each association's
+/// figures are kept beside its row, and an [`AssociationAudit`] (names and
+/// figures together) is made only for the associations an answer shows.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Audit {
     /// The time it is as of.
     pub as_of: Time,
-    /// Every association but `root`, in the table's tree order.
-    pub associations: Vec<AssociationAudit>,
+    /// Every association's row, in the table's tree order (`root` too).
+    rows: Vec<UsageRow>,
+    /// Each row's figures (`None`: `root`, which is not audited).
+    figures: Vec<Option<Figures>>,
     /// The users whose factor is at least the asked minimum and who have
     /// pending jobs, longest wait first ([`WaitingUser::rank`]).
     pub waiting: Vec<WaitingUser>,
+}
+
+impl Audit {
+    /// Every association but `root`, in the table's tree order.
+    pub fn associations(&self) -> impl Iterator<Item = AssociationAudit> + '_ {
+        (0..self.rows.len()).filter_map(|i| self.association(i))
+    }
+
+    /// The row `i`'s association with its figures (`None` for `root`).
+    fn association(&self, i: usize) -> Option<AssociationAudit> {
+        let figures = self.figures.get(i).copied().flatten()?;
+        let row = &self.rows[i];
+        Some(AssociationAudit {
+            account: row.account.clone(),
+            user: row.user.clone(),
+            depth: row.depth,
+            level_share: figures.level_share,
+            level_usage: figures.level_usage,
+            level_error: figures.level_error(),
+            global_share: figures.global_share,
+            global_usage: figures.global_usage,
+            global_error: difference(figures.global_usage, figures.global_share),
+        })
+    }
+
+    /// The row `i`'s level error (`None`: `root`, or no error).
+    fn level_error(&self, i: usize) -> Option<f64> {
+        self.figures.get(i).copied().flatten()?.level_error()
+    }
+
+    /// The row `i`'s names, as the audit's orders compare them.
+    fn names(&self, i: usize) -> (&Name, Option<&Name>) {
+        let row = &self.rows[i];
+        (&row.account, row.user.as_ref())
+    }
 }
 
 fn ratio(part: u64, whole: u64) -> Option<f64> {
@@ -94,7 +149,8 @@ fn parents_in_order(rows: impl ExactSizeIterator<Item = (usize, bool)>) -> Vec<O
 /// The audit of the associations `rows` (in the table's tree order: the
 /// `Engine::usage_rows` of an engine, or a table's rows) with the users
 /// `waiting` (as the engine lists them:
-/// `fairflow_engine::Engine::waiting_users`), as of `now`.
+/// `fairflow_engine::Engine::waiting_users`), as of `now`. The figures are
+/// computed for every association; no name is copied.
 pub fn audit(rows: Vec<UsageRow>, waiting: Vec<WaitingUser>, now: Time) -> Audit {
     let parent = parents_in_order(rows.iter().map(|row| (row.depth, row.user.is_some())));
     // Each account's children's (shares, usage), by the account's row.
@@ -107,113 +163,116 @@ pub fn audit(rows: Vec<UsageRow>, waiting: Vec<WaitingUser>, now: Time) -> Audit
     }
     let root_usage = rows.first().map_or(0, |r| r.raw_usage);
     let mut global: Vec<Option<f64>> = vec![Some(1.0); rows.len()];
-    let mut associations = Vec::with_capacity(rows.len().saturating_sub(1));
-    for (i, row) in rows.into_iter().enumerate() {
+    let mut figures: Vec<Option<Figures>> = vec![None; rows.len()];
+    for (i, row) in rows.iter().enumerate() {
         let Some(p) = parent[i] else {
             continue;
         };
         let (shares, usage) = sums[p];
         let level_share = ratio(row.raw_shares.map_or(0, |s| s.raw()), shares);
-        let level_usage = ratio(row.raw_usage, usage);
         global[i] = global[p].zip(level_share).map(|(a, b)| a * b);
-        let global_usage = ratio(row.raw_usage, root_usage);
-        associations.push(AssociationAudit {
-            account: row.account,
-            user: row.user,
-            depth: row.depth,
+        figures[i] = Some(Figures {
             level_share,
-            level_usage,
-            level_error: difference(level_usage, level_share),
+            level_usage: ratio(row.raw_usage, usage),
             global_share: global[i],
-            global_usage,
-            global_error: difference(global_usage, global[i]),
+            global_usage: ratio(row.raw_usage, root_usage),
         });
     }
     Audit {
         as_of: now,
-        associations,
+        rows,
+        figures,
         waiting,
     }
 }
 
-/// The order of over-served associations: the larger level error first,
-/// then by account and user.
-fn most_over(a: &AssociationAudit, b: &AssociationAudit) -> std::cmp::Ordering {
-    b.level_error
-        .unwrap_or(0.0)
-        .total_cmp(&a.level_error.unwrap_or(0.0))
-        .then_with(|| (&a.account, &a.user).cmp(&(&b.account, &b.user)))
+/// The order of over-served associations (rows of `audit`): the larger
+/// level error first, then by account and user.
+fn most_over(audit: &Audit, a: usize, b: usize) -> std::cmp::Ordering {
+    let error = |i| audit.level_error(i).unwrap_or(0.0);
+    error(b)
+        .total_cmp(&error(a))
+        .then_with(|| audit.names(a).cmp(&audit.names(b)))
 }
 
-/// The first `top` of `level`: the most over-served in [`most_over`]'s
-/// order (`over`), else the most under-served in its reverse. That order
-/// ranks by the level error first and reads names only among equal errors,
-/// so the `top`-th error is found among the errors alone, and only the
-/// associations that reach it are ordered in full, in one pass that keeps
-/// the `top` best so far (a name is read only against the last kept, and
-/// only among equal errors): `O(n + top log top)`, not a sort of the level.
-fn first_in(mut level: Vec<&AssociationAudit>, top: usize, over: bool) -> Vec<&AssociationAudit> {
+/// The first `top` of `level` (rows of `audit`): the most over-served in
+/// [`most_over`]'s order (`over`), else the most under-served in its
+/// reverse. That order ranks by the level error first and reads names only
+/// among equal errors, so the `top`-th error is found among the errors
+/// alone, and only the associations that reach it are ordered in full, in
+/// one pass that keeps the `top` best so far (a name is read only against
+/// the last kept, and only among equal errors): `O(n + top log top)`, not a
+/// sort of the level.
+fn first_in(audit: &Audit, mut level: Vec<(usize, f64)>, top: usize, over: bool) -> Vec<usize> {
     if top == 0 {
         return Vec::new();
     }
-    let order = |a: &AssociationAudit, b: &AssociationAudit| match over {
-        true => most_over(a, b),
-        false => most_over(b, a),
+    let order = |a: usize, b: usize| match over {
+        true => most_over(audit, a, b),
+        false => most_over(audit, b, a),
     };
     // The larger the more over-served (`over`), else the more under-served.
-    let error = |a: &AssociationAudit| {
-        let error = a.level_error.unwrap_or(0.0);
-        if over {
-            error
-        } else {
-            -error
-        }
-    };
+    let signed = |error: f64| if over { error } else { -error };
     if level.len() > top {
-        let mut errors: Vec<f64> = level.iter().map(|a| error(a)).collect();
+        let mut errors: Vec<f64> = level.iter().map(|&(_, e)| signed(e)).collect();
         let (_, cut, _) = errors.select_nth_unstable_by(top - 1, |a, b| b.total_cmp(a));
         let cut = *cut;
-        level.retain(|a| error(a).total_cmp(&cut).is_ge());
+        level.retain(|&(_, e)| signed(e).total_cmp(&cut).is_ge());
     }
-    let mut kept: Vec<&AssociationAudit> = Vec::with_capacity(top + 1);
-    for association in level {
+    let mut kept: Vec<usize> = Vec::with_capacity(top + 1);
+    for (association, _) in level {
         if kept.len() == top && order(association, kept[top - 1]).is_ge() {
             continue;
         }
-        let at = kept.partition_point(|k| order(k, association).is_le());
+        let at = kept.partition_point(|&k| order(k, association).is_le());
         kept.insert(at, association);
         kept.truncate(top);
     }
     kept
 }
 
+/// One level of [`extremes`]: its depth, its most over-served and its most
+/// under-served associations.
+pub type LevelExtremes = (usize, Vec<AssociationAudit>, Vec<AssociationAudit>);
+
 /// Per depth, the `top` most over-served (largest positive level error) and
 /// most under-served (most negative) associations: over-served by
 /// [`most_over`]'s order, under-served in its reverse (the most negative
-/// error first; of equal errors, the later account and user first).
-pub fn extremes(
-    audit: &Audit,
-    top: usize,
-) -> Vec<(usize, Vec<&AssociationAudit>, Vec<&AssociationAudit>)> {
-    let deepest = audit.associations.iter().map(|a| a.depth).max();
-    let mut over: Vec<Vec<&AssociationAudit>> = vec![Vec::new(); deepest.map_or(0, |d| d + 1)];
+/// error first; of equal errors, the later account and user first). Only
+/// the associations listed are named.
+pub fn extremes(audit: &Audit, top: usize) -> Vec<LevelExtremes> {
+    let deepest = (audit.figures.iter().zip(&audit.rows))
+        .filter(|(figures, _)| figures.is_some())
+        .map(|(_, row)| row.depth)
+        .max();
+    let levels = deepest.map_or(0, |d| d + 1);
+    let mut over: Vec<Vec<(usize, f64)>> = vec![Vec::new(); levels];
     let mut under = over.clone();
-    let mut present = vec![false; over.len()];
-    for association in &audit.associations {
-        present[association.depth] = true;
-        match association.level_error {
-            Some(error) if error > 0.0 => over[association.depth].push(association),
-            Some(error) if error < 0.0 => under[association.depth].push(association),
+    let mut present = vec![false; levels];
+    for (i, figures) in audit.figures.iter().enumerate() {
+        let Some(figures) = figures else {
+            continue;
+        };
+        let depth = audit.rows[i].depth;
+        present[depth] = true;
+        match figures.level_error() {
+            Some(error) if error > 0.0 => over[depth].push((i, error)),
+            Some(error) if error < 0.0 => under[depth].push((i, error)),
             _ => {}
         }
     }
+    let named = |rows: Vec<usize>| -> Vec<AssociationAudit> {
+        rows.into_iter()
+            .filter_map(|i| audit.association(i))
+            .collect()
+    };
     over.into_iter()
         .zip(under)
         .enumerate()
         .filter(|(depth, _)| present[*depth])
         .map(|(depth, (over, under))| {
-            let over = first_in(over, top, true);
-            let under = first_in(under, top, false);
+            let over = named(first_in(audit, over, top, true));
+            let under = named(first_in(audit, under, top, false));
             (depth, over, under)
         })
         .collect()
@@ -222,11 +281,9 @@ pub fn extremes(
 /// The `limit` accounts with the largest level error in absolute value (ties
 /// by name): `(account, level_error)`, for the `fairness_error` gauge.
 pub fn account_errors(audit: &Audit, limit: usize) -> Vec<(String, f64)> {
-    let mut errors: Vec<(String, f64)> = audit
-        .associations
-        .iter()
-        .filter(|a| a.user.is_none())
-        .filter_map(|a| Some((a.account.to_string(), a.level_error?)))
+    let mut errors: Vec<(String, f64)> = (0..audit.rows.len())
+        .filter(|&i| audit.rows[i].user.is_none())
+        .filter_map(|i| Some((audit.rows[i].account.to_string(), audit.level_error(i)?)))
         .collect();
     errors.sort_by(|a, b| b.1.abs().total_cmp(&a.1.abs()).then_with(|| a.0.cmp(&b.0)));
     errors.truncate(limit);
@@ -355,8 +412,8 @@ pub fn render(audit: &Audit, top: usize, format: OutputFormat) -> String {
                 .map(|(depth, over, under)| {
                     json!({
                         "depth": depth,
-                        "over": over.iter().map(|a| level_json(a)).collect::<Vec<_>>(),
-                        "under": under.iter().map(|a| level_json(a)).collect::<Vec<_>>(),
+                        "over": over.iter().map(level_json).collect::<Vec<_>>(),
+                        "under": under.iter().map(level_json).collect::<Vec<_>>(),
                     })
                 })
                 .collect();
@@ -381,11 +438,11 @@ pub fn render(audit: &Audit, top: usize, format: OutputFormat) -> String {
         OutputFormat::Parsable | OutputFormat::Table => {
             let over: Vec<Vec<String>> = levels
                 .iter()
-                .flat_map(|(_, over, _)| over.iter().map(|a| level_cells(a)))
+                .flat_map(|(_, over, _)| over.iter().map(level_cells))
                 .collect();
             let under: Vec<Vec<String>> = levels
                 .iter()
-                .flat_map(|(_, _, under)| under.iter().map(|a| level_cells(a)))
+                .flat_map(|(_, _, under)| under.iter().map(level_cells))
                 .collect();
             let waiting: Vec<Vec<String>> = waiting
                 .map(|w| {
@@ -415,18 +472,42 @@ pub fn render(audit: &Audit, top: usize, format: OutputFormat) -> String {
 mod tests {
     use super::*;
 
-    fn association(account: &str, depth: usize, level_error: Option<f64>) -> AssociationAudit {
-        AssociationAudit {
-            account: account.into(),
-            user: None,
-            depth,
-            level_share: None,
-            level_usage: None,
-            level_error,
-            global_share: None,
-            global_usage: None,
-            global_error: None,
+    /// An audit of associations `(account, depth, level_error)` (their
+    /// level share 0, their level usage the error), as a test needs it.
+    fn audit_of(associations: Vec<(String, usize, Option<f64>)>) -> Audit {
+        let (rows, figures) = associations
+            .into_iter()
+            .map(|(account, depth, level_error)| {
+                let row = UsageRow {
+                    account: account.as_str().into(),
+                    user: None,
+                    depth,
+                    raw_shares: None,
+                    raw_usage: 0,
+                };
+                let figures = Figures {
+                    level_share: Some(0.0),
+                    level_usage: level_error,
+                    global_share: None,
+                    global_usage: None,
+                };
+                (row, Some(figures))
+            })
+            .unzip();
+        Audit {
+            as_of: 0,
+            rows,
+            figures,
+            waiting: Vec::new(),
         }
+    }
+
+    fn association(
+        account: &str,
+        depth: usize,
+        level_error: Option<f64>,
+    ) -> (String, usize, Option<f64>) {
+        (account.to_string(), depth, level_error)
     }
 
     /// Per depth, the `top` largest positive errors (ties by name) and the
@@ -447,12 +528,8 @@ mod tests {
             association("j", 2, None),
             association("k", 3, Some(-0.1)),
         ];
-        let audit = Audit {
-            as_of: 0,
-            associations,
-            waiting: Vec::new(),
-        };
-        let names = |list: &[&AssociationAudit]| -> Vec<String> {
+        let audit = audit_of(associations);
+        let names = |list: &[AssociationAudit]| -> Vec<String> {
             list.iter().map(|a| a.account.to_string()).collect()
         };
         let found = extremes(&audit, 2);
@@ -491,13 +568,9 @@ mod tests {
         associations.push(association("z", 1, Some(0.5)));
         associations.push(association("y", 1, Some(0.5)));
         associations.push(association("a", 1, Some(-0.5)));
-        let audit = Audit {
-            as_of: 0,
-            associations,
-            waiting: Vec::new(),
-        };
+        let audit = audit_of(associations);
         let found = extremes(&audit, 5);
-        let names = |list: &[&AssociationAudit]| -> Vec<String> {
+        let names = |list: &[AssociationAudit]| -> Vec<String> {
             list.iter().map(|a| a.account.to_string()).collect()
         };
         assert_eq!(names(&found[0].1), ["y", "z", "t00", "t01", "t02"]);
