@@ -23,7 +23,7 @@ use crate::names::JobNames;
 use crate::priority::reader::ahead::AheadCounts;
 use crate::priority::reader::factors::TrialFactor;
 use crate::priority::reader::waiting::WaitingEntry;
-use crate::priority::reader::whatif::{Tally, TallyRequest};
+use crate::priority::reader::whatif::{Tally, TallyRequest, TrialJob};
 use crate::priority::{IncrFloors, PriorityReader};
 use crate::tree_feed::Deltas;
 use crate::types::{AssocId, Epoch, JobId, NameId, NodeId, TouchCounter};
@@ -32,7 +32,7 @@ mod page;
 mod shards;
 use shards::{
     ask_all, compact_lists, found_job, holdings, merge_ahead, merge_by_name, merge_counts,
-    merge_floors, merge_ranked, merge_tallies, merge_waiting, priorities, Jobs, Request, Shards,
+    merge_floors, merge_ranked, merge_tallies, merge_waiting, trial_jobs, Jobs, Request, Shards,
 };
 
 /// What the driver asks worker 0 to do.
@@ -95,10 +95,11 @@ pub enum Command {
     /// A job's place counted, not built (`PriorityReader::count_ahead`):
     /// the job, its partition, the time.
     CountAhead(JobId, NameId, Time),
-    /// Every shard's jobs of these user associations (sorted), every
-    /// listed one or the ranked ones, at this time (a what-if's changed
-    /// jobs).
-    JobsOfAssocs(Vec<AssocId>, bool, Time),
+    /// Every shard's jobs of the user associations whose factor a trial
+    /// changed (sorted by association) whose priority moves, every listed
+    /// one or the ranked ones, keyed on both sides at this time (a
+    /// what-if's changed jobs).
+    TrialJobs(Vec<TrialFactor>, bool, Time),
     /// Every shard's tally against a what-if's probes, merged.
     Tally(TallyRequest),
     /// What each worker's shard holds.
@@ -151,6 +152,8 @@ pub enum Reply {
     Waiting(Vec<WaitingEntry>),
     /// Every user association with ranked jobs, with how many.
     Counts(Vec<(AssocId, u64)>),
+    /// Every shard's jobs a trial moves.
+    TrialJobs(Vec<TrialJob>),
     /// Every shard's tally, merged (`None`: the model is not tallied).
     Tally(Option<Tally>),
     /// A command without a result is done.
@@ -338,14 +341,14 @@ fn serve_whatif(
     reader: &mut PriorityReader,
 ) -> Reply {
     match read {
-        Command::JobsOfAssocs(assocs, all_listed, now) => {
-            let request = Request::JobsOfAssocs(assocs, all_listed, now);
-            let lists = priorities(ask_all(shards, worker, reader, request));
-            Reply::Priorities(lists.into_iter().flatten().collect())
+        Command::TrialJobs(factors, all_listed, now) => {
+            let request = Request::TrialJobs(factors, all_listed, now);
+            Reply::TrialJobs(trial_jobs(ask_all(shards, worker, reader, request)))
         }
         Command::Tally(request) => {
-            let answers = ask_all(shards, worker, reader, Request::Tally(request.clone()));
-            Reply::Tally(merge_tallies(answers, &request))
+            let (shifts, keep) = (request.shifts.clone(), request.keep);
+            let answers = ask_all(shards, worker, reader, Request::Tally(request));
+            Reply::Tally(merge_tallies(answers, &shifts, keep))
         }
         _ => Reply::Done,
     }
@@ -435,7 +438,7 @@ fn serve_command(
         Command::CountAhead(id, partition, now) => {
             Reply::Ahead(count_ahead(shards, worker, reader, (id, partition), now))
         }
-        read @ (Command::JobsOfAssocs(..) | Command::Tally(_)) => {
+        read @ (Command::TrialJobs(..) | Command::Tally(_)) => {
             serve_whatif(read, worker, shards, reader)
         }
         Command::Job(id, now) => Reply::Job(found_job(ask_all(

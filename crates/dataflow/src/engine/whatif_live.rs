@@ -14,10 +14,13 @@
 //!   absorb by worker 0 (`priority::reader::factors`: under Fair Tree only
 //!   the users of the groups the trial reorders, else every factor);
 //! - the *changed* jobs (whose priority moves: only the jobs of those
-//!   associations can) keyed before and after (name, submit time, state and
-//!   priority; their owners named only for the rows shown); each is placed in the
-//!   queue before and after from the tally of the other ranked jobs against
-//!   the changed jobs' keys (`PriorityReader::tally_probes`);
+//!   associations can), read once after the trial is taken back, each
+//!   evaluated with its user's factor before and after
+//!   (`PriorityReader::trial_jobs`: a share changes no record, only
+//!   factors; name, submit time, state and both priorities, their owners
+//!   named only for the rows shown); each is placed in the queue before
+//!   and after from the tally of the other ranked jobs against the changed
+//!   jobs' keys (`PriorityReader::tally_probes`);
 //! - the unchanged jobs move by their interval's shift: the tally counts
 //!   them and keeps the `k` that move most, whose places a second tally
 //!   counts.
@@ -32,24 +35,16 @@ use fairflow_ingest::LogLine;
 use fairflow_model::report::whatif::{AssocChange, Evaluator, JobChange, WhatIf, WhatIfRows};
 use fairflow_model::report::{JobPriority, JobState};
 use fairflow_model::{Event, PriorityModel, Time};
+use rayon::prelude::*;
 
 use super::{Engine, EngineError};
 use crate::priority::reader::factors::TrialFactor;
-use crate::priority::reader::whatif::{ProbeKey, Tally, TallyRequest};
-use crate::types::{AssocId, JobId};
+use crate::priority::reader::whatif::{ProbeKey, Tally, TallyRequest, TrialJob};
+use crate::types::JobId;
 use crate::worker::{Command, Reply};
 
-/// One changed job: its id, and its key before and after (`None`: not
-/// listed on that side).
-struct Changed {
-    id: JobId,
-    before: Option<JobPriority>,
-    after: Option<JobPriority>,
-}
-
-/// A ranked side's probe: its key and whether it is an after key.
+/// A ranked side's probe (beside its key): whether it is an after key.
 struct Probe {
-    key: ProbeKey,
     after: bool,
     /// The changed job it belongs to (index into the changed list).
     of: usize,
@@ -77,14 +72,16 @@ impl Engine {
             return Ok(None);
         };
         let changes = self.book.take_changes();
-        // The proposal's side, then the live state back, whatever the read.
-        let after = (self.flush_changes(changes.clone(), false)).and_then(|_| self.read_after(now));
+        // The proposal's side, then the live state back, whatever the read:
+        // the trial yields the factors it changes; their users' jobs are
+        // then read once, each keyed with both factors.
+        let after =
+            (self.flush_changes(changes.clone(), false)).and_then(|_| self.factor_changes());
         self.book.end_share_trial(trial);
         self.flush_changes(changes, true)?;
-        let (factor_changes, after_jobs) = after?;
-        let changed_assocs: Vec<AssocId> = factor_changes.iter().map(|change| change.0).collect();
-        let before_jobs = self.jobs_of_assocs(&changed_assocs, now)?;
-        let changed = self.changed_jobs(before_jobs, after_jobs);
+        let mut factor_changes = after?;
+        factor_changes.sort_unstable_by_key(|change| change.0);
+        let changed = self.trial_jobs(&factor_changes, now)?;
         let Some(answer) = self.place(&changed, k, now)? else {
             return Ok(None);
         };
@@ -96,7 +93,7 @@ impl Engine {
             associations,
             jobs,
         };
-        answer.rank();
+        answer.rank_first(k);
         self.name_rows(&mut answer.jobs, k);
         Ok(Some(WhatIfRows::cut(
             answer,
@@ -129,71 +126,29 @@ impl Engine {
         Some(events)
     }
 
-    /// The proposal's side: the factors it changed (by association) and
-    /// those associations' listed jobs.
-    fn read_after(&self, now: Time) -> Result<(Vec<TrialFactor>, Vec<JobPriority>), EngineError> {
-        let Reply::FactorChanges(changes) = self.priority_read(Command::ReadFactorChanges)? else {
-            return Err(EngineError::WorkersGone);
-        };
-        let assocs: Vec<AssocId> = changes.iter().map(|change| change.0).collect();
-        let jobs = self.jobs_of_assocs(&assocs, now)?;
-        Ok((changes, jobs))
+    /// The factors the trial changed, by association.
+    fn factor_changes(&self) -> Result<Vec<TrialFactor>, EngineError> {
+        match self.priority_read(Command::ReadFactorChanges)? {
+            Reply::FactorChanges(changes) => Ok(changes),
+            _ => Err(EngineError::WorkersGone),
+        }
     }
 
-    /// The listed jobs of `assocs` (sorted) at `now`, every shard's.
-    fn jobs_of_assocs(
-        &self,
-        assocs: &[AssocId],
-        now: Time,
-    ) -> Result<Vec<JobPriority>, EngineError> {
-        if assocs.is_empty() {
+    /// The listed jobs of the associations of `factors` (sorted) whose
+    /// priority moves with the factor at `now`, keyed on both sides, every
+    /// shard's.
+    fn trial_jobs(&self, factors: &[TrialFactor], now: Time) -> Result<Vec<TrialJob>, EngineError> {
+        if factors.is_empty() {
             return Ok(Vec::new());
         }
         // Without `CALCULATE_RUNNING` only pending jobs' priorities move
         // with a factor (a held job's is 0): the ranked ones.
         let all_listed = self.config().flags.calculate_running;
-        let command = Command::JobsOfAssocs(assocs.to_vec(), all_listed, now);
+        let command = Command::TrialJobs(factors.to_vec(), all_listed, now);
         match self.priority_read(command)? {
-            Reply::Priorities(jobs) => Ok(jobs),
+            Reply::TrialJobs(jobs) => Ok(jobs),
             _ => Err(EngineError::WorkersGone),
         }
-    }
-
-    /// The jobs whose priority or listing differs between the sides (each
-    /// side's keys, `PriorityReader::jobs_of_assocs`), paired by name.
-    fn changed_jobs(&self, before: Vec<JobPriority>, after: Vec<JobPriority>) -> Vec<Changed> {
-        let by_name = |a: &JobPriority, b: &JobPriority| a.job.cmp(&b.job);
-        let (mut before, mut after) = (before, after);
-        before.sort_unstable_by(by_name);
-        after.sort_unstable_by(by_name);
-        let (mut before, mut after) = (before.into_iter().peekable(), after.into_iter().peekable());
-        let mut changed = Vec::new();
-        loop {
-            let order = match (before.peek(), after.peek()) {
-                (Some(b), Some(a)) => by_name(b, a),
-                (Some(_), None) => std::cmp::Ordering::Less,
-                (None, Some(_)) => std::cmp::Ordering::Greater,
-                (None, None) => break,
-            };
-            let (b, a) = match order {
-                std::cmp::Ordering::Less => (before.next(), None),
-                std::cmp::Ordering::Greater => (None, after.next()),
-                std::cmp::Ordering::Equal => (before.next(), after.next()),
-            };
-            let key = |side: &Option<JobPriority>| side.as_ref().map(|j| (j.priority, j.state));
-            if key(&b) == key(&a) {
-                continue;
-            }
-            let name = a.as_ref().or(b.as_ref()).map(|job| &job.job);
-            if let Some(id) = name.and_then(|name| self.job_feed.job_id(name)) {
-                changed.push(Changed {
-                    id,
-                    before: b,
-                    after: a,
-                });
-            }
-        }
-        changed
     }
 
     /// Name the owners (user, account) of the first `k` job rows: the
@@ -217,23 +172,26 @@ impl Engine {
     /// answer has; `None` when the model is not tallied.
     fn place(
         &self,
-        changed: &[Changed],
+        changed: &[TrialJob],
         k: usize,
         now: Time,
     ) -> Result<Option<(Vec<JobChange>, u64)>, EngineError> {
-        let mut probes: Vec<Probe> = Vec::new();
+        let mut probes: Vec<(ProbeKey, Probe)> = Vec::new();
         for (of, job) in changed.iter().enumerate() {
-            for (side, after) in [(&job.before, false), (&job.after, true)] {
-                if let Some(p) = side.as_ref().filter(|p| p.state == JobState::Pending) {
-                    probes.push(Probe {
-                        key: probe_key(p),
-                        after,
-                        of,
-                    });
-                }
+            if job.state != JobState::Pending {
+                continue;
+            }
+            for (priority, after) in [(job.priority_before, false), (job.priority_after, true)] {
+                let key = ProbeKey {
+                    priority,
+                    submit_at: job.submit_at,
+                    job: job.name.clone(),
+                };
+                probes.push((key, Probe { after, of }));
             }
         }
-        probes.sort_by(|a, b| queue_order(&a.key, &b.key));
+        probes.par_sort_unstable_by(|a, b| queue_order(&a.0, &b.0));
+        let (keys, probes): (Vec<ProbeKey>, Vec<Probe>) = probes.into_iter().unzip();
         // Interval `i` holds the jobs with `i` probes ahead.
         let mut shifts = vec![0i64; probes.len() + 1];
         for (i, probe) in probes.iter().enumerate() {
@@ -242,7 +200,7 @@ impl Engine {
         let mut excluded: Vec<JobId> = changed.iter().map(|c| c.id).collect();
         excluded.sort_unstable();
         let request = TallyRequest {
-            probes: probes.iter().map(|p| p.key.clone()).collect(),
+            probes: keys,
             shifts: shifts.clone(),
             excluded: excluded.clone(),
             keep: k,
@@ -366,18 +324,13 @@ fn queue_order(a: &ProbeKey, b: &ProbeKey) -> std::cmp::Ordering {
 }
 
 /// A changed job's row, unplaced and not yet named (`Engine::name_rows`).
-fn change_row(changed: &Changed) -> JobChange {
-    let either = changed
-        .after
-        .as_ref()
-        .or(changed.before.as_ref())
-        .expect("a changed job is listed on one side");
+fn change_row(changed: &TrialJob) -> JobChange {
     JobChange {
-        job: either.job.clone(),
-        user: either.user.clone(),
-        account: either.account.clone(),
-        priority_before: changed.before.as_ref().map(|p| p.priority),
-        priority_after: changed.after.as_ref().map(|p| p.priority),
+        job: changed.name.clone(),
+        user: String::new(),
+        account: String::new(),
+        priority_before: Some(changed.priority_before),
+        priority_after: Some(changed.priority_after),
         position_before: None,
         position_after: None,
     }

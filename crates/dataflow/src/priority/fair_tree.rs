@@ -36,7 +36,7 @@ mod subtree_jobs;
 mod walk_all;
 
 use group::{Group, Ranked as GroupRanked};
-pub use moved::reordered_groups;
+pub use moved::{reordered_groups, Reordered};
 pub use placement::{enters_tied, SlotPlacement, SlurmPlacement, TreeSlot};
 use placement::{run_tied, walk, walk_from_run, walk_in_group, Walk};
 pub use subtree_jobs::SubtreeJobs;

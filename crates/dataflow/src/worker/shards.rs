@@ -42,9 +42,10 @@ use timely::dataflow::InputHandleVec;
 use timely::worker::Worker;
 
 use crate::priority::reader::ahead::{AheadCounts, Target};
+use crate::priority::reader::factors::TrialFactor;
 use crate::priority::reader::page::WindowCount;
 use crate::priority::reader::waiting::WaitingEntry;
-use crate::priority::reader::whatif::{Tally, TallyRequest};
+use crate::priority::reader::whatif::{Tally, TallyRequest, TrialJob};
 use crate::priority::{IncrFloors, PriorityReader};
 use crate::types::{AccountId, AssocId, JobId, NameId};
 
@@ -152,9 +153,10 @@ pub(crate) enum Request {
     /// What the shard counts ahead of this job (one job: its id and
     /// partition follow), `PriorityReader::count_ahead`.
     CountAhead(Jobs, JobId, NameId, Time),
-    /// The shard's jobs of these user associations (sorted), every listed
-    /// one or the ranked ones, at a time (`PriorityReader::jobs_of_assocs`).
-    JobsOfAssocs(Vec<AssocId>, bool, Time),
+    /// The shard's jobs of the user associations whose factor a trial
+    /// changed (sorted) and whose priority moves with it, every listed one
+    /// or the ranked ones, at a time (`PriorityReader::trial_jobs`).
+    TrialJobs(Vec<TrialFactor>, bool, Time),
     /// The shard's tally against a what-if's probes
     /// (`PriorityReader::tally_probes`).
     Tally(TallyRequest),
@@ -190,6 +192,8 @@ pub(crate) enum Answer {
     /// model is not counted): jobs ahead, by account, in the job's
     /// partition; the job just ahead (none or one).
     Ahead(Option<ShardCounts>, Jobs),
+    /// The shard's jobs a trial moves (`TrialJobs`).
+    TrialJobs(Vec<TrialJob>),
     /// The shard's tally (`None`: the model is not tallied): its counts,
     /// and its kept jobs' intervals beside the jobs.
     Tally(Option<(Vec<u64>, Vec<u64>)>, Jobs),
@@ -236,8 +240,8 @@ pub(crate) fn answer(reader: &mut PriorityReader, request: Request) -> Answer {
         Request::CountAhead(target, job, partition, now) => {
             count_ahead(reader, target, job, partition, now)
         }
-        Request::JobsOfAssocs(assocs, all_listed, now) => {
-            Answer::Priorities(Jobs(reader.jobs_of_assocs(&assocs, all_listed, now)))
+        Request::TrialJobs(factors, all_listed, now) => {
+            Answer::TrialJobs(reader.trial_jobs(&factors, all_listed, now))
         }
         Request::CountAbove(threshold, now) => Answer::Above(reader.count_above(threshold, now)),
         Request::Window(window, now) => Answer::Window(reader.window(window, now)),
@@ -303,7 +307,7 @@ pub(crate) fn merge_ahead(answers: Vec<Answer>) -> Option<AheadCounts> {
 }
 
 /// Every shard's tallies together (`None` when a shard did not tally).
-pub(crate) fn merge_tallies(answers: Vec<Answer>, request: &TallyRequest) -> Option<Tally> {
+pub(crate) fn merge_tallies(answers: Vec<Answer>, shifts: &[i64], keep: usize) -> Option<Tally> {
     let mut all = Vec::with_capacity(answers.len());
     for answer in answers {
         let Answer::Tally(Some((counts, at)), Jobs(jobs)) = answer else {
@@ -312,7 +316,7 @@ pub(crate) fn merge_tallies(answers: Vec<Answer>, request: &TallyRequest) -> Opt
         let moved = at.into_iter().zip(jobs).collect();
         all.push(Tally { counts, moved });
     }
-    Some(Tally::merge(all, &request.shifts, request.keep))
+    Some(Tally::merge(all, shifts, keep))
 }
 
 /// Every shard's waiting users, together (a user is on one shard).
@@ -542,6 +546,17 @@ pub(crate) fn holdings(answers: Vec<Answer>) -> Vec<crate::cluster::ShardHolding
         .collect()
 }
 
+/// The shards' jobs a trial moves, together.
+pub(crate) fn trial_jobs(answers: Vec<Answer>) -> Vec<TrialJob> {
+    (answers.into_iter())
+        .flat_map(|answer| match answer {
+            Answer::TrialJobs(jobs) => jobs,
+            _ => Vec::new(),
+        })
+        .collect()
+}
+
+/// The shards' job lists.
 pub(crate) fn priorities(answers: Vec<Answer>) -> Vec<Vec<JobPriority>> {
     answers
         .into_iter()

@@ -78,6 +78,13 @@ pub struct WhatIf {
 impl WhatIf {
     /// Keep the changes only and rank them by impact (see the fields).
     pub fn rank(&mut self) {
+        self.rank_first(usize::MAX);
+    }
+
+    /// [`WhatIf::rank`], the job rows ordered only as far as the first
+    /// `k` (the rest follow them in no particular order): a selection of
+    /// the first `k`, then a sort of those, for an answer cut to `k` rows.
+    pub fn rank_first(&mut self, k: usize) {
         self.associations.retain(|a| a.before != a.after);
         self.associations.sort_by(|a, b| {
             b.change()
@@ -88,22 +95,29 @@ impl WhatIf {
         self.jobs.retain(|j| {
             j.priority_before != j.priority_after || j.position_before != j.position_after
         });
-        // A job that enters or leaves the queue moves the most: past every other.
-        let moved = |j: &JobChange| match j.places_gained() {
-            Some(places) => places.unsigned_abs(),
-            None => u64::MAX,
-        };
-        // Compared in place (a key of the id's copy cost one allocation per
-        // comparison: thousands of rows sorted on every what-if).
-        self.jobs.sort_by(|a, b| {
-            (moved(b).cmp(&moved(a)))
-                .then_with(|| {
-                    let change = |j: &JobChange| j.priority_change().unsigned_abs();
-                    change(b).cmp(&change(a))
-                })
-                .then_with(|| a.job.cmp(&b.job))
-        });
+        if k < self.jobs.len() {
+            self.jobs.select_nth_unstable_by(k, job_order);
+            self.jobs[..k].sort_by(job_order);
+        } else {
+            self.jobs.sort_by(job_order);
+        }
     }
+}
+
+/// The order of ranked job rows: the most places moved first (a job that
+/// enters or leaves the queue moves past every other), then the largest
+/// priority change, then the job id. Compared in place (a key of the id's
+/// copy cost one allocation per comparison: thousands of rows sorted on
+/// every what-if).
+fn job_order(a: &JobChange, b: &JobChange) -> std::cmp::Ordering {
+    let moved = |j: &JobChange| match j.places_gained() {
+        Some(places) => places.unsigned_abs(),
+        None => u64::MAX,
+    };
+    let change = |j: &JobChange| j.priority_change().unsigned_abs();
+    (moved(b).cmp(&moved(a)))
+        .then_with(|| change(b).cmp(&change(a)))
+        .then_with(|| a.job.cmp(&b.job))
 }
 
 /// Which engine evaluated a what-if.

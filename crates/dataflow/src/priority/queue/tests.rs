@@ -353,16 +353,18 @@ fn every_factor_at_once_equals_each_users_own_walk() {
 /// the live what-if reads on each side of a share change) hold every user
 /// whose factor the reorder changes: on random sorted trees whose members
 /// change level (ties come and go, accounts with no user), every factor
-/// compared before and after each round. Tied users after a block must be
-/// among them (a round whose changed users are all inside the blocks does
-/// not exercise that: some rounds must need them).
+/// compared before and after each round. Tied users after a span must be
+/// among them (a round whose changed users are all inside the spans does
+/// not exercise that: some rounds must need them), and some spans must
+/// leave users of their group's block out (else the narrowing to the
+/// members between the moved ones' labels is not exercised).
 #[test]
-fn a_reorder_moves_no_user_outside_its_blocks_and_their_tied_followers() {
+fn a_reorder_moves_no_user_outside_its_spans_and_their_tied_followers() {
     use crate::priority::fair_tree::reordered_groups;
     use crate::tests::random_tree::RandomTree;
     use std::collections::BTreeSet;
     let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
-    let (mut rounds, mut followed) = (0, 0);
+    let (mut rounds, mut followed, mut narrowed) = (0, 0, 0);
     for _tree in 0..80 {
         let touched = TouchCounter::new();
         let mut random = RandomTree::new(&mut seed, 60);
@@ -375,17 +377,21 @@ fn a_reorder_moves_no_user_outside_its_blocks_and_their_tied_followers() {
         for round in 0..20 {
             random.move_some(&mut seed);
             let updates = random.updates();
-            let Some(groups) = reordered_groups(updates.clone()) else {
+            let Some(spans) = reordered_groups(updates.clone()) else {
                 panic!("a level change moved a member out of its group");
             };
             let moves = |queue: &Queue| {
-                (queue.tree.users_a_reorder_moves(&groups, usize::MAX))
+                (queue.tree.users_a_reorder_moves(&spans, usize::MAX))
                     .expect("placed groups")
                     .into_iter()
                     .collect::<BTreeSet<NodeId>>()
             };
             let listed = moves(&queue);
             let before: BTreeMap<AssocId, f64> = queue.tree.all_factors().into_iter().collect();
+            let mut inside: Vec<NodeId> = Vec::new();
+            for span in &spans {
+                queue.tree.users_below(span.group, &mut inside, usize::MAX);
+            }
             let mut captured = Captured {
                 facts: (updates.into_iter())
                     .map(|(node, slot, diff)| (tree_fact(node, slot), 2 + round, diff))
@@ -394,10 +400,6 @@ fn a_reorder_moves_no_user_outside_its_blocks_and_their_tied_followers() {
             };
             queue.absorb(&mut captured, &touched);
             assert_eq!(moves(&queue), listed, "the same users on both sides");
-            let mut inside: Vec<NodeId> = Vec::new();
-            for &group in &groups {
-                queue.tree.users_below(group, &mut inside, usize::MAX);
-            }
             for (assoc, factor) in queue.tree.all_factors() {
                 if before.get(&assoc).map(|f| f.to_bits()) == Some(factor.to_bits()) {
                     continue;
@@ -406,11 +408,13 @@ fn a_reorder_moves_no_user_outside_its_blocks_and_their_tied_followers() {
                 assert!(listed.contains(&node), "user {assoc} moved, not listed");
                 followed += usize::from(!inside.contains(&node));
             }
+            narrowed += usize::from(inside.iter().any(|user| !listed.contains(user)));
             rounds += 1;
         }
     }
     assert!(rounds > 0);
-    assert!(followed > 0, "no tied follower after a block changed");
+    assert!(followed > 0, "no tied follower after a span changed");
+    assert!(narrowed > 0, "no span narrower than its group's block");
 }
 
 /// Three users of root's group, u1, u2, u3 labelled 10, 20, 30

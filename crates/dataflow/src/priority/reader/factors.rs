@@ -11,8 +11,9 @@
 //! Slurm's ties, when those are tree slots that each move within their
 //! group with their weight and association (a share change reorders the
 //! changed association's siblings, nothing else), the users whose factor
-//! can differ are the reordered groups' users and the tied users after
-//! their blocks (`FairTree::users_a_reorder_moves`): their factors are
+//! can differ are the users of the members between the moved ones' old and
+//! new labels in each reordered group, and the tied users after them
+//! (`FairTree::users_a_reorder_moves`): their factors are
 //! read before the updates are absorbed and again after. Anything else (a
 //! member placed or removed, another kind of fact, other algorithms, more
 //! users than reading them one by one saves) reads every factor on both
@@ -21,7 +22,7 @@
 use std::collections::BTreeMap;
 
 use super::PriorityReader;
-use crate::priority::fair_tree::{reordered_groups, TreeSlot};
+use crate::priority::fair_tree::{reordered_groups, Reordered, TreeSlot};
 use crate::priority::inputs::Fact;
 use crate::types::{AssocId, NodeId};
 
@@ -105,11 +106,12 @@ impl PriorityReader {
         changed((sides.into_iter()).map(|(assoc, (before, after))| (assoc, before, after)))
     }
 
-    /// The groups the captured updates reorder, when every one is a tree
+    /// The groups the captured updates reorder, each with the span of
+    /// labels its moved members leave or take, when every update is a tree
     /// slot and each node's slot moves within its group with its weight
     /// and association; `None` otherwise (or when the tree is not in
     /// force).
-    fn reordered_groups(&self) -> Option<Vec<NodeId>> {
+    fn reordered_groups(&self) -> Option<Vec<Reordered>> {
         if !self.queue.tree().is_active() {
             return None;
         }

@@ -1,7 +1,7 @@
 //! What one shard reads for a what-if answered from the live engine
 //! (`Engine::whatif_rows`, `engine::whatif_live`): the jobs of the user
-//! associations whose factor the proposal changes
-//! ([`PriorityReader::jobs_of_assocs`]), and a tally of the other ranked
+//! associations whose factor the proposal changes, each keyed with the
+//! factor before and after ([`PriorityReader::trial_jobs`]), and a tally of the other ranked
 //! jobs against the changed jobs' keys ([`PriorityReader::tally_probes`]).
 //!
 //! The changed jobs' keys before and after (the *probes*, in queue order)
@@ -43,15 +43,19 @@
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
+use rayon::prelude::*;
+
 use fairflow_model::report::{JobPriority, JobState};
 use fairflow_model::{PriorityModel, Time};
 
+use super::factors::TrialFactor;
 use super::{queue_floor, walk_reachable, PriorityReader};
 use crate::priority::queue::Counted;
 use crate::priority::record::PriorityRecord;
 use crate::types::{AssocId, JobId};
 use intervals::{interval_of, ProbeIndex};
 
+mod band;
 mod intervals;
 
 /// A changed job's key in queue order (priority descending, submit time,
@@ -64,6 +68,24 @@ pub struct ProbeKey {
     pub submit_at: Time,
     /// The job id.
     pub job: String,
+}
+
+/// A job whose priority a trial moves, keyed on both sides
+/// ([`PriorityReader::trial_jobs`]).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct TrialJob {
+    /// Its id.
+    pub id: JobId,
+    /// Its name.
+    pub name: String,
+    /// Its submit time.
+    pub submit_at: Time,
+    /// Its state (the same on both sides: a share moves no job's state).
+    pub state: JobState,
+    /// Its priority with its user's live factor.
+    pub priority_before: u64,
+    /// Its priority with the trial's factor.
+    pub priority_after: u64,
 }
 
 /// What [`PriorityReader::tally_probes`] is asked: the probes in queue
@@ -284,52 +306,70 @@ impl Ord for Kept<'_> {
 }
 
 impl PriorityReader {
-    /// The jobs of this shard whose user association is in `assocs`
-    /// (sorted), keyed at `now` ([`PriorityReader::job_key`]): every listed
-    /// one (`O(active jobs)` lookups) with `all_listed`, else the ranked
-    /// ones only (from each association's own set).
-    pub fn jobs_of_assocs(
+    /// The jobs of this shard whose user association's factor a trial
+    /// changed (`factors`, sorted by association) and whose priority moves
+    /// with it, keyed on both sides at `now` ([`TrialJob`]): each evaluated
+    /// twice from its one record (the same bits as its evaluation,
+    /// `priority_at`), with its user's live factor and with the trial's (a
+    /// share changes no record, only factors); no owner, factor or pair:
+    /// the driver names only the rows it shows. Not under `INCR_ONLY` (no
+    /// floor), which the what-if does not take. Every listed one
+    /// (`O(active jobs)` lookups) with `all_listed`, else the ranked ones
+    /// only (from each association's own set).
+    pub fn trial_jobs(
         &mut self,
-        assocs: &[AssocId],
+        factors: &[TrialFactor],
         all_listed: bool,
         now: Time,
-    ) -> Vec<JobPriority> {
+    ) -> Vec<TrialJob> {
         self.absorb();
-        if all_listed {
-            return (self.queue.records())
-                .filter(|record| assocs.binary_search(&record.row.assoc).is_ok())
-                .filter_map(|record| self.job_key(record, now))
-                .collect();
-        }
-        (assocs.iter())
-            .flat_map(|&assoc| self.queue.ranked_job_ids_of(assoc))
-            .filter_map(|job| self.job_key(self.queue.record(job)?, now))
+        let sides: Vec<(AssocId, f64, f64)> = (factors.iter())
+            .map(|&(assoc, _, after)| (assoc, self.queue.fairshare_of(assoc), after.unwrap_or(0.0)))
+            .collect();
+        let side_of = |assoc: AssocId| {
+            let at = sides.binary_search_by_key(&assoc, |side| side.0).ok()?;
+            Some((sides[at].1, sides[at].2))
+        };
+        let jobs: Vec<(&PriorityRecord, f64, f64)> = if all_listed {
+            (self.queue.records())
+                .filter_map(|record| {
+                    let (before, after) = side_of(record.row.assoc)?;
+                    Some((record, before, after))
+                })
+                .collect()
+        } else {
+            (sides.iter())
+                .flat_map(|&(assoc, before, after)| {
+                    (self.queue.ranked_job_ids_of(assoc)).map(move |job| (job, before, after))
+                })
+                .filter_map(|(job, before, after)| Some((self.queue.record(job)?, before, after)))
+                .collect()
+        };
+        // Each evaluated twice, on every core; named after.
+        let moved: Vec<(&PriorityRecord, JobState, u64, u64)> = (jobs.par_iter())
+            .filter_map(|&(record, before, after)| {
+                let (state, priority_before) = record.priority_at(before, now, None)?;
+                let (_, priority_after) = record.priority_at(after, now, None)?;
+                (priority_before != priority_after).then_some((
+                    record,
+                    state,
+                    priority_before,
+                    priority_after,
+                ))
+            })
+            .collect();
+        (moved.into_iter())
+            .map(
+                |(record, state, priority_before, priority_after)| TrialJob {
+                    id: record.job(),
+                    name: self.name_of(record).to_string(),
+                    submit_at: record.row.submit_at,
+                    state,
+                    priority_before,
+                    priority_after,
+                },
+            )
             .collect()
-    }
-
-    /// A listed job's key at `now` alone: its name, submit time, state and
-    /// priority (the same bits as its evaluation: `priority_at`), no owner,
-    /// factor or pair. What a what-if compares across its sides and places
-    /// its changed jobs by; the driver names only the rows it shows. Not
-    /// under `INCR_ONLY` (no floor), which the what-if does not take.
-    fn job_key(&self, record: &PriorityRecord, now: Time) -> Option<JobPriority> {
-        let fairshare = self.queue.fairshare_of(record.row.assoc);
-        let (state, priority) = record.priority_at(fairshare, now, None)?;
-        Some(JobPriority {
-            job: self.name_of(record).to_string(),
-            user: String::new(),
-            account: String::new(),
-            partition: String::new(),
-            qos: String::new(),
-            submit_at: record.row.submit_at,
-            priority,
-            state,
-            model: record.model(),
-            factors: Vec::new(),
-            pairs: Vec::new(),
-            priority_tier: 0,
-            expedited: false,
-        })
     }
 
     /// The tally `request` asks for (see the module documentation); `None`
@@ -416,9 +456,16 @@ impl PriorityReader {
         let above = above - self.excluded_counted_above(&counted, high, request);
         counts[0] += above;
         let mut tallying = Tallying::new(request, counts, counted.band.len(), above);
-        for &(record, fairshare) in &counted.band {
-            self.tally_one(record, fairshare, request, Some(low), &mut tallying);
-        }
+        let keys = band::sorted_keys(&counted.band, &request.excluded, low, request.now);
+        band::place_sorted(
+            &request.probes,
+            &keys,
+            |key| self.name_of(key.record),
+            |key, at, name| {
+                let evaluated = (key.priority, key.submit_at, at, name);
+                self.enter(key.record, key.fairshare, evaluated, request, &mut tallying);
+            },
+        );
         tallying
     }
 
@@ -553,6 +600,27 @@ impl PriorityReader {
         let at = tallying.probes.interval(priority, submit_at, || {
             name.get_or_insert_with(|| self.name_of(record)).clone()
         });
+        self.enter(
+            record,
+            fairshare,
+            (priority, submit_at, at, name),
+            request,
+            tallying,
+        );
+    }
+
+    /// Enter a ranked job not left out, of `(priority, submit time,
+    /// interval, name if known)`: counted in its interval (its key kept
+    /// when the tally keeps keys) and, when the interval moves, offered to
+    /// the kept jobs.
+    fn enter<'q>(
+        &self,
+        record: &'q PriorityRecord,
+        fairshare: f64,
+        (priority, submit_at, at, name): (u64, Time, usize, Option<std::sync::Arc<str>>),
+        request: &TallyRequest,
+        tallying: &mut Tallying<'_, 'q>,
+    ) {
         tallying.counts[at] += 1;
         if let Some(keys) = tallying.keys.as_mut() {
             keys.push((priority, submit_at, record.job()));
