@@ -1,8 +1,9 @@
 //! What one shard reads for a what-if answered from the live engine
 //! (`Engine::whatif_rows`, `engine::whatif_live`): the jobs of the user
 //! associations whose factor the proposal changes, each keyed with the
-//! factor before and after ([`PriorityReader::trial_jobs`]), and a tally of the other ranked
-//! jobs against the changed jobs' keys ([`PriorityReader::tally_probes`]).
+//! factor before and after ([`PriorityReader::trial_jobs`]), and a tally of
+//! the other ranked jobs against the changed jobs' keys
+//! ([`PriorityReader::tally_probes`]).
 //!
 //! The changed jobs' keys before and after (the *probes*, in queue order)
 //! cut the queue into intervals; every job whose priority does not change
@@ -150,8 +151,6 @@ fn moved_order(shifts: &[i64], a_at: u64, a: &str, b_at: u64, b: &str) -> Orderi
 /// A tally under way: the counts, the kept moved jobs, and the counted
 /// jobs' keys when they are kept for a second tally ([`TalliedKeys`]).
 struct Tallying<'c, 'q> {
-    /// The request's probes, indexed.
-    probes: ProbeIndex<'c>,
     counts: &'c mut [u64],
     kept: BinaryHeap<Kept<'q>>,
     keys: Option<Vec<(u64, Time, JobId)>>,
@@ -162,9 +161,8 @@ struct Tallying<'c, 'q> {
 impl<'c> Tallying<'c, '_> {
     /// A tally of `request` into `counts`, `above` jobs already counted
     /// into the first interval; room for `expected` keys when it keeps them.
-    fn new(request: &'c TallyRequest, counts: &'c mut [u64], expected: usize, above: u64) -> Self {
+    fn new(request: &TallyRequest, counts: &'c mut [u64], expected: usize, above: u64) -> Self {
         Tallying {
-            probes: ProbeIndex::new(&request.probes),
             counts,
             kept: BinaryHeap::new(),
             keys: (request.keep > 0).then(|| Vec::with_capacity(expected)),
@@ -523,6 +521,7 @@ impl PriorityReader {
             (false, ahead) => ahead.map_or(0, |a| a.jobs(&self.queue)),
         };
         let mut tallying = Tallying::new(request, counts, expected, 0);
+        let index = ProbeIndex::new(&request.probes);
         let counted_from = match lowest {
             None => u64::MAX,
             // Every unread job is behind every probe: interval `len`.
@@ -533,7 +532,7 @@ impl PriorityReader {
                     lowest,
                     floor,
                     |record, fairshare| {
-                        self.tally_one(record, fairshare, request, None, &mut tallying)
+                        self.tally_one(record, fairshare, (request, &index), &mut tallying)
                     },
                 );
                 lowest
@@ -544,7 +543,7 @@ impl PriorityReader {
                 let table = self.queue.factor_table();
                 for record in self.queue.records() {
                     let fairshare = Self::factor_in(&table, record);
-                    self.tally_one(record, fairshare, request, None, &mut tallying);
+                    self.tally_one(record, fairshare, (request, &index), &mut tallying);
                 }
                 0
             }
@@ -574,15 +573,13 @@ impl PriorityReader {
             .unwrap_or_else(|| std::sync::Arc::from(""))
     }
 
-    /// Tally one record: a ranked job not left out (nor below `lowest`,
-    /// when given) is counted in its interval (its key kept when the tally
-    /// keeps keys) and, when the interval moves, offered to the kept jobs.
+    /// Tally one record: a ranked job not left out is placed among the
+    /// request's probes (`index`) and entered ([`PriorityReader::enter`]).
     fn tally_one<'q>(
         &self,
         record: &'q PriorityRecord,
         fairshare: f64,
-        request: &TallyRequest,
-        lowest: Option<u64>,
+        (request, index): (&TallyRequest, &ProbeIndex<'_>),
         tallying: &mut Tallying<'_, 'q>,
     ) {
         if request.excluded.binary_search(&record.job()).is_ok() {
@@ -592,12 +589,9 @@ impl PriorityReader {
         else {
             return;
         };
-        if lowest.is_some_and(|lowest| priority < lowest) {
-            return;
-        }
         let submit_at = record.row.submit_at;
         let mut name = None;
-        let at = tallying.probes.interval(priority, submit_at, || {
+        let at = index.interval(priority, submit_at, || {
             name.get_or_insert_with(|| self.name_of(record)).clone()
         });
         self.enter(

@@ -17,7 +17,7 @@ use fairflow_model::report::JobState;
 use fairflow_model::Time;
 use rayon::prelude::*;
 
-use super::intervals::interval_of;
+use super::intervals::{by_key, interval_of};
 use super::ProbeKey;
 use crate::priority::record::PriorityRecord;
 use crate::types::JobId;
@@ -110,9 +110,7 @@ pub(super) fn place_sorted<K: Keyed>(
     let mut ahead = 0usize;
     for run in keys.chunk_by(|a, b| a.key() == b.key()) {
         let (priority, submit_at) = run[0].key();
-        let order = |probe: &ProbeKey| {
-            (probe.priority.cmp(&priority).reverse()).then(probe.submit_at.cmp(&submit_at))
-        };
+        let order = |probe: &ProbeKey| by_key(probe, priority, submit_at);
         while probes
             .get(ahead)
             .is_some_and(|p| order(p) == Ordering::Less)

@@ -22,14 +22,19 @@ pub(super) fn interval_of(
     mut name: impl FnMut() -> Arc<str>,
 ) -> usize {
     probes.partition_point(|probe| {
-        let first = priority
-            .cmp(&probe.priority)
-            .then(probe.submit_at.cmp(&submit_at));
+        let first = by_key(probe, priority, submit_at);
         if first != Ordering::Equal {
             return first.is_lt();
         }
         JobIdKey::compare(&probe.job, &name()).is_lt()
     })
+}
+
+/// A probe against a job of key (`priority`, `submit_at`) in queue order by
+/// those two alone: `Less` when the probe is ahead (a higher priority, or
+/// the same and submitted earlier), `Equal` when only the names can tell.
+pub(super) fn by_key(probe: &ProbeKey, priority: u64, submit_at: Time) -> Ordering {
+    (priority.cmp(&probe.priority)).then(probe.submit_at.cmp(&submit_at))
 }
 
 /// The largest window of priorities (`high − low + 1`) a [`ProbeIndex`]
