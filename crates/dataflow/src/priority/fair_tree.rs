@@ -672,12 +672,7 @@ mod tests {
     #[test]
     fn settling_a_group_equals_applying_its_changes_one_at_a_time() {
         let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
-        let mut random = |bound: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % bound
-        };
+        let mut random = |bound: u64| crate::tests::random_tree::xorshift(&mut seed, bound);
         let mut group = Group::default();
         let mut model: BTreeMap<u64, (NodeId, u64)> = BTreeMap::new();
         for round in 0..3_000 {

@@ -138,6 +138,7 @@ pub(super) fn place_sorted<K: Keyed>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tests::random_tree::xorshift;
 
     impl Keyed for (u64, Time, String) {
         fn key(&self) -> (u64, Time) {
@@ -152,12 +153,7 @@ mod tests {
     #[test]
     fn the_merge_places_every_key_as_the_search_does() {
         let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
-        let mut next = |n: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % n
-        };
+        let mut next = |n: u64| xorshift(&mut seed, n);
         let mut ties = 0;
         for _round in 0..200 {
             let mut probes: Vec<ProbeKey> = (0..next(12))
