@@ -193,7 +193,41 @@ struct Places {
     offsets: Vec<usize>,
 }
 
+/// The places, each job read as a one-job page of the queue (a counted
+/// page where the engine counts it). Not the whole queue: the setup's own
+/// million-job read would be freed while the first timed reads run, a
+/// cost no read of the service's pays unless a user reads the whole queue.
+/// The whole queue is read only where the book's count of pending jobs is
+/// not the queue's length (several pairs a job): a page at the last place
+/// comes back empty, or one past it does not.
 fn places(engine: &mut dyn Engine, k: usize) -> anyhow::Result<Places> {
+    let at = |fraction: f64, of: usize| (fraction * of as f64).round() as usize;
+    let length = engine.queue_len() as usize;
+    anyhow::ensure!(length > 0, "the queue is empty: no read to time");
+    if !engine
+        .top_page(length, 1, &Selection::default())?
+        .is_empty()
+    {
+        return places_from_whole_queue(engine, k);
+    }
+    let mut jobs = Vec::with_capacity(QUEUE_FRACTIONS.len());
+    for &fraction in &QUEUE_FRACTIONS {
+        let page = engine.top_page(at(fraction, length - 1), 1, &Selection::default())?;
+        match page.first() {
+            Some(job) => jobs.push(job.job.clone()),
+            None => return places_from_whole_queue(engine, k),
+        }
+    }
+    Ok(Places {
+        jobs,
+        offsets: (QUEUE_FRACTIONS.iter())
+            .map(|&f| at(f, length.saturating_sub(k)))
+            .collect(),
+    })
+}
+
+/// [`places`] from one read of the whole queue.
+fn places_from_whole_queue(engine: &mut dyn Engine, k: usize) -> anyhow::Result<Places> {
     let queue = engine.top(usize::MAX)?;
     anyhow::ensure!(!queue.is_empty(), "the queue is empty: no read to time");
     let last = queue.len() - 1;

@@ -149,6 +149,15 @@ impl std::fmt::Debug for Engine {
     }
 }
 
+/// Start the process's pool of threads for reads spread over the cores
+/// (rayon's global pool) now, not in the first read that uses it: at
+/// 100,000 associations and 1,000,000 jobs starting it took 25 ms, which
+/// the first what-if after a service start waited behind
+/// (`perf/results/2026-12-03-whatif-unnamed-s44.md`).
+fn warm_thread_pool() {
+    rayon::broadcast(|_| ());
+}
+
 impl Engine {
     /// Start `workers` timely workers in this process, under `config` (the
     /// configuration in force before the first event, as for the oracle).
@@ -220,6 +229,7 @@ impl Engine {
         };
         // Root exists from the start.
         engine.flush(false)?;
+        warm_thread_pool();
         Ok(engine)
     }
 
@@ -255,6 +265,7 @@ impl Engine {
             run_worker(worker, None, touched.clone(), names.clone(), share_names)
         })
         .map_err(|reason| EngineError::Start { workers: 0, reason })?;
+        warm_thread_pool();
         if guards.join().iter().any(Result::is_err) {
             return Err(EngineError::WorkersGone);
         }

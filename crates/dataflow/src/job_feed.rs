@@ -175,6 +175,12 @@ impl JobFeed {
         self.job_ids.get(name)
     }
 
+    /// The names of the active jobs by id (the table the readers of this
+    /// process share).
+    pub fn job_names(&self) -> &JobNames {
+        self.job_ids.names()
+    }
+
     /// Name a result's user, account, partition and QOS from the row last
     /// sent for its job (interned ids: no lookup in the book's million-job
     /// map), the names [`identify`] gives. `false`, naming nothing, when no

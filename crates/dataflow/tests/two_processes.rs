@@ -4,8 +4,8 @@
 //! the fair-share table, and with hundreds of jobs of many users queued
 //! (sharded across both processes' workers by user association, each
 //! process holding about half, the job names travelling to the process
-//! whose shard holds them) the top `k`, `sprio`, each job's explanation and
-//! its place in line.
+//! whose shard holds them) the top `k`, `sprio`, each job's explanation,
+//! its place in line and a share change's what-if.
 
 use std::io::Write;
 
@@ -62,6 +62,39 @@ fn many_jobs(jobs: usize) -> String {
     let t = 200 + (jobs / 40) as i64 + 60;
     for j in (0..jobs).step_by(29) {
         log.push_str(&format!("{{\"op\":\"start\",\"t\":{t},\"job\":\"{j}\"}}\n"));
+    }
+    log
+}
+
+/// Jobs of [`twin_accounts`].
+const TWIN_JOBS: usize = 2 * 8 * 3;
+
+/// Classic fair-share (where each user of `p` ties its twin of `q` once
+/// their accounts' shares are equal) and accounts `p` (1 share) and `q` (2
+/// shares), eight users each with the same usage as their twin, each user
+/// with three jobs alike, all at `t`.
+fn twin_accounts(t: i64) -> String {
+    let mut log = format!(
+        "{{\"op\":\"config\",\"t\":{t},\"set\":{{\"PriorityFlags\":\"NO_FAIR_TREE\"}}}}\n\
+         {{\"op\":\"account\",\"t\":{t},\"name\":\"p\",\"shares\":1}}\n\
+         {{\"op\":\"account\",\"t\":{t},\"name\":\"q\",\"shares\":2}}\n"
+    );
+    let mut job = 10_000;
+    for account in ["p", "q"] {
+        for u in 0..8 {
+            let user = format!("{account}{u}");
+            log.push_str(&format!(
+                "{{\"op\":\"user\",\"t\":{t},\"user\":\"{user}\",\"account\":\"{account}\"}}\n\
+                 {{\"op\":\"usage\",\"t\":{t},\"account\":\"{account}\",\"user\":\"{user}\",\"amount\":{}}}\n",
+                10 * (u + 1)
+            ));
+            for _ in 0..3 {
+                job += 1;
+                log.push_str(&format!(
+                    "{{\"op\":\"submit\",\"t\":{t},\"job\":\"{job}\",\"user\":\"{user}\",\"account\":\"{account}\"}}\n"
+                ));
+            }
+        }
     }
     log
 }
@@ -141,10 +174,42 @@ fn two_processes_compute_what_one_does() {
         engine.fairshare_table().unwrap(),
         single.fairshare_table().unwrap()
     );
+    // A share change's what-if: the changed jobs' keys travel to the other
+    // process by name (ties of priority and submit time decided there).
+    let now = 200 + (jobs / 40) as i64 + 600;
+    let proposal = format!(
+        "{{\"op\":\"account\",\"t\":{now},\"name\":\"x\",\"shares\":1}}\n\
+         {{\"op\":\"account\",\"t\":{now},\"name\":\"y\",\"shares\":100}}"
+    );
+    for k in [3, 1000] {
+        let cluster = engine.whatif_rows(&lines(&proposal), k).unwrap();
+        let one = single.whatif_rows(&lines(&proposal), k).unwrap();
+        assert!(one.as_ref().is_some_and(|w| w.jobs_changed > 0), "{one:?}");
+        assert_eq!(cluster, one, "what-if, {k} rows");
+    }
+    // Two accounts alike but for their shares, each user's jobs alike and
+    // submitted in the same second: with `p`'s shares made `q`'s, every
+    // changed job's new key ties an unchanged job of `q` on priority and
+    // submit time, on whichever process holds it (names decide).
+    let twins = twin_accounts(now + 1);
+    for engine in [&mut engine, &mut single] {
+        let report = engine.apply_batch(lines(&twins)).unwrap();
+        assert!(report.rejected.is_empty(), "{:?}", report.rejected);
+    }
+    let proposal = format!(
+        r#"{{"op":"account","t":{},"name":"p","shares":2}}"#,
+        now + 1
+    );
+    for k in [3, 1000] {
+        let cluster = engine.whatif_rows(&lines(&proposal), k).unwrap();
+        let one = single.whatif_rows(&lines(&proposal), k).unwrap();
+        assert!(one.as_ref().is_some_and(|w| w.jobs_changed > 0), "{one:?}");
+        assert_eq!(cluster, one, "twins' what-if, {k} rows");
+    }
     let per_process = engine.jobs_per_process().unwrap();
     assert_eq!(per_process.len(), 2);
     // Every active job (pending and running) has its record on one shard.
-    assert_eq!(per_process.iter().sum::<usize>(), jobs);
+    assert_eq!(per_process.iter().sum::<usize>(), jobs + TWIN_JOBS);
     for held in &per_process {
         // By user association: 24 users, about half the jobs each.
         assert!(

@@ -17,10 +17,17 @@
 //!   associations can), read once after the trial is taken back, each
 //!   evaluated with its user's factor before and after
 //!   (`PriorityReader::trial_jobs`: a share changes no record, only
-//!   factors; name, submit time, state and both priorities, their owners
-//!   named only for the rows shown); each is placed in the queue before
-//!   and after from the tally of the other ranked jobs against the changed
-//!   jobs' keys (`PriorityReader::tally_probes`);
+//!   factors; by id: submit time, state and both priorities); each is
+//!   placed in the queue before and after from the tally of the other
+//!   ranked jobs against the changed jobs' keys
+//!   (`PriorityReader::tally_probes`), the keys sent by id within one
+//!   process (`ProbeJob`);
+//! - a job is named only where a tie of priority and submit time asks for
+//!   its name (the probes' order, the tally's merge) and where its row may
+//!   be shown (`Engine::shortlist`: the first `k` rows by rank and those
+//!   tied with the `k`-th; `Engine::name_rows` names their owners): a big
+//!   proposal changes tens of thousands of jobs, whose names were a fifth
+//!   of its cost;
 //! - the unchanged jobs move by their interval's shift: the tally counts
 //!   them and keeps the `k` that move most, whose places a second tally
 //!   counts.
@@ -33,17 +40,27 @@
 
 use fairflow_ingest::LogLine;
 use fairflow_model::report::whatif::{AssocChange, Evaluator, JobChange, WhatIf, WhatIfRows};
-use fairflow_model::report::{JobPriority, JobState};
+use fairflow_model::report::{JobIdKey, JobPriority, JobState};
 use fairflow_model::{Event, PriorityModel, Time};
 use rayon::prelude::*;
+use std::cmp::Reverse;
+use std::sync::Arc;
 
 use super::{Engine, EngineError};
+use crate::names::JobNames;
 use crate::priority::reader::factors::TrialFactor;
-use crate::priority::reader::whatif::{ProbeKey, Tally, TallyRequest, TrialJob};
+use crate::priority::reader::whatif::{ProbeJob, ProbeKey, Tally, TallyRequest, TrialJob};
 use crate::types::JobId;
 use crate::worker::{Command, Reply};
 
+/// A job row of the answer and, until it is named, its job's id.
+struct Row {
+    change: JobChange,
+    unnamed: Option<JobId>,
+}
+
 /// A ranked side's probe (beside its key): whether it is an after key.
+#[derive(Clone, Copy)]
 struct Probe {
     after: bool,
     /// The changed job it belongs to (index into the changed list).
@@ -82,16 +99,15 @@ impl Engine {
         let mut factor_changes = after?;
         factor_changes.sort_unstable_by_key(|change| change.0);
         let changed = self.trial_jobs(&factor_changes, now)?;
-        let Some(answer) = self.place(&changed, k, now)? else {
+        let Some((rows, jobs_changed)) = self.place(&changed, k, now)? else {
             return Ok(None);
         };
-        let (jobs, jobs_changed) = answer;
         let associations = self.assoc_changes(&factor_changes);
         let mut answer = WhatIf {
             at: now,
             applied: events.len() as u64,
             associations,
-            jobs,
+            jobs: self.shortlist(rows, k),
         };
         answer.rank_first(k);
         self.name_rows(&mut answer.jobs, k);
@@ -151,6 +167,34 @@ impl Engine {
         }
     }
 
+    /// The rows that can be among the first `k` of the ranked answer
+    /// (`WhatIf::rank_first`), their jobs named: the first `k` by
+    /// `JobChange::rank` and every other of the `k`-th's rank (the job id
+    /// decides among those). The others are dropped unnamed: a big
+    /// proposal changes tens of thousands of jobs and shows `k`.
+    fn shortlist(&self, mut rows: Vec<Row>, k: usize) -> Vec<JobChange> {
+        rows.retain(|row| row.change.changes());
+        if k == 0 {
+            rows.clear();
+        } else if k < rows.len() {
+            rows.select_nth_unstable_by_key(k - 1, |row| row.change.rank());
+            let last = rows[k - 1].change.rank();
+            let tied: Vec<Row> = (rows.drain(k..))
+                .filter(|row| row.change.rank() == last)
+                .collect();
+            rows.extend(tied);
+        }
+        let names = self.job_feed.job_names();
+        (rows.into_iter())
+            .map(|mut row| {
+                if let Some(name) = row.unnamed.and_then(|id| names.get(id)) {
+                    row.change.job = name.to_string();
+                }
+                row.change
+            })
+            .collect()
+    }
+
     /// Name the owners (user, account) of the first `k` job rows: the
     /// changed jobs' rows come from their keys alone (`change_row`), the
     /// moved jobs' rows are named already.
@@ -167,31 +211,17 @@ impl Engine {
         }
     }
 
-    /// Every changed job's row, placed, and the rows of the unchanged jobs
-    /// that move most (at most `k`), with how many job rows the whole
-    /// answer has; `None` when the model is not tallied.
+    /// Every changed job's row, placed (unnamed), and the rows of the
+    /// unchanged jobs that move most (at most `k`), with how many job rows
+    /// the whole answer has; `None` when the model is not tallied.
     fn place(
         &self,
         changed: &[TrialJob],
         k: usize,
         now: Time,
-    ) -> Result<Option<(Vec<JobChange>, u64)>, EngineError> {
-        let mut probes: Vec<(ProbeKey, Probe)> = Vec::new();
-        for (of, job) in changed.iter().enumerate() {
-            if job.state != JobState::Pending {
-                continue;
-            }
-            for (priority, after) in [(job.priority_before, false), (job.priority_after, true)] {
-                let key = ProbeKey {
-                    priority,
-                    submit_at: job.submit_at,
-                    job: job.name.clone(),
-                };
-                probes.push((key, Probe { after, of }));
-            }
-        }
-        probes.par_sort_unstable_by(|a, b| queue_order(&a.0, &b.0));
-        let (keys, probes): (Vec<ProbeKey>, Vec<Probe>) = probes.into_iter().unzip();
+    ) -> Result<Option<(Vec<Row>, u64)>, EngineError> {
+        let names = self.job_feed.job_names();
+        let (keys, probes) = self.probes(changed, names);
         // Interval `i` holds the jobs with `i` probes ahead.
         let mut shifts = vec![0i64; probes.len() + 1];
         for (i, probe) in probes.iter().enumerate() {
@@ -203,20 +233,26 @@ impl Engine {
             probes: keys,
             shifts: shifts.clone(),
             excluded: excluded.clone(),
+            excluded_are_probes: true,
             keep: k,
             now,
         };
         let Some(tally) = self.tally(request)? else {
             return Ok(None);
         };
-        let mut rows: Vec<JobChange> = changed.iter().map(change_row).collect();
+        let mut rows: Vec<Row> = (changed.iter())
+            .map(|job| Row {
+                change: change_row(job),
+                unnamed: Some(job.id),
+            })
+            .collect();
         // Places: the unchanged jobs ahead of a probe, and the changed
         // jobs' own keys ahead of it on the same side.
         let mut unchanged_ahead = 0u64;
         let (mut before_ahead, mut after_ahead) = (0u64, 0u64);
         for (i, probe) in probes.iter().enumerate() {
             unchanged_ahead += tally.counts[i];
-            let row = &mut rows[probe.of];
+            let row = &mut rows[probe.of].change;
             if probe.after {
                 row.position_after = Some(1 + unchanged_ahead + after_ahead);
                 after_ahead += 1;
@@ -230,8 +266,50 @@ impl Engine {
             .map(|(count, _)| count)
             .sum();
         let jobs_changed = rows.len() as u64 + moved_total;
-        rows.extend(self.moved_rows(&tally, &shifts, &excluded, now)?);
+        let moved = self.moved_rows(&tally, &shifts, &excluded, now)?;
+        rows.extend(moved.into_iter().map(|change| Row {
+            change,
+            unnamed: None,
+        }));
         Ok(Some((rows, jobs_changed)))
+    }
+
+    /// The ranked changed jobs' keys before and after in queue order (the
+    /// probes), each with its side and job: by id within one process (a tie
+    /// names them from `names`), by name between processes.
+    fn probes(&self, changed: &[TrialJob], names: &JobNames) -> (Vec<ProbeKey>, Vec<Probe>) {
+        let between_processes = self.workers > self.workers_per_process;
+        let mut probes: Vec<(ProbeKey, Probe)> = Vec::with_capacity(2 * changed.len());
+        for (of, job) in changed.iter().enumerate() {
+            if job.state != JobState::Pending {
+                continue;
+            }
+            let named = between_processes.then(|| names.get(job.id)).flatten();
+            let probe_job = named.map_or(ProbeJob::Id(job.id), ProbeJob::Name);
+            for (priority, after) in [(job.priority_before, false), (job.priority_after, true)] {
+                let key = ProbeKey {
+                    priority,
+                    submit_at: job.submit_at,
+                    job: probe_job.clone(),
+                };
+                probes.push((key, Probe { after, of }));
+            }
+        }
+        // By priority and submit time, then each run of equal ones by
+        // name: a job named once, and only on a tie.
+        probes.par_sort_unstable_by_key(|(key, _)| (Reverse(key.priority), key.submit_at));
+        for run in probes.chunk_by_mut(|a, b| same_key(&a.0, &b.0)) {
+            if run.len() > 1 {
+                let mut named: Vec<(Arc<str>, (ProbeKey, Probe))> = (run.iter())
+                    .map(|(key, probe)| (key.name(names), (key.clone(), *probe)))
+                    .collect();
+                named.sort_unstable_by(|a, b| JobIdKey::compare(&a.0, &b.0));
+                for (slot, (_, probe)) in run.iter_mut().zip(named) {
+                    *slot = probe;
+                }
+            }
+        }
+        probes.into_iter().unzip()
     }
 
     /// The merged tally `request` asks every shard for.
@@ -262,6 +340,7 @@ impl Engine {
             probes: moved.iter().map(|(_, p)| probe_key(p)).collect(),
             shifts: vec![0; moved.len() + 1],
             excluded: excluded.to_vec(),
+            excluded_are_probes: false,
             keep: 0,
             now,
         };
@@ -311,22 +390,20 @@ fn probe_key(p: &JobPriority) -> ProbeKey {
     ProbeKey {
         priority: p.priority,
         submit_at: p.submit_at,
-        job: p.job.clone(),
+        job: ProbeJob::Name(Arc::from(p.job.as_str())),
     }
 }
 
-/// Queue order between two keys (`JobPriority::queue_key`'s).
-fn queue_order(a: &ProbeKey, b: &ProbeKey) -> std::cmp::Ordering {
-    b.priority
-        .cmp(&a.priority)
-        .then(a.submit_at.cmp(&b.submit_at))
-        .then_with(|| fairflow_model::report::JobIdKey::compare(&a.job, &b.job))
+/// Whether two keys tie on priority and submit time (their names decide).
+fn same_key(a: &ProbeKey, b: &ProbeKey) -> bool {
+    (a.priority, a.submit_at) == (b.priority, b.submit_at)
 }
 
-/// A changed job's row, unplaced and not yet named (`Engine::name_rows`).
+/// A changed job's row, unplaced and not yet named (`Engine::shortlist`,
+/// `Engine::name_rows`).
 fn change_row(changed: &TrialJob) -> JobChange {
     JobChange {
-        job: changed.name.clone(),
+        job: String::new(),
         user: String::new(),
         account: String::new(),
         priority_before: Some(changed.priority_before),

@@ -7,7 +7,7 @@
 
 use crate::names::{JobIds, JobNames};
 use crate::priority::crossings::{age_capped_at, next_crossing, Crossings};
-use crate::priority::reader::whatif::{ProbeKey, TallyPaths, TallyRequest};
+use crate::priority::reader::whatif::{ProbeJob, ProbeKey, TallyPaths, TallyRequest};
 use crate::priority::{Fact, JobRow, Phase, PriorityParams, PriorityReader};
 use crate::types::AssocId;
 use fairflow_model::Config;
@@ -336,7 +336,7 @@ fn probe(priority: u64, submit_at: i64, job: &str) -> ProbeKey {
     ProbeKey {
         priority,
         submit_at,
-        job: job.to_string(),
+        job: ProbeJob::Name(job.into()),
     }
 }
 
@@ -345,11 +345,18 @@ fn probe(priority: u64, submit_at: i64, job: &str) -> ProbeKey {
 /// place up, shift -1; F to J behind both, shift 0), keeping the one job
 /// that moves; and the places tally of that job, D (at 2300).
 fn e_moves_down(ids: &mut JobIds) -> (TallyRequest, TallyRequest) {
-    let excluded = vec![ids.intern("E")];
+    let e = ids.intern("E");
+    let excluded = vec![e];
+    // The changed job's probes by id, as the driver of one process sends them.
+    let by_id = |priority| ProbeKey {
+        job: ProbeJob::Id(e),
+        ..probe(priority, 1400, "E")
+    };
     let request = TallyRequest {
-        probes: vec![probe(3100, 1400, "E"), probe(2200, 1400, "E")],
+        probes: vec![by_id(3100), by_id(2200)],
         shifts: vec![0, -1, 0],
         excluded: excluded.clone(),
+        excluded_are_probes: true,
         keep: 1,
         now: 1500,
     };
@@ -357,6 +364,7 @@ fn e_moves_down(ids: &mut JobIds) -> (TallyRequest, TallyRequest) {
         probes: vec![probe(2300, 1200, "D")],
         shifts: vec![0, 0],
         excluded,
+        excluded_are_probes: false,
         keep: 0,
         now: 1500,
     };

@@ -7,6 +7,8 @@
 //! book; everything here is the answer, its ordering and its cut to `k`
 //! rows ([`WhatIfRows`]).
 
+use std::cmp::Reverse;
+
 /// One user association's fair-share factor before and after.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct AssocChange {
@@ -57,6 +59,25 @@ impl JobChange {
     pub fn places_gained(&self) -> Option<i64> {
         Some(self.position_before? as i64 - self.position_after? as i64)
     }
+
+    /// Whether the row shows a change: its priority or its place moves.
+    pub fn changes(&self) -> bool {
+        self.priority_before != self.priority_after || self.position_before != self.position_after
+    }
+
+    /// The row's rank before its id decides (smaller first): the most
+    /// places moved first (a job that enters or leaves the queue moves past
+    /// every other), then the largest priority change.
+    pub fn rank(&self) -> (Reverse<u64>, Reverse<u128>) {
+        let moved = match self.places_gained() {
+            Some(places) => places.unsigned_abs(),
+            None => u64::MAX,
+        };
+        (
+            Reverse(moved),
+            Reverse(self.priority_change().unsigned_abs()),
+        )
+    }
 }
 
 /// The whole answer.
@@ -92,9 +113,7 @@ impl WhatIf {
                 .total_cmp(&a.change().abs())
                 .then_with(|| (&a.account, &a.user).cmp(&(&b.account, &b.user)))
         });
-        self.jobs.retain(|j| {
-            j.priority_before != j.priority_after || j.position_before != j.position_after
-        });
+        self.jobs.retain(JobChange::changes);
         if k < self.jobs.len() {
             self.jobs.select_nth_unstable_by(k, job_order);
             self.jobs[..k].sort_by(job_order);
@@ -104,20 +123,11 @@ impl WhatIf {
     }
 }
 
-/// The order of ranked job rows: the most places moved first (a job that
-/// enters or leaves the queue moves past every other), then the largest
-/// priority change, then the job id. Compared in place (a key of the id's
-/// copy cost one allocation per comparison: thousands of rows sorted on
-/// every what-if).
+/// The order of ranked job rows: by [`JobChange::rank`], then the job id.
+/// Compared in place (a key of the id's copy cost one allocation per
+/// comparison: thousands of rows sorted on every what-if).
 fn job_order(a: &JobChange, b: &JobChange) -> std::cmp::Ordering {
-    let moved = |j: &JobChange| match j.places_gained() {
-        Some(places) => places.unsigned_abs(),
-        None => u64::MAX,
-    };
-    let change = |j: &JobChange| j.priority_change().unsigned_abs();
-    (moved(b).cmp(&moved(a)))
-        .then_with(|| change(b).cmp(&change(a)))
-        .then_with(|| a.job.cmp(&b.job))
+    (a.rank().cmp(&b.rank())).then_with(|| a.job.cmp(&b.job))
 }
 
 /// Which engine evaluated a what-if.

@@ -43,6 +43,7 @@
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
+use std::sync::Arc;
 
 use rayon::prelude::*;
 
@@ -51,6 +52,7 @@ use fairflow_model::{PriorityModel, Time};
 
 use super::factors::TrialFactor;
 use super::{queue_floor, walk_reachable, PriorityReader};
+use crate::names::JobNames;
 use crate::priority::queue::Counted;
 use crate::priority::record::PriorityRecord;
 use crate::types::{AssocId, JobId};
@@ -67,18 +69,38 @@ pub struct ProbeKey {
     pub priority: u64,
     /// The submit time.
     pub submit_at: Time,
-    /// The job id.
-    pub job: String,
+    /// The job.
+    pub job: ProbeJob,
+}
+
+/// A probe's job, by which a tie of priority and submit time is decided.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub enum ProbeJob {
+    /// Its id, named only where a tie asks, from the names table the
+    /// readers of one process share (it holds every job there).
+    Id(JobId),
+    /// Its name: between processes (each holds only its own jobs' names),
+    /// and for jobs the driver knows by name.
+    Name(Arc<str>),
+}
+
+impl ProbeKey {
+    /// The probe's job's name (`""` for an id the table no longer has).
+    pub fn name(&self, names: &JobNames) -> Arc<str> {
+        match &self.job {
+            ProbeJob::Id(id) => names.get(*id).unwrap_or_else(|| Arc::from("")),
+            ProbeJob::Name(name) => name.clone(),
+        }
+    }
 }
 
 /// A job whose priority a trial moves, keyed on both sides
-/// ([`PriorityReader::trial_jobs`]).
+/// ([`PriorityReader::trial_jobs`]): by id, unnamed (the driver names the
+/// rows it shows and the probes a tie asks for).
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct TrialJob {
     /// Its id.
     pub id: JobId,
-    /// Its name.
-    pub name: String,
     /// Its submit time.
     pub submit_at: Time,
     /// Its state (the same on both sides: a share moves no job's state).
@@ -101,6 +123,10 @@ pub struct TallyRequest {
     pub shifts: Vec<i64>,
     /// Jobs left out of the tally, sorted.
     pub excluded: Vec<JobId>,
+    /// Whether every excluded ranked job's key is one of the probes (the
+    /// first tally's: then none is above the probes' window, and the count
+    /// of the window has none to take back).
+    pub excluded_are_probes: bool,
     /// How many moved jobs to keep.
     pub keep: usize,
     /// The time.
@@ -205,12 +231,14 @@ impl TalliedKeys {
     fn count(
         &self,
         request: &TallyRequest,
-        name_of: impl Fn(JobId) -> std::sync::Arc<str>,
+        names: &JobNames,
+        name_of: impl Fn(JobId) -> Arc<str>,
     ) -> Vec<u64> {
         let mut counts = vec![0; request.probes.len() + 1];
         counts[0] = self.above;
         for &(priority, submit_at, job) in &self.keys {
-            counts[interval_of(&request.probes, priority, submit_at, || name_of(job))] += 1;
+            let at = interval_of(&request.probes, names, priority, submit_at, || name_of(job));
+            counts[at] += 1;
         }
         counts
     }
@@ -271,7 +299,7 @@ enum Path {
 /// A kept moved job in the shard's bounded heap (the worst on top).
 struct Kept<'q> {
     shift: u64,
-    name: std::sync::Arc<str>,
+    name: Arc<str>,
     at: u64,
     record: &'q PriorityRecord,
     fairshare: f64,
@@ -309,11 +337,12 @@ impl PriorityReader {
     /// with it, keyed on both sides at `now` ([`TrialJob`]): each evaluated
     /// twice from its one record (the same bits as its evaluation,
     /// `priority_at`), with its user's live factor and with the trial's (a
-    /// share changes no record, only factors); no owner, factor or pair:
-    /// the driver names only the rows it shows. Not under `INCR_ONLY` (no
-    /// floor), which the what-if does not take. Every listed one
-    /// (`O(active jobs)` lookups) with `all_listed`, else the ranked ones
-    /// only (from each association's own set).
+    /// share changes no record, only factors), on every core; no name,
+    /// owner, factor or pair: the driver names only what it shows or a tie
+    /// asks for. Not under `INCR_ONLY` (no floor), which the what-if does
+    /// not take. Every listed one (`O(active jobs)` lookups) with
+    /// `all_listed`, else the ranked ones only (from each association's own
+    /// set).
     pub fn trial_jobs(
         &mut self,
         factors: &[TrialFactor],
@@ -324,49 +353,36 @@ impl PriorityReader {
         let sides: Vec<(AssocId, f64, f64)> = (factors.iter())
             .map(|&(assoc, _, after)| (assoc, self.queue.fairshare_of(assoc), after.unwrap_or(0.0)))
             .collect();
-        let side_of = |assoc: AssocId| {
-            let at = sides.binary_search_by_key(&assoc, |side| side.0).ok()?;
-            Some((sides[at].1, sides[at].2))
+        let keyed = |(record, before, after): (&PriorityRecord, f64, f64)| {
+            let (state, priority_before) = record.priority_at(before, now, None)?;
+            let (_, priority_after) = record.priority_at(after, now, None)?;
+            (priority_before != priority_after).then_some(TrialJob {
+                id: record.job(),
+                submit_at: record.row.submit_at,
+                state,
+                priority_before,
+                priority_after,
+            })
         };
-        let jobs: Vec<(&PriorityRecord, f64, f64)> = if all_listed {
-            (self.queue.records())
+        if all_listed {
+            let side_of = |assoc: AssocId| {
+                let at = sides.binary_search_by_key(&assoc, |side| side.0).ok()?;
+                Some((sides[at].1, sides[at].2))
+            };
+            let listed: Vec<(&PriorityRecord, f64, f64)> = (self.queue.records())
                 .filter_map(|record| {
                     let (before, after) = side_of(record.row.assoc)?;
                     Some((record, before, after))
                 })
-                .collect()
-        } else {
-            (sides.iter())
-                .flat_map(|&(assoc, before, after)| {
-                    (self.queue.ranked_job_ids_of(assoc)).map(move |job| (job, before, after))
-                })
-                .filter_map(|(job, before, after)| Some((self.queue.record(job)?, before, after)))
-                .collect()
-        };
-        // Each evaluated twice, on every core; named after.
-        let moved: Vec<(&PriorityRecord, JobState, u64, u64)> = (jobs.par_iter())
-            .filter_map(|&(record, before, after)| {
-                let (state, priority_before) = record.priority_at(before, now, None)?;
-                let (_, priority_after) = record.priority_at(after, now, None)?;
-                (priority_before != priority_after).then_some((
-                    record,
-                    state,
-                    priority_before,
-                    priority_after,
-                ))
+                .collect();
+            return listed.into_par_iter().filter_map(keyed).collect();
+        }
+        let queue = &self.queue;
+        (sides.par_iter())
+            .flat_map_iter(|&(assoc, before, after)| {
+                (queue.ranked_job_ids_of(assoc))
+                    .filter_map(move |job| keyed((queue.record(job)?, before, after)))
             })
-            .collect();
-        (moved.into_iter())
-            .map(
-                |(record, state, priority_before, priority_after)| TrialJob {
-                    id: record.job(),
-                    name: self.name_of(record).to_string(),
-                    submit_at: record.row.submit_at,
-                    state,
-                    priority_before,
-                    priority_after,
-                },
-            )
             .collect()
     }
 
@@ -389,7 +405,7 @@ impl PriorityReader {
             return None;
         }
         if let Some(last) = last.filter(|last| last.answers(request)) {
-            tally.counts = last.count(request, |job| self.name_of_job(job));
+            tally.counts = last.count(request, &self.names, |job| self.name_of_job(job));
             self.tally_paths.keyed += 1;
             return Some(tally);
         }
@@ -456,7 +472,7 @@ impl PriorityReader {
         let mut tallying = Tallying::new(request, counts, counted.band.len(), above);
         let keys = band::sorted_keys(&counted.band, &request.excluded, low, request.now);
         band::place_sorted(
-            &request.probes,
+            (&request.probes, &self.names),
             &keys,
             |key| self.name_of(key.record),
             |key, at, name| {
@@ -477,6 +493,9 @@ impl PriorityReader {
         high: u64,
         request: &TallyRequest,
     ) -> u64 {
+        if request.excluded_are_probes {
+            return 0;
+        }
         let above = |record: &PriorityRecord, factor: f64| {
             matches!(record.priority_at(factor, request.now, None),
                 Some((JobState::Pending, priority)) if priority > high)
@@ -521,7 +540,7 @@ impl PriorityReader {
             (false, ahead) => ahead.map_or(0, |a| a.jobs(&self.queue)),
         };
         let mut tallying = Tallying::new(request, counts, expected, 0);
-        let index = ProbeIndex::new(&request.probes);
+        let index = ProbeIndex::new(&request.probes, &self.names);
         let counted_from = match lowest {
             None => u64::MAX,
             // Every unread job is behind every probe: interval `len`.
@@ -567,10 +586,10 @@ impl PriorityReader {
     }
 
     /// A job's name by its id (`""` when it has none).
-    fn name_of_job(&self, job: JobId) -> std::sync::Arc<str> {
+    fn name_of_job(&self, job: JobId) -> Arc<str> {
         (self.queue.record(job))
             .map(|record| self.name_of(record))
-            .unwrap_or_else(|| std::sync::Arc::from(""))
+            .unwrap_or_else(|| Arc::from(""))
     }
 
     /// Tally one record: a ranked job not left out is placed among the
@@ -611,7 +630,7 @@ impl PriorityReader {
         &self,
         record: &'q PriorityRecord,
         fairshare: f64,
-        (priority, submit_at, at, name): (u64, Time, usize, Option<std::sync::Arc<str>>),
+        (priority, submit_at, at, name): (u64, Time, usize, Option<Arc<str>>),
         request: &TallyRequest,
         tallying: &mut Tallying<'_, 'q>,
     ) {

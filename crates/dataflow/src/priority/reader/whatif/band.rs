@@ -19,6 +19,7 @@ use rayon::prelude::*;
 
 use super::intervals::{by_key, interval_of};
 use super::ProbeKey;
+use crate::names::JobNames;
 use crate::priority::record::PriorityRecord;
 use crate::types::JobId;
 
@@ -98,10 +99,11 @@ impl Keyed for BandKey<'_> {
 }
 
 /// Call `each` with every key of `keys` (sorted by [`sorted_keys`]), its
-/// interval among `probes` (in queue order: how many are ahead of it), and
-/// its name when a tie with a probe asked for it (`name`).
+/// interval among `probes` (in queue order: how many are ahead of it; a
+/// probe named from `names` on a tie), and its name when a tie with a probe
+/// asked for it (`name`).
 pub(super) fn place_sorted<K: Keyed>(
-    probes: &[ProbeKey],
+    (probes, names): (&[ProbeKey], &JobNames),
     keys: &[K],
     name: impl Fn(&K) -> Arc<str>,
     mut each: impl FnMut(&K, usize, Option<Arc<str>>),
@@ -127,7 +129,8 @@ pub(super) fn place_sorted<K: Keyed>(
                 continue;
             }
             let mut named = None;
-            let within = interval_of(&probes[ahead..ahead + tied], priority, submit_at, || {
+            let tied_probes = &probes[ahead..ahead + tied];
+            let within = interval_of(tied_probes, names, priority, submit_at, || {
                 named.get_or_insert_with(|| name(key)).clone()
             });
             each(key, ahead + within, named);
@@ -138,6 +141,7 @@ pub(super) fn place_sorted<K: Keyed>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::priority::reader::whatif::ProbeJob;
     use crate::tests::random_tree::xorshift;
 
     impl Keyed for (u64, Time, String) {
@@ -155,18 +159,22 @@ mod tests {
         let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
         let mut next = |n: u64| xorshift(&mut seed, n);
         let mut ties = 0;
+        let names = JobNames::default();
         for _round in 0..200 {
             let mut probes: Vec<ProbeKey> = (0..next(12))
                 .map(|_| ProbeKey {
                     priority: 10 + next(6),
                     submit_at: next(3) as Time,
-                    job: (next(9) + 1).to_string(),
+                    job: ProbeJob::Name(Arc::from((next(9) + 1).to_string())),
                 })
                 .collect();
             probes.sort_by(|a, b| {
                 (b.priority.cmp(&a.priority))
                     .then(a.submit_at.cmp(&b.submit_at))
-                    .then_with(|| fairflow_model::report::JobIdKey::compare(&a.job, &b.job))
+                    .then_with(|| {
+                        let (a, b) = (a.name(&names), b.name(&names));
+                        fairflow_model::report::JobIdKey::compare(&a, &b)
+                    })
             });
             let mut keys: Vec<(u64, Time, String)> = (0..next(20))
                 .map(|_| (9 + next(8), next(3) as Time, (next(12) + 1).to_string()))
@@ -174,11 +182,12 @@ mod tests {
             keys.sort_by_key(|k| (Reverse(k.0), k.1));
             let mut seen = 0;
             place_sorted(
-                &probes,
+                (&probes, &names),
                 &keys,
                 |key| Arc::from(key.2.as_str()),
                 |key, at, named| {
-                    let searched = interval_of(&probes, key.0, key.1, || Arc::from(key.2.as_str()));
+                    let name = || Arc::from(key.2.as_str());
+                    let searched = interval_of(&probes, &names, key.0, key.1, name);
                     assert_eq!(at, searched, "{key:?} among {probes:?}");
                     let tied = probes
                         .iter()

@@ -11,12 +11,14 @@ use fairflow_model::report::JobIdKey;
 use fairflow_model::Time;
 
 use super::ProbeKey;
+use crate::names::JobNames;
 
 /// The interval of a job of key (`priority`, `submit_at`, its name, asked
-/// only on a tie of both) among `probes` (in queue order): how many probes
-/// are ahead of it.
+/// only on a tie of both) among `probes` (in queue order; a probe named
+/// from `names` on such a tie): how many probes are ahead of it.
 pub(super) fn interval_of(
     probes: &[ProbeKey],
+    names: &JobNames,
     priority: u64,
     submit_at: Time,
     mut name: impl FnMut() -> Arc<str>,
@@ -26,7 +28,7 @@ pub(super) fn interval_of(
         if first != Ordering::Equal {
             return first.is_lt();
         }
-        JobIdKey::compare(&probe.job, &name()).is_lt()
+        JobIdKey::compare(&probe.name(names), &name()).is_lt()
     })
 }
 
@@ -45,6 +47,7 @@ const MOST_TABULATED: u64 = 1 << 20;
 /// priority of the window, how many probes have a higher one.
 pub(super) struct ProbeIndex<'p> {
     probes: &'p [ProbeKey],
+    names: &'p JobNames,
     low: u64,
     high: u64,
     /// `higher[p − low]`: the probes of priority above `p` (empty when the
@@ -53,8 +56,9 @@ pub(super) struct ProbeIndex<'p> {
 }
 
 impl<'p> ProbeIndex<'p> {
-    /// The index of `probes` (in queue order, so by priority descending).
-    pub(super) fn new(probes: &'p [ProbeKey]) -> Self {
+    /// The index of `probes` (in queue order, so by priority descending),
+    /// named from `names` where a tie asks.
+    pub(super) fn new(probes: &'p [ProbeKey], names: &'p JobNames) -> Self {
         let low = probes.last().map_or(0, |p| p.priority);
         let high = probes.first().map_or(0, |p| p.priority);
         let span = (high - low).saturating_add(1);
@@ -72,6 +76,7 @@ impl<'p> ProbeIndex<'p> {
         }
         ProbeIndex {
             probes,
+            names,
             low,
             high,
             higher,
@@ -86,7 +91,7 @@ impl<'p> ProbeIndex<'p> {
         name: impl FnMut() -> Arc<str>,
     ) -> usize {
         if self.higher.is_empty() {
-            return interval_of(self.probes, priority, submit_at, name);
+            return interval_of(self.probes, self.names, priority, submit_at, name);
         }
         if priority > self.high {
             return 0;
@@ -101,19 +106,26 @@ impl<'p> ProbeIndex<'p> {
             Some(below) => self.higher[below] as usize,
             None => self.probes.len(),
         };
-        from + interval_of(&self.probes[from..to], priority, submit_at, name)
+        from + interval_of(
+            &self.probes[from..to],
+            self.names,
+            priority,
+            submit_at,
+            name,
+        )
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::priority::reader::whatif::ProbeJob;
 
     fn probe(priority: u64, submit_at: Time, job: &str) -> ProbeKey {
         ProbeKey {
             priority,
             submit_at,
-            job: job.to_string(),
+            job: ProbeJob::Name(Arc::from(job)),
         }
     }
 
@@ -129,7 +141,8 @@ mod tests {
             probe(38, 1, "3"),
             probe(30, 0, "4"),
         ];
-        let index = ProbeIndex::new(&probes);
+        let names = JobNames::default();
+        let index = ProbeIndex::new(&probes, &names);
         assert!(!index.higher.is_empty());
         for priority in 25..=55 {
             for submit_at in [0, 5, 6, 7, 9] {
@@ -137,7 +150,7 @@ mod tests {
                     let name = || Arc::from(job);
                     assert_eq!(
                         index.interval(priority, submit_at, name),
-                        interval_of(&probes, priority, submit_at, name),
+                        interval_of(&probes, &names, priority, submit_at, name),
                         "{priority} {submit_at} {job}"
                     );
                 }
@@ -156,10 +169,11 @@ mod tests {
     #[test]
     fn a_window_too_wide_is_searched() {
         let probes = [probe(u64::MAX - 1, 0, "1"), probe(3, 0, "2")];
-        let index = ProbeIndex::new(&probes);
+        let names = JobNames::default();
+        let index = ProbeIndex::new(&probes, &names);
         assert!(index.higher.is_empty());
         assert_eq!(index.interval(1_000, 0, || Arc::from("3")), 1);
-        let none = ProbeIndex::new(&[]);
+        let none = ProbeIndex::new(&[], &names);
         assert_eq!(none.interval(7, 0, || Arc::from("3")), 0);
     }
 }
