@@ -193,6 +193,33 @@ struct Places {
     offsets: Vec<usize>,
 }
 
+impl Places {
+    /// The places of a queue of `length` entries read `k` at a time, each
+    /// job the entry at its place (`job_at`, by index).
+    fn of(
+        length: usize,
+        k: usize,
+        mut job_at: impl FnMut(usize) -> anyhow::Result<Option<String>>,
+    ) -> anyhow::Result<Option<Places>> {
+        let mut jobs = Vec::with_capacity(QUEUE_FRACTIONS.len());
+        for &fraction in &QUEUE_FRACTIONS {
+            match job_at(place(fraction, length - 1))? {
+                Some(job) => jobs.push(job),
+                None => return Ok(None),
+            }
+        }
+        let offsets = (QUEUE_FRACTIONS.iter())
+            .map(|&fraction| place(fraction, length.saturating_sub(k)))
+            .collect();
+        Ok(Some(Places { jobs, offsets }))
+    }
+}
+
+/// The place `fraction` of the way to `last`.
+fn place(fraction: f64, last: usize) -> usize {
+    (fraction * last as f64).round() as usize
+}
+
 /// The places, each job read as a one-job page of the queue (a counted
 /// page where the engine counts it). Not the whole queue: the setup's own
 /// million-job read would be freed while the first timed reads run, a
@@ -201,47 +228,24 @@ struct Places {
 /// not the queue's length (several pairs a job): a page at the last place
 /// comes back empty, or one past it does not.
 fn places(engine: &mut dyn Engine, k: usize) -> anyhow::Result<Places> {
-    let at = |fraction: f64, of: usize| (fraction * of as f64).round() as usize;
     let length = engine.queue_len() as usize;
     anyhow::ensure!(length > 0, "the queue is empty: no read to time");
-    if !engine
-        .top_page(length, 1, &Selection::default())?
-        .is_empty()
-    {
-        return places_from_whole_queue(engine, k);
-    }
-    let mut jobs = Vec::with_capacity(QUEUE_FRACTIONS.len());
-    for &fraction in &QUEUE_FRACTIONS {
-        let page = engine.top_page(at(fraction, length - 1), 1, &Selection::default())?;
-        match page.first() {
-            Some(job) => jobs.push(job.job.clone()),
-            None => return places_from_whole_queue(engine, k),
+    let all = Selection::default();
+    if engine.top_page(length, 1, &all)?.is_empty() {
+        let paged = Places::of(length, k, |index| {
+            Ok(engine
+                .top_page(index, 1, &all)?
+                .first()
+                .map(|job| job.job.clone()))
+        })?;
+        if let Some(places) = paged {
+            return Ok(places);
         }
     }
-    Ok(Places {
-        jobs,
-        offsets: (QUEUE_FRACTIONS.iter())
-            .map(|&f| at(f, length.saturating_sub(k)))
-            .collect(),
-    })
-}
-
-/// [`places`] from one read of the whole queue.
-fn places_from_whole_queue(engine: &mut dyn Engine, k: usize) -> anyhow::Result<Places> {
     let queue = engine.top(usize::MAX)?;
     anyhow::ensure!(!queue.is_empty(), "the queue is empty: no read to time");
-    let last = queue.len() - 1;
-    let at = |fraction: f64, of: usize| (fraction * of as f64).round() as usize;
-    Ok(Places {
-        jobs: QUEUE_FRACTIONS
-            .iter()
-            .map(|&f| queue[at(f, last)].job.clone())
-            .collect(),
-        offsets: QUEUE_FRACTIONS
-            .iter()
-            .map(|&f| at(f, queue.len().saturating_sub(k)))
-            .collect(),
-    })
+    let whole = Places::of(queue.len(), k, |index| Ok(Some(queue[index].job.clone())))?;
+    whole.ok_or_else(|| anyhow!("the queue has no job at a place"))
 }
 
 /// The read of `kind`'s `sample`-th sample.
