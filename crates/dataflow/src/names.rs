@@ -18,6 +18,7 @@ use std::hash::Hash;
 use std::sync::{Arc, PoisonError, RwLock};
 
 use crate::types::JobId;
+use fairflow_model::report::JobIdOrder;
 
 /// Append-only interning of names: the same name always gets the same id.
 #[derive(Debug, Clone)]
@@ -101,6 +102,26 @@ impl JobNames {
     pub fn get(&self, id: JobId) -> Option<Arc<str>> {
         let table = self.0.read().unwrap_or_else(PoisonError::into_inner);
         table.get(id as usize).cloned().flatten()
+    }
+
+    /// The order of job `id` whose row keeps `id_number` (`JobRow`: the
+    /// number of a plain id, else 0): the number without a look at the
+    /// table, else [`JobNames::order`].
+    pub fn order_of(&self, id: JobId, id_number: u64) -> JobIdOrder {
+        match id_number {
+            0 => self.order(id),
+            number => JobIdOrder::Number(number),
+        }
+    }
+
+    /// The order of job `id`'s name (`JobIdOrder`; `""` for a released
+    /// id), without a copy of the name when it is a plain number.
+    pub fn order(&self, id: JobId) -> JobIdOrder {
+        let table = self.0.read().unwrap_or_else(PoisonError::into_inner);
+        match table.get(id as usize) {
+            Some(Some(name)) => JobIdOrder::of(name),
+            _ => JobIdOrder::Text(Arc::from("")),
+        }
     }
 
     pub(crate) fn set(&self, id: JobId, name: Option<Arc<str>>) {

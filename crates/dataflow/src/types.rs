@@ -1,6 +1,7 @@
 //! The types every part of the incremental engine shares: logical time, the
-//! diff types, the interned ids (and [`grow`], for state kept by id), the
-//! arrangement alias and the touched-records counter; one place, so
+//! diff types, the interned ids (and [`grow`], for state kept by id; a set
+//! of job ids, [`JobIdSet`]), the arrangement alias and the touched-records
+//! counter; one place, so
 //! that no module reaches into another for a type.
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -35,6 +36,27 @@ pub const ROOT: NodeId = 0;
 
 /// An interned job (see `names::JobIds`).
 pub type JobId = u32;
+
+/// A set of job ids as bits (a look-up without a search).
+#[derive(Debug, Clone, Default)]
+pub struct JobIdSet(Vec<u64>);
+
+impl JobIdSet {
+    /// The set of `ids`.
+    pub fn of(ids: &[JobId]) -> Self {
+        let words = ids.iter().max().map_or(0, |&max| max as usize / 64 + 1);
+        let mut bits = vec![0u64; words];
+        for &id in ids {
+            bits[id as usize / 64] |= 1 << (id % 64);
+        }
+        JobIdSet(bits)
+    }
+
+    /// Is `id` in the set?
+    pub fn contains(&self, id: JobId) -> bool {
+        (self.0.get(id as usize / 64)).is_some_and(|word| word & (1 << (id % 64)) != 0)
+    }
+}
 
 /// An interned account name.
 pub type AccountId = u32;

@@ -72,7 +72,9 @@ const TWIN_JOBS: usize = 2 * 8 * 3;
 /// Classic fair-share (where each user of `p` ties its twin of `q` once
 /// their accounts' shares are equal) and accounts `p` (1 share) and `q` (2
 /// shares), eight users each with the same usage as their twin, each user
-/// with three jobs alike, all at `t`.
+/// with three jobs alike, all at `t`. The job ids are text (`t89999-p0`),
+/// so their probes travel between processes by name (plain numbers travel
+/// as numbers), and `p`'s sort after their twins' of `q`.
 fn twin_accounts(t: i64) -> String {
     let mut log = format!(
         "{{\"op\":\"config\",\"t\":{t},\"set\":{{\"PriorityFlags\":\"NO_FAIR_TREE\"}}}}\n\
@@ -91,7 +93,8 @@ fn twin_accounts(t: i64) -> String {
             for _ in 0..3 {
                 job += 1;
                 log.push_str(&format!(
-                    "{{\"op\":\"submit\",\"t\":{t},\"job\":\"{job}\",\"user\":\"{user}\",\"account\":\"{account}\"}}\n"
+                    "{{\"op\":\"submit\",\"t\":{t},\"job\":\"t{}-{user}\",\"user\":\"{user}\",\"account\":\"{account}\"}}\n",
+                    100_000 - job
                 ));
             }
         }
@@ -175,7 +178,8 @@ fn two_processes_compute_what_one_does() {
         single.fairshare_table().unwrap()
     );
     // A share change's what-if: the changed jobs' keys travel to the other
-    // process by name (ties of priority and submit time decided there).
+    // process as their ids' numbers (ties of priority and submit time
+    // decided there).
     let now = 200 + (jobs / 40) as i64 + 600;
     let proposal = format!(
         "{{\"op\":\"account\",\"t\":{now},\"name\":\"x\",\"shares\":1}}\n\
@@ -190,7 +194,7 @@ fn two_processes_compute_what_one_does() {
     // Two accounts alike but for their shares, each user's jobs alike and
     // submitted in the same second: with `p`'s shares made `q`'s, every
     // changed job's new key ties an unchanged job of `q` on priority and
-    // submit time, on whichever process holds it (names decide).
+    // submit time, on whichever process holds it (names decide: text ids).
     let twins = twin_accounts(now + 1);
     for engine in [&mut engine, &mut single] {
         let report = engine.apply_batch(lines(&twins)).unwrap();

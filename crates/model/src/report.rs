@@ -523,6 +523,70 @@ impl JobIdKey {
     }
 }
 
+/// A job id held for ordering without its text where it can be: the number
+/// of a plain id (ASCII digits, no leading zero, at most 19 of them), which
+/// orders such ids as [`JobIdKey`] does; any other id's text. Ties of
+/// priority and submit time are decided by it without comparing strings.
+/// Its order ([`Ord`]) is [`JobIdOrder::compare`]'s.
+#[derive(Debug, Clone)]
+pub enum JobIdOrder {
+    /// A plain id's number.
+    Number(u64),
+    /// Any other id.
+    Text(std::sync::Arc<str>),
+}
+
+impl JobIdOrder {
+    /// The order of the id `id`.
+    pub fn of(id: &std::sync::Arc<str>) -> Self {
+        match Self::plain_number(id) {
+            Some(number) => JobIdOrder::Number(number),
+            None => JobIdOrder::Text(id.clone()),
+        }
+    }
+
+    /// `JobIdKey::compare` of the two ids: two plain ids by their numbers
+    /// (the same order: as many digits and no leading zero, or fewer digits
+    /// and smaller), any other pair by their texts.
+    pub fn compare(&self, other: &JobIdOrder) -> std::cmp::Ordering {
+        match (self, other) {
+            (JobIdOrder::Number(a), JobIdOrder::Number(b)) => a.cmp(b),
+            (JobIdOrder::Text(a), JobIdOrder::Text(b)) => JobIdKey::compare(a, b),
+            (JobIdOrder::Number(a), JobIdOrder::Text(b)) => JobIdKey::compare(&a.to_string(), b),
+            (JobIdOrder::Text(a), JobIdOrder::Number(b)) => JobIdKey::compare(a, &b.to_string()),
+        }
+    }
+
+    /// A plain id's number (never 0: a plain id has no leading zero);
+    /// `None` for any other id.
+    pub fn plain_number(id: &str) -> Option<u64> {
+        let plain = (1..=19).contains(&id.len())
+            && !id.starts_with('0')
+            && id.bytes().all(|b| b.is_ascii_digit());
+        plain.then(|| id.parse().ok()).flatten()
+    }
+}
+
+impl PartialEq for JobIdOrder {
+    fn eq(&self, other: &Self) -> bool {
+        self.compare(other).is_eq()
+    }
+}
+
+impl Eq for JobIdOrder {}
+
+impl PartialOrd for JobIdOrder {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for JobIdOrder {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.compare(other)
+    }
+}
+
 /// A numeric job id's digits without leading zeros (`None`: not made only
 /// of ASCII digits, or empty).
 fn significant_digits(id: &str) -> Option<&str> {
@@ -577,6 +641,37 @@ mod tests {
         }
     }
 
+    /// Ids of every kind the queue's id order tells apart: plain numbers,
+    /// leading zeros, 19 and 20 and 30 digits, text that starts or ends
+    /// with digits, signs, spaces, the empty id.
+    const MIXED_IDS: [&str; 25] = [
+        "",
+        "0",
+        "00",
+        "000",
+        "1",
+        "01",
+        "001",
+        "9",
+        "10",
+        "010",
+        "99",
+        "100",
+        "0100",
+        "9999999999999999999",
+        "10000000000000000000",
+        "09999999999999999999",
+        "123456789012345678901234567890",
+        "a",
+        "A",
+        "job1",
+        "1a",
+        "a1",
+        "-1",
+        "1.5",
+        " 1",
+    ];
+
     #[test]
     fn job_ids_compare_as_their_keys_without_building_them() {
         use super::JobIdKey;
@@ -591,30 +686,7 @@ mod tests {
         assert_eq!(JobIdKey::compare("1.5", "1"), Greater);
         assert_eq!(JobIdKey::compare("", "0"), Greater);
         assert_eq!(JobIdKey::compare("job10", "job9"), Less);
-        let ids = [
-            "",
-            "0",
-            "00",
-            "000",
-            "1",
-            "01",
-            "001",
-            "9",
-            "10",
-            "010",
-            "99",
-            "100",
-            "0100",
-            "123456789012345678901234567890",
-            "a",
-            "A",
-            "job1",
-            "1a",
-            "a1",
-            "-1",
-            "1.5",
-            " 1",
-        ];
+        let ids = MIXED_IDS;
         for a in ids {
             for b in ids {
                 assert_eq!(
@@ -624,6 +696,35 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// Plain ids order by their numbers exactly as by their texts; every
+    /// other pair (leading zeros, 20 digits, text) as by the texts
+    /// (`JobIdKey::compare`, itself checked against the keys above).
+    #[test]
+    fn job_id_orders_compare_as_the_ids_do() {
+        use super::{JobIdKey, JobIdOrder};
+        use std::sync::Arc;
+        let ids = MIXED_IDS;
+        for a in ids {
+            for b in ids {
+                let (x, y) = (JobIdOrder::of(&Arc::from(a)), JobIdOrder::of(&Arc::from(b)));
+                assert_eq!(x.compare(&y), JobIdKey::compare(a, b), "{a:?} vs {b:?}");
+            }
+        }
+        // By hand: the numbers where the ids are plain, the text elsewhere;
+        // "07" before "7" (leading zeros ignored, then the text decides).
+        use std::cmp::Ordering::{Greater, Less};
+        let order = |id: &str| JobIdOrder::of(&Arc::from(id));
+        let largest_plain = 9_999_999_999_999_999_999;
+        assert!(
+            matches!(order("9999999999999999999"), JobIdOrder::Number(n) if n == largest_plain)
+        );
+        assert!(matches!(order("10000000000000000000"), JobIdOrder::Text(_)));
+        assert!(matches!(order("0"), JobIdOrder::Text(_)));
+        assert_eq!(order("9").compare(&order("10")), Less);
+        assert_eq!(order("7").compare(&order("07")), Greater);
+        assert!(matches!(order("07"), JobIdOrder::Text(_)));
     }
 
     #[test]

@@ -40,7 +40,7 @@
 
 use fairflow_ingest::LogLine;
 use fairflow_model::report::whatif::{AssocChange, Evaluator, JobChange, WhatIf, WhatIfRows};
-use fairflow_model::report::{JobIdKey, JobPriority, JobState};
+use fairflow_model::report::{JobIdOrder, JobPriority, JobState};
 use fairflow_model::{Event, PriorityModel, Time};
 use rayon::prelude::*;
 use std::cmp::Reverse;
@@ -275,8 +275,9 @@ impl Engine {
     }
 
     /// The ranked changed jobs' keys before and after in queue order (the
-    /// probes), each with its side and job: by id within one process (a tie
-    /// names them from `names`), by name between processes.
+    /// probes), each with its side and job: a plain id by its number, any
+    /// other by id within one process (a tie names it from `names`), by
+    /// name between processes.
     fn probes(&self, changed: &[TrialJob], names: &JobNames) -> (Vec<ProbeKey>, Vec<Probe>) {
         let between_processes = self.workers > self.workers_per_process;
         let mut probes: Vec<(ProbeKey, Probe)> = Vec::with_capacity(2 * changed.len());
@@ -284,8 +285,13 @@ impl Engine {
             if job.state != JobState::Pending {
                 continue;
             }
-            let named = between_processes.then(|| names.get(job.id)).flatten();
-            let probe_job = named.map_or(ProbeJob::Id(job.id), ProbeJob::Name);
+            let probe_job = match job.id_number {
+                0 if between_processes => {
+                    (names.get(job.id)).map_or(ProbeJob::Id(job.id), ProbeJob::Name)
+                }
+                0 => ProbeJob::Id(job.id),
+                number => ProbeJob::Number(number),
+            };
             for (priority, after) in [(job.priority_before, false), (job.priority_after, true)] {
                 let key = ProbeKey {
                     priority,
@@ -295,18 +301,21 @@ impl Engine {
                 probes.push((key, Probe { after, of }));
             }
         }
-        // By priority and submit time, then each run of equal ones by
-        // name: a job named once, and only on a tie.
-        probes.par_sort_unstable_by_key(|(key, _)| (Reverse(key.priority), key.submit_at));
+        // By priority, submit time and a plain id's number; then each run
+        // of equal priority and submit time with an id that is not plain
+        // by id order (`JobIdOrder`): such an id read once, and only on a
+        // tie.
+        probes.par_sort_unstable_by_key(|(key, _)| {
+            let number = match key.job {
+                ProbeJob::Number(number) => number,
+                _ => 0,
+            };
+            (Reverse(key.priority), key.submit_at, number)
+        });
         for run in probes.chunk_by_mut(|a, b| same_key(&a.0, &b.0)) {
-            if run.len() > 1 {
-                let mut named: Vec<(Arc<str>, (ProbeKey, Probe))> = (run.iter())
-                    .map(|(key, probe)| (key.name(names), (key.clone(), *probe)))
-                    .collect();
-                named.sort_unstable_by(|a, b| JobIdKey::compare(&a.0, &b.0));
-                for (slot, (_, probe)) in run.iter_mut().zip(named) {
-                    *slot = probe;
-                }
+            let plain = |(key, _): &(ProbeKey, Probe)| matches!(key.job, ProbeJob::Number(_));
+            if run.len() > 1 && !run.iter().all(plain) {
+                run.sort_by_cached_key(|(key, _)| key.order(names));
             }
         }
         probes.into_iter().unzip()
@@ -387,10 +396,14 @@ impl Engine {
 
 /// A job's key in queue order.
 fn probe_key(p: &JobPriority) -> ProbeKey {
+    let job = match JobIdOrder::plain_number(&p.job) {
+        Some(number) => ProbeJob::Number(number),
+        None => ProbeJob::Name(Arc::from(p.job.as_str())),
+    };
     ProbeKey {
         priority: p.priority,
         submit_at: p.submit_at,
-        job: ProbeJob::Name(Arc::from(p.job.as_str())),
+        job,
     }
 }
 

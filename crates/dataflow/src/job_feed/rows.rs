@@ -3,6 +3,7 @@
 
 use fairflow_book::{JobPhase, State};
 use fairflow_model::priority_formula::FLUX_URGENCY_DEFAULT;
+use fairflow_model::report::JobIdOrder;
 use fairflow_model::PriorityModel;
 
 use crate::names::Names;
@@ -52,6 +53,7 @@ pub fn row_of(
     });
     JobRow {
         job: id,
+        id_number: JobIdOrder::plain_number(&job.id).unwrap_or(0),
         assoc: names
             .assocs
             .intern(&(job.account.clone(), job.user.clone())),

@@ -69,6 +69,9 @@ pub enum Phase {
 pub struct JobRow {
     /// The job.
     pub job: JobId,
+    /// Its id's number when the id is plain (`JobIdOrder::plain_number`),
+    /// else 0: ties of priority and submit time decided without its name.
+    pub id_number: u64,
     /// Its user association.
     pub assoc: AssocId,
     /// Its account.

@@ -30,7 +30,10 @@
 //! vectors, bounded by the group's range of factors, from its first user's
 //! to its block's last position's); only when one of their jobs may be in
 //! the band is each user opened, and otherwise only the group's account
-//! members are visited (`FairTree::account_members`). Cost: the groups
+//! members are visited (`FairTree::account_members`). The walk only
+//! gathers the users to open; their vectors are split after it, on every
+//! core when there are many (`Queue::count_users`: a what-if's window opens
+//! thousands, each a few cache misses). Cost: the groups
 //! whose best job can reach `P`, a look at the ends of each (group,
 //! account, partition) vector (a binary search where it straddles `P`),
 //! the users of the groups with a job in the band, and the band; not the
@@ -53,6 +56,8 @@
 use std::cmp::Reverse;
 use std::collections::BTreeSet;
 
+use rayon::prelude::*;
+
 use fairflow_model::Time;
 
 use super::{Queue, Ranked, UserJobs, CAPPED, UNCAPPED};
@@ -61,7 +66,7 @@ use crate::priority::crossings::age_cap_at;
 use crate::priority::fair_tree::{enters_tied, SubtreeJobs};
 use crate::priority::record::{from_ordered_bits, key_with_term, PriorityRecord, RELATIVE_SLACK};
 use crate::thresholds::{self, Threshold};
-use crate::types::{AccountId, AssocId, JobId, NameId, NodeId, ROOT};
+use crate::types::{AccountId, AssocId, JobId, JobIdSet, NameId, NodeId, ROOT};
 
 mod groups;
 
@@ -271,6 +276,20 @@ pub struct Counted<'q> {
     pub band: Vec<(&'q PriorityRecord, f64)>,
 }
 
+/// The fewest users the walk of a count finds for which they are counted
+/// on every core ([`Queue::count_users`]).
+const PARALLEL_USERS_FROM: usize = 1024;
+
+/// Users counted per task of the pool.
+const USERS_PER_TASK: usize = 256;
+
+/// What some users' vectors gave ([`Queue::count_users`]).
+#[derive(Default)]
+struct UsersFound<'q> {
+    sure: Vec<SurePrefix<'q>>,
+    band: Vec<(&'q PriorityRecord, f64)>,
+}
+
 /// A count under way: the window and what was found.
 struct Counting<'q> {
     /// Jobs surely above this priority are counted whole.
@@ -283,6 +302,11 @@ struct Counting<'q> {
     groups_whole: u64,
     /// May a member's whole subtree be counted ([`SubtreeJobs`])?
     whole_subtrees: bool,
+    /// Jobs left out of the band.
+    left_out: Option<&'q JobIdSet>,
+    /// The users the walk found, with their class and factor (counted
+    /// after it, [`Queue::count_users`]).
+    users: Vec<(AssocId, usize, f64)>,
 }
 
 impl Queue {
@@ -290,7 +314,7 @@ impl Queue {
     /// above `priority` and those that must be evaluated to tell (see the
     /// module documentation); `None` when the bounds do not hold at `now`.
     pub fn count_clearing(&self, now: Time, priority: u64) -> Option<Counted<'_>> {
-        self.count_window(now, (priority, priority), false)
+        self.count_window(now, (priority, priority), false, None)
     }
 
     /// [`Queue::count_clearing`] over a window of priorities `(reach,
@@ -301,13 +325,16 @@ impl Queue {
     /// not counted whole (a sum may be below 0). With `whole_subtrees`, a
     /// sorted tree's member whose every job is surely above `above` is
     /// counted whole ([`SubtreeJobs`]) into [`Counted::whole`] instead of
-    /// by vector (no prefixes: no account or partition of those jobs).
-    pub fn count_window(
-        &self,
+    /// by vector (no prefixes: no account or partition of those jobs). The
+    /// jobs of `left_out` are left out of the band (not looked up): a
+    /// what-if's changed jobs, none of which is surely above the window.
+    pub fn count_window<'q>(
+        &'q self,
         now: Time,
         (reach, above): (u64, u64),
         whole_subtrees: bool,
-    ) -> Option<Counted<'_>> {
+        left_out: Option<&'q JobIdSet>,
+    ) -> Option<Counted<'q>> {
         if !self.count.bounds_hold(now) {
             return None;
         }
@@ -332,6 +359,8 @@ impl Queue {
             },
             groups_whole: 0,
             whole_subtrees,
+            left_out,
+            users: Vec::new(),
         };
         for class in [UNCAPPED, CAPPED] {
             for &(Reverse(entered), assoc) in &self.by_user[class] {
@@ -345,25 +374,58 @@ impl Queue {
                 self.count_group(&mut counting, class, (ROOT, 0, false), top_factor);
             }
         }
+        self.count_users(&mut counting);
         if self.tree.is_active() {
             thresholds::decide(Threshold::GroupUsersWhole, counting.groups_whole > 0);
         }
         Some(counting.counted)
     }
 
-    /// Count one user association's jobs of `class` with its factor.
-    fn count_user<'q>(
+    /// Count one user association's jobs of `class` with its factor: once
+    /// the walk is done ([`Queue::count_users`]).
+    fn count_user(&self, counting: &mut Counting<'_>, assoc: AssocId, class: usize, factor: f64) {
+        counting.users.push((assoc, class, factor));
+    }
+
+    /// Count the users the walk found ([`Queue::count_user`]): on every
+    /// core when there are many (a what-if's window: thousands, each a few
+    /// cache misses), else on this thread (a threshold's: a task's wake-up
+    /// would cost more than it saves).
+    fn count_users<'q>(&'q self, counting: &mut Counting<'q>) {
+        let users = std::mem::take(&mut counting.users);
+        let window = (counting.counted.bounds, counting.above, counting.reach);
+        let left_out = counting.left_out;
+        let count = |chunk: &[(AssocId, usize, f64)]| {
+            let mut found = UsersFound::default();
+            for &user in chunk {
+                self.count_one_user(window, left_out, user, &mut found);
+            }
+            found
+        };
+        let parts = if users.len() < PARALLEL_USERS_FROM {
+            vec![count(&users)]
+        } else {
+            users.par_chunks(USERS_PER_TASK).map(count).collect()
+        };
+        for found in parts {
+            counting.counted.sure.extend(found.sure);
+            counting.counted.band.extend(found.band);
+        }
+    }
+
+    /// Split one user association's vectors of `class` with its factor by
+    /// the window `(bounds, above, reach)` into `found`, the jobs of
+    /// `left_out` left out of the band.
+    fn count_one_user<'q>(
         &'q self,
-        counting: &mut Counting<'q>,
-        assoc: AssocId,
-        class: usize,
-        factor: f64,
+        (bounds, above, reach): (CountBounds, f64, f64),
+        left_out: Option<&JobIdSet>,
+        (assoc, class, factor): (AssocId, usize, f64),
+        found: &mut UsersFound<'q>,
     ) {
         let Some(user) = self.users.get(assoc as usize) else {
             return;
         };
-        let bounds = counting.counted.bounds;
-        let (above, reach) = (counting.above, counting.reach);
         for vector in &user.counted[class] {
             let jobs = &vector.jobs;
             let (sure, maybe) = split(
@@ -372,7 +434,7 @@ impl Queue {
                 |key| bounds.hi(key, factor, class) >= reach,
             );
             if sure > 0 {
-                counting.counted.sure.push(SurePrefix {
+                found.sure.push(SurePrefix {
                     account: vector.account,
                     partition: vector.partition,
                     class,
@@ -382,8 +444,11 @@ impl Queue {
                 });
             }
             for &(_, job) in jobs.get(sure..maybe).unwrap_or(&[]) {
+                if left_out.is_some_and(|left_out| left_out.contains(job)) {
+                    continue;
+                }
                 if let Some(record) = self.record(job) {
-                    counting.counted.band.push((record, factor));
+                    found.band.push((record, factor));
                 }
             }
         }

@@ -24,7 +24,7 @@ use fairflow_model::{PriorityModel, Time};
 
 use super::{queue_floor, PriorityReader};
 use crate::priority::queue::Counted;
-use crate::types::JobId;
+use crate::types::{JobId, JobIdSet};
 
 /// A ranked job of a window: what orders it in the queue, and its id in
 /// the shard that holds it.
@@ -77,7 +77,7 @@ impl PriorityReader {
         if self.queue.any_record().is_none() {
             return Some(WindowCount::default());
         }
-        let counted = self.counted(low, high, now)?;
+        let counted = self.counted((low, high), now, None)?;
         let mut window = WindowCount {
             above: counted.whole
                 + counted
@@ -108,8 +108,14 @@ impl PriorityReader {
     }
 
     /// The queue's count of the window `[low, high]` (see the module
-    /// documentation); `None` where it is not counted.
-    pub(super) fn counted(&self, low: u64, high: u64, now: Time) -> Option<Counted<'_>> {
+    /// documentation), the jobs of `left_out` left out of its band; `None`
+    /// where it is not counted.
+    pub(super) fn counted<'q>(
+        &'q self,
+        (low, high): (u64, u64),
+        now: Time,
+        left_out: Option<&'q JobIdSet>,
+    ) -> Option<Counted<'q>> {
         let first = self.queue.any_record()?;
         let model = first.model();
         if model != PriorityModel::Slurm || first.incr_only() || high >= PRIORITY_MAX_U32 {
@@ -117,6 +123,7 @@ impl PriorityReader {
         }
         // At or below the floor a sum below it still ranks at the floor.
         let reach = if low <= queue_floor(model) { 0 } else { low };
-        self.queue.count_window(now, (reach, high.max(low)), true)
+        self.queue
+            .count_window(now, (reach, high.max(low)), true, left_out)
     }
 }

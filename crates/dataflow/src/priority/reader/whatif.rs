@@ -47,7 +47,7 @@ use std::sync::Arc;
 
 use rayon::prelude::*;
 
-use fairflow_model::report::{JobPriority, JobState};
+use fairflow_model::report::{JobIdOrder, JobPriority, JobState};
 use fairflow_model::{PriorityModel, Time};
 
 use super::factors::TrialFactor;
@@ -55,7 +55,7 @@ use super::{queue_floor, walk_reachable, PriorityReader};
 use crate::names::JobNames;
 use crate::priority::queue::Counted;
 use crate::priority::record::PriorityRecord;
-use crate::types::{AssocId, JobId};
+use crate::types::{AssocId, JobId, JobIdSet};
 use intervals::{interval_of, ProbeIndex};
 
 mod band;
@@ -76,8 +76,11 @@ pub struct ProbeKey {
 /// A probe's job, by which a tie of priority and submit time is decided.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum ProbeJob {
-    /// Its id, named only where a tie asks, from the names table the
-    /// readers of one process share (it holds every job there).
+    /// The number of its plain id (`JobIdOrder::plain_number`): all a tie
+    /// asks, in any process.
+    Number(u64),
+    /// Its id (not plain), named only where a tie asks, from the names
+    /// table the readers of one process share (it holds every job there).
     Id(JobId),
     /// Its name: between processes (each holds only its own jobs' names),
     /// and for jobs the driver knows by name.
@@ -85,11 +88,12 @@ pub enum ProbeJob {
 }
 
 impl ProbeKey {
-    /// The probe's job's name (`""` for an id the table no longer has).
-    pub fn name(&self, names: &JobNames) -> Arc<str> {
+    /// The probe's job's id order (`""` for an id the table no longer has).
+    pub fn order(&self, names: &JobNames) -> JobIdOrder {
         match &self.job {
-            ProbeJob::Id(id) => names.get(*id).unwrap_or_else(|| Arc::from("")),
-            ProbeJob::Name(name) => name.clone(),
+            ProbeJob::Number(number) => JobIdOrder::Number(*number),
+            ProbeJob::Id(id) => names.order(*id),
+            ProbeJob::Name(name) => JobIdOrder::of(name),
         }
     }
 }
@@ -101,6 +105,8 @@ impl ProbeKey {
 pub struct TrialJob {
     /// Its id.
     pub id: JobId,
+    /// Its id's number when the id is plain, else 0 (`JobRow::id_number`).
+    pub id_number: u64,
     /// Its submit time.
     pub submit_at: Time,
     /// Its state (the same on both sides: a share moves no job's state).
@@ -228,16 +234,13 @@ impl TalliedKeys {
 
     /// The counts of `request`'s intervals (the last one, behind every
     /// probe, holds only the counted jobs there, as a walk's does).
-    fn count(
-        &self,
-        request: &TallyRequest,
-        names: &JobNames,
-        name_of: impl Fn(JobId) -> Arc<str>,
-    ) -> Vec<u64> {
+    fn count(&self, request: &TallyRequest, names: &JobNames) -> Vec<u64> {
         let mut counts = vec![0; request.probes.len() + 1];
         counts[0] = self.above;
         for &(priority, submit_at, job) in &self.keys {
-            let at = interval_of(&request.probes, names, priority, submit_at, || name_of(job));
+            let at = interval_of(&request.probes, names, priority, submit_at, || {
+                names.order(job)
+            });
             counts[at] += 1;
         }
         counts
@@ -358,6 +361,7 @@ impl PriorityReader {
             let (_, priority_after) = record.priority_at(after, now, None)?;
             (priority_before != priority_after).then_some(TrialJob {
                 id: record.job(),
+                id_number: record.row.id_number,
                 submit_at: record.row.submit_at,
                 state,
                 priority_before,
@@ -405,19 +409,24 @@ impl PriorityReader {
             return None;
         }
         if let Some(last) = last.filter(|last| last.answers(request)) {
-            tally.counts = last.count(request, &self.names, |job| self.name_of_job(job));
+            tally.counts = last.count(request, &self.names);
             self.tally_paths.keyed += 1;
             return Some(tally);
         }
         let lowest = request.probes.iter().map(|p| p.priority).min();
         let highest = request.probes.iter().map(|p| p.priority).max();
         let window = lowest.zip(highest);
+        let excluded = JobIdSet::of(&request.excluded);
+        // The first tally's excluded jobs are all inside the window: left
+        // out of the count's band (a later tally finds them there).
+        let left_out = request.excluded_are_probes.then_some(&excluded);
         let counted = (window.filter(|_| self.tally_by_count))
-            .and_then(|(low, high)| self.counted(low, high, request.now));
+            .and_then(|window| self.counted(window, request.now, left_out));
         // `range`: the priorities in which every ranked job was counted.
         let (mut tallying, range, path) = match (counted, window) {
             (Some(counted), Some(window)) => {
-                let tallying = self.tally_window(counted, window, request, &mut tally.counts);
+                let tallying =
+                    self.tally_window(counted, window, (request, &excluded), &mut tally.counts);
                 (tallying, window, Path::Windowed)
             }
             _ => {
@@ -460,7 +469,7 @@ impl PriorityReader {
         &'q self,
         counted: Counted<'q>,
         (low, high): (u64, u64),
-        request: &'c TallyRequest,
+        (request, excluded): (&'c TallyRequest, &JobIdSet),
         counts: &'c mut [u64],
     ) -> Tallying<'c, 'q> {
         let above = counted.whole
@@ -470,13 +479,13 @@ impl PriorityReader {
         let above = above - self.excluded_counted_above(&counted, high, request);
         counts[0] += above;
         let mut tallying = Tallying::new(request, counts, counted.band.len(), above);
-        let keys = band::sorted_keys(&counted.band, &request.excluded, low, request.now);
+        let keys = band::sorted_keys(&counted.band, excluded, low, request.now);
         band::place_sorted(
             (&request.probes, &self.names),
             &keys,
-            |key| self.name_of(key.record),
-            |key, at, name| {
-                let evaluated = (key.priority, key.submit_at, at, name);
+            |key| (self.names).order_of(key.record.job(), key.record.row.id_number),
+            |key, at| {
+                let evaluated = (key.priority, key.submit_at, at);
                 self.enter(key.record, key.fairshare, evaluated, request, &mut tallying);
             },
         );
@@ -585,13 +594,6 @@ impl PriorityReader {
         ahead
     }
 
-    /// A job's name by its id (`""` when it has none).
-    fn name_of_job(&self, job: JobId) -> Arc<str> {
-        (self.queue.record(job))
-            .map(|record| self.name_of(record))
-            .unwrap_or_else(|| Arc::from(""))
-    }
-
     /// Tally one record: a ranked job not left out is placed among the
     /// request's probes (`index`) and entered ([`PriorityReader::enter`]).
     fn tally_one<'q>(
@@ -609,28 +611,26 @@ impl PriorityReader {
             return;
         };
         let submit_at = record.row.submit_at;
-        let mut name = None;
-        let at = index.interval(priority, submit_at, || {
-            name.get_or_insert_with(|| self.name_of(record)).clone()
-        });
+        let order = || self.names.order_of(record.job(), record.row.id_number);
+        let at = index.interval(priority, submit_at, order);
         self.enter(
             record,
             fairshare,
-            (priority, submit_at, at, name),
+            (priority, submit_at, at),
             request,
             tallying,
         );
     }
 
     /// Enter a ranked job not left out, of `(priority, submit time,
-    /// interval, name if known)`: counted in its interval (its key kept
+    /// interval)`: counted in its interval (its key kept
     /// when the tally keeps keys) and, when the interval moves, offered to
     /// the kept jobs.
     fn enter<'q>(
         &self,
         record: &'q PriorityRecord,
         fairshare: f64,
-        (priority, submit_at, at, name): (u64, Time, usize, Option<Arc<str>>),
+        (priority, submit_at, at): (u64, Time, usize),
         request: &TallyRequest,
         tallying: &mut Tallying<'_, 'q>,
     ) {
@@ -646,10 +646,9 @@ impl PriorityReader {
         if kept.len() >= request.keep && kept.peek().is_some_and(|worst| worst.shift > shift) {
             return;
         }
-        let name = name.unwrap_or_else(|| self.name_of(record));
         kept.push(Kept {
             shift,
-            name,
+            name: self.name_of(record),
             at: at as u64,
             record,
             fairshare,

@@ -1,19 +1,19 @@
 //! A what-if tally's band placed by sorting, not by searching
 //! ([`sorted_keys`], [`place_sorted`]): the jobs a window count could not
 //! count whole are evaluated on every core, the changed ones left out (a
-//! bit set of their ids, not a search per job), sorted in queue order by
+//! bit set of their ids, `JobIdSet`, not a search per job), sorted in queue order by
 //! priority and submit time, and walked beside the probes (themselves in
 //! queue order) in one merge. Only a job whose priority and submit time
-//! equal some probe's compares names, among those probes alone.
+//! equal some probe's compares job ids (`JobIdOrder`: numbers where the
+//! ids are plain), among those probes alone.
 //!
 //! Cost: one evaluation per band job (halved on two cores), a sort of the
 //! band's keys, and a merge; no lookup per job in a table of every
 //! priority of the window or among the probes.
 
 use std::cmp::{Ordering, Reverse};
-use std::sync::Arc;
 
-use fairflow_model::report::JobState;
+use fairflow_model::report::{JobIdOrder, JobState};
 use fairflow_model::Time;
 use rayon::prelude::*;
 
@@ -21,7 +21,7 @@ use super::intervals::{by_key, interval_of};
 use super::ProbeKey;
 use crate::names::JobNames;
 use crate::priority::record::PriorityRecord;
-use crate::types::JobId;
+use crate::types::JobIdSet;
 
 /// Band jobs evaluated per task of the pool.
 const CHUNK: usize = 4096;
@@ -35,34 +35,15 @@ pub(super) struct BandKey<'q> {
     pub(super) fairshare: f64,
 }
 
-/// The ids of `excluded` as a bit set.
-struct IdSet(Vec<u64>);
-
-impl IdSet {
-    fn of(ids: &[JobId]) -> Self {
-        let words = ids.iter().max().map_or(0, |&max| max as usize / 64 + 1);
-        let mut bits = vec![0u64; words];
-        for &id in ids {
-            bits[id as usize / 64] |= 1 << (id % 64);
-        }
-        IdSet(bits)
-    }
-
-    fn contains(&self, id: JobId) -> bool {
-        (self.0.get(id as usize / 64)).is_some_and(|word| word & (1 << (id % 64)) != 0)
-    }
-}
-
 /// The jobs of `band` not in `excluded` that are pending at `now` with a
 /// priority of at least `low`, in queue order of priority and submit time
 /// (equal ones in any order).
 pub(super) fn sorted_keys<'q>(
     band: &[(&'q PriorityRecord, f64)],
-    excluded: &[JobId],
+    excluded: &JobIdSet,
     low: u64,
     now: Time,
 ) -> Vec<BandKey<'q>> {
-    let excluded = IdSet::of(excluded);
     let mut keys: Vec<BandKey<'q>> = band
         .par_chunks(CHUNK)
         .flat_map_iter(|chunk| {
@@ -98,42 +79,40 @@ impl Keyed for BandKey<'_> {
     }
 }
 
-/// Call `each` with every key of `keys` (sorted by [`sorted_keys`]), its
+/// Call `each` with every key of `keys` (sorted by [`sorted_keys`]) and its
 /// interval among `probes` (in queue order: how many are ahead of it; a
-/// probe named from `names` on a tie), and its name when a tie with a probe
-/// asked for it (`name`).
+/// probe's id order read from `names` on a tie); a key's own id order
+/// (`order`) is asked only on a tie of priority and submit time with a
+/// probe.
 pub(super) fn place_sorted<K: Keyed>(
     (probes, names): (&[ProbeKey], &JobNames),
     keys: &[K],
-    name: impl Fn(&K) -> Arc<str>,
-    mut each: impl FnMut(&K, usize, Option<Arc<str>>),
+    order: impl Fn(&K) -> JobIdOrder,
+    mut each: impl FnMut(&K, usize),
 ) {
     // Probes ahead of the current run by priority and submit time alone.
     let mut ahead = 0usize;
     for run in keys.chunk_by(|a, b| a.key() == b.key()) {
         let (priority, submit_at) = run[0].key();
-        let order = |probe: &ProbeKey| by_key(probe, priority, submit_at);
+        let by_probe = |probe: &ProbeKey| by_key(probe, priority, submit_at);
         while probes
             .get(ahead)
-            .is_some_and(|p| order(p) == Ordering::Less)
+            .is_some_and(|p| by_probe(p) == Ordering::Less)
         {
             ahead += 1;
         }
         let tied = probes[ahead..]
             .iter()
-            .take_while(|p| order(p) == Ordering::Equal)
+            .take_while(|p| by_probe(p) == Ordering::Equal)
             .count();
         for key in run {
             if tied == 0 {
-                each(key, ahead, None);
+                each(key, ahead);
                 continue;
             }
-            let mut named = None;
             let tied_probes = &probes[ahead..ahead + tied];
-            let within = interval_of(tied_probes, names, priority, submit_at, || {
-                named.get_or_insert_with(|| name(key)).clone()
-            });
-            each(key, ahead + within, named);
+            let within = interval_of(tied_probes, names, priority, submit_at, || order(key));
+            each(key, ahead + within);
         }
     }
 }
@@ -143,6 +122,7 @@ mod tests {
     use super::*;
     use crate::priority::reader::whatif::ProbeJob;
     use crate::tests::random_tree::xorshift;
+    use std::sync::Arc;
 
     impl Keyed for (u64, Time, String) {
         fn key(&self) -> (u64, Time) {
@@ -150,49 +130,63 @@ mod tests {
         }
     }
 
+    /// Ids plain, with a leading zero, or text: they order by number, by
+    /// text, and plain numbers before any text.
+    const IDS: [&str; 9] = ["1", "2", "9", "10", "07", "7", "j3", "j10", "11"];
+
     /// On random probes and keys with many ties (few priorities, submit
-    /// times and names), every key's interval is the one a binary search of
-    /// the probes gives (`interval_of`), and the name is asked only on a
-    /// tie of priority and submit time with some probe.
+    /// times and ids), every key's interval is the one a binary search of
+    /// the probes gives (`interval_of`), and a key's id order is asked only
+    /// on a tie of priority and submit time with some probe.
     #[test]
     fn the_merge_places_every_key_as_the_search_does() {
         let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
         let mut next = |n: u64| xorshift(&mut seed, n);
         let mut ties = 0;
         let names = JobNames::default();
+        let order_of = |id: &str| JobIdOrder::of(&Arc::from(id));
         for _round in 0..200 {
             let mut probes: Vec<ProbeKey> = (0..next(12))
                 .map(|_| ProbeKey {
                     priority: 10 + next(6),
                     submit_at: next(3) as Time,
-                    job: ProbeJob::Name(Arc::from((next(9) + 1).to_string())),
+                    job: ProbeJob::Name(Arc::from(IDS[next(IDS.len() as u64) as usize])),
                 })
                 .collect();
             probes.sort_by(|a, b| {
                 (b.priority.cmp(&a.priority))
                     .then(a.submit_at.cmp(&b.submit_at))
                     .then_with(|| {
-                        let (a, b) = (a.name(&names), b.name(&names));
-                        fairflow_model::report::JobIdKey::compare(&a, &b)
+                        let name = |p: &ProbeKey| match &p.job {
+                            ProbeJob::Name(name) => name.clone(),
+                            ProbeJob::Id(_) | ProbeJob::Number(_) => Arc::from(""),
+                        };
+                        fairflow_model::report::JobIdKey::compare(&name(a), &name(b))
                     })
             });
             let mut keys: Vec<(u64, Time, String)> = (0..next(20))
-                .map(|_| (9 + next(8), next(3) as Time, (next(12) + 1).to_string()))
+                .map(|_| {
+                    let id = IDS[next(IDS.len() as u64) as usize].to_string();
+                    (9 + next(8), next(3) as Time, id)
+                })
                 .collect();
             keys.sort_by_key(|k| (Reverse(k.0), k.1));
             let mut seen = 0;
+            let asked = std::cell::Cell::new(false);
             place_sorted(
                 (&probes, &names),
                 &keys,
-                |key| Arc::from(key.2.as_str()),
-                |key, at, named| {
-                    let name = || Arc::from(key.2.as_str());
-                    let searched = interval_of(&probes, &names, key.0, key.1, name);
+                |key| {
+                    asked.set(true);
+                    order_of(&key.2)
+                },
+                |key, at| {
+                    let searched = interval_of(&probes, &names, key.0, key.1, || order_of(&key.2));
                     assert_eq!(at, searched, "{key:?} among {probes:?}");
                     let tied = probes
                         .iter()
                         .any(|p| (p.priority, p.submit_at) == key.key());
-                    assert_eq!(named.is_some(), tied, "{key:?}");
+                    assert_eq!(asked.replace(false), tied, "{key:?}");
                     ties += usize::from(tied);
                     seen += 1;
                 },

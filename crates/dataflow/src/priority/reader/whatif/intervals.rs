@@ -4,31 +4,32 @@
 //! priority for a tally that places every job of a window (one lookup, and
 //! a search only among the probes of the job's own priority).
 
+use std::cell::LazyCell;
 use std::cmp::Ordering;
-use std::sync::Arc;
 
-use fairflow_model::report::JobIdKey;
+use fairflow_model::report::JobIdOrder;
 use fairflow_model::Time;
 
 use super::ProbeKey;
 use crate::names::JobNames;
 
-/// The interval of a job of key (`priority`, `submit_at`, its name, asked
-/// only on a tie of both) among `probes` (in queue order; a probe named
-/// from `names` on such a tie): how many probes are ahead of it.
+/// The interval of a job of key (`priority`, `submit_at`, its id's order,
+/// asked only on a tie of both) among `probes` (in queue order; a probe's
+/// order read from `names` on such a tie): how many probes are ahead of it.
 pub(super) fn interval_of(
     probes: &[ProbeKey],
     names: &JobNames,
     priority: u64,
     submit_at: Time,
-    mut name: impl FnMut() -> Arc<str>,
+    order: impl FnOnce() -> JobIdOrder,
 ) -> usize {
+    let own = LazyCell::new(order);
     probes.partition_point(|probe| {
         let first = by_key(probe, priority, submit_at);
         if first != Ordering::Equal {
             return first.is_lt();
         }
-        JobIdKey::compare(&probe.name(names), &name()).is_lt()
+        probe.order(names).compare(&own).is_lt()
     })
 }
 
@@ -88,10 +89,10 @@ impl<'p> ProbeIndex<'p> {
         &self,
         priority: u64,
         submit_at: Time,
-        name: impl FnMut() -> Arc<str>,
+        order: impl FnOnce() -> JobIdOrder,
     ) -> usize {
         if self.higher.is_empty() {
-            return interval_of(self.probes, self.names, priority, submit_at, name);
+            return interval_of(self.probes, self.names, priority, submit_at, order);
         }
         if priority > self.high {
             return 0;
@@ -111,7 +112,7 @@ impl<'p> ProbeIndex<'p> {
             self.names,
             priority,
             submit_at,
-            name,
+            order,
         )
     }
 }
@@ -120,6 +121,11 @@ impl<'p> ProbeIndex<'p> {
 mod tests {
     use super::*;
     use crate::priority::reader::whatif::ProbeJob;
+    use std::sync::Arc;
+
+    fn id(job: &str) -> JobIdOrder {
+        JobIdOrder::of(&Arc::from(job))
+    }
 
     fn probe(priority: u64, submit_at: Time, job: &str) -> ProbeKey {
         ProbeKey {
@@ -147,10 +153,10 @@ mod tests {
         for priority in 25..=55 {
             for submit_at in [0, 5, 6, 7, 9] {
                 for job in ["1", "8", "9", "10", "11", "2"] {
-                    let name = || Arc::from(job);
+                    let order = || id(job);
                     assert_eq!(
-                        index.interval(priority, submit_at, name),
-                        interval_of(&probes, &names, priority, submit_at, name),
+                        index.interval(priority, submit_at, order),
+                        interval_of(&probes, &names, priority, submit_at, order),
                         "{priority} {submit_at} {job}"
                     );
                 }
@@ -159,11 +165,11 @@ mod tests {
         // By hand: a job at 40, submitted at 5, id "9" has the probe at 50
         // ahead, then itself ties "9" (not ahead): 1; id "10" also has "9"
         // ahead: 2; at 39 every probe down to (40, 7, "2"): 4.
-        assert_eq!(index.interval(40, 5, || Arc::from("9")), 1);
-        assert_eq!(index.interval(40, 5, || Arc::from("10")), 2);
-        assert_eq!(index.interval(39, 0, || Arc::from("1")), 4);
-        assert_eq!(index.interval(51, 0, || Arc::from("1")), 0);
-        assert_eq!(index.interval(29, 0, || Arc::from("1")), 6);
+        assert_eq!(index.interval(40, 5, || id("9")), 1);
+        assert_eq!(index.interval(40, 5, || id("10")), 2);
+        assert_eq!(index.interval(39, 0, || id("1")), 4);
+        assert_eq!(index.interval(51, 0, || id("1")), 0);
+        assert_eq!(index.interval(29, 0, || id("1")), 6);
     }
 
     #[test]
@@ -172,8 +178,8 @@ mod tests {
         let names = JobNames::default();
         let index = ProbeIndex::new(&probes, &names);
         assert!(index.higher.is_empty());
-        assert_eq!(index.interval(1_000, 0, || Arc::from("3")), 1);
+        assert_eq!(index.interval(1_000, 0, || id("3")), 1);
         let none = ProbeIndex::new(&[], &names);
-        assert_eq!(none.interval(7, 0, || Arc::from("3")), 0);
+        assert_eq!(none.interval(7, 0, || id("3")), 0);
     }
 }
