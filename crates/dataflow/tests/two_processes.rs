@@ -66,31 +66,47 @@ fn many_jobs(jobs: usize) -> String {
     log
 }
 
-/// Jobs of [`twin_accounts`].
-const TWIN_JOBS: usize = 2 * 8 * 3;
+/// Users with jobs in each of the twin accounts.
+const TWIN_USERS: usize = 8;
 
-/// Classic fair-share (where each user of `p` ties its twin of `q` once
-/// their accounts' shares are equal) and accounts `p` (1 share) and `q` (2
-/// shares), eight users each with the same usage as their twin, each user
-/// with three jobs alike, all at `t`. The job ids are text (`t89999-p0`),
-/// so their probes travel between processes by name (plain numbers travel
-/// as numbers), and `p`'s sort after their twins' of `q`.
+/// Jobs of [`twin_accounts`].
+const TWIN_JOBS: usize = 2 * TWIN_USERS * 3;
+
+/// Classic fair-share and two mirrored subtrees: `ta` holds `p` and `pp`,
+/// `tb` holds `r` and `rr`, every one with one share, so that each user of
+/// `p` ties its twin of `r` (the same usage, the same normalised shares,
+/// the same arithmetic). Each user of `p` and `r` has three jobs alike,
+/// all at `t`; `pp`'s and `rr`'s one user each has usage and no job. The
+/// job ids are text (`t99999-p0`), `p`'s sorting after their twins' of
+/// `r`, so their probes travel between processes by name (plain numbers
+/// travel as numbers).
 fn twin_accounts(t: i64) -> String {
-    let mut log = format!(
-        "{{\"op\":\"config\",\"t\":{t},\"set\":{{\"PriorityFlags\":\"NO_FAIR_TREE\"}}}}\n\
-         {{\"op\":\"account\",\"t\":{t},\"name\":\"p\",\"shares\":1}}\n\
-         {{\"op\":\"account\",\"t\":{t},\"name\":\"q\",\"shares\":2}}\n"
-    );
-    let mut job = 10_000;
-    for account in ["p", "q"] {
-        for u in 0..8 {
+    let mut log =
+        format!("{{\"op\":\"config\",\"t\":{t},\"set\":{{\"PriorityFlags\":\"NO_FAIR_TREE\"}}}}\n");
+    for (top, accounts) in [("ta", ["p", "pp"]), ("tb", ["r", "rr"])] {
+        log.push_str(&format!(
+            "{{\"op\":\"account\",\"t\":{t},\"name\":\"{top}\",\"shares\":1}}\n"
+        ));
+        for account in accounts {
+            log.push_str(&format!(
+                "{{\"op\":\"account\",\"t\":{t},\"name\":\"{account}\",\"parent\":\"{top}\",\"shares\":1}}\n"
+            ));
+        }
+    }
+    let mut job = 0;
+    for account in ["p", "r", "pp", "rr"] {
+        let (users, jobs) = match account {
+            "p" | "r" => (TWIN_USERS, 3),
+            _ => (1, 0),
+        };
+        for u in 0..users {
             let user = format!("{account}{u}");
             log.push_str(&format!(
                 "{{\"op\":\"user\",\"t\":{t},\"user\":\"{user}\",\"account\":\"{account}\"}}\n\
                  {{\"op\":\"usage\",\"t\":{t},\"account\":\"{account}\",\"user\":\"{user}\",\"amount\":{}}}\n",
                 10 * (u + 1)
             ));
-            for _ in 0..3 {
+            for _ in 0..jobs {
                 job += 1;
                 log.push_str(&format!(
                     "{{\"op\":\"submit\",\"t\":{t},\"job\":\"t{}-{user}\",\"user\":\"{user}\",\"account\":\"{account}\"}}\n",
@@ -191,17 +207,18 @@ fn two_processes_compute_what_one_does() {
         assert!(one.as_ref().is_some_and(|w| w.jobs_changed > 0), "{one:?}");
         assert_eq!(cluster, one, "what-if, {k} rows");
     }
-    // Two accounts alike but for their shares, each user's jobs alike and
-    // submitted in the same second: with `p`'s shares made `q`'s, every
-    // changed job's new key ties an unchanged job of `q` on priority and
-    // submit time, on whichever process holds it (names decide: text ids).
+    // Two mirrored subtrees: `p`'s users tie their twins of `r` on factor,
+    // and each user's jobs tie on priority and submit time. Giving `p`
+    // more shares than its sibling changes `p`'s and `pp`'s factors only:
+    // every changed job's key before ties an unchanged job of `r`, on
+    // whichever process holds it (its name decides there).
     let twins = twin_accounts(now + 1);
     for engine in [&mut engine, &mut single] {
         let report = engine.apply_batch(lines(&twins)).unwrap();
         assert!(report.rejected.is_empty(), "{:?}", report.rejected);
     }
     let proposal = format!(
-        r#"{{"op":"account","t":{},"name":"p","shares":2}}"#,
+        r#"{{"op":"account","t":{},"name":"p","shares":3}}"#,
         now + 1
     );
     for k in [3, 1000] {
