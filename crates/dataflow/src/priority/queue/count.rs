@@ -283,12 +283,9 @@ const PARALLEL_USERS_FROM: usize = 1024;
 /// Users counted per task of the pool.
 const USERS_PER_TASK: usize = 256;
 
-/// What some users' vectors gave ([`Queue::count_users`]).
-#[derive(Default)]
-struct UsersFound<'q> {
-    sure: Vec<SurePrefix<'q>>,
-    band: Vec<(&'q PriorityRecord, f64)>,
-}
+/// What some users' vectors gave ([`Queue::count_users`]): sure prefixes
+/// and band jobs, as in [`Counted`].
+type UsersFound<'q> = (Vec<SurePrefix<'q>>, Vec<(&'q PriorityRecord, f64)>);
 
 /// A count under way: the window and what was found.
 struct Counting<'q> {
@@ -395,33 +392,42 @@ impl Queue {
         let users = std::mem::take(&mut counting.users);
         let window = (counting.counted.bounds, counting.above, counting.reach);
         let left_out = counting.left_out;
-        let count = |chunk: &[(AssocId, usize, f64)]| {
-            let mut found = UsersFound::default();
-            for &user in chunk {
-                self.count_one_user(window, left_out, user, &mut found);
+        if users.len() < PARALLEL_USERS_FROM {
+            let counted = &mut counting.counted;
+            for &user in &users {
+                let found = (&mut counted.sure, &mut counted.band);
+                self.count_one_user(window, left_out, user, found);
             }
-            found
-        };
-        let parts = if users.len() < PARALLEL_USERS_FROM {
-            vec![count(&users)]
-        } else {
-            users.par_chunks(USERS_PER_TASK).map(count).collect()
-        };
-        for found in parts {
-            counting.counted.sure.extend(found.sure);
-            counting.counted.band.extend(found.band);
+            return;
+        }
+        let parts: Vec<UsersFound<'q>> = (users.par_chunks(USERS_PER_TASK))
+            .map(|chunk| {
+                let mut found = UsersFound::default();
+                for &user in chunk {
+                    self.count_one_user(window, left_out, user, (&mut found.0, &mut found.1));
+                }
+                found
+            })
+            .collect();
+        for (sure, band) in parts {
+            counting.counted.sure.extend(sure);
+            counting.counted.band.extend(band);
         }
     }
 
     /// Split one user association's vectors of `class` with its factor by
-    /// the window `(bounds, above, reach)` into `found`, the jobs of
+    /// the window `(bounds, above, reach)` into sure prefixes and band jobs
+    /// (pushed onto the two vectors given), the jobs of
     /// `left_out` left out of the band.
     fn count_one_user<'q>(
         &'q self,
         (bounds, above, reach): (CountBounds, f64, f64),
         left_out: Option<&JobIdSet>,
         (assoc, class, factor): (AssocId, usize, f64),
-        found: &mut UsersFound<'q>,
+        (sure_found, band_found): (
+            &mut Vec<SurePrefix<'q>>,
+            &mut Vec<(&'q PriorityRecord, f64)>,
+        ),
     ) {
         let Some(user) = self.users.get(assoc as usize) else {
             return;
@@ -434,7 +440,7 @@ impl Queue {
                 |key| bounds.hi(key, factor, class) >= reach,
             );
             if sure > 0 {
-                found.sure.push(SurePrefix {
+                sure_found.push(SurePrefix {
                     account: vector.account,
                     partition: vector.partition,
                     class,
@@ -448,7 +454,7 @@ impl Queue {
                     continue;
                 }
                 if let Some(record) = self.record(job) {
-                    found.band.push((record, factor));
+                    band_found.push((record, factor));
                 }
             }
         }

@@ -431,7 +431,7 @@ impl PriorityReader {
             }
             _ => {
                 let (tallying, range, scanned) =
-                    self.tally_read(request, lowest, &mut tally.counts);
+                    self.tally_read((request, &excluded), lowest, &mut tally.counts);
                 let path = if scanned { Path::Scanned } else { Path::Walked };
                 (tallying, range, path)
             }
@@ -476,7 +476,7 @@ impl PriorityReader {
             + (counted.sure.iter())
                 .map(|p| p.jobs.len() as u64)
                 .sum::<u64>();
-        let above = above - self.excluded_counted_above(&counted, high, request);
+        let above = above - self.excluded_counted_above(&counted, high, (request, excluded));
         counts[0] += above;
         let mut tallying = Tallying::new(request, counts, counted.band.len(), above);
         let keys = band::sorted_keys(&counted.band, excluded, low, request.now);
@@ -500,7 +500,7 @@ impl PriorityReader {
         &self,
         counted: &Counted<'_>,
         high: u64,
-        request: &TallyRequest,
+        (request, excluded): (&TallyRequest, &JobIdSet),
     ) -> u64 {
         if request.excluded_are_probes {
             return 0;
@@ -517,7 +517,7 @@ impl PriorityReader {
             return 0;
         }
         let in_band = (counted.band.iter())
-            .filter(|(record, _)| request.excluded.binary_search(&record.job()).is_ok())
+            .filter(|(record, _)| excluded.contains(record.job()))
             .filter(|&&(record, factor)| above(record, factor))
             .count();
         (excluded_above - in_band) as u64
@@ -529,7 +529,7 @@ impl PriorityReader {
     /// record was passed.
     fn tally_read<'q, 'c>(
         &'q self,
-        request: &'c TallyRequest,
+        (request, excluded): (&'c TallyRequest, &JobIdSet),
         lowest: Option<u64>,
         counts: &'c mut [u64],
     ) -> (Tallying<'c, 'q>, (u64, u64), bool) {
@@ -560,7 +560,8 @@ impl PriorityReader {
                     lowest,
                     floor,
                     |record, fairshare| {
-                        self.tally_one(record, fairshare, (request, &index), &mut tallying)
+                        let probes = (request, &index, excluded);
+                        self.tally_one(record, fairshare, probes, &mut tallying)
                     },
                 );
                 lowest
@@ -571,7 +572,8 @@ impl PriorityReader {
                 let table = self.queue.factor_table();
                 for record in self.queue.records() {
                     let fairshare = Self::factor_in(&table, record);
-                    self.tally_one(record, fairshare, (request, &index), &mut tallying);
+                    let probes = (request, &index, excluded);
+                    self.tally_one(record, fairshare, probes, &mut tallying);
                 }
                 0
             }
@@ -594,16 +596,17 @@ impl PriorityReader {
         ahead
     }
 
-    /// Tally one record: a ranked job not left out is placed among the
-    /// request's probes (`index`) and entered ([`PriorityReader::enter`]).
+    /// Tally one record: a ranked job not left out (`excluded`: the
+    /// request's, as bits) is placed among the request's probes (`index`)
+    /// and entered ([`PriorityReader::enter`]).
     fn tally_one<'q>(
         &self,
         record: &'q PriorityRecord,
         fairshare: f64,
-        (request, index): (&TallyRequest, &ProbeIndex<'_>),
+        (request, index, excluded): (&TallyRequest, &ProbeIndex<'_>, &JobIdSet),
         tallying: &mut Tallying<'_, 'q>,
     ) {
-        if request.excluded.binary_search(&record.job()).is_ok() {
+        if excluded.contains(record.job()) {
             return;
         }
         let Some((JobState::Pending, priority)) = record.priority_at(fairshare, request.now, None)
