@@ -485,7 +485,7 @@ impl PriorityReader {
             &keys,
             |key| (self.names).order_of(key.record.job(), key.record.row.id_number),
             |key, at| {
-                let evaluated = (key.priority, key.submit_at, at);
+                let evaluated = (key.job, key.priority, key.submit_at, at);
                 self.enter(key.record, key.fairshare, evaluated, request, &mut tallying);
             },
         );
@@ -619,27 +619,27 @@ impl PriorityReader {
         self.enter(
             record,
             fairshare,
-            (priority, submit_at, at),
+            (record.job(), priority, submit_at, at),
             request,
             tallying,
         );
     }
 
-    /// Enter a ranked job not left out, of `(priority, submit time,
-    /// interval)`: counted in its interval (its key kept
-    /// when the tally keeps keys) and, when the interval moves, offered to
-    /// the kept jobs.
+    /// Enter a ranked job not left out, of `(job, priority, submit time,
+    /// interval)` (its record read only when it is offered to the kept
+    /// jobs): counted in its interval (its key kept when the tally keeps
+    /// keys) and, when the interval moves, offered to the kept jobs.
     fn enter<'q>(
         &self,
         record: &'q PriorityRecord,
         fairshare: f64,
-        (priority, submit_at, at): (u64, Time, usize),
+        (job, priority, submit_at, at): (JobId, u64, Time, usize),
         request: &TallyRequest,
         tallying: &mut Tallying<'_, 'q>,
     ) {
         tallying.counts[at] += 1;
         if let Some(keys) = tallying.keys.as_mut() {
-            keys.push((priority, submit_at, record.job()));
+            keys.push((priority, submit_at, job));
         }
         let kept = &mut tallying.kept;
         let shift = request.shifts[at].unsigned_abs();
@@ -649,9 +649,17 @@ impl PriorityReader {
         if kept.len() >= request.keep && kept.peek().is_some_and(|worst| worst.shift > shift) {
             return;
         }
+        let name = self.names.get(job).unwrap_or_else(|| Arc::from(""));
+        // Full, and no better than the worst kept (an equal shift and a
+        // name that sorts after): not kept.
+        if kept.len() >= request.keep
+            && (kept.peek()).is_some_and(|worst| worst.shift == shift && worst.name <= name)
+        {
+            return;
+        }
         kept.push(Kept {
             shift,
-            name: self.name_of(record),
+            name,
             at: at as u64,
             record,
             fairshare,
