@@ -8,8 +8,9 @@
 //! ids are plain), among those probes alone.
 //!
 //! Cost: one evaluation per band job (halved on two cores), a sort of the
-//! band's keys, and a merge; no lookup per job in a table of every
-//! priority of the window or among the probes.
+//! band's keys, and a merge that reads the keys alone (each carries its
+//! job's id: no record is read again but a kept job's); no lookup per job
+//! in a table of every priority of the window or among the probes.
 
 use std::cmp::{Ordering, Reverse};
 
