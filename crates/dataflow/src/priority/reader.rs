@@ -307,9 +307,13 @@ impl PriorityReader {
     /// The record's job's name (`""` if the table no longer has it, which a
     /// driver that publishes names before each batch never lets happen).
     fn name_of(&self, record: &PriorityRecord) -> Arc<str> {
-        self.names
-            .get(record.job())
-            .unwrap_or_else(|| Arc::from(""))
+        self.name_of_job(record.job())
+    }
+
+    /// Job `job`'s name, as [`PriorityReader::name_of`] gives it, without
+    /// its record.
+    fn name_of_job(&self, job: JobId) -> Arc<str> {
+        self.names.get(job).unwrap_or_else(|| Arc::from(""))
     }
 
     fn floor_of(&self, name: &str, record: &PriorityRecord) -> Option<u64> {

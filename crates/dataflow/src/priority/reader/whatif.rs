@@ -626,9 +626,10 @@ impl PriorityReader {
     }
 
     /// Enter a ranked job not left out, of `(job, priority, submit time,
-    /// interval)` (its record read only when it is offered to the kept
-    /// jobs): counted in its interval (its key kept when the tally keeps
-    /// keys) and, when the interval moves, offered to the kept jobs.
+    /// interval)` (its record not read here: a kept job's is evaluated once
+    /// the tally is done): counted in its interval (its key kept when the
+    /// tally keeps keys) and, when the interval moves, offered to the kept
+    /// jobs (named by id).
     fn enter<'q>(
         &self,
         record: &'q PriorityRecord,
@@ -649,7 +650,7 @@ impl PriorityReader {
         if kept.len() >= request.keep && kept.peek().is_some_and(|worst| worst.shift > shift) {
             return;
         }
-        let name = self.names.get(job).unwrap_or_else(|| Arc::from(""));
+        let name = self.name_of_job(job);
         // Full, and no better than the worst kept (an equal shift and a
         // name that sorts after): not kept.
         if kept.len() >= request.keep
